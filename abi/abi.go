@@ -1,0 +1,91 @@
+package abi
+
+// Version is the ABI version this package describes. A module declares the
+// version it was built for by exporting ExportABIVersion; the host refuses a
+// module whose version differs.
+const Version = 1
+
+// HostModule is the import module name of every Sluice host function.
+const HostModule = "sluice"
+
+// Names of the functions the host provides in HostModule. The signatures are
+// given in ABI.md; i32 is a 32-bit integer, pointers and lengths are
+// unsigned offsets into the guest's exported memory.
+const (
+	// FuncEmit: emit(ptr i32, len i32). Hands the host an encoded batch of
+	// output records. May be called any number of times during one call of
+	// ExportProcess; the records of all calls are appended in order.
+	FuncEmit = "emit"
+	// FuncReject: reject(origin i32, msg_ptr i32, msg_len i32). Marks input
+	// record number origin of the current batch as failed with a message; the
+	// host sends it to the dead-letter subject and keeps going.
+	FuncReject = "reject"
+	// FuncTableID: table_id(name_ptr i32, name_len i32) -> i32. Resolves a
+	// state table declared for the operator to its handle, or StatusNotFound.
+	FuncTableID = "table_id"
+	// FuncStateGet: state_get(table i32, key_ptr i32, key_len i32,
+	// buf_ptr i32, buf_cap i32) -> i32. Copies the value of key into buf when
+	// it fits and returns its length; returns StatusNotFound when the key has
+	// no value. A returned length larger than buf_cap means nothing was
+	// copied: call again with a buffer of at least that size.
+	FuncStateGet = "state_get"
+	// FuncStatePut: state_put(table i32, key_ptr i32, key_len i32,
+	// val_ptr i32, val_len i32). Sets the value of key.
+	FuncStatePut = "state_put"
+	// FuncStateDelete: state_delete(table i32, key_ptr i32, key_len i32).
+	// Removes key.
+	FuncStateDelete = "state_delete"
+	// FuncLog: log(level i32, ptr i32, len i32). Writes a message to the
+	// host's log at one of the Log* levels.
+	FuncLog = "log"
+)
+
+// Names of the functions and memory a guest module exports.
+const (
+	// ExportMemory is the guest's linear memory.
+	ExportMemory = "memory"
+	// ExportABIVersion: sluice_abi_version() -> i32. Returns the ABI version
+	// the module was built for. Required.
+	ExportABIVersion = "sluice_abi_version"
+	// ExportAlloc: sluice_alloc(size i32) -> i32. Returns the offset of size
+	// writable bytes, or 0 when it cannot. Required. The region stays valid
+	// until the next guest call that consumes it returns.
+	ExportAlloc = "sluice_alloc"
+	// ExportConfigure: sluice_configure(ptr i32, len i32) -> i32. Optional.
+	// Called once per instance, before any record, with the operator's
+	// configuration from the pipeline file encoded as JSON. Returns a status.
+	ExportConfigure = "sluice_configure"
+	// ExportProcess: sluice_process(ptr i32, len i32) -> i32. Processes one
+	// encoded batch of input records (map, filter, flatmap and keyed
+	// operators). Returns StatusOK, or an error status that fails the whole
+	// batch.
+	ExportProcess = "sluice_process"
+	// ExportInitialize is the WASI reactor initialiser. When a module exports
+	// it, the host calls it once after instantiation, before anything else.
+	ExportInitialize = "_initialize"
+)
+
+// Status codes returned by host functions and guest exports, as i32.
+const (
+	StatusOK       int32 = 0
+	StatusNotFound int32 = -1
+	// StatusError is returned by a guest export that failed; the host reads
+	// the reason from the last FuncLog message at LogError, if any.
+	StatusError int32 = -2
+	// StatusBadConfig is returned by ExportConfigure when the operator's
+	// configuration is invalid.
+	StatusBadConfig int32 = -3
+)
+
+// Log levels for FuncLog.
+const (
+	LogDebug int32 = 0
+	LogInfo  int32 = 1
+	LogWarn  int32 = 2
+	LogError int32 = 3
+)
+
+// DefaultTable is the handle of an operator's default state table: the first
+// table the pipeline declares for it. Other tables are resolved with
+// FuncTableID.
+const DefaultTable int32 = 0
