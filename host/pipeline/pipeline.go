@@ -1,0 +1,689 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Pipeline is a validated pipeline file.
+type Pipeline struct {
+	Name       string      `yaml:"name"`
+	NATS       NATS        `yaml:"nats"`
+	DataDir    string      `yaml:"data_dir"`
+	State      State       `yaml:"state"`
+	Batch      Batch       `yaml:"batch"`
+	Sources    []Source    `yaml:"sources"`
+	Operators  []Operator  `yaml:"operators"`
+	Sinks      []Sink      `yaml:"sinks"`
+	DeadLetter DeadLetter  `yaml:"dead_letter"`
+	HTTP       HTTP        `yaml:"http"`
+	OnError    ErrorPolicy `yaml:"on_error"`
+	File       string      `yaml:"-"` // the file it was read from, for messages
+	Dir        string      `yaml:"-"` // the directory relative paths are resolved against
+	root       *yaml.Node
+}
+
+// NATS says which NATS server to use.
+type NATS struct {
+	// URL of a NATS server or cluster; empty starts an embedded server with
+	// JetStream, stored under the data directory.
+	URL string `yaml:"url"`
+	// Port of the embedded server's client listener on 127.0.0.1. Default
+	// 4222; -1 picks a free port.
+	Port int `yaml:"port"`
+}
+
+// State configures keyed state.
+type State struct {
+	// KeyGroups is the number of key groups keyed state is partitioned
+	// into; fixed for the life of the data directory. Default 128.
+	KeyGroups int `yaml:"key_groups"`
+	// Sync makes every commit wait for the disk (fsync). Default false: a
+	// machine crash may lose the last commits, a process crash loses nothing.
+	Sync bool `yaml:"sync"`
+}
+
+// Batch sets how input is cut into batches: a batch is processed by every
+// operator, written to the sinks and committed together.
+type Batch struct {
+	// Size is the most records in one batch. Default 1024.
+	Size int `yaml:"size"`
+	// Linger is how long a batch waits for more records once it has one.
+	// Default 5ms.
+	Linger Duration `yaml:"linger"`
+}
+
+// Source is one input of the pipeline.
+type Source struct {
+	Name string `yaml:"name"`
+	// Type is file, generator, nats or jetstream.
+	Type string `yaml:"type"`
+
+	// file
+	Path   string `yaml:"path"`
+	Format string `yaml:"format"` // jsonl (default) or lines
+
+	// nats and jetstream
+	Subject  string   `yaml:"subject"`
+	Queue    string   `yaml:"queue"`
+	Stream   string   `yaml:"stream"`
+	Consumer string   `yaml:"consumer"`
+	Create   bool     `yaml:"create"`
+	Subjects []string `yaml:"subjects"`
+
+	// generator
+	Mode  string `yaml:"mode"` // words, sequence or bytes
+	Count uint64 `yaml:"count"`
+	Rate  int    `yaml:"rate"`
+	Size  int    `yaml:"size"`
+	Keys  int    `yaml:"keys"`
+	Seed  int64  `yaml:"seed"`
+}
+
+// Operator is one stage of the chain, run by a Wasm plugin.
+type Operator struct {
+	Name string `yaml:"name"`
+	// Plugin is the path of the .wasm module.
+	Plugin string `yaml:"plugin"`
+	// Kind is map, filter, flatmap or keyed.
+	Kind string `yaml:"kind"`
+	// Parallelism is the number of workers, each with its own instance.
+	// Default: the number of CPUs the process may use.
+	Parallelism int `yaml:"parallelism"`
+	// State lists the state tables of a keyed operator; the first is its
+	// default table. Default: one table named after the operator.
+	State []string `yaml:"state"`
+	// Config is passed to the plugin as JSON when each instance starts.
+	Config any `yaml:"config"`
+	// Limits bound what one instance may use.
+	Limits Limits `yaml:"limits"`
+	// OnError overrides the pipeline's error policy for this operator.
+	OnError ErrorPolicy `yaml:"on_error"`
+
+	// ConfigJSON is Config encoded as JSON (nil when there is none).
+	ConfigJSON []byte `yaml:"-"`
+}
+
+// Limits bound a plugin instance.
+type Limits struct {
+	// MemoryPages caps an instance's memory in 64 KiB pages. Default 1024 (64 MiB).
+	MemoryPages uint32 `yaml:"memory_pages"`
+	// CallTimeout bounds one guest call; "0s" disables the deadline.
+	// Default 5s.
+	CallTimeout *Duration `yaml:"call_timeout"`
+	// MaxRecordBytes is the largest record the operator accepts or emits.
+	// Default 1 MiB.
+	MaxRecordBytes Size `yaml:"max_record_bytes"`
+}
+
+// Sink is one output of the pipeline.
+type Sink struct {
+	Name string `yaml:"name"`
+	// Type is file, nats or jetstream.
+	Type    string `yaml:"type"`
+	Path    string `yaml:"path"`
+	Subject string `yaml:"subject"`
+	Stream  string `yaml:"stream"`
+	Create  bool   `yaml:"create"`
+}
+
+// DeadLetter says where records that an operator failed on go. With
+// neither set, they go to the NATS subject "sluice.<pipeline>.dead".
+type DeadLetter struct {
+	Subject string `yaml:"subject"`
+	// Path writes dead letters to a JSON Lines file instead.
+	Path string `yaml:"path"`
+}
+
+// HTTP configures the host's HTTP server (health, metrics, API).
+type HTTP struct {
+	// Addr to listen on. Default 127.0.0.1:8080; "off" disables the server.
+	Addr string `yaml:"addr"`
+}
+
+// ErrorPolicy is what happens when an operator fails on a record.
+type ErrorPolicy string
+
+// Error policies.
+const (
+	// DeadLetter sends the record to the dead-letter destination with the
+	// error in its headers, and keeps going. The default.
+	PolicyDeadLetter ErrorPolicy = "dead-letter"
+	// Stop stops the pipeline without committing the batch, so the record
+	// is read again on the next run.
+	PolicyStop ErrorPolicy = "stop"
+)
+
+// Operator kinds.
+const (
+	KindMap     = "map"
+	KindFilter  = "filter"
+	KindFlatMap = "flatmap"
+	KindKeyed   = "keyed"
+)
+
+// Defaults.
+const (
+	DefaultBatchSize      = 1024
+	DefaultLinger         = 5 * time.Millisecond
+	DefaultKeyGroups      = 128
+	DefaultMaxRecordBytes = 1 << 20
+	DefaultHTTPAddr       = "127.0.0.1:8080"
+)
+
+// Duration is a time.Duration written as "250ms", "5s", "1m".
+type Duration time.Duration
+
+// UnmarshalYAML parses a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (write it like 250ms, 5s or 1m)", n.Line, n.Value)}}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Size is a byte count written as a number or with a unit: 512, 64KiB, 1MiB.
+type Size int64
+
+// UnmarshalYAML parses a size.
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseSize(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %v", n.Line, err)}}
+	}
+	*s = Size(v)
+	return nil
+}
+
+var sizeRE = regexp.MustCompile(`^\s*([0-9]+)\s*(B|KiB|MiB|GiB|KB|MB|GB)?\s*$`)
+
+// ParseSize parses a byte count such as 512, 64KiB or 1MiB.
+func ParseSize(s string) (int64, error) {
+	m := sizeRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a size (write it like 512, 64KiB or 1MiB)", s)
+	}
+	v, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size: %w", s, err)
+	}
+	mult := map[string]int64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 1e3, "MB": 1e6, "GB": 1e9}[m[2]]
+	return v * mult, nil
+}
+
+// Error is a problem with a pipeline file, located by line and key path.
+type Error struct {
+	File string
+	Line int    // 0 when unknown
+	Path string // the key path, like operators[1].kind
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Load reads and validates the pipeline file at path.
+func Load(path string) (*Pipeline, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	return Parse(path, filepath.Dir(abs), data)
+}
+
+// Parse reads and validates a pipeline from data. file names it in errors;
+// dir is the directory relative paths are resolved against.
+func Parse(file, dir string, data []byte) (*Pipeline, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(file, err)
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, &Error{File: file, Msg: "the file is empty"}
+	}
+	if root.Content[0].Kind != yaml.MappingNode {
+		return nil, &Error{File: file, Line: root.Content[0].Line, Msg: "a pipeline file must be a mapping of keys (name, sources, operators, sinks...)"}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	p := &Pipeline{File: file, Dir: dir, root: root.Content[0]}
+	if err := dec.Decode(p); err != nil && !errors.Is(err, io.EOF) {
+		return nil, yamlError(file, err)
+	}
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// yamlError turns the YAML library's errors into *Error values with lines.
+func yamlError(file string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		var errs []error
+		for _, s := range te.Errors {
+			errs = append(errs, lineError(file, s))
+		}
+		return errors.Join(errs...)
+	}
+	return lineError(file, err.Error())
+}
+
+func lineError(file, s string) *Error {
+	s = strings.TrimPrefix(s, "yaml: ")
+	if m := yamlLineRE.FindStringSubmatch(s); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		msg := m[2]
+		// "field kidn not found in type pipeline.Operator" -> a user's words.
+		if f, ok := strings.CutPrefix(msg, "field "); ok {
+			if name, typ, ok := strings.Cut(f, " not found in type "); ok {
+				msg = fmt.Sprintf("unknown key %q in %s", name, typeWords(typ))
+			}
+		}
+		return &Error{File: file, Line: line, Msg: msg}
+	}
+	return &Error{File: file, Msg: s}
+}
+
+func typeWords(typ string) string {
+	switch strings.TrimPrefix(typ, "pipeline.") {
+	case "Pipeline":
+		return "the pipeline (known: name, nats, data_dir, state, batch, sources, operators, sinks, dead_letter, http, on_error)"
+	case "Source":
+		return "a source (known: name, type, path, format, subject, queue, stream, consumer, create, subjects, mode, count, rate, size, keys, seed)"
+	case "Operator":
+		return "an operator (known: name, plugin, kind, parallelism, state, config, limits, on_error)"
+	case "Sink":
+		return "a sink (known: name, type, path, subject, stream, create)"
+	case "Limits":
+		return "limits (known: memory_pages, call_timeout, max_record_bytes)"
+	case "Batch":
+		return "batch (known: size, linger)"
+	case "State":
+		return "state (known: key_groups, sync)"
+	case "NATS":
+		return "nats (known: url, port)"
+	case "DeadLetter":
+		return "dead_letter (known: subject, path)"
+	case "HTTP":
+		return "http (known: addr)"
+	}
+	return typ
+}
+
+// errAt builds an *Error located at the node for path (keys and indexes
+// below the root), or at the nearest ancestor that exists.
+func (p *Pipeline) errAt(msg string, path ...any) error {
+	return &Error{File: p.File, Line: p.lineOf(path...), Path: pathString(path), Msg: msg}
+}
+
+func pathString(path []any) string {
+	var b strings.Builder
+	for _, e := range path {
+		switch v := e.(type) {
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(v)
+		case int:
+			fmt.Fprintf(&b, "[%d]", v)
+		}
+	}
+	return b.String()
+}
+
+func (p *Pipeline) lineOf(path ...any) int {
+	n := p.root
+	if n == nil {
+		return 0
+	}
+	line := n.Line
+	for _, e := range path {
+		var next *yaml.Node
+		switch v := e.(type) {
+		case string:
+			if n.Kind == yaml.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == v {
+						line = n.Content[i].Line
+						next = n.Content[i+1]
+					}
+				}
+			}
+		case int:
+			if n.Kind == yaml.SequenceNode && v < len(n.Content) {
+				next = n.Content[v]
+				line = next.Line
+			}
+		}
+		if next == nil {
+			return line
+		}
+		n = next
+	}
+	return line
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]*$`)
+
+func (p *Pipeline) validate() error {
+	var errs []error
+	add := func(err error) { errs = append(errs, err) }
+
+	if p.Name == "" {
+		p.Name = strings.TrimSuffix(filepath.Base(p.File), filepath.Ext(p.File))
+	}
+	if !nameRE.MatchString(p.Name) {
+		add(p.errAt(fmt.Sprintf("%q is not a valid name: use letters, digits, - and _", p.Name), "name"))
+	}
+	if p.DataDir == "" {
+		p.DataDir = filepath.Join(p.Dir, ".sluice", p.Name)
+	} else {
+		p.DataDir = p.resolve(p.DataDir)
+	}
+	if p.State.KeyGroups == 0 {
+		p.State.KeyGroups = DefaultKeyGroups
+	} else if p.State.KeyGroups < 1 || p.State.KeyGroups > 1<<16 {
+		add(p.errAt(fmt.Sprintf("%d key groups: want 1 to 65536", p.State.KeyGroups), "state", "key_groups"))
+	}
+	if p.Batch.Size == 0 {
+		p.Batch.Size = DefaultBatchSize
+	} else if p.Batch.Size < 1 {
+		add(p.errAt(fmt.Sprintf("batch size %d: want at least 1", p.Batch.Size), "batch", "size"))
+	}
+	if p.Batch.Linger == 0 {
+		p.Batch.Linger = Duration(DefaultLinger)
+	}
+	if p.NATS.Port == 0 {
+		p.NATS.Port = 4222
+	} else if p.NATS.Port < -1 || p.NATS.Port > 65535 {
+		add(p.errAt(fmt.Sprintf("port %d: want 1 to 65535, or -1 for a free port", p.NATS.Port), "nats", "port"))
+	}
+	if p.HTTP.Addr == "" {
+		p.HTTP.Addr = DefaultHTTPAddr
+	}
+	if p.OnError == "" {
+		p.OnError = PolicyDeadLetter
+	} else if err := p.checkPolicy(p.OnError, "on_error"); err != nil {
+		add(err)
+	}
+	if p.DeadLetter.Path != "" {
+		p.DeadLetter.Path = p.resolve(p.DeadLetter.Path)
+		if p.DeadLetter.Subject != "" {
+			add(p.errAt("set subject or path, not both", "dead_letter"))
+		}
+	} else if p.DeadLetter.Subject == "" {
+		p.DeadLetter.Subject = "sluice." + p.Name + ".dead"
+	}
+
+	names := map[string]string{}
+	unique := func(name, what string, path ...any) {
+		if name == "" {
+			add(p.errAt(what+" needs a name", path...))
+			return
+		}
+		if !nameRE.MatchString(name) {
+			add(p.errAt(fmt.Sprintf("%q is not a valid name: use letters, digits, - and _", name), append(path, "name")...))
+			return
+		}
+		if prev, ok := names[name]; ok {
+			add(p.errAt(fmt.Sprintf("the name %q is already used by %s", name, prev), append(path, "name")...))
+			return
+		}
+		names[name] = what + " " + pathString(path)
+	}
+
+	if len(p.Sources) == 0 {
+		add(p.errAt("a pipeline needs at least one source", "sources"))
+	}
+	for i := range p.Sources {
+		s := &p.Sources[i]
+		unique(s.Name, "source", "sources", i)
+		for _, err := range p.validateSource(i, s) {
+			add(err)
+		}
+	}
+	for i := range p.Operators {
+		o := &p.Operators[i]
+		unique(o.Name, "operator", "operators", i)
+		for _, err := range p.validateOperator(i, o) {
+			add(err)
+		}
+	}
+	if len(p.Sinks) == 0 {
+		add(p.errAt("a pipeline needs at least one sink", "sinks"))
+	}
+	for i := range p.Sinks {
+		s := &p.Sinks[i]
+		unique(s.Name, "sink", "sinks", i)
+		for _, err := range p.validateSink(i, s) {
+			add(err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Pipeline) checkPolicy(pol ErrorPolicy, path ...any) error {
+	switch pol {
+	case PolicyDeadLetter, PolicyStop:
+		return nil
+	}
+	return p.errAt(fmt.Sprintf("unknown error policy %q (want dead-letter or stop)", pol), path...)
+}
+
+func (p *Pipeline) resolve(path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(p.Dir, path)
+}
+
+func (p *Pipeline) validateSource(i int, s *Source) []error {
+	var errs []error
+	at := func(msg string, key ...any) {
+		errs = append(errs, p.errAt(msg, append([]any{"sources", i}, key...)...))
+	}
+	switch s.Type {
+	case "file":
+		if s.Path == "" {
+			at("a file source needs a path", "path")
+		}
+		s.Path = p.resolve(s.Path)
+		switch s.Format {
+		case "":
+			s.Format = "jsonl"
+		case "jsonl", "lines":
+		default:
+			at(fmt.Sprintf("unknown format %q (want jsonl or lines)", s.Format), "format")
+		}
+	case "generator":
+		switch s.Mode {
+		case "":
+			s.Mode = "words"
+		case "words", "sequence", "bytes":
+		default:
+			at(fmt.Sprintf("unknown generator mode %q (want words, sequence or bytes)", s.Mode), "mode")
+		}
+		if s.Rate < 0 {
+			at(fmt.Sprintf("rate %d: want 0 (unlimited) or more", s.Rate), "rate")
+		}
+	case "nats":
+		if s.Subject == "" {
+			at("a nats source needs a subject", "subject")
+		}
+	case "jetstream":
+		if s.Stream == "" {
+			at("a jetstream source needs a stream", "stream")
+		}
+		if s.Consumer == "" {
+			s.Consumer = "sluice-" + p.Name + "-" + s.Name
+		}
+		if s.Create && len(s.Subjects) == 0 {
+			at("create: true needs the stream's subjects", "subjects")
+		}
+	case "":
+		at("a source needs a type (file, generator, nats or jetstream)", "type")
+	default:
+		at(fmt.Sprintf("unknown source type %q (want file, generator, nats or jetstream)", s.Type), "type")
+	}
+	return errs
+}
+
+func (p *Pipeline) validateOperator(i int, o *Operator) []error {
+	var errs []error
+	at := func(msg string, key ...any) {
+		errs = append(errs, p.errAt(msg, append([]any{"operators", i}, key...)...))
+	}
+	switch o.Kind {
+	case KindMap, KindFilter, KindFlatMap:
+		if len(o.State) > 0 {
+			at(fmt.Sprintf("a %s operator has no state; only keyed operators declare tables", o.Kind), "state")
+		}
+	case KindKeyed:
+		if len(o.State) == 0 {
+			o.State = []string{o.Name}
+		}
+		seen := map[string]bool{}
+		for j, t := range o.State {
+			if !nameRE.MatchString(t) {
+				at(fmt.Sprintf("%q is not a valid table name: use letters, digits, - and _", t), "state", j)
+			} else if seen[t] {
+				at(fmt.Sprintf("table %q is listed twice", t), "state", j)
+			}
+			seen[t] = true
+		}
+	case "":
+		at("an operator needs a kind (map, filter, flatmap or keyed)", "kind")
+	default:
+		at(fmt.Sprintf("unknown operator kind %q (want map, filter, flatmap or keyed)", o.Kind), "kind")
+	}
+	if o.Plugin == "" {
+		at("an operator needs a plugin (the path of a .wasm module)", "plugin")
+	} else {
+		o.Plugin = p.resolve(o.Plugin)
+	}
+	if o.Parallelism < 0 {
+		at(fmt.Sprintf("parallelism %d: want 1 or more, or leave it out for one worker per CPU", o.Parallelism), "parallelism")
+	}
+	if o.Limits.MaxRecordBytes == 0 {
+		o.Limits.MaxRecordBytes = DefaultMaxRecordBytes
+	} else if o.Limits.MaxRecordBytes < 0 {
+		at("max_record_bytes must be positive", "limits", "max_record_bytes")
+	}
+	if o.OnError == "" {
+		o.OnError = p.OnError
+	} else if err := p.checkPolicy(o.OnError, "operators", i, "on_error"); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Config != nil {
+		b, err := json.Marshal(jsonable(o.Config))
+		if err != nil {
+			at(fmt.Sprintf("config cannot be passed to the plugin as JSON: %v", err), "config")
+		}
+		o.ConfigJSON = b
+	}
+	return errs
+}
+
+// jsonable converts YAML's map[string]any/[]any trees (which may hold
+// map[any]any for non-string keys) into values encoding/json accepts.
+func jsonable(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = jsonable(e)
+		}
+		return m
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[fmt.Sprint(k)] = jsonable(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(t))
+		for i, e := range t {
+			s[i] = jsonable(e)
+		}
+		return s
+	}
+	return v
+}
+
+func (p *Pipeline) validateSink(i int, s *Sink) []error {
+	var errs []error
+	at := func(msg string, key ...any) {
+		errs = append(errs, p.errAt(msg, append([]any{"sinks", i}, key...)...))
+	}
+	switch s.Type {
+	case "file":
+		if s.Path == "" {
+			at("a file sink needs a path", "path")
+		}
+		s.Path = p.resolve(s.Path)
+	case "nats":
+		if s.Subject == "" {
+			at("a nats sink needs a subject", "subject")
+		}
+	case "jetstream":
+		if s.Subject == "" {
+			at("a jetstream sink needs a subject", "subject")
+		}
+		if s.Create && s.Stream == "" {
+			at("create: true needs the stream's name", "stream")
+		}
+	case "":
+		at("a sink needs a type (file, nats or jetstream)", "type")
+	default:
+		at(fmt.Sprintf("unknown sink type %q (want file, nats or jetstream)", s.Type), "type")
+	}
+	return errs
+}
+
+// NeedsNATS reports whether any source, sink or the dead-letter destination
+// uses NATS.
+func (p *Pipeline) NeedsNATS() bool {
+	for _, s := range p.Sources {
+		if s.Type == "nats" || s.Type == "jetstream" {
+			return true
+		}
+	}
+	for _, s := range p.Sinks {
+		if s.Type == "nats" || s.Type == "jetstream" {
+			return true
+		}
+	}
+	return p.DeadLetter.Path == ""
+}

@@ -1,0 +1,223 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+func benchKeys(n int) [][]byte {
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("user-%07d", i))
+	}
+	return keys
+}
+
+func BenchmarkKeyGroup(b *testing.B) {
+	k := []byte("user-0012345")
+	b.ReportAllocs()
+	for b.Loop() {
+		KeyGroup(k, DefaultKeyGroups)
+	}
+}
+
+// BenchmarkGroupGet reads existing keys of one group holding 100k entries.
+func BenchmarkGroupGet(b *testing.B) {
+	s := openBench(b, Options{KeyGroups: 1})
+	g := s.Table("t").Group(0)
+	keys := benchKeys(100_000)
+	for _, k := range keys {
+		g.Put(k, []byte("12345678"))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, ok := g.Get(keys[i]); !ok {
+			b.Fatal("missing")
+		}
+		if i++; i == len(keys) {
+			i = 0
+		}
+	}
+}
+
+// BenchmarkSessionPut overwrites existing keys through a Session (key group
+// routing, undo log), resetting the log every 1,000 writes as the executor
+// does at each barrier.
+func BenchmarkSessionPut(b *testing.B) {
+	s := openBench(b, Options{})
+	tab := s.Table("t")
+	se := s.NewSession()
+	keys := benchKeys(100_000)
+	val := []byte("12345678")
+	for _, k := range keys {
+		_ = se.Put(tab, k, val)
+	}
+	se.Reset()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		_ = se.Put(tab, keys[i], val)
+		if i++; i == len(keys) {
+			i = 0
+		}
+		if i%1000 == 0 {
+			se.Reset()
+		}
+	}
+}
+
+// BenchmarkSessionRollback measures writing 100 keys and rolling them back.
+func BenchmarkSessionRollback(b *testing.B) {
+	s := openBench(b, Options{})
+	tab := s.Table("t")
+	se := s.NewSession()
+	keys := benchKeys(100)
+	for _, k := range keys {
+		_ = se.Put(tab, k, []byte("12345678"))
+	}
+	se.Reset()
+	val := []byte("abcdefgh")
+	b.ReportAllocs()
+	for b.Loop() {
+		sp := se.Savepoint()
+		for _, k := range keys {
+			_ = se.Put(tab, k, val)
+		}
+		se.RollbackTo(sp)
+	}
+}
+
+// BenchmarkKeyedCounting is keyed counting with Pebble commits: each record
+// reads its key's 8-byte counter through a Session and writes it back
+// incremented; a batch is 1,000 records followed by one Commit; keys cycle
+// through 1M distinct keys. One iteration is one batch, so -benchtime=1000x
+// writes each of the 1M keys once. It reports records per second overall
+// and the cost of one Commit.
+func BenchmarkKeyedCounting(b *testing.B) {
+	for _, sync := range []bool{false, true} {
+		b.Run(fmt.Sprintf("sync=%v", sync), func(b *testing.B) {
+			const batch, space = 1000, 1_000_000
+			keys := benchKeys(space)
+			s := openBench(b, Options{Sync: sync})
+			tab := s.Table("counts")
+			se := s.NewSession()
+			var buf [8]byte
+			var commit time.Duration
+			next := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			start := time.Now()
+			for b.Loop() {
+				for range batch {
+					k := keys[next]
+					if next++; next == space {
+						next = 0
+					}
+					v, _, _ := se.Get(tab, k)
+					n := uint64(0)
+					if len(v) == 8 {
+						n = binary.LittleEndian.Uint64(v)
+					}
+					binary.LittleEndian.PutUint64(buf[:], n+1)
+					_ = se.Put(tab, k, buf[:])
+				}
+				c := time.Now()
+				if err := s.Commit(map[string]uint64{"src": uint64(next)}); err != nil {
+					b.Fatal(err)
+				}
+				commit += time.Since(c)
+				se.Reset()
+			}
+			elapsed := time.Since(start)
+			b.ReportMetric(float64(b.N*batch)/elapsed.Seconds(), "writes/s")
+			b.ReportMetric(float64(commit.Microseconds())/float64(b.N), "commit-µs/batch")
+		})
+	}
+}
+
+// BenchmarkPebbleBatches is the floor BenchmarkKeyedCounting is read
+// against: Pebble alone, batches of 1,000 8-byte values written without
+// fsync (DESIGN.md: about 1M writes/s).
+func BenchmarkPebbleBatches(b *testing.B) {
+	const batch, space = 1000, 1_000_000
+	keys := benchKeys(space)
+	db, err := pebble.Open(b.TempDir(), &pebble.Options{Logger: pebbleLogger{quietOptions(0).Logger}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	val := []byte("12345678")
+	next := 0
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		bt := db.NewBatch()
+		for range batch {
+			_ = bt.Set(keys[next], val, nil)
+			if next++; next == space {
+				next = 0
+			}
+		}
+		if err := bt.Commit(pebble.NoSync); err != nil {
+			b.Fatal(err)
+		}
+		_ = bt.Close()
+	}
+	b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "writes/s")
+}
+
+// BenchmarkOpen measures recovery: opening a data directory of 1M
+// committed 8-byte entries and loading them into memory.
+func BenchmarkOpen(b *testing.B) {
+	dir := b.TempDir()
+	s, err := Open(dir, quietOptions(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tab := s.Table("t")
+	se := s.NewSession()
+	for i, k := range benchKeys(1_000_000) {
+		_ = se.Put(tab, k, []byte("12345678"))
+		if i%10_000 == 0 {
+			if err := s.Commit(nil); err != nil {
+				b.Fatal(err)
+			}
+			se.Reset()
+		}
+	}
+	if err := s.Commit(nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := Open(dir, quietOptions(0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := s.Table("t").Len(); n != 1_000_000 {
+			b.Fatalf("loaded %d entries", n)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func openBench(b *testing.B, opts Options) *Store {
+	b.Helper()
+	opts.Logger = quietOptions(0).Logger
+	s, err := Open(b.TempDir(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}

@@ -1,0 +1,87 @@
+package state
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Reader reads the committed contents of a data directory without loading
+// them into memory and without writing to it, for `sluice state dump` and
+// other tools.
+//
+// Pebble locks a data directory against every other opener, readers
+// included: OpenReadOnly fails with ErrLocked while a pipeline has the
+// directory open. Stop the pipeline first, or copy the directory while it
+// is stopped.
+type Reader struct {
+	dir    string
+	db     *pebble.DB
+	lock   *pebble.Lock
+	meta   meta
+	closed bool
+}
+
+// OpenReadOnly opens the data directory dir for reading. The directory must
+// hold a Sluice store.
+func OpenReadOnly(dir string) (*Reader, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("state: open data directory: %w", err)
+	}
+	db, lock, err := openPebble(dir, slog.New(slog.DiscardHandler), true, true)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{dir: dir, db: db, lock: lock}
+	m, found, err := readMeta(db, dir)
+	if err == nil && !found {
+		err = newError(ErrCorrupt, nil, "state: %s holds no Sluice state (no layout record)", dir)
+	}
+	if err != nil {
+		_ = r.Close()
+		return nil, err
+	}
+	r.meta = m
+	return r, nil
+}
+
+// KeyGroups returns the directory's key group count.
+func (r *Reader) KeyGroups() int { return r.meta.groups }
+
+// Tables returns the names of the committed tables, sorted.
+func (r *Reader) Tables() []string { return slices.Sorted(maps.Keys(r.meta.tables)) }
+
+// Positions returns the committed source positions.
+func (r *Reader) Positions() map[string]uint64 { return maps.Clone(r.meta.positions) }
+
+// Scan calls fn for every entry of table, in key order, as Store.Scan does.
+func (r *Reader) Scan(table string, fn func(key, value []byte) error) error {
+	if r.closed {
+		return newError(ErrClosed, nil, "state: scan table %q in %s", table, r.dir)
+	}
+	id, ok := r.meta.tables[table]
+	if !ok {
+		return newError(ErrUnknownTable, nil, "state: scan table %q in %s", table, r.dir)
+	}
+	return scanTable(r.db, r.dir, table, id, r.meta.groups, fn)
+}
+
+// Close releases the directory. It is idempotent.
+func (r *Reader) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	err := r.db.Close()
+	if lerr := r.lock.Close(); err == nil {
+		err = lerr
+	}
+	if err != nil {
+		return fmt.Errorf("state: close %s: %w", r.dir, err)
+	}
+	return nil
+}

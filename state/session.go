@@ -1,0 +1,197 @@
+package state
+
+import "fmt"
+
+// Session is one worker's access to the store's tables: it routes each key
+// to its key group, checks that the worker owns that group, and records an
+// undo log so that the worker's writes since a savepoint can be taken back.
+//
+// A Session is not safe for concurrent use; each worker has its own. Undo
+// records refer to entries by slot and old values live in an arena reused
+// from one batch to the next, so a Session does not allocate in steady
+// state (a write of a key not yet in memory allocates its entry, as any
+// insert must).
+//
+// The undo log covers writes since the last Commit only: call Reset after
+// each Commit. A Session that sees a Commit it was not reset after forgets
+// its log at its next write or Savepoint, and RollbackTo to a savepoint
+// taken before that Commit panics.
+type Session struct {
+	store *Store
+	owned func(kg int) bool
+	log   []undo
+	arena []byte
+	epoch uint64 // store.commits when the log was started
+}
+
+// undo records the state of one entry before a write: whether it had a
+// value, that value (arena[off:off+n]), and its dirty mark.
+type undo struct {
+	g          *Group
+	slot       int32
+	wasPresent bool
+	wasDirty   bool
+	off, n     int
+}
+
+// NewSession returns a session over the store's tables that owns every key
+// group until SetOwned says otherwise.
+func (s *Store) NewSession() *Session {
+	return &Session{store: s, epoch: s.commits}
+}
+
+// SetOwned sets the predicate that says which key groups the session may
+// touch; nil allows all. An access to a key of another group fails with a
+// *NotOwnedError, which matches ErrNotOwned.
+func (se *Session) SetOwned(owned func(kg int) bool) { se.owned = owned }
+
+// group returns the group of key in t, after checking ownership.
+func (se *Session) group(t *Table, key []byte) (*Group, error) {
+	kg := KeyGroup(key, len(t.groups))
+	if se.owned != nil && !se.owned(kg) {
+		return nil, &NotOwnedError{Table: t.name, KeyGroup: kg}
+	}
+	return &t.groups[kg], nil
+}
+
+// Get returns the value of key in t, with Group.Get's aliasing rules.
+func (se *Session) Get(t *Table, key []byte) ([]byte, bool, error) {
+	g, err := se.group(t, key)
+	if err != nil {
+		return nil, false, err
+	}
+	v, ok := g.Get(key)
+	return v, ok, nil
+}
+
+// Put sets the value of key in t to a copy of value, recording the old
+// value and dirty mark in the undo log.
+func (se *Session) Put(t *Table, key, value []byte) error {
+	g, err := se.group(t, key)
+	if err != nil {
+		return err
+	}
+	se.sync()
+	slot, ok := g.index[string(key)]
+	if ok {
+		se.record(g, slot)
+	} else {
+		slot = g.insert(key)
+		se.log = append(se.log, undo{g: g, slot: slot, off: len(se.arena)})
+	}
+	g.set(slot, value)
+	return nil
+}
+
+// Delete removes key from t, recording the old value and dirty mark in the
+// undo log. Deleting an absent key records nothing.
+func (se *Session) Delete(t *Table, key []byte) error {
+	g, err := se.group(t, key)
+	if err != nil {
+		return err
+	}
+	slot, ok := g.index[string(key)]
+	if !ok || !g.entries[slot].present {
+		return nil
+	}
+	se.sync()
+	se.record(g, slot)
+	g.del(slot)
+	return nil
+}
+
+// record appends the current state of an existing entry to the undo log.
+func (se *Session) record(g *Group, slot int32) {
+	e := &g.entries[slot]
+	u := undo{g: g, slot: slot, wasPresent: e.present, wasDirty: e.dirty, off: len(se.arena)}
+	if e.present {
+		se.arena = append(se.arena, e.val...)
+		u.n = len(e.val)
+	}
+	se.log = append(se.log, u)
+}
+
+// sync forgets an undo log that a Commit has made obsolete.
+func (se *Session) sync() {
+	if se.epoch != se.store.commits {
+		se.Reset()
+	}
+}
+
+// Savepoint returns a mark of the undo log to pass to RollbackTo.
+func (se *Session) Savepoint() int {
+	se.sync()
+	return len(se.log)
+}
+
+// RollbackTo undoes every write made through the session since Savepoint
+// returned sp, newest first, restoring the exact values, absences and dirty
+// marks that were in place. Savepoints taken after sp remain usable only
+// until the next write. It panics if sp is not a savepoint of the current
+// undo log (the caller's bug: state would silently diverge otherwise).
+func (se *Session) RollbackTo(sp int) {
+	if se.epoch != se.store.commits {
+		if sp == 0 {
+			se.Reset()
+			return
+		}
+		panic(fmt.Sprintf("state: RollbackTo(%d): the savepoint predates a Commit (call Reset after Commit)", sp))
+	}
+	if sp < 0 || sp > len(se.log) {
+		panic(fmt.Sprintf("state: RollbackTo(%d): not a savepoint of the undo log (%d records)", sp, len(se.log)))
+	}
+	for i := len(se.log) - 1; i >= sp; i-- {
+		se.undo(&se.log[i])
+	}
+	if sp < len(se.log) {
+		se.arena = se.arena[:se.log[sp].off]
+		clear(se.log[sp:]) // drop group pointers
+		se.log = se.log[:sp]
+	}
+}
+
+func (se *Session) undo(u *undo) {
+	g := u.g
+	e := &g.entries[u.slot]
+	if u.wasPresent {
+		e.val = assign(e.val, se.arena[u.off:u.off+u.n])
+		if !e.present {
+			e.present = true
+			g.live++
+		}
+	} else {
+		e.val = e.val[:0]
+		if e.present {
+			e.present = false
+			g.live--
+		}
+	}
+	if u.wasDirty {
+		g.markDirty(u.slot)
+	} else {
+		g.clearDirty(u.slot)
+		if !u.wasPresent {
+			// The key was not in memory before the write.
+			g.remove(u.slot)
+		}
+	}
+}
+
+// Len returns the number of records in the undo log.
+func (se *Session) Len() int { return len(se.log) }
+
+// Reset forgets the undo log, keeping its storage for reuse. The executor
+// calls it after each Commit.
+func (se *Session) Reset() {
+	clear(se.log)
+	se.log = se.log[:0]
+	if cap(se.arena) > maxRetainedArena {
+		se.arena = nil // one huge batch should not pin its memory
+	}
+	se.arena = se.arena[:0]
+	se.epoch = se.store.commits
+}
+
+// maxRetainedArena bounds the old-value arena a Session keeps between
+// batches.
+const maxRetainedArena = 16 << 20

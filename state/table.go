@@ -1,0 +1,261 @@
+package state
+
+// Table is a named keyed state table: one Group per key group. A Table is
+// created by Store.Table and lives as long as its Store.
+//
+// Concurrency: a Table's groups are independent. Different goroutines may
+// use different groups at the same time without locking; one group must be
+// used by one goroutine at a time (the executor guarantees it by giving each
+// key group to exactly one worker). Commit must not run concurrently with
+// writes.
+type Table struct {
+	store  *Store
+	name   string
+	id     uint32
+	groups []Group
+	// persisted reports whether the table's id is recorded in Pebble;
+	// guarded by store.mu.
+	persisted bool
+}
+
+func newTable(s *Store, name string, id uint32, groups int) *Table {
+	t := &Table{store: s, name: name, id: id, groups: make([]Group, groups)}
+	for kg := range t.groups {
+		t.groups[kg] = Group{table: t, kg: kg, index: make(map[string]int32)}
+	}
+	return t
+}
+
+// Name returns the table's name.
+func (t *Table) Name() string { return t.name }
+
+// ID returns the table's numeric id, stable for the life of the data
+// directory once the table has been committed.
+func (t *Table) ID() uint32 { return t.id }
+
+// KeyGroups returns the number of key groups of the table (the store's).
+func (t *Table) KeyGroups() int { return len(t.groups) }
+
+// Group returns key group kg of the table. It panics if kg is out of range.
+func (t *Table) Group(kg int) *Group { return &t.groups[kg] }
+
+// Len returns the number of entries (keys with a value) in memory,
+// committed or not. It reads every group: call it when no writer runs.
+func (t *Table) Len() int {
+	n := 0
+	for kg := range t.groups {
+		n += t.groups[kg].live
+	}
+	return n
+}
+
+// Dirty returns the number of entries written or deleted since the last
+// Commit. It reads every group: call it when no writer runs.
+func (t *Table) Dirty() int {
+	n := 0
+	for kg := range t.groups {
+		n += len(t.groups[kg].dirty)
+	}
+	return n
+}
+
+// Group is the state of one key group of one table, held in memory.
+//
+// Invariants, relied on by Session's undo log and by Commit:
+//   - index maps every key in memory to its slot in entries; a slot in
+//     index holds either a value (present) or a deletion not yet committed
+//     (dirty and not present). Committed deletions leave memory.
+//   - dirty lists exactly the slots whose entry is dirty, each once.
+//   - free lists the slots of entries, unused by any key, that can be reused.
+//   - live counts the present entries.
+//
+// Entries live in a slice indexed by slot rather than behind pointers so
+// that a large table costs the garbage collector one slice per group rather
+// than one object per key.
+type Group struct {
+	table   *Table
+	kg      int
+	index   map[string]int32
+	entries []entry
+	free    []int32
+	dirty   []int32
+	live    int
+}
+
+type entry struct {
+	key     string
+	val     []byte
+	present bool
+	dirty   bool
+}
+
+// KeyGroup returns the group's key group number.
+func (g *Group) KeyGroup() int { return g.kg }
+
+// Table returns the table the group belongs to.
+func (g *Group) Table() *Table { return g.table }
+
+// Len returns the number of keys with a value in the group.
+func (g *Group) Len() int { return g.live }
+
+// Dirty returns the number of entries written or deleted since the last
+// Commit.
+func (g *Group) Dirty() int { return len(g.dirty) }
+
+// Get returns the value of key and true, or nil and false when key has no
+// value. It does not allocate. The returned slice aliases the group's
+// memory: it is valid until the next write (Put, Delete, rollback) of key,
+// and must not be modified.
+func (g *Group) Get(key []byte) ([]byte, bool) {
+	slot, ok := g.index[string(key)]
+	if !ok {
+		return nil, false
+	}
+	e := &g.entries[slot]
+	if !e.present {
+		return nil, false
+	}
+	return e.val, true
+}
+
+// Put sets the value of key to a copy of value and marks it dirty. The
+// write is not undoable: workers write through a Session.
+func (g *Group) Put(key, value []byte) {
+	slot, ok := g.index[string(key)]
+	if !ok {
+		slot = g.insert(key)
+	}
+	g.set(slot, value)
+}
+
+// Delete removes key and marks the deletion dirty; deleting an absent key
+// does nothing. The write is not undoable: workers write through a Session.
+func (g *Group) Delete(key []byte) {
+	slot, ok := g.index[string(key)]
+	if !ok || !g.entries[slot].present {
+		return
+	}
+	g.del(slot)
+}
+
+// Range calls fn for every key with a value in the group, committed or
+// not, in no particular order, until fn returns false. fn must not write to
+// the group; value is valid only during the call.
+func (g *Group) Range(fn func(key, value []byte) bool) {
+	for i := range g.entries {
+		e := &g.entries[i]
+		if e.present && !fn([]byte(e.key), e.val) {
+			return
+		}
+	}
+}
+
+// insert adds key to the index with an entry that is neither present nor
+// dirty; the caller sets it at once.
+func (g *Group) insert(key []byte) int32 {
+	slot := g.newSlot()
+	k := string(key)
+	g.entries[slot].key = k
+	g.index[k] = slot
+	return slot
+}
+
+// newSlot returns an unused slot, reusing a freed one first.
+func (g *Group) newSlot() int32 {
+	if n := len(g.free); n > 0 {
+		slot := g.free[n-1]
+		g.free = g.free[:n-1]
+		return slot
+	}
+	g.entries = append(g.entries, entry{})
+	return int32(len(g.entries) - 1)
+}
+
+// remove takes a slot that is neither present nor dirty out of the index
+// and makes it reusable, keeping its value buffer for the next key.
+func (g *Group) remove(slot int32) {
+	e := &g.entries[slot]
+	delete(g.index, e.key)
+	e.key = ""
+	e.val = e.val[:0]
+	g.free = append(g.free, slot)
+}
+
+// set stores a copy of value in slot, reusing its buffer when the buffer
+// fits without wasting much, and marks it present and dirty.
+func (g *Group) set(slot int32, value []byte) {
+	e := &g.entries[slot]
+	e.val = assign(e.val, value)
+	if !e.present {
+		e.present = true
+		g.live++
+	}
+	g.markDirty(slot)
+}
+
+// del marks slot absent and dirty.
+func (g *Group) del(slot int32) {
+	e := &g.entries[slot]
+	e.val = e.val[:0]
+	if e.present {
+		e.present = false
+		g.live--
+	}
+	g.markDirty(slot)
+}
+
+func (g *Group) markDirty(slot int32) {
+	e := &g.entries[slot]
+	if !e.dirty {
+		e.dirty = true
+		g.dirty = append(g.dirty, slot)
+	}
+}
+
+// clearDirty removes slot's dirty mark. Undo runs in reverse order of the
+// writes, so the slot is almost always the last of the dirty list; the
+// search backwards covers writes interleaved through Group directly.
+func (g *Group) clearDirty(slot int32) {
+	e := &g.entries[slot]
+	if !e.dirty {
+		return
+	}
+	e.dirty = false
+	for i := len(g.dirty) - 1; i >= 0; i-- {
+		if g.dirty[i] == slot {
+			last := len(g.dirty) - 1
+			g.dirty[i] = g.dirty[last]
+			g.dirty = g.dirty[:last]
+			return
+		}
+	}
+}
+
+// assign copies value into buf's storage when it fits and buf is not much
+// larger than needed (so one large value does not pin memory forever), or
+// into a new slice otherwise.
+func assign(buf, value []byte) []byte {
+	if c := cap(buf); c >= len(value) && (c <= 64 || c <= 2*len(value)) {
+		buf = buf[:len(value)]
+		copy(buf, value)
+		return buf
+	}
+	return append(make([]byte, 0, len(value)), value...)
+}
+
+// load adds a committed entry read from Pebble; key and value are owned by
+// the group (see slab).
+func (g *Group) load(key string, value []byte) {
+	slot, ok := g.index[key]
+	if !ok {
+		slot = g.newSlot()
+		g.entries[slot].key = key
+		g.index[key] = slot
+	}
+	e := &g.entries[slot]
+	e.val = value
+	if !e.present {
+		e.present = true
+		g.live++
+	}
+}
