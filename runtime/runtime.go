@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,51 @@ func (t ValueType) String() string {
 type Signature struct {
 	Params  []ValueType
 	Results []ValueType
+}
+
+// String formats the signature as "(i32, i32) -> i64"; a function without
+// results is "(i32)", one with several results "() -> (i32, i32)".
+func (s Signature) String() string {
+	var b strings.Builder
+	writeTypes(&b, s.Params)
+	switch len(s.Results) {
+	case 0:
+	case 1:
+		b.WriteString(" -> ")
+		b.WriteString(s.Results[0].String())
+	default:
+		b.WriteString(" -> ")
+		writeTypes(&b, s.Results)
+	}
+	return b.String()
+}
+
+func writeTypes(b *strings.Builder, types []ValueType) {
+	b.WriteByte('(')
+	for i, t := range types {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(t.String())
+	}
+	b.WriteByte(')')
+}
+
+// Equal reports whether s and o are the same function type.
+func (s Signature) Equal(o Signature) bool {
+	return equalTypes(s.Params, o.Params) && equalTypes(s.Results, o.Results)
+}
+
+func equalTypes(a, b []ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Memory is a guest's linear memory as a host function sees it. Offsets and
@@ -74,6 +120,15 @@ type FuncInfo struct {
 	Module string // import module; empty for exports
 	Name   string
 	Signature
+}
+
+// String formats the function as "sluice.emit (i32, i32)" for an import and
+// "sluice_process (i32, i32) -> i32" for an export.
+func (f FuncInfo) String() string {
+	if f.Module == "" {
+		return f.Name + " " + f.Signature.String()
+	}
+	return f.Module + "." + f.Name + " " + f.Signature.String()
 }
 
 // Engine compiles modules and instantiates them. An engine's configuration
@@ -159,7 +214,9 @@ func (c Config) WithCacheDir(dir string) Config { c.cacheDir = dir; return c }
 func (c Config) WithMemoryLimitPages(pages uint32) Config { c.memoryLimitPages = pages; return c }
 
 // WithCallTimeout bounds each guest call; zero disables the deadline (for
-// trusted modules: the check costs time in guest loops).
+// trusted modules: the check costs time in guest loops). With zero, the
+// engines also stop watching the caller's context during a call: a running
+// guest then stops only by returning.
 func (c Config) WithCallTimeout(d time.Duration) Config { c.callTimeout = d; return c }
 
 // WithHostModules sets the host modules guests may import from, besides
@@ -181,17 +238,26 @@ func (c Config) CallTimeout() time.Duration { return c.callTimeout }
 // HostModules returns the host modules.
 func (c Config) HostModules() []HostModule { return c.hostModules }
 
+// WithStderrLimit keeps up to n bytes of what a guest writes to stderr
+// during a call, reported in Error.Stderr: the first quarter and the last
+// three quarters when it writes more. Zero or less discards stderr.
+// NewConfig keeps 4 KiB.
+func (c Config) WithStderrLimit(n int) Config { c.stderrLimit = n; return c }
+
+// StderrLimit returns how many bytes of each instance's stderr are kept.
+func (c Config) StderrLimit() int { return c.stderrLimit }
+
 // ErrorKind classifies a guest failure.
 type ErrorKind int
 
 // Kinds of guest failure.
 const (
-	KindTrap     ErrorKind = iota + 1 // the guest trapped (unreachable, bad memory access, stack overflow...)
-	KindTimeout                       // the call ran past its deadline or its context was cancelled
-	KindExit                          // the guest called WASI proc_exit
-	KindHost                          // a host function failed the call (bad pointer, misuse)
-	KindLink                          // instantiation failed: unknown import, bad start function
-	KindCompile                       // the module is not valid WebAssembly
+	KindTrap    ErrorKind = iota + 1 // the guest trapped (unreachable, bad memory access, stack overflow...)
+	KindTimeout                      // the call ran past its deadline or its context was cancelled
+	KindExit                         // the guest called WASI proc_exit
+	KindHost                         // a host function failed the call (bad pointer, misuse)
+	KindLink                         // instantiation failed: unknown import, bad start function
+	KindCompile                      // the module is not valid WebAssembly
 )
 
 func (k ErrorKind) String() string {
@@ -222,13 +288,20 @@ var (
 	ErrCompile = errors.New("module failed to compile")
 )
 
+// ErrClosed is returned (wrapped) by any use of an Engine, Module or
+// Instance after its Close.
+var ErrClosed = errors.New("runtime: closed")
+
 // Error is a guest failure, naming the module and the export involved.
 type Error struct {
 	Kind   ErrorKind
 	Module string // the module's name as given to Compile
-	Export string // the export being called, empty during compile or link
-	Stderr string // the tail of what the guest wrote to stderr, if anything
-	Err    error  // the engine's error or the host function's panic value
+	// Export is the export being called: empty during compile and link,
+	// except "_initialize" when the module's initialiser failed (KindLink).
+	Export   string
+	ExitCode uint32 // the guest's exit code, for KindExit
+	Stderr   string // what the guest wrote to stderr during the failed call (head and tail), if anything
+	Err      error  // the engine's error or the host function's panic value
 }
 
 func (e *Error) Error() string {

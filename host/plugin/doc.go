@@ -1,0 +1,54 @@
+// Package plugin is the host side of the Sluice ABI: it loads a guest
+// operator's WebAssembly module, checks it against the ABI before it sees any
+// record, provides the "sluice" host functions, and runs batches of records
+// through the guest with failure isolation.
+//
+// What it owns:
+//
+//   - Load and Check: the contract a module must meet (exports, memory,
+//     imports and their signatures, a reactor rather than a WASI command,
+//     the declared ABI version). Load refuses a bad module with a *LoadError
+//     listing every problem, so a plugin author fixes them in one round;
+//     Check reports the same findings without failing, for
+//     `sluice plugin check`.
+//   - HostModule: emit, reject, table_id, state_get, state_put, state_delete
+//     and log. Every pointer and length a guest passes is checked against its
+//     memory, including ptr+len overflow, and misuse of the ABI fails the
+//     guest call with a *runtime.HostError naming the function and the fault;
+//     a guest can trap but never crash the host.
+//   - Instance.Process: one guest call per batch, and the recovery when it
+//     fails.
+//
+// Design decisions:
+//
+// Host functions are registered once per engine and serve every plugin
+// compiled by it. They find the call in progress (plugin, State, Output)
+// through the ctx of the guest call: each Instance stores its one reusable
+// *call under an unexported key with a single context.WithValue per guest
+// call, so a host call allocates nothing to find it, and no package-level
+// state is needed.
+//
+// Batches, not records, cross the boundary: the input batch is encoded once
+// into a buffer the Instance reuses and copied into memory the guest's
+// sluice_alloc provides; output records are copied out of guest memory into
+// an arena owned by Output, reused across batches. After warm-up a batch of N
+// map records costs O(1) allocations, not O(N).
+//
+// Failure isolation: when a batch call fails (trap, timeout, host function
+// error, exit, error status), state is rolled back to a savepoint taken
+// before the batch, its outputs are dropped, and its records are re-run one
+// at a time, each under its own savepoint, so one poisonous record becomes a
+// Reject and the others go through. Re-running is safe because stateless
+// operators are pure and a keyed operator's state changes are rolled back
+// before the retry. A guest instance whose call failed inside the engine is
+// closed and replaced by a fresh one configured the same way (the engine
+// refuses further calls on it: it may have stopped half-way through updating
+// its own memory); a guest that returned an error status returned normally
+// and keeps its instance. Process returns an error only when the operator
+// cannot go on: its context is done, or a fresh instance cannot be made.
+//
+// Log messages from guests go to log/slog with the plugin's name and kind;
+// each message is cut at 1 KiB and a guest call may write at most 64, the
+// rest being counted in one warning, so a chatty or hostile guest cannot
+// flood the host's log.
+package plugin

@@ -1,0 +1,287 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// Instance is one instantiated plugin, configured and ready to process
+// batches. It is not safe for concurrent use: each worker owns its own.
+//
+// An Instance survives its guest's failures: when a guest call fails in a way
+// that may leave the guest's memory inconsistent (a trap, timeout, host
+// function error or exit, after which the engine refuses further calls), the
+// broken guest instance is closed and a fresh one, configured the same way,
+// takes its place before the next call. A guest that returns an error status
+// returned normally and keeps its instance.
+type Instance struct {
+	p      *Plugin
+	config []byte
+
+	inst    runtime.Instance // nil when broken, until replaced
+	alloc   runtime.Func
+	process runtime.Func
+	stack   [2]uint64
+	in      []byte // the encoded input batch, reused
+	c       *call
+	closed  bool
+}
+
+// ErrInstanceClosed is returned by Process on an Instance after Close.
+var ErrInstanceClosed = errors.New("plugin instance is closed")
+
+// NewInstance instantiates the plugin and, when the module exports
+// sluice_configure, calls it with config (the operator's configuration as
+// JSON). A configuration the guest refuses is reported with the reason the
+// guest logged, as a *StatusError.
+func (p *Plugin) NewInstance(ctx context.Context, config []byte) (*Instance, error) {
+	i := &Instance{p: p, config: append([]byte(nil), config...), c: p.newCall()}
+	if err := i.ensure(ctx); err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// Plugin returns the plugin i is an instance of.
+func (i *Instance) Plugin() *Plugin { return i.p }
+
+// Close releases the guest instance. Process fails after Close.
+func (i *Instance) Close(ctx context.Context) error {
+	i.closed = true
+	if i.inst == nil {
+		return nil
+	}
+	err := i.inst.Close(ctx)
+	i.inst = nil
+	if err != nil {
+		return fmt.Errorf("plugin %q: closing instance: %w", i.p.name, err)
+	}
+	return nil
+}
+
+// ensure makes a configured guest instance when i has none.
+func (i *Instance) ensure(ctx context.Context) error {
+	if i.inst != nil {
+		return nil
+	}
+	p := i.p
+	c := i.c
+	c.begin(abi.ExportInitialize, nil, nil, 0, 0)
+	cctx := context.WithValue(ctx, callKey{}, c)
+	inst, err := p.mod.Instantiate(cctx)
+	c.end(ctx)
+	if err != nil {
+		return fmt.Errorf("plugin %q: instantiating: %w", p.name, err)
+	}
+	alloc, ok1 := inst.Func(abi.ExportAlloc)
+	process, ok2 := inst.Func(abi.ExportProcess)
+	if !ok1 || !ok2 {
+		_ = inst.Close(context.WithoutCancel(ctx))
+		return fmt.Errorf("plugin %q: instance lacks %s or %s", p.name, abi.ExportAlloc, abi.ExportProcess)
+	}
+	if configure, ok := inst.Func(abi.ExportConfigure); ok {
+		if err := i.configure(ctx, inst, alloc, configure); err != nil {
+			_ = inst.Close(context.WithoutCancel(ctx))
+			return err
+		}
+	}
+	i.inst, i.alloc, i.process = inst, alloc, process
+	return nil
+}
+
+// configure hands the guest its configuration.
+func (i *Instance) configure(ctx context.Context, inst runtime.Instance, alloc, configure runtime.Func) error {
+	c := i.c
+	c.begin(abi.ExportConfigure, nil, nil, 0, 0)
+	defer c.end(ctx)
+	cctx := context.WithValue(ctx, callKey{}, c)
+	ptr, err := i.place(cctx, inst, alloc, i.config)
+	if err != nil {
+		return fmt.Errorf("plugin %q: passing the configuration: %w", i.p.name, err)
+	}
+	i.stack[0], i.stack[1] = uint64(ptr), uint64(len(i.config))
+	if err := configure.Call(cctx, i.stack[:]); err != nil {
+		return fmt.Errorf("plugin %q: %s failed: %w", i.p.name, abi.ExportConfigure, err)
+	}
+	if st := i32(i.stack[0]); st != abi.StatusOK {
+		return &StatusError{Plugin: i.p.name, Export: abi.ExportConfigure, Status: st, Reason: c.reason()}
+	}
+	return nil
+}
+
+// place copies data into guest memory obtained from sluice_alloc and returns
+// its offset.
+func (i *Instance) place(ctx context.Context, inst runtime.Instance, alloc runtime.Func, data []byte) (uint32, error) {
+	if len(data) > math.MaxInt32 {
+		return 0, fmt.Errorf("%d bytes do not fit a 32-bit guest: %w", len(data), ErrAlloc)
+	}
+	i.stack[0] = uint64(len(data))
+	if err := alloc.Call(ctx, i.stack[:]); err != nil {
+		return 0, err
+	}
+	ptr := uint32(i.stack[0])
+	mem := inst.Memory()
+	if ptr == 0 && len(data) > 0 {
+		return 0, fmt.Errorf("%s(%d) returned 0: %w", abi.ExportAlloc, len(data), ErrAlloc)
+	}
+	if !mem.Write(ptr, data) {
+		return 0, fmt.Errorf("%s(%d) returned %#x, outside memory of %d bytes: %w", abi.ExportAlloc, len(data), ptr, mem.Size(), ErrAlloc)
+	}
+	return ptr, nil
+}
+
+// Process runs the operator over the batch in, appending output records and
+// rejects to out. st is the keyed state of a keyed operator and is ignored
+// for the others.
+//
+// The batch is encoded once and handed to the guest in one call. If that call
+// fails (trap, timeout, host function error, exit, error status), the state
+// is rolled back to a savepoint taken before the batch, the batch's outputs
+// are dropped, and the records are processed again one at a time, each with
+// its own savepoint: a record whose call fails becomes a Reject whose error
+// names the plugin, the export and the record and wraps the cause; the others
+// produce their outputs as usual, with Origins in terms of in. Records the
+// guest rejects with the reject host function become Rejects too.
+//
+// Running a record a second time is safe: stateless operators are pure
+// functions of their input, and a keyed operator's state changes from the
+// failed call were rolled back before the retry.
+//
+// Process returns an error only when the operator cannot go on: ctx is done
+// (the batch's state changes are then rolled back and its outputs dropped),
+// the instance or its plugin was closed, a fresh guest instance cannot be
+// made, or a keyed operator was given no State.
+func (i *Instance) Process(ctx context.Context, in []abi.Record, st State, out *Output) error {
+	if i.closed {
+		return fmt.Errorf("plugin %q: %w", i.p.name, ErrInstanceClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("plugin %q: batch of %d records not started: %w", i.p.name, len(in), context.Cause(ctx))
+	}
+	if !i.p.kind.Stateful() {
+		st = nil
+	} else if st == nil {
+		return fmt.Errorf("plugin %q: a keyed operator needs a State to process records", i.p.name)
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	if err := i.ensure(ctx); err != nil {
+		return err
+	}
+	var sp int
+	if st != nil {
+		sp = st.Savepoint()
+	}
+	m := out.mark()
+	export, err := i.run(ctx, in, 0, len(in), st, out)
+	if err == nil {
+		return nil
+	}
+	undo := func() {
+		if st != nil {
+			st.RollbackTo(sp)
+		}
+		out.truncate(m)
+	}
+	undo()
+	if err := i.fatal(ctx, len(in), err); err != nil {
+		return err
+	}
+	if len(in) == 1 {
+		// The batch call was the record's own call: running it again
+		// would repeat it exactly.
+		out.Rejects = append(out.Rejects, Reject{Index: 0, Err: &RecordError{Plugin: i.p.name, Export: export, Index: 0, Err: err}})
+		return nil
+	}
+	i.p.logger.LogAttrs(ctx, slog.LevelDebug, "plugin batch failed; processing its records one at a time",
+		slog.Int("records", len(in)), slog.String("export", export), slog.Any("error", err))
+	for k := range in {
+		if err := i.ensure(ctx); err != nil {
+			undo()
+			return err
+		}
+		var spk int
+		if st != nil {
+			spk = st.Savepoint()
+		}
+		mk := out.mark()
+		export, err := i.run(ctx, in, k, k+1, st, out)
+		if err == nil {
+			continue
+		}
+		if st != nil {
+			st.RollbackTo(spk)
+		}
+		out.truncate(mk)
+		if err := i.fatal(ctx, len(in), err); err != nil {
+			undo()
+			return err
+		}
+		out.Rejects = append(out.Rejects, Reject{Index: k, Err: &RecordError{Plugin: i.p.name, Export: export, Index: k, Err: err}})
+	}
+	return nil
+}
+
+// fatal returns the error that stops Process after a failed call when the
+// failure is not the records' doing (the caller's context is done, or the
+// module or engine was closed under the instance), and nil when it is.
+func (i *Instance) fatal(ctx context.Context, n int, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("plugin %q: batch of %d records abandoned: %w", i.p.name, n, context.Cause(ctx))
+	}
+	if errors.Is(err, runtime.ErrClosed) {
+		return fmt.Errorf("plugin %q: batch of %d records abandoned: %w", i.p.name, n, err)
+	}
+	return nil
+}
+
+// run makes one guest call over in[lo:hi] and returns the export that failed
+// with its error. A failure that may have left the guest inconsistent
+// closes the guest instance, to be replaced before the next call.
+func (i *Instance) run(ctx context.Context, in []abi.Record, lo, hi int, st State, out *Output) (string, error) {
+	i.in = abi.AppendBatchHeader(i.in[:0], uint32(hi-lo))
+	for k := lo; k < hi; k++ {
+		r := in[k]
+		r.Origin = uint32(k - lo)
+		i.in = abi.AppendRecord(i.in, &r)
+	}
+	c := i.c
+	c.begin(abi.ExportProcess, st, out, uint32(hi-lo), uint32(lo))
+	defer c.end(ctx)
+	cctx := context.WithValue(ctx, callKey{}, c)
+	ptr, err := i.place(cctx, i.inst, i.alloc, i.in)
+	if err != nil {
+		i.breakIfRuntime(ctx, err, true)
+		return abi.ExportAlloc, err
+	}
+	i.stack[0], i.stack[1] = uint64(ptr), uint64(len(i.in))
+	if err := i.process.Call(cctx, i.stack[:]); err != nil {
+		i.breakIfRuntime(ctx, err, false)
+		return abi.ExportProcess, err
+	}
+	if status := i32(i.stack[0]); status != abi.StatusOK {
+		return abi.ExportProcess, &StatusError{Plugin: i.p.name, Export: abi.ExportProcess, Status: status, Reason: c.reason()}
+	}
+	return "", nil
+}
+
+// breakIfRuntime closes the guest instance after a failure that may have
+// left it inconsistent: any engine error, or, when placing input, a
+// sluice_alloc that returned memory it does not have.
+func (i *Instance) breakIfRuntime(ctx context.Context, err error, placing bool) {
+	var re *runtime.Error
+	if !errors.As(err, &re) && !(placing && errors.Is(err, ErrAlloc)) {
+		return
+	}
+	if cerr := i.inst.Close(context.WithoutCancel(ctx)); cerr != nil {
+		i.p.logger.LogAttrs(ctx, slog.LevelWarn, "closing a broken plugin instance", slog.Any("error", cerr))
+	}
+	i.inst, i.alloc, i.process = nil, nil, nil
+}

@@ -1,0 +1,67 @@
+package plugin
+
+import (
+	"log/slog"
+
+	"github.com/sluicehq/sluice/abi"
+)
+
+// Limits bound what one guest call may hand the host. A zero field takes its
+// default.
+type Limits struct {
+	// MaxRecordBytes bounds the encoded size of one output record
+	// (abi.EncodedSize). Default and upper bound: abi.MaxRecordSize.
+	MaxRecordBytes int
+	// MaxOutputBytes bounds the bytes a guest call may pass to emit, all
+	// emit calls of the call together. Default DefaultMaxOutputBytes.
+	MaxOutputBytes int
+}
+
+// DefaultMaxOutputBytes is the default of Limits.MaxOutputBytes: as much as a
+// guest's default memory (64 MiB).
+const DefaultMaxOutputBytes = 64 << 20
+
+// DefaultLimits returns the limits used when none are given.
+func DefaultLimits() Limits {
+	return Limits{MaxRecordBytes: abi.MaxRecordSize, MaxOutputBytes: DefaultMaxOutputBytes}
+}
+
+// withDefaults fills zero fields and clamps MaxRecordBytes to the ABI bound.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxRecordBytes <= 0 || l.MaxRecordBytes > abi.MaxRecordSize {
+		l.MaxRecordBytes = d.MaxRecordBytes
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = d.MaxOutputBytes
+	}
+	return l
+}
+
+// Option changes how Load prepares a plugin.
+type Option func(*options)
+
+type options struct {
+	limits Limits
+	logger *slog.Logger
+}
+
+// WithLimits sets the limits every instance of the plugin enforces; zero
+// fields keep their defaults.
+func WithLimits(l Limits) Option { return func(o *options) { o.limits = l } }
+
+// WithLogger sets the logger guest log messages go to (default
+// slog.Default()). The plugin adds its name and kind as attributes.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+func buildOptions(opts []Option) options {
+	o := options{}
+	for _, f := range opts {
+		f(&o)
+	}
+	o.limits = o.limits.withDefaults()
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	return o
+}

@@ -1,0 +1,129 @@
+package plugin
+
+import "github.com/sluicehq/sluice/abi"
+
+// Output collects what Process produces. Process appends to it; the caller
+// calls Reset between batches.
+//
+// Records' byte slices point into an arena owned by the Output: they are
+// valid until the next Reset, and must be copied to be kept longer. The arena
+// and the slices are reused across batches, so once they have grown to the
+// size of the largest batch, collecting output allocates nothing.
+type Output struct {
+	// Records are the output records, in the order the guest emitted them.
+	// Each Origin is the index, in the batch given to Process, of the input
+	// record it was produced from.
+	Records []abi.Record
+	// Rejects are the input records that failed, in input order for those
+	// isolated after a failed batch call, in reject order for those the
+	// guest rejected.
+	Rejects []Reject
+
+	bytes    []byte       // current byte chunk; earlier chunks are referenced by Records only
+	spilled  int          // bytes in earlier chunks since Reset
+	hdrs     []abi.Header // current header chunk
+	hspilled int          // headers in earlier chunks since Reset
+}
+
+// Reject is an input record that failed without failing its batch.
+type Reject struct {
+	Index int   // the record's index in the batch given to Process
+	Err   error // a *RecordError
+}
+
+// Reset empties o, keeping its memory for the next batch.
+func (o *Output) Reset() {
+	clear(o.Records) // drop references to spilled chunks
+	clear(o.Rejects)
+	o.Records, o.Rejects = o.Records[:0], o.Rejects[:0]
+	if o.spilled > 0 {
+		// The batch outgrew the chunk: make one chunk that holds it all.
+		o.bytes = make([]byte, 0, o.spilled+len(o.bytes))
+		o.spilled = 0
+	} else {
+		o.bytes = o.bytes[:0]
+	}
+	if o.hspilled > 0 {
+		o.hdrs = make([]abi.Header, 0, o.hspilled+len(o.hdrs))
+		o.hspilled = 0
+	} else {
+		o.hdrs = o.hdrs[:0]
+	}
+}
+
+// mark is a point to truncate an Output back to.
+type mark struct {
+	records, rejects int
+	bytes, spilled   int
+	hdrs, hspilled   int
+}
+
+func (o *Output) mark() mark {
+	return mark{len(o.Records), len(o.Rejects), len(o.bytes), o.spilled, len(o.hdrs), o.hspilled}
+}
+
+// truncate drops what was added after m. Arena space is reclaimed when no
+// chunk was started since m; otherwise it stays unused until Reset.
+func (o *Output) truncate(m mark) {
+	clear(o.Records[m.records:])
+	clear(o.Rejects[m.rejects:])
+	o.Records, o.Rejects = o.Records[:m.records], o.Rejects[:m.rejects]
+	if o.spilled == m.spilled {
+		o.bytes = o.bytes[:m.bytes]
+	}
+	if o.hspilled == m.hspilled {
+		o.hdrs = o.hdrs[:m.hdrs]
+	}
+}
+
+// take returns n bytes of arena. A new chunk is started when the current one
+// is full: earlier records keep pointing into the old chunk, which is never
+// written again before Reset.
+func (o *Output) take(n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	if cap(o.bytes)-len(o.bytes) < n {
+		o.spilled += len(o.bytes)
+		o.bytes = make([]byte, 0, max(2*cap(o.bytes), n, 4096))
+	}
+	s := len(o.bytes)
+	o.bytes = o.bytes[:s+n]
+	return o.bytes[s : s+n : s+n]
+}
+
+// takeHeaders returns n headers of arena, as take does bytes.
+func (o *Output) takeHeaders(n int) []abi.Header {
+	if n == 0 {
+		return nil
+	}
+	if cap(o.hdrs)-len(o.hdrs) < n {
+		o.hspilled += len(o.hdrs)
+		o.hdrs = make([]abi.Header, 0, max(2*cap(o.hdrs), n, 64))
+	}
+	s := len(o.hdrs)
+	o.hdrs = o.hdrs[:s+n]
+	return o.hdrs[s : s+n : s+n]
+}
+
+// copyBytes copies b into the arena.
+func (o *Output) copyBytes(b []byte) []byte {
+	d := o.take(len(b))
+	copy(d, b)
+	return d
+}
+
+// add appends a copy of r, whose slices may alias guest memory, with its
+// Origin shifted by base.
+func (o *Output) add(r *abi.Record, base uint32) {
+	c := abi.Record{Origin: r.Origin + base, Time: r.Time}
+	c.Key = o.copyBytes(r.Key)
+	c.Value = o.copyBytes(r.Value)
+	if len(r.Headers) > 0 {
+		c.Headers = o.takeHeaders(len(r.Headers))
+		for i := range r.Headers {
+			c.Headers[i] = abi.Header{Name: o.copyBytes(r.Headers[i].Name), Value: o.copyBytes(r.Headers[i].Value)}
+		}
+	}
+	o.Records = append(o.Records, c)
+}
