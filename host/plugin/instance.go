@@ -147,7 +147,10 @@ func (i *Instance) place(ctx context.Context, inst runtime.Instance, alloc runti
 // its own savepoint: a record whose call fails becomes a Reject whose error
 // names the plugin, the export and the record and wraps the cause; the others
 // produce their outputs as usual, with Origins in terms of in. Records the
-// guest rejects with the reject host function become Rejects too.
+// guest rejects with the reject host function become Rejects too, and leave
+// no trace: their outputs are dropped and, for a keyed operator, their state
+// changes undone (the batch is run again record by record to tell its
+// records' writes apart, as after a failure).
 //
 // Running a record a second time is safe: stateless operators are pure
 // functions of their input, and a keyed operator's state changes from the
@@ -181,14 +184,30 @@ func (i *Instance) Process(ctx context.Context, in []abi.Record, st State, out *
 	}
 	m := out.mark()
 	export, err := i.run(ctx, in, 0, len(in), st, out)
-	if err == nil {
-		return nil
-	}
 	undo := func() {
 		if st != nil {
 			st.RollbackTo(sp)
 		}
 		out.truncate(m)
+	}
+	if err == nil {
+		// A rejected record must leave no trace in keyed state. Its writes
+		// are interleaved with the batch's other records, so the batch is
+		// undone and run again record by record, where they can be told apart.
+		if len(out.Rejects) == m.rejects {
+			return nil
+		}
+		if st == nil {
+			dropRejectedOutputs(out, m)
+			return nil
+		}
+		if len(in) == 1 {
+			rejects := append([]Reject(nil), out.Rejects[m.rejects:]...)
+			undo()
+			out.Rejects = append(out.Rejects, rejects...)
+			return nil
+		}
+		err = errRejectedInBatch
 	}
 	undo()
 	if err := i.fatal(ctx, len(in), err); err != nil {
@@ -214,6 +233,13 @@ func (i *Instance) Process(ctx context.Context, in []abi.Record, st State, out *
 		mk := out.mark()
 		export, err := i.run(ctx, in, k, k+1, st, out)
 		if err == nil {
+			if st != nil && len(out.Rejects) > mk.rejects {
+				// Rejected: keep the reject, drop the record's writes and outputs.
+				rejects := append([]Reject(nil), out.Rejects[mk.rejects:]...)
+				st.RollbackTo(spk)
+				out.truncate(mk)
+				out.Rejects = append(out.Rejects, rejects...)
+			}
 			continue
 		}
 		if st != nil {
@@ -228,6 +254,33 @@ func (i *Instance) Process(ctx context.Context, in []abi.Record, st State, out *
 	}
 	return nil
 }
+
+// dropRejectedOutputs removes, from what was added to out since m, the
+// records emitted for inputs that were rejected: a dead-lettered record has
+// no effect downstream.
+func dropRejectedOutputs(out *Output, m mark) {
+	rejected := out.Rejects[m.rejects:]
+	isRejected := func(origin uint32) bool {
+		for _, r := range rejected {
+			if r.Index == int(origin) {
+				return true
+			}
+		}
+		return false
+	}
+	kept := out.Records[:m.records]
+	for _, r := range out.Records[m.records:] {
+		if !isRejected(r.Origin) {
+			kept = append(kept, r)
+		}
+	}
+	clear(out.Records[len(kept):])
+	out.Records = kept
+}
+
+// errRejectedInBatch marks a keyed batch that must be run again record by
+// record because the guest rejected some of its records.
+var errRejectedInBatch = errors.New("records rejected in a keyed batch")
 
 // fatal returns the error that stops Process after a failed call when the
 // failure is not the records' doing (the caller's context is done, or the

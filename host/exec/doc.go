@@ -1,0 +1,45 @@
+// Package exec runs a pipeline: it reads batches from the sources, pushes
+// each batch through the chain of operators on parallel workers, writes the
+// results to the sinks, and commits state and source positions together.
+//
+// # Batches and the commit protocol
+//
+// Input is cut into batches of up to Batch.Size records (or what arrived
+// within Batch.Linger of the first). A batch goes through every operator in
+// turn; within an operator it is split across the operator's workers, each
+// with its own plugin instance. Then, in this order:
+//
+//  1. every output record is written to every sink, with a de-duplication
+//     id derived from the source position of the input it came from
+//     ("<pipeline>/<source>/<position>/<n>"), and the sinks are flushed;
+//  2. state changes and the last source position of each source are
+//     committed in one atomic write (package state);
+//  3. the sources are acknowledged up to those positions.
+//
+// A crash before step 2 replays the batch on restart: state is as it was
+// before the batch, and JetStream sinks drop the repeated outputs by id. A
+// crash between 2 and 3 makes the source redeliver what was committed; the
+// sources skip positions at or before the committed ones. So with a
+// resumable source and a de-duplicating sink, output and state are exactly
+// once; a core NATS source is at most once, and a file sink at least once.
+//
+// # Workers and key groups
+//
+// Stateless operators (map, filter, flatmap) split a batch into contiguous
+// runs, one per worker, and concatenate the outputs in worker order, so
+// record order is kept. Keyed operators send each record to the worker that
+// owns its key group (key group g is owned by worker g mod parallelism), so
+// all records of a key go, in order, to one worker, which alone reads and
+// writes that key's state. Ownership is enforced: a guest touching a key of
+// another worker's group fails the call.
+//
+// # Failures
+//
+// A record an operator fails on (trap, timeout, reject) goes to the
+// dead-letter sink with the error, operator, plugin, source and position in
+// its headers, and the batch goes on; with the stop policy the job stops
+// instead, without committing the batch, so the record is read again on the
+// next run. Backpressure: the readers hand batches to the executor through a
+// bounded queue, so a slow operator slows the readers, and a JetStream source
+// leaves the rest in the stream.
+package exec

@@ -1,0 +1,543 @@
+package exec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/state"
+)
+
+// Operator is one stage of the chain.
+type Operator struct {
+	Name   string
+	Kind   plugin.Kind
+	Plugin *plugin.Plugin
+	// Config is the operator's configuration as JSON, passed to each instance.
+	Config []byte
+	// Parallelism is the number of workers (at least 1).
+	Parallelism int
+	// Tables are the keyed operator's state tables; the first is its default.
+	Tables []string
+	// StopOnError stops the job on a failed record instead of dead-lettering it.
+	StopOnError bool
+	// MaxRecordBytes refuses larger input records (dead-lettered); 0: no limit.
+	MaxRecordBytes int
+}
+
+// Input is a named source. The name (from the pipeline file) keys the
+// source's committed position, so it must not change between runs.
+type Input struct {
+	Name   string
+	Source connectors.Source
+}
+
+// Output is a named sink.
+type Output struct {
+	Name string
+	Sink connectors.Sink
+}
+
+// Config is what a Job runs.
+type Config struct {
+	// Name of the pipeline; part of every output's de-duplication id.
+	Name       string
+	Sources    []Input
+	Operators  []Operator
+	Sinks      []Output
+	DeadLetter connectors.Sink
+	Store      *state.Store
+	BatchSize  int
+	Linger     time.Duration
+	Logger     *slog.Logger
+	Metrics    *Metrics
+}
+
+// Job is a running pipeline.
+type Job struct {
+	cfg    Config
+	log    *slog.Logger
+	m      *Metrics
+	stages []*stage
+
+	mu     sync.Mutex
+	status Status
+}
+
+// Status is a snapshot of a job's progress, for the API.
+type Status struct {
+	Pipeline  string            `json:"pipeline"`
+	State     string            `json:"state"` // starting, running, draining, stopped, failed
+	Batches   uint64            `json:"batches"`
+	RecordsIn uint64            `json:"records_in"`
+	Outputs   uint64            `json:"records_out"`
+	Dead      uint64            `json:"dead_letters"`
+	Positions map[string]uint64 `json:"positions"`
+	Operators []OperatorStatus  `json:"operators"`
+	Error     string            `json:"error,omitempty"`
+}
+
+// OperatorStatus describes one operator in a Status.
+type OperatorStatus struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	Plugin      string `json:"plugin"`
+	Parallelism int    `json:"parallelism"`
+	RecordsIn   uint64 `json:"records_in"`
+	RecordsOut  uint64 `json:"records_out"`
+	Dead        uint64 `json:"dead_letters"`
+}
+
+// New prepares a job: it makes every worker's plugin instance (so a plugin
+// that fails to configure stops the job before any record is read) and
+// opens the sources after their committed positions.
+func New(ctx context.Context, cfg Config) (*Job, error) {
+	if len(cfg.Sources) == 0 || len(cfg.Sinks) == 0 {
+		return nil, errors.New("exec: a job needs at least one source and one sink")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("exec: a job needs a state store (it also holds the source positions)")
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 1024
+	}
+	if cfg.Linger <= 0 {
+		cfg.Linger = 5 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	j := &Job{cfg: cfg, log: cfg.Logger, m: cfg.Metrics}
+	j.status = Status{Pipeline: cfg.Name, State: "starting", Positions: map[string]uint64{}}
+	for i := range cfg.Operators {
+		st, err := newStage(ctx, &cfg.Operators[i], cfg.Store)
+		if err != nil {
+			j.closeStages(ctx)
+			return nil, err
+		}
+		j.stages = append(j.stages, st)
+		j.m.addOperator(st.op.Name)
+		j.status.Operators = append(j.status.Operators, OperatorStatus{
+			Name: st.op.Name, Kind: string(st.op.Kind), Plugin: st.op.Plugin.Name(), Parallelism: len(st.workers),
+		})
+	}
+	committed := cfg.Store.Positions()
+	for _, in := range cfg.Sources {
+		after := committed[in.Name]
+		if err := in.Source.Open(ctx, after); err != nil {
+			j.closeStages(ctx)
+			return nil, fmt.Errorf("exec: open source %q: %w", in.Name, err)
+		}
+		j.status.Positions[in.Name] = after
+	}
+	return j, nil
+}
+
+// Status returns a snapshot of the job's progress.
+func (j *Job) Status() Status {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s := j.status
+	s.Positions = make(map[string]uint64, len(j.status.Positions))
+	for k, v := range j.status.Positions {
+		s.Positions[k] = v
+	}
+	s.Operators = append([]OperatorStatus(nil), j.status.Operators...)
+	return s
+}
+
+func (j *Job) setState(s string, err error) {
+	j.mu.Lock()
+	j.status.State = s
+	if err != nil {
+		j.status.Error = err.Error()
+	}
+	j.mu.Unlock()
+}
+
+// chunk is what a reader hands the executor: messages of one source.
+type chunk struct {
+	src  int
+	msgs []connectors.Message
+}
+
+// Run processes batches until the sources end (finite sources: returns nil
+// once everything is committed) or ctx is cancelled (drains what was read,
+// commits it and returns nil). It returns an error when the job cannot go on:
+// a source or sink fails, a commit fails, or an operator with the stop
+// policy fails on a record.
+func (j *Job) Run(ctx context.Context) (err error) {
+	defer func() {
+		j.closeStages(context.WithoutCancel(ctx))
+		if err != nil {
+			j.setState("failed", err)
+		} else {
+			j.setState("stopped", nil)
+		}
+	}()
+	j.setState("running", nil)
+
+	// Readers stop when ctx is done; the executor then drains what they
+	// handed over. runCtx cancels the readers if the executor fails.
+	readCtx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead()
+	queue := make(chan chunk, 4*len(j.cfg.Sources))
+	readErr := make(chan error, len(j.cfg.Sources))
+	var readers sync.WaitGroup
+	for i, in := range j.cfg.Sources {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			readErr <- j.read(readCtx, i, in, queue)
+		}()
+	}
+	go func() { readers.Wait(); close(queue) }()
+	defer func() {
+		cancelRead()
+		for range queue { // let blocked readers finish
+		}
+	}()
+
+	// A batch read before a stop request is processed to the end: guest
+	// calls must not be cut short by the cancellation that asked for a drain.
+	procCtx := context.WithoutCancel(ctx)
+	b := newBatch(j.cfg.Sources)
+	for {
+		more, err := j.collect(queue, b)
+		if err != nil {
+			return err
+		}
+		if len(b.in) > 0 || len(b.dead) > 0 {
+			if err := j.process(procCtx, b); err != nil {
+				return err
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	close(readErr)
+	for err := range readErr {
+		if err != nil {
+			return err
+		}
+	}
+	if ctx.Err() != nil {
+		j.log.Info("stopped on request; everything read was committed", "pipeline", j.cfg.Name)
+	} else {
+		j.log.Info("all sources ended; everything was committed", "pipeline", j.cfg.Name)
+	}
+	return nil
+}
+
+// read runs one source until it ends, fails or ctx is done.
+func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) error {
+	src := in.Source
+	size := j.cfg.BatchSize
+	if size > 4096 {
+		size = 4096
+	}
+	for {
+		buf := make([]connectors.Message, size)
+		n, err := src.Read(ctx, buf)
+		if n > 0 {
+			j.m.sourceRecords.WithLabelValues(in.Name).Add(float64(n))
+			queue <- chunk{src: i, msgs: buf[:n]}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			j.log.Debug("source ended", "source", in.Name)
+			return nil
+		case ctx.Err() != nil:
+			return nil
+		default:
+			return fmt.Errorf("exec: source %q: %w", in.Name, err)
+		}
+	}
+}
+
+// collect fills b from the queue: it blocks for the first chunk, then takes
+// more until the batch is full or the linger time has passed. It reports
+// false when the queue is closed (all readers done) and drained.
+func (j *Job) collect(queue <-chan chunk, b *batch) (bool, error) {
+	b.reset()
+	c, ok := <-queue
+	if !ok {
+		return false, nil
+	}
+	j.add(b, c)
+	timer := time.NewTimer(j.cfg.Linger)
+	defer timer.Stop()
+	for len(b.in) < j.cfg.BatchSize {
+		select {
+		case c, ok := <-queue:
+			if !ok {
+				return false, nil
+			}
+			j.add(b, c)
+		case <-timer.C:
+			return true, nil
+		}
+	}
+	return true, nil
+}
+
+// add appends a chunk's messages to the batch. Messages the source could not
+// decode, and records over the first operator's size limit, go straight to
+// the dead letters.
+func (j *Job) add(b *batch, c chunk) {
+	limit := 0
+	if len(j.stages) > 0 {
+		limit = j.stages[0].op.MaxRecordBytes
+	}
+	for i := range c.msgs {
+		m := &c.msgs[i]
+		b.advance(c.src, m.Position)
+		if m.Err != nil {
+			b.dead = append(b.dead, deadLetter{rec: m.Record, src: c.src, pos: m.Position, stage: -1, err: m.Err})
+			continue
+		}
+		if limit > 0 {
+			if n := abi.EncodedSize(&m.Record); n > limit {
+				b.dead = append(b.dead, deadLetter{rec: m.Record, src: c.src, pos: m.Position, stage: 0,
+					err: fmt.Errorf("record of %d bytes is over the operator's limit of %d bytes (limits.max_record_bytes)", n, limit)})
+				continue
+			}
+		}
+		m.Record.Origin = uint32(len(b.in))
+		b.in = append(b.in, m.Record)
+		b.prov = append(b.prov, origin{src: int32(c.src), pos: m.Position})
+	}
+}
+
+// process runs one batch through the operators, writes the sinks, commits
+// and acknowledges.
+func (j *Job) process(ctx context.Context, b *batch) error {
+	start := time.Now()
+	recs := b.in
+	// idx[i] is the batch input that recs[i] descends from.
+	idx := b.idx0()
+	for si, st := range j.stages {
+		out, outIdx, rejects, err := st.run(ctx, recs, idx)
+		if err != nil {
+			return err
+		}
+		om := &j.m.ops[si]
+		om.in.Add(float64(len(recs)))
+		om.out.Add(float64(len(out)))
+		for _, r := range rejects {
+			o := b.prov[idx[r.Index]]
+			if st.op.StopOnError {
+				return fmt.Errorf("exec: operator %q failed on record %d of source %q and its error policy is stop: %w",
+					st.op.Name, o.pos, j.cfg.Sources[o.src].Name, r.Err)
+			}
+			b.dead = append(b.dead, deadLetter{rec: recs[r.Index], src: int(o.src), pos: o.pos, stage: si, err: r.Err})
+		}
+		recs, idx = out, outIdx
+	}
+
+	// Outputs, with ids derived from the input they came from.
+	b.outs = b.outs[:0]
+	for k := range b.ordinal {
+		b.ordinal[k] = 0
+	}
+	for i := range recs {
+		in := idx[i]
+		o := b.prov[in]
+		n := b.ordinal[in]
+		b.ordinal[in]++
+		r := recs[i]
+		r.Origin = 0
+		b.outs = append(b.outs, connectors.Out{Record: r, ID: j.outputID(o, n)})
+	}
+	for _, s := range j.cfg.Sinks {
+		if err := s.Sink.Write(ctx, b.outs); err != nil {
+			return fmt.Errorf("exec: sink %q: %w", s.Name, err)
+		}
+	}
+	if err := j.writeDead(ctx, b); err != nil {
+		return err
+	}
+	flushCtx := context.WithoutCancel(ctx) // a drain must finish its flush
+	for _, s := range j.cfg.Sinks {
+		if err := s.Sink.Flush(flushCtx); err != nil {
+			return fmt.Errorf("exec: sink %q: flush: %w", s.Name, err)
+		}
+	}
+	if err := j.cfg.Store.Commit(b.positions); err != nil {
+		return fmt.Errorf("exec: commit: %w", err)
+	}
+	for _, st := range j.stages {
+		st.committed()
+	}
+	for si, in := range j.cfg.Sources {
+		if !b.touched[si] {
+			continue
+		}
+		if err := in.Source.Ack(flushCtx, b.positions[in.Name]); err != nil {
+			// The commit holds; the source will redeliver and skip.
+			j.log.Warn("acknowledging the source failed; it will redeliver committed records, which are skipped",
+				"source", in.Name, "position", b.positions[in.Name], "err", err)
+		}
+	}
+
+	j.m.batches.Inc()
+	j.m.batchSeconds.Observe(time.Since(start).Seconds())
+	j.m.outputs.Add(float64(len(b.outs)))
+	j.m.dead.Add(float64(len(b.dead)))
+	j.mu.Lock()
+	j.status.Batches++
+	j.status.RecordsIn += uint64(len(b.in))
+	j.status.Outputs += uint64(len(b.outs))
+	j.status.Dead += uint64(len(b.dead))
+	for k, v := range b.positions {
+		j.status.Positions[k] = v
+	}
+	for si, st := range j.stages {
+		os := &j.status.Operators[si]
+		os.RecordsIn, os.RecordsOut, os.Dead = st.in, st.out, st.dead
+	}
+	j.mu.Unlock()
+	return nil
+}
+
+func (j *Job) outputID(o origin, n uint32) string {
+	buf := make([]byte, 0, len(j.cfg.Name)+32)
+	buf = append(buf, j.cfg.Name...)
+	buf = append(buf, '/')
+	buf = append(buf, j.cfg.Sources[o.src].Name...)
+	buf = append(buf, '/')
+	buf = strconv.AppendUint(buf, o.pos, 10)
+	buf = append(buf, '/')
+	buf = strconv.AppendUint(buf, uint64(n), 10)
+	return string(buf)
+}
+
+// Dead-letter headers.
+const (
+	HeaderError    = "Sluice-Error"
+	HeaderOperator = "Sluice-Operator"
+	HeaderPlugin   = "Sluice-Plugin"
+	HeaderSource   = "Sluice-Source"
+	HeaderPosition = "Sluice-Position"
+)
+
+func (j *Job) writeDead(ctx context.Context, b *batch) error {
+	if len(b.dead) == 0 {
+		return nil
+	}
+	outs := make([]connectors.Out, 0, len(b.dead))
+	for i, d := range b.dead {
+		r := d.rec
+		r.Origin = 0
+		op, plug := "", ""
+		if d.stage >= 0 && d.stage < len(j.stages) {
+			op = j.stages[d.stage].op.Name
+			plug = j.stages[d.stage].op.Plugin.Name()
+			j.stages[d.stage].dead++
+			j.m.ops[d.stage].dead.Inc()
+		}
+		src := j.cfg.Sources[d.src].Name
+		r.Headers = append(append([]abi.Header(nil), r.Headers...),
+			abi.Header{Name: []byte(HeaderError), Value: []byte(d.err.Error())},
+			abi.Header{Name: []byte(HeaderOperator), Value: []byte(op)},
+			abi.Header{Name: []byte(HeaderPlugin), Value: []byte(plug)},
+			abi.Header{Name: []byte(HeaderSource), Value: []byte(src)},
+			abi.Header{Name: []byte(HeaderPosition), Value: strconv.AppendUint(nil, d.pos, 10)},
+		)
+		j.log.Warn("record dead-lettered", "operator", op, "source", src, "position", d.pos, "err", d.err)
+		outs = append(outs, connectors.Out{Record: r, ID: j.cfg.Name + "/dead/" + src + "/" + strconv.FormatUint(d.pos, 10) + "/" + strconv.Itoa(i)})
+	}
+	if j.cfg.DeadLetter == nil {
+		return fmt.Errorf("exec: %d records failed and the job has no dead-letter sink: %w", len(b.dead), b.dead[0].err)
+	}
+	if err := j.cfg.DeadLetter.Write(ctx, outs); err != nil {
+		return fmt.Errorf("exec: dead-letter sink: %w", err)
+	}
+	if err := j.cfg.DeadLetter.Flush(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("exec: dead-letter sink: flush: %w", err)
+	}
+	return nil
+}
+
+func (j *Job) closeStages(ctx context.Context) {
+	for _, st := range j.stages {
+		st.close(ctx)
+	}
+	j.stages = nil
+}
+
+// origin is where a batch input came from.
+type origin struct {
+	src int32
+	pos uint64
+}
+
+type deadLetter struct {
+	rec   abi.Record
+	src   int
+	pos   uint64
+	stage int // operator index, -1 for source decoding errors
+	err   error
+}
+
+// batch holds one batch's data; it is reused from batch to batch.
+type batch struct {
+	in        []abi.Record
+	prov      []origin
+	dead      []deadLetter
+	outs      []connectors.Out
+	ordinal   []uint32
+	idx       []int32
+	positions map[string]uint64
+	touched   []bool
+	srcNames  []string
+}
+
+func newBatch(sources []Input) *batch {
+	b := &batch{positions: map[string]uint64{}, touched: make([]bool, len(sources))}
+	for _, s := range sources {
+		b.srcNames = append(b.srcNames, s.Name)
+	}
+	return b
+}
+
+func (b *batch) reset() {
+	b.in, b.prov, b.dead = b.in[:0], b.prov[:0], b.dead[:0]
+	clear(b.positions)
+	clear(b.touched)
+}
+
+// advance records that source src has been read up to pos.
+func (b *batch) advance(src int, pos uint64) {
+	b.touched[src] = true
+	if name := b.srcNames[src]; pos > b.positions[name] {
+		b.positions[name] = pos
+	}
+}
+
+// idx0 returns the identity mapping for the batch inputs, and sizes the
+// per-input ordinal counters.
+func (b *batch) idx0() []int32 {
+	b.idx = b.idx[:0]
+	for i := range b.in {
+		b.idx = append(b.idx, int32(i))
+	}
+	if cap(b.ordinal) < len(b.in) {
+		b.ordinal = make([]uint32, len(b.in))
+	}
+	b.ordinal = b.ordinal[:len(b.in)]
+	return b.idx
+}

@@ -1,0 +1,358 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"pgregory.net/rapid"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/plugin"
+	wasm "github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
+	"github.com/sluicehq/sluice/state"
+)
+
+// modules holds the compiled test plugins, built once in TestMain.
+var modules = map[string][]byte{}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-exec-test-")
+	if err != nil {
+		panic(err)
+	}
+	for name, src := range map[string]string{
+		"upper":     "../../plugins/upper",
+		"wordcount": "../../plugins/wordcount",
+		"faulty":    "testdata/faulty",
+	} {
+		out := filepath.Join(dir, name+".wasm")
+		if err := wasmbuild.Go(context.Background(), src, out); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if modules[name], err = os.ReadFile(out); err != nil {
+			panic(err)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// load compiles a test plugin on a fresh engine closed with the test.
+func load(t testing.TB, name string, kind plugin.Kind, timeout time.Duration) *plugin.Plugin {
+	t.Helper()
+	ctx := context.Background()
+	cfg := wasm.NewConfig().WithHostModules(plugin.HostModule())
+	if timeout > 0 {
+		cfg = cfg.WithCallTimeout(timeout)
+	}
+	eng, err := wasm.NewWazero(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(ctx) })
+	p, err := plugin.Load(ctx, eng, name+".wasm", modules[name], kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// tb is what the helpers need of *testing.T and *rapid.T alike.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+func openStore(t tb, dir string) *state.Store {
+	t.Helper()
+	s, err := state.Open(dir, state.Options{KeyGroups: 16, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func records(values ...string) []abi.Record {
+	out := make([]abi.Record, len(values))
+	for i, v := range values {
+		out[i] = abi.Record{Key: []byte(v), Value: []byte(v), Time: int64(i)}
+	}
+	return out
+}
+
+type run struct {
+	src   *sliceSource
+	sink  *memSink
+	dead  *memSink
+	store *state.Store
+	job   *Job
+}
+
+func newRun(t tb, store *state.Store, src *sliceSource, batch int, ops ...Operator) *run {
+	t.Helper()
+	r := &run{src: src, sink: &memSink{}, dead: &memSink{}, store: store}
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: src}}, Operators: ops,
+		Sinks: []Output{{Name: "out", Sink: r.sink}}, DeadLetter: r.dead, Store: store,
+		BatchSize: batch, Linger: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.job = job
+	return r
+}
+
+func TestMapKeepsOrderAndDerivesIDs(t *testing.T) {
+	var values []string
+	for i := range 1000 {
+		values = append(values, fmt.Sprintf("rec-%d-abc", i))
+	}
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	src := &sliceSource{recs: records(values...), chunk: 37}
+	r := newRun(t, store, src, 300, Operator{Name: "up", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0), Parallelism: 3})
+	if err := r.job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := r.sink.records()
+	if len(out) != len(values) {
+		t.Fatalf("%d outputs, want %d", len(out), len(values))
+	}
+	for i, o := range out {
+		if want := strings.ToUpper(values[i]); string(o.Record.Value) != want {
+			t.Fatalf("output %d = %q, want %q (order must be kept)", i, o.Record.Value, want)
+		}
+		if want := fmt.Sprintf("p/in/%d/0", i+1); o.ID != want {
+			t.Fatalf("output %d id %q, want %q", i, o.ID, want)
+		}
+	}
+	if got := store.Positions()["in"]; got != 1000 {
+		t.Errorf("committed position %d, want 1000", got)
+	}
+	if src.acked != 1000 {
+		t.Errorf("acknowledged up to %d, want 1000", src.acked)
+	}
+	st := r.job.Status()
+	if st.State != "stopped" || st.RecordsIn != 1000 || st.Outputs != 1000 || st.Operators[0].RecordsOut != 1000 {
+		t.Errorf("status %+v", st)
+	}
+}
+
+// countOracle is the serial word count: the final count per key, and for
+// each key the sequence of emitted counts.
+func countOracle(values []string) map[string]int {
+	m := map[string]int{}
+	for _, v := range values {
+		m[v]++
+	}
+	return m
+}
+
+func committedCounts(t tb, store *state.Store, table string) map[string]int {
+	t.Helper()
+	got := map[string]int{}
+	err := store.Scan(table, func(k, v []byte) error {
+		n, err := strconv.Atoi(string(v))
+		if err != nil {
+			return fmt.Errorf("key %q: value %q is not a count", k, v)
+		}
+		got[string(k)] = n
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestKeyedCountsMatchSerialOracle runs the word count plugin on random
+// inputs, parallelism and batch sizes, and compares the committed state and
+// the emitted counts with a serial count.
+func TestKeyedCountsMatchSerialOracle(t *testing.T) {
+	wc := load(t, "wordcount", plugin.KindKeyed, 0)
+	rapid.Check(t, func(rt *rapid.T) {
+		values := rapid.SliceOfN(rapid.SampledFrom([]string{"a", "b", "c", "dd", "eee", "f", "g", "h"}), 0, 300).Draw(rt, "values")
+		par := rapid.IntRange(1, 4).Draw(rt, "parallelism")
+		batch := rapid.IntRange(1, 64).Draw(rt, "batch")
+		dir, err := os.MkdirTemp("", "sluice-exec-")
+		if err != nil {
+			rt.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		store := openStore(rt, dir)
+		defer store.Close()
+		r := newRun(rt, store, &sliceSource{recs: records(values...), chunk: 7}, batch,
+			Operator{Name: "count", Kind: plugin.KindKeyed, Plugin: wc, Parallelism: par, Tables: []string{"counts"}})
+		if err := r.job.Run(context.Background()); err != nil {
+			rt.Fatal(err)
+		}
+		want := countOracle(values)
+		if got := committedCounts(rt, store, "counts"); !maps.Equal(got, want) {
+			rt.Fatalf("committed counts %v, want %v", got, want)
+		}
+		// Per key, the emitted counts are 1, 2, 3... in order.
+		seen := map[string]int{}
+		for _, o := range r.sink.records() {
+			k := string(o.Record.Key)
+			seen[k]++
+			if got := string(o.Record.Value); got != strconv.Itoa(seen[k]) {
+				rt.Fatalf("key %q: emitted %q as its count number %d", k, got, seen[k])
+			}
+		}
+		if len(r.sink.records()) != len(values) {
+			rt.Fatalf("%d outputs for %d inputs", len(r.sink.records()), len(values))
+		}
+	})
+}
+
+func TestFailingRecordsAreDeadLetteredAndRolledBack(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	values := []string{"a", "boom", "a", "reject", "b", "loop", "a"}
+	recs := records(values...)
+	for i := range recs {
+		recs[i].Key = []byte("k") // one key: the failures must not count
+	}
+	r := newRun(t, store, &sliceSource{recs: recs}, 100,
+		Operator{Name: "faulty", Kind: plugin.KindKeyed, Plugin: load(t, "faulty", plugin.KindKeyed, 200*time.Millisecond), Parallelism: 2, Tables: []string{"t"}})
+	if err := r.job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedCounts(t, store, "t"); got["k"] != 4 {
+		t.Errorf("committed count %d, want 4: the writes of failed records must be rolled back", got["k"])
+	}
+	dead := r.dead.records()
+	if len(dead) != 3 {
+		t.Fatalf("%d dead letters, want 3 (boom, reject, loop)", len(dead))
+	}
+	wantPos := []string{"2", "4", "6"}
+	wantErr := []string{"boom", "rejected on purpose", "timeout"}
+	for i, d := range dead {
+		if got := header(d.Record, HeaderPosition); got != wantPos[i] {
+			t.Errorf("dead letter %d position %q, want %q", i, got, wantPos[i])
+		}
+		if got := header(d.Record, HeaderError); !strings.Contains(got, wantErr[i]) {
+			t.Errorf("dead letter %d error %q does not mention %q", i, got, wantErr[i])
+		}
+		if header(d.Record, HeaderOperator) != "faulty" || header(d.Record, HeaderPlugin) != "faulty.wasm" || header(d.Record, HeaderSource) != "in" {
+			t.Errorf("dead letter %d headers %v", i, d.Record.Headers)
+		}
+		if string(d.Record.Value) != values[i*2+1] {
+			t.Errorf("dead letter %d value %q, want the input record", i, d.Record.Value)
+		}
+	}
+	if got := len(r.sink.records()); got != 4 {
+		t.Errorf("%d outputs, want 4", got)
+	}
+	if st := r.job.Status(); st.Dead != 3 || st.Operators[0].Dead != 3 {
+		t.Errorf("status dead letters %d / %d, want 3", st.Dead, st.Operators[0].Dead)
+	}
+}
+
+func TestStopPolicyStopsWithoutCommitting(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	r := newRun(t, store, &sliceSource{recs: records("a", "b", "boom", "c"), chunk: 2}, 2,
+		Operator{Name: "faulty", Kind: plugin.KindKeyed, Plugin: load(t, "faulty", plugin.KindKeyed, 0), Parallelism: 1, Tables: []string{"t"}, StopOnError: true})
+	err := r.job.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `operator "faulty" failed on record 3 of source "in"`) {
+		t.Fatalf("Run = %v, want the stop error naming operator, record and source", err)
+	}
+	if got := store.Positions()["in"]; got != 2 {
+		t.Errorf("committed position %d, want 2: the failed batch must not be committed", got)
+	}
+	if n := len(r.dead.records()); n != 0 {
+		t.Errorf("%d dead letters under the stop policy", n)
+	}
+}
+
+// TestResumeContinuesAfterCommit stops a job part-way (its source ends
+// early), then runs a new job on the same store over the whole input: it
+// must continue after the committed position and end with the state of one
+// uninterrupted run.
+func TestResumeContinuesAfterCommit(t *testing.T) {
+	var values []string
+	for i := range 500 {
+		values = append(values, fmt.Sprintf("w%d", i%17))
+	}
+	dir := t.TempDir()
+	wc := load(t, "wordcount", plugin.KindKeyed, 0)
+	op := Operator{Name: "count", Kind: plugin.KindKeyed, Plugin: wc, Parallelism: 2, Tables: []string{"counts"}}
+
+	store := openStore(t, dir)
+	first := newRun(t, store, &sliceSource{recs: records(values[:230]...)}, 64, op)
+	if err := first.job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+
+	store = openStore(t, dir)
+	defer store.Close()
+	second := newRun(t, store, &sliceSource{recs: records(values...)}, 64, op)
+	if err := second.job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := committedCounts(t, store, "counts"), countOracle(values); !maps.Equal(got, want) {
+		t.Errorf("counts after resume %v, want %v", got, want)
+	}
+	out := second.sink.records()
+	if len(out) != 270 || out[0].ID != "p/in/231/0" {
+		t.Errorf("second run wrote %d outputs starting at %q, want 270 from p/in/231/0", len(out), out[0].ID)
+	}
+}
+
+func TestCancelDrainsAndCommits(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	var values []string
+	for i := range 300 {
+		values = append(values, strconv.Itoa(i))
+	}
+	src := &sliceSource{recs: records(values...), chunk: 10, block: true}
+	r := newRun(t, store, src, 50, Operator{Name: "up", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0), Parallelism: 2})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var runErr error
+	wg.Go(func() { runErr = r.job.Run(ctx) })
+	for r.job.Status().Positions["in"] < 300 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	if runErr != nil {
+		t.Fatalf("Run after cancel = %v, want nil", runErr)
+	}
+	if n := len(r.sink.records()); n != 300 {
+		t.Errorf("%d outputs, want 300", n)
+	}
+	if got := store.Positions()["in"]; got != 300 {
+		t.Errorf("committed %d, want 300", got)
+	}
+}
+
+func TestNewRefusesIncompleteConfig(t *testing.T) {
+	_, err := New(context.Background(), Config{Name: "p"})
+	if err == nil || !strings.Contains(err.Error(), "at least one source") {
+		t.Errorf("New with no sources = %v", err)
+	}
+}

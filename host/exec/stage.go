@@ -1,0 +1,239 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/state"
+)
+
+// minChunk is the fewest records worth handing a stateless worker: below
+// it, the goroutine hand-off costs more than the guest call saves.
+const minChunk = 64
+
+// stage runs one operator on its workers.
+type stage struct {
+	op      *Operator
+	workers []*worker
+	keyed   bool
+	groups  int
+
+	// Counters, updated by the executor goroutine only.
+	in, out, dead uint64
+
+	// Scratch reused from batch to batch.
+	outRecs []abi.Record
+	outIdx  []int32
+	rejects []plugin.Reject
+}
+
+// worker is one instance of an operator's plugin, with its own state
+// session for keyed operators.
+type worker struct {
+	id    int
+	inst  *plugin.Instance
+	out   plugin.Output
+	sess  *state.Session
+	state plugin.State
+
+	in     []abi.Record // this batch's input for the worker
+	global []int32      // keyed: in[i] is stage input global[i]
+	lo     int          // stateless: in[0] is stage input lo
+	err    error
+}
+
+func newStage(ctx context.Context, op *Operator, store *state.Store) (*stage, error) {
+	if op.Parallelism < 1 {
+		op.Parallelism = 1
+	}
+	st := &stage{op: op, keyed: op.Kind == plugin.KindKeyed, groups: store.KeyGroups()}
+	var tables []*state.Table
+	if st.keyed {
+		for _, name := range op.Tables {
+			tables = append(tables, store.Table(name))
+		}
+	}
+	for w := 0; w < op.Parallelism; w++ {
+		inst, err := op.Plugin.NewInstance(ctx, op.Config)
+		if err != nil {
+			st.close(ctx)
+			return nil, fmt.Errorf("exec: operator %q: worker %d: %w", op.Name, w, err)
+		}
+		wk := &worker{id: w, inst: inst}
+		if st.keyed {
+			wk.sess = store.NewSession()
+			p := op.Parallelism
+			wk.sess.SetOwned(func(kg int) bool { return kg%p == w })
+			wk.state = newKeyedState(wk.sess, op.Tables, tables)
+		}
+		st.workers = append(st.workers, wk)
+	}
+	return st, nil
+}
+
+// run processes recs (whose batch inputs are idx) and returns the outputs,
+// the batch input each output descends from, and the records that failed,
+// indexed into recs.
+func (st *stage) run(ctx context.Context, recs []abi.Record, idx []int32) ([]abi.Record, []int32, []plugin.Reject, error) {
+	st.in += uint64(len(recs))
+	active := st.partition(recs)
+	if len(active) == 1 {
+		st.work(ctx, active[0])
+	} else {
+		var wg sync.WaitGroup
+		for _, w := range active {
+			wg.Go(func() { st.work(ctx, w) })
+		}
+		wg.Wait()
+	}
+	st.outRecs, st.outIdx, st.rejects = st.outRecs[:0], st.outIdx[:0], st.rejects[:0]
+	for _, w := range active {
+		if w.err != nil {
+			return nil, nil, nil, fmt.Errorf("exec: operator %q: worker %d: %w", st.op.Name, w.id, w.err)
+		}
+		for i := range w.out.Records {
+			g := st.globalIndex(w, int(w.out.Records[i].Origin))
+			st.outRecs = append(st.outRecs, w.out.Records[i])
+			st.outIdx = append(st.outIdx, idx[g])
+		}
+		for _, r := range w.out.Rejects {
+			st.rejects = append(st.rejects, plugin.Reject{Index: st.globalIndex(w, r.Index), Err: r.Err})
+		}
+	}
+	st.out += uint64(len(st.outRecs))
+	return st.outRecs, st.outIdx, st.rejects, nil
+}
+
+func (st *stage) globalIndex(w *worker, local int) int {
+	if st.keyed {
+		return int(w.global[local])
+	}
+	return w.lo + local
+}
+
+// partition gives each worker its share of recs and returns the workers
+// that have any.
+func (st *stage) partition(recs []abi.Record) []*worker {
+	var active []*worker
+	if st.keyed {
+		p := len(st.workers)
+		for _, w := range st.workers {
+			w.in, w.global = w.in[:0], w.global[:0]
+		}
+		for i := range recs {
+			w := st.workers[state.KeyGroup(recs[i].Key, st.groups)%p]
+			w.in = append(w.in, recs[i])
+			w.global = append(w.global, int32(i))
+		}
+		for _, w := range st.workers {
+			if len(w.in) > 0 {
+				active = append(active, w)
+			}
+		}
+		return active
+	}
+	n := len(st.workers)
+	if most := (len(recs) + minChunk - 1) / minChunk; most < n {
+		n = most
+	}
+	if n < 1 {
+		n = 1
+	}
+	per := (len(recs) + n - 1) / n
+	for w := 0; w < n; w++ {
+		lo, hi := w*per, min((w+1)*per, len(recs))
+		if lo >= hi {
+			break
+		}
+		wk := st.workers[w]
+		wk.in, wk.lo = recs[lo:hi], lo
+		active = append(active, wk)
+	}
+	return active
+}
+
+func (st *stage) work(ctx context.Context, w *worker) {
+	w.out.Reset()
+	w.err = w.inst.Process(ctx, w.in, w.state, &w.out)
+}
+
+// committed forgets the undo logs once the batch's state is committed.
+func (st *stage) committed() {
+	for _, w := range st.workers {
+		if w.sess != nil {
+			w.sess.Reset()
+		}
+	}
+}
+
+func (st *stage) close(ctx context.Context) {
+	for _, w := range st.workers {
+		if w.inst != nil {
+			w.inst.Close(ctx)
+		}
+	}
+}
+
+// keyedState adapts a state session to the plugin's State interface.
+type keyedState struct {
+	sess   *state.Session
+	names  []string
+	tables []*state.Table
+}
+
+func newKeyedState(sess *state.Session, names []string, tables []*state.Table) *keyedState {
+	return &keyedState{sess: sess, names: names, tables: tables}
+}
+
+func (k *keyedState) table(t int32) (*state.Table, error) {
+	if t < 0 || int(t) >= len(k.tables) {
+		return nil, fmt.Errorf("table handle %d is not one of the operator's %d tables", t, len(k.tables))
+	}
+	return k.tables[t], nil
+}
+
+// TableID resolves a declared table name.
+func (k *keyedState) TableID(name string) (int32, bool) {
+	for i, n := range k.names {
+		if n == name {
+			return int32(i), true
+		}
+	}
+	return 0, false
+}
+
+// Get reads key from table t.
+func (k *keyedState) Get(t int32, key []byte) ([]byte, bool, error) {
+	tb, err := k.table(t)
+	if err != nil {
+		return nil, false, err
+	}
+	return k.sess.Get(tb, key)
+}
+
+// Put writes key in table t.
+func (k *keyedState) Put(t int32, key, value []byte) error {
+	tb, err := k.table(t)
+	if err != nil {
+		return err
+	}
+	return k.sess.Put(tb, key, value)
+}
+
+// Delete removes key from table t.
+func (k *keyedState) Delete(t int32, key []byte) error {
+	tb, err := k.table(t)
+	if err != nil {
+		return err
+	}
+	return k.sess.Delete(tb, key)
+}
+
+// Savepoint marks the undo log.
+func (k *keyedState) Savepoint() int { return k.sess.Savepoint() }
+
+// RollbackTo undoes the writes after sp.
+func (k *keyedState) RollbackTo(sp int) { k.sess.RollbackTo(sp) }

@@ -1,0 +1,132 @@
+// Package sluice is the Go SDK for writing Sluice operators: plain Go,
+// compiled to a WebAssembly module that the Sluice host runs in a sandbox.
+//
+// # A plugin in one file
+//
+// A plugin is a main package that registers exactly one handler from an init
+// function:
+//
+//	package main
+//
+//	import (
+//		"strconv"
+//
+//		"github.com/sluicehq/sluice/sdk/go/sluice"
+//	)
+//
+//	func main() {}
+//
+//	func init() {
+//		sluice.Keyed(func(r sluice.Record, st *sluice.State, out *sluice.Emitter) error {
+//			var n uint64
+//			if v, ok := st.Get(); ok {
+//				n, _ = strconv.ParseUint(string(v), 10, 64)
+//			}
+//			v := strconv.AppendUint(nil, n+1, 10)
+//			st.Put(v)
+//			out.Emit(sluice.Record{Key: r.Key, Value: v, Time: r.Time})
+//			return nil
+//		})
+//	}
+//
+// Build it with `sluice plugin build DIR`, or by hand:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o op.wasm .
+//
+// # Why init and not main
+//
+// -buildmode=c-shared on wasip1 makes a WASI reactor. Its _initialize export,
+// which the host calls once per instance, starts the Go runtime and runs
+// every package's initialisation (package variable initialisers, then init
+// functions, in dependency order) and then returns to the host without
+// calling main.main: the Go runtime does the same for every c-shared and
+// c-archive build (see runtime.main). So a handler registered in main would
+// never be registered. Registering from a package variable's initialiser
+// works as well, since it runs in the same phase, but init is the idiomatic
+// place. main must exist, and stays empty.
+//
+// # Handlers
+//
+// One handler per plugin, of one of four kinds, matching the operator's kind
+// in the pipeline:
+//
+//   - Map: one output per input.
+//   - Filter: the input itself, or nothing. A kept record is forwarded as it
+//     was encoded, without being re-encoded.
+//   - FlatMap: any number of outputs per input, through an Emitter.
+//   - Keyed: like FlatMap, plus a State bound to the record's key.
+//
+// Configure optionally registers a function that receives the operator's
+// config from the pipeline file, as JSON, before the first record.
+//
+// # Errors, panics and dead letters
+//
+// A handler that returns an error dead-letters its input record: the SDK
+// calls the host's reject with the error's text, discards what the handler
+// emitted for that record, and goes on with the next one. State written
+// before the error stands. A panic is different: it traps the whole guest
+// call; the host then undoes the batch's state changes, drops its outputs,
+// replaces the instance and re-runs the batch's records one at a time, so
+// that only the record that panics is dead-lettered, with the panic message
+// from the guest's stderr. Use errors for bad input and panics for bugs and
+// misconfiguration (State.Table panics for an undeclared table).
+//
+// # Memory and lifetimes
+//
+// The host writes each input batch into guest memory once, and the records
+// a handler receives alias that memory: Key, Value and the headers are valid
+// only until the handler returns (Record.Clone copies them). A handler may
+// modify them in place. Emitter.Emit and the Map and Filter results are
+// encoded into the SDK's output buffer at once, so what they point to may be
+// reused immediately. State.Get returns a buffer that the next Get reuses.
+// Outputs reach the host in one emit call per batch, or one per ~1 MiB of
+// output, always between two records.
+//
+// # Determinism
+//
+// An operator may run a record more than once (after a failure, on another
+// worker, in a fresh instance), so it must compute the same outputs from the
+// same input and state. The host's sandbox gives the guest no wall clock (the
+// time package sees a fake clock), no entropy of its own (crypto/rand and
+// math/rand draw from a deterministic source), no files, no network and no
+// environment. Use Record.Time for time; derive any randomness from the
+// record.
+//
+// # Testing
+//
+// The same code builds natively, where package
+// github.com/sluicehq/sluice/sdk/go/sluice/sluicetest runs the registered
+// handler against an in-memory host with plain `go test`, through the same
+// encoding, allocation and batch code the WebAssembly exports use. It can
+// also load the compiled .wasm and run it under the same harness.
+//
+// # Performance
+//
+// The per-record path makes no allocation for Map, Filter, FlatMap and Keyed
+// handlers that allocate none themselves (TestNoAllocationPerRecord), and it
+// is written for Go's WebAssembly code generator, where every function call
+// and every field reached through a pointer costs: the SDK decodes and
+// encodes records with its own tight codec (checked against package abi's by
+// tests and a fuzz test) rather than through abi.Decoder, which it uses only
+// to explain a malformed batch. BenchmarkProcess measures the loop natively,
+// BenchmarkWasmMap under wazero.
+//
+// # Design decisions
+//
+// The exports (sluice_abi_version, sluice_alloc, sluice_configure,
+// sluice_process) live in this package, behind the wasip1 build tag, so a
+// plugin author writes none of the ABI. A module is one operator instance
+// with its own memory, so the handler registry and the guest state are
+// process-wide by nature: the one place this code base keeps package-level
+// state. In native builds, sluicetest reaches the same guest core through an
+// internal package rather than through exported API.
+//
+// sluice_alloc hands out one input region that is reused from batch to
+// batch; a second request before the first region is consumed gets a fresh
+// region, so the host may allocate for several arguments of one call.
+//
+// Records are passed to handlers by value, which keeps handlers plain
+// functions; in WebAssembly that costs roughly 55 ns per record against a
+// pointer (an 80-byte copy each way, measured under wazero), natively
+// next to nothing.
+package sluice

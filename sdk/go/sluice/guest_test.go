@@ -1,0 +1,489 @@
+package sluice
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/abi"
+)
+
+// recHost is a host that records every call, for testing the guest core
+// without the sluicetest harness (which imports this package).
+type recHost struct {
+	emits    [][]abi.Record // decoded copies of each emit call
+	rejects  []string       // "origin:message"
+	logs     []string       // "level:message"
+	tables   map[string]int32
+	state    map[int32]map[string][]byte
+	tableIDs int // TableID calls
+	gets     int // StateGet calls
+}
+
+func newRecHost(tables ...string) *recHost {
+	h := &recHost{tables: map[string]int32{}, state: map[int32]map[string][]byte{}}
+	for i, name := range tables {
+		h.tables[name] = int32(i)
+		h.state[int32(i)] = map[string][]byte{}
+	}
+	return h
+}
+
+func (h *recHost) Emit(batch []byte) {
+	d, err := abi.NewDecoder(batch)
+	if err != nil {
+		panic(err)
+	}
+	var out []abi.Record
+	var r abi.Record
+	for d.Next(&r) {
+		c := abi.Record{Origin: r.Origin, Time: r.Time, Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)}
+		for _, hd := range r.Headers {
+			c.Headers = append(c.Headers, abi.Header{Name: bytes.Clone(hd.Name), Value: bytes.Clone(hd.Value)})
+		}
+		out = append(out, c)
+	}
+	if err := d.Err(); err != nil {
+		panic(err)
+	}
+	h.emits = append(h.emits, out)
+}
+
+func (h *recHost) Reject(origin uint32, msg string) {
+	h.rejects = append(h.rejects, fmt.Sprintf("%d:%s", origin, msg))
+}
+
+func (h *recHost) TableID(name string) int32 {
+	h.tableIDs++
+	if id, ok := h.tables[name]; ok {
+		return id
+	}
+	return abi.StatusNotFound
+}
+
+func (h *recHost) StateGet(table int32, key, buf []byte) int32 {
+	h.gets++
+	v, ok := h.state[table][string(key)]
+	if !ok {
+		return abi.StatusNotFound
+	}
+	if len(v) <= len(buf) {
+		copy(buf, v)
+	}
+	return int32(len(v))
+}
+
+func (h *recHost) StatePut(table int32, key, value []byte) {
+	h.state[table][string(key)] = bytes.Clone(value)
+}
+
+func (h *recHost) StateDelete(table int32, key []byte) { delete(h.state[table], string(key)) }
+
+func (h *recHost) Log(level int32, msg string) {
+	h.logs = append(h.logs, fmt.Sprintf("%d:%s", level, msg))
+}
+
+// outputs flattens every emitted record.
+func (h *recHost) outputs() []abi.Record {
+	var all []abi.Record
+	for _, e := range h.emits {
+		all = append(all, e...)
+	}
+	return all
+}
+
+// encode builds an input batch as the host does: record i has origin i.
+func encode(recs ...abi.Record) []byte {
+	b := abi.AppendBatchHeader(nil, uint32(len(recs)))
+	for i := range recs {
+		recs[i].Origin = uint32(i)
+		b = abi.AppendRecord(b, &recs[i])
+	}
+	return b
+}
+
+// run allocates a region, copies batch into it and processes it, as the
+// wasm export sequence sluice_alloc, write, sluice_process does.
+func run(g *guest, batch []byte) int32 {
+	region := g.alloc(int32(len(batch)))
+	copy(region, batch)
+	return g.process(region)
+}
+
+func kv(k, v string) abi.Record { return abi.Record{Key: []byte(k), Value: []byte(v)} }
+
+func TestMapOutputsAndRejects(t *testing.T) {
+	host := newRecHost()
+	g := newGuest(&handlers{kind: kindMap, mapFn: func(r Record) (Record, error) {
+		if string(r.Value) == "bad" {
+			return Record{}, errors.New("bad value")
+		}
+		r.Value = bytes.ToUpper(r.Value)
+		r.Time++
+		return r, nil
+	}}, host)
+	in := []abi.Record{kv("a", "x"), kv("b", "bad"), kv("c", "y")}
+	in[0].Time = 100
+	in[2].Headers = []abi.Header{{Name: []byte("h"), Value: []byte("v")}}
+	if st := run(g, encode(in...)); st != abi.StatusOK {
+		t.Fatalf("status %d, logs %v", st, host.logs)
+	}
+	if len(host.emits) != 1 {
+		t.Fatalf("%d emit calls, want one per batch", len(host.emits))
+	}
+	out := host.outputs()
+	if len(out) != 2 || out[0].Origin != 0 || string(out[0].Value) != "X" || out[0].Time != 101 ||
+		out[1].Origin != 2 || string(out[1].Value) != "Y" || string(out[1].Headers[0].Value) != "v" {
+		t.Errorf("outputs = %+v", out)
+	}
+	if want := []string{"1:bad value"}; fmt.Sprint(host.rejects) != fmt.Sprint(want) {
+		t.Errorf("rejects = %v, want %v", host.rejects, want)
+	}
+
+	// A batch without outputs makes no emit call; an empty batch is fine.
+	host.emits = nil
+	if st := run(g, encode(kv("z", "bad"))); st != abi.StatusOK || len(host.emits) != 0 {
+		t.Errorf("status %d, %d emit calls, want OK and none", st, len(host.emits))
+	}
+	if st := run(g, encode()); st != abi.StatusOK || len(host.emits) != 0 {
+		t.Errorf("empty batch: status %d, %d emit calls", st, len(host.emits))
+	}
+}
+
+func TestFilterForwardsRecordsUnchanged(t *testing.T) {
+	host := newRecHost()
+	g := newGuest(&handlers{kind: kindFilter, filterFn: func(r Record) (bool, error) {
+		if string(r.Value) == "err" {
+			return false, errors.New("cannot decide")
+		}
+		return r.Key[0] == 'k', nil
+	}}, host)
+	in := []abi.Record{
+		{Key: []byte("k1"), Value: []byte("v1"), Time: -3, Headers: []abi.Header{{Name: []byte("a"), Value: []byte("b")}, {Name: []byte("c")}}},
+		{Key: []byte("x"), Value: []byte("v2")},
+		{Key: []byte("k3"), Value: []byte("err")},
+		{Key: []byte("k4")},
+	}
+	batch := encode(in...)
+	if st := run(g, batch); st != abi.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	out := host.outputs()
+	if len(out) != 2 {
+		t.Fatalf("outputs = %+v", out)
+	}
+	for i, idx := range []int{0, 3} {
+		want := in[idx]
+		want.Origin = uint32(idx)
+		if !bytes.Equal(abi.AppendRecord(nil, &out[i]), abi.AppendRecord(nil, &want)) {
+			t.Errorf("output %d = %+v, want input %d unchanged: %+v", i, out[i], idx, want)
+		}
+	}
+	if fmt.Sprint(host.rejects) != "[2:cannot decide]" {
+		t.Errorf("rejects = %v", host.rejects)
+	}
+}
+
+func TestFlatMapDiscardsOutputsOfFailedRecord(t *testing.T) {
+	host := newRecHost()
+	g := newGuest(&handlers{kind: kindFlatMap, flatMapFn: func(r Record, out *Emitter) error {
+		for _, f := range bytes.Fields(r.Value) {
+			if string(f) == "fail" {
+				return errors.New("fail field")
+			}
+			out.Emit(Record{Key: r.Key, Value: f})
+		}
+		return nil
+	}}, host)
+	if st := run(g, encode(kv("a", "1 2"), kv("b", "3 fail 4"), kv("c", "5"))); st != abi.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	var got []string
+	for _, o := range host.outputs() {
+		got = append(got, fmt.Sprintf("%d%s%s", o.Origin, o.Key, o.Value))
+	}
+	if want := "0a1 0a2 2c5"; strings.Join(got, " ") != want {
+		t.Errorf("outputs %v, want %s", got, want)
+	}
+}
+
+func TestFlushBetweenRecordsPastOneMiB(t *testing.T) {
+	host := newRecHost()
+	chunk := make([]byte, 1000)
+	g := newGuest(&handlers{kind: kindFlatMap, flatMapFn: func(r Record, out *Emitter) error {
+		for range 700 { // about 0.7 MiB per input record
+			out.Emit(Record{Key: r.Key, Value: chunk})
+		}
+		if string(r.Value) == "fail" {
+			return errors.New("fail")
+		}
+		return nil
+	}}, host)
+	// After record 0: 0.7 MiB, no flush. Record 1 fails: discarded. After
+	// record 2: 1.4 MiB, flush. Record 3: flushed at the end.
+	if st := run(g, encode(kv("a", ""), kv("b", "fail"), kv("c", ""), kv("d", ""))); st != abi.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	if len(host.emits) != 2 || len(host.emits[0]) != 1400 || len(host.emits[1]) != 700 {
+		t.Fatalf("emit calls carried %d batches: %v", len(host.emits), lens(host.emits))
+	}
+	if host.emits[0][0].Origin != 0 || host.emits[0][700].Origin != 2 || host.emits[1][0].Origin != 3 {
+		t.Errorf("origins across the flush are wrong")
+	}
+}
+
+func lens(b [][]abi.Record) []int {
+	var n []int
+	for _, x := range b {
+		n = append(n, len(x))
+	}
+	return n
+}
+
+func TestKeyedState(t *testing.T) {
+	host := newRecHost("counts", "last")
+	var keys []string
+	g := newGuest(&handlers{kind: kindKeyed, keyedFn: func(r Record, st *State, out *Emitter) error {
+		keys = append(keys, string(st.Key()))
+		last := st.Table("last")
+		switch string(r.Value) {
+		case "del":
+			st.Delete()
+			return nil
+		case "missing":
+			st.Table("nope")
+		}
+		prev, _ := last.Get()
+		out.Emit(Record{Key: r.Key, Value: prev}) // encoded before the next Get reuses the buffer
+		last.Put(r.Value)
+		n := 0
+		if v, ok := st.Get(); ok {
+			n = len(v)
+		}
+		st.Put(bytes.Repeat([]byte{'+'}, n+1))
+		return nil
+	}}, host)
+	big := strings.Repeat("B", 1000)
+	if st := run(g, encode(kv("a", "x"), kv("b", big), kv("a", "y"), kv("b", "z"), kv("b", "del"))); st != abi.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	if fmt.Sprint(keys) != "[a b a b b]" {
+		t.Errorf("State.Key per record = %v", keys)
+	}
+	if got := host.state[0]["a"]; string(got) != "++" {
+		t.Errorf("count a = %q, want ++", got)
+	}
+	if _, ok := host.state[0]["b"]; ok {
+		t.Errorf("count b survived its deletion")
+	}
+	if got := host.state[1]["b"]; string(got) != "z" {
+		t.Errorf("last b = %q", got)
+	}
+	var prevs []string
+	for _, o := range host.outputs() {
+		prevs = append(prevs, fmt.Sprintf("%d", len(o.Value)))
+	}
+	if fmt.Sprint(prevs) != "[0 0 1 1000]" {
+		t.Errorf("previous value lengths = %v, want [0 0 1 1000]", prevs)
+	}
+	if host.tableIDs != 1 {
+		t.Errorf("TableID called %d times, want once (cached)", host.tableIDs)
+	}
+	// The 1000-byte value needed a retry with a bigger buffer; afterwards
+	// the buffer is big enough.
+	host.gets = 0
+	run(g, encode(kv("b", big)))
+	if host.gets != 2 {
+		t.Errorf("StateGet called %d times for two reads, want 2 (no retry once grown)", host.gets)
+	}
+
+	defer func() {
+		v := recover()
+		if v == nil || !strings.Contains(fmt.Sprint(v), `state table "nope" is not declared`) {
+			t.Errorf("recovered %v, want a panic naming the table", v)
+		}
+	}()
+	run(g, encode(kv("a", "missing")))
+}
+
+func TestConfigure(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fn     func([]byte) error
+		config string
+		status int32
+		log    string
+	}{
+		{"no handler, null", nil, "null", abi.StatusOK, ""},
+		{"no handler, empty", nil, "", abi.StatusOK, ""},
+		{"no handler, empty object", nil, " {}\n", abi.StatusOK, ""},
+		{"no handler, a config", nil, `{"a":1}`, abi.StatusBadConfig, "takes no configuration"},
+		{"handler accepts", func([]byte) error { return nil }, `{"a":1}`, abi.StatusOK, ""},
+		{"handler refuses", func([]byte) error { return errors.New(`"a" must be a string`) }, `{"a":1}`, abi.StatusBadConfig, `invalid configuration: "a" must be a string`},
+		{"handler, no config", func([]byte) error { return nil }, "", abi.StatusOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := newRecHost()
+			var got string
+			fn := tc.fn
+			if fn != nil {
+				inner := fn
+				fn = func(b []byte) error { got = string(b); return inner(b) }
+			}
+			g := newGuest(&handlers{kind: kindMap, configure: fn}, host)
+			region := g.alloc(int32(len(tc.config)))
+			copy(region, tc.config)
+			if st := g.configure(region); st != tc.status {
+				t.Fatalf("status %d, want %d", st, tc.status)
+			}
+			want := tc.config
+			if want == "" {
+				want = "null" // no config reaches the handler as null
+			}
+			if fn != nil && got != want {
+				t.Errorf("handler got %q, want %q", got, want)
+			}
+			if tc.log == "" && len(host.logs) != 0 || tc.log != "" && (len(host.logs) != 1 || !strings.Contains(host.logs[0], tc.log) || !strings.HasPrefix(host.logs[0], "3:")) {
+				t.Errorf("logs = %v, want an error containing %q", host.logs, tc.log)
+			}
+		})
+	}
+}
+
+func TestProcessFailures(t *testing.T) {
+	t.Run("no handler", func(t *testing.T) {
+		host := newRecHost()
+		g := newGuest(&handlers{}, host)
+		if st := run(g, encode(kv("a", "b"))); st != abi.StatusError {
+			t.Fatalf("status %d, want StatusError", st)
+		}
+		if len(host.logs) != 1 || !strings.Contains(host.logs[0], "no handler registered") {
+			t.Errorf("logs = %v", host.logs)
+		}
+	})
+	t.Run("malformed", func(t *testing.T) {
+		host := newRecHost()
+		calls := 0
+		g := newGuest(&handlers{kind: kindMap, mapFn: func(r Record) (Record, error) { calls++; return r, nil }}, host)
+		batch := append(encode(kv("a", "b")), 0xff) // a trailing byte
+		if st := run(g, batch); st != abi.StatusError {
+			t.Fatalf("status %d, want StatusError", st)
+		}
+		if len(host.logs) != 1 || !strings.Contains(host.logs[0], "1 trailing bytes") || len(host.emits) != 0 {
+			t.Errorf("logs %v, %d emits: want the decode error and no output", host.logs, len(host.emits))
+		}
+		if st := run(g, []byte{1, 0}); st != abi.StatusError {
+			t.Fatalf("short batch: status %d", st)
+		}
+	})
+}
+
+func TestAlloc(t *testing.T) {
+	g := newGuest(&handlers{kind: kindMap, mapFn: func(r Record) (Record, error) { return r, nil }}, newRecHost())
+	if g.alloc(-1) != nil || g.alloc(maxAlloc+1) != nil {
+		t.Error("out-of-range sizes must fail")
+	}
+	z := g.alloc(0)
+	if z == nil || cap(z) == 0 {
+		t.Fatal("alloc(0) must return a region with an address")
+	}
+	g.consumed()
+	a := g.alloc(100)
+	b := g.alloc(100) // before a is consumed: must not overlap
+	for i := range a {
+		a[i] = 1
+	}
+	for i := range b {
+		b[i] = 2
+	}
+	if a[0] != 1 || len(a) != 100 || len(b) != 100 {
+		t.Error("two pending regions overlap")
+	}
+	g.process(encode())
+	c := g.alloc(50)
+	if &c[0] != &a[0] {
+		t.Error("after a consuming call the input region should be reused")
+	}
+}
+
+func TestRegistration(t *testing.T) {
+	saved := registered
+	defer func() { registered = saved }()
+	registered = handlers{}
+
+	mustPanic := func(what, want string, fn func()) {
+		t.Helper()
+		defer func() {
+			if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), want) {
+				t.Errorf("%s: recovered %v, want a panic containing %q", what, v, want)
+			}
+		}()
+		fn()
+	}
+	Keyed(func(Record, *State, *Emitter) error { return nil })
+	if registered.kind != kindKeyed {
+		t.Fatalf("kind = %v", registered.kind)
+	}
+	mustPanic("second handler", "a Keyed handler is already registered", func() { Map(func(r Record) (Record, error) { return r, nil }) })
+	mustPanic("nil", "nil function", func() { Filter(nil) })
+	Configure(func([]byte) error { return nil })
+	mustPanic("second Configure", "Configure called twice", func() { Configure(func([]byte) error { return nil }) })
+	registered.sealed = true
+	registered.kind = kindNone
+	mustPanic("after start", "after the operator started", func() { FlatMap(func(Record, *Emitter) error { return nil }) })
+}
+
+func TestRecordHeaders(t *testing.T) {
+	shared := make([]Header, 1, 4)
+	shared[0] = Header{Name: []byte("a"), Value: []byte("1")}
+	r1 := Record{Headers: shared[:1:1]}
+	r2 := Record{Headers: shared[:1]}
+	r1.SetHeader("b", []byte("x"))
+	r2.SetHeader("b", []byte("y"))
+	if v, _ := r1.Header("b"); string(v) != "x" {
+		t.Errorf("r1 header b = %q: overwritten through a shared array", v)
+	}
+	r1.SetHeader("a", []byte("2"))
+	if v, ok := r1.Header("a"); !ok || string(v) != "2" || len(r1.Headers) != 2 {
+		t.Errorf("replacing a header: %q %v, %d headers", v, ok, len(r1.Headers))
+	}
+	if _, ok := r1.Header("A"); ok {
+		t.Error("header names are case-sensitive")
+	}
+	c := r1.Clone()
+	r1.Headers[0].Value[0] = '9'
+	if v, _ := c.Header("a"); string(v) != "2" {
+		t.Error("Clone shares bytes with the original")
+	}
+}
+
+func TestMisuseOutsideHandlers(t *testing.T) {
+	for name, fn := range map[string]func(){
+		"Emit":  func() { new(Emitter).Emit(Record{}) },
+		"Get":   func() { new(State).Get() },
+		"Table": func() { new(State).Table("x") },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s on a zero value did not panic", name)
+				}
+			}()
+			fn()
+		}()
+	}
+}
+
+// TestNoAllocationPerRecord checks the promise that Map and Filter over
+// small records allocate nothing in the SDK once warmed up.
+func TestNoAllocationPerRecord(t *testing.T) {
+	for _, k := range []kind{kindMap, kindFilter, kindFlatMap, kindKeyed} {
+		g, batch := benchGuest(k, 256)
+		run(g, batch)
+		if n := testing.AllocsPerRun(20, func() { run(g, batch) }); n != 0 {
+			t.Errorf("%v: %.1f allocations per batch, want 0", k, n)
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package sluicetest_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sluicehq/sluice/sdk/go/sluice"
+	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
+)
+
+// The operator under test: a keyed sum of the numeric values per key, in
+// the default table, emitting "<prefix><sum>"; the prefix comes from the
+// configuration. The value "panic" panics, "log" logs, "emit-then-fail"
+// emits then fails, "other" writes to table "other".
+var prefix string
+
+func init() {
+	sluice.Configure(func(b []byte) error {
+		var cfg struct {
+			Prefix *string `json:"prefix"`
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			return err
+		}
+		prefix = "sum="
+		if cfg.Prefix != nil {
+			if *cfg.Prefix == "" {
+				return errors.New(`"prefix" must not be empty`)
+			}
+			prefix = *cfg.Prefix
+		}
+		return nil
+	})
+	sluice.Keyed(func(r sluice.Record, st *sluice.State, out *sluice.Emitter) error {
+		switch string(r.Value) {
+		case "panic":
+			panic("handler panicked")
+		case "log":
+			sluice.Logf(sluice.LevelInfo, "key %s logs", r.Key)
+			return nil
+		case "emit-then-fail":
+			out.Emit(sluice.Record{Key: r.Key, Value: []byte("never seen")})
+			return errors.New("failed after emitting")
+		case "other":
+			st.Table("other").Put(r.Key)
+			return nil
+		}
+		n, err := strconv.Atoi(string(r.Value))
+		if err != nil {
+			return fmt.Errorf("value %q is not a number", r.Value)
+		}
+		if old, ok := st.Get(); ok {
+			prev, _ := strconv.Atoi(string(old))
+			n += prev
+		}
+		st.Put(strconv.AppendInt(nil, int64(n), 10))
+		out.Emit(sluice.Record{Key: r.Key, Value: []byte(prefix + strconv.Itoa(n)), Time: r.Time})
+		return nil
+	})
+}
+
+func values(outs []sluicetest.Output) string {
+	var s []string
+	for _, o := range outs {
+		s = append(s, fmt.Sprintf("%d:%s=%s", o.Origin, o.Key, o.Value))
+	}
+	return strings.Join(s, " ")
+}
+
+func TestProcess(t *testing.T) {
+	h := sluicetest.New().Declare("sums", "other")
+	in := []sluice.Record{sluicetest.KV("a", "1"), sluicetest.KV("b", "x"), sluicetest.KV("a", "2"), sluicetest.KV("c", "emit-then-fail")}
+	in[2].Time = 99
+	outs, rejects, err := h.Process(in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := values(outs), "0:a=sum=1 2:a=sum=3"; got != want {
+		t.Errorf("outputs %s, want %s", got, want)
+	}
+	if outs[1].Time != 99 {
+		t.Errorf("time = %d, want 99", outs[1].Time)
+	}
+	want := []sluicetest.Reject{{Origin: 1, Message: `value "x" is not a number`}, {Origin: 3, Message: "failed after emitting"}}
+	if fmt.Sprint(rejects) != fmt.Sprint(want) {
+		t.Errorf("rejects %v, want %v", rejects, want)
+	}
+	if v, ok := h.State("sums", "a"); !ok || string(v) != "3" {
+		t.Errorf("State(sums, a) = %q %v", v, ok)
+	}
+	if v, ok := h.State("", "a"); !ok || string(v) != "3" {
+		t.Errorf("State of the default table = %q %v", v, ok)
+	}
+	if _, ok := h.State("sums", "b"); ok {
+		t.Error("a rejected record left state")
+	}
+	h.SetState("sums", "b", []byte("40"))
+	if _, _, err := h.Process(sluicetest.KV("b", "2"), sluicetest.KV("k", "other"), sluicetest.KV("q", "log")); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := h.State("sums", "b"); string(v) != "42" {
+		t.Errorf("sum after SetState = %q, want 42", v)
+	}
+	if v, ok := h.State("other", "k"); !ok || string(v) != "k" {
+		t.Errorf("State(other, k) = %q %v", v, ok)
+	}
+	if logs := h.Logs(); len(logs) != 1 || logs[0] != (sluicetest.LogEntry{Level: sluice.LevelInfo, Message: "key q logs"}) {
+		t.Errorf("logs = %+v", logs)
+	}
+	h.SetState("sums", "b", nil)
+	if _, ok := h.State("sums", "b"); ok {
+		t.Error("SetState(nil) did not delete")
+	}
+}
+
+func TestConfigurePerHarness(t *testing.T) {
+	a, b := sluicetest.New().Declare("s"), sluicetest.New().Declare("s")
+	if err := a.Configure([]byte(`{"prefix":"A:"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Configure([]byte(`{"prefix":"B:"}`)); err != nil {
+		t.Fatal(err)
+	}
+	// The handler keeps its configuration in a package variable: a's call
+	// must still see a's.
+	outs, _, err := a.Process(sluicetest.KV("k", "1"))
+	if err != nil || values(outs) != "0:k=A:1" {
+		t.Errorf("a: %s, %v", values(outs), err)
+	}
+	outs, _, err = b.Process(sluicetest.KV("k", "1"))
+	if err != nil || values(outs) != "0:k=B:1" {
+		t.Errorf("b: %s, %v", values(outs), err)
+	}
+	// Never configured: null, the defaults.
+	outs, _, err = sluicetest.New().Declare("s").Process(sluicetest.KV("k", "1"))
+	if err != nil || values(outs) != "0:k=sum=1" {
+		t.Errorf("unconfigured: %s, %v", values(outs), err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	h := sluicetest.New().Declare("s")
+	err := h.Configure([]byte(`{"prefix":""}`))
+	if !errors.Is(err, sluicetest.ErrBadConfig) || !strings.Contains(err.Error(), `"prefix" must not be empty`) {
+		t.Errorf("Configure = %v", err)
+	}
+	if _, _, err := h.Process(sluicetest.KV("k", "1")); !errors.Is(err, sluicetest.ErrBadConfig) {
+		t.Errorf("Process after a refused configuration = %v", err)
+	}
+	if err := h.Configure([]byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	_, _, err = h.Process(sluicetest.KV("k", "1"), sluicetest.KV("k", "panic"))
+	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), "handler panicked") {
+		t.Errorf("Process with a panicking handler = %v", err)
+	}
+	// The batch's state changes are undone, as the host undoes them; the
+	// harness goes on with a fresh instance.
+	outs, _, err := h.Process(sluicetest.KV("k", "1"))
+	if err != nil || values(outs) != "0:k=sum=1" {
+		t.Errorf("after the trap: %s, %v", values(outs), err)
+	}
+
+	_, _, err = h.Process(sluicetest.KV("k", "other"))
+	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), `state table "other" is not declared`) {
+		t.Errorf("undeclared table: %v", err)
+	}
+	_, _, err = sluicetest.New().Process(sluicetest.KV("k", "1"))
+	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), "stateless") {
+		t.Errorf("state call without tables: %v", err)
+	}
+}
+
+func TestDeclarePanics(t *testing.T) {
+	for name, fn := range map[string]func(){
+		"empty":            func() { sluicetest.New().Declare("") },
+		"duplicate":        func() { sluicetest.New().Declare("a", "a") },
+		"undeclared State": func() { sluicetest.New().Declare("a").State("b", "k") },
+		"no tables":        func() { sluicetest.New().State("", "k") },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			fn()
+		}()
+	}
+}
+
+// TestParallelHarnesses runs harnesses with different configurations from
+// parallel goroutines; with -race it checks the harness's serialisation.
+func TestParallelHarnesses(t *testing.T) {
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := sluicetest.New().Declare("s")
+			p := fmt.Sprintf("P%d:", i)
+			if err := h.Configure(fmt.Appendf(nil, `{"prefix":%q}`, p)); err != nil {
+				t.Error(err)
+				return
+			}
+			for j := range 20 {
+				outs, _, err := h.Process(sluicetest.KV("k", "1"))
+				if err != nil || len(outs) != 1 || string(outs[0].Value) != p+strconv.Itoa(j+1) {
+					t.Errorf("harness %d batch %d: %s, %v", i, j, values(outs), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}

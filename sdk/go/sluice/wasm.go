@@ -1,0 +1,89 @@
+//go:build wasip1
+
+package sluice
+
+import (
+	"unsafe"
+
+	"github.com/sluicehq/sluice/abi"
+)
+
+// The host functions of ABI version 1 (see abi/ABI.md). Pointers become i32
+// offsets into the module's memory.
+
+//go:wasmimport sluice emit
+func hostEmit(ptr unsafe.Pointer, n uint32)
+
+//go:wasmimport sluice reject
+func hostReject(origin uint32, msg unsafe.Pointer, n uint32)
+
+//go:wasmimport sluice table_id
+func hostTableID(name unsafe.Pointer, n uint32) int32
+
+//go:wasmimport sluice state_get
+func hostStateGet(table int32, key unsafe.Pointer, keyLen uint32, buf unsafe.Pointer, bufCap uint32) int32
+
+//go:wasmimport sluice state_put
+func hostStatePut(table int32, key unsafe.Pointer, keyLen uint32, val unsafe.Pointer, valLen uint32)
+
+//go:wasmimport sluice state_delete
+func hostStateDelete(table int32, key unsafe.Pointer, keyLen uint32)
+
+//go:wasmimport sluice log
+func hostLog(level int32, msg unsafe.Pointer, n uint32)
+
+// wasmHost is the real host, reached through the imports above.
+type wasmHost struct{}
+
+func ptr(b []byte) unsafe.Pointer    { return unsafe.Pointer(unsafe.SliceData(b)) }
+func strPtr(s string) unsafe.Pointer { return unsafe.Pointer(unsafe.StringData(s)) }
+
+func (wasmHost) Emit(batch []byte) { hostEmit(ptr(batch), uint32(len(batch))) }
+func (wasmHost) Reject(origin uint32, msg string) {
+	hostReject(origin, strPtr(msg), uint32(len(msg)))
+}
+func (wasmHost) TableID(name string) int32 { return hostTableID(strPtr(name), uint32(len(name))) }
+func (wasmHost) StateGet(table int32, key, buf []byte) int32 {
+	return hostStateGet(table, ptr(key), uint32(len(key)), ptr(buf), uint32(len(buf)))
+}
+func (wasmHost) StatePut(table int32, key, value []byte) {
+	hostStatePut(table, ptr(key), uint32(len(key)), ptr(value), uint32(len(value)))
+}
+func (wasmHost) StateDelete(table int32, key []byte) {
+	hostStateDelete(table, ptr(key), uint32(len(key)))
+}
+func (wasmHost) Log(level int32, msg string) { hostLog(level, strPtr(msg), uint32(len(msg))) }
+
+// theGuest is the module's one guest core. A WebAssembly instance is one
+// operator instance with its own memory, so the exports, which take no
+// receiver, share this value; it reads the handlers lazily because the
+// plugin's init functions run after this package's.
+var theGuest = newGuest(&registered, wasmHost{})
+
+func logTo(level Level, msg string) { theGuest.host.Log(int32(level), msg) }
+
+//go:wasmexport sluice_abi_version
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportABIVersion() int32 { return abi.Version }
+
+//go:wasmexport sluice_alloc
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportAlloc(size int32) unsafe.Pointer {
+	b := theGuest.alloc(size)
+	if b == nil {
+		return nil
+	}
+	return ptr(b)
+}
+
+//go:wasmexport sluice_configure
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportConfigure(p unsafe.Pointer, n uint32) int32 {
+	return theGuest.configure(unsafe.Slice((*byte)(p), n))
+}
+
+//go:wasmexport sluice_process
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportProcess(p unsafe.Pointer, n uint32) int32 {
+	return theGuest.process(unsafe.Slice((*byte)(p), n))
+}

@@ -1,0 +1,274 @@
+//go:build !wasip1
+
+package sluice_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/sluicehq/sluice/sdk/go/sluice"
+	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
+	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
+)
+
+// guests caches the modules built from testdata, one build and compile per
+// guest for the whole test binary; TestMain closes them.
+var guests = map[string]*sluicetest.WasmModule{}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, g := range guests {
+		_ = g.Close(context.Background())
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// loadGuest compiles the guest in testdata/dir to WebAssembly and loads it.
+func loadGuest(t *testing.T, dir string) *sluicetest.WasmModule {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds a WebAssembly module; skipped in -short mode")
+	}
+	if m, ok := guests[dir]; ok {
+		return m
+	}
+	ctx := context.Background()
+	out := filepath.Join(t.TempDir(), dir+".wasm")
+	if err := wasmbuild.Go(ctx, filepath.Join("testdata", dir), out); err != nil {
+		t.Fatal(err)
+	}
+	wasm, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sluicetest.LoadWasm(ctx, dir, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guests[dir] = m
+	return m
+}
+
+func TestWasmMap(t *testing.T) {
+	m := loadGuest(t, "mapguest")
+	h := m.New()
+	if err := h.Configure([]byte(`{"tag":"t1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	in := []sluice.Record{
+		{Key: []byte("k0"), Value: []byte("abc"), Time: 10, Headers: []sluice.Header{{Name: []byte("h"), Value: []byte("v")}}},
+		{Key: []byte("k1"), Value: []byte("bad"), Time: 11},
+		{Key: []byte("k2"), Value: []byte("log"), Time: 12},
+		{Value: []byte("xY1"), Time: 13},
+	}
+	outs, rejects, err := h.Process(in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 3 {
+		t.Fatalf("got %d outputs, want 3: %+v", len(outs), outs)
+	}
+	want := []struct {
+		origin int
+		key    string
+		value  string
+		time   int64
+	}{{0, "k0", "ABC", 10}, {2, "k2", "LOG", 12}, {3, "", "XY1", 13}}
+	for i, w := range want {
+		o := outs[i]
+		if o.Origin != w.origin || string(o.Key) != w.key || string(o.Value) != w.value || o.Time != w.time {
+			t.Errorf("output %d = origin %d key %q value %q time %d, want %+v", i, o.Origin, o.Key, o.Value, o.Time, w)
+		}
+		if tag, _ := o.Header("tag"); string(tag) != "t1" {
+			t.Errorf("output %d tag header = %q, want t1", i, tag)
+		}
+	}
+	if h0, _ := outs[0].Header("h"); string(h0) != "v" {
+		t.Errorf("input header h not carried: %q", h0)
+	}
+	if len(rejects) != 1 || rejects[0].Origin != 1 || rejects[0].Message != "value is bad" {
+		t.Errorf("rejects = %+v, want origin 1 'value is bad'", rejects)
+	}
+	logs := h.Logs()
+	if len(logs) != 1 || logs[0].Level != sluice.LevelWarn || logs[0].Message != "record at 12 asked to log" {
+		t.Errorf("logs = %+v", logs)
+	}
+}
+
+func TestWasmBadConfig(t *testing.T) {
+	m := loadGuest(t, "mapguest")
+	h := m.New()
+	err := h.Configure([]byte(`{"tag":""}`))
+	if !errors.Is(err, sluicetest.ErrBadConfig) || !strings.Contains(err.Error(), `"tag" must not be empty`) {
+		t.Fatalf("Configure = %v, want ErrBadConfig naming the field", err)
+	}
+	// Process configures again and fails the same way.
+	if _, _, err := h.Process(sluicetest.KV("k", "v")); !errors.Is(err, sluicetest.ErrBadConfig) {
+		t.Fatalf("Process after a bad configuration = %v, want ErrBadConfig", err)
+	}
+	// Without Configure the operator gets null and keeps its defaults.
+	h2 := m.New()
+	outs, _, err := h2.Process(sluicetest.KV("k", "v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag, _ := outs[0].Header("tag"); string(tag) != "none" {
+		t.Errorf("tag with a null configuration = %q, want none", tag)
+	}
+}
+
+func TestWasmPanicTraps(t *testing.T) {
+	m := loadGuest(t, "mapguest")
+	h := m.New()
+	_, _, err := h.Process(sluicetest.KV("k", "panic"))
+	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), "asked to panic") {
+		t.Fatalf("Process = %v, want ErrTrap quoting the panic from stderr", err)
+	}
+	// The harness replaces the instance, as the host does.
+	outs, _, err := h.Process(sluicetest.KV("k", "ok"))
+	if err != nil || len(outs) != 1 || string(outs[0].Value) != "OK" {
+		t.Fatalf("Process after a trap = %+v, %v", outs, err)
+	}
+}
+
+func TestWasmFilter(t *testing.T) {
+	h := loadGuest(t, "filterguest").New()
+	hdr := []sluice.Header{{Name: []byte("a"), Value: []byte("1")}, {Name: []byte("b"), Value: nil}}
+	outs, rejects, err := h.Process(
+		sluice.Record{Key: []byte("k0"), Value: []byte("drop"), Time: 1},
+		sluice.Record{Key: []byte("k1"), Value: []byte("keep me"), Time: -5, Headers: hdr},
+		sluice.Record{Key: []byte("k2"), Value: []byte("err"), Time: 3},
+		sluice.Record{Key: []byte("k3"), Value: []byte("keep"), Time: 4},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 2 || outs[0].Origin != 1 || outs[1].Origin != 3 {
+		t.Fatalf("outputs = %+v, want origins 1 and 3", outs)
+	}
+	o := outs[0]
+	if string(o.Key) != "k1" || string(o.Value) != "keep me" || o.Time != -5 || len(o.Headers) != 2 ||
+		string(o.Headers[0].Name) != "a" || string(o.Headers[0].Value) != "1" || string(o.Headers[1].Name) != "b" {
+		t.Errorf("kept record changed: %+v", o)
+	}
+	if len(rejects) != 1 || rejects[0].Origin != 2 || rejects[0].Message != "value is err" {
+		t.Errorf("rejects = %+v", rejects)
+	}
+	// A configuration is refused: the guest registers no Configure.
+	if err := h.Configure([]byte(`{"x":1}`)); !errors.Is(err, sluicetest.ErrBadConfig) {
+		t.Errorf("Configure on an operator without configuration = %v, want ErrBadConfig", err)
+	}
+	if err := h.Configure([]byte(" {} ")); err != nil {
+		t.Errorf("Configure({}) = %v, want nil", err)
+	}
+}
+
+func TestWasmFlatMap(t *testing.T) {
+	h := loadGuest(t, "flatmapguest").New()
+	outs, rejects, err := h.Process(
+		sluice.Record{Key: []byte("a"), Value: []byte("x y z"), Time: 7},
+		sluice.Record{Key: []byte("b"), Value: []byte("p fail q")},
+		sluice.Record{Key: []byte("c"), Value: nil},
+		sluice.Record{Key: []byte("d"), Value: []byte("w")},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range outs {
+		got = append(got, string(o.Key)+":"+string(o.Value)+":"+strconv.Itoa(o.Origin))
+	}
+	if want := "a:x:0 a:y:0 a:z:0 d:w:3"; strings.Join(got, " ") != want {
+		t.Errorf("outputs = %s, want %s (the failed record's outputs discarded)", strings.Join(got, " "), want)
+	}
+	if len(rejects) != 1 || rejects[0].Origin != 1 || rejects[0].Message != "field fail" {
+		t.Errorf("rejects = %+v", rejects)
+	}
+
+	// 3 x 700 KiB of outputs cross the 1 MiB flush size twice; every
+	// output arrives, in order, with its origin.
+	outs, _, err = h.Process(
+		sluice.Record{Value: []byte("many=700")},
+		sluice.Record{Value: []byte("many=700 fail")},
+		sluice.Record{Value: []byte("many=700")},
+		sluice.Record{Value: []byte("many=700")},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 2100 {
+		t.Fatalf("got %d outputs, want 2100", len(outs))
+	}
+	for i, o := range outs {
+		wantOrigin := []int{0, 2, 3}[i/700]
+		if o.Origin != wantOrigin || string(o.Key) != strconv.Itoa(i%700) || len(o.Value) != 1024 {
+			t.Fatalf("output %d: origin %d key %q len %d", i, o.Origin, o.Key, len(o.Value))
+		}
+	}
+}
+
+func TestWasmKeyed(t *testing.T) {
+	m := loadGuest(t, "keyedguest")
+	h := m.New().Declare("counts", "last")
+	outs, rejects, err := h.Process(
+		sluicetest.KV("a", "x"),
+		sluicetest.KV("b", "grow=5000"),
+		sluicetest.KV("a", "yy"),
+		sluicetest.KV("a", "fail"),
+		sluicetest.KV("b", "grow=100"),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range outs {
+		l, _ := o.Header("last-len")
+		got = append(got, string(o.Key)+"="+string(o.Value)+"/"+string(l))
+	}
+	if want := "a=1/1 b=1/5000 a=2/2 b=2/100"; strings.Join(got, " ") != want {
+		t.Errorf("outputs = %s, want %s", strings.Join(got, " "), want)
+	}
+	if len(rejects) != 1 || rejects[0].Origin != 3 || rejects[0].Message != "failed on purpose" {
+		t.Errorf("rejects = %+v", rejects)
+	}
+	if v, _ := h.State("counts", "a"); string(v) != "2" {
+		t.Errorf("count of a = %q, want 2", v)
+	}
+	if v, _ := h.State("last", "a"); string(v) != "written before failing" {
+		t.Errorf("last of a = %q: a write before a failure stands", v)
+	}
+
+	// State survives a trap: the new instance reads it from the host.
+	_, _, err = h.Process(sluicetest.KV("a", "undeclared"))
+	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), `state table "undeclared" is not declared`) {
+		t.Fatalf("Process = %v, want a trap naming the table", err)
+	}
+	h.SetState("", "c", []byte("41"))
+	outs, _, err = h.Process(sluicetest.KV("c", "z"), sluicetest.KV("a", "del"), sluicetest.KV("a", "w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(outs) != 2 || string(outs[0].Value) != "42" || string(outs[1].Value) != "1" {
+		t.Errorf("outputs after SetState and del = %+v", outs)
+	}
+
+	// Without declared tables a state call traps (a stateless operator).
+	_, _, err = m.New().Process(sluicetest.KV("a", "x"))
+	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), "stateless") {
+		t.Errorf("Process without tables = %v, want a trap", err)
+	}
+}
