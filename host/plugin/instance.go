@@ -233,10 +233,12 @@ func (i *Instance) Process(ctx context.Context, in []abi.Record, st State, out *
 		mk := out.mark()
 		export, err := i.run(ctx, in, k, k+1, st, out)
 		if err == nil {
-			if st != nil && len(out.Rejects) > mk.rejects {
+			if len(out.Rejects) > mk.rejects {
 				// Rejected: keep the reject, drop the record's writes and outputs.
 				rejects := append([]Reject(nil), out.Rejects[mk.rejects:]...)
-				st.RollbackTo(spk)
+				if st != nil {
+					st.RollbackTo(spk)
+				}
 				out.truncate(mk)
 				out.Rejects = append(out.Rejects, rejects...)
 			}

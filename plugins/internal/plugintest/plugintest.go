@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
@@ -16,10 +18,11 @@ import (
 
 // Module builds the plugin in the test's working directory (the plugin's
 // package directory) with wasmbuild.Go, as `sluice plugin build` does, and
-// loads it. The build happens once per test binary; the module is closed
+// loads it in the host as an operator of kind. The build happens once per
+// test binary, which tests one plugin of one kind; the module is closed
 // when the test binary's tests end (see Main). It skips the test in -short
 // mode.
-func Module(t testing.TB) *sluicetest.WasmModule {
+func Module(t testing.TB, kind plugin.Kind) *sluicetest.WasmModule {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the plugin to WebAssembly; skipped in -short mode")
@@ -42,10 +45,13 @@ func Module(t testing.TB) *sluicetest.WasmModule {
 			return
 		}
 		built.size = len(wasm)
-		built.mod, built.err = sluicetest.LoadWasm(ctx, "plugin", wasm)
+		built.mod, built.err = sluicetest.LoadWasm(ctx, "plugin", wasm, kind)
 	})
 	if built.err != nil {
 		t.Fatalf("building the plugin: %v", built.err)
+	}
+	if k := built.mod.Kind(); k != kind {
+		t.Fatalf("the plugin was loaded as a %s operator; a test binary loads it as one kind only, not also %s", k, kind)
 	}
 	return built.mod
 }
@@ -77,7 +83,10 @@ type Case struct {
 	Batches [][]sluice.Record
 }
 
-// Result is everything a harness observed for one batch.
+// Result is everything a harness observed for one batch. Rejects of
+// records whose processing failed keep, of their error, only whether it
+// was a trap or a failed batch: the native and the WebAssembly harness
+// word those differently.
 type Result struct {
 	Outputs []sluicetest.Output
 	Rejects []sluicetest.Reject
@@ -96,6 +105,11 @@ func Run(h *sluicetest.Harness, c Case) ([]Result, error) {
 	var res []Result
 	for _, b := range c.Batches {
 		outs, rejects, err := h.Process(b...)
+		for i, rj := range rejects {
+			if rj.Err != nil {
+				rejects[i] = sluicetest.Reject{Origin: rj.Origin, Message: failure(rj.Err)}
+			}
+		}
 		r := Result{Outputs: outs, Rejects: rejects}
 		if err != nil {
 			r.Err = err.Error()
@@ -105,12 +119,31 @@ func Run(h *sluicetest.Harness, c Case) ([]Result, error) {
 	return res, nil
 }
 
+// failure names the class of a failed record's error.
+func failure(err error) string {
+	switch {
+	case errors.Is(err, sluicetest.ErrTrap):
+		return "(trapped)"
+	case errors.Is(err, sluicetest.ErrBatchFailed):
+		return "(failed its call)"
+	}
+	return "(failed: " + err.Error() + ")"
+}
+
 // SameInWasm runs each case natively and in the compiled module and fails
 // t where the two differ in outputs, rejects, errors or final state of the
-// given keys.
+// given keys. The module is loaded as a keyed operator when a case declares
+// state tables, as a flatmap operator (the host's most general stateless
+// kind) otherwise, as the native harness decides from the tables.
 func SameInWasm(t *testing.T, cases []Case, stateKeys ...string) {
 	t.Helper()
-	mod := Module(t)
+	kind := plugin.KindFlatMap
+	for _, c := range cases {
+		if len(c.Tables) > 0 {
+			kind = plugin.KindKeyed
+		}
+	}
+	mod := Module(t, kind)
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			native, wasm := sluicetest.New(), mod.New()

@@ -61,15 +61,19 @@
 //
 // # Errors, panics and dead letters
 //
-// A handler that returns an error dead-letters its input record: the SDK
-// calls the host's reject with the error's text, discards what the handler
-// emitted for that record, and goes on with the next one. State written
-// before the error stands. A panic is different: it traps the whole guest
-// call; the host then undoes the batch's state changes, drops its outputs,
-// replaces the instance and re-runs the batch's records one at a time, so
-// that only the record that panics is dead-lettered, with the panic message
-// from the guest's stderr. Use errors for bad input and panics for bugs and
-// misconfiguration (State.Table panics for an undeclared table).
+// A handler that returns an error dead-letters its input record, and the
+// record leaves no trace: the SDK calls the host's reject with the error's
+// text and discards what the handler emitted for that record, and the host
+// undoes the state the handler wrote for it; the batch goes on. (The host
+// tells a rejected record's writes from those of the rest of its batch by
+// undoing the batch and running it again one record per call, so the other
+// records of a keyed batch with a rejected record are processed twice.) A
+// panic is different: it traps the whole guest call; the host then undoes
+// the batch's state changes, drops its outputs, replaces the instance and
+// re-runs the batch's records one at a time, so that only the record that
+// panics is dead-lettered, with the panic message from the guest's stderr.
+// Use errors for bad input and panics for bugs and misconfiguration
+// (State.Table panics for an undeclared table).
 //
 // # Memory and lifetimes
 //
@@ -84,9 +88,9 @@
 //
 // # Determinism
 //
-// An operator may run a record more than once (after a failure, on another
-// worker, in a fresh instance), so it must compute the same outputs from the
-// same input and state. The host's sandbox gives the guest no wall clock (the
+// An operator may run a record more than once (after a failure or a
+// rejected record in its batch, on another worker, in a fresh instance), so
+// it must compute the same outputs from the same input and state. The host's sandbox gives the guest no wall clock (the
 // time package sees a fake clock), no entropy of its own (crypto/rand and
 // math/rand draw from a deterministic source), no files, no network and no
 // environment. Use Record.Time for time; derive any randomness from the
@@ -97,8 +101,9 @@
 // The same code builds natively, where package
 // github.com/sluicehq/sluice/sdk/go/sluice/sluicetest runs the registered
 // handler against an in-memory host with plain `go test`, through the same
-// encoding, allocation and batch code the WebAssembly exports use. It can
-// also load the compiled .wasm and run it under the same harness.
+// encoding, allocation and batch code the WebAssembly exports use, with the
+// host's rules for rejects and failures. It can also load the compiled
+// .wasm into the real host and run it under the same harness.
 //
 // # Performance
 //

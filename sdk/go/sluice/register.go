@@ -88,9 +88,10 @@ func FlatMap(fn func(r Record, out *Emitter) error) {
 
 // Keyed registers fn as a keyed operator's handler: for each input record,
 // st reads and writes the state of the record's key, and out emits output
-// records. An error dead-letters the input record and discards what fn
-// emitted for it; state changes it made before failing stand, so check
-// before writing.
+// records. An error dead-letters the input record and leaves no trace of
+// it: what fn emitted for it is discarded, and the host undoes the state
+// changes fn made for it (running the rest of the batch again, one record
+// per call, to tell them apart: fn must be deterministic).
 func Keyed(fn func(r Record, st *State, out *Emitter) error) {
 	registered.set(kindKeyed, fn == nil)
 	registered.keyedFn = fn

@@ -64,7 +64,7 @@ func (s *State) Delete() {
 // Table returns a State for the same key in the table called name, which the
 // pipeline must declare for this operator. It panics, naming the table, when
 // the table is not declared: the panic traps the guest call, and the host
-// fails the batch and reports the message from the guest's stderr. The
+// dead-letters the record with the message from the guest's stderr. The
 // table's handle is resolved once per instance and cached.
 func (s *State) Table(name string) *State {
 	g := s.mustGuest()

@@ -14,6 +14,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
@@ -37,7 +39,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// loadGuest compiles the guest in testdata/dir to WebAssembly and loads it.
+// guestKinds is the operator kind each guest in testdata is loaded as.
+var guestKinds = map[string]plugin.Kind{
+	"mapguest":     plugin.KindMap,
+	"filterguest":  plugin.KindFilter,
+	"flatmapguest": plugin.KindFlatMap,
+	"keyedguest":   plugin.KindKeyed,
+}
+
+// loadGuest compiles the guest in testdata/dir to WebAssembly and loads it
+// in the host as its kind.
 func loadGuest(t *testing.T, dir string) *sluicetest.WasmModule {
 	t.Helper()
 	if testing.Short() {
@@ -55,7 +66,7 @@ func loadGuest(t *testing.T, dir string) *sluicetest.WasmModule {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sluicetest.LoadWasm(ctx, dir, wasm)
+	m, err := sluicetest.LoadWasm(ctx, dir, wasm, guestKinds[dir])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,12 +145,30 @@ func TestWasmBadConfig(t *testing.T) {
 func TestWasmPanicTraps(t *testing.T) {
 	m := loadGuest(t, "mapguest")
 	h := m.New()
-	_, _, err := h.Process(sluicetest.KV("k", "panic"))
-	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), "asked to panic") {
-		t.Fatalf("Process = %v, want ErrTrap quoting the panic from stderr", err)
+	// The panic traps the batch call; the host runs the records again one
+	// at a time, on a fresh instance after each trap, and rejects only the
+	// record that panics, with the panic message from the guest's stderr.
+	outs, rejects, err := h.Process(sluicetest.KV("k", "log"), sluicetest.KV("k", "panic"), sluicetest.KV("k", "ok"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The harness replaces the instance, as the host does.
-	outs, _, err := h.Process(sluicetest.KV("k", "ok"))
+	if len(outs) != 2 || outs[0].Origin != 0 || string(outs[0].Value) != "LOG" || outs[1].Origin != 2 || string(outs[1].Value) != "OK" {
+		t.Errorf("outputs = %+v", outs)
+	}
+	var re *plugin.RecordError
+	if len(rejects) != 1 || rejects[0].Origin != 1 || !errors.Is(rejects[0].Err, sluicetest.ErrTrap) ||
+		!errors.Is(rejects[0].Err, runtime.ErrTrap) || !errors.As(rejects[0].Err, &re) || re.Index != 1 ||
+		!strings.Contains(rejects[0].Message, "asked to panic") {
+		t.Fatalf("rejects = %+v, want record 1 trapped, quoting the panic", rejects)
+	}
+	// Record 0 ran twice, in the batch and alone; only the guest's own
+	// messages are logged.
+	logs := h.Logs()
+	if len(logs) != 2 || logs[0] != logs[1] || logs[0].Message != "record at 0 asked to log" {
+		t.Errorf("logs = %+v", logs)
+	}
+	// The instance that trapped last was replaced, as the host does.
+	outs, _, err = h.Process(sluicetest.KV("k", "ok"))
 	if err != nil || len(outs) != 1 || string(outs[0].Value) != "OK" {
 		t.Fatalf("Process after a trap = %+v, %v", outs, err)
 	}
@@ -248,14 +277,16 @@ func TestWasmKeyed(t *testing.T) {
 	if v, _ := h.State("counts", "a"); string(v) != "2" {
 		t.Errorf("count of a = %q, want 2", v)
 	}
-	if v, _ := h.State("last", "a"); string(v) != "written before failing" {
-		t.Errorf("last of a = %q: a write before a failure stands", v)
+	// The rejected record left no trace: its write to "last" was undone.
+	if v, _ := h.State("last", "a"); string(v) != "yy" {
+		t.Errorf("last of a = %q, want yy: a rejected record's write must be undone", v)
 	}
 
 	// State survives a trap: the new instance reads it from the host.
-	_, _, err = h.Process(sluicetest.KV("a", "undeclared"))
-	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), `state table "undeclared" is not declared`) {
-		t.Fatalf("Process = %v, want a trap naming the table", err)
+	_, rejects, err = h.Process(sluicetest.KV("a", "undeclared"))
+	if err != nil || len(rejects) != 1 || !errors.Is(rejects[0].Err, sluicetest.ErrTrap) ||
+		!strings.Contains(rejects[0].Message, `state table "undeclared" is not declared`) {
+		t.Fatalf("Process = %+v, %v, want a trap naming the table", rejects, err)
 	}
 	h.SetState("", "c", []byte("41"))
 	outs, _, err = h.Process(sluicetest.KV("c", "z"), sluicetest.KV("a", "del"), sluicetest.KV("a", "w"))
@@ -266,9 +297,10 @@ func TestWasmKeyed(t *testing.T) {
 		t.Errorf("outputs after SetState and del = %+v", outs)
 	}
 
-	// Without declared tables a state call traps (a stateless operator).
-	_, _, err = m.New().Process(sluicetest.KV("a", "x"))
-	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), "stateless") {
-		t.Errorf("Process without tables = %v, want a trap", err)
+	// Without declared tables the handler's first state call traps.
+	_, rejects, err = m.New().Process(sluicetest.KV("a", "x"))
+	if err != nil || len(rejects) != 1 || !errors.Is(rejects[0].Err, sluicetest.ErrTrap) ||
+		!strings.Contains(rejects[0].Message, `state table "last" is not declared`) {
+		t.Errorf("Process without tables = %+v, %v, want a trap", rejects, err)
 	}
 }

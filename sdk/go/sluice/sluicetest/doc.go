@@ -1,5 +1,5 @@
-// Package sluicetest runs a Sluice plugin's handler in ordinary Go tests,
-// against an in-memory stand-in for the host.
+// Package sluicetest runs a Sluice plugin's operator in ordinary Go tests,
+// with the host's semantics, against in-memory state.
 //
 //	func TestCount(t *testing.T) {
 //		h := sluicetest.New().Declare("counts")
@@ -14,27 +14,51 @@
 // from the SDK's allocator, decoded and processed by the same code the
 // WebAssembly exports call, and the outputs are decoded from the SDK's
 // encoding. So a native test exercises the SDK's encoding too, not a
-// shortcut.
+// shortcut. Its host functions are an in-memory fake that checks what the
+// real host checks.
 //
-// LoadWasm loads the plugin's compiled module instead, and WasmModule.New
-// gives a Harness with the same methods, so the same test can check the
-// module the host will run: wazero with its defaults (no files, a fake
-// clock, deterministic randomness), the guest's stderr captured for trap
-// messages.
+// LoadWasm loads the plugin's compiled module into the real host instead
+// (package host/plugin on wazero, with its defaults), and WasmModule.New
+// gives a Harness with the same methods whose batches go through
+// (*plugin.Instance).Process: outputs, rejects, traps, and the recovery
+// from them are the host's own, and the harness's tables are the
+// plugin.State the host reads and writes. So the same test checks the
+// module the host will run.
 //
-// What the harness checks and mirrors of the host: every pointer and length
-// a WebAssembly guest passes is bounds-checked; emitted origins and rejected
-// records must be in the batch; state calls trap when no table is declared
-// (a stateless operator); a trap or a failed batch discards the batch's
-// outputs and undoes its state changes; after a trap the instance is
+// Both harnesses follow the host's rules, the native one by mirroring
+// plugin.Instance.Process step by step: a record the operator rejects
+// leaves no trace (its outputs are dropped, a keyed operator's state writes
+// undone); a batch whose call fails (a trap, an error status) is undone
+// and its records run again one call each, so that only the failing ones
+// become Rejects, whose Err says why; after a trap the instance is
 // replaced by a fresh, reconfigured one while state, which the host owns,
-// is kept. Unlike the host, it reports a failed batch to the test rather
-// than re-running its records one at a time.
+// is kept. A native harness is keyed when it has declared tables and
+// stateless otherwise; a WebAssembly harness has the kind its module was
+// loaded as.
 //
-// Design decisions: every native harness runs the one handler the test
-// binary registered, and a handler typically keeps its configuration in a
-// package variable. So calls from all harnesses are serialised on one
+// Design decisions:
+//
+// The WebAssembly harness runs the host's code rather than a test double
+// of it, so that a module that passes here behaves the same in a pipeline,
+// and a change of the host's semantics reaches plugin tests at once. This
+// makes sluicetest, alone in sdk/, import the host (host/plugin and
+// runtime): acceptable because it is a test-only package that is never
+// compiled into a guest, while package sluice, which guests are built
+// from, imports nothing of the host. The native harness cannot use
+// plugin.Instance (there is no module to instantiate), so it repeats the
+// host's recovery algorithm in a few lines; the example plugins' tests run
+// every case both ways and require identical results, which keeps the two
+// in step.
+//
+// Every native harness runs the one handler the test binary registered,
+// and a handler typically keeps its configuration in a package variable.
+// So native guest calls from all harnesses are serialised on one
 // process-wide lock, and a harness re-applies its configuration before
 // processing when another harness configured the handler since: two
 // harnesses with different configurations behave as two instances would.
+//
+// A WebAssembly harness's guest log messages reach Harness.Logs through
+// the slog logger the plugin is loaded with: the host logs them with the
+// ctx of the guest call, and the harness's ctx carries its log. Messages
+// the host writes about the plugin are not the operator's and are left out.
 package sluicetest

@@ -3,14 +3,13 @@ package sluicetest
 import (
 	"errors"
 	"fmt"
-	"maps"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 )
 
 // trap is what the fake host panics with when the guest misuses a host
-// function; the transport turns it into an error wrapping ErrTrap.
+// function; the native transport turns it into an error wrapping ErrTrap.
 type trap struct {
 	fn     string
 	reason string
@@ -22,71 +21,51 @@ func trapf(fn, format string, args ...any) {
 	panic(&trap{fn: fn, reason: fmt.Sprintf(format, args...)})
 }
 
-// fakeHost implements the host functions of ABI version 1 over in-memory
-// tables, checking what the real host checks.
+// fakeHost implements the host functions of ABI version 1 for the SDK's
+// guest core running in this process, over the harness's tables and log,
+// checking what the real host checks. One guest call at a time: begin
+// starts collecting a sluice_process call's outputs and rejects, end hands
+// them over.
 type fakeHost struct {
-	tables []string
-	ids    map[string]int32
-	state  []map[string][]byte
-	logs   []LogEntry
+	st   *tables
+	logs *[]LogEntry
 
-	configuring bool
-	inBatch     bool
-	batchLen    int
-	outs        []Output
-	rejects     []Reject
+	inBatch  bool
+	batchLen int // records in the call's input batch
+	base     int // index, in the harness's batch, of the call's record 0
+	outs     []Output
+	rejects  []Reject
+	lastErr  string // the last LevelError message of the call
 }
 
-func newFakeHost() *fakeHost { return &fakeHost{ids: map[string]int32{}} }
-
-// table returns the named table's map; "" is the default table. It panics
-// when the table is not declared: a mistake in the test.
-func (f *fakeHost) table(name string) map[string][]byte {
-	if name == "" {
-		if len(f.state) == 0 {
-			panic("sluicetest: no table is declared; call Declare first")
-		}
-		return f.state[0]
-	}
-	id, ok := f.ids[name]
-	if !ok {
-		panic(fmt.Sprintf("sluicetest: table %q is not declared; call Declare first", name))
-	}
-	return f.state[id]
+func newFakeHost(st *tables, logs *[]LogEntry) *fakeHost {
+	return &fakeHost{st: st, logs: logs}
 }
 
-// snapshot returns a copy of the state tables to restore after a failed
-// batch. Stored values are never modified in place, so copying the maps is
-// enough.
-func (f *fakeHost) snapshot() []map[string][]byte {
-	s := make([]map[string][]byte, len(f.state))
-	for i, m := range f.state {
-		s[i] = maps.Clone(m)
-	}
-	return s
+// begin prepares a guest call; n is the number of records it is given, base
+// the index of its first record in the harness's batch (0 for configure).
+func (f *fakeHost) begin(process bool, n, base int) {
+	f.inBatch, f.batchLen, f.base = process, n, base
+	f.outs, f.rejects, f.lastErr = nil, nil, ""
 }
 
-func (f *fakeHost) restore(s []map[string][]byte) { f.state = s }
-
-func (f *fakeHost) begin(n int) {
-	f.inBatch, f.batchLen, f.outs, f.rejects = true, n, nil, nil
-}
-
+// end finishes a guest call and returns what it emitted and rejected.
 func (f *fakeHost) end() ([]Output, []Reject) {
 	outs, rejects := f.outs, f.rejects
 	f.inBatch, f.outs, f.rejects = false, nil, nil
 	return outs, rejects
 }
 
-// lastError returns the last message logged at LevelError, which the host
-// reports as the reason of a failed call.
-func (f *fakeHost) lastError() string {
-	for i := len(f.logs) - 1; i >= 0; i-- {
-		if f.logs[i].Level == sluice.LevelError {
-			return f.logs[i].Message
-		}
+// reason returns the guest's last error message of the call, which the
+// host reports as the reason of a failed call.
+func (f *fakeHost) reason() string { return reason(f.lastErr) }
+
+// reason renders a guest's error message for an error.
+func reason(msg string) string {
+	if msg == "" {
+		return "(the guest logged no error)"
 	}
-	return "(the guest logged no error)"
+	return msg
 }
 
 func (f *fakeHost) mustBatch(fn string) {
@@ -107,7 +86,7 @@ func (f *fakeHost) Emit(batch []byte) {
 			trapf(abi.FuncEmit, "output origin %d is outside the input batch of %d records", r.Origin, f.batchLen)
 		}
 		out := sluice.Record{Key: r.Key, Value: r.Value, Time: r.Time, Headers: r.Headers}
-		f.outs = append(f.outs, Output{Origin: int(r.Origin), Record: out.Clone()})
+		f.outs = append(f.outs, Output{Origin: f.base + int(r.Origin), Record: out.Clone()})
 	}
 	if err := d.Err(); err != nil {
 		trapf(abi.FuncEmit, "%v", err)
@@ -119,33 +98,26 @@ func (f *fakeHost) Reject(origin uint32, msg string) {
 	if int(origin) >= f.batchLen {
 		trapf(abi.FuncReject, "origin %d is outside the input batch of %d records", origin, f.batchLen)
 	}
-	f.rejects = append(f.rejects, Reject{Origin: int(origin), Message: msg})
+	f.rejects = append(f.rejects, Reject{Origin: f.base + int(origin), Message: msg})
 }
 
 func (f *fakeHost) TableID(name string) int32 {
-	if len(f.tables) == 0 {
-		trapf(abi.FuncTableID, "the operator has no state tables (a stateless operator)")
+	f.mustBatch(abi.FuncTableID)
+	if !f.st.declared() {
+		trapf(abi.FuncTableID, "%v", errNoTables)
 	}
-	if id, ok := f.ids[name]; ok {
+	if id, ok := f.st.TableID(name); ok {
 		return id
 	}
 	return abi.StatusNotFound
 }
 
-// tableFor checks a state call's table handle and returns its map.
-func (f *fakeHost) tableFor(fn string, table int32) map[string][]byte {
-	f.mustBatch(fn)
-	if len(f.state) == 0 {
-		trapf(fn, "the operator has no state tables (a stateless operator)")
-	}
-	if table < 0 || int(table) >= len(f.state) {
-		trapf(fn, "table handle %d is not declared (%d tables)", table, len(f.state))
-	}
-	return f.state[table]
-}
-
 func (f *fakeHost) StateGet(table int32, key, buf []byte) int32 {
-	v, ok := f.tableFor(abi.FuncStateGet, table)[string(key)]
+	f.mustBatch(abi.FuncStateGet)
+	v, ok, err := f.st.Get(table, key)
+	if err != nil {
+		trapf(abi.FuncStateGet, "%v", err)
+	}
 	if !ok {
 		return abi.StatusNotFound
 	}
@@ -156,18 +128,27 @@ func (f *fakeHost) StateGet(table int32, key, buf []byte) int32 {
 }
 
 func (f *fakeHost) StatePut(table int32, key, value []byte) {
-	f.tableFor(abi.FuncStatePut, table)[string(key)] = append(make([]byte, 0, len(value)), value...)
+	f.mustBatch(abi.FuncStatePut)
+	if err := f.st.Put(table, key, value); err != nil {
+		trapf(abi.FuncStatePut, "%v", err)
+	}
 }
 
 func (f *fakeHost) StateDelete(table int32, key []byte) {
-	delete(f.tableFor(abi.FuncStateDelete, table), string(key))
+	f.mustBatch(abi.FuncStateDelete)
+	if err := f.st.Delete(table, key); err != nil {
+		trapf(abi.FuncStateDelete, "%v", err)
+	}
 }
 
 func (f *fakeHost) Log(level int32, msg string) {
 	if level < abi.LogDebug || level > abi.LogError {
 		trapf(abi.FuncLog, "unknown level %d", level)
 	}
-	f.logs = append(f.logs, LogEntry{Level: sluice.Level(level), Message: msg})
+	if level == abi.LogError {
+		f.lastErr = msg
+	}
+	*f.logs = append(*f.logs, LogEntry{Level: sluice.Level(level), Message: msg})
 }
 
 // asTrap turns a value recovered from a panic in guest code or in a fake

@@ -3,28 +3,28 @@ package sluicetest
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"sync"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 )
 
-// Errors returned by Harness methods, matched with errors.Is.
+// Errors reported by a Harness, matched with errors.Is.
 var (
-	// ErrTrap: the guest trapped: it panicked, exited, or misused a host
-	// function (the message says which). The harness then replaces the
-	// instance with a fresh one, as the host does; state is kept.
+	// ErrTrap: the guest trapped: it panicked, exited, ran out of time or
+	// memory, or misused a host function (the message says which). A
+	// record whose processing traps becomes a Reject whose Err wraps
+	// ErrTrap; a trap while configuring fails Configure or Process. After a
+	// trap the harness replaces the instance with a fresh, reconfigured
+	// one, as the host does; state is kept.
 	ErrTrap = errors.New("sluicetest: guest trapped")
-	// ErrBatchFailed: sluice_process returned abi.StatusError; the message
-	// carries the guest's last error log. The batch's outputs are discarded.
+	// ErrBatchFailed: sluice_process returned a status other than
+	// abi.StatusOK (abi.StatusError); the message carries the guest's last
+	// error log. A record whose own call fails so becomes a Reject whose
+	// Err wraps ErrBatchFailed.
 	ErrBatchFailed = errors.New("sluicetest: guest failed the batch")
 	// ErrBadConfig: sluice_configure returned abi.StatusBadConfig; the
-	// message carries the guest's reason.
+	// message carries the guest's reason. Configure and Process return it.
 	ErrBadConfig = errors.New("sluicetest: configuration rejected")
-	// ErrVersion: the module declares an ABI version other than
-	// abi.Version; the host refuses such a module at load time.
-	ErrVersion = errors.New("sluicetest: module built for another ABI version")
 )
 
 // Output is a record the operator emitted, with the index of the input
@@ -34,10 +34,20 @@ type Output struct {
 	sluice.Record
 }
 
-// Reject is an input record the operator dead-lettered, with its message.
+// Reject is an input record that the operator dead-lettered, or whose
+// processing failed. Either way it left no trace: its outputs are dropped
+// and, for a keyed operator, its state changes undone.
 type Reject struct {
-	Origin  int
+	Origin int
+	// Message is the operator's message for a record it rejected (its
+	// handler's error), or Err's text for a record whose processing
+	// failed.
 	Message string
+	// Err is nil for a record the operator rejected. For a record whose
+	// guest call failed it says why: it wraps ErrTrap or ErrBatchFailed,
+	// and for a WebAssembly harness also the host's *plugin.RecordError
+	// (so errors.Is(err, runtime.ErrTimeout) and the like work).
+	Err error
 }
 
 // LogEntry is a message the operator logged.
@@ -51,207 +61,146 @@ func KV(key, value string) sluice.Record {
 	return sluice.Record{Key: []byte(key), Value: []byte(value)}
 }
 
-// transport is a way of reaching an operator instance: the SDK's guest core
-// in this process, or a WebAssembly instance. Calls that trap return an
-// error, after which the transport is closed and replaced.
-type transport interface {
-	configure(config []byte) (int32, error)
-	process(batch []byte) (int32, error)
+// backend is a way of running the operator: the SDK's guest core in this
+// process with a fake host (New), or the compiled module in the real host
+// (WasmModule.New). Both read and write the harness's tables and append to
+// its log.
+type backend interface {
+	// configure replaces the operator instance, if any, with a fresh one
+	// configured with config.
+	configure(config []byte) error
+	// process runs one batch with the host's semantics (see
+	// Harness.Process), first starting an instance configured with config
+	// when there is none. It leaves the tables as the batch left them, with
+	// the undo log still holding the batch's writes.
+	process(config []byte, in []sluice.Record) ([]Output, []Reject, error)
+	// close drops the instance; the next process starts a fresh one.
 	close()
-	// sharesGlobals says whether instances share package variables (the
-	// native transport), so that a harness must re-apply its configuration
-	// after another harness configured the plugin.
-	sharesGlobals() bool
 }
 
-// Every native harness drives the one handler the test binary registered,
-// whose package variables (typically its parsed configuration) are shared:
-// calls are serialised process-wide, and lastConfigured remembers whose
-// configuration those variables hold.
-var (
-	runMu          sync.Mutex
-	lastConfigured *Harness
-)
-
-// Harness runs a plugin's handler against an in-memory fake host. It plays
-// the host's part in full: it encodes input batches into guest memory
-// obtained from sluice_alloc, calls sluice_configure and sluice_process,
-// decodes what the guest emits, and serves state from in-memory tables. A
-// Harness is not safe for concurrent use; separate harnesses may be used
-// from parallel tests, their calls are serialised.
+// Harness runs a plugin's operator as the host does, against in-memory
+// state: it configures the operator, hands it batches of records, and
+// collects what it emits, rejects and logs. New makes one that runs the
+// handler registered in the test binary; WasmModule.New one that runs the
+// compiled module in the real host. A Harness is not safe for concurrent
+// use; separate harnesses may be used from parallel tests.
 type Harness struct {
-	open func(*fakeHost) (transport, error)
-	host *fakeHost
-	t    transport
-
-	config     []byte
-	configured bool // whether t has been configured with config
-}
-
-func newHarness(open func(*fakeHost) (transport, error)) *Harness {
-	return &Harness{open: open, host: newFakeHost()}
+	b      backend
+	st     *tables
+	logs   []LogEntry
+	config []byte
+	// statelessKind is set for a WebAssembly harness of a stateless kind,
+	// whose operator the host grants no state: Declare refuses tables.
+	statelessKind string
 }
 
 // Declare declares state tables for the operator, in order: the first table
-// ever declared is the default table (handle 0). It panics on an empty or
-// repeated name. Without a declared table, state calls trap, as they do for
-// a stateless operator in the host. It returns h for chaining.
+// ever declared is the default table (handle 0), as the first of a keyed
+// operator's `state:` list in a pipeline. It panics on an empty or repeated
+// name. It returns h for chaining.
+//
+// A native harness with declared tables runs its operator as a keyed one;
+// without any, as a stateless one, whose state calls trap, as in the host.
+// A WebAssembly harness takes its kind from LoadWasm: Declare panics for a
+// stateless kind.
 func (h *Harness) Declare(tables ...string) *Harness {
-	runMu.Lock()
-	defer runMu.Unlock()
+	if h.statelessKind != "" && len(tables) > 0 {
+		panic("sluicetest: Declare: the module was loaded as a " + h.statelessKind + " operator, which has no state; load it as plugin.KindKeyed")
+	}
 	for _, name := range tables {
-		if name == "" {
-			panic("sluicetest: Declare: empty table name")
-		}
-		if _, dup := h.host.ids[name]; dup {
-			panic(fmt.Sprintf("sluicetest: Declare: table %q declared twice", name))
-		}
-		h.host.ids[name] = int32(len(h.host.tables))
-		h.host.tables = append(h.host.tables, name)
-		h.host.state = append(h.host.state, map[string][]byte{})
+		h.st.declare(name)
 	}
 	return h
 }
 
 // Configure gives the operator config, its configuration as JSON, as the
 // host does from the pipeline's `config`. It starts a fresh instance (state
-// is kept) and configures it at once. Without a call to Configure the
-// operator is configured before its first batch with no bytes, as the host
-// does for an operator without config (the SDK hands its Configure handler
-// null).
+// is kept) and configures it at once; a refusal wraps ErrBadConfig. Without
+// a call to Configure the operator is configured before its first batch
+// with no bytes, as the host does for an operator without config (the SDK
+// hands its Configure handler null).
 func (h *Harness) Configure(config []byte) error {
-	runMu.Lock()
-	defer runMu.Unlock()
 	h.config = bytes.Clone(config)
-	h.reset()
-	return h.ready()
+	return h.b.configure(h.config)
 }
 
-// Process runs one batch of records through the operator and returns what it
-// emitted and rejected, in order. Input record i has origin i; its Time is
-// passed through as given. On a trap or a failed batch, err says why (see
-// ErrTrap, ErrBatchFailed, ErrBadConfig), the batch's outputs are discarded
-// and its state changes undone, as the host does. (The host then re-runs
-// the batch's records one at a time to dead-letter only the failing one;
-// the harness reports the failure instead, for the test to see.)
+// Process runs one batch of records through the operator and returns what
+// it emitted and rejected, as the host's plugin.Instance.Process does.
+// Input record i has origin i; its Time is passed through as given.
+//
+// A record the operator rejects (its handler returns an error), or whose
+// processing fails, becomes a Reject and leaves no trace: its outputs are
+// dropped and, for a keyed operator, its state writes undone. When the
+// batch call fails (the guest traps or returns an error status), the
+// batch's outputs are dropped and its state changes undone, and its records
+// are run again one call each, so that only the failing ones are rejected,
+// with Reject.Err saying why; a trap replaces the instance with a fresh,
+// reconfigured one. A keyed batch in which records were rejected is also
+// undone and run again record by record, to tell the rejected records'
+// writes apart. So a record may be processed twice, as in the host:
+// handlers must be deterministic.
+//
+// Process returns an error only when the operator cannot run: its
+// configuration is refused (ErrBadConfig) or configuring it traps
+// (ErrTrap). The batch then has no effect.
 func (h *Harness) Process(records ...sluice.Record) ([]Output, []Reject, error) {
-	runMu.Lock()
-	defer runMu.Unlock()
-	if err := h.ready(); err != nil {
-		return nil, nil, err
-	}
-	n := abi.BatchHeaderSize
-	for i := range records {
-		r := &records[i]
-		n += abi.EncodedSize(&abi.Record{Key: r.Key, Value: r.Value, Headers: r.Headers})
-	}
-	batch := abi.AppendBatchHeader(make([]byte, 0, n), uint32(len(records)))
-	for i := range records {
-		r := &records[i]
-		batch = abi.AppendRecord(batch, &abi.Record{Origin: uint32(i), Time: r.Time, Key: r.Key, Value: r.Value, Headers: r.Headers})
-	}
-	saved := h.host.snapshot()
-	h.host.begin(len(records))
-	status, err := h.t.process(batch)
-	outs, rejects := h.host.end()
-	if err != nil {
-		h.host.restore(saved)
-		h.reset()
-		return nil, nil, err
-	}
-	switch status {
-	case abi.StatusOK:
-		return outs, rejects, nil
-	case abi.StatusError:
-		h.host.restore(saved)
-		return nil, nil, fmt.Errorf("%w: %s", ErrBatchFailed, h.host.lastError())
-	}
-	h.host.restore(saved)
-	h.reset()
-	return nil, nil, fmt.Errorf("%w: sluice_process returned the unknown status %d", ErrTrap, status)
+	outs, rejects, err := h.b.process(h.config, records)
+	h.st.commit()
+	return outs, rejects, err
 }
 
 // State returns the value the operator stored for key in table, and whether
 // there is one. The empty table name means the default table. The value is
-// a copy.
+// a copy. It panics when the table is not declared.
 func (h *Harness) State(table, key string) ([]byte, bool) {
-	runMu.Lock()
-	defer runMu.Unlock()
-	m := h.host.table(table)
-	v, ok := m[key]
+	v, ok := h.st.byName(table)[key]
 	return bytes.Clone(v), ok
 }
 
 // SetState stores value for key in table before a batch, as if an earlier
 // run had left it; a nil value deletes the key. The empty table name means
-// the default table.
+// the default table. It panics when the table is not declared.
 func (h *Harness) SetState(table, key string, value []byte) {
-	runMu.Lock()
-	defer runMu.Unlock()
-	m := h.host.table(table)
-	if value == nil {
-		delete(m, key)
-		return
-	}
-	m[key] = bytes.Clone(value)
+	h.st.set(table, key, value)
 }
 
 // Logs returns the messages the operator has logged so far, oldest first.
 func (h *Harness) Logs() []LogEntry {
-	runMu.Lock()
-	defer runMu.Unlock()
-	return append([]LogEntry(nil), h.host.logs...)
+	return append([]LogEntry(nil), h.logs...)
 }
 
 // Close releases the harness's instance. Using the harness afterwards starts
 // a fresh one.
-func (h *Harness) Close() {
-	runMu.Lock()
-	defer runMu.Unlock()
-	h.reset()
+func (h *Harness) Close() { h.b.close() }
+
+// appendBatch appends the encoded batch of in to dst, origins from 0, as
+// the host encodes a batch.
+func appendBatch(dst []byte, in []sluice.Record) []byte {
+	dst = abi.AppendBatchHeader(dst, uint32(len(in)))
+	for i := range in {
+		r := &in[i]
+		dst = abi.AppendRecord(dst, &abi.Record{Origin: uint32(i), Time: r.Time, Key: r.Key, Value: r.Value, Headers: r.Headers})
+	}
+	return dst
 }
 
-// reset drops the current instance, if any.
-func (h *Harness) reset() {
-	if h.t != nil {
-		h.t.close()
-		h.t = nil
-	}
-	h.configured = false
-	if lastConfigured == h {
-		lastConfigured = nil
-	}
-}
-
-// ready makes sure there is an instance configured with h.config. runMu is
-// held.
-func (h *Harness) ready() error {
-	if h.t == nil {
-		t, err := h.open(h.host)
-		if err != nil {
-			return err
+// withoutRejected returns outs less the outputs of rejected records.
+func withoutRejected(outs []Output, rejects []Reject) []Output {
+	kept := outs[:0]
+	for _, o := range outs {
+		rejected := false
+		for _, r := range rejects {
+			if r.Origin == o.Origin {
+				rejected = true
+				break
+			}
 		}
-		h.t = t
+		if !rejected {
+			kept = append(kept, o)
+		}
 	}
-	if h.configured && (!h.t.sharesGlobals() || lastConfigured == h) {
+	if len(kept) == 0 {
 		return nil
 	}
-	h.host.configuring = true
-	status, err := h.t.configure(h.config)
-	h.host.configuring = false
-	if err != nil {
-		h.reset()
-		return err
-	}
-	switch status {
-	case abi.StatusOK:
-		h.configured = true
-		lastConfigured = h
-		return nil
-	case abi.StatusBadConfig:
-		h.reset()
-		return fmt.Errorf("%w: %s", ErrBadConfig, h.host.lastError())
-	}
-	h.reset()
-	return fmt.Errorf("%w: sluice_configure returned the unknown status %d", ErrTrap, status)
+	return kept
 }

@@ -16,7 +16,8 @@ import (
 // The operator under test: a keyed sum of the numeric values per key, in
 // the default table, emitting "<prefix><sum>"; the prefix comes from the
 // configuration. The value "panic" panics, "log" logs, "emit-then-fail"
-// emits then fails, "other" writes to table "other".
+// emits then fails, "other" writes to table "other", "put-then-fail" writes
+// to both tables then fails.
 var prefix string
 
 func init() {
@@ -49,6 +50,10 @@ func init() {
 		case "other":
 			st.Table("other").Put(r.Key)
 			return nil
+		case "put-then-fail":
+			st.Put([]byte("poison"))
+			st.Table("other").Delete()
+			return errors.New("failed after writing")
 		}
 		n, err := strconv.Atoi(string(r.Value))
 		if err != nil {
@@ -156,24 +161,74 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, _, err = h.Process(sluicetest.KV("k", "1"), sluicetest.KV("k", "panic"))
-	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), "handler panicked") {
-		t.Errorf("Process with a panicking handler = %v", err)
+	// A panic fails the batch: the host, and the harness, undo it and run
+	// its records one at a time, so only the record that panics is lost.
+	outs, rejects, err := h.Process(sluicetest.KV("k", "1"), sluicetest.KV("k", "panic"), sluicetest.KV("k", "2"))
+	if err != nil || values(outs) != "0:k=sum=1 2:k=sum=3" {
+		t.Errorf("Process with a panicking handler: %s, %v", values(outs), err)
 	}
-	// The batch's state changes are undone, as the host undoes them; the
-	// harness goes on with a fresh instance.
-	outs, _, err := h.Process(sluicetest.KV("k", "1"))
-	if err != nil || values(outs) != "0:k=sum=1" {
+	if len(rejects) != 1 || rejects[0].Origin != 1 || !errors.Is(rejects[0].Err, sluicetest.ErrTrap) ||
+		!strings.Contains(rejects[0].Message, "handler panicked") {
+		t.Errorf("rejects %+v, want record 1 trapped", rejects)
+	}
+	if v, _ := h.State("", "k"); string(v) != "3" {
+		t.Errorf("state after the trap = %q, want 3", v)
+	}
+	// A panic alone in its batch: nothing of it stays, the harness goes on
+	// with a fresh instance.
+	outs, rejects, err = h.Process(sluicetest.KV("k", "panic"))
+	if err != nil || len(outs) != 0 || len(rejects) != 1 || !errors.Is(rejects[0].Err, sluicetest.ErrTrap) {
+		t.Errorf("a lone panic: %s %+v %v", values(outs), rejects, err)
+	}
+	outs, _, err = h.Process(sluicetest.KV("k", "1"))
+	if err != nil || values(outs) != "0:k=sum=4" {
 		t.Errorf("after the trap: %s, %v", values(outs), err)
 	}
 
-	_, _, err = h.Process(sluicetest.KV("k", "other"))
-	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), `state table "other" is not declared`) {
-		t.Errorf("undeclared table: %v", err)
+	_, rejects, err = h.Process(sluicetest.KV("k", "other"))
+	if err != nil || len(rejects) != 1 || !errors.Is(rejects[0].Err, sluicetest.ErrTrap) ||
+		!strings.Contains(rejects[0].Message, `state table "other" is not declared`) {
+		t.Errorf("undeclared table: %+v, %v", rejects, err)
 	}
-	_, _, err = sluicetest.New().Process(sluicetest.KV("k", "1"))
-	if !errors.Is(err, sluicetest.ErrTrap) || !strings.Contains(err.Error(), "stateless") {
-		t.Errorf("state call without tables: %v", err)
+	_, rejects, err = sluicetest.New().Process(sluicetest.KV("k", "1"))
+	if err != nil || len(rejects) != 1 || !errors.Is(rejects[0].Err, sluicetest.ErrTrap) || !strings.Contains(rejects[0].Message, "stateless") {
+		t.Errorf("state call without tables: %+v, %v", rejects, err)
+	}
+}
+
+// TestRejectLeavesNoState checks the host's rule for a keyed operator: a
+// record whose handler fails leaves no state behind, while the writes of
+// the batch's other records, to the same key before and after it, stand.
+func TestRejectLeavesNoState(t *testing.T) {
+	h := sluicetest.New().Declare("sums", "other")
+	h.SetState("other", "a", []byte("before"))
+	outs, rejects, err := h.Process(sluicetest.KV("a", "1"), sluicetest.KV("a", "put-then-fail"), sluicetest.KV("a", "2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := values(outs), "0:a=sum=1 2:a=sum=3"; got != want {
+		t.Errorf("outputs %s, want %s", got, want)
+	}
+	if len(rejects) != 1 || rejects[0].Origin != 1 || rejects[0].Message != "failed after writing" || rejects[0].Err != nil {
+		t.Errorf("rejects %+v", rejects)
+	}
+	if v, _ := h.State("sums", "a"); string(v) != "3" {
+		t.Errorf("sum of a = %q, want 3: the rejected record's write was not undone", v)
+	}
+	if v, _ := h.State("other", "a"); string(v) != "before" {
+		t.Errorf("other/a = %q, want before", v)
+	}
+
+	// Alone in its batch, too.
+	outs, rejects, err = h.Process(sluicetest.KV("a", "put-then-fail"))
+	if err != nil || len(outs) != 0 || len(rejects) != 1 {
+		t.Fatalf("%s %+v %v", values(outs), rejects, err)
+	}
+	if v, _ := h.State("sums", "a"); string(v) != "3" {
+		t.Errorf("sum of a = %q, want 3", v)
+	}
+	if v, _ := h.State("other", "a"); string(v) != "before" {
+		t.Errorf("other/a = %q, want before", v)
 	}
 }
 

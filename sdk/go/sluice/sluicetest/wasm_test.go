@@ -12,42 +12,105 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 )
 
 func TestLoadWasmRefusesBadModules(t *testing.T) {
 	ctx := context.Background()
-	if _, err := sluicetest.LoadWasm(ctx, "garbage", []byte("not wasm")); err == nil || !strings.Contains(err.Error(), `module "garbage" does not compile`) {
+	var le *plugin.LoadError
+	_, err := sluicetest.LoadWasm(ctx, "garbage", []byte("not wasm"), plugin.KindMap)
+	if !errors.As(err, &le) || le.Plugin != "garbage" || !strings.Contains(err.Error(), "not a WebAssembly module") {
 		t.Errorf("garbage: %v", err)
 	}
 	empty := []byte("\x00asm\x01\x00\x00\x00") // a valid module with no exports
-	if _, err := sluicetest.LoadWasm(ctx, "empty", empty); err == nil || !strings.Contains(err.Error(), "does not export sluice_abi_version") {
+	_, err = sluicetest.LoadWasm(ctx, "empty", empty, plugin.KindKeyed)
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "missing export sluice_abi_version") {
 		t.Errorf("empty module: %v", err)
+	}
+	if _, err := sluicetest.LoadWasm(ctx, "empty", empty, plugin.Kind("reduce")); !errors.Is(err, plugin.ErrUnknownKind) {
+		t.Errorf("unknown kind: %v", err)
 	}
 }
 
-func TestWasmVersionMismatch(t *testing.T) {
+// build compiles testdata/dir to WebAssembly and returns the module's bytes.
+func build(t *testing.T, dir string) []byte {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds a WebAssembly module; skipped in -short mode")
 	}
-	ctx := context.Background()
-	out := filepath.Join(t.TempDir(), "badversion.wasm")
-	if err := wasmbuild.Go(ctx, filepath.Join("testdata", "badversion"), out); err != nil {
+	out := filepath.Join(t.TempDir(), dir+".wasm")
+	if err := wasmbuild.Go(context.Background(), filepath.Join("testdata", dir), out); err != nil {
 		t.Fatal(err)
 	}
 	wasm, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sluicetest.LoadWasm(ctx, "badversion", wasm)
+	return wasm
+}
+
+// TestWasmVersionMismatch: the host refuses a module built for another ABI
+// version when it loads it, before any record.
+func TestWasmVersionMismatch(t *testing.T) {
+	wasm := build(t, "badversion")
+	_, err := sluicetest.LoadWasm(context.Background(), "badversion", wasm, plugin.KindMap)
+	var le *plugin.LoadError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), "module declares ABI version 2, this host speaks version 1") {
+		t.Errorf("LoadWasm of a version-2 module = %v", err)
+	}
+}
+
+// TestWasmStatusError: a guest that fails its batch with a status has each
+// record run again on its own, and each that fails alone is rejected with
+// the guest's reason.
+func TestWasmStatusError(t *testing.T) {
+	ctx := context.Background()
+	m, err := sluicetest.LoadWasm(ctx, "failguest", build(t, "failguest"), plugin.KindFlatMap)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close(ctx)
-	_, _, err = m.New().Process(sluicetest.KV("k", "v"))
-	if !errors.Is(err, sluicetest.ErrVersion) || !strings.Contains(err.Error(), "built for ABI version 2; this harness speaks version 1") {
-		t.Errorf("Process on a version-2 module = %v", err)
+	if m.Kind() != plugin.KindFlatMap {
+		t.Errorf("Kind() = %s", m.Kind())
+	}
+	h := m.New()
+	outs, rejects, err := h.Process(sluicetest.KV("a", "1"), sluicetest.KV("b", "2"))
+	if err != nil || len(outs) != 0 {
+		t.Fatalf("Process = %+v, %v", outs, err)
+	}
+	if len(rejects) != 2 {
+		t.Fatalf("rejects %+v, want both records", rejects)
+	}
+	for i, r := range rejects {
+		var re *plugin.RecordError
+		var se *plugin.StatusError
+		if r.Origin != i || !errors.Is(r.Err, sluicetest.ErrBatchFailed) || !errors.As(r.Err, &re) || re.Index != i ||
+			!errors.As(r.Err, &se) || se.Reason != "cannot process anything" || r.Message != r.Err.Error() {
+			t.Errorf("reject %d = %+v", i, r)
+		}
+	}
+	// Three calls, each logged the reason; the host's own note about
+	// re-running the batch is not the operator's.
+	if logs := h.Logs(); len(logs) != 3 || logs[0].Message != "cannot process anything" {
+		t.Errorf("logs = %+v", logs)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Declare on a flatmap module did not panic")
+			}
+		}()
+		m.New().Declare("t")
+	}()
+
+	h.Close()
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Process(sluicetest.KV("a", "1")); err == nil || errors.Is(err, sluicetest.ErrTrap) {
+		t.Errorf("Process after the module's Close = %v, want a plain error", err)
 	}
 }
 
