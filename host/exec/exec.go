@@ -234,9 +234,9 @@ func (j *Job) Run(ctx context.Context) (err error) {
 		}
 	}
 	if ctx.Err() != nil {
-		j.log.Info("stopped on request; everything read was committed", "pipeline", j.cfg.Name)
+		j.log.Info("stopped on request; everything read was committed")
 	} else {
-		j.log.Info("all sources ended; everything was committed", "pipeline", j.cfg.Name)
+		j.log.Info("all sources ended; everything was committed")
 	}
 	return nil
 }

@@ -83,12 +83,12 @@ type Source struct {
 	Subjects []string `yaml:"subjects"`
 
 	// generator
-	Mode  string `yaml:"mode"` // words, sequence or bytes
-	Count uint64 `yaml:"count"`
-	Rate  int    `yaml:"rate"`
-	Size  int    `yaml:"size"`
-	Keys  int    `yaml:"keys"`
-	Seed  int64  `yaml:"seed"`
+	Mode  string  `yaml:"mode"` // words, sequence or bytes
+	Count uint64  `yaml:"count"`
+	Rate  float64 `yaml:"rate"`
+	Size  int     `yaml:"size"`
+	Keys  uint64  `yaml:"keys"`
+	Seed  uint64  `yaml:"seed"`
 }
 
 // Operator is one stage of the chain, run by a Wasm plugin.
@@ -536,7 +536,7 @@ func (p *Pipeline) validateSource(i int, s *Source) []error {
 			at(fmt.Sprintf("unknown generator mode %q (want words, sequence or bytes)", s.Mode), "mode")
 		}
 		if s.Rate < 0 {
-			at(fmt.Sprintf("rate %d: want 0 (unlimited) or more", s.Rate), "rate")
+			at(fmt.Sprintf("rate %g: want 0 (unlimited) or more", s.Rate), "rate")
 		}
 	case "nats":
 		if s.Subject == "" {

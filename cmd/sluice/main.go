@@ -1,0 +1,88 @@
+// Command sluice runs stream-processing pipelines whose operators are
+// WebAssembly plugins, fed by NATS.
+//
+//	sluice demo                       a live word count on an embedded NATS server
+//	sluice run -c pipeline.yaml       run a pipeline
+//	sluice plugin build DIR           compile a Go plugin to Wasm
+//	sluice plugin check FILE.wasm     inspect a module and report its problems
+//	sluice state dump --data-dir DIR  print committed state as JSON Lines
+//	sluice bench                      measure the user-level figures
+//	sluice version                    print the version
+//
+// Run `sluice help COMMAND` for the flags of each.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run executes the command line and returns the process exit code: 0 on
+// success, 1 on failure, 2 on a usage error.
+func run(args []string) int {
+	ctx, stop := signalContext()
+	defer stop()
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "sluice:", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// signalContext is cancelled by the first SIGINT or SIGTERM, which asks the
+// running command to drain and commit; a second signal exits at once.
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-ch:
+			fmt.Fprintln(os.Stderr, "sluice: stopping: draining and committing what was read (signal again to exit at once)")
+			cancel()
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-ch:
+			fmt.Fprintln(os.Stderr, "sluice: exiting without draining")
+			os.Exit(130)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
+}
+
+// usageError is a mistake in the command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sluice",
+		Short:         "Stream processing with WebAssembly operators, fed by NATS",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.AddCommand(newVersionCmd(), newRunCmd(), newDemoCmd(), newPluginCmd(), newStateCmd(), newBenchCmd())
+	return root
+}

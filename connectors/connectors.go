@@ -1,0 +1,92 @@
+package connectors
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sluicehq/sluice/abi"
+)
+
+// Message is one record read from a source.
+type Message struct {
+	// Record is the record read. It owns its bytes: they stay valid and
+	// unchanged after the next Read, so the host may keep them.
+	Record abi.Record
+	// Position locates the record in its source. It is source-specific and
+	// strictly increasing per source: the line number for a file, the
+	// sequence number for the generator, the stream sequence for JetStream,
+	// a local counter for core NATS.
+	Position uint64
+	// Err is set when the source could not decode this input (a malformed
+	// JSON line, a record over the size limit). The host dead-letters the
+	// message with its position; Record.Value then holds the raw bytes.
+	// Err wraps ErrMalformed or ErrTooLarge.
+	Err error
+}
+
+// Source is where records enter a pipeline.
+//
+// A Source is opened once and read by one goroutine. Ack may be called from
+// another goroutine than Read, and Close may be called while Read waits,
+// which then returns ErrClosed. After Close a Source cannot be opened again:
+// resuming means a new Source opened with the last committed position.
+type Source interface {
+	// Name identifies the source in logs and errors, e.g. "file:input.jsonl".
+	Name() string
+	// Open starts reading after position after (0: from the beginning). For
+	// resumable sources (file, generator, JetStream), records at or before
+	// after are never returned.
+	Open(ctx context.Context, after uint64) error
+	// Read fills buf with up to len(buf) messages and returns how many. It
+	// blocks until at least one is available and then returns promptly with
+	// what it has: it does not wait to fill buf. It returns either n > 0 and
+	// a nil error, or 0 and an error: io.EOF after the last message of a
+	// finite source, ctx.Err() when ctx is done, ErrClosed after Close.
+	Read(ctx context.Context, buf []Message) (int, error)
+	// Ack tells the source that every message up to and including position
+	// pos is committed (JetStream: acknowledge; file and generator: nothing).
+	Ack(ctx context.Context, pos uint64) error
+	// Resumable reports whether Open honours after across restarts. It is
+	// false for core NATS, which is at-most-once.
+	Resumable() bool
+	// Close releases the source. It does not close connections the source
+	// was given.
+	Close() error
+}
+
+// Out is one record to write to a sink.
+type Out struct {
+	Record abi.Record
+	// ID is the de-duplication id, derived by the host from the input
+	// position (JetStream: the Nats-Msg-Id header). Empty: none.
+	ID string
+}
+
+// Sink is where records leave a pipeline. A Sink is used by one goroutine.
+type Sink interface {
+	// Name identifies the sink in logs and errors, e.g. "jetstream:OUT".
+	Name() string
+	// Write hands records to the sink, which may buffer them. The sink does
+	// not keep out or the records' bytes after Write returns.
+	Write(ctx context.Context, out []Out) error
+	// Flush returns when everything written is durable or acknowledged,
+	// or with the first failure since the previous Flush.
+	Flush(ctx context.Context) error
+	// Close flushes what it can and releases the sink. It does not close
+	// connections the sink was given.
+	Close() error
+}
+
+// Errors shared by connectors, checked with errors.Is.
+var (
+	// ErrMalformed is wrapped by Message.Err when an input could not be
+	// decoded.
+	ErrMalformed = errors.New("malformed input")
+	// ErrTooLarge is wrapped by Message.Err when an input is over the
+	// source's size limit.
+	ErrTooLarge = errors.New("input too large")
+	// ErrClosed is returned by a source or sink used after Close.
+	ErrClosed = errors.New("connector closed")
+	// ErrNotOpen is returned by Read or Ack on a source not yet opened.
+	ErrNotOpen = errors.New("source not open")
+)

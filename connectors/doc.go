@@ -1,0 +1,57 @@
+// Package connectors defines the contract between the Sluice host and the
+// places records come from and go to: Source, Sink, Message and Out. The
+// implementations live in subpackages, one per kind of endpoint:
+//
+//   - natsconn: NATS core subjects and JetStream streams, the embedded NATS
+//     server and the client connection;
+//   - file: JSON Lines and plain-lines files;
+//   - generator: deterministic synthetic records for examples and benchmarks.
+//
+// The contract is small on purpose: the executor batches, commits and
+// retries; a connector moves bytes and reports positions.
+//
+// # Positions and delivery guarantees
+//
+// Every message carries a position, strictly increasing per source. The host
+// commits the positions of a batch together with the state changes the batch
+// caused, then calls Source.Ack. After a restart it opens the source after
+// the last committed position. A resumable source (file, generator, JetStream)
+// never returns a record at or before that position, so each input affects
+// state once. Core NATS is not resumable: what was in flight when the host
+// stopped is lost (at-most-once); its positions continue after the one the
+// host passes to Open, so ids derived from them stay unique across restarts.
+//
+// Sinks receive an id per record, derived by the host from the input
+// position. The JetStream sink publishes it as Nats-Msg-Id, and the stream
+// drops a message whose id it has seen within its duplicate window: a replay
+// after a crash then produces each output once (exactly-once output, as long
+// as the replay happens within the window).
+//
+// # Records on NATS
+//
+// A record maps to a NATS message as follows, for core NATS and JetStream
+// alike:
+//
+//	record value    <-> payload
+//	record key      <-> header "Sluice-Key" (absent: empty key)
+//	event time      <-> header "Sluice-Time", decimal nanoseconds since the
+//	                    Unix epoch; when absent on input: the stream's stored
+//	                    timestamp for JetStream, the time of receipt for core
+//	                    NATS
+//	record headers  <-> the other NATS headers, in both directions, except
+//	                    those whose names begin with "Nats-" (the server's
+//	                    control headers such as Nats-Msg-Id), which are
+//	                    neither read into records nor published from them
+//
+// The subject a sink publishes to is fixed per sink. A sink publishes
+// Sluice-Time only when configured to, and a record with no key and no
+// headers goes out as a plain message without a header block, the fastest
+// path NATS has. A source that cannot parse Sluice-Time returns the message
+// with Err set (wrapping ErrMalformed) so the host dead-letters it.
+//
+// # Ownership
+//
+// A Message's record owns its bytes; a Sink copies what it keeps. Sources and
+// sinks built on a *nats.Conn do not close it: the connection belongs to the
+// caller, who usually shares one per process.
+package connectors

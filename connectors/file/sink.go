@@ -1,0 +1,219 @@
+package file
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/connectors"
+)
+
+// SinkConfig configures a Sink.
+type SinkConfig struct {
+	// Path of the file to write; created when missing. Required.
+	Path string
+	// Format of the lines; empty: JSONL.
+	Format Format
+	// Truncate empties the file when the sink opens it; by default the
+	// sink appends.
+	Truncate bool
+	// WriteIDs adds each record's Out.ID as "id" (JSONL only), so that a
+	// reader of the file can drop the duplicates a replay appends.
+	WriteIDs bool
+	// Perm is the mode of a file the sink creates; 0: 0644.
+	Perm os.FileMode
+	// Name overrides the sink's name; empty: "file:" + Path.
+	Name string
+}
+
+// Sink appends records to a file, one per line.
+type Sink struct {
+	cfg    SinkConfig
+	name   string
+	f      *os.File
+	w      *bufio.Writer
+	line   []byte // encoding buffer, reused
+	closed bool
+}
+
+var _ connectors.Sink = (*Sink)(nil)
+
+// NewSink opens (or creates) the file of cfg for appending.
+func NewSink(cfg SinkConfig) (*Sink, error) {
+	if cfg.Path == "" {
+		return nil, errors.New("file sink: Path is required")
+	}
+	format, err := cfg.Format.check()
+	if err != nil {
+		return nil, fmt.Errorf("file sink %s: %w", cfg.Path, err)
+	}
+	cfg.Format = format
+	if cfg.Perm == 0 {
+		cfg.Perm = 0o644
+	}
+	name := cfg.Name
+	if name == "" {
+		name = "file:" + cfg.Path
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	if cfg.Truncate {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(cfg.Path, flags, cfg.Perm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &Sink{cfg: cfg, name: name, f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+}
+
+// Name returns the sink's name.
+func (s *Sink) Name() string { return s.name }
+
+// Write encodes out into the sink's buffer, which goes to the file when it
+// fills and at Flush.
+func (s *Sink) Write(_ context.Context, out []connectors.Out) error {
+	if s.closed {
+		return fmt.Errorf("%s: write: %w", s.name, connectors.ErrClosed)
+	}
+	for i := range out {
+		rec := &out[i].Record
+		if s.cfg.Format == Lines {
+			if bytes.ContainsAny(rec.Value, "\r\n") {
+				return fmt.Errorf("%s: record %d: a value with a line break cannot be written in the %q format (use %q)", s.name, i, Lines, JSONL)
+			}
+			s.line = append(append(s.line[:0], rec.Value...), '\n')
+		} else {
+			id := ""
+			if s.cfg.WriteIDs {
+				id = out[i].ID
+			}
+			s.line = appendJSONRecord(s.line[:0], rec, id)
+		}
+		if _, err := s.w.Write(s.line); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// Flush writes the buffer to the file and fsyncs it.
+func (s *Sink) Flush(context.Context) error {
+	if s.closed {
+		return fmt.Errorf("%s: flush: %w", s.name, connectors.ErrClosed)
+	}
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	return nil
+}
+
+// Close flushes and closes the file.
+func (s *Sink) Close() error {
+	if s.closed {
+		return nil
+	}
+	err := s.Flush(context.Background())
+	s.closed = true
+	if cerr := s.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("%s: %w", s.name, cerr)
+	}
+	return err
+}
+
+// appendJSONRecord appends rec as one jsonl line, ending in a newline.
+func appendJSONRecord(dst []byte, rec *abi.Record, id string) []byte {
+	dst = append(dst, '{')
+	sep := false
+	field := func(name string) {
+		if sep {
+			dst = append(dst, ',')
+		}
+		sep = true
+		dst = append(dst, '"')
+		dst = append(dst, name...)
+		dst = append(dst, '"', ':')
+	}
+	if len(rec.Key) > 0 {
+		if utf8.Valid(rec.Key) {
+			field("key")
+			dst = appendJSONString(dst, rec.Key)
+		} else {
+			field("key_base64")
+			dst = appendBase64(dst, rec.Key)
+		}
+	}
+	if utf8.Valid(rec.Value) {
+		field("value")
+		dst = appendJSONString(dst, rec.Value)
+	} else {
+		field("value_base64")
+		dst = appendBase64(dst, rec.Value)
+	}
+	if rec.Time != 0 {
+		field("time")
+		dst = strconv.AppendInt(dst, rec.Time, 10)
+	}
+	if len(rec.Headers) > 0 {
+		field("headers")
+		dst = append(dst, '{')
+		for i := range rec.Headers {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, bytes.ToValidUTF8(rec.Headers[i].Name, []byte("\uFFFD")))
+			dst = append(dst, ':')
+			dst = appendJSONString(dst, bytes.ToValidUTF8(rec.Headers[i].Value, []byte("\uFFFD")))
+		}
+		dst = append(dst, '}')
+	}
+	if id != "" {
+		field("id")
+		dst = appendJSONString(dst, []byte(id))
+	}
+	return append(dst, '}', '\n')
+}
+
+func appendBase64(dst, b []byte) []byte {
+	dst = append(dst, '"')
+	dst = base64.StdEncoding.AppendEncode(dst, b)
+	return append(dst, '"')
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s, valid UTF-8, as a JSON string.
+func appendJSONString(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i, c := range s {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,25 @@
+// Package generator is a source of synthetic records for examples, tests
+// and benchmarks, in three modes:
+//
+//   - "words": sentences of 3 to 12 words drawn from a built-in vocabulary
+//     of 200 common English words with a Zipf-like skew (word i has weight
+//     1/(i+1)), the input of a word count;
+//   - "sequence": the value is the decimal position;
+//   - "bytes": a fixed-size payload of pseudo-random bytes, for measuring
+//     throughput at a given record size.
+//
+// Every record is a pure function of the seed and its position: the
+// generator draws from a PCG generator seeded with (Seed, position), and the
+// event time is Start + (position-1) * Step. A generator opened after
+// position p therefore returns exactly the records that an uninterrupted run
+// returns after p, which is what resumable means, and two runs with the
+// same configuration produce the same stream. Nothing depends on the wall
+// clock but the pace.
+//
+// Keys: with Keys > 0 the key of every record is the decimal of
+// position mod Keys; with Keys = 0 records have no key.
+//
+// Rate limits the pace to a number of records per second, measured from
+// Open; Read sleeps on a timer until the next record is due, never spins.
+// Count bounds the stream: after position Count, Read returns io.EOF.
+package generator

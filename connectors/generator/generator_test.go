@@ -1,0 +1,218 @@
+package generator
+
+import (
+	"context"
+	"errors"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/connectors"
+)
+
+func open(t testing.TB, cfg Config, after uint64) *Source {
+	t.Helper()
+	g, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Open(context.Background(), after); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = g.Close() })
+	return g
+}
+
+// take reads n messages in reads of up to chunk.
+func take(t testing.TB, g *Source, n, chunk int) []connectors.Message {
+	t.Helper()
+	out := make([]connectors.Message, 0, n)
+	buf := make([]connectors.Message, chunk)
+	for len(out) < n {
+		k, err := g.Read(context.Background(), buf[:min(chunk, n-len(out))])
+		if err != nil {
+			t.Fatalf("after %d: %v", len(out), err)
+		}
+		out = append(out, buf[:k]...)
+	}
+	return out
+}
+
+func TestDeterministicAndResumable(t *testing.T) {
+	for _, cfg := range []Config{
+		{Mode: Words, Seed: 1},
+		{Mode: Words, Seed: 1, Keys: 3},
+		{Mode: Sequence, Keys: 10, Start: time.Unix(1_700_000_000, 0), Step: time.Second},
+		{Mode: Bytes, Seed: 7, Size: 13},
+	} {
+		t.Run(string(cfg.Mode), func(t *testing.T) {
+			all := take(t, open(t, cfg, 0), 300, 64)
+			again := take(t, open(t, cfg, 0), 300, 7)
+			if !reflect.DeepEqual(all, again) {
+				t.Fatal("two runs with the same configuration differ")
+			}
+			for _, after := range []uint64{1, 63, 64, 150, 299} {
+				rest := take(t, open(t, cfg, after), int(300-after), 17)
+				if !reflect.DeepEqual(rest, all[after:]) {
+					t.Fatalf("resumed after %d: records differ from the uninterrupted run's", after)
+				}
+			}
+			for i, m := range all {
+				if m.Position != uint64(i+1) {
+					t.Fatalf("message %d at position %d", i, m.Position)
+				}
+				if want := int64(i) * int64(max(cfg.Step, time.Millisecond)); cfg.Start.IsZero() && m.Record.Time != want {
+					t.Fatalf("message %d time %d, want %d", i, m.Record.Time, want)
+				}
+			}
+		})
+	}
+}
+
+func TestSeedChangesTheStream(t *testing.T) {
+	for _, mode := range []Mode{Words, Bytes} {
+		a := take(t, open(t, Config{Mode: mode, Seed: 1}, 0), 20, 20)
+		b := take(t, open(t, Config{Mode: mode, Seed: 2}, 0), 20, 20)
+		if reflect.DeepEqual(a, b) {
+			t.Fatalf("%s: seeds 1 and 2 gave the same records", mode)
+		}
+	}
+}
+
+func TestSequence(t *testing.T) {
+	start := time.Unix(100, 0)
+	msgs := take(t, open(t, Config{Mode: Sequence, Keys: 4, Start: start, Step: time.Second}, 10), 5, 5)
+	for i, m := range msgs {
+		pos := uint64(11 + i)
+		r := m.Record
+		if string(r.Value) != strconv.FormatUint(pos, 10) || string(r.Key) != strconv.FormatUint(pos%4, 10) ||
+			r.Time != start.Add(time.Duration(pos-1)*time.Second).UnixNano() || m.Position != pos {
+			t.Fatalf("message %d = %+v at %d", i, r, m.Position)
+		}
+	}
+}
+
+func TestBytesSize(t *testing.T) {
+	for _, size := range []int{1, 8, 64, 1000} {
+		for _, m := range take(t, open(t, Config{Mode: Bytes, Size: size}, 0), 10, 10) {
+			if len(m.Record.Value) != size || m.Record.Key != nil {
+				t.Fatalf("size %d: value of %d bytes, key %q", size, len(m.Record.Value), m.Record.Key)
+			}
+		}
+	}
+}
+
+func TestWordsAreSkewed(t *testing.T) {
+	g := open(t, Config{Mode: Words, Seed: 42}, 0)
+	vocab := map[string]int{}
+	for i, w := range strings.Fields(vocabulary) {
+		vocab[w] = i
+	}
+	counts := make([]int, len(vocab))
+	for _, m := range take(t, g, 5000, 256) {
+		if m.Record.Key != nil {
+			t.Fatalf("words record with key %q", m.Record.Key)
+		}
+		words := strings.Split(string(m.Record.Value), " ")
+		if len(words) < 3 || len(words) > 12 {
+			t.Fatalf("sentence of %d words: %q", len(words), m.Record.Value)
+		}
+		for _, w := range words {
+			i, ok := vocab[w]
+			if !ok {
+				t.Fatalf("word %q is not in the vocabulary", w)
+			}
+			counts[i]++
+		}
+	}
+	// Weight 1/(i+1): the first word is about 10 times as frequent as the
+	// tenth and 100 times as the hundredth.
+	if counts[0] < 5*counts[9] || counts[0] < 30*max(counts[99], 1)/2 {
+		t.Fatalf("not skewed: counts of words 1, 10, 100 = %d, %d, %d", counts[0], counts[9], counts[99])
+	}
+}
+
+func TestCountEndsWithEOF(t *testing.T) {
+	g := open(t, Config{Mode: Sequence, Count: 10}, 4)
+	msgs := take(t, g, 6, 100)
+	if msgs[0].Position != 5 || msgs[5].Position != 10 {
+		t.Fatalf("positions %d..%d, want 5..10", msgs[0].Position, msgs[5].Position)
+	}
+	buf := make([]connectors.Message, 4)
+	for range 2 {
+		if n, err := g.Read(context.Background(), buf); n != 0 || !errors.Is(err, io.EOF) {
+			t.Fatalf("Read past Count = %d, %v; want io.EOF", n, err)
+		}
+	}
+	if n, err := open(t, Config{Count: 3}, 3).Read(context.Background(), buf); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("opened at the end: %d, %v", n, err)
+	}
+}
+
+func TestRateWaitsForTheNextRecord(t *testing.T) {
+	// One record every 1000 seconds: the first is due at Open, the
+	// second not before the test ends.
+	g := open(t, Config{Mode: Sequence, Rate: 0.001}, 0)
+	buf := make([]connectors.Message, 10)
+	n, err := g.Read(context.Background(), buf)
+	if n != 1 || err != nil {
+		t.Fatalf("first Read = %d, %v; want the one record due", n, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if n, err := g.Read(ctx, buf); n != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second Read = %d, %v; want to wait until the context ends", n, err)
+	}
+}
+
+func TestRecordsOwnTheirBytes(t *testing.T) {
+	g := open(t, Config{Mode: Sequence, Keys: 100}, 0)
+	first := take(t, g, 50, 50)
+	want := make([]string, len(first))
+	for i, m := range first {
+		want[i] = string(m.Record.Key) + "/" + string(m.Record.Value)
+	}
+	take(t, g, 500, 50) // more Reads must not overwrite earlier records
+	for i, m := range first {
+		if got := string(m.Record.Key) + "/" + string(m.Record.Value); got != want[i] {
+			t.Fatalf("record %d changed from %s to %s", i, want[i], got)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []Config{{Mode: "zipf"}, {Rate: -1}, {Mode: Bytes, Size: -1}} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) succeeded", cfg)
+		}
+	}
+	g, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Read(context.Background(), make([]connectors.Message, 1)); !errors.Is(err, connectors.ErrNotOpen) {
+		t.Fatalf("Read before Open: %v", err)
+	}
+}
+
+func TestCloseInterruptsAWaitingRead(t *testing.T) {
+	g := open(t, Config{Mode: Sequence, Rate: 0.001}, 0)
+	buf := make([]connectors.Message, 1)
+	if _, err := g.Read(context.Background(), buf); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := g.Read(context.Background(), buf)
+		errc <- err
+	}()
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, connectors.ErrClosed) {
+		t.Fatalf("Read across Close = %v, want ErrClosed", err)
+	}
+}

@@ -1,0 +1,290 @@
+package natsconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/connectors"
+)
+
+// readN reads from src until it has n messages.
+func readN(ctx context.Context, t testing.TB, src connectors.Source, n int) []connectors.Message {
+	t.Helper()
+	out := make([]connectors.Message, 0, n)
+	buf := make([]connectors.Message, 64)
+	for len(out) < n {
+		k, err := src.Read(ctx, buf[:min(len(buf), n-len(out))])
+		if err != nil {
+			t.Fatalf("read after %d of %d: %v", len(out), n, err)
+		}
+		if k == 0 {
+			t.Fatal("Read returned 0 messages and no error")
+		}
+		out = append(out, buf[:k]...)
+	}
+	return out
+}
+
+func testRecords(n int) []connectors.Out {
+	out := make([]connectors.Out, n)
+	for i := range out {
+		out[i] = connectors.Out{
+			Record: abi.Record{
+				Time:  int64(1000 + i),
+				Value: []byte(fmt.Sprintf("value-%d", i)),
+			},
+			ID: fmt.Sprintf("id-%d", i),
+		}
+		if i%2 == 0 {
+			out[i].Record.Key = []byte(fmt.Sprintf("key-%d", i%7))
+		}
+		if i%3 == 0 {
+			out[i].Record.Headers = []abi.Header{hdr("H", fmt.Sprint(i))}
+		}
+	}
+	return out
+}
+
+func newCoreSource(t testing.TB, nc *nats.Conn, cfg CoreSourceConfig) *CoreSource {
+	t.Helper()
+	src, err := NewCoreSource(nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close() })
+	return src
+}
+
+func TestCoreRoundTrip(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	src := newCoreSource(t, nc, CoreSourceConfig{Subject: "in"})
+	if err := src.Open(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := NewCoreSink(nc, CoreSinkConfig{Subject: "in", Mapping: Mapping{Time: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	want := testRecords(500)
+	if err := sink.Write(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := readN(ctx, t, src, len(want))
+	for i, m := range got {
+		if m.Err != nil {
+			t.Fatalf("message %d: %v", i, m.Err)
+		}
+		if m.Position != uint64(101+i) {
+			t.Fatalf("message %d position %d, want %d (positions continue after Open's)", i, m.Position, 101+i)
+		}
+		if !reflect.DeepEqual(m.Record, want[i].Record) {
+			t.Fatalf("message %d:\n got %+v\nwant %+v", i, m.Record, want[i].Record)
+		}
+	}
+}
+
+func TestCoreSinkPublishesPlainMessagesWhenItCan(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	sub, err := nc.SubscribeSync("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := NewCoreSink(nc, CoreSinkConfig{Subject: "out"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	err = sink.Write(ctx, []connectors.Out{
+		{Record: abi.Record{Time: 7, Value: []byte("plain")}},
+		{Record: abi.Record{Time: 7, Key: []byte("k"), Value: []byte("keyed")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	plain, err := sub.NextMsgWithContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Header != nil || string(plain.Data) != "plain" {
+		t.Fatalf("plain record published as %q with headers %v, want no header block", plain.Data, plain.Header)
+	}
+	keyed, err := sub.NextMsgWithContext(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keyed.Header.Get(HeaderKey) != "k" || keyed.Header.Get(HeaderTime) != "" {
+		t.Fatalf("keyed record headers %v, want Sluice-Key only", keyed.Header)
+	}
+}
+
+func TestCoreSourceBufferFullLosesNothing(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	src := newCoreSource(t, nc, CoreSourceConfig{Subject: "in", Buffer: 4})
+	if err := src.Open(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	for i := range n {
+		if err := nc.Publish("in", []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := readN(ctx, t, src, n)
+	for i, m := range got {
+		if string(m.Record.Value) != fmt.Sprint(i) || m.Position != uint64(i+1) {
+			t.Fatalf("message %d = %q at %d", i, m.Record.Value, m.Position)
+		}
+	}
+}
+
+func TestCoreSourceReadWaitsAndHonoursContext(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	src := newCoreSource(t, nc, CoreSourceConfig{Subject: "in"})
+	buf := make([]connectors.Message, 8)
+	if _, err := src.Read(testCtx(t), buf); !errors.Is(err, connectors.ErrNotOpen) {
+		t.Fatalf("Read before Open: %v, want ErrNotOpen", err)
+	}
+	if err := src.Open(testCtx(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	if n, err := src.Read(ctx, buf); n != 0 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Read with a canceled context = %d, %v", n, err)
+	}
+	// A Read blocked on an empty subject returns when the source closes.
+	errc := make(chan error, 1)
+	go func() {
+		_, err := src.Read(testCtx(t), buf)
+		errc <- err
+	}()
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, connectors.ErrClosed) {
+		t.Fatalf("Read across Close: %v, want ErrClosed", err)
+	}
+}
+
+func TestCoreSourceQueueGroupSharesMessages(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	srcs := []*CoreSource{
+		newCoreSource(t, nc, CoreSourceConfig{Subject: "in", Queue: "q"}),
+		newCoreSource(t, nc, CoreSourceConfig{Subject: "in", Queue: "q"}),
+	}
+	for _, s := range srcs {
+		if err := s.Open(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 400
+	for i := range n {
+		if err := nc.Publish("in", []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Each message goes to one member: read until all n are seen once.
+	var mu sync.Mutex
+	seen := map[string]int{}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range srcs {
+		wg.Go(func() {
+			buf := make([]connectors.Message, 32)
+			for {
+				k, err := s.Read(rctx, buf)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				for _, m := range buf[:k] {
+					seen[string(m.Record.Value)]++
+				}
+				done := len(seen) == n
+				mu.Unlock()
+				if done {
+					cancel()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("saw %d distinct messages, want %d", len(seen), n)
+	}
+	for v, c := range seen {
+		if c != 1 {
+			t.Fatalf("message %s delivered %d times", v, c)
+		}
+	}
+}
+
+func TestCoreSourceMalformedTime(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	src := newCoreSource(t, nc, CoreSourceConfig{Subject: "in"})
+	if err := src.Open(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	m := nats.NewMsg("in")
+	m.Data = []byte("raw")
+	m.Header.Set(HeaderTime, "noon")
+	if err := nc.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	got := readN(ctx, t, src, 1)[0]
+	if !errors.Is(got.Err, connectors.ErrMalformed) || string(got.Record.Value) != "raw" || got.Position != 1 {
+		t.Fatalf("got %+v, want ErrMalformed with the raw payload at position 1", got)
+	}
+}
+
+func TestCoreSourceCloseWithDeliveryBlocked(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	src := newCoreSource(t, nc, CoreSourceConfig{Subject: "in", Buffer: 2})
+	if err := src.Open(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if err := nc.Publish("in", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(ctx, t, "a full buffer and a waiting delivery", func() bool {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		return src.waiters > 0
+	})
+	if err := src.Close(); err != nil { // must not wait for the blocked delivery
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,61 @@
+// Package natsconn connects Sluice to NATS: the embedded server, the client
+// connection, and sources and sinks for core NATS subjects and JetStream
+// streams. Records map to NATS messages as the connectors package
+// describes (value as payload, key in Sluice-Key, event time in
+// Sluice-Time, other headers as NATS headers).
+//
+// # Server and connection
+//
+// StartEmbedded runs nats-server inside the process with JetStream stored in
+// a directory, for the one-command laptop setup; the same code runs against
+// a real cluster given a URL. Connect makes the one client connection a
+// process needs: it reconnects forever with exponential backoff once
+// connected, but does not retry the first connection, so that a server that
+// is down at start is a clear error rather than a silent wait. Sources and
+// sinks take a *nats.Conn and never close it.
+//
+// # Core NATS
+//
+// CoreSource subscribes (optionally in a queue group) and hands messages
+// from the client's delivery goroutine to Read through a bounded ring; when
+// the ring is full the delivery goroutine waits, and the client's
+// (large) pending limits absorb bursts. Core NATS keeps no history: the
+// source is at-most-once and not resumable. CoreSink publishes plain
+// messages whenever a record has nothing but a value, which is the fastest
+// path NATS has; Flush is a ping round trip.
+//
+// # JetStream source: at-least-once input, read exactly once per commit
+//
+// JetStreamSource reads through a durable pull consumer with AckPolicy
+// AckAll, so the host acknowledges once per committed batch: Ack(pos)
+// acknowledges the message at stream sequence pos (or the last one before
+// it), and with it every earlier one. Positions are stream sequences.
+//
+// AckAll has a trap that the source closes: a message the server delivered
+// but the client never received (lost with a dropped connection) stays
+// pending on the server until AckWait, and a later acknowledgement of a
+// higher sequence would acknowledge it unseen. The source therefore watches
+// the consumer's delivery sequence, which has no gaps for a single reader,
+// and the client's reconnections; on either sign of loss it resets the
+// consumer to deliver again from just after the last sequence it returned
+// (the consumer reset API of NATS 2.14 and later) and drops the deliveries
+// made before the reset. Open resets the consumer the same way to the
+// position the host committed, so a restarted host neither waits AckWait for
+// what it had read but not committed nor reads again what it had committed.
+// Redeliveries of messages already returned (after AckWait) are dropped, so
+// positions strictly increase. One reader per durable consumer: sharing one
+// across hosts is not supported (give each its own durable and filter).
+//
+// # JetStream sink: exactly-once output within the duplicate window
+//
+// JetStreamSink publishes asynchronously with Nats-Msg-Id set to the id the
+// host derives from the input position, keeps a bounded number of
+// publications in flight, and on Flush waits for every acknowledgement. A
+// publication that fails for a passing reason (disconnection, JetStream not
+// answering yet, an acknowledgement that does not come) is published again
+// with the same id until it is acknowledged, so a server restart loses
+// nothing, and the stream's duplicate window makes a message stored twice
+// appear once. The window (StreamSpec.Duplicates, 2 minutes by default) is
+// the bound: a replay after a crash is de-duplicated only if it happens
+// within the window of the first publication.
+package natsconn

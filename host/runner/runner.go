@@ -1,0 +1,330 @@
+// Package runner turns a pipeline file into a running host: it starts the
+// embedded NATS server (or connects to the one configured), opens the state
+// store, compiles and checks the plugins, builds the sources and sinks,
+// serves the HTTP API and runs the job until it ends.
+//
+// Data directory layout (pipeline data_dir, or --data-dir):
+//
+//	state/   committed state and source positions (Pebble)
+//	nats/    the embedded NATS server's JetStream store
+//	cache/   compiled plugin code, so restarts skip compilation
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/connectors/file"
+	"github.com/sluicehq/sluice/connectors/generator"
+	"github.com/sluicehq/sluice/connectors/natsconn"
+	"github.com/sluicehq/sluice/host/api"
+	"github.com/sluicehq/sluice/host/exec"
+	"github.com/sluicehq/sluice/host/pipeline"
+	"github.com/sluicehq/sluice/host/plugin"
+	wasm "github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/state"
+)
+
+// Options override what the pipeline file says.
+type Options struct {
+	// DataDir overrides data_dir.
+	DataDir string
+	// NATSURL overrides nats.url.
+	NATSURL string
+	// HTTPAddr overrides http.addr; "off" disables the HTTP server.
+	HTTPAddr string
+	// Logger receives the host's log; nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// Host is a pipeline ready to run, with everything it opened.
+type Host struct {
+	p       *pipeline.Pipeline
+	log     *slog.Logger
+	job     *exec.Job
+	metrics *exec.Metrics
+
+	embedded *natsconn.Embedded
+	nc       *nats.Conn
+	store    *state.Store
+	engines  []wasm.Engine
+	sources  []connectors.Source
+	sinks    []connectors.Sink
+	http     *api.Server
+	natsURL  string
+}
+
+// Start prepares p to run: on any error, everything opened so far is closed
+// again and the error names what failed.
+func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (h *Host, err error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	h = &Host{p: p, log: log.With("pipeline", p.Name), metrics: exec.NewMetrics()}
+	defer func() {
+		if err != nil {
+			h.Close(context.WithoutCancel(ctx))
+			h = nil
+		}
+	}()
+	dataDir := p.DataDir
+	if opts.DataDir != "" {
+		dataDir = opts.DataDir
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+
+	// Plugins first: a bad module is refused before anything else starts.
+	ops, err := h.loadOperators(ctx, dataDir)
+	if err != nil {
+		return nil, err
+	}
+
+	h.store, err = state.Open(filepath.Join(dataDir, "state"), state.Options{
+		KeyGroups: p.State.KeyGroups, Sync: p.State.Sync, Logger: h.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	if p.NeedsNATS() {
+		if err := h.connectNATS(ctx, dataDir, opts.NATSURL); err != nil {
+			return nil, err
+		}
+	}
+	var inputs []exec.Input
+	for i := range p.Sources {
+		src, err := h.source(ctx, &p.Sources[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: source %q: %w", p.File, p.Sources[i].Name, err)
+		}
+		h.sources = append(h.sources, src)
+		inputs = append(inputs, exec.Input{Name: p.Sources[i].Name, Source: src})
+	}
+	var outputs []exec.Output
+	for i := range p.Sinks {
+		snk, err := h.sink(ctx, &p.Sinks[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s: sink %q: %w", p.File, p.Sinks[i].Name, err)
+		}
+		h.sinks = append(h.sinks, snk)
+		outputs = append(outputs, exec.Output{Name: p.Sinks[i].Name, Sink: snk})
+	}
+	dead, err := h.deadLetterSink(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: dead_letter: %w", p.File, err)
+	}
+	h.sinks = append(h.sinks, dead)
+
+	h.job, err = exec.New(ctx, exec.Config{
+		Name: p.Name, Sources: inputs, Operators: ops, Sinks: outputs, DeadLetter: dead,
+		Store: h.store, BatchSize: p.Batch.Size, Linger: time.Duration(p.Batch.Linger),
+		Logger: h.log, Metrics: h.metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	addr := p.HTTP.Addr
+	if opts.HTTPAddr != "" {
+		addr = opts.HTTPAddr
+	}
+	if addr != "off" {
+		h.http, err = api.Listen(addr, api.Handler(h.metrics.Registry, func() any { return h.job.Status() }), h.log)
+		if err != nil {
+			return nil, err
+		}
+		h.log.Info("http api listening", "addr", "http://"+h.http.Addr())
+	}
+	return h, nil
+}
+
+func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operator, error) {
+	var ops []exec.Operator
+	for i := range h.p.Operators {
+		o := &h.p.Operators[i]
+		code, err := os.ReadFile(o.Plugin)
+		if err != nil {
+			return nil, fmt.Errorf("%s: operator %q: plugin: %w", h.p.File, o.Name, err)
+		}
+		cfg := wasm.NewConfig().
+			WithCacheDir(filepath.Join(dataDir, "cache")).
+			WithHostModules(plugin.HostModule())
+		if o.Limits.MemoryPages > 0 {
+			cfg = cfg.WithMemoryLimitPages(o.Limits.MemoryPages)
+		}
+		if o.Limits.CallTimeout != nil {
+			cfg = cfg.WithCallTimeout(time.Duration(*o.Limits.CallTimeout))
+		}
+		eng, err := wasm.NewWazero(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("operator %q: %w", o.Name, err)
+		}
+		h.engines = append(h.engines, eng)
+		kind, err := plugin.ParseKind(o.Kind)
+		if err != nil {
+			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
+		}
+		pl, err := plugin.Load(ctx, eng, filepath.Base(o.Plugin), code, kind)
+		if err != nil {
+			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
+		}
+		par := o.Parallelism
+		if par == 0 {
+			par = runtime.GOMAXPROCS(0)
+		}
+		ops = append(ops, exec.Operator{
+			Name: o.Name, Kind: kind, Plugin: pl, Config: o.ConfigJSON, Parallelism: par,
+			Tables: o.State, StopOnError: o.OnError == pipeline.PolicyStop,
+			MaxRecordBytes: int(o.Limits.MaxRecordBytes),
+		})
+	}
+	return ops, nil
+}
+
+func (h *Host) connectNATS(ctx context.Context, dataDir, urlOverride string) error {
+	url := h.p.NATS.URL
+	if urlOverride != "" {
+		url = urlOverride
+	}
+	if url == "" {
+		e, err := natsconn.StartEmbedded(ctx, natsconn.Options{
+			Dir: filepath.Join(dataDir, "nats"), Port: h.p.NATS.Port, Logger: h.log,
+		})
+		if err != nil {
+			return fmt.Errorf("embedded NATS server: %w", err)
+		}
+		h.embedded = e
+		url = e.ClientURL()
+		h.log.Info("embedded NATS server started", "url", url)
+	}
+	nc, err := natsconn.Connect(ctx, url, "sluice-"+h.p.Name, natsconn.WithLogger(h.log))
+	if err != nil {
+		return err
+	}
+	h.nc, h.natsURL = nc, url
+	return nil
+}
+
+func (h *Host) source(ctx context.Context, s *pipeline.Source) (connectors.Source, error) {
+	switch s.Type {
+	case "file":
+		return file.NewSource(file.SourceConfig{Path: s.Path, Format: file.Format(s.Format), Name: s.Name})
+	case "generator":
+		return generator.New(generator.Config{
+			Mode: generator.Mode(s.Mode), Count: s.Count, Rate: s.Rate, Size: s.Size, Keys: s.Keys, Seed: s.Seed, Name: s.Name,
+		})
+	case "nats":
+		return natsconn.NewCoreSource(h.nc, natsconn.CoreSourceConfig{Subject: s.Subject, Queue: s.Queue, Name: s.Name})
+	case "jetstream":
+		cfg := natsconn.JetStreamSourceConfig{Stream: s.Stream, Durable: s.Consumer, Name: s.Name, Logger: h.log}
+		if s.Create {
+			cfg.CreateStream = &natsconn.StreamSpec{Subjects: s.Subjects}
+		}
+		if s.Subject != "" {
+			cfg.FilterSubject = s.Subject
+		}
+		return natsconn.NewJetStreamSource(h.nc, cfg)
+	}
+	return nil, fmt.Errorf("unknown source type %q", s.Type)
+}
+
+func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, error) {
+	switch s.Type {
+	case "file":
+		return file.NewSink(file.SinkConfig{Path: s.Path, Name: s.Name})
+	case "nats":
+		return natsconn.NewCoreSink(h.nc, natsconn.CoreSinkConfig{Subject: s.Subject, Name: s.Name})
+	case "jetstream":
+		cfg := natsconn.JetStreamSinkConfig{Subject: s.Subject, Stream: s.Stream, Name: s.Name, Logger: h.log}
+		if s.Create {
+			cfg.CreateStream = &natsconn.StreamSpec{Subjects: []string{s.Subject}}
+		}
+		return natsconn.NewJetStreamSink(ctx, h.nc, cfg)
+	}
+	return nil, fmt.Errorf("unknown sink type %q", s.Type)
+}
+
+func (h *Host) deadLetterSink(ctx context.Context) (connectors.Sink, error) {
+	if h.p.DeadLetter.Path != "" {
+		return file.NewSink(file.SinkConfig{Path: h.p.DeadLetter.Path, Name: "dead_letter"})
+	}
+	return natsconn.NewCoreSink(h.nc, natsconn.CoreSinkConfig{Subject: h.p.DeadLetter.Subject, Name: "dead_letter"})
+}
+
+// NATSURL is the URL of the NATS server in use ("" when the pipeline needs none).
+func (h *Host) NATSURL() string { return h.natsURL }
+
+// NATS is the host's NATS connection, nil when the pipeline needs none.
+func (h *Host) NATS() *nats.Conn { return h.nc }
+
+// HTTPAddr is the address of the HTTP API, "" when it is off.
+func (h *Host) HTTPAddr() string {
+	if h.http == nil {
+		return ""
+	}
+	return h.http.Addr()
+}
+
+// Status reports the job's progress.
+func (h *Host) Status() exec.Status { return h.job.Status() }
+
+// Metrics returns the job's metrics.
+func (h *Host) Metrics() *exec.Metrics { return h.metrics }
+
+// Run runs the job until its sources end or ctx is cancelled (then it
+// drains and commits), and closes everything.
+func (h *Host) Run(ctx context.Context) error {
+	err := h.job.Run(ctx)
+	if cerr := h.Close(context.WithoutCancel(ctx)); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close releases everything Start opened, in reverse order.
+func (h *Host) Close(ctx context.Context) error {
+	var errs []error
+	if h.http != nil {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		errs = append(errs, h.http.Close(sctx))
+		cancel()
+		h.http = nil
+	}
+	for _, s := range h.sinks {
+		errs = append(errs, s.Close())
+	}
+	h.sinks = nil
+	for _, s := range h.sources {
+		errs = append(errs, s.Close())
+	}
+	h.sources = nil
+	if h.nc != nil {
+		h.nc.Close()
+		h.nc = nil
+	}
+	if h.embedded != nil {
+		errs = append(errs, h.embedded.Shutdown(ctx))
+		h.embedded = nil
+	}
+	if h.store != nil {
+		errs = append(errs, h.store.Close())
+		h.store = nil
+	}
+	for _, e := range h.engines {
+		errs = append(errs, e.Close(ctx))
+	}
+	h.engines = nil
+	return errors.Join(errs...)
+}
