@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/sluicehq/sluice/abi"
@@ -94,17 +95,51 @@ func (st *stage) run(ctx context.Context, recs []abi.Record, idx []int32) ([]abi
 		if w.err != nil {
 			return nil, nil, nil, fmt.Errorf("exec: operator %q: worker %d: %w", st.op.Name, w.id, w.err)
 		}
-		for i := range w.out.Records {
-			g := st.globalIndex(w, int(w.out.Records[i].Origin))
-			st.outRecs = append(st.outRecs, w.out.Records[i])
-			st.outIdx = append(st.outIdx, idx[g])
-		}
 		for _, r := range w.out.Rejects {
 			st.rejects = append(st.rejects, plugin.Reject{Index: st.globalIndex(w, r.Index), Err: r.Err})
 		}
 	}
+	if st.keyed && len(active) > 1 {
+		st.mergeByInput(active, idx)
+		slices.SortFunc(st.rejects, func(a, b plugin.Reject) int { return a.Index - b.Index })
+	} else {
+		for _, w := range active {
+			for i := range w.out.Records {
+				g := st.globalIndex(w, int(w.out.Records[i].Origin))
+				st.outRecs = append(st.outRecs, w.out.Records[i])
+				st.outIdx = append(st.outIdx, idx[g])
+			}
+		}
+	}
 	st.out += uint64(len(st.outRecs))
 	return st.outRecs, st.outIdx, st.rejects, nil
+}
+
+// mergeByInput gathers the keyed workers' outputs in the order of the
+// inputs they came from, as a serial run would emit them. Each worker's
+// outputs are already in its inputs' order, so this is a k-way merge. The
+// order matters beyond looks: output ids count the outputs of each input
+// in this order, and must not depend on how many workers there are.
+func (st *stage) mergeByInput(active []*worker, idx []int32) {
+	next := make([]int, len(active))
+	for {
+		best, bestG := -1, 0
+		for k, w := range active {
+			if next[k] == len(w.out.Records) {
+				continue
+			}
+			g := st.globalIndex(w, int(w.out.Records[next[k]].Origin))
+			if best < 0 || g < bestG {
+				best, bestG = k, g
+			}
+		}
+		if best < 0 {
+			return
+		}
+		st.outRecs = append(st.outRecs, active[best].out.Records[next[best]])
+		st.outIdx = append(st.outIdx, idx[bestG])
+		next[best]++
+	}
 }
 
 func (st *stage) globalIndex(w *worker, local int) int {

@@ -65,16 +65,15 @@ type Host struct {
 
 // Start prepares p to run: on any error, everything opened so far is closed
 // again and the error names what failed.
-func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (h *Host, err error) {
+func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	h = &Host{p: p, log: log.With("pipeline", p.Name), metrics: exec.NewMetrics()}
+	h := &Host{p: p, log: log.With("pipeline", p.Name), metrics: exec.NewMetrics()}
 	defer func() {
 		if err != nil {
 			h.Close(context.WithoutCancel(ctx))
-			h = nil
 		}
 	}()
 	dataDir := p.DataDir
