@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -17,6 +18,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/connectors"
 	"github.com/sluicehq/sluice/host/plugin"
 	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
@@ -360,4 +362,62 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "at least one source") {
 		t.Errorf("New with no sources = %v", err)
 	}
+}
+
+// TestOversizeAndUndecodableInputsAreDeadLettered: a record over the first
+// operator's size limit, and an input the source could not decode, go to
+// the dead letters with their positions; the rest is processed.
+func TestOversizeAndUndecodableInputsAreDeadLettered(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	big := strings.Repeat("x", 500)
+	src := &badSource{sliceSource: sliceSource{recs: records("a", big, "b", "c")}, badAt: 3}
+	sink, dead := &memSink{}, &memSink{}
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: src}},
+		Operators: []Operator{{Name: "up", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0), Parallelism: 1, MaxRecordBytes: 200}},
+		Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Store: store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range sink.records() {
+		got = append(got, string(o.Record.Value))
+	}
+	if strings.Join(got, ",") != "A,C" {
+		t.Errorf("outputs %v, want [A C]", got)
+	}
+	d := dead.records()
+	if len(d) != 2 {
+		t.Fatalf("%d dead letters, want 2", len(d))
+	}
+	if header(d[0].Record, HeaderPosition) != "2" || !strings.Contains(header(d[0].Record, HeaderError), "over the operator's limit of 200 bytes") {
+		t.Errorf("oversize dead letter: %v", d[0].Record.Headers)
+	}
+	if header(d[1].Record, HeaderPosition) != "3" || header(d[1].Record, HeaderError) != "line 3: bad input" || header(d[1].Record, HeaderOperator) != "" {
+		t.Errorf("undecodable dead letter: %v", d[1].Record.Headers)
+	}
+	if got := store.Positions()["in"]; got != 4 {
+		t.Errorf("committed position %d, want 4: dead letters are committed too", got)
+	}
+}
+
+// badSource marks the message at position badAt as undecodable.
+type badSource struct {
+	sliceSource
+	badAt uint64
+}
+
+func (s *badSource) Read(ctx context.Context, buf []connectors.Message) (int, error) {
+	n, err := s.sliceSource.Read(ctx, buf)
+	for i := range buf[:n] {
+		if buf[i].Position == s.badAt {
+			buf[i].Err = errors.New("line 3: bad input")
+		}
+	}
+	return n, err
 }

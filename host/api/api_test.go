@@ -1,0 +1,63 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestEndpoints(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_test_total", Help: "test"})
+	reg.MustRegister(c)
+	c.Add(3)
+	srv, err := Listen("127.0.0.1:0", Handler(reg, func() any { return map[string]int{"batches": 7} }), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close(context.Background())
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + srv.Addr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "sluice_test_total 3") {
+		t.Errorf("/metrics: %d %q", code, body)
+	}
+	code, body := get("/api/v1/pipeline")
+	var st map[string]int
+	if code != 200 || json.Unmarshal([]byte(body), &st) != nil || st["batches"] != 7 {
+		t.Errorf("/api/v1/pipeline: %d %q", code, body)
+	}
+	if code, _ := get("/nope"); code != 404 {
+		t.Errorf("/nope: %d", code)
+	}
+}
+
+func TestListenErrorNamesAddress(t *testing.T) {
+	srv, err := Listen("127.0.0.1:0", http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close(context.Background())
+	_, err = Listen(srv.Addr(), http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), srv.Addr()) {
+		t.Errorf("second Listen on %s = %v", srv.Addr(), err)
+	}
+}
