@@ -2,11 +2,9 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,40 +55,13 @@ func testMain(m *testing.M) int {
 // baseConfig is NewConfig with the shared compilation cache.
 func baseConfig() Config { return NewConfig().WithCacheDir(testCacheDir) }
 
-// buildGuests compiles the guests, at most two at a time (the machine's
-// cores are shared), and returns their bytes.
+// buildGuests compiles the guests under testdata/guests and returns their bytes.
 func buildGuests(ctx context.Context, names []string) (map[string][]byte, error) {
-	dir, err := os.MkdirTemp("", "sluice-runtime-guests-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-
-	sem := make(chan struct{}, 2)
-	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = wasmbuild.Go(ctx, filepath.Join("testdata", "guests", name), filepath.Join(dir, name+".wasm"))
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	out := make(map[string][]byte, len(names))
+	dirs := make(map[string]string, len(names))
 	for _, name := range names {
-		b, err := os.ReadFile(filepath.Join(dir, name+".wasm"))
-		if err != nil {
-			return nil, err
-		}
-		out[name] = b
+		dirs[name] = filepath.Join("testdata", "guests", name)
 	}
-	return out, nil
+	return wasmbuild.GoModules(ctx, dirs)
 }

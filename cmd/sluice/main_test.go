@@ -32,10 +32,21 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		pluginsDir = filepath.Join(dir, "plugins")
+		dirs := map[string]string{}
 		for _, p := range []string{"wordsplit", "wordcount", "upper"} {
-			if err := wasmbuild.Go(context.Background(), filepath.Join("..", "..", "plugins", p), filepath.Join(pluginsDir, p+".wasm")); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
+			dirs[p] = filepath.Join("..", "..", "plugins", p)
+		}
+		mods, err := wasmbuild.GoModules(context.Background(), dirs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := os.MkdirAll(pluginsDir, 0o755); err != nil {
+			panic(err)
+		}
+		for name, wasm := range mods {
+			if err := os.WriteFile(filepath.Join(pluginsDir, name+".wasm"), wasm, 0o644); err != nil {
+				panic(err)
 			}
 		}
 		return m.Run()

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,29 +25,20 @@ import (
 )
 
 // modules holds the compiled test plugins, built once in TestMain.
-var modules = map[string][]byte{}
+var modules map[string][]byte
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sluice-exec-test-")
-	if err != nil {
-		panic(err)
-	}
-	for name, src := range map[string]string{
+	var err error
+	modules, err = wasmbuild.GoModules(context.Background(), map[string]string{
 		"upper":     "../../plugins/upper",
 		"wordcount": "../../plugins/wordcount",
 		"faulty":    "testdata/faulty",
-	} {
-		out := filepath.Join(dir, name+".wasm")
-		if err := wasmbuild.Go(context.Background(), src, out); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		if modules[name], err = os.ReadFile(out); err != nil {
-			panic(err)
-		}
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)

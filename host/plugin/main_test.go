@@ -44,7 +44,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	env = testEnv{guests: make(map[string][]byte), cacheDir: filepath.Join(dir, "cache")}
-	if err := buildGuests(dir); err != nil {
+	if err := buildGuests(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -58,34 +58,17 @@ func run(m *testing.M) int {
 	return code
 }
 
-// buildGuests compiles every guest, at most two at a time.
-func buildGuests(dir string) error {
+// buildGuests compiles every guest under testdata/guests.
+func buildGuests() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	sem := make(chan struct{}, 2)
-	var wg sync.WaitGroup
-	errs := make([]error, len(guestNames))
-	for i, name := range guestNames {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = wasmbuild.Go(ctx, filepath.Join("testdata", "guests", name), filepath.Join(dir, name+".wasm"))
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return err
-	}
+	dirs := make(map[string]string, len(guestNames))
 	for _, name := range guestNames {
-		b, err := os.ReadFile(filepath.Join(dir, name+".wasm"))
-		if err != nil {
-			return err
-		}
-		env.guests[name] = b
+		dirs[name] = filepath.Join("testdata", "guests", name)
 	}
-	return nil
+	mods, err := wasmbuild.GoModules(ctx, dirs)
+	env.guests = mods
+	return err
 }
 
 // guest returns the bytes of a built guest.

@@ -64,3 +64,45 @@ func goCommand() (string, error) {
 	}
 	return p, nil
 }
+
+// GoModules compiles several Go guests at once and returns each module's
+// bytes under the name it was given: dirs maps a name to the directory of
+// its main package. At most two builds run at a time (the go command is
+// itself parallel); every failure is reported, joined.
+func GoModules(ctx context.Context, dirs map[string]string) (map[string][]byte, error) {
+	tmp, err := os.MkdirTemp("", "sluice-wasmbuild-")
+	if err != nil {
+		return nil, fmt.Errorf("wasmbuild: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	type result struct {
+		name string
+		wasm []byte
+		err  error
+	}
+	results := make(chan result, len(dirs))
+	sem := make(chan struct{}, 2)
+	for name, dir := range dirs {
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out := filepath.Join(tmp, name+".wasm")
+			r := result{name: name, err: Go(ctx, dir, out)}
+			if r.err == nil {
+				r.wasm, r.err = os.ReadFile(out)
+			}
+			results <- r
+		}()
+	}
+	mods := make(map[string][]byte, len(dirs))
+	var errs []error
+	for range dirs {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.name, r.err))
+			continue
+		}
+		mods[r.name] = r.wasm
+	}
+	return mods, errors.Join(errs...)
+}
