@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/runner"
@@ -39,9 +40,10 @@ func (f *logFlags) logger() (*slog.Logger, error) {
 
 func newRunCmd() *cobra.Command {
 	var (
-		file string
-		opts runner.Options
-		logs logFlags
+		file     string
+		opts     runner.Options
+		logs     logFlags
+		progress time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run -c PIPELINE.yaml [--data-dir DIR] [--nats-url URL]",
@@ -75,7 +77,10 @@ signal exits at once.`,
 				return err
 			}
 			log.Info("pipeline running", "pipeline", p.Name, "operators", len(p.Operators))
-			if err := h.Run(ctx); err != nil {
+			stopProgress := reportProgress(log, h, progress)
+			err = h.Run(ctx)
+			stopProgress()
+			if err != nil {
 				return err
 			}
 			st := h.Status()
@@ -88,6 +93,36 @@ signal exits at once.`,
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "data directory (state, embedded NATS store, compiled plugins); overrides data_dir")
 	cmd.Flags().StringVar(&opts.NATSURL, "nats-url", "", "URL of a NATS server to use instead of the embedded one; overrides nats.url")
 	cmd.Flags().StringVar(&opts.HTTPAddr, "http", "", `address of the HTTP API (health, metrics, status), or "off"; overrides http.addr`)
+	cmd.Flags().DurationVar(&progress, "progress", 10*time.Second, "how often to log progress (records, rate, positions); 0 turns it off")
 	logs.register(cmd, "info")
 	return cmd
+}
+
+// reportProgress logs the job's progress every interval until the returned
+// function is called.
+func reportProgress(log *slog.Logger, h *runner.Host, interval time.Duration) func() {
+	if interval <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		var last uint64
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				st := h.Status()
+				log.Info("progress", "records_in", st.RecordsIn,
+					"rate_per_s", float64(st.RecordsIn-last)/interval.Seconds(),
+					"records_out", st.Outputs, "dead_letters", st.Dead, "batches", st.Batches, "positions", st.Positions)
+				last = st.RecordsIn
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
