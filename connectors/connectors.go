@@ -77,6 +77,20 @@ type Sink interface {
 	Close() error
 }
 
+// Rewindable is a sink that can take back what it wrote after a committed
+// point, which makes its output exactly once without de-duplication
+// downstream. The host commits Offset after each flushed batch, with the
+// state, and on restart calls Rewind with the committed offset before the
+// first Write, dropping what a crash left behind after it.
+type Rewindable interface {
+	Sink
+	// Offset returns the sink's position after the last Flush.
+	Offset() uint64
+	// Rewind drops everything written after offset, an Offset of an
+	// earlier run.
+	Rewind(offset uint64) error
+}
+
 // Errors shared by connectors, checked with errors.Is.
 var (
 	// ErrMalformed is wrapped by Message.Err when an input could not be

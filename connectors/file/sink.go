@@ -35,15 +35,17 @@ type SinkConfig struct {
 
 // Sink appends records to a file, one per line.
 type Sink struct {
-	cfg    SinkConfig
-	name   string
-	f      *os.File
-	w      *bufio.Writer
-	line   []byte // encoding buffer, reused
-	closed bool
+	cfg     SinkConfig
+	name    string
+	f       *os.File
+	w       *bufio.Writer
+	line    []byte // encoding buffer, reused
+	size    uint64 // bytes in the file after the last Flush
+	pending uint64 // bytes written since the last Flush
+	closed  bool
 }
 
-var _ connectors.Sink = (*Sink)(nil)
+var _ connectors.Rewindable = (*Sink)(nil)
 
 // NewSink opens (or creates) the file of cfg for appending.
 func NewSink(cfg SinkConfig) (*Sink, error) {
@@ -70,7 +72,41 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &Sink{cfg: cfg, name: name, f: f, w: bufio.NewWriterSize(f, 64<<10)}, nil
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &Sink{cfg: cfg, name: name, f: f, w: bufio.NewWriterSize(f, 64<<10), size: uint64(st.Size())}, nil
+}
+
+// Offset returns the size of the file after the last Flush.
+func (s *Sink) Offset() uint64 { return s.size }
+
+// Rewind truncates the file to offset, dropping the lines a crashed run
+// wrote after its last commit. It must be called before any Write. A file
+// shorter than offset was changed by something else, and is an error.
+func (s *Sink) Rewind(offset uint64) error {
+	if s.closed {
+		return fmt.Errorf("%s: rewind: %w", s.name, connectors.ErrClosed)
+	}
+	if s.pending > 0 {
+		return fmt.Errorf("%s: rewind after a write", s.name)
+	}
+	if offset > s.size {
+		return fmt.Errorf("%s: the file has %d bytes, fewer than the %d committed: it was changed outside the pipeline; move it away to start it afresh", s.name, s.size, offset)
+	}
+	if offset == s.size {
+		return nil
+	}
+	if err := s.f.Truncate(int64(offset)); err != nil {
+		return fmt.Errorf("%s: rewind: %w", s.name, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("%s: rewind: %w", s.name, err)
+	}
+	s.size = offset
+	return nil
 }
 
 // Name returns the sink's name.
@@ -99,6 +135,7 @@ func (s *Sink) Write(_ context.Context, out []connectors.Out) error {
 		if _, err := s.w.Write(s.line); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}
+		s.pending += uint64(len(s.line))
 	}
 	return nil
 }
@@ -114,6 +151,8 @@ func (s *Sink) Flush(context.Context) error {
 	if err := s.f.Sync(); err != nil {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
+	s.size += s.pending
+	s.pending = 0
 	return nil
 }
 

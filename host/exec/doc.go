@@ -17,11 +17,13 @@
 //  3. the sources are acknowledged up to those positions.
 //
 // A crash before step 2 replays the batch on restart: state is as it was
-// before the batch, and JetStream sinks drop the repeated outputs by id. A
-// crash between 2 and 3 makes the source redeliver what was committed; the
-// sources skip positions at or before the committed ones. So with a
-// resumable source and a de-duplicating sink, output and state are exactly
-// once; a core NATS source is at most once, and a file sink at least once.
+// before the batch, JetStream sinks drop the repeated outputs by id, and
+// rewindable sinks (files) are cut back to the offset committed with the
+// state (connectors.Rewindable). A crash between 2 and 3 makes the source
+// redeliver what was committed; the sources skip positions at or before
+// the committed ones. So with a resumable source, output and state are
+// exactly once; a core NATS source is at most once, and a core NATS sink
+// repeats a crashed batch's outputs (at least once).
 //
 // # Workers and key groups
 //

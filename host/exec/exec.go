@@ -133,6 +133,14 @@ func New(ctx context.Context, cfg Config) (*Job, error) {
 		})
 	}
 	committed := cfg.Store.Positions()
+	for _, out := range j.rewindable() {
+		if off, ok := committed[sinkKey(out.Name)]; ok {
+			if err := out.Sink.(connectors.Rewindable).Rewind(off); err != nil {
+				j.closeStages(ctx)
+				return nil, fmt.Errorf("exec: sink %q: %w", out.Name, err)
+			}
+		}
+	}
 	for _, in := range cfg.Sources {
 		after := committed[in.Name]
 		if err := in.Source.Open(ctx, after); err != nil {
@@ -142,6 +150,28 @@ func New(ctx context.Context, cfg Config) (*Job, error) {
 		j.status.Positions[in.Name] = after
 	}
 	return j, nil
+}
+
+// deadLetterName names the dead-letter sink among the sinks.
+const deadLetterName = "dead_letter"
+
+// sinkKey is the key under which a rewindable sink's offset is committed
+// with the source positions. Source names cannot contain "/".
+func sinkKey(name string) string { return "sink/" + name }
+
+// rewindable returns the sinks, the dead-letter one included, whose output
+// is made exactly once by committing their offsets.
+func (j *Job) rewindable() []Output {
+	var outs []Output
+	for _, o := range j.cfg.Sinks {
+		if _, ok := o.Sink.(connectors.Rewindable); ok {
+			outs = append(outs, o)
+		}
+	}
+	if _, ok := j.cfg.DeadLetter.(connectors.Rewindable); ok {
+		outs = append(outs, Output{Name: deadLetterName, Sink: j.cfg.DeadLetter})
+	}
+	return outs
 }
 
 // Status returns a snapshot of the job's progress.
@@ -375,6 +405,9 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 		if err := s.Sink.Flush(flushCtx); err != nil {
 			return fmt.Errorf("exec: sink %q: flush: %w", s.Name, err)
 		}
+	}
+	for _, out := range j.rewindable() {
+		b.positions[sinkKey(out.Name)] = out.Sink.(connectors.Rewindable).Offset()
 	}
 	if err := j.cfg.Store.Commit(b.positions); err != nil {
 		return fmt.Errorf("exec: commit: %w", err)

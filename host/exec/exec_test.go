@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/connectors/file"
 	"github.com/sluicehq/sluice/host/plugin"
 	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
@@ -410,4 +412,48 @@ func (s *badSource) Read(ctx context.Context, buf []connectors.Message) (int, er
 		}
 	}
 	return n, err
+}
+
+// TestFileSinkIsCutBackToTheCommit simulates a crash after a file sink
+// wrote a batch that was never committed: the next run cuts the file back
+// to the committed length before writing, so the file holds each output
+// once, as after an uninterrupted run.
+func TestFileSinkIsCutBackToTheCommit(t *testing.T) {
+	dir := t.TempDir()
+	outPath := filepath.Join(dir, "out.txt")
+	values := []string{"a", "b", "c", "d", "e", "f"}
+	up := load(t, "upper", plugin.KindMap, 0)
+	runOnce := func(recs []abi.Record) {
+		t.Helper()
+		store := openStore(t, filepath.Join(dir, "state"))
+		defer store.Close()
+		sink, err := file.NewSink(file.SinkConfig{Path: outPath, Format: file.Lines})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sink.Close()
+		job, err := New(context.Background(), Config{
+			Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: recs}}},
+			Operators: []Operator{{Name: "up", Kind: plugin.KindMap, Plugin: up, Parallelism: 1}},
+			Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: &memSink{}, Store: store, BatchSize: 2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runOnce(records(values[:3]...))
+	// What a crashed batch would leave behind: written, never committed.
+	f, err := os.OpenFile(outPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("D\nE\n")
+	f.Close()
+	runOnce(records(values...))
+	if got, _ := os.ReadFile(outPath); string(got) != "A\nB\nC\nD\nE\nF\n" {
+		t.Errorf("file after the resumed run: %q", got)
+	}
 }
