@@ -53,4 +53,9 @@
 // as the same records. In "lines" it writes the value alone, and refuses a
 // value that contains a line break. Write buffers; Flush writes the buffer
 // and fsyncs the file.
+//
+// The sink is a connectors.Rewindable: Offset is the file's length after
+// the last Flush, which the host commits with each batch, and Rewind cuts
+// the file back to a committed length on restart, so a crash leaves no
+// line written twice.
 package file
