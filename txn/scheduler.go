@@ -1,0 +1,224 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+)
+
+// Config configures a Scheduler.
+type Config struct {
+	// Workers is the number of worker goroutines (at least 1).
+	Workers int
+	// Partitions is the number of partitions of the S-Store baseline
+	// (default 8 per worker).
+	Partitions int
+	// Logger receives debug logs of each batch (default: slog.Default()).
+	Logger *slog.Logger
+}
+
+// Scheduler executes batches of transactions on a fixed pool of workers,
+// started by New and stopped by Close. One Run executes at a time; Run and
+// Close are safe to call from several goroutines.
+type Scheduler struct {
+	n     int
+	parts int
+	log   *slog.Logger
+
+	mu     sync.Mutex // serialises Run and Close, guards buf
+	buf    *planBuf
+	closed bool
+	work   []chan task
+	exited sync.WaitGroup
+}
+
+type task struct {
+	f    func(w int)
+	done *sync.WaitGroup
+}
+
+// New starts a Scheduler's workers.
+func New(cfg Config) (*Scheduler, error) {
+	if cfg.Workers < 1 {
+		return nil, fmt.Errorf("txn: config: Workers is %d, want at least 1", cfg.Workers)
+	}
+	if cfg.Partitions < 0 {
+		return nil, fmt.Errorf("txn: config: Partitions is %d, want at least 0", cfg.Partitions)
+	}
+	s := &Scheduler{n: cfg.Workers, parts: cfg.Partitions, log: cfg.Logger}
+	if s.parts == 0 {
+		s.parts = 8 * s.n
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.work = make([]chan task, s.n)
+	for i := range s.work {
+		s.work[i] = make(chan task, 1)
+		s.exited.Add(1)
+		go s.worker(i, s.work[i])
+	}
+	return s, nil
+}
+
+func (s *Scheduler) worker(id int, ch chan task) {
+	defer s.exited.Done()
+	for t := range ch {
+		t.f(id)
+		t.done.Done()
+	}
+}
+
+// Workers returns the number of workers.
+func (s *Scheduler) Workers() int { return s.n }
+
+// dispatch runs f on every worker and waits for all of them.
+func (s *Scheduler) dispatch(f func(w int)) {
+	var wg sync.WaitGroup
+	wg.Add(s.n)
+	for _, ch := range s.work {
+		ch <- task{f: f, done: &wg}
+	}
+	wg.Wait()
+}
+
+// Close stops the workers and waits for them to exit. It is idempotent.
+func (s *Scheduler) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, ch := range s.work {
+		close(ch)
+	}
+	s.exited.Wait()
+	return nil
+}
+
+// Run executes a batch with strategy st and returns the outcome, which equals
+// the serial executor's: the same change set, the same committed or aborted
+// outcome per transaction and the same values read per operation.
+//
+// An Apply error, or an access outside an operation's declaration, fails the
+// batch with an *OpError for the earliest such operation that the serial
+// executor reaches; the caller decides what to do with the batch. Run
+// returns ctx's error if ctx ends first. The Result's slices alias the
+// values Apply returned and the Store's values.
+func (s *Scheduler) Run(ctx context.Context, st Strategy, batch []Txn, store Store, apply Apply) (*Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("txn: run cancelled: %w", err)
+	}
+	var res *Result
+	var err error
+	switch st.Kind {
+	case Serial:
+		res, err = runSerial(ctx, batch, store, apply)
+	case SStore:
+		res, err = s.runSStore(ctx, batch, store, apply)
+	default:
+		res, err = s.runTPG(ctx, st, batch, store, apply)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.DebugContext(ctx, "txn batch", "strategy", st.String(), "txns", len(batch),
+			"aborted", res.Stats.Aborted, "passes", res.Stats.Passes, "wall", res.Stats.Wall)
+	}
+	return res, nil
+}
+
+// nsWork: non-structured exploration. A worker runs a ready unit, then one of
+// the children it made ready itself (depth first, no queue round trip), and
+// queues the others.
+func (x *run) nsWork(wid int) {
+	w := &x.workers[wid]
+	var ready []int32
+	next := int32(-1)
+	for {
+		if next < 0 {
+			next = x.q.pop()
+			if next < 0 {
+				return
+			}
+		}
+		if x.stop.Load() {
+			x.q.finish()
+			return
+		}
+		u := next
+		next = -1
+		x.execUnit(w, u)
+		ready = ready[:0]
+		for _, c := range x.us.children[x.us.childStart[u]:x.us.childStart[u+1]] {
+			if x.pending[c].Add(-1) == 0 {
+				if next < 0 {
+					next = c
+				} else {
+					ready = append(ready, c)
+				}
+			}
+		}
+		if len(ready) > 0 {
+			x.q.push(ready)
+		}
+		if x.remaining.Add(-1) == 0 {
+			x.q.finish()
+		}
+	}
+}
+
+// bfsWork: structured breadth-first exploration, a barrier between levels.
+func (x *run) bfsWork(wid int) {
+	w := &x.workers[wid]
+	us := x.us
+	for l := 0; l+1 < len(us.levelStart); l++ {
+		level := us.order[us.levelStart[l]:us.levelStart[l+1]]
+		for !x.stop.Load() {
+			i := x.lvlIdx[l].Add(1) - 1
+			if i >= int64(len(level)) {
+				break
+			}
+			x.execUnit(w, level[i])
+		}
+		if x.nw > 1 {
+			x.bar.wait()
+		}
+	}
+}
+
+// dfsWork: structured depth-ordered exploration without barriers. Units are
+// claimed in level order; a worker waits for the parents of the unit it
+// claimed. The earliest claimed unfinished unit always has its parents done
+// (they were claimed before it), so the wait ends.
+func (x *run) dfsWork(wid int) {
+	w := &x.workers[wid]
+	us := x.us
+	n := int64(len(us.order))
+	for !x.stop.Load() {
+		i := x.claim.Add(1) - 1
+		if i >= n {
+			return
+		}
+		u := us.order[i]
+		for spins := 0; x.pending[u].Load() > 0; spins++ {
+			if x.stop.Load() {
+				return
+			}
+			runtime.Gosched()
+		}
+		x.execUnit(w, u)
+		for _, c := range us.children[us.childStart[u]:us.childStart[u+1]] {
+			x.pending[c].Add(-1)
+		}
+	}
+}

@@ -1,0 +1,382 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// entry is a value written in the batch (or its deletion).
+type entry struct {
+	value []byte
+	del   bool
+}
+
+type keyEntry struct {
+	key Key
+	entry
+}
+
+// txnExec runs one transaction alone, the way the serial executor does:
+// operations in order, each reading its transaction's own earlier writes,
+// then state through get; it stops at the first abort or error. writes
+// receives the transaction's writes, in order, when it commits.
+type txnExec struct {
+	get    func(Key) Value
+	apply  Apply
+	local  []keyEntry
+	acc    serialAccess
+	useful time.Duration
+}
+
+// exec runs transaction t; obs receives what its operations read.
+func (e *txnExec) exec(t int, tx *Txn, obs []Observed) (committed bool, err error) {
+	e.local = e.local[:0]
+	for m := range tx.Ops {
+		op := &tx.Ops[m]
+		o := &obs[m]
+		o.Executed = true
+		if !op.NonDet {
+			o.Own = e.lookup(op.Write)
+		}
+		for i, k := range op.Reads {
+			o.Reads[i] = e.lookup(k)
+		}
+		a := &e.acc
+		a.e, a.op, a.o, a.buf, a.err = e, op, o, a.buf[:0], nil
+		t0 := time.Now()
+		eff, err := e.apply(t, m, op, a)
+		e.useful += time.Since(t0)
+		if err == nil {
+			err = a.err
+		}
+		if err != nil {
+			return false, &OpError{Txn: t, Op: m, Err: err}
+		}
+		if eff.Abort {
+			return false, nil
+		}
+		if op.NonDet {
+			e.local = append(e.local, a.buf...)
+		} else if !eff.Keep {
+			v := eff.Value
+			if eff.Delete {
+				v = nil
+			}
+			e.local = append(e.local, keyEntry{op.Write, entry{v, eff.Delete}})
+		}
+	}
+	return true, nil
+}
+
+func (e *txnExec) lookup(k Key) Value {
+	for i := len(e.local) - 1; i >= 0; i-- {
+		if e.local[i].key == k {
+			return Value{Bytes: e.local[i].value, Found: !e.local[i].del}
+		}
+	}
+	return e.get(k)
+}
+
+// serialAccess is the Access of the serial executor and of S-Store.
+type serialAccess struct {
+	e   *txnExec
+	op  *Op
+	o   *Observed
+	buf []keyEntry
+	err error
+}
+
+func (a *serialAccess) fail(err error) error {
+	err = fmt.Errorf("%w: %v", ErrUndeclared, err)
+	if a.err == nil {
+		a.err = err
+	}
+	return err
+}
+
+func (a *serialAccess) Own() ([]byte, bool) {
+	if a.op.NonDet {
+		return nil, false
+	}
+	return a.o.Own.Bytes, a.o.Own.Found
+}
+
+func (a *serialAccess) Read(i int) ([]byte, bool) {
+	if i < 0 || i >= len(a.o.Reads) {
+		a.fail(fmt.Errorf("read index %d of %d declared reads", i, len(a.o.Reads)))
+		return nil, false
+	}
+	return a.o.Reads[i].Bytes, a.o.Reads[i].Found
+}
+
+func (a *serialAccess) Get(k Key) ([]byte, bool, error) {
+	for i := len(a.buf) - 1; i >= 0; i-- {
+		if a.buf[i].key == k {
+			return a.buf[i].value, !a.buf[i].del, nil
+		}
+	}
+	idx, err := checkGet(a.op, k)
+	if err != nil {
+		return nil, false, a.fail(err)
+	}
+	switch {
+	case idx == getOwn:
+		return a.o.Own.Bytes, a.o.Own.Found, nil
+	case idx >= 0:
+		return a.o.Reads[idx].Bytes, a.o.Reads[idx].Found, nil
+	}
+	v := a.e.lookup(k)
+	a.o.Gets = append(a.o.Gets, KeyValue{Key: k, Value: v})
+	return v.Bytes, v.Found, nil
+}
+
+func (a *serialAccess) Put(k Key, v []byte) error { return a.write(k, v, false) }
+
+func (a *serialAccess) Delete(k Key) error { return a.write(k, nil, true) }
+
+func (a *serialAccess) write(k Key, v []byte, del bool) error {
+	if err := checkPut(a.op, k); err != nil {
+		return a.fail(err)
+	}
+	a.buf = append(a.buf, keyEntry{k, entry{v, del}})
+	return nil
+}
+
+// newObserved allocates the Observed of every operation of a batch.
+func newObserved(batch []Txn) ([]Observed, []int32) {
+	first := make([]int32, len(batch)+1)
+	n, nr := 0, 0
+	for t := range batch {
+		first[t] = int32(n)
+		for m := range batch[t].Ops {
+			n++
+			nr += len(batch[t].Ops[m].Reads)
+		}
+	}
+	first[len(batch)] = int32(n)
+	obs := make([]Observed, n)
+	vals := make([]Value, nr)
+	for t := range batch {
+		for m := range batch[t].Ops {
+			k := len(batch[t].Ops[m].Reads)
+			obs[int(first[t])+m].Reads = vals[:k:k]
+			vals = vals[k:]
+		}
+	}
+	return obs, first
+}
+
+// runSerial is the oracle: transactions one by one in timestamp order.
+func runSerial(ctx context.Context, batch []Txn, store Store, apply Apply) (*Result, error) {
+	t0 := time.Now()
+	obs, first := newObserved(batch)
+	res := &Result{Committed: make([]bool, len(batch)), obs: obs, first: first}
+	state := map[Key]entry{}
+	e := &txnExec{apply: apply, get: func(k Key) Value {
+		if v, ok := state[k]; ok {
+			return Value{Bytes: v.value, Found: !v.del}
+		}
+		b, ok := store.Get(k)
+		return Value{Bytes: b, Found: ok}
+	}}
+	for t := range batch {
+		if t&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("txn: run cancelled: %w", err)
+			}
+		}
+		ok, err := e.exec(t, &batch[t], obs[first[t]:first[t+1]])
+		if err != nil {
+			return nil, err
+		}
+		res.Committed[t] = ok
+		if !ok {
+			res.Stats.Aborted++
+			continue
+		}
+		for _, w := range e.local {
+			state[w.key] = w.entry
+		}
+	}
+	clearUnexecuted(obs)
+	res.Changes = changesOf(batch, state)
+	res.Stats.Strategy, res.Stats.Workers, res.Stats.Txns = "serial", 1, len(batch)
+	res.Stats.Ops, res.Stats.Passes = int(first[len(batch)]), 1
+	res.Stats.Useful = e.useful
+	res.Stats.Wall = time.Since(t0)
+	res.Stats.Explore = max(res.Stats.Wall-e.useful, 0)
+	return res, nil
+}
+
+// clearUnexecuted leaves the Observed of operations that never ran zero.
+func clearUnexecuted(obs []Observed) {
+	for i := range obs {
+		if !obs[i].Executed {
+			obs[i].Reads = nil
+		}
+	}
+}
+
+// changesOf orders a batch's final writes as Result.Changes documents.
+func changesOf(batch []Txn, state map[Key]entry) []Change {
+	out := make([]Change, 0, len(state))
+	seen := make(map[Key]bool, len(state))
+	take := func(k Key) {
+		if v, ok := state[k]; ok && !seen[k] {
+			seen[k] = true
+			out = append(out, Change{Key: k, Value: v.value, Delete: v.del})
+		}
+	}
+	for t := range batch {
+		for m := range batch[t].Ops {
+			op := &batch[t].Ops[m]
+			if !op.NonDet {
+				take(op.Write)
+			}
+			for _, k := range op.Reads {
+				take(k)
+			}
+		}
+	}
+	planned := len(out)
+	for k, v := range state {
+		if !seen[k] {
+			out = append(out, Change{Key: k, Value: v.value, Delete: v.del})
+		}
+	}
+	sortChanges(out[planned:])
+	return out
+}
+
+// runSStore is the S-Store-like baseline: keys hash to partitions; a
+// transaction takes the locks of its partitions (all of them if it has a
+// non-deterministic operation) in timestamp order, and workers run whole
+// transactions. Partition p's lock is the position pos[p] in the list of
+// transactions touching p: a transaction runs when it is at the head of all
+// its lists. Transactions are claimed in timestamp order, so the earliest
+// claimed unfinished one is always at the head of its lists: no deadlock.
+func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, apply Apply) (*Result, error) {
+	t0 := time.Now()
+	np := s.parts
+	seed := maphash.MakeSeed()
+	part := func(k Key) int {
+		return int(maphash.Comparable(seed, k) % uint64(np))
+	}
+	// Plan: each transaction's partitions and its position in each.
+	type claim struct{ part, pos int32 }
+	claims := make([][]claim, len(batch))
+	count := make([]int32, np)
+	mark := make([]int, np)
+	for i := range mark {
+		mark[i] = -1
+	}
+	for t := range batch {
+		var cs []claim
+		take := func(p int) {
+			if mark[p] != t {
+				mark[p] = t
+				cs = append(cs, claim{int32(p), count[p]})
+				count[p]++
+			}
+		}
+		all := false
+		for m := range batch[t].Ops {
+			all = all || batch[t].Ops[m].NonDet
+		}
+		if all {
+			for p := 0; p < np; p++ {
+				take(p)
+			}
+		} else {
+			for m := range batch[t].Ops {
+				op := &batch[t].Ops[m]
+				take(part(op.Write))
+				for _, k := range op.Reads {
+					take(part(k))
+				}
+			}
+		}
+		claims[t] = cs
+	}
+	obs, first := newObserved(batch)
+	res := &Result{Committed: make([]bool, len(batch)), obs: obs, first: first}
+	errs := make([]error, len(batch))
+	states := make([]map[Key]entry, np)
+	for i := range states {
+		states[i] = map[Key]entry{}
+	}
+	pos := make([]atomic.Int32, np)
+	var next atomic.Int64
+	var stop atomic.Bool
+	stopWatch := context.AfterFunc(ctx, func() { stop.Store(true) })
+	defer stopWatch()
+	plan := time.Since(t0)
+	var useful atomic.Int64
+	s.dispatch(func(int) {
+		e := &txnExec{apply: apply, get: func(k Key) Value {
+			if v, ok := states[part(k)][k]; ok {
+				return Value{Bytes: v.value, Found: !v.del}
+			}
+			b, ok := store.Get(k)
+			return Value{Bytes: b, Found: ok}
+		}}
+		defer func() { useful.Add(int64(e.useful)) }()
+		for !stop.Load() {
+			t := int(next.Add(1) - 1)
+			if t >= len(batch) {
+				return
+			}
+			for _, c := range claims[t] {
+				for pos[c.part].Load() != c.pos {
+					if stop.Load() {
+						return
+					}
+					runtime.Gosched()
+				}
+			}
+			ok, err := e.exec(t, &batch[t], obs[first[t]:first[t+1]])
+			errs[t] = err
+			res.Committed[t] = ok
+			if ok {
+				for _, w := range e.local {
+					states[part(w.key)][w.key] = w.entry
+				}
+			}
+			for _, c := range claims[t] {
+				pos[c.part].Add(1)
+			}
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("txn: run cancelled: %w", err)
+	}
+	for t, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+		if !res.Committed[t] {
+			res.Stats.Aborted++
+		}
+	}
+	// Operations of an aborted transaction after the abort never ran; the
+	// executor left their Observed zero, as the serial one does.
+	clearUnexecuted(obs)
+	merged := map[Key]entry{}
+	for _, st := range states {
+		for k, v := range st {
+			merged[k] = v
+		}
+	}
+	res.Changes = changesOf(batch, merged)
+	res.Stats.Strategy, res.Stats.Workers, res.Stats.Txns = "sstore", s.n, len(batch)
+	res.Stats.Ops, res.Stats.Passes = int(first[len(batch)]), 1
+	res.Stats.Plan = plan
+	res.Stats.Useful = time.Duration(useful.Load())
+	res.Stats.Wall = time.Since(t0)
+	res.Stats.Explore = max(time.Duration(s.n)*(res.Stats.Wall-plan)-res.Stats.Useful, 0)
+	return res, nil
+}

@@ -1,0 +1,64 @@
+package txn
+
+import "time"
+
+// Counts describe a batch's TPG and what executing it took.
+type Counts struct {
+	Txns, Ops, Keys int
+	// Temporal edges join consecutive writers of one key.
+	Temporal int
+	// Parametric edges join the latest earlier writer of a read key to the
+	// reader (when not already a temporal edge).
+	Parametric int
+	// Logical edges join consecutive operations of one transaction. They are
+	// counted for the decision model; abort atomicity needs no ordering.
+	Logical int
+	// NonDet edges order non-deterministic operations against the other
+	// operations touching their table (when not already counted above).
+	NonDet int
+	// Chains is the number of per-key operation chains (keys with a writer).
+	Chains int
+	// Cycles is the number of strongly connected components of more than one
+	// chain in the graph of chains joined by parametric edges; CyclicChains is
+	// the number of chains in them.
+	Cycles, CyclicChains int
+	// Units is the number of scheduling units; SplitUnits the number of
+	// chain units split into operations to break cycles.
+	Units, SplitUnits int
+	// Levels is the depth of the unit graph: Units/Levels is the average
+	// parallelism structured exploration can find.
+	Levels int
+	// Aborted is the number of aborted transactions.
+	Aborted int
+	// Passes is the number of passes over the TPG (1 without aborts).
+	Passes int
+	// Executions counts calls of Apply; ReExecutions those beyond the first
+	// per operation.
+	Executions, ReExecutions int
+}
+
+// Breakdown is where a batch's time went, summed over workers.
+type Breakdown struct {
+	// Plan is building the TPG and loading committed values (one thread).
+	Plan time.Duration
+	// Explore is scheduling overhead in the first pass: worker time not
+	// spent inside Apply.
+	Explore time.Duration
+	// Useful is time inside Apply in the first pass (sampled: one call in 8
+	// is timed and scaled).
+	Useful time.Duration
+	// Abort is worker time of every pass after the first: rollback, checks
+	// and re-execution.
+	Abort time.Duration
+	// Finish is assembling the result (one thread).
+	Finish time.Duration
+}
+
+// Stats describe one Run.
+type Stats struct {
+	Strategy string
+	Workers  int
+	Wall     time.Duration
+	Counts
+	Breakdown
+}

@@ -1,0 +1,202 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Key names one state entry: a table and a key within it.
+type Key struct {
+	Table uint32
+	Key   string
+}
+
+// String formats the key as table/"key" for error messages and logs.
+func (k Key) String() string { return fmt.Sprintf("%d/%q", k.Table, k.Key) }
+
+// Op is one state-access operation, declared at plan time.
+//
+// A deterministic operation (NonDet false) writes exactly one key, Write, with
+// the Effect its function returns, and may read the keys in Reads (parametric
+// dependencies). A non-deterministic operation (NonDet true) has no key of its
+// own: it reads and writes keys of table Table through Access.Get, Put and
+// Delete, chosen at run time; it may also declare Reads, in any table. Write is
+// ignored for it.
+type Op struct {
+	// Write is the key a deterministic operation writes (its own key).
+	Write Key
+	// Reads are the keys the operation reads besides its own key.
+	Reads []Key
+	// Fn names the function that computes the effect; txn passes it through.
+	Fn uint32
+	// NonDet marks an operation whose accesses are not known at plan time.
+	NonDet bool
+	// Table is the scope of a non-deterministic operation.
+	Table uint32
+}
+
+// Txn is one transaction (event): its operations in timestamp order. Its
+// index in the batch is its timestamp.
+type Txn struct {
+	Ops []Op
+}
+
+// Access is an operation's view of state as of its timestamp: the latest
+// version written by an earlier operation of the batch (earlier transactions
+// that are not aborted, and earlier operations of its own transaction), or the
+// committed value. Each call of Apply gets its own Access, valid only during
+// that call.
+type Access interface {
+	// Own returns the operation's own key's value before the operation.
+	// A non-deterministic operation has no own key: (nil, false).
+	Own() ([]byte, bool)
+	// Read returns the value of Reads[i]. An index out of range fails the
+	// operation with ErrUndeclared and returns (nil, false).
+	Read(i int) ([]byte, bool)
+	// Get returns the value of k. A deterministic operation may Get only its
+	// own key and its declared reads; a non-deterministic one its declared
+	// reads and any key of its table. Anything else fails the operation with
+	// ErrUndeclared. A non-deterministic operation sees its own Puts.
+	Get(k Key) ([]byte, bool, error)
+	// Put writes k. Only a non-deterministic operation may Put, and only keys
+	// of its table; a deterministic operation writes through its Effect.
+	Put(k Key, v []byte) error
+	// Delete deletes k, under the same rules as Put.
+	Delete(k Key) error
+}
+
+// Effect is what a function decides for its operation.
+//
+// For a deterministic operation: write Value to its key (the zero Effect
+// writes an empty value), or delete the key (Delete), or leave it unchanged
+// without writing a version (Keep). For a non-deterministic operation only
+// Abort counts; its writes are its Puts and Deletes. Abort aborts the whole
+// transaction: every version it wrote is removed.
+type Effect struct {
+	Value  []byte
+	Delete bool
+	Keep   bool
+	Abort  bool
+}
+
+// Apply computes the effect of operation op of transaction txn (o is
+// &batch[txn].Ops[op]).
+//
+// Apply is called concurrently from several workers, each with its own Access,
+// and may be called more than once for one operation (re-execution after an
+// abort, or a speculative execution that is discarded), so it must be safe for
+// concurrent use and deterministic: its result may depend only on its
+// arguments and on the values read through a. It must not modify the byte
+// slices it reads or returns after returning them: txn keeps them as versions
+// and hands them to other operations and to the caller without copying.
+//
+// A non-nil error is not an abort: it fails the batch (Run returns it, wrapped
+// in an *OpError) if the serial executor would have reached that operation.
+type Apply func(txn, op int, o *Op, a Access) (Effect, error)
+
+// Store is the committed state before the batch. It is read-only during Run
+// and its Get may be called concurrently; the returned slice must not change.
+type Store interface {
+	Get(k Key) ([]byte, bool)
+}
+
+// MapStore is a Store over a Go map, for tests and tools.
+type MapStore map[Key][]byte
+
+// Get returns the value of k.
+func (m MapStore) Get(k Key) ([]byte, bool) {
+	v, ok := m[k]
+	return v, ok
+}
+
+// Value is a value read, with whether the key existed.
+type Value struct {
+	Bytes []byte
+	Found bool
+}
+
+// Equal reports whether two values read are the same (both absent, or both
+// present with equal bytes).
+func (v Value) Equal(w Value) bool {
+	return v.Found == w.Found && string(v.Bytes) == string(w.Bytes)
+}
+
+// KeyValue is one value a non-deterministic operation read through Get.
+type KeyValue struct {
+	Key   Key
+	Value Value
+}
+
+// Observed is what one operation read, for the guest's post step.
+type Observed struct {
+	// Executed is false for operations the serial executor never runs:
+	// those after the operation that aborted their transaction.
+	Executed bool
+	// Own is the own key's value before the operation (deterministic only).
+	Own Value
+	// Reads are the values of Op.Reads, in order.
+	Reads []Value
+	// Gets are the values a non-deterministic operation read through Get
+	// from state (not from its own Puts), in call order.
+	Gets []KeyValue
+}
+
+// Change is one entry of the change set: the final value of a key written by
+// a committed transaction, or its deletion.
+type Change struct {
+	Key    Key
+	Value  []byte
+	Delete bool
+}
+
+// Result is the outcome of one batch. It equals the serial executor's.
+type Result struct {
+	// Committed[i] tells whether transaction i committed.
+	Committed []bool
+	// Changes is the change set to commit: declared keys in the order they
+	// first appear in the batch (each operation's Write, then its Reads, in
+	// timestamp order), then keys only non-deterministic operations
+	// declared nothing about, sorted by table then key. The order is
+	// deterministic and the same for every strategy; sorting it all would
+	// cost more than the batch's execution.
+	Changes []Change
+	// Stats tells where the time went and what the batch looked like.
+	Stats Stats
+
+	obs   []Observed
+	first []int32 // first[i] is the index in obs of transaction i's op 0
+}
+
+// Observed returns what operation op of transaction txn read. The slices it
+// holds alias versions and committed values: do not modify them.
+func (r *Result) Observed(txn, op int) *Observed {
+	return &r.obs[int(r.first[txn])+op]
+}
+
+// Errors of the package, checked with errors.Is.
+var (
+	// ErrUndeclared: an operation accessed state outside its declaration.
+	ErrUndeclared = errors.New("txn: access outside the operation's declaration")
+	// ErrInvalidBatch: the batch is malformed.
+	ErrInvalidBatch = errors.New("txn: invalid batch")
+	// ErrUnknownStrategy: a strategy name is not known.
+	ErrUnknownStrategy = errors.New("txn: unknown strategy")
+	// ErrClosed: the Scheduler was closed.
+	ErrClosed = errors.New("txn: scheduler closed")
+	// ErrNoConvergence: abort handling did not reach a fixed point (a bug).
+	ErrNoConvergence = errors.New("txn: abort handling did not converge")
+)
+
+// OpError is the error of one operation: its Apply error, or an access
+// outside its declaration (wrapping ErrUndeclared).
+type OpError struct {
+	Txn, Op int
+	Err     error
+}
+
+func (e *OpError) Error() string {
+	return fmt.Sprintf("txn: transaction %d operation %d: %v", e.Txn, e.Op, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *OpError) Unwrap() error { return e.Err }
