@@ -233,7 +233,7 @@ func TestFailingRecordsAreDeadLetteredAndRolledBack(t *testing.T) {
 		recs[i].Key = []byte("k") // one key: the failures must not count
 	}
 	r := newRun(t, store, &sliceSource{recs: recs}, 100,
-		Operator{Name: "faulty", Kind: plugin.KindKeyed, Plugin: load(t, "faulty", plugin.KindKeyed, 200*time.Millisecond), Parallelism: 2, Tables: []string{"t"}})
+		Operator{Name: "faulty", Kind: plugin.KindKeyed, Plugin: load(t, "faulty", plugin.KindKeyed, 2*time.Second), Parallelism: 2, Tables: []string{"t"}})
 	if err := r.job.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -82,13 +82,14 @@ func guest(t testing.TB, name string) []byte {
 }
 
 // engineConfig is the runtime configuration of test engines: the plugin
-// host functions, the shared compilation cache and a call timeout short
-// enough for the infinite-loop test.
+// host functions, the shared compilation cache and a call timeout long
+// enough that no call ends by it on a loaded machine under the race
+// detector, unless a test means it to (those set their own, short one).
 func engineConfig() runtime.Config {
 	return runtime.NewConfig().
 		WithHostModules(HostModule()).
 		WithCacheDir(env.cacheDir).
-		WithCallTimeout(2 * time.Second)
+		WithCallTimeout(2 * time.Minute)
 }
 
 // newEngine returns an engine closed when t ends.
