@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -30,6 +31,12 @@ import (
 var modules map[string][]byte
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if raceEnabled && !flagSet("rapid.checks") {
+		// Each check starts a job with its plugin instances, several times
+		// slower under the race detector: fewer checks keep the run short.
+		flag.Set("rapid.checks", "25")
+	}
 	var err error
 	modules, err = wasmbuild.GoModules(context.Background(), map[string]string{
 		"upper":     "../../plugins/upper",
@@ -48,6 +55,13 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // load compiles a test plugin on a fresh engine closed with the test.
