@@ -2,10 +2,12 @@ package plugin
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"reflect"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/runtime"
@@ -27,10 +29,15 @@ type Instance struct {
 	inst    runtime.Instance // nil when broken, until replaced
 	alloc   runtime.Func
 	process runtime.Func
+	mem     runtime.Memory // inst's memory, resolved once
 	stack   [2]uint64
-	in      []byte // the encoded input batch, reused
 	c       *call
 	closed  bool
+
+	// callCtx is the context of the last sluice_process call, derived
+	// from callParent: a worker passes the same ctx batch after batch, and
+	// deriving it once saves an allocation per batch.
+	callParent, callCtx context.Context
 }
 
 // ErrInstanceClosed is returned by Process on an Instance after Close.
@@ -54,6 +61,7 @@ func (i *Instance) Plugin() *Plugin { return i.p }
 // Close releases the guest instance. Process fails after Close.
 func (i *Instance) Close(ctx context.Context) error {
 	i.closed = true
+	i.callParent, i.callCtx = nil, nil
 	if i.inst == nil {
 		return nil
 	}
@@ -91,7 +99,7 @@ func (i *Instance) ensure(ctx context.Context) error {
 			return err
 		}
 	}
-	i.inst, i.alloc, i.process = inst, alloc, process
+	i.inst, i.alloc, i.process, i.mem = inst, alloc, process, inst.Memory()
 	return nil
 }
 
@@ -101,10 +109,11 @@ func (i *Instance) configure(ctx context.Context, inst runtime.Instance, alloc, 
 	c.begin(abi.ExportConfigure, nil, nil, 0, 0)
 	defer c.end(ctx)
 	cctx := context.WithValue(ctx, callKey{}, c)
-	ptr, err := i.place(cctx, inst, alloc, i.config)
+	ptr, buf, err := i.reserve(cctx, alloc, inst.Memory(), len(i.config))
 	if err != nil {
 		return fmt.Errorf("plugin %q: passing the configuration: %w", i.p.name, err)
 	}
+	copy(buf, i.config)
 	i.stack[0], i.stack[1] = uint64(ptr), uint64(len(i.config))
 	if err := configure.Call(cctx, i.stack[:]); err != nil {
 		return fmt.Errorf("plugin %q: %s failed: %w", i.p.name, abi.ExportConfigure, err)
@@ -115,25 +124,27 @@ func (i *Instance) configure(ctx context.Context, inst runtime.Instance, alloc, 
 	return nil
 }
 
-// place copies data into guest memory obtained from sluice_alloc and returns
-// its offset.
-func (i *Instance) place(ctx context.Context, inst runtime.Instance, alloc runtime.Func, data []byte) (uint32, error) {
-	if len(data) > math.MaxInt32 {
-		return 0, fmt.Errorf("%d bytes do not fit a 32-bit guest: %w", len(data), ErrAlloc)
+// reserve obtains n bytes of guest memory from sluice_alloc and returns
+// their offset and a view of them, which aliases guest memory: the caller
+// writes the guest's argument there directly, and must be done before the
+// guest runs again.
+func (i *Instance) reserve(ctx context.Context, alloc runtime.Func, mem runtime.Memory, n int) (uint32, []byte, error) {
+	if n > math.MaxInt32 {
+		return 0, nil, fmt.Errorf("%d bytes do not fit a 32-bit guest: %w", n, ErrAlloc)
 	}
-	i.stack[0] = uint64(len(data))
+	i.stack[0] = uint64(n)
 	if err := alloc.Call(ctx, i.stack[:]); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	ptr := uint32(i.stack[0])
-	mem := inst.Memory()
-	if ptr == 0 && len(data) > 0 {
-		return 0, fmt.Errorf("%s(%d) returned 0: %w", abi.ExportAlloc, len(data), ErrAlloc)
+	if ptr == 0 && n > 0 {
+		return 0, nil, fmt.Errorf("%s(%d) returned 0: %w", abi.ExportAlloc, n, ErrAlloc)
 	}
-	if !mem.Write(ptr, data) {
-		return 0, fmt.Errorf("%s(%d) returned %#x, outside memory of %d bytes: %w", abi.ExportAlloc, len(data), ptr, mem.Size(), ErrAlloc)
+	buf, ok := mem.Read(ptr, uint32(n))
+	if !ok {
+		return 0, nil, fmt.Errorf("%s(%d) returned %#x, outside memory of %d bytes: %w", abi.ExportAlloc, n, ptr, mem.Size(), ErrAlloc)
 	}
-	return ptr, nil
+	return ptr, buf, nil
 }
 
 // Process runs the operator over the batch in, appending output records and
@@ -301,22 +312,37 @@ func (i *Instance) fatal(ctx context.Context, n int, err error) error {
 // with its error. A failure that may have left the guest inconsistent
 // closes the guest instance, to be replaced before the next call.
 func (i *Instance) run(ctx context.Context, in []abi.Record, lo, hi int, st State, out *Output) (string, error) {
-	i.in = abi.AppendBatchHeader(i.in[:0], uint32(hi-lo))
+	n := abi.BatchHeaderSize
 	for k := lo; k < hi; k++ {
-		r := in[k]
-		r.Origin = uint32(k - lo)
-		i.in = abi.AppendRecord(i.in, &r)
+		n += abi.EncodedSize(&in[k])
 	}
 	c := i.c
 	c.begin(abi.ExportProcess, st, out, uint32(hi-lo), uint32(lo))
 	defer c.end(ctx)
-	cctx := context.WithValue(ctx, callKey{}, c)
-	ptr, err := i.place(cctx, i.inst, i.alloc, i.in)
+	if !sameContext(ctx, i.callParent) {
+		i.callParent, i.callCtx = ctx, context.WithValue(ctx, callKey{}, c)
+	}
+	cctx := i.callCtx
+	ptr, buf, err := i.reserve(cctx, i.alloc, i.mem, n)
 	if err != nil {
 		i.breakIfRuntime(ctx, err, true)
 		return abi.ExportAlloc, err
 	}
-	i.stack[0], i.stack[1] = uint64(ptr), uint64(len(i.in))
+	// The batch is encoded straight into guest memory, in one pass. Each
+	// record's Origin is its index in the batch: set in the encoding,
+	// after the fact, rather than in a copy of the record.
+	b := abi.AppendBatchHeader(buf[:0], uint32(hi-lo))
+	for k := lo; k < hi; k++ {
+		at := len(b)
+		b = abi.AppendRecord(b, &in[k])
+		binary.LittleEndian.PutUint32(b[at+4:], uint32(k-lo))
+	}
+	if len(b) != n {
+		// abi.EncodedSize disagrees with abi.AppendRecord: the guest would
+		// read a batch that is not the one encoded.
+		return abi.ExportProcess, fmt.Errorf("plugin %q: internal error: batch encoded in %d bytes, %d expected", i.p.name, len(b), n)
+	}
+	i.stack[0], i.stack[1] = uint64(ptr), uint64(n)
 	if err := i.process.Call(cctx, i.stack[:]); err != nil {
 		i.breakIfRuntime(ctx, err, false)
 		return abi.ExportProcess, err
@@ -325,6 +351,17 @@ func (i *Instance) run(ctx context.Context, in []abi.Record, lo, hi int, st Stat
 		return abi.ExportProcess, &StatusError{Plugin: i.p.name, Export: abi.ExportProcess, Status: status, Reason: c.reason()}
 	}
 	return "", nil
+}
+
+// sameContext reports whether a and b are the same context, without
+// comparing values of a type that cannot be compared (the comparison would
+// panic).
+func sameContext(a, b context.Context) bool {
+	if a == nil || b == nil {
+		return false
+	}
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
 // breakIfRuntime closes the guest instance after a failure that may have
@@ -338,5 +375,5 @@ func (i *Instance) breakIfRuntime(ctx context.Context, err error, placing bool) 
 	if cerr := i.inst.Close(context.WithoutCancel(ctx)); cerr != nil {
 		i.p.logger.LogAttrs(ctx, slog.LevelWarn, "closing a broken plugin instance", slog.Any("error", cerr))
 	}
-	i.inst, i.alloc, i.process = nil, nil, nil
+	i.inst, i.alloc, i.process, i.mem = nil, nil, nil, nil
 }

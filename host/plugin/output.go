@@ -33,7 +33,14 @@ type Reject struct {
 
 // Reset empties o, keeping its memory for the next batch.
 func (o *Output) Reset() {
-	clear(o.Records) // drop references to spilled chunks
+	if o.spilled > 0 || o.hspilled > 0 {
+		// Records may point into chunks that are let go now: clear them,
+		// those past the length included, so that they are not kept.
+		// Otherwise every record, up to the capacity, points into the
+		// chunks that are kept, and clearing would cost a pass over them
+		// for nothing.
+		clear(o.Records[:cap(o.Records)])
+	}
 	clear(o.Rejects)
 	o.Records, o.Rejects = o.Records[:0], o.Rejects[:0]
 	if o.spilled > 0 {
@@ -114,16 +121,32 @@ func (o *Output) copyBytes(b []byte) []byte {
 }
 
 // add appends a copy of r, whose slices may alias guest memory, with its
-// Origin shifted by base.
+// Origin shifted by base. Key and value share one arena reservation, and
+// the record is written in place at the end of Records rather than built
+// and copied there.
 func (o *Output) add(r *abi.Record, base uint32) {
-	c := abi.Record{Origin: r.Origin + base, Time: r.Time}
-	c.Key = o.copyBytes(r.Key)
-	c.Value = o.copyBytes(r.Value)
+	if len(o.Records) == cap(o.Records) {
+		o.Records = append(o.Records, abi.Record{})[:len(o.Records)]
+	}
+	o.Records = o.Records[:len(o.Records)+1]
+	c := &o.Records[len(o.Records)-1]
+	c.Origin, c.Time = r.Origin+base, r.Time
+	c.Key, c.Value, c.Headers = nil, nil, nil
+	if n := len(r.Key) + len(r.Value); n > 0 {
+		b := o.take(n)
+		k := copy(b, r.Key)
+		copy(b[k:], r.Value)
+		if k > 0 {
+			c.Key = b[:k:k]
+		}
+		if k < n {
+			c.Value = b[k:n:n]
+		}
+	}
 	if len(r.Headers) > 0 {
 		c.Headers = o.takeHeaders(len(r.Headers))
 		for i := range r.Headers {
 			c.Headers[i] = abi.Header{Name: o.copyBytes(r.Headers[i].Name), Value: o.copyBytes(r.Headers[i].Value)}
 		}
 	}
-	o.Records = append(o.Records, c)
 }

@@ -7,10 +7,12 @@ import (
 
 func main() {}
 
-func init() { sluice.Map(upper) }
+func init() { sluice.MapInPlace(upper) }
 
-// upper upper-cases r's value in the input buffer, which the SDK allows.
-func upper(r sluice.Record) (sluice.Record, error) {
-	r.Value = upperlib.Upper(r.Value[:0], r.Value)
-	return r, nil
+// upper upper-cases r's value in the input buffer, which the SDK allows:
+// the record keeps its key, value slice, time and headers, so the SDK
+// forwards its encoding without re-encoding it.
+func upper(r *sluice.Record) error {
+	upperlib.UpperInPlace(r.Value)
+	return nil
 }

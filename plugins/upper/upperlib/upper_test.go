@@ -55,23 +55,58 @@ func TestUpperAppendsAndWorksInPlace(t *testing.T) {
 	}
 }
 
+func TestUpperInPlaceEveryByte(t *testing.T) {
+	all := make([]byte, 256*9)
+	for i := range all {
+		all[i] = byte(i / 9)
+	}
+	for off := range 9 {
+		for _, n := range []int{len(all) - off, 100, 64, 33, 32, 31, 8, 7, 1, 0} {
+			want := reference(all[off : off+n])
+			b := bytes.Clone(all[off : off+n])
+			UpperInPlace(b)
+			if !bytes.Equal(b, want) {
+				t.Fatalf("offset %d, %d bytes: differs from the reference", off, n)
+			}
+		}
+	}
+}
+
 func FuzzUpper(f *testing.F) {
 	f.Add([]byte("Hello, World! ÄÖÜ äöü"))
+	f.Add([]byte("a 40-byte value, longer than a block: xyz"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		if got, want := Upper(nil, src), reference(src); !bytes.Equal(got, want) {
+		want := reference(src)
+		if got := Upper(nil, src); !bytes.Equal(got, want) {
 			t.Fatalf("Upper(%q) = %q, want %q", src, got, want)
+		}
+		b := bytes.Clone(src)
+		if got := Upper(b[:0], b); !bytes.Equal(got, want) || !bytes.Equal(b, want) {
+			t.Fatalf("Upper in place of %q = %q, want %q", src, got, want)
+		}
+		b = bytes.Clone(src)
+		if UpperInPlace(b); !bytes.Equal(b, want) {
+			t.Fatalf("UpperInPlace(%q) = %q, want %q", src, b, want)
 		}
 	})
 }
 
 func BenchmarkUpper(b *testing.B) {
-	for _, n := range []int{24, 1024} {
+	for _, n := range []int{24, 64, 1024} {
 		src := bytes.Repeat([]byte("Sluice stream "), n/14+1)[:n]
 		dst := make([]byte, 0, n)
-		b.Run(map[int]string{24: "24B", 1024: "1KiB"}[n], func(b *testing.B) {
+		name := map[int]string{24: "24B", 64: "64B", 1024: "1KiB"}[n]
+		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(n))
 			for b.Loop() {
 				dst = Upper(dst[:0], src)
+			}
+		})
+		b.Run(name+"/in-place", func(b *testing.B) {
+			b.SetBytes(int64(n))
+			buf := bytes.Clone(src)
+			for b.Loop() {
+				UpperInPlace(buf)
 			}
 		})
 	}

@@ -18,11 +18,11 @@ func decodeAll(batch []byte) ([]Record, bool) {
 	}
 	var out []Record
 	var hdrs []Header
+	var r Record // reused, as the run loops do
 	off := abi.BatchHeaderSize
 	for range d.Count() {
-		var r Record
-		next, ok := decodeRecord(batch, off, &r, &hdrs)
-		if !ok {
+		next := decodeRecord(batch, off, &r, &hdrs)
+		if next < 0 {
 			return nil, false
 		}
 		out = append(out, r.Clone())

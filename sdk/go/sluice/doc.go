@@ -50,7 +50,9 @@
 // One handler per plugin, of one of four kinds, matching the operator's kind
 // in the pipeline:
 //
-//   - Map: one output per input.
+//   - Map: one output per input. MapInPlace registers the same kind of
+//     handler in the form that changes the record it is given, through a
+//     pointer, rather than returning one: the faster form in WebAssembly.
 //   - Filter: the input itself, or nothing. A kept record is forwarded as it
 //     was encoded, without being re-encoded.
 //   - FlatMap: any number of outputs per input, through an Emitter.
@@ -86,6 +88,14 @@
 // Outputs reach the host in one emit call per batch, or one per ~1 MiB of
 // output, always between two records.
 //
+// A Map or MapInPlace output that is its input record, with its bytes
+// changed in place or not (the same Key, Value and Headers slices, the same
+// Time), is not encoded again: the SDK forwards the input's encoding, as it
+// does a Filter's kept records, and a batch whose records are all forwarded
+// is handed back to the host where it lies. Upper-casing a value in place,
+// masking bytes, returning the record after looking at it: these cost no
+// output encoding.
+//
 // # Determinism
 //
 // An operator may run a record more than once (after a failure or a
@@ -107,14 +117,19 @@
 //
 // # Performance
 //
-// The per-record path makes no allocation for Map, Filter, FlatMap and Keyed
-// handlers that allocate none themselves (TestNoAllocationPerRecord), and it
-// is written for Go's WebAssembly code generator, where every function call
-// and every field reached through a pointer costs: the SDK decodes and
-// encodes records with its own tight codec (checked against package abi's by
-// tests and a fuzz test) rather than through abi.Decoder, which it uses only
-// to explain a malformed batch. BenchmarkProcess measures the loop natively,
-// BenchmarkWasmMap under wazero.
+// The per-record path makes no allocation for handlers that allocate none
+// themselves (TestNoAllocationPerRecord), and it is written for Go's
+// WebAssembly code under wazero, where every function call, every loop
+// iteration, every memory access (the engine bounds-checks each) and every
+// value kept across a call costs several times what it does natively. The
+// SDK decodes records with its own codec, one call per record for the
+// handler and none for the SDK in the Map and Filter loop, checked against
+// package abi's by tests and fuzz tests; it uses abi.Decoder only to explain
+// a malformed batch. The forwarding of unchanged records (see above) spares
+// the output encoding. A MapInPlace handler spares the copies of a Record
+// passed and returned by value: in WebAssembly about half of what an
+// identity Map costs (BenchmarkWasmMap), natively nothing
+// (BenchmarkProcess).
 //
 // # Design decisions
 //
@@ -130,8 +145,19 @@
 // batch; a second request before the first region is consumed gets a fresh
 // region, so the host may allocate for several arguments of one call.
 //
-// Records are passed to handlers by value, which keeps handlers plain
-// functions; in WebAssembly that costs roughly 55 ns per record against a
-// pointer (an 80-byte copy each way, measured under wazero), natively
-// next to nothing.
+// Records are passed to Map, Filter, FlatMap and Keyed handlers by value,
+// which keeps handlers plain functions. Go's WebAssembly code moves an
+// 80-byte Record with calls to memmove, and zeroes the temporary that
+// receives a returned one with a loop of them: passing and returning a
+// Record by value costs about 60 ns per record under wazero, natively next
+// to nothing. MapInPlace exists for the handlers that care; it hands out
+// the address of one Record, owned by the SDK and decoded in place from
+// record to record, which is why the SDK keeps that Record in the heap (a
+// pointer handed to an unknown function escapes) and stores its fields only
+// when needed (each pointer store into the heap pays a write-barrier check).
+//
+// The Map and Filter loop is one function with the decoding written out in
+// it rather than called: a call per record for the SDK's own work would cost
+// about as much as the handler's. decodeRecord, which FlatMap and Keyed use,
+// holds the same code; FuzzProcess checks both against abi.Decoder.
 package sluice

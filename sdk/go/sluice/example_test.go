@@ -20,6 +20,22 @@ func ExampleMap() {
 	})
 }
 
+func ExampleMapInPlace() {
+	sluice.MapInPlace(func(r *sluice.Record) error {
+		// Masks the digits of the value in place: the record keeps its
+		// slices, so the SDK forwards its encoding instead of encoding it.
+		for i, c := range r.Value {
+			if '0' <= c && c <= '9' {
+				r.Value[i] = '#'
+			}
+		}
+		if len(r.Key) == 0 {
+			r.Key = []byte("unkeyed") // a new slice: this output is encoded
+		}
+		return nil
+	})
+}
+
 func ExampleFilter() {
 	sluice.Filter(func(r sluice.Record) (bool, error) {
 		return len(r.Value) > 0, nil

@@ -3,6 +3,7 @@ package sluice
 import (
 	"bytes"
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/sdk/go/sluice/internal/bridge"
@@ -33,7 +34,10 @@ const (
 // Invariants: out always starts with a batch header and holds outCount
 // encoded records after it; outputs are flushed only between two input
 // records, so the outputs of the record in progress can always be
-// discarded when its handler fails.
+// discarded when its handler fails. During runForwarding, the outputs of
+// input records runFirst up to the record in progress are those records'
+// own encodings, which start at offset runStart of the batch and follow
+// out's records.
 type guest struct {
 	h    *handlers
 	host bridge.Host
@@ -47,8 +51,16 @@ type guest struct {
 
 	out      []byte
 	outCount uint32
-	hdrs     []Header // decoded input headers, reused
-	emitter  Emitter
+	// The pending run of forwarded records (see the invariants).
+	runStart int
+	runFirst uint32
+
+	// rec is the record handed to handlers, decoded in place from record
+	// to record. It lives in the heap, with g, because a MapInPlace
+	// handler receives its address.
+	rec     Record
+	hdrs    []Header // decoded input headers, reused
+	emitter Emitter
 
 	state   State
 	tables  map[string]*State
@@ -88,8 +100,10 @@ func (g *guest) alloc(size int32) []byte {
 // consumed ends the lifetime of the regions alloc handed out.
 func (g *guest) consumed() {
 	g.pending = false
-	clear(g.extra)
-	g.extra = g.extra[:0]
+	if len(g.extra) > 0 {
+		clear(g.extra)
+		g.extra = g.extra[:0]
+	}
 }
 
 // configure implements sluice_configure.
@@ -120,30 +134,39 @@ func (g *guest) configure(config []byte) int32 {
 // of batch, rejecting the records whose handler fails, and emits the
 // outputs. It returns StatusError, after logging why, when no handler is
 // registered or the batch is malformed.
+//
+// It ends the input region's lifetime without a defer, which costs in
+// WebAssembly on every batch: a handler that panics traps the guest call,
+// and the host (or sluicetest) replaces the instance.
 func (g *guest) process(batch []byte) int32 {
-	defer g.consumed()
 	g.h.sealed = true
+	status := g.processBatch(batch)
+	g.consumed()
+	return status
+}
+
+func (g *guest) processBatch(batch []byte) int32 {
 	if g.h.kind == kindNone {
-		g.host.Log(abi.LogError, "no handler registered: call sluice.Map, Filter, FlatMap or Keyed from an init function of package main (a plugin's main function never runs)")
+		g.host.Log(abi.LogError, "no handler registered: call sluice.Map, MapInPlace, Filter, FlatMap or Keyed from an init function of package main (a plugin's main function never runs)")
 		return abi.StatusError
 	}
-	var hdr abi.Decoder // validates the batch header only
-	if err := hdr.Reset(batch); err != nil {
-		g.host.Log(abi.LogError, "input batch: "+err.Error())
+	if len(batch) < abi.BatchHeaderSize {
+		g.host.Log(abi.LogError, "input batch: "+batchError(batch).Error())
 		return abi.StatusError
 	}
+	// A count the batch cannot hold fails at the first record that is
+	// not there; batchError then explains it as abi.Decoder does.
+	count := binary.LittleEndian.Uint32(batch)
 	g.out = abi.AppendBatchHeader(g.out[:0], 0)
 	g.outCount = 0
 	var end int
-	switch g.h.kind {
-	case kindMap:
-		end = g.runMap(batch, uint32(hdr.Count()))
-	case kindFilter:
-		end = g.runFilter(batch, uint32(hdr.Count()))
-	default:
-		end = g.runEmitting(batch, uint32(hdr.Count()))
+	if g.h.kind == kindFlatMap || g.h.kind == kindKeyed {
+		end = g.runEmitting(batch, count)
 		g.state.key = nil
+	} else {
+		end = g.runForwarding(batch, count)
 	}
+	g.rec = Record{}       // keep nothing a handler returned reachable
 	if end != len(batch) { // a record refused, or bytes after the last
 		g.host.Log(abi.LogError, "input batch: "+batchError(batch).Error())
 		return abi.StatusError
@@ -158,71 +181,134 @@ func (g *guest) process(batch []byte) int32 {
 }
 
 // The run loops below process the count records of batch and return the
-// offset after the last one, or -1 when a record is malformed. They keep
-// the output buffer in locals where they can: Go's WebAssembly code is
-// markedly faster with locals than with fields reached through g.
+// offset after the last one, or -1 when a record is malformed.
 
-// runMap runs a Map handler.
-func (g *guest) runMap(batch []byte, count uint32) int {
-	fn := g.h.mapFn
-	out, n := g.out, g.outCount
+// runForwarding runs a Map, MapInPlace or Filter handler. An output that is
+// its input record (the same Key, Value and Headers slices, the same Time,
+// whatever the handler did to the bytes they hold) is not encoded: the
+// input's encoding is forwarded, its origin set to its index. Consecutive
+// forwarded records join the output in one copy, and a batch forwarded
+// whole is emitted where it lies, without any. A kept record of a Filter is
+// forwarded likewise.
+//
+// The loop is written for Go's WebAssembly code (see codec.go): it decodes
+// with a copy of decodeRecord's body, keeps the state of the run in g,
+// where only records that end a run touch it, and tests whether an output
+// can be forwarded with one branch.
+func (g *guest) runForwarding(batch []byte, count uint32) int {
+	inPlaceFn := g.h.mapInPlaceFn
+	r := &g.rec
+	var o Record // a Map handler's output
 	off := abi.BatchHeaderSize
-	var r Record
+	g.runStart, g.runFirst = off, 0
 	for i := uint32(0); i < count; i++ {
-		next, ok := decodeRecord(batch, off, &r, &g.hdrs)
-		if !ok {
-			g.out, g.outCount = out, n
+		// decodeRecord(batch, off, r, &g.hdrs), inlined.
+		rest := batch[off:]
+		if len(rest) < 4+recordFixed {
 			return -1
 		}
-		off = next
-		o, err := fn(r)
-		if err != nil {
-			g.host.Reject(i, err.Error())
-			continue
-		}
-		out = appendRecord(out, i, &o)
-		n++
-		if len(out) >= flushSize {
-			g.out, g.outCount = out, n
-			g.flush()
-			out, n = g.out, g.outCount
-		}
-	}
-	g.out, g.outCount = out, n
-	return off
-}
-
-// runFilter runs a Filter handler. A kept record is copied as encoded,
-// with its origin set to its index.
-func (g *guest) runFilter(batch []byte, count uint32) int {
-	fn := g.h.filterFn
-	out, n := g.out, g.outCount
-	off := abi.BatchHeaderSize
-	var r Record
-	for i := uint32(0); i < count; i++ {
-		next, ok := decodeRecord(batch, off, &r, &g.hdrs)
-		if !ok {
-			g.out, g.outCount = out, n
+		p := unsafe.Pointer(&rest[0])
+		size := uint64(le32(p))
+		klen := uint64(le32(unsafe.Add(p, 20)))
+		if size-recordFixed > uint64(len(rest))-4-recordFixed || klen > size-recordFixed || le32(unsafe.Add(p, 8)) != 0 {
 			return -1
 		}
-		keep, err := fn(r)
+		vlen := uint64(le32(unsafe.Add(p, 24+klen)))
+		if vlen > size-recordFixed-klen {
+			return -1
+		}
+		nh := le32(unsafe.Add(p, 28+klen+vlen))
+		t := int64(le64(unsafe.Add(p, 12)))
+		r.Time = t
+		if nh == 0 {
+			if klen+vlen != size-recordFixed {
+				return -1
+			}
+			if r.Headers != nil {
+				r.Headers = nil
+			}
+		} else if r.Headers = decodeHeaders(rest[32+klen+vlen:4+size], nh, &g.hdrs); r.Headers == nil {
+			return -1
+		}
+		key, value := slice(p, 24, klen), slice(p, 28+klen, vlen)
+		r.Key, r.Value = key, value
+		next := off + 4 + int(size)
+
+		var err error
+		out := r
+		if inPlaceFn != nil {
+			err = inPlaceFn(r)
+		} else if g.h.mapFn != nil {
+			err = g.callMap(&o)
+			out = &o
+		} else {
+			var keep bool
+			if keep, err = g.h.filterFn(*r); keep && err == nil {
+				putLE32(unsafe.Add(p, 4), i) // forwarded as it is
+				off = next
+				continue
+			}
+			out = nil // dropped, or rejected
+		}
 		if err != nil {
+			g.endRun(batch, off, next, i)
 			g.host.Reject(i, err.Error())
-		} else if keep {
-			at := len(out)
-			out = append(out, batch[off:next]...)
-			binary.LittleEndian.PutUint32(out[at+4:], i)
-			n++
-			if len(out) >= flushSize {
-				g.out, g.outCount = out, n
+		} else if out == nil {
+			g.endRun(batch, off, next, i)
+		} else if d := (uintptr(unsafe.Pointer(unsafe.SliceData(out.Key))) ^ uintptr(unsafe.Pointer(unsafe.SliceData(key)))) |
+			uintptr(len(out.Key)^len(key)) |
+			(uintptr(unsafe.Pointer(unsafe.SliceData(out.Value))) ^ uintptr(unsafe.Pointer(unsafe.SliceData(value)))) |
+			uintptr(len(out.Value)^len(value)) |
+			uintptr(out.Time^t); d|uintptr(len(out.Headers))|uintptr(nh) == 0 ||
+			d == 0 && nh != 0 && headersForward(out.Headers, rest[32+klen+vlen:4+size]) {
+			putLE32(unsafe.Add(p, 4), i) // forwarded, changed in place or not
+		} else {
+			if g.runFirst < i {
+				g.endRun(batch, off, next, i)
+			} else {
+				g.runStart, g.runFirst = next, i+1 // no run to end: no call
+			}
+			g.out = appendRecord(g.out, i, out)
+			g.outCount++
+			if len(g.out) >= flushSize {
 				g.flush()
-				out, n = g.out, g.outCount
 			}
 		}
 		off = next
 	}
-	g.out, g.outCount = out, n
+	if g.runFirst == 0 && off == len(batch) {
+		// Every record was forwarded: the batch is the output.
+		if count > 0 {
+			g.host.Emit(batch)
+		}
+		return off
+	}
+	g.endRun(batch, off, off, count)
 	return off
+}
+
+// callMap calls the Map handler on g.rec and stores its output in o. It
+// is a function of its own to keep the loop of runForwarding, which
+// MapInPlace handlers run, small.
+func (g *guest) callMap(o *Record) error {
+	var err error
+	*o, err = g.h.mapFn(g.rec)
+	return err
+}
+
+// endRun ends the pending run of forwarded records before the record
+// handled now, number i, which is not forwarded and lies at batch[at:next]:
+// the run joins the outputs in one copy, and the next run starts after
+// record i.
+func (g *guest) endRun(batch []byte, at, next int, i uint32) {
+	if g.runFirst < i {
+		g.out = append(g.out, batch[g.runStart:at]...)
+		g.outCount += i - g.runFirst
+		if len(g.out) >= flushSize {
+			g.flush()
+		}
+	}
+	g.runStart, g.runFirst = next, i+1
 }
 
 // runEmitting runs a FlatMap or Keyed handler, which emit through
@@ -231,21 +317,22 @@ func (g *guest) runFilter(batch []byte, count uint32) int {
 // g.out.
 func (g *guest) runEmitting(batch []byte, count uint32) int {
 	off := abi.BatchHeaderSize
-	var r Record
+	r := &g.rec
+	keyed := g.h.kind == kindKeyed
 	for i := uint32(0); i < count; i++ {
-		next, ok := decodeRecord(batch, off, &r, &g.hdrs)
-		if !ok {
+		next := decodeRecord(batch, off, r, &g.hdrs)
+		if next < 0 {
 			return -1
 		}
 		off = next
 		g.emitter.origin = i
 		mark, markCount := len(g.out), g.outCount
 		var err error
-		if g.h.kind == kindKeyed {
+		if keyed {
 			g.state.key = r.Key
-			err = g.h.keyedFn(r, &g.state, &g.emitter)
+			err = g.h.keyedFn(*r, &g.state, &g.emitter)
 		} else {
-			err = g.h.flatMapFn(r, &g.emitter)
+			err = g.h.flatMapFn(*r, &g.emitter)
 		}
 		if err != nil {
 			g.out, g.outCount = g.out[:mark], markCount

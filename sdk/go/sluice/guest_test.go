@@ -2,10 +2,12 @@ package sluice
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/sluicehq/sluice/abi"
 )
@@ -14,6 +16,7 @@ import (
 // without the sluicetest harness (which imports this package).
 type recHost struct {
 	emits    [][]abi.Record // decoded copies of each emit call
+	raw      [][]byte       // each emit call's batch itself, not a copy
 	rejects  []string       // "origin:message"
 	logs     []string       // "level:message"
 	tables   map[string]int32
@@ -49,6 +52,7 @@ func (h *recHost) Emit(batch []byte) {
 		panic(err)
 	}
 	h.emits = append(h.emits, out)
+	h.raw = append(h.raw, batch)
 }
 
 func (h *recHost) Reject(origin uint32, msg string) {
@@ -427,6 +431,8 @@ func TestRegistration(t *testing.T) {
 		t.Fatalf("kind = %v", registered.kind)
 	}
 	mustPanic("second handler", "a Keyed handler is already registered", func() { Map(func(r Record) (Record, error) { return r, nil }) })
+	mustPanic("second handler, in place", "MapInPlace called, but a Keyed handler", func() { MapInPlace(func(*Record) error { return nil }) })
+	mustPanic("nil, in place", "MapInPlace called with a nil function", func() { MapInPlace(nil) })
 	mustPanic("nil", "nil function", func() { Filter(nil) })
 	Configure(func([]byte) error { return nil })
 	mustPanic("second Configure", "Configure called twice", func() { Configure(func([]byte) error { return nil }) })
@@ -476,14 +482,222 @@ func TestMisuseOutsideHandlers(t *testing.T) {
 	}
 }
 
-// TestNoAllocationPerRecord checks the promise that Map and Filter over
-// small records allocate nothing in the SDK once warmed up.
+// TestNoAllocationPerRecord checks the promise that every handler over
+// small records allocates nothing in the SDK once warmed up.
 func TestNoAllocationPerRecord(t *testing.T) {
-	for _, k := range []kind{kindMap, kindFilter, kindFlatMap, kindKeyed} {
-		g, batch := benchGuest(k, 256)
+	for _, name := range benchHandlers {
+		g, batch := benchGuest(name, 256)
 		run(g, batch)
 		if n := testing.AllocsPerRun(20, func() { run(g, batch) }); n != 0 {
-			t.Errorf("%v: %.1f allocations per batch, want 0", k, n)
+			t.Errorf("%s: %.1f allocations per batch, want 0", name, n)
 		}
 	}
+}
+
+// withOrigins returns copies of recs whose Origin is their index, as the
+// outputs of a map that changes nothing.
+func withOrigins(recs []abi.Record) []abi.Record {
+	out := make([]abi.Record, len(recs))
+	for i, r := range recs {
+		r.Origin = uint32(i)
+		out[i] = r
+	}
+	return out
+}
+
+// sameRecords reports whether a and b encode alike, record for record.
+func sameRecords(a, b []abi.Record) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(abi.AppendRecord(nil, &a[i]), abi.AppendRecord(nil, &b[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestMapInPlace(t *testing.T) {
+	host := newRecHost()
+	g := newGuest(&handlers{kind: kindMap, mapInPlaceFn: func(r *Record) error {
+		switch string(r.Value) {
+		case "bad":
+			return errors.New("bad value")
+		case "key":
+			r.Key = []byte("new key")
+		case "time":
+			r.Time++
+		case "header":
+			r.Headers[1].Value = []byte("changed") // in the decoded header list
+		case "set-header":
+			r.SetHeader("added", []byte("1"))
+		case "no-headers":
+			r.Headers = nil
+		case "shorter":
+			r.Value = r.Value[:3]
+		}
+		copy(r.Value, bytes.ToUpper(r.Value)) // in place: still forwarded
+		return nil
+	}}, host)
+	hdrs := []abi.Header{{Name: []byte("a"), Value: []byte("1")}, {Name: []byte("b")}}
+	in := []abi.Record{
+		{Key: []byte("k"), Value: []byte("abc"), Time: 1},
+		{Key: []byte("k"), Value: []byte("key"), Time: 2},
+		{Value: []byte("time"), Time: 3},
+		{Key: []byte("k"), Value: []byte("bad")},
+		{Value: []byte("header"), Headers: hdrs},
+		{Value: []byte("set-header"), Headers: hdrs},
+		{Value: []byte("no-headers"), Headers: hdrs},
+		{Value: []byte("kept"), Headers: hdrs},
+		{Value: []byte("shorter")},
+		{},
+		{Key: []byte("last")},
+	}
+	if st := run(g, encode(in...)); st != abi.StatusOK {
+		t.Fatalf("status %d, logs %v", st, host.logs)
+	}
+	up := func(r abi.Record, origin uint32) abi.Record {
+		r.Origin, r.Value = origin, bytes.ToUpper(r.Value)
+		return r
+	}
+	want := []abi.Record{
+		up(in[0], 0),
+		{Origin: 1, Key: []byte("new key"), Value: []byte("KEY"), Time: 2},
+		{Origin: 2, Value: []byte("TIME"), Time: 4},
+		{Origin: 4, Value: []byte("HEADER"), Headers: []abi.Header{hdrs[0], {Name: []byte("b"), Value: []byte("changed")}}},
+		{Origin: 5, Value: []byte("SET-HEADER"), Headers: append(append([]abi.Header(nil), hdrs...), abi.Header{Name: []byte("added"), Value: []byte("1")})},
+		{Origin: 6, Value: []byte("NO-HEADERS")},
+		up(in[7], 7),
+		{Origin: 8, Value: []byte("SHO")},
+		up(in[9], 9),
+		up(in[10], 10),
+	}
+	if got := host.outputs(); !sameRecords(got, want) {
+		t.Errorf("outputs\n got %+v\nwant %+v", got, want)
+	}
+	if len(host.emits) != 1 || fmt.Sprint(host.rejects) != "[3:bad value]" {
+		t.Errorf("%d emit calls, rejects %v: want one call and record 3 rejected", len(host.emits), host.rejects)
+	}
+}
+
+// TestForwardedBatchIsEmittedInPlace: when every output is its input
+// record, the input batch itself is handed to the host, origins set.
+func TestForwardedBatchIsEmittedInPlace(t *testing.T) {
+	for name, h := range map[string]*handlers{
+		"MapInPlace": {kind: kindMap, mapInPlaceFn: func(r *Record) error {
+			copy(r.Value, bytes.ToUpper(r.Value))
+			return nil
+		}},
+		"Map": {kind: kindMap, mapFn: func(r Record) (Record, error) {
+			copy(r.Value, bytes.ToUpper(r.Value))
+			return r, nil
+		}},
+		"Filter": {kind: kindFilter, filterFn: func(r Record) (bool, error) {
+			copy(r.Value, bytes.ToUpper(r.Value))
+			return true, nil
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			host := newRecHost()
+			g := newGuest(h, host)
+			in := []abi.Record{kv("a", "x"), {Value: []byte("y"), Headers: []abi.Header{{Name: []byte("h"), Value: []byte("v")}}}, kv("", "")}
+			batch := encode(in...)
+			for i := range in {
+				in[i].Value = bytes.ToUpper(in[i].Value)
+			}
+			// Origins that are not the records' indexes are corrected.
+			binary.LittleEndian.PutUint32(batch[4+4:], 7)
+			region := g.alloc(int32(len(batch)))
+			copy(region, batch)
+			if st := g.process(region); st != abi.StatusOK {
+				t.Fatalf("status %d", st)
+			}
+			if len(host.raw) != 1 || unsafe.SliceData(host.raw[0]) != unsafe.SliceData(region) || len(host.raw[0]) != len(region) {
+				t.Fatalf("emit calls %d: want one, of the input region itself", len(host.raw))
+			}
+			if got := host.outputs(); !sameRecords(got, withOrigins(in)) {
+				t.Errorf("outputs %+v", got)
+			}
+		})
+	}
+}
+
+// TestRunsOfForwardedRecords mixes forwarded records with encoded, dropped
+// and rejected ones, with runs big enough to be flushed on their own.
+func TestRunsOfForwardedRecords(t *testing.T) {
+	big := strings.Repeat("v", 400<<10)
+	host := newRecHost()
+	g := newGuest(&handlers{kind: kindMap, mapFn: func(r Record) (Record, error) {
+		switch string(r.Key) {
+		case "change":
+			return Record{Key: r.Key, Value: []byte("changed")}, nil
+		case "reject":
+			return r, errors.New("rejected")
+		}
+		return r, nil
+	}}, host)
+	keys := []string{"f0", "f1", "f2", "change", "f4", "reject", "reject", "f7", "f8", "change", "f10"}
+	in := make([]abi.Record, len(keys))
+	var want []abi.Record
+	for i, k := range keys {
+		in[i] = abi.Record{Key: []byte(k), Value: []byte(big), Time: int64(i)}
+		switch k {
+		case "change":
+			want = append(want, abi.Record{Origin: uint32(i), Key: []byte(k), Value: []byte("changed")})
+		case "reject":
+		default:
+			r := in[i]
+			r.Origin = uint32(i)
+			want = append(want, r)
+		}
+	}
+	if st := run(g, encode(in...)); st != abi.StatusOK {
+		t.Fatalf("status %d, logs %v", st, host.logs)
+	}
+	if got := host.outputs(); !sameRecords(got, want) {
+		t.Fatalf("outputs differ: got %d records, want %d", len(got), len(want))
+	}
+	// A run joins the outputs when a record ends it, and the outputs are
+	// flushed then once past 1 MiB: records 0-2 (1.2 MiB) before record 3
+	// is encoded, records 3, 4, 7 and 8 before record 9 is, 9 and 10 at
+	// the end.
+	if fmt.Sprint(lens(host.emits)) != "[3 4 2]" {
+		t.Errorf("records per emit call %v, want [3 4 2]", lens(host.emits))
+	}
+	if fmt.Sprint(host.rejects) != "[5:rejected 6:rejected]" {
+		t.Errorf("rejects %v", host.rejects)
+	}
+}
+
+// FuzzProcess: on any input, the run loops accept exactly what abi.Decoder
+// accepts, and a map or flatmap that returns its input outputs the input.
+func FuzzProcess(f *testing.F) {
+	r := abi.Record{Key: []byte("key"), Value: []byte("value"), Time: 5, Headers: []abi.Header{{Name: []byte("a"), Value: []byte("b")}}}
+	f.Add(encode(r, abi.Record{}, r))
+	f.Add(encode())
+	f.Add([]byte{2, 0, 0, 0, 32, 0, 0, 0})
+	kinds := map[string]*handlers{
+		"MapInPlace": {kind: kindMap, mapInPlaceFn: func(*Record) error { return nil }},
+		"Map":        {kind: kindMap, mapFn: func(r Record) (Record, error) { return r, nil }},
+		"Filter":     {kind: kindFilter, filterFn: func(Record) (bool, error) { return true, nil }},
+		"FlatMap":    {kind: kindFlatMap, flatMapFn: func(r Record, out *Emitter) error { out.Emit(r); return nil }},
+	}
+	f.Fuzz(func(t *testing.T, batch []byte) {
+		want, err := abiDecodeAll(batch)
+		for name, h := range kinds {
+			host := newRecHost()
+			g := newGuest(h, host)
+			st := run(g, batch)
+			if (st == abi.StatusOK) != (err == nil) {
+				t.Fatalf("%s: status %d, abi.Decoder error %v, batch %x", name, st, err, batch)
+			}
+			if err == nil && !sameRecords(host.outputs(), withOrigins(want)) {
+				t.Fatalf("%s: outputs %+v, want the inputs %+v", name, host.outputs(), want)
+			}
+			if err != nil && (len(host.logs) != 1 || !strings.Contains(host.logs[0], err.Error())) {
+				t.Fatalf("%s: logs %v, want abi.Decoder's error %v", name, host.logs, err)
+			}
+		}
+	})
 }

@@ -30,12 +30,16 @@ func (k kind) String() string {
 // handlers is what a plugin registered: one record handler and optionally a
 // configuration handler.
 type handlers struct {
-	kind      kind
-	mapFn     func(Record) (Record, error)
-	filterFn  func(Record) (bool, error)
-	flatMapFn func(Record, *Emitter) error
-	keyedFn   func(Record, *State, *Emitter) error
-	configure func([]byte) error
+	kind kind
+	name string // the function that registered the record handler, for messages
+	// Exactly one of the record handlers is set, the one of kind: for
+	// kindMap, mapFn or mapInPlaceFn.
+	mapFn        func(Record) (Record, error)
+	mapInPlaceFn func(*Record) error
+	filterFn     func(Record) (bool, error)
+	flatMapFn    func(Record, *Emitter) error
+	keyedFn      func(Record, *State, *Emitter) error
+	configure    func([]byte) error
 	// sealed is set when the first batch or configuration arrives; handlers
 	// registered later would be a bug in the plugin.
 	sealed bool
@@ -46,35 +50,63 @@ type handlers struct {
 // the host makes any call; it is deliberately process-wide state.
 var registered handlers
 
-func (h *handlers) set(k kind, fnNil bool) {
+// set records that name (Map, MapInPlace, ...) registers a handler of kind
+// k, after checking that it may.
+func (h *handlers) set(k kind, name string, fnNil bool) {
 	if fnNil {
-		panic(fmt.Sprintf("sluice: %s called with a nil function", k))
+		panic(fmt.Sprintf("sluice: %s called with a nil function", name))
 	}
 	if h.sealed {
-		panic(fmt.Sprintf("sluice: %s called after the operator started; register handlers in an init function", k))
+		panic(fmt.Sprintf("sluice: %s called after the operator started; register handlers in an init function", name))
 	}
 	if h.kind != kindNone {
-		panic(fmt.Sprintf("sluice: %s called, but a %s handler is already registered; a plugin registers exactly one handler", k, h.kind))
+		panic(fmt.Sprintf("sluice: %s called, but a %s handler is already registered; a plugin registers exactly one handler", name, h.name))
 	}
-	h.kind = k
+	h.kind, h.name = k, name
 }
 
 // Map registers fn as the operator's handler: for each input record, fn
 // returns the one output record. An error dead-letters the input record
-// with the error's text and processing goes on with the next record.
+// with the error's text and processing goes on with the next record. An
+// output that is the input record, its bytes changed in place or not, is
+// forwarded without being encoded again. MapInPlace is the faster form of
+// the same handler in WebAssembly.
 //
 // Register in an init function of package main: a plugin's main function
 // never runs (see the package documentation).
 func Map(fn func(r Record) (Record, error)) {
-	registered.set(kindMap, fn == nil)
+	registered.set(kindMap, "Map", fn == nil)
 	registered.mapFn = fn
+}
+
+// MapInPlace registers fn as the operator's handler, like Map, for a
+// handler that changes the record it is given instead of returning a new
+// one: fn receives a pointer to the input record and may change any of its
+// fields, and the bytes they point to, as Map's handler may; what *r holds
+// when fn returns is the output record. Any map can be written either way.
+// An error dead-letters the input record with the error's text and
+// processing goes on with the next record.
+//
+// MapInPlace is Map's faster form in WebAssembly, where passing a Record
+// by value and returning one costs about 60 ns per record (Go's WebAssembly
+// code zeroes, copies and copies back its 80 bytes through calls to
+// memmove); natively the two cost the same. r and the bytes it points to
+// are valid only during the call, as for every handler; the SDK reuses *r
+// for the next record.
+//
+// A record whose Key, Value and Headers slices fn leaves where they point,
+// and whose Time it leaves alone, is forwarded without being encoded again,
+// whatever fn did to the bytes (see the package documentation).
+func MapInPlace(fn func(r *Record) error) {
+	registered.set(kindMap, "MapInPlace", fn == nil)
+	registered.mapInPlaceFn = fn
 }
 
 // Filter registers fn as the operator's handler: an input record is
 // forwarded unchanged when fn returns true and dropped when it returns
 // false. An error dead-letters the input record.
 func Filter(fn func(r Record) (bool, error)) {
-	registered.set(kindFilter, fn == nil)
+	registered.set(kindFilter, "Filter", fn == nil)
 	registered.filterFn = fn
 }
 
@@ -82,7 +114,7 @@ func Filter(fn func(r Record) (bool, error)) {
 // emits any number of output records through out. An error dead-letters the
 // input record and discards what fn emitted for it.
 func FlatMap(fn func(r Record, out *Emitter) error) {
-	registered.set(kindFlatMap, fn == nil)
+	registered.set(kindFlatMap, "FlatMap", fn == nil)
 	registered.flatMapFn = fn
 }
 
@@ -93,7 +125,7 @@ func FlatMap(fn func(r Record, out *Emitter) error) {
 // changes fn made for it (running the rest of the batch again, one record
 // per call, to tell them apart: fn must be deterministic).
 func Keyed(fn func(r Record, st *State, out *Emitter) error) {
-	registered.set(kindKeyed, fn == nil)
+	registered.set(kindKeyed, "Keyed", fn == nil)
 	registered.keyedFn = fn
 }
 

@@ -79,11 +79,21 @@ func exportAlloc(size int32) unsafe.Pointer {
 //go:wasmexport sluice_configure
 //lint:ignore U1000 called by the host through the //go:wasmexport above
 func exportConfigure(p unsafe.Pointer, n uint32) int32 {
-	return theGuest.configure(unsafe.Slice((*byte)(p), n))
+	return theGuest.configure(region(p, n))
 }
 
 //go:wasmexport sluice_process
 //lint:ignore U1000 called by the host through the //go:wasmexport above
 func exportProcess(p unsafe.Pointer, n uint32) int32 {
-	return theGuest.process(unsafe.Slice((*byte)(p), n))
+	return theGuest.process(region(p, n))
+}
+
+// region returns the n bytes at p, which sluice_alloc handed out, so n is
+// at most maxAlloc; larger, the call traps. unsafe.Slice would cost a
+// function call per batch, to check a multiplication by one.
+func region(p unsafe.Pointer, n uint32) []byte {
+	if p == nil {
+		return nil // an empty region; the call then fails on its contents
+	}
+	return (*[maxAlloc]byte)(p)[:n:n]
 }

@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 // guestKinds is the operator kind each guest in testdata is loaded as.
 var guestKinds = map[string]plugin.Kind{
 	"mapguest":     plugin.KindMap,
+	"inplaceguest": plugin.KindMap,
 	"filterguest":  plugin.KindFilter,
 	"flatmapguest": plugin.KindFlatMap,
 	"keyedguest":   plugin.KindKeyed,
@@ -117,6 +118,61 @@ func TestWasmMap(t *testing.T) {
 	logs := h.Logs()
 	if len(logs) != 1 || logs[0].Level != sluice.LevelWarn || logs[0].Message != "record at 12 asked to log" {
 		t.Errorf("logs = %+v", logs)
+	}
+}
+
+// TestWasmMapInPlace runs a MapInPlace guest over a batch in which most
+// records are forwarded as encoded and some are re-encoded, rejected or
+// trap, and checks every output against what the handler means.
+func TestWasmMapInPlace(t *testing.T) {
+	m := loadGuest(t, "inplaceguest")
+	h := m.New()
+	hdr := []sluice.Header{{Name: []byte("h"), Value: []byte("v")}}
+	in := []sluice.Record{
+		{Key: []byte("k0"), Value: []byte("abc"), Time: 10, Headers: hdr},
+		{Key: []byte("k1"), Value: []byte("rekey"), Time: 11},
+		{Key: []byte("k2"), Value: []byte("bad"), Time: 12},
+		{Value: []byte("tag"), Time: 13, Headers: hdr},
+		{Key: []byte("k4"), Value: []byte("later"), Time: 14},
+		{Key: []byte("k5"), Value: []byte("panic"), Time: 15},
+		{Key: []byte("k6"), Time: 16},
+		{Key: []byte("k7"), Value: []byte("xyz"), Time: 17},
+	}
+	outs, rejects, err := h.Process(in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		origin  int
+		key     string
+		value   string
+		time    int64
+		headers string
+	}{
+		{0, "k0", "ABC", 10, "[{h v}]"},
+		{1, "re-k1", "REKEY", 11, "[]"},
+		{3, "", "TAG", 13, "[{h v} {tag t}]"},
+		{4, "k4", "LATER", 1014, "[]"},
+		{6, "k6", "", 16, "[]"},
+		{7, "k7", "XYZ", 17, "[]"},
+	}
+	if len(outs) != len(want) {
+		t.Fatalf("got %d outputs, want %d: %+v", len(outs), len(want), outs)
+	}
+	for i, w := range want {
+		o := outs[i]
+		var hs []string
+		for _, hd := range o.Headers {
+			hs = append(hs, fmt.Sprintf("{%s %s}", hd.Name, hd.Value))
+		}
+		got := fmt.Sprintf("%d %q %q %d [%s]", o.Origin, o.Key, o.Value, o.Time, strings.Join(hs, " "))
+		if exp := fmt.Sprintf("%d %q %q %d %s", w.origin, w.key, w.value, w.time, w.headers); got != exp {
+			t.Errorf("output %d = %s, want %s", i, got, exp)
+		}
+	}
+	if len(rejects) != 2 || rejects[0].Origin != 2 || rejects[0].Message != "value is bad" ||
+		rejects[1].Origin != 5 || !errors.Is(rejects[1].Err, sluicetest.ErrTrap) || !strings.Contains(rejects[1].Err.Error(), "asked to panic") {
+		t.Errorf("rejects = %+v, want record 2 rejected and record 5 trapped", rejects)
 	}
 }
 

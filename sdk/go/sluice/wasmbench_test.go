@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -19,18 +18,19 @@ import (
 )
 
 // BenchmarkWasmMap measures the SDK's own per-record cost in WebAssembly:
-// an identity Map (testdata/identityguest) over batches of 1024 records of
-// 64 bytes, under wazero, with host functions that do nothing. It calls the
-// exports directly (sluice_alloc, a memory write, sluice_process) so that
-// the figure holds the SDK's decode, handler call and encode, plus one
-// guest call per batch, and nothing of a harness.
+// a Map that returns its input (testdata/identityguest) and a MapInPlace
+// that leaves it as it is (testdata/inplaceidentityguest), over batches of
+// 1024 records of 64 bytes, under wazero, with host functions that do
+// nothing. It calls the exports directly (sluice_alloc, a memory write,
+// sluice_process) so that the figure holds the SDK's decode, handler call
+// and output, plus one guest call per batch, and nothing of a harness.
+// The difference between the two is what passing a Record by value costs.
 func BenchmarkWasmMap(b *testing.B) {
 	ctx := context.Background()
-	out := filepath.Join(b.TempDir(), "identity.wasm")
-	if err := wasmbuild.Go(ctx, filepath.Join("testdata", "identityguest"), out); err != nil {
-		b.Fatal(err)
-	}
-	wasm, err := os.ReadFile(out)
+	mods, err := wasmbuild.GoModules(ctx, map[string]string{
+		"Map":        filepath.Join("testdata", "identityguest"),
+		"MapInPlace": filepath.Join("testdata", "inplaceidentityguest"),
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,35 +68,41 @@ func BenchmarkWasmMap(b *testing.B) {
 	if _, err := hb.Instantiate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	mod, err := rt.InstantiateWithConfig(ctx, wasm, wazero.NewModuleConfig().WithStartFunctions(abi.ExportInitialize))
-	if err != nil {
-		b.Fatal(err)
-	}
 	const n = 1024
 	batch := abi.AppendBatchHeader(nil, n)
 	for i := range n {
 		r := abi.Record{Origin: uint32(i), Key: fmt.Appendf(nil, "key%05d", i), Value: bytes.Repeat([]byte{'v'}, 24), Time: int64(i)}
 		batch = abi.AppendRecord(batch, &r)
 	}
-	alloc, process := mod.ExportedFunction(abi.ExportAlloc), mod.ExportedFunction(abi.ExportProcess)
-	stack := make([]uint64, 2)
-	b.SetBytes(int64(len(batch)))
-	for b.Loop() {
-		stack[0] = uint64(len(batch))
-		if err := alloc.CallWithStack(ctx, stack); err != nil {
-			b.Fatal(err)
-		}
-		ptr := uint32(stack[0])
-		if !mod.Memory().Write(ptr, batch) {
-			b.Fatal("sluice_alloc returned a region outside memory")
-		}
-		stack[0], stack[1] = uint64(ptr), uint64(len(batch))
-		if err := process.CallWithStack(ctx, stack); err != nil || int32(stack[0]) != abi.StatusOK {
-			b.Fatalf("sluice_process: %v, status %d", err, int32(stack[0]))
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
-	if emitted == 0 {
-		b.Fatal("the guest emitted nothing")
+	for _, name := range []string{"Map", "MapInPlace"} {
+		b.Run(name, func(b *testing.B) {
+			mod, err := rt.InstantiateWithConfig(ctx, mods[name], wazero.NewModuleConfig().WithName(name).WithStartFunctions(abi.ExportInitialize))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer mod.Close(ctx)
+			alloc, process := mod.ExportedFunction(abi.ExportAlloc), mod.ExportedFunction(abi.ExportProcess)
+			stack := make([]uint64, 2)
+			emitted = 0
+			b.SetBytes(int64(len(batch)))
+			for b.Loop() {
+				stack[0] = uint64(len(batch))
+				if err := alloc.CallWithStack(ctx, stack); err != nil {
+					b.Fatal(err)
+				}
+				ptr := uint32(stack[0])
+				if !mod.Memory().Write(ptr, batch) {
+					b.Fatal("sluice_alloc returned a region outside memory")
+				}
+				stack[0], stack[1] = uint64(ptr), uint64(len(batch))
+				if err := process.CallWithStack(ctx, stack); err != nil || int32(stack[0]) != abi.StatusOK {
+					b.Fatalf("sluice_process: %v, status %d", err, int32(stack[0]))
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+			if emitted == 0 {
+				b.Fatal("the guest emitted nothing")
+			}
+		})
 	}
 }
