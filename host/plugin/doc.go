@@ -28,11 +28,11 @@
 // call, so a host call allocates nothing to find it, and no package-level
 // state is needed.
 //
-// Batches, not records, cross the boundary: the input batch is encoded once
-// into a buffer the Instance reuses and copied into memory the guest's
-// sluice_alloc provides; output records are copied out of guest memory into
-// an arena owned by Output, reused across batches. After warm-up a batch of N
-// map records costs O(1) allocations, not O(N).
+// Batches, not records, cross the boundary: the input batch is encoded once,
+// straight into the memory the guest's sluice_alloc provides; each emitted
+// output batch is copied out of guest memory whole, in one copy, into an
+// arena owned by Output and reused across batches, and its records point
+// into that copy. After warm-up a batch allocates nothing, whatever its size.
 //
 // Failure isolation: when a batch call fails (trap, timeout, host function
 // error, exit, error status), state is rolled back to a savepoint taken

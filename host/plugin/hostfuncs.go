@@ -177,6 +177,9 @@ func hostEmit(ctx context.Context, mem runtime.Memory, stack []uint64) {
 		hostFault(fn, "output of %d bytes in this call exceeds the limit of %d bytes per call", int64(c.outBytes)+int64(n), c.limits.MaxOutputBytes)
 	}
 	c.outBytes += int(n)
+	// One copy of the whole batch into the output arena; the records then
+	// point into it instead of each being copied.
+	b = c.out.copyBytes(b)
 	if err := c.dec.Reset(b); err != nil {
 		hostFaultErr(fn, err, "malformed output batch")
 	}
@@ -188,7 +191,7 @@ func hostEmit(ctx context.Context, mem runtime.Memory, stack []uint64) {
 		if size := abi.EncodedSize(r); size > c.limits.MaxRecordBytes {
 			hostFault(fn, "output record %d is %d bytes encoded, over the limit of %d bytes", i, size, c.limits.MaxRecordBytes)
 		}
-		c.out.add(r, c.base)
+		c.out.addAliased(r, c.base)
 	}
 	if err := c.dec.Err(); err != nil {
 		hostFaultErr(fn, err, "malformed output batch")

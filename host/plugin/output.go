@@ -113,40 +113,25 @@ func (o *Output) takeHeaders(n int) []abi.Header {
 	return o.hdrs[s : s+n : s+n]
 }
 
-// copyBytes copies b into the arena.
-func (o *Output) copyBytes(b []byte) []byte {
-	d := o.take(len(b))
-	copy(d, b)
-	return d
-}
-
-// add appends a copy of r, whose slices may alias guest memory, with its
-// Origin shifted by base. Key and value share one arena reservation, and
-// the record is written in place at the end of Records rather than built
-// and copied there.
-func (o *Output) add(r *abi.Record, base uint32) {
+// addAliased appends r, whose key and value already lie in the arena (an
+// emitted batch copied there whole), with its Origin shifted by base. Only
+// the header structs are copied: the decoder reuses its header slice.
+func (o *Output) addAliased(r *abi.Record, base uint32) {
 	if len(o.Records) == cap(o.Records) {
 		o.Records = append(o.Records, abi.Record{})[:len(o.Records)]
 	}
 	o.Records = o.Records[:len(o.Records)+1]
 	c := &o.Records[len(o.Records)-1]
-	c.Origin, c.Time = r.Origin+base, r.Time
-	c.Key, c.Value, c.Headers = nil, nil, nil
-	if n := len(r.Key) + len(r.Value); n > 0 {
-		b := o.take(n)
-		k := copy(b, r.Key)
-		copy(b[k:], r.Value)
-		if k > 0 {
-			c.Key = b[:k:k]
-		}
-		if k < n {
-			c.Value = b[k:n:n]
-		}
-	}
+	c.Origin, c.Time, c.Key, c.Value, c.Headers = r.Origin+base, r.Time, r.Key, r.Value, nil
 	if len(r.Headers) > 0 {
 		c.Headers = o.takeHeaders(len(r.Headers))
-		for i := range r.Headers {
-			c.Headers[i] = abi.Header{Name: o.copyBytes(r.Headers[i].Name), Value: o.copyBytes(r.Headers[i].Value)}
-		}
+		copy(c.Headers, r.Headers)
 	}
+}
+
+// copyBytes copies b into the arena.
+func (o *Output) copyBytes(b []byte) []byte {
+	d := o.take(len(b))
+	copy(d, b)
+	return d
 }

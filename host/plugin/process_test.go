@@ -479,17 +479,28 @@ func TestOutputArena(t *testing.T) {
 			}
 		}
 	}
+	// add puts r in o as the emit host function does: the encoded batch is
+	// copied into the arena whole and the record points into the copy.
+	add := func(r *abi.Record, base uint32) {
+		b := o.copyBytes(abi.AppendRecord(abi.AppendBatchHeader(nil, 1), r))
+		var d abi.Decoder
+		var x abi.Record
+		if d.Reset(b) != nil || !d.Next(&x) {
+			t.Fatal("cannot decode the record just encoded")
+		}
+		o.addAliased(&x, base)
+	}
 	for round := range 3 {
 		o.Reset()
 		for i := range 200 { // far past the first chunk: spills
 			r := rec(i)
-			o.add(&r, 10)
+			add(&r, 10)
 		}
 		check(200)
 		m := o.mark()
 		for i := 200; i < 300; i++ {
 			r := rec(i)
-			o.add(&r, 10)
+			add(&r, 10)
 		}
 		o.Rejects = append(o.Rejects, Reject{Index: 1})
 		o.truncate(m)
