@@ -13,11 +13,17 @@ const (
 
 	opUnreachable byte = 0x00
 	opLoop        byte = 0x03
+	opBlock       byte = 0x02
 	opBr          byte = 0x0c
+	opBrIf        byte = 0x0d
 	opCall        byte = 0x10
 	opLocalGet    byte = 0x20
+	opLocalSet    byte = 0x21
 	opI32Load     byte = 0x28
+	opI32Store    byte = 0x36
 	opI32Const    byte = 0x41
+	opI32Eqz      byte = 0x45
+	opI32Sub      byte = 0x6b
 	opI32DivS     byte = 0x6d
 	opEnd         byte = 0x0b
 	blockEmpty    byte = 0x40
@@ -143,8 +149,22 @@ func rawModule() []byte {
 			{export: "load", params: []byte{wI32}, results: []byte{wI32},
 				body: []byte{opLocalGet, 0, opI32Load, 2, 0}},
 			{export: "spin", body: []byte{opLoop, blockEmpty, opBr, 0, opEnd}},
+			{export: "count", params: []byte{wI32}, results: []byte{wI32}, body: countBody},
 		},
 	}.encode()
+}
+
+// countBody counts its i32 parameter down to zero in a loop, and returns
+// it (zero).
+var countBody = []byte{
+	opBlock, blockEmpty,
+	opLoop, blockEmpty,
+	opLocalGet, 0, opI32Eqz, opBrIf, 1,
+	opLocalGet, 0, opI32Const, 1, opI32Sub, opLocalSet, 0,
+	opBr, 0,
+	opEnd,
+	opEnd,
+	opLocalGet, 0,
 }
 
 // hostNopModule calls test.nop from its export call_nop, and test.sum on

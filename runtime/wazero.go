@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"reflect"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,42 +18,70 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 )
 
-// NewWazero returns an Engine on wazero: one wazero.Runtime holding WASI
-// and the host modules of cfg, compiling to machine code where wazero
-// supports it (amd64, arm64) and interpreting elsewhere. A compilation cache
-// is kept under cfg.CacheDir() when it is set. Close the engine to release
+// NewWazero returns an Engine on wazero: a wazero.Runtime holding WASI and
+// the host modules of cfg, compiling to machine code where wazero supports
+// it (amd64, arm64) and interpreting elsewhere. A compilation cache is kept
+// under cfg.CacheDir() when it is set. Close the engine to release
 // everything it made.
+//
+// With a call timeout, modules are instrumented with an interrupt flag that
+// a watchdog goroutine raises at the deadline (see the package
+// documentation); a module the instrumenter refuses runs on a second
+// runtime, made when first needed, that uses wazero's own, slower
+// mechanism.
 func NewWazero(ctx context.Context, cfg Config) (Engine, error) {
+	return newWazero(ctx, cfg, wazeroCompiles())
+}
+
+// newWazero is NewWazero, with the choice of instrumenting modules under a
+// call timeout (tests and benchmarks compare both mechanisms).
+func newWazero(ctx context.Context, cfg Config, instrument bool) (*wazeroEngine, error) {
 	if err := validateConfig(cfg); err != nil {
 		return nil, err
 	}
-	// NewRuntimeConfig picks the compiler where the platform supports it and
-	// the interpreter elsewhere.
-	rc := wazero.NewRuntimeConfig().
-		WithMemoryLimitPages(cfg.MemoryLimitPages()).
-		WithCloseOnContextDone(cfg.CallTimeout() > 0)
-	var cache wazero.CompilationCache
+	e := &wazeroEngine{
+		cfg:        cfg,
+		provided:   make(map[string]map[string]Signature),
+		instrument: cfg.CallTimeout() > 0 && instrument,
+	}
 	if dir := cfg.CacheDir(); dir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(dir)
 		if err != nil {
 			return nil, fmt.Errorf("runtime: compilation cache in %s: %w", dir, err)
 		}
-		cache = c
-		rc = rc.WithCompilationCache(cache)
+		e.cache = c
 	}
-	e := &wazeroEngine{
-		cfg:      cfg,
-		rt:       wazero.NewRuntimeWithConfig(ctx, rc),
-		cache:    cache,
-		provided: make(map[string]map[string]Signature),
-	}
-	if err := e.instantiateHostModules(ctx); err != nil {
+	// Without instrumentation, a call timeout is wazero's own mechanism.
+	rt, err := e.newRuntime(ctx, cfg.CallTimeout() > 0 && !e.instrument)
+	if err != nil {
 		_ = e.Close(ctx)
 		return nil, err
 	}
+	e.rt = rt
+	if e.instrument {
+		e.dog = newWatchdog(cfg.CallTimeout())
+	}
 	return e, nil
+}
+
+// wazeroCompiles reports whether wazero compiles to machine code here,
+// rather than interpreting (wazero's own test, on the platforms that have
+// its compiler; an amd64 without SSE4.1 is the rare exception, which still
+// works). Instrumented guests read their interrupt flag from memory the
+// watchdog writes: compiled code does so outside the Go memory model, the
+// interpreter's Go code would be a data race.
+func wazeroCompiles() bool {
+	switch goruntime.GOOS {
+	case "linux", "darwin", "freebsd", "netbsd", "windows":
+		return goruntime.GOARCH == "amd64" || goruntime.GOARCH == "arm64"
+	case "dragonfly", "solaris", "illumos":
+		return goruntime.GOARCH == "amd64"
+	}
+	return false
 }
 
 // wazeroEngine implements Engine. It records the signature of every
@@ -59,24 +89,71 @@ func NewWazero(ctx context.Context, cfg Config) (Engine, error) {
 // and report each one at fault by name.
 type wazeroEngine struct {
 	cfg      Config
-	rt       wazero.Runtime
 	cache    wazero.CompilationCache
 	provided map[string]map[string]Signature // import module -> function -> type; read-only after NewWazero
-	seq      atomic.Uint64                   // numbers instances, whose names wazero wants unique
-	closed   atomic.Bool
+	// instrument is set when the call timeout is on and wazero compiles:
+	// modules are instrumented, rt does not close modules when a call's
+	// context is done, and dog enforces the timeout.
+	instrument bool
+	rt         wazero.Runtime
+	dog        *watchdog
+	seq        atomic.Uint64 // numbers instances, whose names wazero wants unique
+	closed     atomic.Bool
+
+	mu       sync.Mutex
+	fallback wazero.Runtime // with instrument: a runtime for the modules the instrumenter refuses, made when first needed
 }
 
-func (e *wazeroEngine) instantiateHostModules(ctx context.Context) error {
-	wasi, err := wasi_snapshot_preview1.NewBuilder(e.rt).Compile(ctx)
+// newRuntime makes a wazero runtime with WASI and the host modules. The
+// first one made records the host's function signatures.
+func (e *wazeroEngine) newRuntime(ctx context.Context, closeOnDone bool) (wazero.Runtime, error) {
+	// NewRuntimeConfig picks the compiler where the platform supports it and
+	// the interpreter elsewhere.
+	rc := wazero.NewRuntimeConfig().
+		WithMemoryLimitPages(e.cfg.MemoryLimitPages()).
+		WithCloseOnContextDone(closeOnDone)
+	if e.cache != nil {
+		rc = rc.WithCompilationCache(e.cache)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	if err := e.instantiateHostModules(ctx, rt, len(e.provided) == 0); err != nil {
+		_ = rt.Close(ctx)
+		return nil, err
+	}
+	return rt, nil
+}
+
+// closingRuntime returns the runtime that closes a module when a call's
+// context is done, for modules that run uninstrumented under a timeout.
+func (e *wazeroEngine) closingRuntime(ctx context.Context) (wazero.Runtime, error) {
+	if !e.instrument {
+		return e.rt, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.fallback == nil {
+		rt, err := e.newRuntime(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		e.fallback = rt
+	}
+	return e.fallback, nil
+}
+
+func (e *wazeroEngine) instantiateHostModules(ctx context.Context, rt wazero.Runtime, record bool) error {
+	wasi, err := wasi_snapshot_preview1.NewBuilder(rt).Compile(ctx)
 	if err != nil {
 		return fmt.Errorf("runtime: compiling WASI: %w", err)
 	}
-	if _, err := e.rt.InstantiateModule(ctx, wasi, wazero.NewModuleConfig()); err != nil {
+	if _, err := rt.InstantiateModule(ctx, wasi, wazero.NewModuleConfig()); err != nil {
 		return fmt.Errorf("runtime: instantiating WASI: %w", err)
 	}
-	e.record(wasiModule, wasi)
+	if record {
+		e.record(wasiModule, wasi)
+	}
 	for _, hm := range e.cfg.HostModules() {
-		b := e.rt.NewHostModuleBuilder(hm.Name)
+		b := rt.NewHostModuleBuilder(hm.Name)
 		for _, f := range hm.Funcs {
 			b.NewFunctionBuilder().
 				WithGoModuleFunction(wazeroHostFunc(hm.Name+"."+f.Name, f.Fn), toAPITypes(f.Params), toAPITypes(f.Results)).
@@ -86,10 +163,12 @@ func (e *wazeroEngine) instantiateHostModules(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("runtime: host module %q: %w", hm.Name, err)
 		}
-		if _, err := e.rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig()); err != nil {
+		if _, err := rt.InstantiateModule(ctx, compiled, wazero.NewModuleConfig()); err != nil {
 			return fmt.Errorf("runtime: host module %q: %w", hm.Name, err)
 		}
-		e.record(hm.Name, compiled)
+		if record {
+			e.record(hm.Name, compiled)
+		}
 	}
 	return nil
 }
@@ -134,22 +213,27 @@ func wazeroMemory(mod api.Module) Memory {
 	return m
 }
 
-// Compile implements Engine.
+// Compile implements Engine. With a call timeout it instruments the module
+// first (see NewWazero); the compilation cache then holds the instrumented
+// code, keyed by the instrumented bytes.
 func (e *wazeroEngine) Compile(ctx context.Context, name string, wasm []byte) (Module, error) {
 	if e.closed.Load() {
 		return nil, fmt.Errorf("runtime: compiling %q: engine: %w", name, ErrClosed)
 	}
-	cm, err := e.rt.CompileModule(ctx, wasm)
-	if err != nil {
-		return nil, &Error{Kind: KindCompile, Module: name, Err: err}
+	m := &wazeroModule{engine: e, name: name, instances: make(map[*wazeroInstance]struct{})}
+	if err := e.compile(ctx, m, wasm); err != nil {
+		return nil, err
 	}
-	m := &wazeroModule{engine: e, name: name, compiled: cm, instances: make(map[*wazeroInstance]struct{})}
+	cm := m.compiled
 	for _, def := range cm.ImportedFunctions() {
 		mod, fn, _ := def.Import()
 		m.imports = append(m.imports, FuncInfo{Module: mod, Name: fn, Signature: signatureOf(def)})
 	}
 	exported := cm.ExportedFunctions()
 	for _, name := range slices.Sorted(maps.Keys(exported)) {
+		if m.hidden(name) {
+			continue
+		}
 		m.exports = append(m.exports, FuncInfo{Name: name, Signature: signatureOf(exported[name])})
 	}
 	m.linkErr = linkProblems(name, m.imports, e.lookup)
@@ -164,13 +248,65 @@ func (e *wazeroEngine) Compile(ctx context.Context, name string, wasm []byte) (M
 	return m, nil
 }
 
-// Close implements Engine: it closes every instance and module, then the
-// compilation cache.
+// compile sets m.compiled, m.runtime and m.interrupt, which say how the
+// module runs. A module the instrumenter refuses runs uninstrumented on the
+// closing runtime; so does one whose instrumented copy wazero rejects while
+// accepting the original, which would be an instrumenter bug (logged).
+func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte) error {
+	var refused, rejected error // the instrumenter's error; wazero's on the instrumented copy
+	if e.instrument {
+		res, err := interrupt.Instrument(wasm)
+		if err == nil {
+			cm, err := e.rt.CompileModule(ctx, res.Wasm)
+			if err == nil {
+				m.compiled, m.runtime, m.interrupt, m.start = cm, e.rt, true, res.Start
+				return nil
+			}
+			rejected = err
+		}
+		refused = err
+	}
+	rt := e.rt
+	if e.cfg.CallTimeout() > 0 {
+		var err error
+		if rt, err = e.closingRuntime(ctx); err != nil {
+			return fmt.Errorf("runtime: compiling %q: %w", m.name, err)
+		}
+	}
+	cm, err := rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return &Error{Kind: KindCompile, Module: m.name, Err: err}
+	}
+	switch {
+	case rejected != nil:
+		slog.Warn("runtime: wazero rejects the instrumented copy of a valid module, which runs with wazero's slower deadline instead",
+			"module", m.name, "err", rejected)
+	case refused != nil:
+		slog.Info("runtime: the module runs with wazero's slower deadline, as the instrumenter refuses it",
+			"module", m.name, "err", refused)
+	}
+	m.compiled, m.runtime = cm, rt
+	return nil
+}
+
+// Close implements Engine: it stops the calls in progress, closes every
+// instance and module, then the compilation cache.
 func (e *wazeroEngine) Close(ctx context.Context) error {
 	if e.closed.Swap(true) {
 		return nil
 	}
-	err := e.rt.Close(ctx)
+	if e.dog != nil {
+		e.dog.stop()
+	}
+	var err error
+	if e.rt != nil {
+		err = e.rt.Close(ctx)
+	}
+	e.mu.Lock()
+	if e.fallback != nil {
+		err = errors.Join(err, e.fallback.Close(ctx))
+	}
+	e.mu.Unlock()
 	if e.cache != nil {
 		err = errors.Join(err, e.cache.Close(ctx))
 	}
@@ -186,13 +322,24 @@ type wazeroModule struct {
 	engine   *wazeroEngine
 	name     string
 	compiled wazero.CompiledModule
-	imports  []FuncInfo
-	exports  []FuncInfo
-	linkErr  *Error // non-nil when an import is not provided
+	runtime  wazero.Runtime // the engine's runtime that compiled it
+	// interrupt is set when the module is instrumented: each instance has
+	// an interrupt flag, which the engine's watchdog raises. start is set
+	// when its start function is to be called as interrupt.StartExport.
+	interrupt, start bool
+	imports          []FuncInfo
+	exports          []FuncInfo
+	linkErr          *Error // non-nil when an import is not provided
 
 	mu        sync.Mutex
 	closed    bool
 	instances map[*wazeroInstance]struct{}
+}
+
+// hidden reports whether name is an export the instrumenter added, which
+// the module does not show.
+func (m *wazeroModule) hidden(name string) bool {
+	return m.interrupt && name == interrupt.StartExport
 }
 
 func (m *wazeroModule) Name() string        { return m.name }
@@ -206,7 +353,8 @@ func (m *wazeroModule) ExportedMemory(name string) bool {
 // Instantiate implements Module. The instance gets a unique wazero module
 // name (name#N), no arguments, environment or files, wazero's deterministic
 // clocks and random source, a discarded stdout and a bounded stderr. Its
-// start section runs inside wazero's instantiation; _initialize, when
+// start section runs inside wazero's instantiation, or for an instrumented
+// module right after it, under the call timeout; _initialize, when
 // exported, is then called like any export (under the call timeout).
 func (m *wazeroModule) Instantiate(ctx context.Context) (Instance, error) {
 	if m.linkErr != nil {
@@ -226,7 +374,7 @@ func (m *wazeroModule) Instantiate(ctx context.Context) (Instance, error) {
 		WithStartFunctions().
 		WithStdout(io.Discard).
 		WithStderr(stderr)
-	mod, err := e.rt.InstantiateModule(ctx, m.compiled, mc)
+	mod, err := m.runtime.InstantiateModule(ctx, m.compiled, mc)
 	if err != nil {
 		if e.closed.Load() {
 			return nil, fmt.Errorf("runtime: instantiating %q: engine: %w", m.name, ErrClosed)
@@ -234,11 +382,33 @@ func (m *wazeroModule) Instantiate(ctx context.Context) (Instance, error) {
 		return nil, &Error{Kind: KindLink, Module: m.name, Err: err, Stderr: stderr.String()}
 	}
 	inst := &wazeroInstance{module: m, mod: mod, stderr: stderr, timeout: e.cfg.CallTimeout()}
-	if init := mod.ExportedFunction(initExport); init != nil {
-		f := inst.newFunc(init, initExport)
-		if err := f.Call(ctx, make([]uint64, f.need)); err != nil {
+	if m.interrupt {
+		flag, ok := mod.ExportedGlobal(interrupt.FlagExport).(api.MutableGlobal)
+		if !ok { // cannot happen: the instrumenter exports it
 			_ = mod.Close(ctx)
-			le := &Error{Kind: KindLink, Module: m.name, Export: initExport, Err: err, Stderr: stderr.String()}
+			return nil, fmt.Errorf("runtime: instantiating %q: the instrumented module has no interrupt flag", m.name)
+		}
+		inst.watch = &watch{flag: flag}
+		if !e.dog.add(inst.watch) {
+			_ = mod.Close(ctx)
+			return nil, fmt.Errorf("runtime: instantiating %q: engine: %w", m.name, ErrClosed)
+		}
+	}
+	for _, export := range []string{interrupt.StartExport, initExport} {
+		if export == interrupt.StartExport && !m.start {
+			continue
+		}
+		init := mod.ExportedFunction(export)
+		if init == nil {
+			continue
+		}
+		f := inst.newFunc(init, export)
+		if err := f.Call(ctx, make([]uint64, f.need)); err != nil {
+			inst.release(ctx)
+			le := &Error{Kind: KindLink, Module: m.name, Export: export, Err: err, Stderr: stderr.String()}
+			if export == interrupt.StartExport {
+				le.Export = "" // the start function has no export name of its own
+			}
 			var ce *Error
 			if errors.As(err, &ce) {
 				le.Err, le.ExitCode = ce.Err, ce.ExitCode
@@ -249,7 +419,7 @@ func (m *wazeroModule) Instantiate(ctx context.Context) (Instance, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		_ = mod.Close(ctx)
+		inst.release(ctx)
 		return nil, fmt.Errorf("runtime: instantiating %q: module: %w", m.name, ErrClosed)
 	}
 	m.instances[inst] = struct{}{}
@@ -290,12 +460,16 @@ type wazeroInstance struct {
 	mod     api.Module
 	stderr  *stderrBuffer
 	timeout time.Duration
+	watch   *watch      // the interrupt flag's state, for an instrumented module
 	closed  atomic.Bool // set by Close, which Module.Close may call from another goroutine
 	failed  error       // the first error a call returned; the instance is not safe for concurrent use
 }
 
 // Func implements Instance.
 func (i *wazeroInstance) Func(name string) (Func, bool) {
+	if i.module.hidden(name) {
+		return nil, false
+	}
 	fn := i.mod.ExportedFunction(name)
 	if fn == nil {
 		return nil, false
@@ -311,11 +485,30 @@ func (i *wazeroInstance) newFunc(fn api.Function, name string) *wazeroFunc {
 // Memory implements Instance.
 func (i *wazeroInstance) Memory() Memory { return wazeroMemory(i.mod) }
 
-// Close implements Instance.
+// release closes an instance that failed to initialise.
+func (i *wazeroInstance) release(ctx context.Context) {
+	i.closed.Store(true)
+	i.unwatch()
+	_ = i.mod.Close(ctx)
+}
+
+// unwatch raises the interrupt flag of an instrumented instance for good (a
+// call in progress stops at its next check), and has the watchdog forget
+// it.
+func (i *wazeroInstance) unwatch() {
+	if i.watch != nil {
+		i.watch.close()
+		i.module.engine.dog.remove(i.watch)
+	}
+}
+
+// Close implements Instance. A call in progress on an instrumented instance
+// stops at its next check; on another, wazero stops it.
 func (i *wazeroInstance) Close(ctx context.Context) error {
 	if i.closed.Swap(true) {
 		return nil
 	}
+	i.unwatch()
 	i.module.forget(i)
 	if err := i.mod.Close(ctx); err != nil {
 		return fmt.Errorf("runtime: closing an instance of %q: %w", i.module.name, err)
@@ -333,9 +526,9 @@ type wazeroFunc struct {
 
 func (f *wazeroFunc) Info() FuncInfo { return f.info }
 
-// Call implements Func. Without a call timeout it allocates nothing; with
-// one it allocates the deadline's context (and wazero a goroutine that
-// watches it).
+// Call implements Func. It allocates nothing, except on a module that the
+// instrumenter refused, under a call timeout: there it allocates the
+// deadline's context, and wazero a goroutine that watches it.
 func (f *wazeroFunc) Call(ctx context.Context, stack []uint64) error {
 	i := f.inst
 	if len(stack) < f.need {
@@ -348,23 +541,62 @@ func (f *wazeroFunc) Call(ctx context.Context, stack []uint64) error {
 		return closedError(i.module.name, f.info.Name)
 	}
 	i.stderr.reset()
-	if i.timeout <= 0 {
+	switch {
+	case i.timeout <= 0:
 		if err := f.fn.CallWithStack(ctx, stack); err != nil {
-			return f.fail(ctx, err)
+			return f.fail(ctx, err, false)
 		}
 		return nil
+	case i.watch != nil:
+		return f.callWatched(ctx, stack)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, i.timeout)
 	err := f.fn.CallWithStack(callCtx, stack)
 	cancel()
 	if err != nil {
-		return f.fail(ctx, err)
+		return f.fail(ctx, err, false)
 	}
 	return nil
 }
 
-// fail classifies a call's error, and marks the instance as failed.
-func (f *wazeroFunc) fail(ctx context.Context, err error) error {
+// callWatched calls an instrumented guest under the engine's watchdog. A
+// context that is already done stops the call before it starts.
+func (f *wazeroFunc) callWatched(ctx context.Context, stack []uint64) error {
+	i := f.inst
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-done:
+			i.failed = &Error{Kind: KindTimeout, Module: i.module.name, Export: f.info.Name, Err: timeoutCause(ctx, i.timeout)}
+			return i.failed
+		default:
+		}
+	}
+	i.watch.arm(ctx, i.module.engine.dog.deadline())
+	err := f.fn.CallWithStack(ctx, stack)
+	raised := i.watch.disarm()
+	if err != nil {
+		return f.fail(ctx, err, raised)
+	}
+	return nil
+}
+
+// isUnreachable reports whether err is wazero's trap for the unreachable
+// instruction, which an instrumented guest executes when its interrupt flag
+// is up. wazero wraps its internal error type, whose message is
+// "unreachable", in the error a call returns.
+func isUnreachable(err error) bool {
+	for e := errors.Unwrap(err); e != nil; e = errors.Unwrap(e) {
+		if e.Error() == "unreachable" {
+			return true
+		}
+	}
+	return false
+}
+
+// fail classifies a call's error, and marks the instance as failed. raised
+// reports whether the instance's interrupt flag went up during the call: an
+// unreachable trap then is the deadline's (or the context's) doing.
+func (f *wazeroFunc) fail(ctx context.Context, err error, raised bool) error {
 	i := f.inst
 	if i.closed.Load() {
 		// Closed under the call, by Module.Close or Engine.Close.
@@ -384,6 +616,8 @@ func (f *wazeroFunc) fail(ctx context.Context, err error) error {
 		} else {
 			e.Kind, e.ExitCode = KindExit, code
 		}
+	case raised && isUnreachable(err):
+		e.Kind, e.Err = KindTimeout, timeoutCause(ctx, i.timeout)
 	}
 	e.Stderr = i.stderr.String()
 	i.failed = e

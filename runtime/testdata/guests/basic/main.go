@@ -110,3 +110,16 @@ func randomU64() int64 {
 	}
 	return int64(binary.LittleEndian.Uint64(b[:]))
 }
+
+// mix runs n iterations of a loop of integer arithmetic and returns the
+// result: a guest that computes, for the deadline's benchmarks.
+//
+//go:wasmexport mix
+func mix(n int32) int64 {
+	var h uint64 = 14695981039346656037
+	for i := int32(0); i < n; i++ {
+		h ^= uint64(i)
+		h *= 1099511628211
+	}
+	return int64(h)
+}

@@ -1,0 +1,3 @@
+;; A module with no sections at all: the instrumenter adds the global and
+;; export sections.
+(module)
