@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -145,7 +146,7 @@ Ctrl-C), drains, commits, and says where the state is.`,
 			st := h.Status()
 			fmt.Fprintf(out, "\nstopped: %d lines published, %d processed and committed in %d batches, %d word counts emitted, %d dead letters\n",
 				published, st.RecordsIn, st.Batches, st.Outputs, st.Dead)
-			fmt.Fprintf(out, "the counts are committed state; see them with:\n  sluice state dump --data-dir %s --table counts\n", p.DataDir)
+			fmt.Fprintf(out, "the counts are committed state; see them with:\n  %s state dump --data-dir %s --table counts\n", selfCommand(), p.DataDir)
 			return nil
 		},
 	}
@@ -155,6 +156,16 @@ Ctrl-C), drains, commits, and says where the state is.`,
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:0", "address of the HTTP API (port 0: a free port)")
 	logs.register(cmd, "warn")
 	return cmd
+}
+
+// selfCommand is how the user can run this program again: "sluice", or
+// "go run ./cmd/sluice" when it was started by go run (from a build cache
+// directory that is gone afterwards).
+func selfCommand() string {
+	if strings.Contains(os.Args[0], "go-build") {
+		return "go run ./cmd/sluice"
+	}
+	return "sluice"
 }
 
 // publishLines publishes generated sentences to demo.lines at rate per
