@@ -25,11 +25,11 @@ func newStateCmd() *cobra.Command {
 // dumpLine is one line of `sluice state dump`. Keys and values that are
 // valid UTF-8 are written as strings, others in base64 under *_base64.
 type dumpLine struct {
-	Table       string `json:"table"`
-	Key         string `json:"key,omitempty"`
-	KeyBase64   string `json:"key_base64,omitempty"`
-	Value       string `json:"value,omitempty"`
-	ValueBase64 string `json:"value_base64,omitempty"`
+	Table       string  `json:"table"`
+	Key         string  `json:"key,omitempty"`
+	KeyBase64   string  `json:"key_base64,omitempty"`
+	Value       *string `json:"value,omitempty"` // nil only when ValueBase64 holds the value
+	ValueBase64 string  `json:"value_base64,omitempty"`
 }
 
 func newStateDumpCmd() *cobra.Command {
@@ -74,7 +74,8 @@ first. Committed source positions are printed to stderr.`,
 						l.KeyBase64 = base64.StdEncoding.EncodeToString(key)
 					}
 					if utf8.Valid(value) {
-						l.Value = string(value)
+						v := string(value)
+						l.Value = &v
 					} else {
 						l.ValueBase64 = base64.StdEncoding.EncodeToString(value)
 					}
