@@ -77,6 +77,14 @@ type Sink interface {
 	Close() error
 }
 
+// IDUser is a sink that uses Out.ID (to de-duplicate, or to write it out).
+// The host derives ids only when some sink uses them: building one is an
+// allocation per output record, wasted on sinks that ignore it.
+type IDUser interface {
+	Sink
+	UsesIDs() bool
+}
+
 // Rewindable is a sink that can take back what it wrote after a committed
 // point, which makes its output exactly once without de-duplication
 // downstream. The host commits Offset after each flushed batch, with the

@@ -45,7 +45,10 @@ type Sink struct {
 	closed  bool
 }
 
-var _ connectors.Rewindable = (*Sink)(nil)
+var (
+	_ connectors.Rewindable = (*Sink)(nil)
+	_ connectors.IDUser     = (*Sink)(nil)
+)
 
 // NewSink opens (or creates) the file of cfg for appending.
 func NewSink(cfg SinkConfig) (*Sink, error) {
@@ -79,6 +82,9 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	}
 	return &Sink{cfg: cfg, name: name, f: f, w: bufio.NewWriterSize(f, 64<<10), size: uint64(st.Size())}, nil
 }
+
+// UsesIDs reports whether the sink writes each record's Out.ID (WriteIDs).
+func (s *Sink) UsesIDs() bool { return s.cfg.WriteIDs }
 
 // Offset returns the size of the file after the last Flush.
 func (s *Sink) Offset() uint64 { return s.size }

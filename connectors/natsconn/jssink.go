@@ -71,7 +71,7 @@ type JetStreamSink struct {
 	changed  chan struct{} // capacity 1: inflight, retry or failure changed
 }
 
-var _ connectors.Sink = (*JetStreamSink)(nil)
+var _ connectors.IDUser = (*JetStreamSink)(nil)
 
 // NewJetStreamSink returns a sink publishing to cfg.Subject on nc, which
 // stays the caller's. When cfg.Stream is set it checks that the stream
@@ -126,6 +126,9 @@ func NewJetStreamSink(ctx context.Context, nc *nats.Conn, cfg JetStreamSinkConfi
 
 // Name returns the sink's name.
 func (s *JetStreamSink) Name() string { return s.name }
+
+// UsesIDs returns true: every message carries its Out.ID as Nats-Msg-Id.
+func (s *JetStreamSink) UsesIDs() bool { return true }
 
 func (s *JetStreamSink) onAck(_ jetstream.JetStream, _ *nats.Msg, _ *jetstream.PubAck) {
 	s.mu.Lock()

@@ -67,6 +67,8 @@ type Job struct {
 	log    *slog.Logger
 	m      *Metrics
 	stages []*stage
+	// needIDs is whether any sink uses output ids (connectors.IDUser).
+	needIDs bool
 
 	mu     sync.Mutex
 	status Status
@@ -120,6 +122,11 @@ func New(ctx context.Context, cfg Config) (*Job, error) {
 	}
 	j := &Job{cfg: cfg, log: cfg.Logger, m: cfg.Metrics}
 	j.status = Status{Pipeline: cfg.Name, State: "starting", Positions: map[string]uint64{}}
+	for _, o := range cfg.Sinks {
+		if u, ok := o.Sink.(connectors.IDUser); ok && u.UsesIDs() {
+			j.needIDs = true
+		}
+	}
 	for i := range cfg.Operators {
 		st, err := newStage(ctx, &cfg.Operators[i], cfg.Store)
 		if err != nil {
@@ -390,7 +397,11 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 		b.ordinal[in]++
 		r := recs[i]
 		r.Origin = 0
-		b.outs = append(b.outs, connectors.Out{Record: r, ID: j.outputID(o, n)})
+		out := connectors.Out{Record: r}
+		if j.needIDs {
+			out.ID = j.outputID(o, n)
+		}
+		b.outs = append(b.outs, out)
 	}
 	for _, s := range j.cfg.Sinks {
 		if err := s.Sink.Write(ctx, b.outs); err != nil {

@@ -471,3 +471,26 @@ func TestFileSinkIsCutBackToTheCommit(t *testing.T) {
 		t.Errorf("file after the resumed run: %q", got)
 	}
 }
+
+// TestNoIDsForSinksThatIgnoreThem: ids cost an allocation per output, so
+// they are derived only when a sink uses them.
+func TestNoIDsForSinksThatIgnoreThem(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	mem := &memSink{}
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: records("a", "b")}}},
+		Operators: []Operator{{Name: "up", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0), Parallelism: 1}},
+		Sinks:     []Output{{Name: "out", Sink: struct{ connectors.Sink }{mem}}}, DeadLetter: &memSink{}, Store: store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := mem.records()
+	if len(out) != 2 || out[0].ID != "" || out[1].ID != "" {
+		t.Errorf("outputs %+v: want two, without ids", out)
+	}
+}

@@ -65,6 +65,9 @@ type memSink struct {
 }
 
 func (s *memSink) Name() string { return "mem" }
+
+// UsesIDs returns true, so that the tests see the ids the host derives.
+func (s *memSink) UsesIDs() bool { return true }
 func (s *memSink) Write(_ context.Context, out []connectors.Out) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
