@@ -71,7 +71,7 @@ func (s *Scheduler) runTPG(ctx context.Context, st Strategy, batch []Txn, store 
 		workers:   make([]workerState, s.n),
 	}
 	for i := range x.workers {
-		x.workers[i].acc.x = x
+		x.workers[i].acc.x, x.workers[i].acc.w = x, i
 	}
 	x.q.init()
 	x.bar.init(s.n)

@@ -39,8 +39,14 @@ func tkey(table uint32, i int64) txn.Key { return txn.Key{Table: table, Key: fmt
 var errBoom = errors.New("boom")
 
 // testApply is deterministic and depends on every value it reads.
+// maxWorkers is the most workers the property tests run.
+const maxWorkers = 4
+
 func testApply(keySpace int64) txn.Apply {
 	return func(t, m int, o *txn.Op, a txn.Access) (txn.Effect, error) {
+		if w := a.Worker(); w < 0 || w >= maxWorkers {
+			panic(fmt.Sprintf("Access.Worker() = %d, outside [0, %d)", w, maxWorkers))
+		}
 		p := int64(o.Fn >> 8)
 		sum := int64(0)
 		for i := range o.Reads {
@@ -239,7 +245,7 @@ func sameErr(want, got error) string {
 
 func schedulers(t *testing.T) []*txn.Scheduler {
 	var ss []*txn.Scheduler
-	for n := 1; n <= 4; n++ {
+	for n := 1; n <= maxWorkers; n++ {
 		s, err := txn.New(txn.Config{Workers: n, Partitions: 1 + n*3})
 		if err != nil {
 			t.Fatal(err)

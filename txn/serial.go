@@ -84,6 +84,7 @@ func (e *txnExec) lookup(k Key) Value {
 // serialAccess is the Access of the serial executor and of S-Store.
 type serialAccess struct {
 	e   *txnExec
+	w   int
 	op  *Op
 	o   *Observed
 	buf []keyEntry
@@ -97,6 +98,8 @@ func (a *serialAccess) fail(err error) error {
 	}
 	return err
 }
+
+func (a *serialAccess) Worker() int { return a.w }
 
 func (a *serialAccess) Own() ([]byte, bool) {
 	if a.op.NonDet {
@@ -316,8 +319,8 @@ func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, app
 	defer stopWatch()
 	plan := time.Since(t0)
 	var useful atomic.Int64
-	s.dispatch(func(int) {
-		e := &txnExec{apply: apply, get: func(k Key) Value {
+	s.dispatch(func(w int) {
+		e := &txnExec{acc: serialAccess{w: w}, apply: apply, get: func(k Key) Value {
 			if v, ok := states[part(k)][k]; ok {
 				return Value{Bytes: v.value, Found: !v.del}
 			}

@@ -86,6 +86,7 @@ type ndWrite struct {
 // access is a worker's Access, reset for every execution.
 type access struct {
 	x   *run
+	w   int
 	o   *opState
 	buf []ndWrite
 	err error
@@ -98,6 +99,8 @@ func (a *access) fail(err error) error {
 	}
 	return err
 }
+
+func (a *access) Worker() int { return a.w }
 
 func (a *access) Own() ([]byte, bool) {
 	if a.o.ks == nil {

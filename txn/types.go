@@ -33,6 +33,9 @@ type Op struct {
 	NonDet bool
 	// Table is the scope of a non-deterministic operation.
 	Table uint32
+	// Arg is opaque data for the function (the event's parameters); txn
+	// passes it through without reading it.
+	Arg []byte
 }
 
 // Txn is one transaction (event): its operations in timestamp order. Its
@@ -47,6 +50,10 @@ type Txn struct {
 // committed value. Each call of Apply gets its own Access, valid only during
 // that call.
 type Access interface {
+	// Worker returns the index of the worker making the call, in
+	// [0, Workers): a caller that keeps per-worker resources (one Wasm
+	// instance per worker) picks them with it.
+	Worker() int
 	// Own returns the operation's own key's value before the operation.
 	// A non-deterministic operation has no own key: (nil, false).
 	Own() ([]byte, bool)
