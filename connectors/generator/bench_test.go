@@ -13,8 +13,14 @@ func BenchmarkRead(b *testing.B) {
 		{Mode: Sequence, Keys: 1000},
 		{Mode: Bytes, Size: 64},
 		{Mode: Bytes, Size: 1024},
+		{Mode: Txn, App: "sl"},
+		{Mode: Txn, App: "gs"},
+		{Mode: Txn, App: "ob"},
 	} {
 		name := string(cfg.Mode)
+		if cfg.Mode == Txn {
+			name += "-" + cfg.App
+		}
 		if cfg.Mode == Bytes {
 			name += map[int]string{64: "-64B", 1024: "-1KiB"}[cfg.Size]
 		}

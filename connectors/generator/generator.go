@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
 // Mode selects what a generator produces.
@@ -27,6 +28,9 @@ const (
 	Sequence Mode = "sequence"
 	// Bytes generates Size pseudo-random bytes.
 	Bytes Mode = "bytes"
+	// Txn generates the events of a transactional benchmark workload
+	// (package txn/apps/workload).
+	Txn Mode = "txn"
 )
 
 // Config configures a Source.
@@ -41,17 +45,32 @@ type Config struct {
 	Rate float64
 	// Size is the payload size of Bytes mode; 0: 64.
 	Size int
-	// Keys is the number of distinct keys; 0: records have no key.
+	// Keys is the number of distinct keys; 0: records have no key. In Txn
+	// mode, when set, it is the workload's "keys" knob.
 	Keys uint64
-	// Seed selects the stream; the same seed gives the same records.
+	// Seed selects the stream; the same seed gives the same records. In
+	// Txn mode it is the workload's "seed" knob.
 	Seed uint64
 	// Start is the event time of position 1; zero: the Unix epoch.
 	Start time.Time
 	// Step is the event time between consecutive positions; 0: 1/Rate
 	// when Rate is set, else 1 millisecond.
 	Step time.Duration
-	// Name overrides the source's name; empty: "generator:" + Mode.
+	// Name overrides the source's name; empty: "generator:" + Mode, and
+	// "generator:txn/" + App in Txn mode.
 	Name string
+
+	// App is the workload of Txn mode: sl, gs, ngs, tp or ob
+	// (workload.Apps).
+	App string
+	// Knobs sets Txn mode's knobs by name (workload.KnobNames), over the
+	// application's defaults (workload.Defaults); Keys and Seed set the
+	// knobs of those names too, and must agree with Knobs where both do.
+	Knobs map[string]string
+	// Workload, when set, is the workload of Txn mode, built by the caller
+	// (who may share it, to load its initial state); App, Knobs and Keys
+	// must then be empty, and Seed is not used.
+	Workload workload.App
 }
 
 // Source generates records deterministically from a seed and a position.
@@ -59,6 +78,7 @@ type Config struct {
 type Source struct {
 	cfg   Config
 	name  string
+	app   workload.App // Txn mode
 	words []string
 	cum   []float64 // cumulative word weights
 	start int64     // event time of position 1, ns
@@ -70,6 +90,7 @@ type Source struct {
 
 	// Read's goroutine only.
 	next    uint64 // position of the next record
+	txnSize int    // Txn mode: bytes to reserve per record
 	opened  time.Time
 	emitted uint64 // records returned since Open
 	timer   *time.Timer
@@ -82,9 +103,9 @@ func New(cfg Config) (*Source, error) {
 	switch cfg.Mode {
 	case "":
 		cfg.Mode = Words
-	case Words, Sequence, Bytes:
+	case Words, Sequence, Bytes, Txn:
 	default:
-		return nil, fmt.Errorf("generator: unknown mode %q (want %q, %q or %q)", string(cfg.Mode), Words, Sequence, Bytes)
+		return nil, fmt.Errorf("generator: unknown mode %q (want %q, %q, %q or %q)", string(cfg.Mode), Words, Sequence, Bytes, Txn)
 	}
 	if cfg.Rate < 0 {
 		return nil, fmt.Errorf("generator: negative rate %v", cfg.Rate)
@@ -95,7 +116,19 @@ func New(cfg Config) (*Source, error) {
 	if cfg.Size == 0 {
 		cfg.Size = 64
 	}
-	s := &Source{cfg: cfg, name: cfg.Name, done: make(chan struct{})}
+	s := &Source{cfg: cfg, name: cfg.Name, done: make(chan struct{}), txnSize: 32}
+	if cfg.Mode == Txn {
+		app, err := txnWorkload(cfg)
+		if err != nil {
+			return nil, err
+		}
+		s.app = app
+		if s.name == "" {
+			s.name = "generator:txn/" + app.Name()
+		}
+	} else if cfg.App != "" || cfg.Knobs != nil || cfg.Workload != nil {
+		return nil, fmt.Errorf("generator: app, knobs and workload apply to mode %q only, not %q", Txn, cfg.Mode)
+	}
 	if s.name == "" {
 		s.name = "generator:" + string(cfg.Mode)
 	}
@@ -121,6 +154,54 @@ func New(cfg Config) (*Source, error) {
 	}
 	return s, nil
 }
+
+// txnWorkload builds the workload of a Txn-mode configuration.
+func txnWorkload(cfg Config) (workload.App, error) {
+	if cfg.Workload != nil {
+		if cfg.App != "" || cfg.Knobs != nil || cfg.Keys != 0 {
+			return nil, fmt.Errorf("generator: a txn source given a workload takes no app, knobs or keys")
+		}
+		return cfg.Workload, nil
+	}
+	if cfg.App == "" {
+		return nil, fmt.Errorf("generator: mode %q needs an app (one of %s)", Txn, strings.Join(workload.Apps(), ", "))
+	}
+	k, err := workload.Defaults(cfg.App)
+	if err != nil {
+		return nil, fmt.Errorf("generator: %w", err)
+	}
+	set := map[string]string{"seed": strconv.FormatUint(cfg.Seed, 10)}
+	if cfg.Keys > 0 {
+		set["keys"] = strconv.FormatUint(cfg.Keys, 10)
+	}
+	for name, v := range cfg.Knobs {
+		switch v := strings.TrimSpace(v); {
+		case name == "keys" && cfg.Keys > 0 && v != set[name]:
+			return nil, fmt.Errorf("generator: keys is %d but knob keys is %q", cfg.Keys, v)
+		case name == "seed" && cfg.Seed != 0 && v != set[name]:
+			return nil, fmt.Errorf("generator: seed is %d but knob seed is %q", cfg.Seed, v)
+		}
+		set[name] = v
+	}
+	names := make([]string, 0, len(set))
+	for name := range set {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the first bad knob is the same on every run
+	for _, name := range names {
+		if err := k.Set(name, set[name]); err != nil {
+			return nil, fmt.Errorf("generator: %w", err)
+		}
+	}
+	app, err := workload.New(cfg.App, k)
+	if err != nil {
+		return nil, fmt.Errorf("generator: %w", err)
+	}
+	return app, nil
+}
+
+// Workload returns the workload of a Txn-mode source, nil in other modes.
+func (s *Source) Workload() workload.App { return s.app }
 
 // Name returns the source's name.
 func (s *Source) Name() string { return s.name }
@@ -212,6 +293,10 @@ func (s *Source) due(ctx context.Context) (uint64, error) {
 // fill generates the records of the next len(buf) positions. Their bytes
 // share one allocation, which no later call writes to.
 func (s *Source) fill(buf []connectors.Message) {
+	if s.cfg.Mode == Txn {
+		s.fillTxn(buf)
+		return
+	}
 	var slab []byte
 	if s.cfg.Mode == Bytes {
 		slab = make([]byte, 0, len(buf)*(s.cfg.Size+8))
@@ -244,6 +329,29 @@ func (s *Source) fill(buf []connectors.Message) {
 		rec.Value = cut(from)
 		buf[i] = connectors.Message{Record: rec, Position: pos}
 	}
+}
+
+// fillTxn is fill for Txn mode: the record at position p is the workload's
+// event p-1, so position 1 carries event 0. The records are appended one
+// after the other into slabs sized from the largest record seen so far.
+func (s *Source) fillTxn(buf []connectors.Message) {
+	per := s.txnSize
+	var rest []byte
+	for i := range buf {
+		if cap(rest) < per {
+			rest = make([]byte, 0, (len(buf)-i)*per)
+		}
+		pos := s.next
+		s.next++
+		k, v := s.app.Event(pos-1, rest)
+		if n := len(k) + len(v); n > per {
+			per = n + n/4
+		}
+		rest = v[len(v):]
+		rec := abi.Record{Time: s.start + int64(pos-1)*s.step, Key: k, Value: v[:len(v):len(v)]}
+		buf[i] = connectors.Message{Record: rec, Position: pos}
+	}
+	s.txnSize = per
 }
 
 // appendRandom appends n pseudo-random bytes.

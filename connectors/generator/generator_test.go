@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
 func open(t testing.TB, cfg Config, after uint64) *Source {
@@ -47,8 +48,10 @@ func TestDeterministicAndResumable(t *testing.T) {
 		{Mode: Words, Seed: 1, Keys: 3},
 		{Mode: Sequence, Keys: 10, Start: time.Unix(1_700_000_000, 0), Step: time.Second},
 		{Mode: Bytes, Seed: 7, Size: 13},
+		{Mode: Txn, App: "sl", Keys: 1000, Seed: 3},
+		{Mode: Txn, App: "ob", Knobs: map[string]string{"keys": "500", "txn-length": "7", "buy-ratio": "50%"}},
 	} {
-		t.Run(string(cfg.Mode), func(t *testing.T) {
+		t.Run(string(cfg.Mode)+cfg.App, func(t *testing.T) {
 			all := take(t, open(t, cfg, 0), 300, 64)
 			again := take(t, open(t, cfg, 0), 300, 7)
 			if !reflect.DeepEqual(all, again) {
@@ -73,13 +76,21 @@ func TestDeterministicAndResumable(t *testing.T) {
 }
 
 func TestSeedChangesTheStream(t *testing.T) {
-	for _, mode := range []Mode{Words, Bytes} {
-		a := take(t, open(t, Config{Mode: mode, Seed: 1}, 0), 20, 20)
-		b := take(t, open(t, Config{Mode: mode, Seed: 2}, 0), 20, 20)
+	for _, mode := range []Mode{Words, Bytes, Txn} {
+		a := take(t, open(t, Config{Mode: mode, App: app(mode), Seed: 1}, 0), 20, 20)
+		b := take(t, open(t, Config{Mode: mode, App: app(mode), Seed: 2}, 0), 20, 20)
 		if reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: seeds 1 and 2 gave the same records", mode)
 		}
 	}
+}
+
+// app returns the workload of a Txn-mode test configuration.
+func app(m Mode) string {
+	if m == Txn {
+		return "gs"
+	}
+	return ""
 }
 
 func TestSequence(t *testing.T) {
@@ -189,12 +200,73 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("New(%+v) succeeded", cfg)
 		}
 	}
+	wl, err := workload.New("tp", workload.Knobs{Keys: 10, TxnLength: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cfg  Config
+		want string // in the message
+	}{
+		{Config{Mode: Txn}, "needs an app"},
+		{Config{Mode: Txn, App: "tpcc"}, `"tpcc"`},
+		{Config{Mode: Txn, App: "sl", Knobs: map[string]string{"skew": "high"}}, `knob "skew" = "high"`},
+		{Config{Mode: Txn, App: "sl", Knobs: map[string]string{"deposits": "1"}}, `knob "deposits"`},
+		{Config{Mode: Txn, App: "sl", Keys: 1}, `knob "keys" = "1"`},
+		{Config{Mode: Txn, App: "sl", Keys: 10, Knobs: map[string]string{"keys": "20"}}, "keys is 10"},
+		{Config{Mode: Txn, App: "sl", Seed: 1, Knobs: map[string]string{"seed": "2"}}, "seed is 1"},
+		{Config{Mode: Txn, App: "sl", Workload: wl}, "takes no app"},
+		{Config{Mode: Words, App: "sl"}, "apply to mode"},
+	} {
+		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("New(%+v) = %v, want an error containing %s", c.cfg, err, c.want)
+		}
+	}
 	g, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := g.Read(context.Background(), make([]connectors.Message, 1)); !errors.Is(err, connectors.ErrNotOpen) {
 		t.Fatalf("Read before Open: %v", err)
+	}
+}
+
+// TestTxnRecordsAreTheWorkloadsEvents: the record at position p is the
+// workload's event p-1, with the knobs given by name over the defaults,
+// Keys and Seed as the knobs of those names.
+func TestTxnRecordsAreTheWorkloadsEvents(t *testing.T) {
+	g := open(t, Config{Mode: Txn, App: "ngs", Keys: 2000, Seed: 9, Knobs: map[string]string{
+		"txn-length": "3", "nondet-ratio": "0.5", "seed": "9", "keys": "2000",
+	}}, 40)
+	if g.Name() != "generator:txn/ngs" {
+		t.Errorf("name %q", g.Name())
+	}
+	k, _ := workload.Defaults("ngs")
+	k.Keys, k.Seed, k.TxnLength, k.NonDetRatio = 2000, 9, 3, 0.5
+	want, err := workload.New("ngs", k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := take(t, g, 100, 33)
+	for _, m := range msgs {
+		key, value := want.Event(m.Position-1, nil)
+		if string(m.Record.Key) != string(key) || string(m.Record.Value) != string(value) {
+			t.Fatalf("position %d: record differs from event %d", m.Position, m.Position-1)
+		}
+		if cap(m.Record.Key) != len(m.Record.Key) || cap(m.Record.Value) != len(m.Record.Value) {
+			t.Fatalf("position %d: a record's bytes can be appended to in place", m.Position)
+		}
+	}
+	if msgs[0].Position != 41 {
+		t.Fatalf("first position %d, want 41", msgs[0].Position)
+	}
+	// A workload passed in is used as is.
+	shared := open(t, Config{Mode: Txn, Workload: want}, 40)
+	if shared.Workload() != want {
+		t.Fatal("Workload() is not the workload passed in")
+	}
+	if again := take(t, shared, 100, 100); !reflect.DeepEqual(again, msgs) {
+		t.Fatal("a source over the same workload gives other records")
 	}
 }
 

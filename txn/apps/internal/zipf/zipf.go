@@ -1,6 +1,9 @@
 // Package zipf draws Zipf-distributed integers for any skew θ >= 0 (θ = 0 is
 // uniform), which math/rand's Zipf (θ > 1 only) does not cover; MorphStream's
-// workloads use θ between 0 and 1.
+// workloads use θ between 0 and 1. Zipf carries its own generator and
+// binary-searches a CDF; Alias takes the caller's random bits and draws in
+// constant time from a read-only table, for generators that must draw event
+// i without drawing the events before it.
 package zipf
 
 import (
