@@ -302,6 +302,14 @@ func AppendApplyRequest(dst []byte, q *ApplyRequest) []byte {
 // DecodeApplyRequest decodes b into q without copying: q's slices alias b,
 // and q.Reads is reused.
 func DecodeApplyRequest(b []byte, q *ApplyRequest) error {
+	if decodeApplyFast(b, q) {
+		return nil
+	}
+	return decodeApplyChecked(b, q)
+}
+
+// decodeApplyChecked is DecodeApplyRequest with every check and message.
+func decodeApplyChecked(b []byte, q *ApplyRequest) error {
 	r := reader{what: "apply request", b: b}
 	if len(b) < ApplyResultSize {
 		r.fail("shorter than the result slot")
@@ -333,11 +341,20 @@ func DecodeApplyRequest(b []byte, q *ApplyRequest) error {
 }
 
 func (r *reader) value(name string) Value {
-	found := r.u32(name + " found flag")
-	if found > 1 && r.err == nil {
-		r.p -= 4
-		r.fail(fmt.Sprintf("%s found flag is %d, want 0 or 1", name, found))
+	// name is built into messages only on failure: this is a hot path.
+	if r.err != nil {
+		return Value{}
 	}
+	if len(r.b)-r.p < 4 {
+		r.fail("truncated " + name + " found flag")
+		return Value{}
+	}
+	found := binary.LittleEndian.Uint32(r.b[r.p:])
+	if found > 1 {
+		r.fail(fmt.Sprintf("%s found flag is %d, want 0 or 1", name, found))
+		return Value{}
+	}
+	r.p += 4
 	return Value{Found: found == 1, Bytes: r.bytes(name)}
 }
 
@@ -403,12 +420,16 @@ func AppendEventOutcome(dst []byte, e *EventOutcome) []byte {
 
 // OutcomeDecoder reads an outcomes encoding without copying.
 type OutcomeDecoder struct {
-	r    reader
-	n, i int
-	ops  []OpOutcome
-	vals []Value
-	gets []KeyValue
+	r     reader
+	n, i  int
+	ops   []OpOutcome
+	vals  []Value
+	gets  []KeyValue
+	spans []span
 }
+
+// span locates one operation's reads and gets in the decoder's buffers.
+type span struct{ r0, r1, g0, g1 int }
 
 // Reset makes the decoder read b from its start and returns the number of
 // events it announces.
@@ -426,6 +447,18 @@ func (d *OutcomeDecoder) Next(e *EventOutcome) bool {
 	if r.err != nil {
 		return false
 	}
+	if d.i < d.n && d.nextFast(e) {
+		return true
+	}
+	return d.nextChecked(e)
+}
+
+// nextChecked is Next with every check and message.
+func (d *OutcomeDecoder) nextChecked(e *EventOutcome) bool {
+	r := &d.r
+	if r.err != nil {
+		return false
+	}
 	if d.i == d.n {
 		if r.p != len(r.b) {
 			r.fail(fmt.Sprintf("%d trailing bytes after %d events", len(r.b)-r.p, d.n))
@@ -436,9 +469,7 @@ func (d *OutcomeDecoder) Next(e *EventOutcome) bool {
 	e.Committed = r.flag("committed")
 	n := r.count("operation count", 20)
 	d.ops, d.vals, d.gets = d.ops[:0], d.vals[:0], d.gets[:0]
-	type span struct{ r0, r1, g0, g1 int }
-	var spans [8]span
-	sp := spans[:0]
+	sp := d.spans[:0]
 	for i := 0; i < n && r.err == nil; i++ {
 		var o OpOutcome
 		o.Executed = r.flag("executed")
@@ -462,6 +493,7 @@ func (d *OutcomeDecoder) Next(e *EventOutcome) bool {
 		d.ops = append(d.ops, o)
 		sp = append(sp, s)
 	}
+	d.spans = sp
 	if r.err != nil {
 		return false
 	}
@@ -501,4 +533,150 @@ func b2u(b bool) uint32 {
 		return 1
 	}
 	return 0
+}
+
+// The fast decoders below read well-formed input with the fewest calls and
+// checks (they run in the guest, once per operation); on anything they do
+// not accept they give up, and the checked decoders above report the error.
+
+// fastU32 reads a u32 at b[p:].
+func fastU32(b []byte, p int) (uint32, bool) {
+	if p < 0 || len(b)-p < 4 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint32(b[p:]), true
+}
+
+// fastField reads a length-prefixed byte string at b[p:].
+func fastField(b []byte, p int) ([]byte, int, bool) {
+	n, ok := fastU32(b, p)
+	p += 4
+	if !ok || uint64(n) > uint64(len(b)-p) {
+		return nil, p, false
+	}
+	if n == 0 {
+		return nil, p, true
+	}
+	e := p + int(n)
+	return b[p:e:e], e, true
+}
+
+// fastValue reads a found flag and a byte string at b[p:].
+func fastValue(b []byte, p int) (Value, int, bool) {
+	f, ok := fastU32(b, p)
+	if !ok || f > 1 {
+		return Value{}, p, false
+	}
+	v, p, ok := fastField(b, p+4)
+	return Value{Found: f == 1, Bytes: v}, p, ok
+}
+
+func decodeApplyFast(b []byte, q *ApplyRequest) bool {
+	if len(b) < ApplyResultSize+20 {
+		return false
+	}
+	le := binary.LittleEndian
+	q.Fn = le.Uint32(b[8:])
+	q.Event = le.Uint32(b[12:])
+	q.Op = le.Uint32(b[16:])
+	f := le.Uint32(b[20:])
+	q.Flags, q.Own.Found = f&OpFlagNonDet, f&applyFlagOwnFound != 0
+	q.Table = le.Uint32(b[24:])
+	var ok bool
+	p := 28
+	if q.Key, p, ok = fastField(b, p); !ok {
+		return false
+	}
+	if q.Own.Bytes, p, ok = fastField(b, p); !ok {
+		return false
+	}
+	n, ok := fastU32(b, p)
+	p += 4
+	if !ok || uint64(n)*16 > uint64(len(b)-p) {
+		return false
+	}
+	q.Reads = q.Reads[:0]
+	for range n {
+		var rv ReadValue
+		if rv.Table, ok = fastU32(b, p); !ok {
+			return false
+		}
+		if rv.Key, p, ok = fastField(b, p+4); !ok {
+			return false
+		}
+		if rv.Value, p, ok = fastValue(b, p); !ok {
+			return false
+		}
+		q.Reads = append(q.Reads, rv)
+	}
+	q.Arg, p, ok = fastField(b, p)
+	return ok && p == len(b)
+}
+
+// nextFast decodes the next event when it is well formed, else leaves d
+// as it was and returns false.
+func (d *OutcomeDecoder) nextFast(e *EventOutcome) bool {
+	b, p := d.r.b, d.r.p
+	c, ok1 := fastU32(b, p)
+	n, ok2 := fastU32(b, p+4)
+	p += 8
+	if !ok1 || !ok2 || c > 1 || uint64(n)*20 > uint64(len(b)-p) {
+		return false
+	}
+	d.ops, d.vals, d.gets, d.spans = d.ops[:0], d.vals[:0], d.gets[:0], d.spans[:0]
+	for range n {
+		var o OpOutcome
+		x, ok := fastU32(b, p)
+		if !ok || x > 1 {
+			return false
+		}
+		o.Executed = x == 1
+		if o.Own, p, ok = fastValue(b, p+4); !ok {
+			return false
+		}
+		s := span{r0: len(d.vals)}
+		nr, ok := fastU32(b, p)
+		p += 4
+		if !ok || uint64(nr)*8 > uint64(len(b)-p) {
+			return false
+		}
+		for range nr {
+			var v Value
+			if v, p, ok = fastValue(b, p); !ok {
+				return false
+			}
+			d.vals = append(d.vals, v)
+		}
+		s.r1, s.g0 = len(d.vals), len(d.gets)
+		ng, ok := fastU32(b, p)
+		p += 4
+		if !ok || uint64(ng)*16 > uint64(len(b)-p) {
+			return false
+		}
+		for range ng {
+			var g KeyValue
+			if g.Table, ok = fastU32(b, p); !ok {
+				return false
+			}
+			if g.Key, p, ok = fastField(b, p+4); !ok {
+				return false
+			}
+			if g.Value, p, ok = fastValue(b, p); !ok {
+				return false
+			}
+			d.gets = append(d.gets, g)
+		}
+		s.g1 = len(d.gets)
+		d.ops = append(d.ops, o)
+		d.spans = append(d.spans, s)
+	}
+	for i := range d.ops {
+		s := d.spans[i]
+		d.ops[i].Reads = d.vals[s.r0:s.r1:s.r1]
+		d.ops[i].Gets = d.gets[s.g0:s.g1:s.g1]
+	}
+	e.Committed, e.Ops = c == 1, d.ops
+	d.r.p = p
+	d.i++
+	return true
 }

@@ -3,6 +3,7 @@ package abi
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -190,13 +191,70 @@ func FuzzTxnDecoders(f *testing.F) {
 		var o OpDecl
 		for d.Next(&o) {
 		}
-		var q ApplyRequest
-		_ = DecodeApplyRequest(b, &q)
-		var od OutcomeDecoder
+		// The fast path accepts exactly what the checked decoder accepts,
+		// with the same result.
+		var q, q2 ApplyRequest
+		fast := decodeApplyFast(b, &q)
+		checked := decodeApplyChecked(b, &q2) == nil
+		if fast && (!checked || !reflect.DeepEqual(q, q2)) {
+			t.Fatalf("fast path accepted what the checked decoder did not: %v %+v %+v", checked, q, q2)
+		}
+		if checked && !fast && len(b) >= ApplyResultSize+20 {
+			t.Fatalf("fast path refused a valid request")
+		}
+		var od, od2 OutcomeDecoder
 		if _, err := od.Reset(b); err == nil {
-			var e EventOutcome
-			for od.Next(&e) {
+			od2.Reset(b)
+			var e, e2 EventOutcome
+			for {
+				fast := od.i < od.n && od.nextFast(&e)
+				if !fast {
+					break
+				}
+				// The checked decoder gives the same event.
+				if !od2.nextChecked(&e2) || !reflect.DeepEqual(e, e2) {
+					t.Fatalf("fast and checked outcome decoders differ: %+v %+v %v", e, e2, od2.Err())
+				}
 			}
 		}
 	})
+}
+
+func BenchmarkDecodeApplyRequest(b *testing.B) {
+	q := ApplyRequest{Fn: 2, Event: 7, Op: 1, Table: 0, Key: []byte("00001234"), Own: Value{true, []byte("12345678")},
+		Reads: []ReadValue{{TableKey{0, []byte("00004321")}, Value{true, []byte("87654321")}}}, Arg: []byte("argument")}
+	buf := AppendApplyRequest(nil, &q)
+	var got ApplyRequest
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := DecodeApplyRequest(buf, &got); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkOutcomeDecoder(b *testing.B) {
+	buf := AppendOutcomesHeader(nil, 100)
+	for i := 0; i < 100; i++ {
+		e := EventOutcome{Committed: true}
+		for range 4 {
+			e.Ops = append(e.Ops, OpOutcome{Executed: true, Own: Value{true, []byte("12345678")}, Reads: []Value{{true, []byte("87654321")}}})
+		}
+		buf = AppendEventOutcome(buf, &e)
+	}
+	var d OutcomeDecoder
+	var e EventOutcome
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.Reset(buf); err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for d.Next(&e) {
+			n++
+		}
+		if n != 100 || d.Err() != nil {
+			b.Fatal(n, d.Err())
+		}
+	}
 }
