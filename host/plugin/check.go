@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/sluicehq/sluice/runtime"
@@ -42,15 +43,30 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) Re
 	}
 	defer func() { _ = mod.Close(context.WithoutCancel(ctx)) }()
 	s := inspect(mod, "map, filter, flatmap and keyed operators")
+	st := inspectKind(mod, KindTransactional, "transactional operators")
 	if s.instantiable {
 		c := &call{plugin: name, limits: DefaultLimits(), logger: slog.New(slog.DiscardHandler)}
 		v, err := abiVersion(ctx, mod, c)
 		s.version(v, err)
+		st.version(v, err)
 	}
 	r.Memory, r.Exports, r.Imports, r.Command, r.ABIVersion = s.memory, s.exports, s.imports, s.command, s.abiVersion
-	r.Problems = s.problems
+	// A module serves the batch kinds, the transactional kind, or both;
+	// it has problems only when it serves neither, and then both sets of
+	// missing exports are worth reading.
 	if len(s.problems) == 0 {
 		r.Kinds = []Kind{KindMap, KindFilter, KindFlatMap, KindKeyed}
+	}
+	if len(st.problems) == 0 {
+		r.Kinds = append(r.Kinds, KindTransactional)
+	}
+	if len(r.Kinds) == 0 {
+		r.Problems = s.problems
+		for _, p := range st.problems {
+			if !slices.Contains(r.Problems, p) {
+				r.Problems = append(r.Problems, p)
+			}
+		}
 	}
 	if len(s.usesState) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("imports %s: serving a map, filter or flatmap operator, any call to them fails the record; only keyed operators have state",

@@ -18,6 +18,18 @@
 //     a guest can trap but never crash the host.
 //   - Instance.Process: one guest call per batch, and the recovery when it
 //     fails.
+//   - The transactional kind (ABI.md, section 10): Instance.Plan, Apply and
+//     Post call sluice_plan, sluice_apply and sluice_post, and the host
+//     functions txn_plan, txn_get, txn_put and txn_delete route the guest's
+//     declarations and tracked accesses to the batch's plan and to the
+//     txn.Access of the operation being applied. host/txnop builds the
+//     operator on them. Apply is the hot path (one call per operation
+//     execution): the request is written into a guest region reserved once
+//     per instance, and a written value is copied out into a per-instance
+//     slab, since the scheduler keeps values as versions. A failed
+//     transactional call fails the batch (a *TxnError naming plugin,
+//     export, event and operation): records are not isolated one by one,
+//     because the events of a batch are one unit of scheduling.
 //
 // Design decisions:
 //

@@ -34,7 +34,7 @@ type call struct {
 
 	export   string  // the export being called
 	st       State   // the State of a keyed operator during sluice_process, else nil
-	out      *Output // the Output during sluice_process, else nil
+	out      *Output // the Output during sluice_process and sluice_post, else nil
 	n        uint32  // number of records in the input batch of the call
 	base     uint32  // index, in the batch given to Process, of the call's record 0
 	outBytes int     // bytes passed to emit during the call
@@ -43,6 +43,7 @@ type call struct {
 	lastErr  []byte  // the last LogError message of the call
 	dec      abi.Decoder
 	rec      abi.Record
+	tx       txnCall // the transactional call in progress (txn_host.go)
 }
 
 // begin prepares c for a call of export.
@@ -70,7 +71,13 @@ func (c *call) reason() string { return string(c.lastErr) }
 //	eng, err := runtime.NewWazero(ctx, runtime.NewConfig().WithHostModules(plugin.HostModule()))
 //
 // The functions serve every plugin of the engine: each finds the call in
-// progress, and through it the plugin, its State and its Output, in its ctx.
+// progress, and through it the plugin, its State and its Output (or, for a
+// transactional operator, the operation's txn.Access), in its ctx. Any
+// plugin may import every function; one called outside the call it belongs
+// to (txn_plan outside sluice_plan, txn_get, txn_put and txn_delete outside
+// sluice_apply, emit and reject outside sluice_process and sluice_post)
+// fails the guest call.
+//
 // Every pointer and length a guest passes is checked against its memory; a
 // bad one, or a misuse of the ABI, fails the guest call with a
 // *runtime.HostError naming the function and the fault.
@@ -85,6 +92,10 @@ func HostModule() runtime.HostModule {
 			{Name: abi.FuncStatePut, Signature: sig(5, 0), Fn: hostStatePut},
 			{Name: abi.FuncStateDelete, Signature: sig(3, 0), Fn: hostStateDelete},
 			{Name: abi.FuncLog, Signature: sig(3, 0), Fn: hostLog},
+			{Name: abi.FuncTxnPlan, Signature: sig(2, 0), Fn: hostTxnPlan},
+			{Name: abi.FuncTxnGet, Signature: sig(5, 1), Fn: hostTxnGet},
+			{Name: abi.FuncTxnPut, Signature: sig(5, 1), Fn: hostTxnPut},
+			{Name: abi.FuncTxnDelete, Signature: sig(3, 1), Fn: hostTxnDelete},
 		},
 	}
 }
@@ -169,7 +180,7 @@ func hostEmit(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	const fn = abi.FuncEmit
 	c := callOf(ctx, fn)
 	if c.out == nil {
-		hostFault(fn, "called during %s: records may be emitted only by %s", c.export, abi.ExportProcess)
+		hostFault(fn, "called during %s: records may be emitted only by %s and %s", c.export, abi.ExportProcess, abi.ExportPost)
 	}
 	ptr, n := uint32(stack[0]), uint32(stack[1])
 	b := read(mem, fn, "batch", ptr, n)
@@ -204,7 +215,7 @@ func hostReject(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	const fn = abi.FuncReject
 	c := callOf(ctx, fn)
 	if c.out == nil {
-		hostFault(fn, "called during %s: records may be rejected only by %s", c.export, abi.ExportProcess)
+		hostFault(fn, "called during %s: records may be rejected only by %s and %s", c.export, abi.ExportProcess, abi.ExportPost)
 	}
 	origin := uint32(stack[0])
 	msg := read(mem, fn, "message", uint32(stack[1]), uint32(stack[2]))
@@ -228,6 +239,10 @@ func clip(msg []byte) string {
 // state returns the call's State, failing the guest call when the operator
 // has none.
 func (c *call) state(fn string) State {
+	if c.kind.Transactional() {
+		hostFault(fn, "called by a transactional operator: its tables are reached through %s, %s and %s during %s",
+			abi.FuncTxnGet, abi.FuncTxnPut, abi.FuncTxnDelete, abi.ExportApply)
+	}
 	if !c.kind.Stateful() {
 		hostFault(fn, "called by a %s operator: only keyed operators have state", c.kind)
 	}

@@ -30,13 +30,15 @@ type Instance struct {
 	alloc   runtime.Func
 	process runtime.Func
 	mem     runtime.Memory // inst's memory, resolved once
-	stack   [2]uint64
+	stack   [4]uint64
 	c       *call
 	closed  bool
+	tx      txnInstance // the transactional exports and buffers (txn.go)
 
-	// callCtx is the context of the last sluice_process call, derived
-	// from callParent: a worker passes the same ctx batch after batch, and
-	// deriving it once saves an allocation per batch.
+	// callCtx is the context of the last guest call, derived from
+	// callParent: a worker passes the same ctx batch after batch (and
+	// apply after apply), and deriving it once saves an allocation per
+	// call.
 	callParent, callCtx context.Context
 }
 
@@ -89,9 +91,13 @@ func (i *Instance) ensure(ctx context.Context) error {
 	}
 	alloc, ok1 := inst.Func(abi.ExportAlloc)
 	process, ok2 := inst.Func(abi.ExportProcess)
+	var tx txnInstance
+	if p.kind.Transactional() {
+		ok2 = tx.bind(inst)
+	}
 	if !ok1 || !ok2 {
 		_ = inst.Close(context.WithoutCancel(ctx))
-		return fmt.Errorf("plugin %q: instance lacks %s or %s", p.name, abi.ExportAlloc, abi.ExportProcess)
+		return fmt.Errorf("plugin %q: instance lacks %s or the exports of a %s operator", p.name, abi.ExportAlloc, p.kind)
 	}
 	if configure, ok := inst.Func(abi.ExportConfigure); ok {
 		if err := i.configure(ctx, inst, alloc, configure); err != nil {
@@ -100,6 +106,7 @@ func (i *Instance) ensure(ctx context.Context) error {
 		}
 	}
 	i.inst, i.alloc, i.process, i.mem = inst, alloc, process, inst.Memory()
+	i.tx.reset(tx)
 	return nil
 }
 
@@ -177,6 +184,9 @@ func (i *Instance) Process(ctx context.Context, in []abi.Record, st State, out *
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("plugin %q: batch of %d records not started: %w", i.p.name, len(in), context.Cause(ctx))
+	}
+	if i.p.kind.Transactional() {
+		return fmt.Errorf("plugin %q: a transactional operator has no %s: use Plan, Apply and Post", i.p.name, abi.ExportProcess)
 	}
 	if !i.p.kind.Stateful() {
 		st = nil
@@ -312,35 +322,13 @@ func (i *Instance) fatal(ctx context.Context, n int, err error) error {
 // with its error. A failure that may have left the guest inconsistent
 // closes the guest instance, to be replaced before the next call.
 func (i *Instance) run(ctx context.Context, in []abi.Record, lo, hi int, st State, out *Output) (string, error) {
-	n := abi.BatchHeaderSize
-	for k := lo; k < hi; k++ {
-		n += abi.EncodedSize(&in[k])
-	}
 	c := i.c
 	c.begin(abi.ExportProcess, st, out, uint32(hi-lo), uint32(lo))
 	defer c.end(ctx)
-	if !sameContext(ctx, i.callParent) {
-		i.callParent, i.callCtx = ctx, context.WithValue(ctx, callKey{}, c)
-	}
-	cctx := i.callCtx
-	ptr, buf, err := i.reserve(cctx, i.alloc, i.mem, n)
+	cctx := i.callContext(ctx)
+	ptr, n, _, err := i.placeBatch(cctx, in[lo:hi], 0)
 	if err != nil {
-		i.breakIfRuntime(ctx, err, true)
 		return abi.ExportAlloc, err
-	}
-	// The batch is encoded straight into guest memory, in one pass. Each
-	// record's Origin is its index in the batch: set in the encoding,
-	// after the fact, rather than in a copy of the record.
-	b := abi.AppendBatchHeader(buf[:0], uint32(hi-lo))
-	for k := lo; k < hi; k++ {
-		at := len(b)
-		b = abi.AppendRecord(b, &in[k])
-		binary.LittleEndian.PutUint32(b[at+4:], uint32(k-lo))
-	}
-	if len(b) != n {
-		// abi.EncodedSize disagrees with abi.AppendRecord: the guest would
-		// read a batch that is not the one encoded.
-		return abi.ExportProcess, fmt.Errorf("plugin %q: internal error: batch encoded in %d bytes, %d expected", i.p.name, len(b), n)
 	}
 	i.stack[0], i.stack[1] = uint64(ptr), uint64(n)
 	if err := i.process.Call(cctx, i.stack[:]); err != nil {
@@ -351,6 +339,48 @@ func (i *Instance) run(ctx context.Context, in []abi.Record, lo, hi int, st Stat
 		return abi.ExportProcess, &StatusError{Plugin: i.p.name, Export: abi.ExportProcess, Status: status, Reason: c.reason()}
 	}
 	return "", nil
+}
+
+// callContext returns the context of a guest call of i: ctx carrying i's
+// call for the host functions. A worker passes the same ctx call after call,
+// so the derived context is made once and kept.
+func (i *Instance) callContext(ctx context.Context) context.Context {
+	if !sameContext(ctx, i.callParent) {
+		i.callParent, i.callCtx = ctx, context.WithValue(ctx, callKey{}, i.c)
+	}
+	return i.callCtx
+}
+
+// placeBatch encodes in as a batch straight into guest memory, in a region
+// from sluice_alloc with extra bytes to spare after the batch, and returns
+// the region's offset, the batch's length and a view of the spare bytes
+// (valid until the guest runs again). Each record's Origin is its index in
+// in. An allocation failure that may have left the guest inconsistent
+// closes the guest instance.
+func (i *Instance) placeBatch(cctx context.Context, in []abi.Record, extra int) (uint32, int, []byte, error) {
+	n := abi.BatchHeaderSize
+	for k := range in {
+		n += abi.EncodedSize(&in[k])
+	}
+	ptr, buf, err := i.reserve(cctx, i.alloc, i.mem, n+extra)
+	if err != nil {
+		i.breakIfRuntime(cctx, err, true)
+		return 0, 0, nil, err
+	}
+	// One pass; the Origin is set in the encoding, after the fact, rather
+	// than in a copy of the record.
+	b := abi.AppendBatchHeader(buf[:0], uint32(len(in)))
+	for k := range in {
+		at := len(b)
+		b = abi.AppendRecord(b, &in[k])
+		binary.LittleEndian.PutUint32(b[at+4:], uint32(k))
+	}
+	if len(b) != n {
+		// abi.EncodedSize disagrees with abi.AppendRecord: the guest would
+		// read a batch that is not the one encoded.
+		return 0, 0, nil, fmt.Errorf("plugin %q: internal error: batch encoded in %d bytes, %d expected", i.p.name, len(b), n)
+	}
+	return ptr, n, buf[n : n+extra : n+extra], nil
 }
 
 // sameContext reports whether a and b are the same context, without
@@ -376,4 +406,5 @@ func (i *Instance) breakIfRuntime(ctx context.Context, err error, placing bool) 
 		i.p.logger.LogAttrs(ctx, slog.LevelWarn, "closing a broken plugin instance", slog.Any("error", cerr))
 	}
 	i.inst, i.alloc, i.process, i.mem = nil, nil, nil, nil
+	i.tx.reset(txnInstance{})
 }

@@ -55,7 +55,7 @@ func Load(ctx context.Context, eng runtime.Engine, name string, wasm []byte, kin
 		limits: o.limits,
 		logger: o.logger.With(slog.String("plugin", name), slog.String("kind", string(kind))),
 	}
-	s := inspect(mod, fmt.Sprintf("%s operators", kind))
+	s := inspectKind(mod, kind, fmt.Sprintf("%s operators", kind))
 	if s.instantiable {
 		v, err := abiVersion(ctx, mod, p.newCall())
 		s.version(v, err)
@@ -119,12 +119,19 @@ type exportSpec struct {
 	required bool
 }
 
-// abiExports returns the function exports of the ABI.
-func abiExports() []exportSpec {
+// abiExports returns the function exports of the ABI and which of them
+// operators of kind require: sluice_process for every kind but
+// transactional, which requires sluice_plan, sluice_apply and sluice_post
+// instead. An export that is not required is still checked when present.
+func abiExports(kind Kind) []exportSpec {
+	txn := kind.Transactional()
 	return []exportSpec{
 		{abi.ExportABIVersion, sig(0, 1), true},
 		{abi.ExportAlloc, sig(1, 1), true},
-		{abi.ExportProcess, sig(2, 1), true},
+		{abi.ExportProcess, sig(2, 1), !txn},
+		{abi.ExportPlan, sig(2, 1), txn},
+		{abi.ExportApply, sig(2, 1), txn},
+		{abi.ExportPost, sig(4, 1), txn},
 		{abi.ExportConfigure, sig(2, 1), false},
 		{abi.ExportInitialize, sig(0, 0), false},
 	}
@@ -143,9 +150,16 @@ type shape struct {
 	causes           []error
 }
 
-// inspect checks a module's exports and imports against the ABI. requiredBy
-// names who needs the required exports, for the messages.
+// inspect checks a module's exports and imports against the ABI for the
+// kinds that process batches (map, filter, flatmap, keyed). requiredBy names
+// who needs the required exports, for the messages.
 func inspect(mod runtime.Module, requiredBy string) *shape {
+	return inspectKind(mod, KindMap, requiredBy)
+}
+
+// inspectKind checks a module's exports and imports against the ABI for
+// operators of kind.
+func inspectKind(mod runtime.Module, kind Kind, requiredBy string) *shape {
 	s := &shape{exports: mod.Exports(), imports: mod.Imports(), memory: mod.ExportedMemory(abi.ExportMemory)}
 	s.exportsOK = true
 	if !s.memory {
@@ -164,7 +178,7 @@ func inspect(mod runtime.Module, requiredBy string) *shape {
 		s.problems = append(s.problems, "module is a WASI command (it exports _start), not a reactor: rebuild it as a reactor; "+
 			"for Go: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared")
 	}
-	for _, spec := range abiExports() {
+	for _, spec := range abiExports(kind) {
 		e, ok := byName[spec.name]
 		switch {
 		case !ok && spec.required:

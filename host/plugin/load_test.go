@@ -13,14 +13,17 @@ import (
 )
 
 func TestParseKind(t *testing.T) {
-	for _, k := range []Kind{KindMap, KindFilter, KindFlatMap, KindKeyed} {
+	for _, k := range []Kind{KindMap, KindFilter, KindFlatMap, KindKeyed, KindTransactional} {
 		got, err := ParseKind(string(k))
 		if err != nil || got != k {
 			t.Errorf("ParseKind(%q) = %q, %v", k, got, err)
 		}
 	}
-	if _, err := ParseKind("transactional"); !errors.Is(err, ErrUnknownKind) {
-		t.Errorf("ParseKind(transactional) error = %v, want ErrUnknownKind", err)
+	if _, err := ParseKind("transaction"); !errors.Is(err, ErrUnknownKind) {
+		t.Errorf("ParseKind(transaction) error = %v, want ErrUnknownKind", err)
+	}
+	if !KindTransactional.Transactional() || KindKeyed.Transactional() || KindTransactional.Stateful() {
+		t.Error("only transactional operators are transactional, and they have no keyed state")
 	}
 	if !KindKeyed.Stateful() || KindMap.Stateful() || KindFilter.Stateful() || KindFlatMap.Stateful() {
 		t.Error("only keyed operators are stateful")
@@ -90,7 +93,7 @@ func TestLoadListsEveryProblem(t *testing.T) {
 		"export sluice_alloc has signature (i64) -> i32, want (i32) -> i32",
 		`import env.clock () -> i64: module "env" is not provided; plugins may import only from "sluice" and "wasi_snapshot_preview1"`,
 		"import sluice.emit has signature (i32), want (i32, i32)",
-		"import sluice.teleport: the host has no such function (it provides emit, reject, table_id, state_get, state_put, state_delete, log)",
+		"import sluice.teleport: the host has no such function (it provides emit, reject, table_id, state_get, state_put, state_delete, log, txn_plan, txn_get, txn_put, txn_delete)",
 	}
 	for _, w := range want {
 		if !slices.Contains(le.Problems, w) {

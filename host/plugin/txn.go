@@ -1,0 +1,323 @@
+package plugin
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/txn"
+)
+
+// txnInstance holds a transactional instance's exports and the region of
+// guest memory its apply requests go to.
+type txnInstance struct {
+	plan, apply, post runtime.Func
+
+	// region is the offset of the apply-request region obtained from
+	// sluice_alloc, of regionCap bytes; regionCap is 0 when there is none
+	// (a fresh instance, or another sluice_alloc call since: the guest
+	// may then have reused the region).
+	region    uint32
+	regionCap int
+	// req is the encoded request, built here and then written to the
+	// region in one copy.
+	req []byte
+}
+
+// bind resolves the transactional exports of inst and reports whether it
+// has them all.
+func (t *txnInstance) bind(inst runtime.Instance) bool {
+	var ok1, ok2, ok3 bool
+	t.plan, ok1 = inst.Func(abi.ExportPlan)
+	t.apply, ok2 = inst.Func(abi.ExportApply)
+	t.post, ok3 = inst.Func(abi.ExportPost)
+	return ok1 && ok2 && ok3
+}
+
+// reset takes the exports of n (a new guest instance, or none) and forgets
+// the region, which belonged to the previous guest instance.
+func (t *txnInstance) reset(n txnInstance) {
+	t.plan, t.apply, t.post = n.plan, n.apply, n.post
+	t.region, t.regionCap = 0, 0
+}
+
+// minRegion is the smallest apply-request region asked of a guest.
+const minRegion = 4096
+
+// TxnError is the error of a call of a transactional export. It names the
+// plugin, the export (sluice_alloc when the call's input could not be
+// placed in guest memory) and, for sluice_apply, the event and operation,
+// and wraps the cause: a *runtime.Error (trap, timeout, host function
+// error), a *StatusError, an access txn refused (wrapping
+// txn.ErrUndeclared), or a result the host cannot use.
+type TxnError struct {
+	Plugin string
+	Export string
+	// Event is the event's index in the batch and Op the operation's
+	// index within the event, for sluice_apply; both are -1 for a call
+	// about the whole batch (sluice_plan, sluice_post).
+	Event, Op int
+	Err       error
+}
+
+func (e *TxnError) Error() string {
+	s := fmt.Sprintf("plugin %q export %q", e.Plugin, e.Export)
+	if e.Event >= 0 {
+		s += fmt.Sprintf(": event %d operation %d", e.Event, e.Op)
+	}
+	// Say plugin and export once, then what went wrong.
+	switch err := e.Err.(type) {
+	case *runtime.Error:
+		if err.Err != nil {
+			s += fmt.Sprintf(": %s: %v", err.Kind, err.Err)
+			if err.Stderr != "" {
+				s += " (guest stderr: " + err.Stderr + ")"
+			}
+			return s
+		}
+	case *StatusError:
+		s += fmt.Sprintf(": returned status %d (%s)", err.Status, statusName(err.Status))
+		if err.Reason != "" {
+			return s + ": " + err.Reason
+		}
+		return s + " without logging a reason"
+	}
+	return s + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *TxnError) Unwrap() error { return e.Err }
+
+// ErrNotTransactional is wrapped by the error of Plan, Apply and Post on an
+// instance of a plugin not loaded as KindTransactional.
+var ErrNotTransactional = errors.New("not a transactional operator")
+
+// ErrApplyResult is wrapped by the error of an Apply whose guest returned a
+// result the host cannot use: an unknown code, or a value outside memory.
+var ErrApplyResult = errors.New("unusable sluice_apply result")
+
+// txnReady checks that i can make a transactional call and has a guest
+// instance.
+func (i *Instance) txnReady(ctx context.Context, what string) error {
+	if i.closed {
+		return fmt.Errorf("plugin %q: %w", i.p.name, ErrInstanceClosed)
+	}
+	if !i.p.kind.Transactional() {
+		return fmt.Errorf("plugin %q: %s: a %s operator is %w", i.p.name, what, i.p.kind, ErrNotTransactional)
+	}
+	if i.inst == nil {
+		return i.ensure(ctx)
+	}
+	return nil
+}
+
+// Plan runs sluice_plan over a batch of events (input records in timestamp
+// order; event i has Origin i in the guest's encoding) and hands each
+// operation the guest declares through txn_plan to decl, in order. The
+// declaration aliases guest memory and decl's buffers: decl must copy what
+// it keeps. An error from decl fails the guest call (the guest traps) and
+// Plan returns it wrapped, so errors.Is and errors.As reach it; event
+// indices, tables and keys are decl's to check.
+//
+// A failed call (trap, timeout, host function error, error status) is
+// returned as a *TxnError; an instance whose guest trapped is replaced
+// before its next call. An empty batch does not call the guest.
+func (i *Instance) Plan(ctx context.Context, events []abi.Record, decl func(*abi.OpDecl) error) error {
+	if err := i.txnReady(ctx, "Plan"); err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	c := i.c
+	c.begin(abi.ExportPlan, nil, nil, uint32(len(events)), 0)
+	c.tx.decl = decl
+	defer func() {
+		c.tx.decl = nil
+		c.end(ctx)
+	}()
+	cctx := i.callContext(ctx)
+	i.tx.regionCap = 0 // sluice_alloc is called: the guest may reuse the apply region
+	ptr, n, _, err := i.placeBatch(cctx, events, 0)
+	if err != nil {
+		return i.txnError(abi.ExportAlloc, -1, -1, err)
+	}
+	i.stack[0], i.stack[1] = uint64(ptr), uint64(n)
+	if err := i.tx.plan.Call(cctx, i.stack[:]); err != nil {
+		i.breakIfRuntime(ctx, err, false)
+		return i.txnError(abi.ExportPlan, -1, -1, err)
+	}
+	if st := i32(i.stack[0]); st != abi.StatusOK {
+		return i.txnError(abi.ExportPlan, -1, -1, &StatusError{Plugin: i.p.name, Export: abi.ExportPlan, Status: st, Reason: c.reason()})
+	}
+	return nil
+}
+
+// Apply runs one execution of an operation through sluice_apply and
+// returns its effect. q is the request the guest receives; q.Reads must be
+// the operation's declared reads in declaration order, as a.Read numbers
+// them. During the call the guest's txn_get, txn_put and txn_delete go to
+// a; an access a refuses (txn.ErrUndeclared) returns StatusUndeclared to
+// the guest and fails the Apply with a *TxnError wrapping it, whatever the
+// guest returns.
+//
+// The value of an ApplyWrite is copied out of guest memory into a slab the
+// instance never overwrites, as txn keeps it as a version; so are the keys
+// and values of txn_put and txn_delete. For a non-deterministic operation
+// only ApplyAbort counts: its writes are its txn_put and txn_delete calls.
+//
+// The request goes to a region of guest memory obtained from sluice_alloc
+// once and reused, call after call, until a request does not fit; after
+// warm-up a call allocates nothing. A failed call is a *TxnError naming the
+// event and operation; an instance whose guest trapped is replaced before
+// its next call.
+func (i *Instance) Apply(ctx context.Context, q *abi.ApplyRequest, a txn.Access) (txn.Effect, error) {
+	if i.inst == nil || i.closed || !i.p.kind.Transactional() {
+		if err := i.txnReady(ctx, "Apply"); err != nil {
+			return txn.Effect{}, err
+		}
+	}
+	t := &i.tx
+	t.req = abi.AppendApplyRequest(t.req[:0], q)
+	n := len(t.req)
+	c := i.c
+	c.begin(abi.ExportApply, nil, nil, 0, 0)
+	cctx := i.callContext(ctx)
+	if n > t.regionCap {
+		if err := i.growRegion(cctx, n); err != nil {
+			c.end(ctx)
+			return txn.Effect{}, i.txnError(abi.ExportAlloc, int(q.Event), int(q.Op), err)
+		}
+	}
+	if !i.mem.Write(t.region, t.req) {
+		c.end(ctx)
+		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op),
+			fmt.Errorf("the request region at %#x of %d bytes is outside memory of %d bytes", t.region, n, i.mem.Size()))
+	}
+	c.tx.beginApply(q, a)
+	i.stack[0], i.stack[1] = uint64(t.region), uint64(n)
+	err := t.apply.Call(cctx, i.stack[:])
+	accErr := c.tx.endApply()
+	c.end(ctx)
+	if err != nil {
+		i.breakIfRuntime(ctx, err, false)
+	}
+	switch {
+	case accErr != nil:
+		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op), accErr)
+	case err != nil:
+		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op), err)
+	}
+	code := i32(i.stack[0])
+	nonDet := q.Flags&abi.OpFlagNonDet != 0
+	switch {
+	case code == abi.ApplyAbort:
+		return txn.Effect{Abort: true}, nil
+	case code == abi.StatusError:
+		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op),
+			&StatusError{Plugin: i.p.name, Export: abi.ExportApply, Status: code, Reason: c.reason()})
+	case code != abi.ApplyWrite && code != abi.ApplyKeep && code != abi.ApplyDelete:
+		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op),
+			fmt.Errorf("%w: returned %d, want ApplyWrite (0), ApplyKeep (1), ApplyDelete (2), ApplyAbort (3) or StatusError (-2)", ErrApplyResult, code))
+	case nonDet || code == abi.ApplyKeep:
+		return txn.Effect{Keep: true}, nil
+	case code == abi.ApplyDelete:
+		return txn.Effect{Delete: true}, nil
+	}
+	v, err := i.applyValue()
+	if err != nil {
+		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op), err)
+	}
+	return txn.Effect{Value: v}, nil
+}
+
+// applyValue copies out the value of an ApplyWrite, whose pointer and
+// length the guest left in the request's first 8 bytes.
+func (i *Instance) applyValue() ([]byte, error) {
+	slot, ok := i.mem.Read(i.tx.region, abi.ApplyResultSize)
+	if !ok {
+		return nil, fmt.Errorf("%w: the request region at %#x is outside memory of %d bytes", ErrApplyResult, i.tx.region, i.mem.Size())
+	}
+	ptr, n := binary.LittleEndian.Uint32(slot), binary.LittleEndian.Uint32(slot[4:])
+	if end := uint64(ptr) + uint64(n); end > uint64(i.mem.Size()) {
+		return nil, fmt.Errorf("%w: ApplyWrite value at pointer %#x length %d is outside memory of %d bytes", ErrApplyResult, ptr, n, i.mem.Size())
+	}
+	v, ok := i.mem.Read(ptr, n)
+	if !ok {
+		return nil, fmt.Errorf("%w: ApplyWrite value at pointer %#x length %d is outside memory of %d bytes", ErrApplyResult, ptr, n, i.mem.Size())
+	}
+	return i.c.tx.slab.copy(v), nil
+}
+
+// growRegion obtains a request region of at least n bytes from
+// sluice_alloc, with room to spare so that it is seldom grown again.
+func (i *Instance) growRegion(cctx context.Context, n int) error {
+	size := max(n, 2*i.tx.regionCap, minRegion)
+	if size > math.MaxInt32 {
+		size = n
+	}
+	i.tx.regionCap = 0
+	ptr, _, err := i.reserve(cctx, i.alloc, i.mem, size)
+	if err != nil {
+		i.breakIfRuntime(cctx, err, true)
+		return err
+	}
+	i.tx.region, i.tx.regionCap = ptr, size
+	return nil
+}
+
+// Post runs sluice_post over the batch's events and their encoded outcomes
+// (abi.AppendOutcomesHeader and abi.AppendEventOutcome), appending the
+// records the guest emits to out, each with its event's index as Origin,
+// and the events it rejects to out.Rejects; the outputs of a rejected event
+// are dropped. The events and outcomes are
+// placed in one region from sluice_alloc, the outcomes after the events.
+//
+// A failed call is returned as a *TxnError and its outputs and rejects are
+// dropped; an instance whose guest trapped is replaced before its next
+// call. An empty batch does not call the guest.
+func (i *Instance) Post(ctx context.Context, events []abi.Record, outcomes []byte, out *Output) error {
+	if err := i.txnReady(ctx, "Post"); err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	c := i.c
+	c.begin(abi.ExportPost, nil, out, uint32(len(events)), 0)
+	defer c.end(ctx)
+	m := out.mark()
+	cctx := i.callContext(ctx)
+	i.tx.regionCap = 0 // sluice_alloc is called: the guest may reuse the apply region
+	ptr, n, spare, err := i.placeBatch(cctx, events, len(outcomes))
+	if err != nil {
+		return i.txnError(abi.ExportAlloc, -1, -1, err)
+	}
+	copy(spare, outcomes)
+	i.stack[0], i.stack[1] = uint64(ptr), uint64(n)
+	i.stack[2], i.stack[3] = uint64(ptr)+uint64(n), uint64(len(outcomes))
+	if err := i.tx.post.Call(cctx, i.stack[:]); err != nil {
+		out.truncate(m)
+		i.breakIfRuntime(ctx, err, false)
+		return i.txnError(abi.ExportPost, -1, -1, err)
+	}
+	if st := i32(i.stack[0]); st != abi.StatusOK {
+		out.truncate(m)
+		return i.txnError(abi.ExportPost, -1, -1, &StatusError{Plugin: i.p.name, Export: abi.ExportPost, Status: st, Reason: c.reason()})
+	}
+	if len(out.Rejects) > m.rejects {
+		// A dead-lettered event has no effect downstream: its state
+		// effects stand, as the batch committed, but its outputs go.
+		dropRejectedOutputs(out, m)
+	}
+	return nil
+}
+
+// txnError wraps err as the failure of export.
+func (i *Instance) txnError(export string, event, op int, err error) error {
+	return &TxnError{Plugin: i.p.name, Export: export, Event: event, Op: op, Err: err}
+}

@@ -1,0 +1,128 @@
+package txnop_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/txnop"
+	"github.com/sluicehq/sluice/txn"
+	"github.com/sluicehq/sluice/txn/apps/ledger"
+)
+
+func checkCredit(tb testing.TB, eff txn.Effect, err error) {
+	tb.Helper()
+	if err != nil || eff.Abort || eff.Keep || eff.Delete || balance(eff.Value) != 125 {
+		tb.Fatalf("apply = %+v (balance %d), %v; want a write of 125", eff, balance(eff.Value), err)
+	}
+}
+
+// TestApplyAllocatesNothing asserts the apply path's promise: after warm-up,
+// an apply call allocates nothing on the host, with or without a call
+// deadline (the copies of written values come from a slab, a chunk per
+// thousands of calls).
+func TestApplyAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+	}{{"no timeout", -1}, {"timeout", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			inst, q, a := applyFixture(t, tc.timeout)
+			ctx := context.Background()
+			for range 10 {
+				eff, err := inst.Apply(ctx, q, a)
+				checkCredit(t, eff, err)
+			}
+			if n := testing.AllocsPerRun(1000, func() { _, _ = inst.Apply(ctx, q, a) }); n != 0 {
+				t.Errorf("%v allocations per apply, want 0", n)
+			}
+		})
+	}
+}
+
+// BenchmarkWasmApply measures one sluice_apply call through
+// plugin.Instance.Apply: a request with one read, a write of 8 bytes.
+func BenchmarkWasmApply(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+	}{{"deadline", 0}, {"nodeadline", -1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			inst, q, a := applyFixture(b, tc.timeout)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				eff, err := inst.Apply(ctx, q, a)
+				if err != nil {
+					b.Fatal(eff, err)
+				}
+			}
+		})
+	}
+}
+
+// ledgerEvents draws a Streaming Ledger batch of MorphStream's evaluation
+// (115,200 keys, 25% deposits, Zipf 0.25) as event records, with the
+// store it starts from.
+func ledgerEvents(b *testing.B, n int) ([]abi.Record, txn.Store) {
+	w, err := ledger.New(ledger.Config{Keys: 115200, DepositRatio: 0.25, Skew: 0.25, MaxAmount: 100, InitialBalance: 1000, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs := w.Events(n)
+	vals := make([][]byte, len(evs))
+	for i, e := range evs {
+		if e.Deposit {
+			vals[i] = deposit(uint32(e.Account), uint32(e.Book), uint32(e.Amount))
+		} else {
+			vals[i] = transfer(uint32(e.Account), uint32(e.Book), uint32(e.DstAccount), uint32(e.DstBook), uint32(e.Amount))
+		}
+	}
+	return records(vals...), w.Store()
+}
+
+// BenchmarkProcessLedger runs a Streaming Ledger batch of 10,240 events
+// end to end through Operator.Process (plan, schedule, post) with the Wasm
+// guest and with the native logic, on 1 and 2 workers. Both emit one
+// "committed" or "aborted" record per event.
+func BenchmarkProcessLedger(b *testing.B) {
+	events, store := ledgerEvents(b, 10240)
+	ctx := context.Background()
+	p := loadLedger(b, 0)
+	for _, workers := range []int{1, 2} {
+		for _, name := range []string{"ns-op-lazy", "ns-chain-lazy"} {
+			st := strategy(b, name)
+			for _, kind := range []string{"wasm", "native"} {
+				b.Run(fmt.Sprintf("%s/%s/w%d", kind, name, workers), func(b *testing.B) {
+					var logic txnop.Logic = &nativeLedger{brief: true}
+					if kind == "wasm" {
+						l, err := txnop.NewWasm(ctx, p, workers, []byte(`{"brief":true}`))
+						if err != nil {
+							b.Fatal(err)
+						}
+						logic = l
+					}
+					op := newOperator(b, logic, workers)
+					op.SetStrategy(st)
+					var out plugin.Output
+					for b.Loop() {
+						out.Reset()
+						if _, err := op.Process(ctx, events, store, &out); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if len(out.Records) != len(events) {
+						b.Fatalf("%d outputs for %d events", len(out.Records), len(events))
+					}
+					b.ReportMetric(float64(len(events))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+				})
+			}
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package txnop_test
+
+const raceEnabled = false
