@@ -35,6 +35,46 @@
 // writes that key's state. Ownership is enforced: a guest touching a key of
 // another worker's group fails the call.
 //
+// # Transactional operators
+//
+// A transactional operator (Operator.Txn) has no workers of its own: its
+// txnop.Operator plans each batch through the guest, schedules the
+// transactions on package txn's workers and hands the outcomes back for
+// the guest to emit outputs. Decisions, and why:
+//
+//   - A job with a transactional operator batches by its punctuation:
+//     batches of at most Txn.Events records, cut Txn.Interval after their
+//     first record (no time bound when zero). The job's BatchSize and
+//     Linger are ignored, and transactional operators with different
+//     punctuations are refused, since a batch is committed as one.
+//     Batches never exceed their size: the rest of a source's chunk waits
+//     for the next batch.
+//   - An earlier operator that makes more records than it receives could
+//     hand the stage more than Events: the stage then runs the batch in
+//     runs of at most Events, in order, each reading the changes of the
+//     runs before it (copied, since a Result lives until the next
+//     Process).
+//   - Transactions read the committed tables in memory, which include
+//     every earlier batch, through a state.Session that owns every key
+//     group. The change set is written into the tables when the batch
+//     commits, after the outputs are written (an output or a change may
+//     alias a value another change overwrites; the values are copied
+//     before writing), so the changes and the source positions go to
+//     Pebble in one batch and a restart resumes with neither applied
+//     twice. Because changes land only at commit, a transactional
+//     operator's tables are its own: New refuses a table another operator
+//     uses.
+//   - A run whose Process fails (a guest error or trap in plan, apply or
+//     post, an access outside a declaration) leaves the state as it was
+//     before it: under the stop policy the job stops without committing
+//     the batch; otherwise each of its events is dead-lettered with the
+//     error. Events the guest rejects in post are dead-lettered one by
+//     one, and their transactions' effects stay.
+//   - Per operator, the metrics count committed and aborted transactions,
+//     re-executions and failed batches, sum the seconds of each phase of
+//     txn.Stats' breakdown plus the guest's plan and post, and time each
+//     batch (sluice_txn_*); the Status carries the same totals.
+//
 // # Failures
 //
 // A record an operator fails on (trap, timeout, reject) goes to the

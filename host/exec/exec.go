@@ -18,8 +18,11 @@ import (
 
 // Operator is one stage of the chain.
 type Operator struct {
-	Name   string
-	Kind   plugin.Kind
+	Name string
+	Kind plugin.Kind
+	// Plugin runs the operator; for a transactional operator it only names
+	// the plugin in dead letters and the status (its instances belong to
+	// Txn.Operator), and may be nil for a native one.
 	Plugin *plugin.Plugin
 	// Config is the operator's configuration as JSON, passed to each instance.
 	Config []byte
@@ -31,6 +34,17 @@ type Operator struct {
 	StopOnError bool
 	// MaxRecordBytes refuses larger input records (dead-lettered); 0: no limit.
 	MaxRecordBytes int
+	// Txn makes the operator transactional; Parallelism and Tables are
+	// then unused (the txnop.Operator has its workers and tables).
+	Txn *Txn
+}
+
+// pluginName names the operator's plugin, "" for a native operator.
+func (o *Operator) pluginName() string {
+	if o.Plugin == nil {
+		return ""
+	}
+	return o.Plugin.Name()
 }
 
 // Input is a named source. The name (from the pipeline file) keys the
@@ -55,10 +69,14 @@ type Config struct {
 	Sinks      []Output
 	DeadLetter connectors.Sink
 	Store      *state.Store
-	BatchSize  int
-	Linger     time.Duration
-	Logger     *slog.Logger
-	Metrics    *Metrics
+	// BatchSize is the most records in a batch (default 1024) and Linger
+	// how long a batch waits for more once it has one (default 5ms). A
+	// job with a transactional operator ignores both and batches by the
+	// operator's punctuation (Txn.Events and Txn.Interval).
+	BatchSize int
+	Linger    time.Duration
+	Logger    *slog.Logger
+	Metrics   *Metrics
 }
 
 // Job is a running pipeline.
@@ -69,6 +87,9 @@ type Job struct {
 	stages []*stage
 	// needIDs is whether any sink uses output ids (connectors.IDUser).
 	needIDs bool
+	// batchSize and linger cut batches (linger 0: no time bound).
+	batchSize int
+	linger    time.Duration
 
 	mu     sync.Mutex
 	status Status
@@ -96,12 +117,26 @@ type OperatorStatus struct {
 	RecordsIn   uint64 `json:"records_in"`
 	RecordsOut  uint64 `json:"records_out"`
 	Dead        uint64 `json:"dead_letters"`
+	// Txn is set for a transactional operator.
+	Txn *TxnStatus `json:"txn,omitempty"`
 }
 
 // New prepares a job: it makes every worker's plugin instance (so a plugin
 // that fails to configure stops the job before any record is read) and
-// opens the sources after their committed positions.
-func New(ctx context.Context, cfg Config) (*Job, error) {
+// opens the sources after their committed positions. The job owns the
+// operators' Txn.Operator from here on: New closes them if it fails.
+func New(ctx context.Context, cfg Config) (_ *Job, err error) {
+	staged := 0 // operators whose stage owns their Txn.Operator
+	defer func() {
+		if err == nil {
+			return
+		}
+		for i := staged; i < len(cfg.Operators); i++ {
+			if t := cfg.Operators[i].Txn; t != nil && t.Operator != nil {
+				_ = t.Operator.Close(context.WithoutCancel(ctx))
+			}
+		}
+	}()
 	if len(cfg.Sources) == 0 || len(cfg.Sinks) == 0 {
 		return nil, errors.New("exec: a job needs at least one source and one sink")
 	}
@@ -114,13 +149,23 @@ func New(ctx context.Context, cfg Config) (*Job, error) {
 	if cfg.Linger <= 0 {
 		cfg.Linger = 5 * time.Millisecond
 	}
+	events, interval, transactional, err := punctuation(cfg.Operators)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTables(cfg.Operators); err != nil {
+		return nil, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	j := &Job{cfg: cfg, log: cfg.Logger, m: cfg.Metrics}
+	j := &Job{cfg: cfg, log: cfg.Logger, m: cfg.Metrics, batchSize: cfg.BatchSize, linger: cfg.Linger}
+	if transactional {
+		j.batchSize, j.linger = events, interval
+	}
 	j.status = Status{Pipeline: cfg.Name, State: "starting", Positions: map[string]uint64{}}
 	for _, o := range cfg.Sinks {
 		if u, ok := o.Sink.(connectors.IDUser); ok && u.UsesIDs() {
@@ -133,11 +178,15 @@ func New(ctx context.Context, cfg Config) (*Job, error) {
 			j.closeStages(ctx)
 			return nil, err
 		}
+		staged = i + 1
 		j.stages = append(j.stages, st)
-		j.m.addOperator(st.op.Name)
-		j.status.Operators = append(j.status.Operators, OperatorStatus{
-			Name: st.op.Name, Kind: string(st.op.Kind), Plugin: st.op.Plugin.Name(), Parallelism: len(st.workers),
-		})
+		j.m.addOperator(st.op.Name, st.txn != nil)
+		os := OperatorStatus{Name: st.op.Name, Kind: string(st.op.Kind), Plugin: st.op.pluginName(), Parallelism: st.parallelism()}
+		if st.txn != nil {
+			t := st.txn.status
+			os.Txn = &t
+		}
+		j.status.Operators = append(j.status.Operators, os)
 	}
 	committed := cfg.Store.Positions()
 	for _, out := range j.rewindable() {
@@ -191,6 +240,12 @@ func (j *Job) Status() Status {
 		s.Positions[k] = v
 	}
 	s.Operators = append([]OperatorStatus(nil), j.status.Operators...)
+	for i := range s.Operators {
+		if t := s.Operators[i].Txn; t != nil {
+			c := *t
+			s.Operators[i].Txn = &c
+		}
+	}
 	return s
 }
 
@@ -281,10 +336,7 @@ func (j *Job) Run(ctx context.Context) (err error) {
 // read runs one source until it ends, fails or ctx is done.
 func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) error {
 	src := in.Source
-	size := j.cfg.BatchSize
-	if size > 4096 {
-		size = 4096
-	}
+	size := min(j.batchSize, 4096)
 	for {
 		buf := make([]connectors.Message, size)
 		n, err := src.Read(ctx, buf)
@@ -306,29 +358,58 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 }
 
 // collect fills b from the queue: it blocks for the first chunk, then takes
-// more until the batch is full or the linger time has passed. It reports
-// false when the queue is closed (all readers done) and drained.
+// more until the batch is full or the linger time has passed (never, with
+// no linger). It reports false when the queue is closed (all readers done)
+// and drained.
+//
+// A batch is never larger than batchSize: the rest of a chunk that would
+// overflow it is kept in b.spill for the next batch, so that a
+// transactional operator's punctuation holds however sources chunk their
+// reads.
 func (j *Job) collect(queue <-chan chunk, b *batch) (bool, error) {
 	b.reset()
-	c, ok := <-queue
-	if !ok {
-		return false, nil
+	if len(b.spill.msgs) == 0 {
+		c, ok := <-queue
+		if !ok {
+			return false, nil
+		}
+		b.spill = c
 	}
-	j.add(b, c)
-	timer := time.NewTimer(j.cfg.Linger)
-	defer timer.Stop()
-	for len(b.in) < j.cfg.BatchSize {
+	j.add(b, j.take(b))
+	var expired <-chan time.Time
+	if j.linger > 0 {
+		timer := time.NewTimer(j.linger)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	for len(b.in)+len(b.dead) < j.batchSize {
+		if len(b.spill.msgs) > 0 {
+			j.add(b, j.take(b))
+			continue
+		}
 		select {
 		case c, ok := <-queue:
 			if !ok {
 				return false, nil
 			}
-			j.add(b, c)
-		case <-timer.C:
+			b.spill = c
+		case <-expired:
 			return true, nil
 		}
 	}
 	return true, nil
+}
+
+// take returns as much of b.spill as fits in the batch and keeps the rest.
+func (j *Job) take(b *batch) chunk {
+	c := b.spill
+	room := j.batchSize - len(b.in) - len(b.dead)
+	if room >= len(c.msgs) {
+		b.spill = chunk{}
+		return c
+	}
+	b.spill = chunk{src: c.src, msgs: c.msgs[room:]}
+	return chunk{src: c.src, msgs: c.msgs[:room]}
 }
 
 // add appends a chunk's messages to the batch. Messages the source could not
@@ -367,7 +448,7 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 	// idx[i] is the batch input that recs[i] descends from.
 	idx := b.idx0()
 	for si, st := range j.stages {
-		out, outIdx, rejects, err := st.run(ctx, recs, idx)
+		out, outIdx, rejects, err := st.run(ctx, recs, idx, &j.m.ops[si])
 		if err != nil {
 			return err
 		}
@@ -420,6 +501,13 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 	for _, out := range j.rewindable() {
 		b.positions[sinkKey(out.Name)] = out.Sink.(connectors.Rewindable).Offset()
 	}
+	// Transactional change sets are applied now, after the outputs are
+	// written: an output may alias a value a change overwrites.
+	for _, st := range j.stages {
+		if err := st.apply(); err != nil {
+			return err
+		}
+	}
 	if err := j.cfg.Store.Commit(b.positions); err != nil {
 		return fmt.Errorf("exec: commit: %w", err)
 	}
@@ -452,6 +540,9 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 	for si, st := range j.stages {
 		os := &j.status.Operators[si]
 		os.RecordsIn, os.RecordsOut, os.Dead = st.in, st.out, st.dead
+		if st.txn != nil {
+			*os.Txn = st.txn.status
+		}
 	}
 	j.mu.Unlock()
 	return nil
@@ -489,7 +580,7 @@ func (j *Job) writeDead(ctx context.Context, b *batch) error {
 		op, plug := "", ""
 		if d.stage >= 0 && d.stage < len(j.stages) {
 			op = j.stages[d.stage].op.Name
-			plug = j.stages[d.stage].op.Plugin.Name()
+			plug = j.stages[d.stage].op.pluginName()
 			j.stages[d.stage].dead++
 			j.m.ops[d.stage].dead.Inc()
 		}
@@ -516,9 +607,24 @@ func (j *Job) writeDead(ctx context.Context, b *batch) error {
 	return nil
 }
 
+// Close releases the operators' plugin instances and transactional
+// operators of a job that is not run; Run does it itself when it returns,
+// and Close after that does nothing. Close must not be called while Run
+// is running.
+func (j *Job) Close(ctx context.Context) error {
+	var errs []error
+	for _, st := range j.stages {
+		errs = append(errs, st.close(ctx))
+	}
+	j.stages = nil
+	return errors.Join(errs...)
+}
+
 func (j *Job) closeStages(ctx context.Context) {
 	for _, st := range j.stages {
-		st.close(ctx)
+		if err := st.close(ctx); err != nil {
+			j.log.Warn("closing an operator failed", "err", err)
+		}
 	}
 	j.stages = nil
 }
@@ -539,6 +645,8 @@ type deadLetter struct {
 
 // batch holds one batch's data; it is reused from batch to batch.
 type batch struct {
+	// spill is what the last chunk read held beyond the previous batch.
+	spill     chunk
 	in        []abi.Record
 	prov      []origin
 	dead      []deadLetter

@@ -18,11 +18,21 @@ type Metrics struct {
 	opIn          *prometheus.CounterVec
 	opOut         *prometheus.CounterVec
 	opDead        *prometheus.CounterVec
+	txnOutcomes   *prometheus.CounterVec
+	txnReExec     *prometheus.CounterVec
+	txnFailed     *prometheus.CounterVec
+	txnSeconds    *prometheus.CounterVec
+	txnBatch      *prometheus.HistogramVec
 	ops           []opMetrics
 }
 
 type opMetrics struct {
 	in, out, dead prometheus.Counter
+
+	// Transactional operators only.
+	txnCommitted, txnAborted, txnReExec, txnFailed                prometheus.Counter
+	txnPlan, txnExplore, txnUseful, txnAbort, txnFinish, txnGuest prometheus.Counter
+	txnBatch                                                      prometheus.Observer
 }
 
 // NewMetrics makes a job's metrics and registers them, with the Go runtime
@@ -49,13 +59,42 @@ func NewMetrics() *Metrics {
 			Name: "sluice_operator_records_out_total", Help: "Records out of each operator."}, []string{"operator"}),
 		opDead: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sluice_operator_dead_letters_total", Help: "Records each operator failed on, sent to the dead letters."}, []string{"operator"}),
+		txnOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_txn_transactions_total", Help: "Transactions of each transactional operator, by outcome (committed, aborted)."},
+			[]string{"operator", "outcome"}),
+		txnReExec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_txn_reexecutions_total", Help: "Operations a transactional operator's scheduler executed again after an abort."}, []string{"operator"}),
+		txnFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_txn_failed_batches_total", Help: "Batches a transactional operator failed on (dead-lettered or stopping the job)."}, []string{"operator"}),
+		txnSeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sluice_txn_seconds_total",
+			Help: "Time of a transactional operator's batches by phase, summed over its workers: plan (TPG), explore (scheduling), useful (operation functions), abort (re-execution passes), finish (change set), guest (plan and post calls)."},
+			[]string{"operator", "phase"}),
+		txnBatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sluice_txn_batch_duration_seconds",
+			Help:    "Time for a transactional operator to plan, schedule and post one batch.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18)}, []string{"operator"}),
 	}
 	r.MustRegister(m.batches, m.batchSeconds, m.outputs, m.dead, m.sourceRecords, m.opIn, m.opOut,
-		m.opDead,
+		m.opDead, m.txnOutcomes, m.txnReExec, m.txnFailed, m.txnSeconds, m.txnBatch,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-func (m *Metrics) addOperator(name string) {
-	m.ops = append(m.ops, opMetrics{in: m.opIn.WithLabelValues(name), out: m.opOut.WithLabelValues(name), dead: m.opDead.WithLabelValues(name)})
+func (m *Metrics) addOperator(name string, transactional bool) {
+	om := opMetrics{in: m.opIn.WithLabelValues(name), out: m.opOut.WithLabelValues(name), dead: m.opDead.WithLabelValues(name)}
+	if transactional {
+		om.txnCommitted = m.txnOutcomes.WithLabelValues(name, "committed")
+		om.txnAborted = m.txnOutcomes.WithLabelValues(name, "aborted")
+		om.txnReExec = m.txnReExec.WithLabelValues(name)
+		om.txnFailed = m.txnFailed.WithLabelValues(name)
+		om.txnPlan = m.txnSeconds.WithLabelValues(name, "plan")
+		om.txnExplore = m.txnSeconds.WithLabelValues(name, "explore")
+		om.txnUseful = m.txnSeconds.WithLabelValues(name, "useful")
+		om.txnAbort = m.txnSeconds.WithLabelValues(name, "abort")
+		om.txnFinish = m.txnSeconds.WithLabelValues(name, "finish")
+		om.txnGuest = m.txnSeconds.WithLabelValues(name, "guest")
+		om.txnBatch = m.txnBatch.WithLabelValues(name)
+	}
+	m.ops = append(m.ops, om)
 }

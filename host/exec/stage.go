@@ -21,6 +21,9 @@ type stage struct {
 	workers []*worker
 	keyed   bool
 	groups  int
+	// txn is set for a transactional operator, which has no workers of
+	// its own: its txnop.Operator schedules the batch.
+	txn *txnStage
 
 	// Counters, updated by the executor goroutine only.
 	in, out, dead uint64
@@ -51,6 +54,14 @@ func newStage(ctx context.Context, op *Operator, store *state.Store) (*stage, er
 		op.Parallelism = 1
 	}
 	st := &stage{op: op, keyed: op.Kind == plugin.KindKeyed, groups: store.KeyGroups()}
+	if op.Txn != nil {
+		ts, err := newTxnStage(op, store)
+		if err != nil {
+			return nil, err
+		}
+		st.txn = ts
+		return st, nil
+	}
 	var tables []*state.Table
 	if st.keyed {
 		for _, name := range op.Tables {
@@ -78,7 +89,10 @@ func newStage(ctx context.Context, op *Operator, store *state.Store) (*stage, er
 // run processes recs (whose batch inputs are idx) and returns the outputs,
 // the batch input each output descends from, and the records that failed,
 // indexed into recs.
-func (st *stage) run(ctx context.Context, recs []abi.Record, idx []int32) ([]abi.Record, []int32, []plugin.Reject, error) {
+func (st *stage) run(ctx context.Context, recs []abi.Record, idx []int32, m *opMetrics) ([]abi.Record, []int32, []plugin.Reject, error) {
+	if st.txn != nil {
+		return st.runTxn(ctx, recs, idx, m)
+	}
 	st.in += uint64(len(recs))
 	active := st.partition(recs)
 	if len(active) == 1 {
@@ -195,8 +209,20 @@ func (st *stage) work(ctx context.Context, w *worker) {
 	w.err = w.inst.Process(ctx, w.in, w.state, &w.out)
 }
 
+// apply writes what the stage keeps until the batch commits into the
+// tables: a transactional operator's change sets.
+func (st *stage) apply() error {
+	if st.txn == nil {
+		return nil
+	}
+	return st.txn.apply()
+}
+
 // committed forgets the undo logs once the batch's state is committed.
 func (st *stage) committed() {
+	if st.txn != nil {
+		st.txn.sess.Reset()
+	}
 	for _, w := range st.workers {
 		if w.sess != nil {
 			w.sess.Reset()
@@ -204,12 +230,30 @@ func (st *stage) committed() {
 	}
 }
 
-func (st *stage) close(ctx context.Context) {
+// parallelism is the number of workers the stage runs a batch on.
+func (st *stage) parallelism() int {
+	if st.txn != nil {
+		return st.txn.op.Workers()
+	}
+	return len(st.workers)
+}
+
+// close releases the stage's plugin instances, or its transactional
+// operator (which owns its own), and reports what failed to close.
+func (st *stage) close(ctx context.Context) error {
+	var err error
+	if st.txn != nil && st.txn.op != nil {
+		if cerr := st.txn.op.Close(ctx); cerr != nil {
+			err = fmt.Errorf("exec: operator %q: close: %w", st.op.Name, cerr)
+		}
+		st.txn.op = nil
+	}
 	for _, w := range st.workers {
 		if w.inst != nil {
 			w.inst.Close(ctx)
 		}
 	}
+	return err
 }
 
 // keyedState adapts a state session to the plugin's State interface.

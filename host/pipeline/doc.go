@@ -4,7 +4,7 @@
 //
 // Every error names the file, the line and the key at fault, for example
 //
-//	wordcount.yaml:14: operators[1].kind: unknown operator kind "keyd" (want map, filter, flatmap or keyed)
+//	wordcount.yaml:14: operators[1].kind: unknown operator kind "keyd" (want map, filter, flatmap, keyed or transactional)
 //
 // Unknown keys are errors, not silently ignored: a misspelt key would
 // otherwise change what a pipeline does without a word.
@@ -14,4 +14,32 @@
 // emits. Relative paths (plugins, files, the data directory) are resolved
 // against the directory of the pipeline file, so a pipeline can be run from
 // anywhere.
+//
+// # Transactional operators
+//
+// A transactional operator (kind transactional) names its shared tables
+// (with their initial contents: a JSON Lines file, a workload generator's
+// table, or nothing), its punctuation, its scheduling strategy and its
+// number of scheduler workers. Decisions, and why:
+//
+//   - The punctuation cuts the whole pipeline's batches: a batch is
+//     processed by every operator and committed together, so a second,
+//     independent batching for one operator would either hold back commits
+//     or split transactions' state from their positions. Hence the
+//     pipeline's batch key is refused beside a transactional operator, and
+//     two transactional operators must share one punctuation.
+//   - parallelism and state are refused rather than ignored: a
+//     transactional operator's parallelism is its scheduler's workers, and
+//     its tables carry initial contents, which state cannot express.
+//   - A transactional operator's tables are its own: the executor applies
+//     its change set when the batch commits, so another operator writing
+//     the same table in the same batch would be overwritten or would read a
+//     stale value.
+//   - The default strategy (DefaultStrategy, ns-op-eager) is the one of
+//     txn's benchmarks that stays fast when other work competes for the
+//     cores, as it does in a pipeline; DefaultStrategy says by how much.
+//   - Workload names and knobs (generator source mode txn, generator table
+//     init) are kept as written, with their lines: the workload package
+//     checks them when the runner builds the workload, and the runner
+//     reports a bad one as a pipeline *Error at that line.
 package pipeline

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
 // Pipeline is a validated pipeline file.
@@ -83,12 +85,16 @@ type Source struct {
 	Subjects []string `yaml:"subjects"`
 
 	// generator
-	Mode  string  `yaml:"mode"` // words, sequence or bytes
+	Mode  string  `yaml:"mode"` // words, sequence, bytes or txn
 	Count uint64  `yaml:"count"`
 	Rate  float64 `yaml:"rate"`
 	Size  int     `yaml:"size"`
 	Keys  uint64  `yaml:"keys"`
 	Seed  uint64  `yaml:"seed"`
+	// App is the transactional workload of mode txn (sl, gs, ...).
+	App string `yaml:"app"`
+	// Knobs are the workload's knobs in mode txn (key space, skew, seed...).
+	Knobs Knobs `yaml:"knobs"`
 }
 
 // Operator is one stage of the chain, run by a Wasm plugin.
@@ -96,10 +102,11 @@ type Operator struct {
 	Name string `yaml:"name"`
 	// Plugin is the path of the .wasm module.
 	Plugin string `yaml:"plugin"`
-	// Kind is map, filter, flatmap or keyed.
+	// Kind is map, filter, flatmap, keyed or transactional.
 	Kind string `yaml:"kind"`
 	// Parallelism is the number of workers, each with its own instance.
-	// Default: the number of CPUs the process may use.
+	// Default: the number of CPUs the process may use. Not for
+	// transactional operators (Workers).
 	Parallelism int `yaml:"parallelism"`
 	// State lists the state tables of a keyed operator; the first is its
 	// default table. Default: one table named after the operator.
@@ -108,8 +115,23 @@ type Operator struct {
 	Config any `yaml:"config"`
 	// Limits bound what one instance may use.
 	Limits Limits `yaml:"limits"`
-	// OnError overrides the pipeline's error policy for this operator.
+	// OnError overrides the pipeline's error policy for this operator. For
+	// a transactional operator it also says what a failed batch does: stop,
+	// or dead-letter every event of the batch (its state untouched).
 	OnError ErrorPolicy `yaml:"on_error"`
+
+	// Tables are a transactional operator's shared state tables; table
+	// handle i is Tables[i].
+	Tables []Table `yaml:"tables"`
+	// Punctuation cuts a transactional operator's input into batches.
+	Punctuation Punctuation `yaml:"punctuation"`
+	// Strategy is a transactional operator's scheduling strategy, a name
+	// txn.ParseStrategy accepts. Default DefaultStrategy.
+	Strategy string `yaml:"strategy"`
+	// Workers is a transactional operator's number of scheduler workers,
+	// each with its own plugin instance. Default (0): one per CPU the
+	// process may use.
+	Workers int `yaml:"workers"`
 
 	// ConfigJSON is Config encoded as JSON (nil when there is none).
 	ConfigJSON []byte `yaml:"-"`
@@ -320,9 +342,15 @@ func typeWords(typ string) string {
 	case "Pipeline":
 		return "the pipeline (known: name, nats, data_dir, state, batch, sources, operators, sinks, dead_letter, http, on_error)"
 	case "Source":
-		return "a source (known: name, type, path, format, subject, queue, stream, consumer, create, subjects, mode, count, rate, size, keys, seed)"
+		return "a source (known: name, type, path, format, subject, queue, stream, consumer, create, subjects, mode, count, rate, size, keys, seed, app, knobs)"
 	case "Operator":
-		return "an operator (known: name, plugin, kind, parallelism, state, config, limits, on_error)"
+		return "an operator (known: name, plugin, kind, parallelism, state, config, limits, on_error, tables, punctuation, strategy, workers)"
+	case "Table":
+		return "a table (known: name, init)"
+	case "TableInit":
+		return "init (known: file, generator)"
+	case "Punctuation":
+		return "punctuation (known: events, interval)"
 	case "Sink":
 		return "a sink (known: name, type, path, subject, stream, create)"
 	case "Limits":
@@ -481,6 +509,9 @@ func (p *Pipeline) validate() error {
 			add(err)
 		}
 	}
+	for _, err := range p.validateTransactionalPipeline() {
+		add(err)
+	}
 	if len(p.Sinks) == 0 {
 		add(p.errAt("a pipeline needs at least one sink", "sinks"))
 	}
@@ -532,8 +563,26 @@ func (p *Pipeline) validateSource(i int, s *Source) []error {
 		case "":
 			s.Mode = "words"
 		case "words", "sequence", "bytes":
+		case "txn":
+			if s.App == "" {
+				at(fmt.Sprintf("generator mode txn needs app: the transactional workload (one of %s)", strings.Join(workload.Apps(), ", ")), "app")
+			} else {
+				errs = append(errs, p.checkWorkload(s.App, s.Knobs, []any{"sources", i}, []any{"sources", i, "knobs"})...)
+			}
+			for _, k := range []string{"keys", "size", "seed"} {
+				if p.has("sources", i, k) {
+					at(fmt.Sprintf("in mode txn the workload's knobs set the events: write knobs: {%s: ...} instead", k), k)
+				}
+			}
 		default:
-			at(fmt.Sprintf("unknown generator mode %q (want words, sequence or bytes)", s.Mode), "mode")
+			at(fmt.Sprintf("unknown generator mode %q (want words, sequence, bytes or txn)", s.Mode), "mode")
+		}
+		if s.Mode != "txn" {
+			for _, k := range []string{"app", "knobs"} {
+				if p.has("sources", i, k) {
+					at(fmt.Sprintf("%s is a key of generator mode txn", k), k)
+				}
+			}
 		}
 		if s.Rate < 0 {
 			at(fmt.Sprintf("rate %g: want 0 (unlimited) or more", s.Rate), "rate")
@@ -570,6 +619,7 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 		if len(o.State) > 0 {
 			at(fmt.Sprintf("a %s operator has no state; only keyed operators declare tables", o.Kind), "state")
 		}
+	case KindTransactional:
 	case KindKeyed:
 		if len(o.State) == 0 {
 			o.State = []string{o.Name}
@@ -584,9 +634,12 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 			seen[t] = true
 		}
 	case "":
-		at("an operator needs a kind (map, filter, flatmap or keyed)", "kind")
+		at("an operator needs a kind (map, filter, flatmap, keyed or transactional)", "kind")
 	default:
-		at(fmt.Sprintf("unknown operator kind %q (want map, filter, flatmap or keyed)", o.Kind), "kind")
+		at(fmt.Sprintf("unknown operator kind %q (want map, filter, flatmap, keyed or transactional)", o.Kind), "kind")
+	}
+	if o.Kind != "" {
+		errs = append(errs, p.validateTransactional(i, o)...)
 	}
 	if o.Plugin == "" {
 		at("an operator needs a plugin (the path of a .wasm module)", "plugin")

@@ -140,3 +140,177 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+const goodTxn = `
+name: ledger
+sources:
+  - name: events
+    type: generator
+    mode: txn
+    app: sl
+    count: 100000
+    knobs:
+      keys: 115200
+      skew: 0.25
+operators:
+  - name: ledger
+    plugin: ledger.wasm
+    kind: transactional
+    tables:
+      - name: accounts
+        init:
+          generator: {app: sl, keys: 115200, skew: 0.25}
+      - name: books
+        init:
+          generator:
+            app: sl
+            table: book_entries
+            keys: 115200
+      - name: audit
+        init: {file: audit.jsonl}
+      - name: scratch
+    punctuation:
+      events: 4096
+      interval: 50ms
+    strategy: ns-chain-lazy
+    workers: 2
+sinks:
+  - name: out
+    type: file
+    path: out.jsonl
+`
+
+func TestParseTransactional(t *testing.T) {
+	p, err := Parse("l.yaml", "/pipes", []byte(goodTxn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := p.Sources[0]
+	if s.Mode != "txn" || s.App != "sl" || len(s.Knobs) != 2 || s.Knobs[0] != (Knob{Name: "keys", Value: "115200", Line: 10}) ||
+		s.Knobs[1] != (Knob{Name: "skew", Value: "0.25", Line: 11}) {
+		t.Errorf("source %+v", s)
+	}
+	o := p.Operators[0]
+	if o.Kind != KindTransactional || o.Strategy != "ns-chain-lazy" || o.Workers != 2 {
+		t.Errorf("operator %+v", o)
+	}
+	if o.Punctuation != (Punctuation{Events: 4096, Interval: Duration(50 * time.Millisecond)}) {
+		t.Errorf("punctuation %+v", o.Punctuation)
+	}
+	if got := o.TableNames(); strings.Join(got, ",") != "accounts,books,audit,scratch" {
+		t.Errorf("tables %v", got)
+	}
+	g := o.Tables[0].Init.Generator
+	if g.App != "sl" || g.Table != "accounts" || len(g.Knobs) != 2 || g.Knobs[1].Name != "skew" || g.Line != 19 {
+		t.Errorf("generator init %+v: want app sl, the table named after its own, two knobs, line 19", g)
+	}
+	if g := o.Tables[1].Init.Generator; g.Table != "book_entries" || len(g.Knobs) != 1 || g.Knobs[0].Line != 25 {
+		t.Errorf("generator init with table %+v", g)
+	}
+	if got := o.Tables[2].Init.File; got != "/pipes/audit.jsonl" {
+		t.Errorf("init file %q, want it resolved", got)
+	}
+	if o.Tables[3].Init != nil {
+		t.Errorf("table without init: %+v", o.Tables[3].Init)
+	}
+	if len(o.State) != 0 || o.Parallelism != 0 {
+		t.Errorf("a transactional operator got state %v and parallelism %d", o.State, o.Parallelism)
+	}
+}
+
+func TestParseTransactionalDefaults(t *testing.T) {
+	y := `
+sources: [{name: in, type: file, path: in.jsonl}]
+operators:
+  - {name: t, plugin: t.wasm, kind: transactional, tables: [{name: accounts}]}
+sinks: [{name: out, type: file, path: out.jsonl}]
+`
+	p, err := Parse("d.yaml", "/pipes", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p.Operators[0]
+	if o.Punctuation != (Punctuation{Events: DefaultPunctuationEvents}) || o.Strategy != DefaultStrategy || o.Workers != 0 {
+		t.Errorf("defaults: punctuation %+v, strategy %q, workers %d", o.Punctuation, o.Strategy, o.Workers)
+	}
+	if got := o.Punctuation.String(); got != "{events: 10240}" {
+		t.Errorf("punctuation written as %q", got)
+	}
+}
+
+// TestParseTransactionalErrors checks every key of transactional operators
+// and the txn generator mode for its errors, with lines.
+func TestParseTransactionalErrors(t *testing.T) {
+	r := func(old, new string) string {
+		if !strings.Contains(goodTxn, old) {
+			t.Fatalf("the good pipeline has no %q", old)
+		}
+		return strings.Replace(goodTxn, old, new, 1)
+	}
+	keyed := "  - name: count\n    plugin: c.wasm\n    kind: keyed\n"
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"parallelism", r("    workers: 2\n", "    workers: 2\n    parallelism: 2\n"), []string{"l.yaml:34:", "operators[0].parallelism", "has no parallelism", "use workers"}},
+		{"state", r("    workers: 2\n", "    workers: 2\n    state: [a]\n"), []string{"l.yaml:34:", "operators[0].state", "under tables"}},
+		{"no tables", r("    tables:\n      - name: accounts\n", "    tablez:\n      - name: accounts\n"), []string{"l.yaml:16:", `unknown key "tablez"`}},
+		{"missing tables", strings.Replace(goodTxn, goodTxn[strings.Index(goodTxn, "    tables:"):strings.Index(goodTxn, "    punctuation:")], "", 1), []string{"l.yaml:13:", "operators[0].tables", "at least one table"}},
+		{"table name", r("- name: books", "- name: bad/name"), []string{"l.yaml:20:", "operators[0].tables[1].name", `"bad/name" is not a valid table name`}},
+		{"table twice", r("- name: books", "- name: accounts"), []string{"l.yaml:20:", "operators[0].tables[1].name", `table "accounts" is listed twice`}},
+		{"table unnamed", r("      - name: scratch\n", "      - init: {file: x}\n"), []string{"l.yaml:28:", "operators[0].tables[3]", "a table needs a name"}},
+		{"unknown table key", r("      - name: scratch\n", "      - name: scratch\n        size: 3\n"), []string{"l.yaml:29:", `unknown key "size" in a table`}},
+		{"init empty", r("init: {file: audit.jsonl}", "init: {}"), []string{"l.yaml:27:", "operators[0].tables[2].init", "needs file or generator"}},
+		{"init both", r("init: {file: audit.jsonl}", "init: {file: a.jsonl, generator: {app: sl}}"), []string{"l.yaml:27:", "operators[0].tables[2].init", "file or generator, not both"}},
+		{"init unknown key", r("init: {file: audit.jsonl}", "init: {path: audit.jsonl}"), []string{"l.yaml:27:", `unknown key "path" in init`}},
+		{"generator no app", r("generator: {app: sl, keys: 115200, skew: 0.25}", "generator: {keys: 1}"), []string{"l.yaml:19:", "operators[0].tables[0].init.generator", "needs app"}},
+		{"generator not a mapping", r("generator: {app: sl, keys: 115200, skew: 0.25}", "generator: sl"), []string{"l.yaml:19:", "generator must be a mapping"}},
+		{"generator list knob", r("generator: {app: sl, keys: 115200, skew: 0.25}", "generator: {app: sl, keys: [1, 2]}"), []string{"l.yaml:19:", "generator.keys must be a single value"}},
+		{"generator knob twice", r("generator: {app: sl, keys: 115200, skew: 0.25}", "generator: {app: sl, keys: 1, keys: 2}"), []string{"l.yaml:19:"}},
+		{"events", r("events: 4096", "events: 0"), []string{"l.yaml:30:", "operators[0].punctuation.events", "events 0: want at least 1"}},
+		{"negative events", r("events: 4096", "events: -5"), []string{"l.yaml:30:", "events -5"}},
+		{"interval", r("interval: 50ms", "interval: soon"), []string{"l.yaml:31:", `"soon" is not a duration`}},
+		{"punctuation key", r("interval: 50ms", "every: 50ms"), []string{"l.yaml:31:", `unknown key "every" in punctuation`}},
+		{"strategy", r("strategy: ns-chain-lazy", "strategy: fastest"), []string{"l.yaml:32:", "operators[0].strategy", `unknown strategy "fastest"`, "ns-chain-lazy", "serial", "tstream", "sstore"}},
+		{"workers", r("workers: 2", "workers: -1"), []string{"l.yaml:33:", "operators[0].workers", "workers -1"}},
+		{"batch beside", goodTxn + "batch: {size: 10}\n", []string{"l.yaml:38:", "batch", "batched by its punctuation", "operators[0].punctuation"}},
+		{"txn keys on keyed", r("sinks:\n", keyed+"    strategy: serial\n    workers: 2\nsinks:\n"), []string{"l.yaml:37:", "operators[1].strategy", "strategy is a key of transactional operators", "l.yaml:38:", "operators[1].workers"}},
+		{"tables on map", r("sinks:\n", "  - name: m\n    plugin: m.wasm\n    kind: map\n    tables: [{name: x}]\n    punctuation: {events: 1}\nsinks:\n"), []string{"l.yaml:37:", "operators[1].tables", "l.yaml:38:", "operators[1].punctuation"}},
+		{"punctuations differ", r("sinks:\n", "  - name: t2\n    plugin: t.wasm\n    kind: transactional\n    tables: [{name: other}]\n    punctuation: {events: 4096}\nsinks:\n"),
+			[]string{"l.yaml:38:", "operators[1].punctuation", "{events: 4096} differs from {events: 4096, interval: 50ms} of operator \"ledger\""}},
+		{"table shared with keyed", r("sinks:\n", keyed+"    state: [books]\nsinks:\n"), []string{"l.yaml:37:", "operators[1].state[0]", `table "books" is also used by operator "ledger"`}},
+		{"table shared with earlier keyed", r("operators:\n", "operators:\n"+keyed+"    state: [audit]\n"), []string{"operators[1].tables[2].name", `table "audit" is also used by operator "count"`}},
+		{"two transactional share", r("sinks:\n", "  - name: t2\n    plugin: t.wasm\n    kind: transactional\n    tables: [{name: scratch}]\n    punctuation: {events: 4096, interval: 50ms}\nsinks:\n"),
+			[]string{"l.yaml:37:", "operators[1].tables[0].name", `table "scratch" is also used by operator "ledger"`}},
+		{"txn mode app", r("    app: sl\n    count", "    count"), []string{"l.yaml:4:", "sources[0].app", "mode txn needs app"}},
+		{"txn mode keys", r("    count: 100000\n", "    count: 100000\n    keys: 10\n"), []string{"l.yaml:9:", "sources[0].keys", "knobs: {keys: ...}"}},
+		{"txn mode seed", r("    count: 100000\n", "    count: 100000\n    seed: 10\n"), []string{"l.yaml:9:", "sources[0].seed", "knobs: {seed: ...}"}},
+		{"knobs on words", r("mode: txn", "mode: words"), []string{"l.yaml:7:", "sources[0].app", "a key of generator mode txn", "l.yaml:9:", "sources[0].knobs"}},
+		{"knobs not a mapping", r("    knobs:\n      keys: 115200\n      skew: 0.25\n", "    knobs: [keys]\n"), []string{"l.yaml:9:", "knobs must be a mapping"}},
+		{"source app", r("    app: sl\n", "    app: bank\n"), []string{"l.yaml:7:", "sources[0].app", `unknown workload "bank" (want one of sl, gs, ngs, tp, ob)`}},
+		{"source knob value", r("skew: 0.25\n", "skew: steep\n"), []string{"l.yaml:11:", "sources[0].knobs.skew", `"steep": not a finite number`}},
+		{"source unknown knob", r("skew: 0.25\n", "skw: 0.25\n"), []string{"l.yaml:11:", "sources[0].knobs.skw", `unknown knob "skw" (workload sl reads keys, skew`}},
+		{"source knob not read", r("skew: 0.25\n", "txn-length: 3\n"), []string{"l.yaml:11:", "sources[0].knobs.txn-length", "workload sl does not read knob txn-length"}},
+		{"init app", r("generator: {app: sl, keys: 115200, skew: 0.25}", "generator: {app: gss}"), []string{"l.yaml:19:", "operators[0].tables[0].init.generator.app", `unknown workload "gss"`}},
+		{"init knob", r("            keys: 115200\n", "            keys: 1\n"), []string{"l.yaml:25:", "operators[0].tables[1].init.generator.keys", `"1": `}},
+		{"init no such table", r("table: book_entries", "table: books"), []string{"l.yaml:22:", "operators[0].tables[1].init.generator", `workload sl has no table "books" (its tables: accounts, book_entries)`}},
+		{"init default table missing", r("- name: accounts", "- name: money"), []string{"l.yaml:19:", `workload sl has no table "money"`}},
+		{"unknown mode", r("mode: txn", "mode: txns"), []string{"l.yaml:6:", `unknown generator mode "txns" (want words, sequence, bytes or txn)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("l.yaml", "/pipes", []byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			var pe *Error
+			if !errors.As(err, &pe) {
+				t.Errorf("error %T is not a *pipeline.Error", err)
+			}
+		})
+	}
+}

@@ -3,6 +3,13 @@
 // store, compiles and checks the plugins, builds the sources and sinks,
 // serves the HTTP API and runs the job until it ends.
 //
+// A transactional operator's plugin is loaded for that kind and runs as a
+// txnop.Operator with one plugin instance per scheduler worker. Its tables
+// are given their initial contents (a JSON Lines file or a workload
+// generator's table) at the pipeline's first start only: when no batch was
+// ever committed and the table is empty, all tables in one commit, so that
+// a restart never overwrites state with the initial contents.
+//
 // Data directory layout (pipeline data_dir, or --data-dir):
 //
 //	state/   committed state and source positions (Pebble)
@@ -30,8 +37,10 @@ import (
 	"github.com/sluicehq/sluice/host/exec"
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/txnop"
 	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/state"
+	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
 // Options override what the pipeline file says.
@@ -61,6 +70,9 @@ type Host struct {
 	sinks    []connectors.Sink
 	http     *api.Server
 	natsURL  string
+	// txnOps are transactional operators built before the job: exec.New
+	// takes them over; until then Close closes them.
+	txnOps []*txnop.Operator
 }
 
 // Start prepares p to run: on any error, everything opened so far is closed
@@ -95,6 +107,11 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	})
 	if err != nil {
 		return nil, err
+	}
+	if n, err := initTables(ctx, p, h.store); err != nil {
+		return nil, fmt.Errorf("%s: %w", p.File, err)
+	} else if n > 0 {
+		h.log.Info("transactional tables initialised", "entries", n)
 	}
 
 	if p.NeedsNATS() {
@@ -131,6 +148,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		Store: h.store, BatchSize: p.Batch.Size, Linger: time.Duration(p.Batch.Linger),
 		Logger: h.log, Metrics: h.metrics,
 	})
+	h.txnOps = nil // the job owns them now, or closed them when it failed
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +197,14 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
 		}
+		if kind == plugin.KindTransactional {
+			op, err := h.transactional(ctx, o, pl)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, op)
+			continue
+		}
 		par := o.Parallelism
 		if par == 0 {
 			par = runtime.GOMAXPROCS(0)
@@ -221,6 +247,17 @@ func (h *Host) source(ctx context.Context, s *pipeline.Source) (connectors.Sourc
 	case "file":
 		return file.NewSource(file.SourceConfig{Path: s.Path, Format: file.Format(s.Format), Name: s.Name})
 	case "generator":
+		if s.Mode == string(generator.Txn) {
+			k, err := pipeline.Workload(s.App, s.Knobs)
+			if err != nil {
+				return nil, fmt.Errorf("source %q: %w", s.Name, err)
+			}
+			w, err := workload.New(s.App, k)
+			if err != nil {
+				return nil, fmt.Errorf("source %q: %w", s.Name, err)
+			}
+			return generator.New(generator.Config{Mode: generator.Txn, Workload: w, Count: s.Count, Rate: s.Rate, Name: s.Name})
+		}
 		return generator.New(generator.Config{
 			Mode: generator.Mode(s.Mode), Count: s.Count, Rate: s.Rate, Size: s.Size, Keys: s.Keys, Seed: s.Seed, Name: s.Name,
 		})
@@ -295,6 +332,13 @@ func (h *Host) Run(ctx context.Context) error {
 // Close releases everything Start opened, in reverse order.
 func (h *Host) Close(ctx context.Context) error {
 	var errs []error
+	if h.job != nil {
+		errs = append(errs, h.job.Close(ctx))
+	}
+	for _, op := range h.txnOps {
+		errs = append(errs, op.Close(ctx))
+	}
+	h.txnOps = nil
 	if h.http != nil {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		errs = append(errs, h.http.Close(sctx))

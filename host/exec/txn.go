@@ -1,0 +1,354 @@
+package exec
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/txnop"
+	"github.com/sluicehq/sluice/state"
+	"github.com/sluicehq/sluice/txn"
+)
+
+// Txn makes an Operator transactional: its events are transactions over
+// the Operator's shared tables (txnop.Operator.Tables), scheduled by
+// package txn.
+type Txn struct {
+	// Operator runs the batches. The Job owns it from New on, and closes
+	// it with the job (or at once when New fails).
+	Operator *txnop.Operator
+	// Events is the most events one call of Operator.Process is given
+	// (the punctuation's count, at least 1). The job's batches are cut at
+	// Events records; when an earlier operator makes more records than
+	// that, the batch is processed in runs of Events, in order, each
+	// seeing the state the runs before it left.
+	Events int
+	// Interval cuts a batch that long after its first record; 0: no time
+	// bound (a batch waits for Events records, the end of the sources or a
+	// stop request).
+	Interval time.Duration
+}
+
+// TxnStatus is a transactional operator's part of an OperatorStatus:
+// totals since the job started.
+type TxnStatus struct {
+	Strategy     string `json:"strategy"`
+	Workers      int    `json:"workers"`
+	Batches      uint64 `json:"batches"`
+	FailedBatch  uint64 `json:"failed_batches"`
+	Committed    uint64 `json:"committed"`
+	Aborted      uint64 `json:"aborted"`
+	ReExecutions uint64 `json:"re_executions"`
+	// Seconds spent per phase, summed over the scheduler's workers: plan
+	// (TPG construction), explore (scheduling), useful (inside the
+	// operations' functions), abort (passes after the first), finish
+	// (assembling the change set), guest (the operator's plan and post
+	// calls, outside the scheduler).
+	PlanSeconds    float64 `json:"plan_seconds"`
+	ExploreSeconds float64 `json:"explore_seconds"`
+	UsefulSeconds  float64 `json:"useful_seconds"`
+	AbortSeconds   float64 `json:"abort_seconds"`
+	FinishSeconds  float64 `json:"finish_seconds"`
+	GuestSeconds   float64 `json:"guest_seconds"`
+}
+
+// txnStage is the transactional part of a stage: the operator, a session
+// over its tables, and the change sets of the batch in progress, applied
+// to the tables when the batch commits.
+type txnStage struct {
+	op     *txnop.Operator
+	events int
+	sess   *state.Session
+	tables []*state.Table
+	view   tableView
+	out    plugin.Output
+
+	// res is the change set of the batch's last run, applied by apply.
+	res *txn.Result
+	// carried holds the change sets of the runs before the last one when
+	// the batch needed several (copied: a Result lives until the next
+	// Process); the view reads through it.
+	carried map[txn.Key]carried
+	// copied holds the outputs of earlier runs, copied for the same reason.
+	copied []abi.Record
+	arena  []byte
+
+	status TxnStatus
+}
+
+// carried is one change carried from an earlier run of the batch.
+type carried struct {
+	value []byte
+	del   bool
+}
+
+func newTxnStage(op *Operator, store *state.Store) (*txnStage, error) {
+	t := op.Txn
+	if t.Operator == nil {
+		return nil, fmt.Errorf("exec: operator %q: transactional without a txnop.Operator", op.Name)
+	}
+	if t.Events < 1 {
+		return nil, fmt.Errorf("exec: operator %q: punctuation of %d events, want at least 1", op.Name, t.Events)
+	}
+	ts := &txnStage{op: t.Operator, events: t.Events, sess: store.NewSession()}
+	for _, name := range t.Operator.Tables() {
+		ts.tables = append(ts.tables, store.Table(name))
+	}
+	ts.view = tableView{sess: ts.sess, tables: ts.tables}
+	ts.status.Strategy = t.Operator.Strategy().String()
+	ts.status.Workers = t.Operator.Workers()
+	return ts, nil
+}
+
+// tableView is the committed state a batch's transactions read: the
+// operator's tables (their in-memory values, which include every
+// committed batch), through the changes of earlier runs of the batch.
+// Get is called concurrently by the scheduler's workers; nothing writes
+// the tables while a batch runs.
+type tableView struct {
+	sess    *state.Session
+	tables  []*state.Table
+	carried map[txn.Key]carried
+}
+
+// Get returns the value of k.
+func (v *tableView) Get(k txn.Key) ([]byte, bool) {
+	if v.carried != nil {
+		if c, ok := v.carried[k]; ok {
+			return c.value, !c.del
+		}
+	}
+	if int(k.Table) >= len(v.tables) {
+		return nil, false // txnop refuses such handles before scheduling
+	}
+	val, ok, err := v.sess.Get(v.tables[k.Table], keyBytes(k.Key))
+	if err != nil {
+		return nil, false // the session owns every key group
+	}
+	return val, ok
+}
+
+// keyBytes views s as bytes without copying; the bytes must not be
+// modified.
+func keyBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// runTxn runs a batch through a transactional operator, in runs of at most
+// events events. A failed run (Process error) fails the job under the stop
+// policy, and otherwise rejects each of its events with the error, leaving
+// the state as the runs before it made it.
+func (st *stage) runTxn(ctx context.Context, recs []abi.Record, idx []int32, m *opMetrics) ([]abi.Record, []int32, []plugin.Reject, error) {
+	ts := st.txn
+	st.in += uint64(len(recs))
+	st.outRecs, st.outIdx, st.rejects = st.outRecs[:0], st.outIdx[:0], st.rejects[:0]
+	ts.res = nil
+	clear(ts.carried)
+	ts.view.carried = nil
+	ts.copied = ts.copied[:0]
+	ts.arena = ts.arena[:0]
+	for lo := 0; lo < len(recs); lo += ts.events {
+		hi := min(lo+ts.events, len(recs))
+		if lo > 0 {
+			ts.carry()
+		}
+		ts.out.Reset()
+		start := time.Now()
+		res, err := ts.op.Process(ctx, recs[lo:hi], &ts.view, &ts.out)
+		elapsed := time.Since(start)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, nil, fmt.Errorf("exec: operator %q: %w", st.op.Name, err)
+			}
+			ts.status.FailedBatch++
+			m.txnFailed.Inc()
+			if st.op.StopOnError {
+				return nil, nil, nil, fmt.Errorf("exec: operator %q: a batch of %d events failed and its error policy is stop: %w", st.op.Name, hi-lo, err)
+			}
+			for i := lo; i < hi; i++ {
+				st.rejects = append(st.rejects, plugin.Reject{Index: i, Err: err})
+			}
+			continue
+		}
+		ts.res = res
+		ts.account(res, elapsed, m)
+		for _, r := range ts.out.Rejects {
+			st.rejects = append(st.rejects, plugin.Reject{Index: lo + r.Index, Err: r.Err})
+		}
+		last := hi == len(recs)
+		for i := range ts.out.Records {
+			r := ts.out.Records[i]
+			g := lo + int(r.Origin)
+			if g >= hi {
+				return nil, nil, nil, fmt.Errorf("exec: operator %q: an output names event %d of a batch of %d", st.op.Name, r.Origin, hi-lo)
+			}
+			if !last {
+				r = ts.keep(r)
+			}
+			r.Origin = uint32(g)
+			st.outRecs = append(st.outRecs, r)
+			st.outIdx = append(st.outIdx, idx[g])
+		}
+	}
+	st.out += uint64(len(st.outRecs))
+	return st.outRecs, st.outIdx, st.rejects, nil
+}
+
+// carry copies the last run's changes into carried, so that the next run
+// reads them and apply commits them.
+func (ts *txnStage) carry() {
+	if ts.res == nil {
+		return
+	}
+	if ts.carried == nil {
+		ts.carried = map[txn.Key]carried{}
+	}
+	for _, c := range ts.res.Changes {
+		k := txn.Key{Table: c.Key.Table, Key: string(keyBytes(c.Key.Key))}
+		ts.carried[k] = carried{value: append([]byte(nil), c.Value...), del: c.Delete}
+	}
+	ts.view.carried = ts.carried
+	ts.res = nil
+}
+
+// keep copies an output record of a run that is not the batch's last, whose
+// bytes would not outlive the next Process.
+func (ts *txnStage) keep(r abi.Record) abi.Record {
+	c := abi.Record{Origin: r.Origin, Time: r.Time, Key: clone(r.Key), Value: clone(r.Value)}
+	if len(r.Headers) > 0 {
+		c.Headers = make([]abi.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			c.Headers[i] = abi.Header{Name: clone(h.Name), Value: clone(h.Value)}
+		}
+	}
+	return c
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// account adds a run's statistics to the status and the metrics.
+func (ts *txnStage) account(res *txn.Result, elapsed time.Duration, m *opMetrics) {
+	s := &res.Stats
+	committed := uint64(s.Txns - s.Aborted)
+	guest := max(elapsed-s.Wall, 0)
+	st := &ts.status
+	st.Batches++
+	st.Committed += committed
+	st.Aborted += uint64(s.Aborted)
+	st.ReExecutions += uint64(s.ReExecutions)
+	st.PlanSeconds += s.Plan.Seconds()
+	st.ExploreSeconds += s.Explore.Seconds()
+	st.UsefulSeconds += s.Useful.Seconds()
+	st.AbortSeconds += s.Abort.Seconds()
+	st.FinishSeconds += s.Finish.Seconds()
+	st.GuestSeconds += guest.Seconds()
+	m.txnCommitted.Add(float64(committed))
+	m.txnAborted.Add(float64(s.Aborted))
+	m.txnReExec.Add(float64(s.ReExecutions))
+	m.txnPlan.Add(s.Plan.Seconds())
+	m.txnExplore.Add(s.Explore.Seconds())
+	m.txnUseful.Add(s.Useful.Seconds())
+	m.txnAbort.Add(s.Abort.Seconds())
+	m.txnFinish.Add(s.Finish.Seconds())
+	m.txnGuest.Add(guest.Seconds())
+	m.txnBatch.Observe(elapsed.Seconds())
+}
+
+// apply writes the batch's change sets into the tables, for the commit
+// that follows. The values are first copied: a change's value may alias
+// the current value of another key of the batch (an operation that copies
+// a value it read), which writing that key could overwrite in place.
+func (ts *txnStage) apply() error {
+	for k, c := range ts.carried {
+		if err := ts.put(k, c.value, c.del); err != nil {
+			return err
+		}
+	}
+	clear(ts.carried)
+	ts.view.carried = nil
+	if ts.res == nil {
+		return nil
+	}
+	changes := ts.res.Changes
+	ts.res = nil
+	ts.arena = ts.arena[:0]
+	for _, c := range changes {
+		ts.arena = append(ts.arena, c.Value...)
+	}
+	off := 0
+	for _, c := range changes {
+		v := ts.arena[off : off+len(c.Value) : off+len(c.Value)]
+		off += len(c.Value)
+		if err := ts.put(c.Key, v, c.Delete); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (ts *txnStage) put(k txn.Key, v []byte, del bool) error {
+	if int(k.Table) >= len(ts.tables) {
+		return fmt.Errorf("exec: operator %q: a change names table handle %d of %d", ts.op.Name(), k.Table, len(ts.tables))
+	}
+	t := ts.tables[k.Table]
+	var err error
+	if del {
+		err = ts.sess.Delete(t, keyBytes(k.Key))
+	} else {
+		err = ts.sess.Put(t, keyBytes(k.Key), v)
+	}
+	if err != nil {
+		return fmt.Errorf("exec: operator %q: table %q: %w", ts.op.Name(), t.Name(), err)
+	}
+	return nil
+}
+
+// punctuation returns the batching the job's transactional operators ask
+// for, or ok false when there are none. They must agree.
+func punctuation(ops []Operator) (events int, interval time.Duration, ok bool, err error) {
+	first := ""
+	for i := range ops {
+		t := ops[i].Txn
+		if t == nil {
+			continue
+		}
+		if !ok {
+			events, interval, ok, first = t.Events, t.Interval, true, ops[i].Name
+			continue
+		}
+		if t.Events != events || t.Interval != interval {
+			return 0, 0, false, fmt.Errorf("exec: operators %q and %q have different punctuations (%d events / %v and %d events / %v): the job's batches are cut by one",
+				first, ops[i].Name, events, interval, t.Events, t.Interval)
+		}
+	}
+	return events, interval, ok, nil
+}
+
+// checkTables refuses a transactional operator's table used by another
+// operator: its changes are applied at commit time, so another writer of
+// the table in the same batch would be overwritten, and a reader would see
+// the state before the batch.
+func checkTables(ops []Operator) error {
+	users := map[string]int{}
+	for i := range ops {
+		var names []string
+		if ops[i].Txn != nil && ops[i].Txn.Operator != nil {
+			names = ops[i].Txn.Operator.Tables()
+		} else {
+			names = ops[i].Tables
+		}
+		for _, n := range names {
+			if j, ok := users[n]; ok && j != i && (ops[i].Txn != nil || ops[j].Txn != nil) {
+				return fmt.Errorf("exec: operators %q and %q both use table %q: a transactional operator's tables are its own", ops[j].Name, ops[i].Name, n)
+			}
+			users[n] = i
+		}
+	}
+	return nil
+}
