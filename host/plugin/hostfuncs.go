@@ -44,6 +44,7 @@ type call struct {
 	dec      abi.Decoder
 	rec      abi.Record
 	tx       txnCall // the transactional call in progress (txn_host.go)
+	tables   []string // a transactional operator's tables, by handle
 }
 
 // begin prepares c for a call of export.
@@ -258,6 +259,17 @@ func hostTableID(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	const fn = abi.FuncTableID
 	c := callOf(ctx, fn)
 	name := read(mem, fn, "name", uint32(stack[0]), uint32(stack[1]))
+	if c.kind.Transactional() {
+		// Any phase: a guest may resolve its handles in configure or plan.
+		for i, t := range c.tables {
+			if t == string(name) {
+				stack[0] = ret(int32(i))
+				return
+			}
+		}
+		stack[0] = ret(abi.StatusNotFound)
+		return
+	}
 	st := c.state(fn)
 	id, ok := st.TableID(string(name))
 	if !ok {

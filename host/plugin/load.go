@@ -27,6 +27,7 @@ type Plugin struct {
 	mod    runtime.Module
 	limits Limits
 	logger *slog.Logger
+	tables []string // a transactional operator's tables, by handle
 }
 
 // Load compiles wasm and checks that it can serve as an operator of kind:
@@ -53,6 +54,7 @@ func Load(ctx context.Context, eng runtime.Engine, name string, wasm []byte, kin
 		kind:   kind,
 		mod:    mod,
 		limits: o.limits,
+		tables: o.tables,
 		logger: o.logger.With(slog.String("plugin", name), slog.String("kind", string(kind))),
 	}
 	s := inspectKind(mod, kind, fmt.Sprintf("%s operators", kind))
@@ -86,7 +88,7 @@ func (p *Plugin) Close(ctx context.Context) error {
 
 // newCall returns a call for this plugin, with no call in progress.
 func (p *Plugin) newCall() *call {
-	return &call{plugin: p.name, kind: p.kind, limits: p.limits, logger: p.logger}
+	return &call{plugin: p.name, kind: p.kind, limits: p.limits, logger: p.logger, tables: p.tables}
 }
 
 // compile compiles wasm, reporting failure as a *LoadError.

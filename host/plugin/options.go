@@ -44,6 +44,7 @@ type Option func(*options)
 type options struct {
 	limits Limits
 	logger *slog.Logger
+	tables []string
 }
 
 // WithLimits sets the limits every instance of the plugin enforces; zero
@@ -53,6 +54,13 @@ func WithLimits(l Limits) Option { return func(o *options) { o.limits = l } }
 // WithLogger sets the logger guest log messages go to (default
 // slog.Default()). The plugin adds its name and kind as attributes.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithTables names the state tables of a transactional operator, in
+// handle order: table_id answers a name's index in tables. (A keyed
+// operator's tables are resolved by its State.)
+func WithTables(tables []string) Option {
+	return func(o *options) { o.tables = append([]string(nil), tables...) }
+}
 
 func buildOptions(opts []Option) options {
 	o := options{}

@@ -193,7 +193,11 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
 		}
-		pl, err := plugin.Load(ctx, eng, filepath.Base(o.Plugin), code, kind)
+		var popts []plugin.Option
+		if kind == plugin.KindTransactional {
+			popts = append(popts, plugin.WithTables(o.TableNames()))
+		}
+		pl, err := plugin.Load(ctx, eng, filepath.Base(o.Plugin), code, kind, popts...)
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
 		}

@@ -47,7 +47,7 @@
 //
 // # Handlers
 //
-// One handler per plugin, of one of four kinds, matching the operator's kind
+// One handler per plugin, of one of five kinds, matching the operator's kind
 // in the pipeline:
 //
 //   - Map: one output per input. MapInPlace registers the same kind of
@@ -57,9 +57,29 @@
 //     was encoded, without being re-encoded.
 //   - FlatMap: any number of outputs per input, through an Emitter.
 //   - Keyed: like FlatMap, plus a State bound to the record's key.
+//   - Transactional: each input record is a transaction over shared
+//     tables (see below).
 //
 // Configure optionally registers a function that receives the operator's
 // config from the pipeline file, as JSON, before the first record.
+//
+// # Transactional operators
+//
+// A Txn's events are transactions that any key of the operator's tables may
+// serve; the host runs a batch of them on several workers with the result
+// of running them one by one, in order (MorphStream's model, see
+// docs/transactions.md). Its Plan declares each event's operations through
+// a Planner: which key each writes (or, for a non-deterministic one, which
+// table it may touch), which other keys it reads, which function of Funcs
+// computes it and with which argument. The host builds the dependency graph
+// from the declarations and calls each operation's function (a TxnFunc)
+// when its inputs are known, with a Call that reads them; the function
+// returns an Effect: Write, Keep, Delete, Abort (the transaction is undone)
+// or Fail (the batch fails). Every state access goes through the host,
+// which refuses one outside the declaration (ErrUndeclared). Post then
+// sees each event's Outcome and emits outputs. Functions run any number of
+// times, on any worker, concurrently: they must be deterministic and keep
+// nothing of a Call.
 //
 // # Errors, panics and dead letters
 //
@@ -134,8 +154,12 @@
 // # Design decisions
 //
 // The exports (sluice_abi_version, sluice_alloc, sluice_configure,
-// sluice_process) live in this package, behind the wasip1 build tag, so a
-// plugin author writes none of the ABI. A module is one operator instance
+// sluice_process, and sluice_plan, sluice_apply and sluice_post for
+// transactional operators) live in this package, behind the wasip1 build
+// tag, so a plugin author writes none of the ABI. Every module therefore
+// exports all of them and imports the transactional host functions too; the
+// host calls only those of the operator's kind, and the guest answers a
+// call for another kind with an error naming the handler it registered. A module is one operator instance
 // with its own memory, so the handler registry and the guest state are
 // process-wide by nature: the one place this code base keeps package-level
 // state. In native builds, sluicetest reaches the same guest core through an
@@ -160,4 +184,23 @@
 // it rather than called: a call per record for the SDK's own work would cost
 // about as much as the handler's. decodeRecord, which FlatMap and Keyed use,
 // holds the same code; FuzzProcess checks both against abi.Decoder.
+//
+// Transactional operators follow the same rule. sluice_apply runs once per
+// operation execution, where abi.DecodeApplyRequest would cost 430 to 850 ns
+// in Go's WebAssembly code against a 30 ns guest call; declarations
+// (abi.AppendOpDecl) and outcomes (abi.OutcomeDecoder) cost as much per
+// operation. txncodec.go has the SDK's own decoder and encoder for them,
+// with no call per field, checked against package abi's by property and
+// fuzz tests (FuzzDecodeApply, FuzzOutcomeDecoder). An Effect is four words
+// (the value as a pointer and a 32-bit length), and Write, Call.Own and
+// Call.Read have no call in them, so that Go inlines them into a function.
+// Plan's declarations reach the host in one txn_plan call per batch (or per
+// MiB), not one per operation.
+//
+// The same handlers run natively for sluicetest.TxnLogic, on the host's
+// scheduler without the ABI: the native-Go baseline a WebAssembly build is
+// measured against, and the reference it is tested against. A Call then
+// reads a request the adapter fills from the scheduler's txn.Access, and
+// reaches it for Get, Put and Delete through an internal interface, so that
+// this package imports nothing of the host.
 package sluice

@@ -65,20 +65,39 @@ type guest struct {
 	state   State
 	tables  map[string]*State
 	scratch []byte
+
+	// Transactional operators (txnguest.go). txnHost is host as a
+	// bridge.TxnHost, or nil when it is not one.
+	txnHost  bridge.TxnHost
+	planner  Planner
+	call     Call
+	odec     outcomeDecoder
+	outcome  Outcome
+	tableIDs map[string]Table
+	// written keeps the value of the last ApplyWrite reachable until the
+	// next call, by which time the host has copied it.
+	written *byte
 }
 
 func newGuest(h *handlers, host bridge.Host) *guest {
 	g := &guest{h: h, host: host, out: make([]byte, 0, initialOut), scratch: make([]byte, initialScratch)}
 	g.emitter.g = g
 	g.state = State{g: g, table: abi.DefaultTable}
+	g.txnHost, _ = host.(bridge.TxnHost)
+	g.call.g = g
+	g.call.req = &g.call.decoded
 	return g
 }
 
-// alloc implements sluice_alloc: it returns size writable bytes that stay
-// valid until the next configure or process call returns. A second request
-// before that gets a fresh region, so regions handed out together never
-// overlap. The result has a non-zero capacity even for size 0, so its
-// address is never 0.
+// alloc implements sluice_alloc: it returns size writable bytes for the
+// next guest call's input. A second request before a guest call consumed
+// the first gets a fresh region, so regions handed out together never
+// overlap; such extra regions live until that call returns. The first
+// region is the guest's input region, which the guest never writes to and
+// never lets go before the next alloc: a host may write request after
+// request into it, for sluice_apply calls, without asking again. The
+// result has a non-zero capacity even for size 0, so its address is never
+// 0.
 func (g *guest) alloc(size int32) []byte {
 	if size < 0 || size > maxAlloc {
 		return nil
@@ -146,8 +165,12 @@ func (g *guest) process(batch []byte) int32 {
 }
 
 func (g *guest) processBatch(batch []byte) int32 {
-	if g.h.kind == kindNone {
-		g.host.Log(abi.LogError, "no handler registered: call sluice.Map, MapInPlace, Filter, FlatMap or Keyed from an init function of package main (a plugin's main function never runs)")
+	switch g.h.kind {
+	case kindNone:
+		g.host.Log(abi.LogError, "no handler registered: call sluice.Map, MapInPlace, Filter, FlatMap, Keyed or Transactional from an init function of package main (a plugin's main function never runs)")
+		return abi.StatusError
+	case kindTxn:
+		g.host.Log(abi.LogError, "this plugin registers a Transactional handler: it serves transactional operators (sluice_plan, sluice_apply, sluice_post), not "+abi.ExportProcess)
 		return abi.StatusError
 	}
 	if len(batch) < abi.BatchHeaderSize {

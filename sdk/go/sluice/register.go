@@ -11,6 +11,7 @@ const (
 	kindFilter
 	kindFlatMap
 	kindKeyed
+	kindTxn
 )
 
 func (k kind) String() string {
@@ -23,6 +24,8 @@ func (k kind) String() string {
 		return "FlatMap"
 	case kindKeyed:
 		return "Keyed"
+	case kindTxn:
+		return "Transactional"
 	}
 	return "none"
 }
@@ -39,6 +42,7 @@ type handlers struct {
 	filterFn     func(Record) (bool, error)
 	flatMapFn    func(Record, *Emitter) error
 	keyedFn      func(Record, *State, *Emitter) error
+	txn          *Txn
 	configure    func([]byte) error
 	// sealed is set when the first batch or configuration arrives; handlers
 	// registered later would be a bug in the plugin.

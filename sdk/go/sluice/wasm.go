@@ -32,6 +32,24 @@ func hostStateDelete(table int32, key unsafe.Pointer, keyLen uint32)
 //go:wasmimport sluice log
 func hostLog(level int32, msg unsafe.Pointer, n uint32)
 
+// The host functions of transactional operators (abi/txn.go).
+
+//go:wasmimport sluice txn_plan
+func hostTxnPlan(ptr unsafe.Pointer, n uint32)
+
+//go:wasmimport sluice txn_get
+func hostTxnGet(table int32, key unsafe.Pointer, keyLen uint32, buf unsafe.Pointer, bufCap uint32) int32
+
+//go:wasmimport sluice txn_put
+func hostTxnPut(table int32, key unsafe.Pointer, keyLen uint32, val unsafe.Pointer, valLen uint32) int32
+
+//go:wasmimport sluice txn_delete
+func hostTxnDelete(table int32, key unsafe.Pointer, keyLen uint32) int32
+
+// nativeBuild is false: a Call never has a native access here, and the
+// code that serves one is compiled out.
+const nativeBuild = false
+
 // wasmHost is the real host, reached through the imports above.
 type wasmHost struct{}
 
@@ -53,6 +71,22 @@ func (wasmHost) StateDelete(table int32, key []byte) {
 	hostStateDelete(table, ptr(key), uint32(len(key)))
 }
 func (wasmHost) Log(level int32, msg string) { hostLog(level, strPtr(msg), uint32(len(msg))) }
+func (wasmHost) TxnPlan(decls []byte)        { hostTxnPlan(ptr(decls), uint32(len(decls))) }
+func (wasmHost) TxnGet(table int32, key, buf []byte) int32 {
+	return hostTxnGet(table, ptr(key), uint32(len(key)), ptr(buf), uint32(len(buf)))
+}
+func (wasmHost) TxnPut(table int32, key, value []byte) int32 {
+	return hostTxnPut(table, ptr(key), uint32(len(key)), ptr(value), uint32(len(value)))
+}
+func (wasmHost) TxnDelete(table int32, key []byte) int32 {
+	return hostTxnDelete(table, ptr(key), uint32(len(key)))
+}
+
+// address returns the guest-memory address of p, for the result slot of
+// sluice_apply.
+func address(p *byte) uint32 { return uint32(uintptr(unsafe.Pointer(p))) }
+
+func tableID(name string) (Table, error) { return theGuest.tableID(name) }
 
 // theGuest is the module's one guest core. A WebAssembly instance is one
 // operator instance with its own memory, so the exports, which take no
@@ -86,6 +120,24 @@ func exportConfigure(p unsafe.Pointer, n uint32) int32 {
 //lint:ignore U1000 called by the host through the //go:wasmexport above
 func exportProcess(p unsafe.Pointer, n uint32) int32 {
 	return theGuest.process(region(p, n))
+}
+
+//go:wasmexport sluice_plan
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportPlan(p unsafe.Pointer, n uint32) int32 {
+	return theGuest.plan(region(p, n))
+}
+
+//go:wasmexport sluice_apply
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportApply(p unsafe.Pointer, n uint32) int32 {
+	return theGuest.apply(region(p, n))
+}
+
+//go:wasmexport sluice_post
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportPost(events unsafe.Pointer, eventsLen uint32, outcomes unsafe.Pointer, outcomesLen uint32) int32 {
+	return theGuest.post(region(events, eventsLen), region(outcomes, outcomesLen))
 }
 
 // region returns the n bytes at p, which sluice_alloc handed out, so n is

@@ -36,6 +36,14 @@
 // stateless otherwise; a WebAssembly harness has the kind its module was
 // loaded as.
 //
+// Transactional operators (sluice.Transactional) run on the host's own
+// scheduler, package host/txnop, as a txnop.Logic: TxnLogic runs a
+// sluice.Txn's handlers natively, without the ABI, and LoadTxnWasm loads
+// the compiled module through the host (txnop.NewWasm). A test runs the
+// same events through a txnop.Operator with either, with any strategy and
+// number of workers, and compares what Process returns; TxnLogic is also
+// the native-Go baseline of the benchmarks.
+//
 // Design decisions:
 //
 // The WebAssembly harness runs the host's code rather than a test double
@@ -56,6 +64,14 @@
 // process-wide lock, and a harness re-applies its configuration before
 // processing when another harness configured the handler since: two
 // harnesses with different configurations behave as two instances would.
+//
+// TxnLogic does not go through a Harness: a transactional operator's batch
+// is planned, scheduled and posted by txnop, whose Operator a test drives
+// directly, and whose results (outcomes, change set, outputs) are what a
+// test compares. It reaches the SDK's handlers through the internal bridge
+// package, as the native Harness does, and fills each operation's request
+// from the scheduler's txn.Access, so that its only cost per operation over
+// a hand-written txn.Apply is the dispatch (BenchmarkTxnLogicApply).
 //
 // A WebAssembly harness's guest log messages reach Harness.Logs through
 // the slog logger the plugin is loaded with: the host logs them with the

@@ -5,6 +5,8 @@ package sluicetest_test
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,4 +118,32 @@ func TestWasmStatusError(t *testing.T) {
 
 // TestMain checks that no harness, native or WebAssembly, leaves a
 // goroutine behind.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+//
+// Under the race detector, where the WebAssembly property tests run several
+// times slower, fewer rapid checks keep the run short unless -rapid.checks
+// says otherwise.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if raceEnabled && !flagSet("rapid.checks") {
+		flag.Set("rapid.checks", "20")
+	}
+	code := m.Run()
+	if err := closeTxnGuests(); err != nil {
+		fmt.Fprintln(os.Stderr, "closing the transactional guests:", err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

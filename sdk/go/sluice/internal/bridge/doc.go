@@ -9,7 +9,12 @@
 // during its initialisation in native builds; sluicetest imports sluice, so
 // the hook is always set before sluicetest can use it.
 //
-// The hook is a package variable rather than an exported sluice function so
+// Likewise NewTxnDriver runs a transactional operator's handlers (a
+// sluice.Txn) natively for sluicetest.TxnLogic, without the ABI: Plan's
+// declarations, each operation's function over a TxnAccess, Post's outputs.
+//
+// The hooks are package variables rather than an exported sluice function so
 // that plugin authors see only the operator API in sluice's documentation.
-// It is written once, during package initialisation, and only read after.
+// They are written once, during package initialisation, and only read
+// after.
 package bridge

@@ -1,0 +1,13 @@
+// Command txnbenchguest is ledgerop.BenchOp, for the SDK's WebAssembly
+// benchmarks: ledgerop's operator with a Post that emits one small record
+// per event.
+package main
+
+import (
+	"github.com/sluicehq/sluice/sdk/go/sluice"
+	"github.com/sluicehq/sluice/sdk/go/sluice/internal/ledgerop"
+)
+
+func main() {}
+
+func init() { sluice.Transactional(ledgerop.BenchOp()) }
