@@ -43,7 +43,7 @@ type call struct {
 	lastErr  []byte  // the last LogError message of the call
 	dec      abi.Decoder
 	rec      abi.Record
-	tx       txnCall // the transactional call in progress (txn_host.go)
+	tx       txnCall  // the transactional call in progress (txn_host.go)
 	tables   []string // a transactional operator's tables, by handle
 }
 
