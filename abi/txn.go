@@ -373,7 +373,8 @@ type OpOutcome struct {
 	Own      Value
 	Reads    []Value
 	// Gets are the values a non-deterministic operation read from state
-	// through FuncTxnGet (not those of its own writes), in call order.
+	// through FuncTxnGet, in call order: keys that are not declared reads
+	// (their values are in Reads) and that it had not written itself.
 	Gets []KeyValue
 }
 

@@ -144,7 +144,8 @@ type Observed struct {
 	// Reads are the values of Op.Reads, in order.
 	Reads []Value
 	// Gets are the values a non-deterministic operation read through Get
-	// from state (not from its own Puts), in call order.
+	// from state, in call order: keys that are not among its Reads (their
+	// values are in Reads) and that it had not Put or Deleted itself.
 	Gets []KeyValue
 }
 

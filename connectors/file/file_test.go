@@ -377,3 +377,22 @@ func TestSinkRewindDropsWhatFollowsTheCommit(t *testing.T) {
 		t.Errorf("Rewind past the end = %v", err)
 	}
 }
+
+// TestSinkCreatesItsDirectory: a sink whose directory does not exist yet
+// creates it, as a pipeline file's output path expects.
+func TestSinkCreatesItsDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", "out.jsonl")
+	sink, err := NewSink(SinkConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Write(context.Background(), []connectors.Out{{Record: abi.Record{Value: []byte("v")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || len(b) == 0 {
+		t.Fatalf("read back: %q, %v", b, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"unicode/utf8"
 
@@ -70,6 +71,11 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	if cfg.Truncate {
 		flags |= os.O_TRUNC
+	}
+	// The file's directory is created as needed, as a user writing an
+	// output path in a pipeline file expects.
+	if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	f, err := os.OpenFile(cfg.Path, flags, cfg.Perm)
 	if err != nil {

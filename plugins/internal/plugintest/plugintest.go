@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
-	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 )
 
 // Module builds the plugin in the test's working directory (the plugin's
@@ -28,24 +25,13 @@ func Module(t testing.TB, kind plugin.Kind) *sluicetest.WasmModule {
 		t.Skip("builds the plugin to WebAssembly; skipped in -short mode")
 	}
 	built.once.Do(func() {
-		ctx := context.Background()
-		dir, err := os.MkdirTemp("", "sluice-plugin-*")
-		if err != nil {
-			built.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, "plugin.wasm")
-		if built.err = wasmbuild.Go(ctx, ".", out); built.err != nil {
-			return
-		}
-		wasm, err := os.ReadFile(out)
+		wasm, err := pluginWasm()
 		if err != nil {
 			built.err = err
 			return
 		}
 		built.size = len(wasm)
-		built.mod, built.err = sluicetest.LoadWasm(ctx, "plugin", wasm, kind)
+		built.mod, built.err = sluicetest.LoadWasm(context.Background(), "plugin", wasm, kind)
 	})
 	if built.err != nil {
 		t.Fatalf("building the plugin: %v", built.err)
@@ -65,13 +51,14 @@ var built struct {
 	err  error
 }
 
-// Main runs the tests and releases the compiled module; call it from
-// TestMain.
+// Main runs the tests and releases the compiled module (Module's, and
+// TxnWasm's loads); call it from TestMain.
 func Main(m *testing.M) int {
 	code := m.Run()
 	if built.mod != nil {
 		_ = built.mod.Close(context.Background())
 	}
+	closeTxn()
 	return code
 }
 

@@ -47,8 +47,9 @@ func tableKeys(reads []Key) []abi.TableKey {
 // read. Ops[m].Executed is false for the operations after the one whose
 // function aborted the transaction (they never ran); Own is the own key's
 // value before the operation, Reads the values of the declared reads, and
-// Gets the keys a non-deterministic operation read through Call.Get, with
-// the values it saw, in call order. An Outcome and the bytes it points to
+// Gets the other keys a non-deterministic operation read through Call.Get
+// (neither a declared read, whose value is in Reads, nor a key it had
+// written itself), with the values it saw, in call order. An Outcome and the bytes it points to
 // are valid only during the Post call.
 type Outcome = abi.EventOutcome
 
