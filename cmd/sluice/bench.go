@@ -138,6 +138,7 @@ allows. The full run takes a minute or two on two cores; --quick takes seconds.`
 	lvl := cmd.Flags().Lookup("log-level")
 	lvl.DefValue = "warn"
 	_ = lvl.Value.Set("warn") // the host's info lines would drown the progress
+	cmd.AddCommand(newBenchTxnCmd())
 	return cmd
 }
 

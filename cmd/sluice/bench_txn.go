@@ -1,0 +1,290 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/host/bench"
+	"github.com/sluicehq/sluice/txn"
+	"github.com/sluicehq/sluice/txn/apps/workload"
+)
+
+// benchTxnFlags are the flags of `sluice bench txn` besides the knobs.
+type benchTxnFlags struct {
+	app         string
+	strategies  []string
+	workers     string
+	native      string
+	compare     bool
+	events      int
+	punctuation int
+	quick       bool
+	jsonFile    string
+	cpuProfile  string
+	logs        logFlags
+}
+
+func newBenchTxnCmd() *cobra.Command {
+	var f benchTxnFlags
+	knobs := map[string]*string{}
+	cmd := &cobra.Command{
+		Use:   "txn [--app sl|gs|ngs|tp|ob] [--strategy NAME|all] [--workers N[,N]] [--native[=both]] [knobs]",
+		Short: "Measure a transactional benchmark application under each scheduling strategy",
+		Long: `Build the application's plugin from source and run its workload (MorphStream's
+benchmarks: sl Streaming Ledger, gs GrepSum, ngs NonGrepSum, tp Toll Processing,
+ob Online Bidding) through the transactional operator, once per strategy, over
+an in-memory store initialised as the workload defines. For each strategy,
+worker count and logic it prints events per second, the mean and 99th
+percentile event latency (an event's latency is its batch's processing time:
+plan, schedule and post), where the time went (plan, explore, useful work,
+abort handling, the scheduler's finish, the operator's own plan and post
+steps) and the commits and aborts.
+
+The plugin runs in WebAssembly as a pipeline runs it (wazero, default call
+timeout); --native runs the same Go source natively instead, and --native=both
+(or --compare) runs both, interleaved batch by batch, and prints the Wasm/native
+ratio. A worker list (--workers 1,2) runs every count the same way and prints
+the speedup. Every run's final state, outputs and commit counts must equal the
+serial strategy's, or the command fails rather than report a figure.
+
+Knobs are flags named as in the pipeline file's generator (--keys, --skew,
+--deposit-ratio, ...); unset knobs take MorphStream's defaults for the
+application, and a knob the application does not read is refused. Progress goes
+to stderr; the tables to stdout, the figures as JSON to --json.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := f.options(cmd, knobs)
+			if err != nil {
+				return err
+			}
+			log, err := f.logs.logger()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			stderr := cmd.ErrOrStderr()
+			opts.Logger = log
+			opts.Progress = stderr
+
+			work, err := os.MkdirTemp("", "sluice-bench-txn-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(work)
+			opts.Dir = work
+			if slices.Contains(opts.Logics, bench.TxnWasm) {
+				dir, _ := bench.TxnPluginDir(opts.App) // the app was checked
+				fmt.Fprintf(stderr, "bench: building the %s plugin with the Go toolchain\n", dir)
+				paths, err := buildExamples(ctx, filepath.Join(work, "plugins"), dir)
+				if err != nil {
+					return err
+				}
+				if opts.Plugin, err = os.ReadFile(paths[dir]); err != nil {
+					return err
+				}
+			}
+
+			if f.cpuProfile != "" {
+				pf, err := os.Create(f.cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pf.Close()
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
+			rep, err := bench.RunTxn(ctx, opts)
+			if err != nil {
+				return err
+			}
+			return writeTxnReport(cmd, rep, f.jsonFile, f.cpuProfile)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.app, "app", workload.StreamingLedger, "the application: "+strings.Join(workload.Apps(), ", "))
+	fl.StringSliceVar(&f.strategies, "strategy", []string{"all"}, "strategies to run (repeat or separate with commas), or all: "+strings.Join(txn.StrategyNames(), ", "))
+	fl.StringVar(&f.workers, "workers", "", "scheduler workers, or a list such as 1,2 to compare (default GOMAXPROCS)")
+	fl.StringVar(&f.native, "native", "false", "run the operator natively instead of in WebAssembly; --native=both runs both, interleaved, and prints the ratio")
+	fl.Lookup("native").NoOptDefVal = "true"
+	fl.BoolVar(&f.compare, "compare", false, "same as --native=both")
+	fl.IntVar(&f.events, "events", 0, "events per run (default: a few seconds' worth per strategy for the application; 4,096 with --quick)")
+	fl.IntVar(&f.punctuation, "punctuation", 0, fmt.Sprintf("events per batch (default %d; 1,024 with --quick)", bench.DefaultTxnPunctuation))
+	fl.BoolVar(&f.quick, "quick", false, "a few small batches, for a first look and for tests")
+	fl.StringVar(&f.jsonFile, "json", "bench-txn.json", "where to write the results as JSON; - prints JSON instead of the tables")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (not the plugin build) to this file")
+	for _, name := range workload.KnobNames() {
+		knobs[name] = fl.String(name, "", knobUsage(name))
+	}
+	f.logs.register(cmd, "warn")
+	return cmd
+}
+
+// options turns the flags into the suite's options; a mistake is a
+// usageError naming the flag and the value at fault.
+func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (bench.TxnOptions, error) {
+	var opts bench.TxnOptions
+	var err error
+	if f.quick {
+		opts, err = bench.QuickTxnOptions(f.app)
+	} else {
+		opts, err = bench.DefaultTxnOptions(f.app)
+	}
+	if err != nil {
+		return opts, &usageError{fmt.Sprintf("--app %q: want one of %s", f.app, strings.Join(workload.Apps(), ", "))}
+	}
+	reads, _ := workload.AppKnobs(f.app)
+	for _, name := range workload.KnobNames() {
+		if !cmd.Flags().Changed(name) {
+			continue
+		}
+		if !slices.Contains(reads, name) {
+			return opts, &usageError{fmt.Sprintf("--%s: the %s application does not read this knob (its knobs: %s)", name, f.app, strings.Join(reads, ", "))}
+		}
+		if err := opts.Knobs.Set(name, *knobs[name]); err != nil {
+			var ke *workload.KnobError
+			if errors.As(err, &ke) {
+				return opts, &usageError{fmt.Sprintf("--%s %q: %s", name, ke.Value, ke.Reason)}
+			}
+			return opts, &usageError{fmt.Sprintf("--%s: %v", name, err)}
+		}
+	}
+	for _, list := range f.strategies {
+		for _, s := range strings.Split(list, ",") {
+			s = strings.TrimSpace(s)
+			if s == "all" {
+				opts.Strategies = append(opts.Strategies, txn.StrategyNames()...)
+				continue
+			}
+			if _, err := txn.ParseStrategy(s); err != nil {
+				return opts, &usageError{fmt.Sprintf("--strategy %q: unknown strategy (want all or one of %s)", s, strings.Join(txn.StrategyNames(), ", "))}
+			}
+			opts.Strategies = append(opts.Strategies, s)
+		}
+	}
+	opts.Strategies = uniq(opts.Strategies)
+	if f.workers != "" {
+		if opts.Workers, err = bench.ParseTxnWorkers(f.workers); err != nil {
+			return opts, &usageError{fmt.Sprintf("--workers %q: want a positive number or a list such as 1,2", f.workers)}
+		}
+	}
+	native := f.native
+	if f.compare {
+		native = "both"
+	}
+	switch strings.ToLower(native) {
+	case "false", "no", "off":
+		opts.Logics = []bench.TxnLogic{bench.TxnWasm}
+	case "true", "yes", "on", "only":
+		opts.Logics = []bench.TxnLogic{bench.TxnNative}
+	case "both":
+		opts.Logics = []bench.TxnLogic{bench.TxnWasm, bench.TxnNative}
+	default:
+		return opts, &usageError{fmt.Sprintf("--native %q: want true, false or both", f.native)}
+	}
+	if cmd.Flags().Changed("punctuation") {
+		if f.punctuation < 1 {
+			return opts, &usageError{fmt.Sprintf("--punctuation %d: want at least 1 event per batch", f.punctuation)}
+		}
+		opts.Punctuation = f.punctuation
+	}
+	if cmd.Flags().Changed("events") {
+		if f.events < 1 {
+			return opts, &usageError{fmt.Sprintf("--events %d: want at least 1", f.events)}
+		}
+		opts.Events = f.events
+	}
+	if f.jsonFile == "" {
+		return opts, &usageError{"--json: a file name is required (use - for stdout)"}
+	}
+	return opts, nil
+}
+
+// knobHelp says what each workload knob is.
+func knobHelp(name string) string {
+	switch name {
+	case "keys":
+		return "key-space size of each table"
+	case "skew":
+		return "Zipf skew of key access (0: uniform)"
+	case "abort-ratio":
+		return "fraction of transactions drawn to abort"
+	case "txn-length":
+		return "operations per transaction (gs, ngs), items per event (ob)"
+	case "multi-read-ratio":
+		return "fraction of operations that read other keys"
+	case "reads":
+		return "keys a multi-read operation reads"
+	case "deposit-ratio":
+		return "fraction of deposits"
+	case "buy-ratio":
+		return "fraction of buys"
+	case "busy-ns":
+		return "busy work per operation, in nanoseconds"
+	case "nondet-ratio":
+		return "fraction of non-deterministic operations"
+	case "acyclic":
+		return "reads only below the key written: no cycles between chains"
+	case "seed":
+		return "seed of the event stream"
+	}
+	return "workload knob"
+}
+
+// knobUsage is the usage line of a knob's flag: what it is, which
+// applications read it, and where its default comes from.
+func knobUsage(name string) string {
+	var apps []string
+	for _, a := range workload.Apps() {
+		if names, _ := workload.AppKnobs(a); slices.Contains(names, name) {
+			apps = append(apps, a)
+		}
+	}
+	return fmt.Sprintf("knob: %s [%s] (default: MorphStream's for the application)", knobHelp(name), strings.Join(apps, " "))
+}
+
+// uniq drops repeated names, keeping the first of each.
+func uniq(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// writeTxnReport prints the report's tables and writes its JSON, or prints
+// the JSON alone when jsonFile is "-".
+func writeTxnReport(cmd *cobra.Command, rep *bench.TxnReport, jsonFile, cpuProfile string) error {
+	if jsonFile == "-" {
+		return rep.WriteJSON(cmd.OutOrStdout())
+	}
+	if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	jf, err := os.Create(jsonFile)
+	if err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	if err := rep.WriteJSON(jf); err != nil {
+		jf.Close()
+		return err
+	}
+	if err := jf.Close(); err != nil {
+		return fmt.Errorf("--json: %w", err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "\nresults written to %s\n", jsonFile)
+	if cpuProfile != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "CPU profile written to %s (go tool pprof -top %s)\n", cpuProfile, cpuProfile)
+	}
+	return nil
+}

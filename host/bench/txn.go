@@ -1,0 +1,986 @@
+package bench
+
+// The txn suite, `sluice bench txn`: one of MorphStream's benchmark
+// applications run through txnop.Operator with every scheduling strategy
+// asked for, the figures of each run checked against the serial strategy.
+//
+// Design decisions:
+//
+// Committed state is a map-backed txn.Store (txn.MapStore), initialised
+// from the workload's App.Initial; each batch's change set is applied to it
+// between batches, as the executor applies it to the state tables. A
+// state.Store would add the executor's session bookkeeping and Pebble
+// commits, whose cost the keyed suite already measures and which do not
+// depend on the scheduling strategy; the map keeps the figure about the
+// operator and the scheduler. Applying the changes is timed separately
+// (ApplySeconds) and is not part of the rate.
+//
+// An event's latency is its batch's processing time: from the start of
+// Operator.Process (plan) to the end of its post step. Every event of a
+// batch has the same latency; the time an event waits for its batch to
+// fill depends on the source's rate, not on Sluice, and is not counted.
+// The rate is the events of the timed batches over the sum of their
+// processing times.
+//
+// Lanes run interleaved: for one strategy, every (worker count, logic)
+// combination asked for runs the same batches, batch by batch, in an order
+// that rotates from batch to batch, each over its own copy of the state.
+// A burst of load from elsewhere on the machine then hits every side of a
+// comparison (Wasm against native, 1 worker against 2) alike. The first
+// batch of each lane is a warm-up (instances' memory growing, caches) and
+// is not timed, though it is checked like the others.
+//
+// No figure from a wrong run: every lane's final state (an order-free hash
+// of the whole store), output records (a hash of the stream of records) and
+// commit counts must equal the serial strategy's. When "serial" is among
+// the strategies it runs first and is the reference; otherwise an untimed
+// native run of the serial strategy over the same events is.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/txnop"
+	wasm "github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
+	"github.com/sluicehq/sluice/txn"
+	"github.com/sluicehq/sluice/txn/apps/workload"
+)
+
+// TxnLogic is the kind of operator logic a txn run executes.
+type TxnLogic string
+
+// The logics.
+const (
+	// TxnWasm is the application's plugin, compiled to WebAssembly, on
+	// wazero with the default call timeout, one instance per worker.
+	TxnWasm TxnLogic = "wasm"
+	// TxnNative is the same Go source run natively
+	// (sluicetest.TxnLogic), the baseline the Wasm figures are read
+	// against.
+	TxnNative TxnLogic = "native"
+)
+
+// Defaults of the txn suite.
+const (
+	// DefaultTxnPunctuation is the default number of events per batch,
+	// MorphStream's punctuation in its Streaming Ledger comparison.
+	DefaultTxnPunctuation = 10240
+	// DefaultTxnProgress is the default interval between progress lines.
+	DefaultTxnProgress = 3 * time.Second
+	// quickTxnPunctuation and quickTxnBatches size a quick run: four
+	// batches of 1,024 events.
+	quickTxnPunctuation = 1024
+	quickTxnBatches     = 4
+)
+
+// ErrTxnMismatch is wrapped by the error of a run whose final state,
+// outputs or commit counts differ from the serial strategy's.
+var ErrTxnMismatch = errors.New("result differs from the serial strategy's")
+
+// TxnOptions say what RunTxn runs. Start from DefaultTxnOptions or
+// QuickTxnOptions.
+type TxnOptions struct {
+	// App is the application: sl, gs, ngs, tp or ob (workload.Apps).
+	App string
+	// Knobs are the workload's knobs; only those the application reads
+	// (workload.AppKnobs) matter.
+	Knobs workload.Knobs
+	// Strategies are the strategy names to run (txn.StrategyNames);
+	// empty: all of them.
+	Strategies []string
+	// Workers are the scheduler worker counts to run each strategy with;
+	// empty: GOMAXPROCS.
+	Workers []int
+	// Logics are the logics to run each strategy with; empty: Wasm only.
+	Logics []TxnLogic
+	// Events is the number of events each run processes.
+	Events int
+	// Punctuation is the number of events per batch.
+	Punctuation int
+	// Plugin is the application's plugin (plugins/<TxnPluginDir(App)>)
+	// compiled to WebAssembly; required when Logics holds TxnWasm.
+	Plugin []byte
+	// Quick is recorded in the report: the options are the small ones.
+	Quick bool
+	// Dir is where the compilation cache goes; empty: a new temporary
+	// directory, removed at the end.
+	Dir string
+	// Progress receives a line when a run starts and every
+	// ProgressEvery while it runs; nil: none.
+	Progress io.Writer
+	// ProgressEvery is the interval between progress lines; 0:
+	// DefaultTxnProgress.
+	ProgressEvery time.Duration
+	// Logger receives the logs of the plugin and the scheduler; nil:
+	// discarded.
+	Logger *slog.Logger
+}
+
+// DefaultTxnOptions returns the full configuration of application app:
+// MorphStream's knobs (workload.Defaults), every strategy, GOMAXPROCS
+// workers, the Wasm logic, the default punctuation and a number of events
+// that takes a few seconds per run on a 2-core machine.
+func DefaultTxnOptions(app string) (TxnOptions, error) {
+	a, err := lookupTxnApp(app)
+	if err != nil {
+		return TxnOptions{}, err
+	}
+	k, err := workload.Defaults(app)
+	if err != nil {
+		return TxnOptions{}, fmt.Errorf("bench: txn: %w", err)
+	}
+	return TxnOptions{App: app, Knobs: k, Events: a.events, Punctuation: DefaultTxnPunctuation}, nil
+}
+
+// QuickTxnOptions returns DefaultTxnOptions with a few small batches, for
+// tests and a first look.
+func QuickTxnOptions(app string) (TxnOptions, error) {
+	o, err := DefaultTxnOptions(app)
+	if err != nil {
+		return TxnOptions{}, err
+	}
+	o.Quick, o.Punctuation, o.Events = true, quickTxnPunctuation, quickTxnBatches*quickTxnPunctuation
+	return o, nil
+}
+
+// TxnReport is the outcome of RunTxn. Its JSON form is what `sluice bench
+// txn --json` writes.
+type TxnReport struct {
+	Machine Machine   `json:"machine"`
+	Date    time.Time `json:"date"`
+	Quick   bool      `json:"quick"`
+	// App is the application's short name, Title its full name.
+	App   string `json:"app"`
+	Title string `json:"title"`
+	// Knobs are the knobs the application reads, as text.
+	Knobs map[string]string `json:"knobs"`
+	// Tables are the operator's tables, by handle.
+	Tables []string `json:"tables"`
+	// Events is the number of events of every run, Punctuation the
+	// events per batch, WarmupBatches the batches of each run not timed.
+	Events        int `json:"events_per_run"`
+	Punctuation   int `json:"punctuation"`
+	WarmupBatches int `json:"warmup_batches"`
+	// CallTimeoutSeconds is the Wasm engine's per-call deadline (0: none
+	// or no Wasm run).
+	CallTimeoutSeconds float64 `json:"call_timeout_seconds"`
+	// Store describes the committed state the runs read.
+	Store string `json:"store"`
+	// Oracle says which run the others were checked against.
+	Oracle string `json:"oracle"`
+	// StateHash and OutputHash are the reference's final state and output
+	// hashes, which every run reproduced; Committed and Aborted its
+	// transaction outcomes.
+	StateHash  string `json:"state_hash"`
+	OutputHash string `json:"output_hash"`
+	Committed  uint64 `json:"committed"`
+	Aborted    uint64 `json:"aborted"`
+	// Runs are the measured runs, strategy by strategy, in the order the
+	// strategies were given ("serial" first when present), then by
+	// workers and logic.
+	Runs []TxnRun `json:"runs"`
+	// Ratios compare Wasm with native, when both ran.
+	Ratios []TxnRatio `json:"wasm_native_ratios,omitempty"`
+	// Speedups compare the largest worker count with the smallest, when
+	// several ran.
+	Speedups []TxnSpeedup `json:"speedups,omitempty"`
+	// Targets are the project's targets that this run's workload bears
+	// on, checked.
+	Targets []Target `json:"targets"`
+	// LoadAfter is the load average when the run ended.
+	LoadAfter string `json:"load_after,omitempty"`
+}
+
+// TxnRun is the figures of one strategy with one worker count and one
+// logic. Times are over the timed batches (all but the warm-up).
+type TxnRun struct {
+	Strategy string   `json:"strategy"`
+	Workers  int      `json:"workers"`
+	Logic    TxnLogic `json:"logic"`
+	// Events and Batches are what was timed.
+	Events  int `json:"events_timed"`
+	Batches int `json:"batches_timed"`
+	// Seconds is the sum of the timed batches' processing times; Rate is
+	// Events / Seconds.
+	Seconds float64 `json:"seconds"`
+	Rate    float64 `json:"events_per_second"`
+	// Event latency: its batch's processing time (see the package
+	// documentation), mean and 99th percentile over events, and the
+	// longest batch.
+	LatencyMeanMs float64 `json:"latency_mean_ms"`
+	LatencyP99Ms  float64 `json:"latency_p99_ms"`
+	LatencyMaxMs  float64 `json:"latency_max_ms"`
+	// Committed and Aborted count the transactions of the whole run,
+	// warm-up included; ReExecutions the operations re-executed.
+	Committed    uint64 `json:"committed"`
+	Aborted      uint64 `json:"aborted"`
+	ReExecutions uint64 `json:"re_executions"`
+	// Breakdown is where the timed batches' time went.
+	Breakdown TxnBreakdown `json:"breakdown"`
+	// Graph sums the timed batches' TPG counts.
+	Graph TxnGraph `json:"graph"`
+}
+
+// TxnBreakdown is where a run's time went, in seconds summed over its
+// timed batches (txn.Stats' breakdown). Plan, Finish, Guest and Apply are
+// wall-clock time; Explore, Useful and Abort are worker time, summed over
+// the scheduler's workers.
+type TxnBreakdown struct {
+	// Plan is the scheduler building the TPG.
+	Plan float64 `json:"plan_seconds"`
+	// Explore is scheduling overhead in the first pass.
+	Explore float64 `json:"explore_seconds"`
+	// Useful is time inside the operations' functions in the first pass.
+	Useful float64 `json:"useful_seconds"`
+	// Abort is the passes after the first: rollback, checks, re-execution.
+	Abort float64 `json:"abort_seconds"`
+	// Finish is the scheduler assembling the result.
+	Finish float64 `json:"finish_seconds"`
+	// Guest is the operator's own work outside the scheduler: its plan
+	// and post steps (Process time minus the scheduler's wall time).
+	Guest float64 `json:"operator_plan_post_seconds"`
+	// Apply is applying the change sets to the store between batches; it
+	// is not part of the processing time.
+	Apply float64 `json:"apply_seconds"`
+}
+
+// TxnGraph sums txn.Counts over a run's timed batches.
+type TxnGraph struct {
+	Ops          int `json:"ops"`
+	Temporal     int `json:"temporal_edges"`
+	Parametric   int `json:"parametric_edges"`
+	Logical      int `json:"logical_edges"`
+	NonDet       int `json:"nondet_edges"`
+	Cycles       int `json:"cycles"`
+	Units        int `json:"units"`
+	SplitUnits   int `json:"split_units"`
+	Passes       int `json:"passes"`
+	Executions   int `json:"executions"`
+	ReExecutions int `json:"re_executions"`
+}
+
+// TxnRatio is Wasm's rate over native's for one strategy and worker count.
+type TxnRatio struct {
+	Strategy string  `json:"strategy"`
+	Workers  int     `json:"workers"`
+	Ratio    float64 `json:"ratio"`
+}
+
+// TxnSpeedup is one strategy's rate with the most workers over its rate
+// with the fewest, for one logic.
+type TxnSpeedup struct {
+	Strategy string   `json:"strategy"`
+	Logic    TxnLogic `json:"logic"`
+	From     int      `json:"from_workers"`
+	To       int      `json:"to_workers"`
+	Speedup  float64  `json:"speedup"`
+}
+
+// lane is one (workers, logic) combination: its operator, kept across
+// strategies, and the run in progress.
+type lane struct {
+	workers int
+	logic   TxnLogic
+	op      *txnop.Operator
+	out     plugin.Output
+
+	// The run in progress.
+	store  txn.MapStore
+	digest txnDigest
+	run    TxnRun
+	lat    []batchTime
+}
+
+// batchTime is one timed batch's processing time and size.
+type batchTime struct {
+	d time.Duration
+	n int
+}
+
+// txnDigest is what every run must reproduce.
+type txnDigest struct {
+	state, outputs     uint64
+	committed, aborted uint64
+}
+
+// txnEnv is what the runs of one RunTxn share.
+type txnEnv struct {
+	opts    TxnOptions
+	app     txnApp
+	wl      workload.App
+	tables  []string
+	initial txn.MapStore
+	log     *slog.Logger
+	plugin  *plugin.Plugin
+	timeout time.Duration
+
+	// The batch being run, shared by the lanes.
+	recs []abi.Record
+	buf  []byte
+}
+
+// RunTxn runs the txn suite: for each strategy, every worker count and
+// logic of opts over the same events, interleaved batch by batch, and
+// returns their figures with the targets checked. It fails when the options
+// are wrong, when a batch fails, or when any run's final state, outputs or
+// commit counts differ from the serial strategy's (wrapping
+// ErrTxnMismatch): a figure is reported only for a correct run.
+func RunTxn(ctx context.Context, opts TxnOptions) (*TxnReport, error) {
+	e, err := newTxnEnv(opts)
+	if err != nil {
+		return nil, err
+	}
+	return e.run(ctx)
+}
+
+// run runs the suite as RunTxn describes.
+func (e *txnEnv) run(ctx context.Context) (rep *TxnReport, err error) {
+	opts := e.opts
+	rep = &TxnReport{
+		Machine: CurrentMachine(), Date: time.Now().UTC().Truncate(time.Second), Quick: opts.Quick,
+		App: opts.App, Title: e.app.title, Knobs: knobText(opts.App, &opts.Knobs), Tables: e.tables,
+		Events: opts.Events, Punctuation: opts.Punctuation, WarmupBatches: warmup(opts),
+		Store: "in-memory map (txn.MapStore), change sets applied between batches, not timed",
+	}
+	e.step("machine: %d cores (GOMAXPROCS %d), %s, load %s",
+		rep.Machine.NumCPU, rep.Machine.GOMAXPROCS, orUnknown(rep.Machine.CPUModel, "CPU model unknown"), orUnknown(rep.Machine.Load, "unknown"))
+
+	if slices.Contains(opts.Logics, TxnWasm) {
+		var eng wasm.Engine
+		var dir string
+		eng, dir, err = e.loadPlugin(ctx) // err: the deferred close sets it
+		if dir != "" {
+			defer os.RemoveAll(dir)
+		}
+		if eng != nil {
+			// After the operators (deferred below), which close the
+			// instances.
+			defer func() {
+				var cerr error
+				if e.plugin != nil {
+					cerr = e.plugin.Close(context.WithoutCancel(ctx))
+				}
+				cerr = errors.Join(cerr, eng.Close(context.WithoutCancel(ctx)))
+				if err == nil && cerr != nil {
+					err = fmt.Errorf("bench: txn: closing the plugin: %w", cerr)
+				}
+			}()
+		}
+		if err != nil {
+			return nil, err
+		}
+		rep.CallTimeoutSeconds = e.timeout.Seconds()
+	}
+
+	lanes, err := e.lanes(ctx)
+	defer func() {
+		for _, l := range lanes {
+			if cerr := l.op.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
+				err = fmt.Errorf("bench: txn: closing the %s operator with %s: %w", l.logic, workersText(l.workers), cerr)
+			}
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+
+	strategies := slices.Clone(opts.Strategies)
+	var ref *txnDigest
+	if i := slices.Index(strategies, "serial"); i >= 0 {
+		strategies = append([]string{"serial"}, slices.Delete(strategies, i, i+1)...)
+		rep.Oracle = "the serial strategy's run below (native if it ran, fewest workers)"
+	} else {
+		d, err := e.oracle(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ref = &d
+		rep.Oracle = "an untimed native run of the serial strategy"
+	}
+	for i, name := range strategies {
+		st, _ := txn.ParseStrategy(name) // checked by newTxnEnv
+		e.step("txn %s: strategy %s (%d/%d): %s events in batches of %s, %s interleaved",
+			opts.App, name, i+1, len(strategies), thousands(float64(opts.Events)), thousands(float64(opts.Punctuation)), laneNames(lanes))
+		if err := e.runStrategy(ctx, name, st, lanes); err != nil {
+			return nil, err
+		}
+		if ref == nil {
+			// The serial strategy's run: native when it ran, the
+			// baseline the Wasm build is compared with.
+			r := lanes[0]
+			for _, l := range lanes {
+				if l.logic == TxnNative {
+					r = l
+					break
+				}
+			}
+			d := r.digest
+			ref = &d
+		}
+		for _, l := range lanes {
+			if err := ref.check(&l.digest); err != nil {
+				return nil, fmt.Errorf("bench: txn %s: strategy %s, %s, %s: %w", opts.App, name, workersText(l.workers), l.logic, err)
+			}
+			rep.Runs = append(rep.Runs, l.run)
+		}
+	}
+	rep.StateHash, rep.OutputHash = hex64(ref.state), hex64(ref.outputs)
+	rep.Committed, rep.Aborted = ref.committed, ref.aborted
+	rep.Ratios, rep.Speedups = ratios(rep.Runs), speedups(rep.Runs)
+	rep.LoadAfter = loadAverage("/proc/loadavg")
+	rep.Targets = rep.checkTargets()
+	return rep, nil
+}
+
+// newTxnEnv checks the options, fills their defaults, and prepares the
+// workload and its initial state.
+func newTxnEnv(opts TxnOptions) (*txnEnv, error) {
+	app, err := lookupTxnApp(opts.App)
+	if err != nil {
+		return nil, err
+	}
+	if len(opts.Strategies) == 0 {
+		opts.Strategies = txn.StrategyNames()
+	}
+	seen := map[string]bool{}
+	for _, s := range opts.Strategies {
+		if _, err := txn.ParseStrategy(s); err != nil {
+			return nil, fmt.Errorf("bench: txn: %w", err)
+		}
+		if seen[s] {
+			return nil, fmt.Errorf("bench: txn: strategy %q given twice", s)
+		}
+		seen[s] = true
+	}
+	if len(opts.Workers) == 0 {
+		opts.Workers = []int{runtime.GOMAXPROCS(0)}
+	}
+	for _, w := range opts.Workers {
+		if w < 1 {
+			return nil, fmt.Errorf("bench: txn: %d workers: want at least 1", w)
+		}
+	}
+	opts.Workers = slices.Compact(slices.Sorted(slices.Values(opts.Workers)))
+	if len(opts.Logics) == 0 {
+		opts.Logics = []TxnLogic{TxnWasm}
+	}
+	for _, l := range opts.Logics {
+		if l != TxnWasm && l != TxnNative {
+			return nil, fmt.Errorf("bench: txn: logic %q: want %q or %q", l, TxnWasm, TxnNative)
+		}
+	}
+	opts.Logics = slices.Compact(opts.Logics)
+	if slices.Contains(opts.Logics, TxnWasm) && len(opts.Plugin) == 0 {
+		return nil, fmt.Errorf("bench: txn: the %s plugin (plugins/%s compiled to WebAssembly) was not given (TxnOptions.Plugin empty)", opts.App, app.plugin)
+	}
+	if opts.Events < 1 || opts.Punctuation < 1 {
+		return nil, fmt.Errorf("bench: txn: %d events in batches of %d: want at least 1 of each", opts.Events, opts.Punctuation)
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = DefaultTxnProgress
+	}
+	wl, err := workload.New(opts.App, opts.Knobs)
+	if err != nil {
+		return nil, fmt.Errorf("bench: txn: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &txnEnv{opts: opts, app: app, wl: wl, tables: wl.Tables(), initial: txn.MapStore{}, log: log}
+	err = wl.Initial(func(table int, key, value []byte) error {
+		e.initial[txn.Key{Table: uint32(table), Key: string(key)}] = slices.Clone(value)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: txn: initial state of %s: %w", opts.App, err)
+	}
+	return e, nil
+}
+
+// warmup returns the number of untimed batches of each run: the first,
+// unless it is the only one.
+func warmup(opts TxnOptions) int {
+	if opts.Events > opts.Punctuation {
+		return 1
+	}
+	return 0
+}
+
+// step announces a step on the progress writer.
+func (e *txnEnv) step(format string, args ...any) {
+	if e.opts.Progress != nil {
+		fmt.Fprintf(e.opts.Progress, "bench: "+format+"\n", args...)
+	}
+}
+
+// loadPlugin compiles the plugin on a wazero engine configured as `sluice
+// run` configures it (default call timeout) and returns the engine, which
+// the caller closes, and the temporary directory it made, which the caller
+// removes.
+func (e *txnEnv) loadPlugin(ctx context.Context) (wasm.Engine, string, error) {
+	dir, tmp := e.opts.Dir, ""
+	if dir == "" {
+		d, err := os.MkdirTemp("", "sluice-bench-txn-")
+		if err != nil {
+			return nil, "", fmt.Errorf("bench: txn: %w", err)
+		}
+		dir, tmp = d, d
+	}
+	cfg := wasm.NewConfig().WithCacheDir(filepath.Join(dir, "wasm-cache")).WithHostModules(plugin.HostModule())
+	e.timeout = cfg.CallTimeout()
+	eng, err := wasm.NewWazero(ctx, cfg)
+	if err != nil {
+		return nil, tmp, fmt.Errorf("bench: txn: wazero engine: %w", err)
+	}
+	e.step("txn %s: compiling the %s plugin", e.opts.App, e.app.plugin)
+	p, err := plugin.Load(ctx, eng, e.app.plugin+".wasm", e.opts.Plugin, plugin.KindTransactional,
+		plugin.WithTables(e.tables), plugin.WithLogger(e.log))
+	if err != nil {
+		return eng, tmp, fmt.Errorf("bench: txn: loading the %s plugin: %w", e.app.plugin, err)
+	}
+	e.plugin = p
+	return eng, tmp, nil
+}
+
+// newOperator returns an operator of the given logic with the given
+// workers, its strategy set per run.
+func (e *txnEnv) newOperator(ctx context.Context, logic TxnLogic, workers int) (*txnop.Operator, error) {
+	var l txnop.Logic
+	if logic == TxnWasm {
+		w, err := txnop.NewWasm(ctx, e.plugin, workers, nil)
+		if err != nil {
+			return nil, fmt.Errorf("bench: txn: %w", err)
+		}
+		l = w
+	} else {
+		l = sluicetest.TxnLogic(e.app.op(), e.tables)
+	}
+	op, err := txnop.New(txnop.Config{
+		Name: e.app.plugin, Tables: e.tables, Strategy: txn.Strategy{Kind: txn.Serial}, Workers: workers, Logic: l,
+		Logger: e.log,
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("bench: txn: %w", err), l.Close(ctx))
+	}
+	return op, nil
+}
+
+// lanes makes one lane per worker count and logic; on error, those made
+// so far are returned too, for the caller to close.
+func (e *txnEnv) lanes(ctx context.Context) ([]*lane, error) {
+	var ls []*lane
+	for _, w := range e.opts.Workers {
+		for _, lg := range e.opts.Logics {
+			op, err := e.newOperator(ctx, lg, w)
+			if err != nil {
+				return ls, err
+			}
+			ls = append(ls, &lane{workers: w, logic: lg, op: op})
+		}
+	}
+	return ls, nil
+}
+
+// oracle runs the serial strategy natively, untimed, and returns what
+// every run must reproduce.
+func (e *txnEnv) oracle(ctx context.Context) (txnDigest, error) {
+	e.step("txn %s: oracle: the serial strategy, native, %s events (not timed)", e.opts.App, thousands(float64(e.opts.Events)))
+	op, err := e.newOperator(ctx, TxnNative, 1)
+	if err != nil {
+		return txnDigest{}, err
+	}
+	l := &lane{workers: 1, logic: TxnNative, op: op}
+	err = e.runStrategy(ctx, "serial", txn.Strategy{Kind: txn.Serial}, []*lane{l})
+	if cerr := op.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
+		err = fmt.Errorf("bench: txn: closing the oracle: %w", cerr)
+	}
+	return l.digest, err
+}
+
+// runStrategy runs every lane with strategy st over the workload's events,
+// interleaved batch by batch, and leaves each lane's figures and digest in
+// it.
+func (e *txnEnv) runStrategy(ctx context.Context, name string, st txn.Strategy, lanes []*lane) error {
+	for _, l := range lanes {
+		l.op.SetStrategy(st)
+		l.store = cloneStore(e.initial)
+		l.digest = txnDigest{outputs: fnvOffset}
+		l.run = TxnRun{Strategy: name, Workers: l.workers, Logic: l.logic}
+		l.lat = l.lat[:0]
+	}
+	total, batch := e.opts.Events, e.opts.Punctuation
+	skip := warmup(e.opts)
+	last := time.Now()
+	for b, first := 0, 0; first < total; b, first = b+1, first+batch {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("bench: txn: %w", err)
+		}
+		e.events(first, min(batch, total-first))
+		for i := range lanes {
+			l := lanes[(b+i)%len(lanes)]
+			if err := e.runBatch(ctx, l, b >= skip); err != nil {
+				return fmt.Errorf("bench: txn %s: strategy %s, %s, %s, batch %d (events %d to %d): %w",
+					e.opts.App, name, workersText(l.workers), l.logic, b, first, first+len(e.recs)-1, err)
+			}
+		}
+		if e.opts.Progress != nil && time.Since(last) >= e.opts.ProgressEvery {
+			last = time.Now()
+			e.step("txn %s: %s: %s/%s events; %s", e.opts.App, name,
+				thousands(float64(first+len(e.recs))), thousands(float64(total)), laneRates(lanes))
+		}
+	}
+	for _, l := range lanes {
+		l.digest.state = stateHash(l.store)
+		l.store = nil
+		l.finish()
+	}
+	return nil
+}
+
+// events draws events [first, first+n) into the shared batch: event i has
+// time i and, as Origin, its index in the batch.
+func (e *txnEnv) events(first, n int) {
+	e.recs = slices.Grow(e.recs[:0], n)[:n]
+	cur := e.buf[:0]
+	used := 0
+	for j := range n {
+		k, v := e.wl.Event(uint64(first+j), cur)
+		e.recs[j] = abi.Record{Origin: uint32(j), Time: int64(first + j), Key: k, Value: v}
+		used += len(k) + len(v)
+		cur = v[len(v):]
+	}
+	if used > cap(e.buf) {
+		// Event spilled into new buffers: size the next batch's at once.
+		e.buf = make([]byte, 0, used+used/4)
+	}
+}
+
+// runBatch runs the shared batch through lane l, applies its changes to
+// the lane's store, folds its outcome into the lane's digest and, when
+// timed, its figures into the lane's run.
+func (e *txnEnv) runBatch(ctx context.Context, l *lane, timed bool) error {
+	l.out.Reset()
+	start := time.Now()
+	res, err := l.op.Process(ctx, e.recs, l.store, &l.out)
+	elapsed := time.Since(start)
+	if err != nil {
+		return err
+	}
+	if len(l.out.Rejects) > 0 {
+		r := l.out.Rejects[0]
+		return fmt.Errorf("event %d of the batch was rejected (%d rejects): %w", r.Index, len(l.out.Rejects), r.Err)
+	}
+	for _, c := range res.Committed {
+		if c {
+			l.digest.committed++
+		} else {
+			l.digest.aborted++
+		}
+	}
+	l.digest.outputs = hashOutputs(l.digest.outputs, l.out.Records)
+	applyStart := time.Now()
+	l.apply(res.Changes)
+	applied := time.Since(applyStart)
+	s := &res.Stats
+	l.run.ReExecutions += uint64(s.ReExecutions)
+	if !timed {
+		return nil
+	}
+	r := &l.run
+	r.Events += len(e.recs)
+	r.Batches++
+	r.Seconds += elapsed.Seconds()
+	l.lat = append(l.lat, batchTime{d: elapsed, n: len(e.recs)})
+	bd := &r.Breakdown
+	bd.Plan += s.Plan.Seconds()
+	bd.Explore += s.Explore.Seconds()
+	bd.Useful += s.Useful.Seconds()
+	bd.Abort += s.Abort.Seconds()
+	bd.Finish += s.Finish.Seconds()
+	bd.Guest += max(elapsed-s.Wall, 0).Seconds()
+	bd.Apply += applied.Seconds()
+	g := &r.Graph
+	g.Ops += s.Ops
+	g.Temporal += s.Temporal
+	g.Parametric += s.Parametric
+	g.Logical += s.Logical
+	g.NonDet += s.NonDet
+	g.Cycles += s.Cycles
+	g.Units += s.Units
+	g.SplitUnits += s.SplitUnits
+	g.Passes += s.Passes
+	g.Executions += s.Executions
+	g.ReExecutions += s.ReExecutions
+	return nil
+}
+
+// apply writes a batch's change set into the lane's store. The values are
+// copied first, all of them, into one new arena: a change may alias a
+// value of the store that a later change replaces, and the Result's
+// versions are reused by the next batch. A key new to the store is copied
+// too, so that the store does not keep the plan's arena alive.
+func (l *lane) apply(changes []txn.Change) {
+	n := 0
+	for i := range changes {
+		n += len(changes[i].Value)
+	}
+	arena := make([]byte, 0, n)
+	for i := range changes {
+		arena = append(arena, changes[i].Value...)
+	}
+	off := 0
+	for i := range changes {
+		c := &changes[i]
+		if c.Delete {
+			delete(l.store, c.Key)
+			continue
+		}
+		v := arena[off : off+len(c.Value) : off+len(c.Value)]
+		off += len(c.Value)
+		before := len(l.store)
+		l.store[c.Key] = v
+		if len(l.store) != before {
+			delete(l.store, c.Key)
+			l.store[txn.Key{Table: c.Key.Table, Key: strings.Clone(c.Key.Key)}] = v
+		}
+	}
+}
+
+// finish computes the run's rate and latencies from its timed batches.
+func (l *lane) finish() {
+	r := &l.run
+	r.Committed, r.Aborted = l.digest.committed, l.digest.aborted
+	if r.Seconds > 0 {
+		r.Rate = float64(r.Events) / r.Seconds
+	}
+	if len(l.lat) == 0 {
+		return
+	}
+	lat := slices.SortedFunc(slices.Values(l.lat), func(a, b batchTime) int { return int(a.d - b.d) })
+	var sum float64
+	events := 0
+	for _, x := range lat {
+		sum += x.d.Seconds() * float64(x.n)
+		events += x.n
+	}
+	r.LatencyMeanMs = 1e3 * sum / float64(events)
+	r.LatencyMaxMs = 1e3 * lat[len(lat)-1].d.Seconds()
+	// The 99th percentile event: the first batch, by time, at which 99%
+	// of the events have been counted.
+	need, seen := 0.99*float64(events), 0
+	for _, x := range lat {
+		seen += x.n
+		if float64(seen) >= need {
+			r.LatencyP99Ms = 1e3 * x.d.Seconds()
+			break
+		}
+	}
+}
+
+// check returns an error wrapping ErrTxnMismatch that names what in d
+// differs from the reference.
+func (ref *txnDigest) check(d *txnDigest) error {
+	var diffs []string
+	if d.state != ref.state {
+		diffs = append(diffs, fmt.Sprintf("final state hash %s, want %s", hex64(d.state), hex64(ref.state)))
+	}
+	if d.outputs != ref.outputs {
+		diffs = append(diffs, fmt.Sprintf("output hash %s, want %s", hex64(d.outputs), hex64(ref.outputs)))
+	}
+	if d.committed != ref.committed || d.aborted != ref.aborted {
+		diffs = append(diffs, fmt.Sprintf("%d committed and %d aborted, want %d and %d", d.committed, d.aborted, ref.committed, ref.aborted))
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (a scheduler or operator bug: no figure is reported)", ErrTxnMismatch, strings.Join(diffs, "; "))
+}
+
+// cloneStore copies a store's map; the values are shared, which is safe
+// because apply replaces values and never writes into them.
+func cloneStore(m txn.MapStore) txn.MapStore {
+	c := make(txn.MapStore, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// FNV-1a, 64 bits: stable across processes and machines, so that the
+// hashes in a report compare between runs.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvBytes(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
+}
+
+func fnvUint(h, x uint64) uint64 {
+	for range 8 {
+		h ^= x & 0xff
+		h *= fnvPrime
+		x >>= 8
+	}
+	return h
+}
+
+// fnvField hashes a length-prefixed byte string, so that fields cannot
+// run into each other.
+func fnvField(h uint64, b []byte) uint64 { return fnvBytes(fnvUint(h, uint64(len(b))), b) }
+
+// stateHash hashes a store independently of map order: the sum of the
+// entries' hashes.
+func stateHash(m txn.MapStore) uint64 {
+	var sum uint64
+	for k, v := range m {
+		h := fnvUint(fnvOffset, uint64(k.Table))
+		h = fnvField(h, []byte(k.Key))
+		h = fnvField(h, v)
+		sum += h
+	}
+	return sum
+}
+
+// hashOutputs folds a batch's output records, in order, into h.
+func hashOutputs(h uint64, recs []abi.Record) uint64 {
+	for i := range recs {
+		r := &recs[i]
+		h = fnvUint(h, uint64(r.Origin))
+		h = fnvUint(h, uint64(r.Time))
+		h = fnvField(h, r.Key)
+		h = fnvField(h, r.Value)
+		h = fnvUint(h, uint64(len(r.Headers)))
+		for _, hd := range r.Headers {
+			h = fnvField(h, hd.Name)
+			h = fnvField(h, hd.Value)
+		}
+	}
+	return h
+}
+
+// workersText is "1 worker" or "n workers".
+func workersText(n int) string {
+	if n == 1 {
+		return "1 worker"
+	}
+	return strconv.Itoa(n) + " workers"
+}
+
+func hex64(x uint64) string { return fmt.Sprintf("%016x", x) }
+
+// knobText returns the knobs app reads, as text.
+func knobText(app string, k *workload.Knobs) map[string]string {
+	names, _ := workload.AppKnobs(app)
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n], _ = k.Get(n)
+	}
+	return m
+}
+
+// laneNames describes the lanes: "wasm and native with 1 and 2 workers".
+func laneNames(lanes []*lane) string {
+	var parts []string
+	for _, l := range lanes {
+		parts = append(parts, fmt.Sprintf("%s/%dw", l.logic, l.workers))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// laneRates describes the lanes' rates so far, for progress lines.
+func laneRates(lanes []*lane) string {
+	var parts []string
+	for _, l := range lanes {
+		rate := "warming up"
+		if l.run.Seconds > 0 {
+			rate = thousands(float64(l.run.Events)/l.run.Seconds) + " events/s"
+		}
+		parts = append(parts, fmt.Sprintf("%s/%dw %s", l.logic, l.workers, rate))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ratios pairs the Wasm and native runs of each strategy and worker count.
+func ratios(runs []TxnRun) []TxnRatio {
+	var out []TxnRatio
+	for i := range runs {
+		w := &runs[i]
+		if w.Logic != TxnWasm {
+			continue
+		}
+		for j := range runs {
+			n := &runs[j]
+			if n.Logic == TxnNative && n.Strategy == w.Strategy && n.Workers == w.Workers && n.Rate > 0 {
+				out = append(out, TxnRatio{Strategy: w.Strategy, Workers: w.Workers, Ratio: w.Rate / n.Rate})
+			}
+		}
+	}
+	return out
+}
+
+// speedups compares, for each strategy and logic, the run with the most
+// workers with the run with the fewest.
+func speedups(runs []TxnRun) []TxnSpeedup {
+	type key struct {
+		s string
+		l TxnLogic
+	}
+	lo, hi := map[key]*TxnRun{}, map[key]*TxnRun{}
+	var order []key
+	for i := range runs {
+		r := &runs[i]
+		k := key{r.Strategy, r.Logic}
+		if lo[k] == nil {
+			order = append(order, k)
+			lo[k], hi[k] = r, r
+		}
+		if r.Workers < lo[k].Workers {
+			lo[k] = r
+		}
+		if r.Workers > hi[k].Workers {
+			hi[k] = r
+		}
+	}
+	var out []TxnSpeedup
+	for _, k := range order {
+		a, b := lo[k], hi[k]
+		if a.Workers == b.Workers || a.Rate <= 0 {
+			continue
+		}
+		out = append(out, TxnSpeedup{Strategy: k.s, Logic: k.l, From: a.Workers, To: b.Workers, Speedup: b.Rate / a.Rate})
+	}
+	return out
+}
+
+// ParseTxnWorkers parses a worker list such as "2" or "1,2".
+func ParseTxnWorkers(s string) ([]int, error) {
+	var ws []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bench: txn: workers %q: want a positive integer or a list like 1,2", s)
+		}
+		ws = append(ws, n)
+	}
+	return ws, nil
+}

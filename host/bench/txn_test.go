@@ -1,0 +1,364 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/sluicehq/sluice/sdk/go/sluice"
+	"github.com/sluicehq/sluice/txn"
+	"github.com/sluicehq/sluice/txn/apps/workload"
+)
+
+// smallLedger returns native options for a small, contended Streaming
+// Ledger workload with aborts: 64 keys, skew 0.8, a fifth of the transfers
+// drawn to abort, 6 batches of 200 events.
+func smallLedger(t testing.TB, strategies ...string) TxnOptions {
+	t.Helper()
+	o, err := QuickTxnOptions(workload.StreamingLedger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"keys": "64", "skew": "0.8", "abort-ratio": "0.2", "seed": "7"} {
+		if err := o.Knobs.Set(name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.Events, o.Punctuation = 1200, 200
+	o.Logics = []TxnLogic{TxnNative}
+	o.Workers = []int{2, 1}
+	o.Strategies = strategies
+	return o
+}
+
+// TestRunTxnNative runs several strategies, serial among them, with 1 and 2
+// workers natively, and checks the report: one run per strategy and worker
+// count, serial first, figures complete and consistent, every run's
+// outcome counts equal, speedups for each strategy, no Wasm ratios.
+func TestRunTxnNative(t *testing.T) {
+	opts := smallLedger(t, "ns-op-lazy", "serial", "bfs-chain-eager", "sstore")
+	var progress bytes.Buffer
+	opts.Progress = &progress
+	rep, err := RunTxn(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Oracle, "serial strategy's run below") {
+		t.Errorf("oracle %q, want the serial run", rep.Oracle)
+	}
+	wantOrder := []string{"serial", "ns-op-lazy", "bfs-chain-eager", "sstore"}
+	if len(rep.Runs) != 2*len(wantOrder) {
+		t.Fatalf("%d runs, want %d", len(rep.Runs), 2*len(wantOrder))
+	}
+	if rep.Committed+rep.Aborted != 1200 || rep.Aborted == 0 || rep.Committed == 0 {
+		t.Errorf("reference: %d committed, %d aborted of 1200; want both", rep.Committed, rep.Aborted)
+	}
+	for i, r := range rep.Runs {
+		if r.Strategy != wantOrder[i/2] || r.Workers != 1+i%2 || r.Logic != TxnNative {
+			t.Errorf("run %d: %s, %d workers, %s; want %s, %d workers, native", i, r.Strategy, r.Workers, r.Logic, wantOrder[i/2], 1+i%2)
+		}
+		if r.Events != 1000 || r.Batches != 5 {
+			t.Errorf("run %d: %d events in %d batches timed, want 1000 in 5 (the first is the warm-up)", i, r.Events, r.Batches)
+		}
+		if r.Committed != rep.Committed || r.Aborted != rep.Aborted {
+			t.Errorf("run %d: %d committed, %d aborted; want %d, %d", i, r.Committed, r.Aborted, rep.Committed, rep.Aborted)
+		}
+		if r.Seconds <= 0 || r.Rate != float64(r.Events)/r.Seconds {
+			t.Errorf("run %d: rate %v from %d events in %v s", i, r.Rate, r.Events, r.Seconds)
+		}
+		if r.LatencyMeanMs <= 0 || r.LatencyP99Ms <= 0 || r.LatencyP99Ms > r.LatencyMaxMs || r.LatencyMeanMs > r.LatencyMaxMs {
+			t.Errorf("run %d: latency mean %v, p99 %v, max %v ms", i, r.LatencyMeanMs, r.LatencyP99Ms, r.LatencyMaxMs)
+		}
+		if r.Graph.Ops == 0 || r.Breakdown.Apply <= 0 {
+			t.Errorf("run %d: graph %+v, breakdown %+v", i, r.Graph, r.Breakdown)
+		}
+	}
+	if len(rep.Ratios) != 0 {
+		t.Errorf("ratios %v without a Wasm run", rep.Ratios)
+	}
+	if len(rep.Speedups) != len(wantOrder) {
+		t.Errorf("speedups %v, want one per strategy", rep.Speedups)
+	}
+	for _, s := range rep.Speedups {
+		if s.From != 1 || s.To != 2 || s.Speedup <= 0 || s.Speedup != rep.rate(s.Strategy, 2, TxnNative)/rep.rate(s.Strategy, 1, TxnNative) {
+			t.Errorf("speedup %+v", s)
+		}
+	}
+	if rep.StateHash == "" || rep.OutputHash == "" || rep.Knobs["keys"] != "64" || rep.Knobs["deposit-ratio"] != "0.25" {
+		t.Errorf("report: state %q, outputs %q, knobs %v", rep.StateHash, rep.OutputHash, rep.Knobs)
+	}
+	if _, ok := rep.Knobs["txn-length"]; ok {
+		t.Errorf("knobs %v hold one Streaming Ledger does not read", rep.Knobs)
+	}
+	if !strings.Contains(progress.String(), "strategy sstore (4/4)") {
+		t.Errorf("progress does not announce the last strategy:\n%s", progress.String())
+	}
+
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back TxnReport
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Runs, rep.Runs) || back.StateHash != rep.StateHash {
+		t.Errorf("the JSON report does not read back as written")
+	}
+	var tb bytes.Buffer
+	if err := rep.WriteTable(&tb); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Streaming Ledger (sl)", "events/s", "latency p99", "bfs-chain-eager", "Speedup, 2 workers over 1", rep.StateHash} {
+		if !strings.Contains(tb.String(), want) {
+			t.Errorf("the table lacks %q:\n%s", want, tb.String())
+		}
+	}
+}
+
+// TestRunTxnOracle runs without the serial strategy: an untimed native
+// serial run is the reference, and it agrees with a later serial run.
+func TestRunTxnOracle(t *testing.T) {
+	opts := smallLedger(t, "dfs-op-eager")
+	opts.Workers = []int{2}
+	rep, err := RunTxn(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Oracle, "untimed native run") || len(rep.Runs) != 1 {
+		t.Fatalf("oracle %q, %d runs", rep.Oracle, len(rep.Runs))
+	}
+	with, err := RunTxn(context.Background(), smallLedger(t, "serial"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if with.StateHash != rep.StateHash || with.OutputHash != rep.OutputHash {
+		t.Errorf("oracle hashes %s %s, serial run's %s %s", rep.StateHash, rep.OutputHash, with.StateHash, with.OutputHash)
+	}
+}
+
+// counting is an operator that is not deterministic: each event writes
+// its key with the number of calls the operator has seen, so a second
+// run of the same events on the same operator writes other values.
+func counting() sluice.Txn {
+	var calls atomic.Int64
+	return sluice.Txn{
+		Plan: func(ev sluice.Record, p *sluice.Planner) error {
+			p.Write(0, ev.Key, 0, nil)
+			return nil
+		},
+		Funcs: []sluice.TxnFunc{func(*sluice.Call) sluice.Effect {
+			return sluice.Write(binary.LittleEndian.AppendUint64(nil, uint64(calls.Add(1))))
+		}},
+	}
+}
+
+// TestRunTxnMismatch checks that a run whose final state differs from the
+// serial strategy's fails the suite with ErrTxnMismatch naming the run.
+func TestRunTxnMismatch(t *testing.T) {
+	opts := smallLedger(t, "serial", "ns-op-eager")
+	opts.Workers = []int{1}
+	e, err := newTxnEnv(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.app.op = counting
+	_, err = e.run(context.Background())
+	if !errors.Is(err, ErrTxnMismatch) || !strings.Contains(err.Error(), "strategy ns-op-eager, 1 worker, native") ||
+		!strings.Contains(err.Error(), "final state hash") {
+		t.Fatalf("error %v, want ErrTxnMismatch naming ns-op-eager and the state", err)
+	}
+}
+
+// TestRunTxnBadOptions checks that wrong options fail before any run,
+// with errors that name what is wrong.
+func TestRunTxnBadOptions(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(*TxnOptions)
+		is     error
+		text   string
+	}{
+		{"app", func(o *TxnOptions) { o.App = "nope" }, workload.ErrUnknownApp, `"nope"`},
+		{"strategy", func(o *TxnOptions) { o.Strategies = []string{"serial", "fast"} }, txn.ErrUnknownStrategy, `"fast"`},
+		{"knob", func(o *TxnOptions) { o.Knobs.Skew = -1 }, workload.ErrBadKnob, `"skew"`},
+		{"workers", func(o *TxnOptions) { o.Workers = []int{0} }, nil, "0 workers"},
+		{"events", func(o *TxnOptions) { o.Events = 0 }, nil, "0 events"},
+		{"logic", func(o *TxnOptions) { o.Logics = []TxnLogic{"jit"} }, nil, `"jit"`},
+		{"plugin", func(o *TxnOptions) { o.Logics = []TxnLogic{TxnWasm} }, nil, "plugins/ledger"},
+		{"twice", func(o *TxnOptions) { o.Strategies = []string{"serial", "serial"} }, nil, "given twice"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := smallLedger(t, "serial")
+			c.change(&opts)
+			_, err := RunTxn(context.Background(), opts)
+			if err == nil || (c.is != nil && !errors.Is(err, c.is)) || !strings.Contains(err.Error(), c.text) {
+				t.Fatalf("error %v, want one naming %s (errors.Is %v)", err, c.text, c.is)
+			}
+		})
+	}
+}
+
+// TestLaneApply checks that applying a change set copies what the store
+// keeps: values (the Result's versions are reused by the next batch), and
+// the keys new to the store (they point into the plan's arena).
+func TestLaneApply(t *testing.T) {
+	k := func(s string) txn.Key { return txn.Key{Table: 1, Key: s} }
+	l := &lane{store: txn.MapStore{k("a"): []byte("1"), k("b"): []byte("2")}}
+	arena := []byte("ab9xnew")
+	newKey := unsafe.String(&arena[3], 4) // "xnew", in the "plan arena"
+	changes := []txn.Change{
+		{Key: k("a"), Value: l.store[k("b")]}, // a takes b's value, aliasing it
+		{Key: k("b"), Value: arena[2:3]},
+		{Key: txn.Key{Table: 1, Key: newKey}, Value: arena[:1]},
+		{Key: k("c"), Delete: true},
+	}
+	l.apply(changes)
+	for i := range arena {
+		arena[i] = '-' // the next batch reuses the versions and the arena
+	}
+	want := map[string]string{"a": "2", "b": "9", "xnew": "a"}
+	if len(l.store) != len(want) {
+		t.Fatalf("store %v, want %v", l.store, want)
+	}
+	for key, v := range l.store {
+		if string(v) != want[key.Key] {
+			t.Errorf("store[%s] = %q, want %q", key.Key, v, want[key.Key])
+		}
+	}
+	for key := range l.store {
+		if key.Key == "xnew" && unsafe.StringData(key.Key) == &arena[3] {
+			t.Errorf("the new key aliases the plan's arena")
+		}
+	}
+}
+
+// TestLatencyPercentile checks the event-weighted mean and 99th
+// percentile over batches of different sizes.
+func TestLatencyPercentile(t *testing.T) {
+	l := &lane{run: TxnRun{Events: 1000, Seconds: 1}}
+	// 98 batches of 10 events at 1 ms, one of 10 at 50 ms, one of 10 at
+	// 100 ms: the 990th event by latency is in the 50 ms batch.
+	for range 98 {
+		l.lat = append(l.lat, batchTime{d: time.Millisecond, n: 10})
+	}
+	l.lat = append(l.lat, batchTime{d: 100 * time.Millisecond, n: 10}, batchTime{d: 50 * time.Millisecond, n: 10})
+	l.finish()
+	r := l.run
+	if r.LatencyP99Ms != 50 || r.LatencyMaxMs != 100 || r.Rate != 1000 {
+		t.Errorf("p99 %v ms, max %v ms, rate %v; want 50, 100, 1000", r.LatencyP99Ms, r.LatencyMaxMs, r.Rate)
+	}
+	if want := (98*1.0 + 100 + 50) / 100; r.LatencyMeanMs < want-1e-9 || r.LatencyMeanMs > want+1e-9 {
+		t.Errorf("mean %v ms, want %v", r.LatencyMeanMs, want)
+	}
+}
+
+// TestTxnTargets checks which targets a report bears on and how each is
+// judged.
+func TestTxnTargets(t *testing.T) {
+	def, _ := workload.Defaults(workload.StreamingLedger)
+	sl := &TxnReport{App: "sl", Punctuation: DefaultTxnPunctuation, Knobs: knobText("sl", &def), Runs: []TxnRun{
+		{Strategy: "ns-op-lazy", Workers: 2, Logic: TxnWasm, Rate: 450_000},
+		{Strategy: "sstore", Workers: 2, Logic: TxnWasm, Rate: 100_000},
+		{Strategy: "ns-op-lazy", Workers: 2, Logic: TxnNative, Rate: 600_000},
+		{Strategy: "sstore", Workers: 2, Logic: TxnNative, Rate: 250_000},
+	}}
+	sl.Ratios = ratios(sl.Runs)
+	ts := sl.checkTargets()
+	if len(ts) != 2 || !ts[0].Met || !strings.Contains(ts[0].Got, "ns-op-lazy") {
+		t.Fatalf("targets %+v, want the ledger rate met by ns-op-lazy and the ratio", ts)
+	}
+	if ts[1].Met || !strings.Contains(ts[1].Got, "0.40 (sstore") {
+		t.Errorf("ratio target %+v, want not met at sstore's 0.40", ts[1])
+	}
+	sl.Knobs["skew"] = "0"
+	if ts := sl.checkTargets(); len(ts) != 1 {
+		t.Errorf("targets %+v with another skew, want only the ratio", ts)
+	}
+
+	gs := &TxnReport{App: "gs", Knobs: map[string]string{"acyclic": "true"}, Runs: []TxnRun{
+		{Strategy: "ns-op-lazy", Workers: 1, Logic: TxnNative, Rate: 100},
+		{Strategy: "ns-op-lazy", Workers: 2, Logic: TxnNative, Rate: 170},
+		{Strategy: "serial", Workers: 1, Logic: TxnNative, Rate: 120},
+		{Strategy: "serial", Workers: 2, Logic: TxnNative, Rate: 120},
+	}}
+	ts = gs.checkTargets()
+	if len(ts) != 1 || !ts[0].Met || !strings.Contains(ts[0].Got, "1.70x (ns-op-lazy)") || !strings.Contains(ts[0].Name, "native") {
+		t.Errorf("targets %+v, want the speedup of ns-op-lazy, native, met", ts)
+	}
+	gs.Knobs["acyclic"] = "false"
+	if ts := gs.checkTargets(); len(ts) != 0 {
+		t.Errorf("targets %+v with cycles, want none", ts)
+	}
+}
+
+// BenchmarkTxnNativeLedger measures the suite's per-batch loop (events
+// drawn, Process, the change set applied, outcomes hashed) with the native
+// Streaming Ledger under ns-op-lazy with 2 workers: one batch of 10,240
+// events of MorphStream's workload per iteration, the next batch each
+// time.
+func BenchmarkTxnNativeLedger(b *testing.B) {
+	opts, err := DefaultTxnOptions(workload.StreamingLedger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts.Logics, opts.Workers = []TxnLogic{TxnNative}, []int{2}
+	e, err := newTxnEnv(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	ls, err := e.lanes(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := ls[0]
+	defer l.op.Close(ctx)
+	st, _ := txn.ParseStrategy("ns-op-lazy")
+	l.op.SetStrategy(st)
+	l.store = cloneStore(e.initial)
+	b.ReportAllocs()
+	n := 0
+	for i := 0; b.Loop(); i++ {
+		e.events(i*opts.Punctuation, opts.Punctuation)
+		if err := e.runBatch(ctx, l, true); err != nil {
+			b.Fatal(err)
+		}
+		n += opts.Punctuation
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkTxnApply measures applying a Streaming Ledger batch's change
+// set (10,240 events: about 30,000 keys) to a store of 230,400 keys.
+func BenchmarkTxnApply(b *testing.B) {
+	opts, err := DefaultTxnOptions(workload.StreamingLedger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts.Logics = []TxnLogic{TxnNative}
+	e, err := newTxnEnv(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var changes []txn.Change
+	for k, v := range e.initial {
+		if len(changes) == 30_000 {
+			break
+		}
+		changes = append(changes, txn.Change{Key: k, Value: v})
+	}
+	l := &lane{store: cloneStore(e.initial)}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.apply(changes)
+	}
+}

@@ -1,0 +1,243 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice/txn/apps/workload"
+)
+
+// The transactional targets of the project (issue 3, "Performance
+// targets").
+const (
+	// TargetTxnLedgerRate is the rate, in events per second, that the best
+	// strategy must reach on MorphStream's Streaming Ledger comparison
+	// workload with 2 workers and the Wasm operator.
+	TargetTxnLedgerRate = 400_000
+	// TargetTxnWasmRatio is the fraction of the native operator's rate
+	// that the Wasm operator must reach in the same run.
+	TargetTxnWasmRatio = 0.5
+	// TargetTxnSpeedup is how much faster 2 workers must be than 1 on
+	// GrepSum without cycles.
+	TargetTxnSpeedup = 1.6
+)
+
+// ledgerTargetWorkload reports whether the report's workload is the one
+// TargetTxnLedgerRate is about: Streaming Ledger with MorphStream's
+// comparison settings (any seed), its punctuation of 10,240 events.
+func (r *TxnReport) ledgerTargetWorkload() bool {
+	if r.App != workload.StreamingLedger || r.Punctuation != DefaultTxnPunctuation {
+		return false
+	}
+	def, _ := workload.Defaults(workload.StreamingLedger)
+	want := knobText(workload.StreamingLedger, &def)
+	for name, v := range want {
+		if name != "seed" && r.Knobs[name] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTargets evaluates the targets this report's runs bear on.
+func (r *TxnReport) checkTargets() []Target {
+	var ts []Target
+	if r.ledgerTargetWorkload() {
+		var best *TxnRun
+		for i := range r.Runs {
+			x := &r.Runs[i]
+			if x.Logic == TxnWasm && x.Workers == 2 && (best == nil || x.Rate > best.Rate) {
+				best = x
+			}
+		}
+		if best != nil {
+			ts = append(ts, Target{
+				Name: "Streaming Ledger, MorphStream's comparison workload, 2 workers, Wasm, best strategy",
+				Want: fmt.Sprintf(">= %s events/s", thousands(TargetTxnLedgerRate)),
+				Got:  fmt.Sprintf("%s events/s (%s)", thousands(best.Rate), best.Strategy),
+				Met:  best.Rate >= TargetTxnLedgerRate,
+			})
+		}
+	}
+	if len(r.Ratios) > 0 {
+		worst, best := r.Ratios[0], r.Ratios[0]
+		for _, x := range r.Ratios[1:] {
+			if x.Ratio < worst.Ratio {
+				worst = x
+			}
+			if x.Ratio > best.Ratio {
+				best = x
+			}
+		}
+		ts = append(ts, Target{
+			Name: fmt.Sprintf("%s: Wasm rate over native, same run (worst of %d strategy and worker pairs)", r.App, len(r.Ratios)),
+			Want: fmt.Sprintf(">= %.1f", TargetTxnWasmRatio),
+			Got: fmt.Sprintf("%.2f (%s, %s; best %.2f, %s)",
+				worst.Ratio, worst.Strategy, workersText(worst.Workers), best.Ratio, best.Strategy),
+			Met: worst.Ratio >= TargetTxnWasmRatio,
+		})
+	}
+	if r.App == workload.GrepSum && r.Knobs["acyclic"] == "true" {
+		if t, ok := r.speedupTarget(); ok {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// speedupTarget checks TargetTxnSpeedup on the strategy with the best
+// 2-worker rate, Wasm when it ran, else native.
+func (r *TxnReport) speedupTarget() (Target, bool) {
+	logic := TxnNative
+	for _, x := range r.Runs {
+		if x.Logic == TxnWasm {
+			logic = TxnWasm
+		}
+	}
+	rate := func(s string, w int) float64 {
+		for _, x := range r.Runs {
+			if x.Strategy == s && x.Workers == w && x.Logic == logic {
+				return x.Rate
+			}
+		}
+		return 0
+	}
+	var best *TxnRun
+	for i := range r.Runs {
+		x := &r.Runs[i]
+		if x.Logic == logic && x.Workers == 2 && rate(x.Strategy, 1) > 0 && (best == nil || x.Rate > best.Rate) {
+			best = x
+		}
+	}
+	if best == nil {
+		return Target{}, false
+	}
+	sp := best.Rate / rate(best.Strategy, 1)
+	return Target{
+		Name: fmt.Sprintf("GrepSum without cycles: 2 workers over 1, %s, strategy with the best 2-worker rate", logic),
+		Want: fmt.Sprintf(">= %.1fx", TargetTxnSpeedup),
+		Got:  fmt.Sprintf("%.2fx (%s)", sp, best.Strategy),
+		Met:  sp >= TargetTxnSpeedup,
+	}, true
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *TxnReport) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("bench: writing the JSON report: %w", err)
+	}
+	return nil
+}
+
+// WriteTable prints the report as aligned tables with units: one row per
+// strategy, worker count and logic; the Wasm/native ratios and the
+// speedups when they apply; the targets.
+func (r *TxnReport) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	quick := ""
+	if r.Quick {
+		quick = " (quick: small sizes, figures indicative only)"
+	}
+	m := r.Machine
+	fmt.Fprintf(&b, "Sluice transactional benchmark: %s (%s), %s%s\n", r.Title, r.App, r.Date.Format("2006-01-02 15:04 MST"), quick)
+	fmt.Fprintf(&b, "machine: %d CPUs, GOMAXPROCS %d, %s, %s %s/%s\n",
+		m.NumCPU, m.GOMAXPROCS, orUnknown(m.CPUModel, "CPU model unknown"), m.GoVersion, m.OS, m.Arch)
+	fmt.Fprintf(&b, "load average (1, 5, 15 min): before %s, after %s\n", orUnknown(m.Load, "unknown"), orUnknown(r.LoadAfter, "unknown"))
+	names, _ := workload.AppKnobs(r.App)
+	var knobs []string
+	for _, n := range names {
+		knobs = append(knobs, n+"="+r.Knobs[n])
+	}
+	fmt.Fprintf(&b, "workload: %s\n", strings.Join(knobs, " "))
+	warm := ""
+	if r.WarmupBatches > 0 {
+		warm = ", the first not timed (warm-up)"
+		if r.WarmupBatches > 1 {
+			warm = fmt.Sprintf(", the first %d not timed (warm-up)", r.WarmupBatches)
+		}
+	}
+	fmt.Fprintf(&b, "runs: %s events each in batches of %s%s; lanes interleaved batch by batch\n",
+		thousands(float64(r.Events)), thousands(float64(r.Punctuation)), warm)
+	if r.CallTimeoutSeconds > 0 {
+		fmt.Fprintf(&b, "Wasm: the plugin on wazero with the default call timeout (%s), one instance per worker\n",
+			time.Duration(r.CallTimeoutSeconds*float64(time.Second)))
+	}
+	fmt.Fprintf(&b, "state: %s\n", r.Store)
+	fmt.Fprintf(&b, "checked: every run's final state, outputs and commits equal those of %s: state %s, outputs %s, %s committed, %s aborted\n",
+		r.Oracle, r.StateHash, r.OutputHash, thousands(float64(r.Committed)), thousands(float64(r.Aborted)))
+
+	fmt.Fprintln(&b)
+	tw := table(&b)
+	fmt.Fprintln(tw, "strategy\tworkers\tlogic\tevents/s\tlatency mean\tlatency p99\tplan\texplore\tuseful\tabort\tfinish\top plan+post\tapply\tcommitted\taborted\t")
+	for _, x := range r.Runs {
+		per := func(s float64) string {
+			if x.Events == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f", s*1e9/float64(x.Events))
+		}
+		bd := x.Breakdown
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f ms\t%.2f ms\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			x.Strategy, x.Workers, x.Logic, thousands(x.Rate), x.LatencyMeanMs, x.LatencyP99Ms,
+			per(bd.Plan), per(bd.Explore), per(bd.Useful), per(bd.Abort), per(bd.Finish), per(bd.Guest), per(bd.Apply),
+			thousands(float64(x.Committed)), thousands(float64(x.Aborted)))
+	}
+	tw.Flush()
+	fmt.Fprintln(&b, "latency: an event's is its batch's processing time (plan, schedule, post), not the wait for the batch to fill")
+	fmt.Fprintln(&b, "breakdown, plan to apply: ns per event; plan, finish, op plan+post and apply are wall time, explore, useful and abort")
+	fmt.Fprintln(&b, "  worker time summed over the workers; apply (the change set into the store) is not part of events/s")
+
+	if len(r.Ratios) > 0 {
+		fmt.Fprintln(&b, "\nWasm / native, same run, interleaved batch by batch")
+		tw := table(&b)
+		fmt.Fprintln(tw, "strategy\tworkers\tWasm\tnative\tWasm / native\t")
+		for _, x := range r.Ratios {
+			fmt.Fprintf(tw, "%s\t%d\t%s events/s\t%s events/s\t%.2f\t\n",
+				x.Strategy, x.Workers, thousands(r.rate(x.Strategy, x.Workers, TxnWasm)), thousands(r.rate(x.Strategy, x.Workers, TxnNative)), x.Ratio)
+		}
+		tw.Flush()
+	}
+	if len(r.Speedups) > 0 {
+		s0 := r.Speedups[0]
+		fmt.Fprintf(&b, "\nSpeedup, %s over %d, same run\n", workersText(s0.To), s0.From)
+		tw := table(&b)
+		fmt.Fprintf(tw, "strategy\tlogic\t%s\t%s\tspeedup\t\n", workersText(s0.From), workersText(s0.To))
+		for _, x := range r.Speedups {
+			fmt.Fprintf(tw, "%s\t%s\t%s events/s\t%s events/s\t%.2fx\t\n",
+				x.Strategy, x.Logic, thousands(r.rate(x.Strategy, x.From, x.Logic)), thousands(r.rate(x.Strategy, x.To, x.Logic)), x.Speedup)
+		}
+		tw.Flush()
+	}
+	if len(r.Targets) > 0 {
+		fmt.Fprintln(&b, "\nTargets")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "target\twant\tmeasured\tresult")
+		for _, t := range r.Targets {
+			res := "met"
+			if !t.Met {
+				res = "NOT MET"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Want, t.Got, res)
+		}
+		tw.Flush()
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// rate returns the rate of the run of strategy s with w workers and logic
+// l, or 0.
+func (r *TxnReport) rate(s string, w int, l TxnLogic) float64 {
+	i := slices.IndexFunc(r.Runs, func(x TxnRun) bool { return x.Strategy == s && x.Workers == w && x.Logic == l })
+	if i < 0 {
+		return 0
+	}
+	return r.Runs[i].Rate
+}
