@@ -208,7 +208,13 @@ func redirectApply(arg []byte, a txn.Access) (txn.Effect, error) {
 }
 
 func (l *nativeLedger) Post(_ context.Context, events []abi.Record, p *txnop.Plan, res *txn.Result, out *plugin.Output) error {
-	for t := range events {
+	l.post(events, 0, len(events), p, res, out)
+	return nil
+}
+
+// post posts events lo to hi-1 of the batch.
+func (l *nativeLedger) post(events []abi.Record, lo, hi int, p *txnop.Plan, res *txn.Result, out *plugin.Output) {
+	for t := lo; t < hi; t++ {
 		r := &events[t]
 		if len(r.Value) > 0 && r.Value[0] == 'D' && field(r.Value, 2) == 0 {
 			out.Rejects = append(out.Rejects, plugin.Reject{Index: t, Err: &plugin.RecordError{
@@ -227,10 +233,35 @@ func (l *nativeLedger) Post(_ context.Context, events []abi.Record, p *txnop.Pla
 		}
 		out.Records = append(out.Records, o)
 	}
-	return nil
 }
 
 func (l *nativeLedger) Close(context.Context) error { return nil }
+
+// partLedger is the native ledger as a txnop.PartLogic: one nativeLedger
+// (with its scratch) per worker.
+type partLedger struct {
+	nativeLedger
+	ws []*nativeLedger
+}
+
+var _ txnop.PartLogic = (*partLedger)(nil)
+
+func newPartLedger(workers int) *partLedger {
+	l := &partLedger{}
+	for range workers {
+		l.ws = append(l.ws, &nativeLedger{})
+	}
+	return l
+}
+
+func (l *partLedger) PlanPart(ctx context.Context, w int, events []abi.Record, _ int, p *txnop.Plan) error {
+	return l.ws[w].Plan(ctx, events, p)
+}
+
+func (l *partLedger) PostPart(_ context.Context, w int, events []abi.Record, lo, hi int, p *txnop.Plan, res *txn.Result, out *plugin.Output) error {
+	l.ws[w].post(events, lo, hi, p, res, out)
+	return nil
+}
 
 // describe spells out event t's outcome as the guest does.
 func describe(ev []byte, t int, tx *txn.Txn, res *txn.Result) []byte {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"unsafe"
 
 	"github.com/sluicehq/sluice/abi"
@@ -111,6 +112,10 @@ type Config struct {
 	Logic Logic
 	// Logger receives the scheduler's logs (default slog.Default()).
 	Logger *slog.Logger
+	// MinPart is the fewest events of a part when a PartLogic plans and
+	// posts a batch in parts, one per worker (default 256: below it, the
+	// hand-off costs more than the part saves).
+	MinPart int
 }
 
 // Operator runs one transactional operator.
@@ -120,6 +125,12 @@ type Operator struct {
 	plan  Plan
 	ctx   context.Context // the batch in progress, for apply
 	apply txn.Apply
+
+	// Plan and post in parts (PartLogic).
+	bounds []int
+	parts  []*Plan
+	outs   []*plugin.Output
+	errs   []error
 }
 
 // New starts an Operator's scheduler workers.
@@ -130,6 +141,9 @@ func New(cfg Config) (*Operator, error) {
 	s, err := txn.New(txn.Config{Workers: cfg.Workers, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("txnop: operator %q: %w", cfg.Name, err)
+	}
+	if cfg.MinPart <= 0 {
+		cfg.MinPart = defaultMinPart
 	}
 	o := &Operator{cfg: cfg, sched: s}
 	o.apply = func(t, op int, x *txn.Op, a txn.Access) (txn.Effect, error) {
@@ -160,8 +174,7 @@ func (o *Operator) Workers() int { return o.cfg.Workers }
 // next Process. An error fails the whole batch; nothing of it must be
 // committed.
 func (o *Operator) Process(ctx context.Context, events []abi.Record, store txn.Store, out *plugin.Output) (*txn.Result, error) {
-	o.plan.Reset()
-	if err := o.cfg.Logic.Plan(ctx, events, &o.plan); err != nil {
+	if err := o.planBatch(ctx, events); err != nil {
 		return nil, fmt.Errorf("txnop: operator %q: plan: %w", o.cfg.Name, err)
 	}
 	if len(o.plan.Txns) != len(events) {
@@ -180,10 +193,130 @@ func (o *Operator) Process(ctx context.Context, events []abi.Record, store txn.S
 		}
 		return nil, fmt.Errorf("txnop: operator %q: %w", o.cfg.Name, err)
 	}
-	if err := o.cfg.Logic.Post(ctx, events, &o.plan, res, out); err != nil {
+	if err := o.postBatch(ctx, events, res, out); err != nil {
 		return nil, fmt.Errorf("txnop: operator %q: post: %w", o.cfg.Name, err)
 	}
 	return res, nil
+}
+
+// PartLogic is a Logic whose plan and post can run in parts: consecutive
+// ranges of a batch's events, each on one worker's resources (a Wasm
+// instance), all at once. Plan and post are per event, so the parts give
+// the same result as one call; they let every core work on the phases
+// that surround the scheduler.
+type PartLogic interface {
+	Logic
+	// PlanPart declares the operations of events (the batch's events
+	// first to first+len(events)-1) on worker w's resources, appending one
+	// transaction per event to p, like Plan.
+	PlanPart(ctx context.Context, w int, events []abi.Record, first int, p *Plan) error
+	// PostPart is Post for the batch's events lo to hi-1 (events, p and res
+	// are the whole batch's) on worker w's resources. Its outputs' Origin
+	// and its rejects' Index are batch indices.
+	PostPart(ctx context.Context, w int, events []abi.Record, lo, hi int, p *Plan, res *txn.Result, out *plugin.Output) error
+}
+
+// defaultMinPart is the default of Config.MinPart.
+const defaultMinPart = 256
+
+// partBounds returns the bounds of the parts n events are cut into: at most
+// one per worker, none smaller than minPart.
+func (o *Operator) partBounds(n int) []int {
+	k := min(o.cfg.Workers, n/o.cfg.MinPart)
+	o.bounds = o.bounds[:0]
+	if k < 2 {
+		return append(o.bounds, 0, n)
+	}
+	for i := 0; i <= k; i++ {
+		o.bounds = append(o.bounds, i*n/k)
+	}
+	return o.bounds
+}
+
+// inParts runs f for each part on its own goroutine (the first on the
+// caller's) and returns the error of the first part that failed.
+func (o *Operator) inParts(bounds []int, f func(w, lo, hi int) error) error {
+	k := len(bounds) - 1
+	if cap(o.errs) < k {
+		o.errs = make([]error, k)
+	}
+	errs := o.errs[:k]
+	var wg sync.WaitGroup
+	for w := 1; w < k; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = f(w, bounds[w], bounds[w+1])
+		}()
+	}
+	errs[0] = f(0, bounds[0], bounds[1])
+	wg.Wait()
+	for i, err := range errs {
+		errs[i] = nil
+		if err != nil {
+			clear(errs)
+			return err
+		}
+	}
+	return nil
+}
+
+// planBatch plans the batch, in parts when the logic can.
+func (o *Operator) planBatch(ctx context.Context, events []abi.Record) error {
+	o.plan.Reset()
+	pl, ok := o.cfg.Logic.(PartLogic)
+	bounds := o.partBounds(len(events))
+	if !ok || len(bounds) <= 2 {
+		return o.cfg.Logic.Plan(ctx, events, &o.plan)
+	}
+	for len(o.parts) < len(bounds)-1 {
+		o.parts = append(o.parts, new(Plan))
+	}
+	err := o.inParts(bounds, func(w, lo, hi int) error {
+		p := o.parts[w]
+		p.Reset()
+		if err := pl.PlanPart(ctx, w, events[lo:hi], lo, p); err != nil {
+			return err
+		}
+		if len(p.Txns) != hi-lo {
+			return fmt.Errorf("part %d declared %d transactions for %d events", w, len(p.Txns), hi-lo)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for w := range len(bounds) - 1 {
+		o.plan.Txns = append(o.plan.Txns, o.parts[w].Txns...)
+	}
+	return nil
+}
+
+// postBatch posts the batch, in parts when the logic can, appending the
+// outputs to out in event order.
+func (o *Operator) postBatch(ctx context.Context, events []abi.Record, res *txn.Result, out *plugin.Output) error {
+	pl, ok := o.cfg.Logic.(PartLogic)
+	bounds := o.partBounds(len(events))
+	if !ok || len(bounds) <= 2 {
+		return o.cfg.Logic.Post(ctx, events, &o.plan, res, out)
+	}
+	for len(o.outs) < len(bounds)-1 {
+		o.outs = append(o.outs, new(plugin.Output))
+	}
+	err := o.inParts(bounds, func(w, lo, hi int) error {
+		o.outs[w].Reset()
+		return pl.PostPart(ctx, w, events, lo, hi, &o.plan, res, o.outs[w])
+	})
+	if err != nil {
+		return err
+	}
+	// The parts' outputs stay in their own arenas, valid until the next
+	// Process, as the outputs of one Post would be.
+	for w := range len(bounds) - 1 {
+		out.Records = append(out.Records, o.outs[w].Records...)
+		out.Rejects = append(out.Rejects, o.outs[w].Rejects...)
+	}
+	return nil
 }
 
 // checkTables refuses a plan that names a table handle the operator does
