@@ -65,9 +65,10 @@
 //     wide (low skew, few dependencies); barriers cost on deep graphs.
 //   - dfs: units claimed in level order without barriers; a worker waits for
 //     the parents of its unit. No barrier cost, but waits spin (yielding).
-//   - ns: a unit becomes ready when its last parent signals; a worker runs one
-//     child it made ready itself without a queue round trip. The general
-//     choice, best on skewed and irregular graphs.
+//   - ns: a unit becomes ready when its last parent signals; the worker that
+//     made it ready runs it (depth first, no queue round trip) unless another
+//     worker is idle, which then gets part of that worker's ready units. The
+//     general choice, best on skewed and irregular graphs.
 //   - op: one operation per unit: most parallelism, most scheduling overhead.
 //   - chain: one per-key chain per unit, run in order by one worker, cut at
 //     the non-deterministic barriers of its table. Less overhead when chains
@@ -99,7 +100,29 @@
 //
 // A Scheduler owns a fixed pool of workers started by New and stopped by
 // Close; each Run dispatches passes to them. Stats break a batch's time into
-// plan, explore, useful (inside Apply, sampled 1 call in 8) and abort (every
-// pass after the first), measured per pass and per worker rather than per
-// operation, cheap enough to leave on.
+// plan, explore, useful (inside Apply, sampled 1 call in 8), abort (every
+// pass after the first) and finish, measured per phase, pass and worker
+// rather than per operation, cheap enough to leave on.
+//
+// # Performance
+//
+// The scheduler is meant to leave the cores to Apply (a Wasm call, usually),
+// so its own work is kept off the single-threaded path and off shared cache
+// lines:
+//
+//   - The plan of a large batch is built on the workers: vertices and key
+//     hashes by transaction range; key interning, committed-value loading and
+//     chain building by key partition (a key hashes to one worker, so no
+//     lock), in an open-addressing table kept from batch to batch; only
+//     the edge list is built on one thread, streaming through arrays.
+//   - Memory is kept from batch to batch (a Scheduler's plan buffer), so a
+//     batch allocates little besides its Result; operations record what they
+//     read straight into the Result.
+//   - Work a strategy does not use is skipped: levels only for bfs and dfs,
+//     cycles between chains only for chain units, barrier bookkeeping only for
+//     tables a non-deterministic operation is scoped to.
+//   - Workers claim units in chunks, count completions locally, and keep the
+//     units they make ready on their own stacks, so that a unit costs no
+//     shared atomic beyond its children's counters; assembling the Result is
+//     split over the workers too.
 package txn

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -25,13 +24,16 @@ type run struct {
 	failCount []atomic.Int32 // per transaction: its failed operations
 	hidden    []bool         // lazy: transactions aborted as of the pass start
 
-	pending   []atomic.Int32 // per unit: parents not yet done
-	remaining atomic.Int64
-	claim     atomic.Int64
-	lvlIdx    []atomic.Int64
-	q         readyQueue
-	bar       barrier
-	stop      atomic.Bool
+	pending []atomic.Int32 // per unit: parents not yet done
+	roots   []int32        // ns: units without parents, in timestamp order
+	rootIdx paddedInt64    // ns: next root to claim
+	done    paddedInt64    // ns: units done, as flushed by idle workers
+	idle    paddedInt32    // ns: workers waiting in q.pop
+	claim   paddedInt64    // dfs: next unit to claim
+	lvlIdx  []paddedInt64  // bfs: next unit to claim, per level
+	q       readyQueue
+	bar     barrier
+	stop    atomic.Bool
 
 	statusChanged atomic.Bool
 	workers       []workerState
@@ -42,6 +44,7 @@ type workerState struct {
 	execs  int
 	useful time.Duration
 	tick   uint32
+	local  []int32  // ns: units this worker made ready
 	_      [64]byte // keep workers' counters on separate cache lines
 }
 
@@ -49,25 +52,32 @@ type workerState struct {
 func (s *Scheduler) runTPG(ctx context.Context, st Strategy, batch []Txn, store Store, apply Apply) (*Result, error) {
 	t0 := time.Now()
 	if s.buf == nil {
-		s.buf = &planBuf{}
+		s.buf = newPlanBuf()
 	}
-	p, err := buildPlan(batch, s.buf)
+	b := s.buf
+	p, err := buildPlan(batch, b, store, s.n, s.dispatch)
 	if err != nil {
 		return nil, err
 	}
-	defer p.release()
-	s.loadCommitted(p.slab, store)
-	us, err := p.buildUnits(st.Unit, st.Kind == TPG)
+	if st.Unit == ChainUnit && p.nd {
+		// Otherwise chain units find the cycles between chains themselves;
+		// operation units do not need them.
+		p.countCycles()
+	}
+	us, err := p.buildUnits(st.Unit, st.Kind == TPG, st.Explore != NS)
 	if err != nil {
 		return nil, err
 	}
+	b.failCount = reuse(b.failCount, len(batch))
+	b.hidden = reuse(b.hidden, len(batch))
+	b.pending = grow(b.pending, us.count())
 	x := &run{
 		plan: p, store: store, apply: apply, strat: st, us: us,
 		eager: st.Abort == Eager, nw: s.n,
-		failCount: make([]atomic.Int32, len(batch)),
-		hidden:    make([]bool, len(batch)),
-		pending:   make([]atomic.Int32, len(us.nParents)),
-		lvlIdx:    make([]atomic.Int64, len(us.levelStart)),
+		failCount: b.failCount,
+		hidden:    b.hidden,
+		pending:   b.pending,
+		lvlIdx:    make([]paddedInt64, len(us.levelStart)),
 		workers:   make([]workerState, s.n),
 	}
 	for i := range x.workers {
@@ -76,7 +86,7 @@ func (s *Scheduler) runTPG(ctx context.Context, st Strategy, batch []Txn, store 
 	x.q.init()
 	x.bar.init(s.n)
 	stats := &Stats{Strategy: st.String(), Workers: s.n, Counts: p.counts}
-	stats.Units, stats.SplitUnits, stats.Levels = len(us.nParents), us.split, len(us.levelStart)-1
+	stats.Units, stats.SplitUnits, stats.Levels = us.count(), us.split, us.levelCount()
 	stats.Plan = time.Since(t0)
 
 	stopWatch := context.AfterFunc(ctx, func() {
@@ -129,7 +139,7 @@ func (s *Scheduler) runTPG(ctx context.Context, st Strategy, batch []Txn, store 
 		}
 	}
 	f0 := time.Now()
-	res, err := x.finish()
+	res, err := x.finish(s)
 	if err != nil {
 		return nil, err
 	}
@@ -140,24 +150,6 @@ func (s *Scheduler) runTPG(ctx context.Context, st Strategy, batch []Txn, store 
 	stats.Wall = time.Since(t0)
 	res.Stats = *stats
 	return res, nil
-}
-
-// loadCommitted reads the committed value of every key of the batch, split
-// over the workers when there are enough keys to pay for the hand-off.
-func (s *Scheduler) loadCommitted(slab []keyState, store Store) {
-	load := func(part []keyState) {
-		for i := range part {
-			part[i].committed, part[i].committedOK = store.Get(part[i].key)
-		}
-	}
-	if s.n == 1 || len(slab) < 4096 {
-		load(slab)
-		return
-	}
-	s.dispatch(func(w int) {
-		lo, hi := len(slab)*w/s.n, len(slab)*(w+1)/s.n
-		load(slab[lo:hi])
-	})
 }
 
 func (x *run) totalExecs() int {
@@ -182,7 +174,6 @@ func (x *run) pass(s *Scheduler) {
 	for i := range x.pending {
 		x.pending[i].Store(us.nParents[i])
 	}
-	x.remaining.Store(int64(len(us.nParents)))
 	x.claim.Store(0)
 	for i := range x.lvlIdx {
 		x.lvlIdx[i].Store(0)
@@ -190,14 +181,20 @@ func (x *run) pass(s *Scheduler) {
 	var work func(w int)
 	switch x.strat.Explore {
 	case NS:
-		x.q.reset()
-		for u, n := range us.nParents {
-			if n == 0 {
-				x.q.items = append(x.q.items, int32(u))
+		if x.roots == nil {
+			roots := x.buf.roots[:0]
+			for u, n := range us.nParents {
+				if n == 0 {
+					roots = append(roots, int32(u))
+				}
 			}
+			x.roots, x.buf.roots = roots, roots
 		}
-		if len(us.nParents) == 0 {
-			x.q.done = true
+		x.rootIdx.Store(0)
+		x.done.Store(0)
+		x.q.reset()
+		if us.count() == 0 {
+			x.q.finish()
 		}
 		work = x.nsWork
 	case BFS:
@@ -210,6 +207,10 @@ func (x *run) pass(s *Scheduler) {
 
 // execUnit executes a unit's operations in timestamp order.
 func (x *run) execUnit(w *workerState, u int32) {
+	if x.us.opStart == nil {
+		x.execOp(w, u)
+		return
+	}
 	for _, id := range x.us.ops[x.us.opStart[u]:x.us.opStart[u+1]] {
 		x.execOp(w, id)
 	}
@@ -220,8 +221,9 @@ func (x *run) unchanged(o *opState) bool {
 	if o.ks != nil && !x.read(o.ks, o.prevWriter, o.ts, o.txn).Equal(o.obs.Own) {
 		return false
 	}
-	for i, ks := range o.readKS {
-		if !x.read(ks, o.readPos[i], o.ts, o.txn).Equal(o.obs.Reads[i]) {
+	for i := range o.obs.Reads {
+		r := o.r0 + int32(i)
+		if !x.read(x.readKS[r], x.readPos[r], o.ts, o.txn).Equal(o.obs.Reads[i]) {
 			return false
 		}
 	}
@@ -253,8 +255,10 @@ func (x *run) execOp(w *workerState, id int32) {
 	} else {
 		o.obs.Own = x.read(o.ks, o.prevWriter, o.ts, o.txn)
 	}
-	for i, ks := range o.readKS {
-		o.obs.Reads[i] = x.read(ks, o.readPos[i], o.ts, o.txn)
+	reads := o.obs.Reads
+	for i := range reads {
+		r := o.r0 + int32(i)
+		reads[i] = x.read(x.readKS[r], x.readPos[r], o.ts, o.txn)
 	}
 	o.obs.Gets = o.obs.Gets[:0]
 	a := &w.acc
@@ -295,84 +299,116 @@ func (x *run) execOp(w *workerState, id int32) {
 	w.execs++
 }
 
-// finish assembles the result from the fixed point.
-func (x *run) finish() (*Result, error) {
+// finish assembles the result from the fixed point: transactions by
+// range, then keys by range, on all workers when the batch is large enough
+// to pay for the hand-off.
+func (x *run) finish(s *Scheduler) (*Result, error) {
 	n := len(x.batch)
-	res := &Result{Committed: make([]bool, n), obs: make([]Observed, len(x.ops)), first: x.first}
-	// The result owns its values read: the plan's memory is reused.
-	rv := make([]Value, 0, len(x.buf.vals))
-	var firstErr *OpError
-	for t := 0; t < n; t++ {
-		ops := x.ops[x.first[t]:x.first[t+1]]
-		stopAt := len(ops)
-		for m := range ops {
-			if ops[m].failed {
-				stopAt = m
-				if ops[m].err != nil && firstErr == nil {
-					firstErr = &OpError{Txn: t, Op: m, Err: ops[m].err}
+	res := &Result{Committed: make([]bool, n), obs: x.obs, first: x.first}
+	changes := make([]Change, len(x.keyOrder))
+	type part struct {
+		err     *OpError
+		aborted int
+		changes int
+	}
+	nw := 1
+	if s.n > 1 && len(x.ops) >= parallelPlanMin {
+		nw = s.n
+	}
+	parts := make([]part, nw)
+	work := func(w int) {
+		pt := &parts[w]
+		for t := n * w / nw; t < n*(w+1)/nw; t++ {
+			ops := x.ops[x.first[t]:x.first[t+1]]
+			stopAt := len(ops)
+			for m := range ops {
+				if ops[m].failed {
+					stopAt = m
+					if ops[m].err != nil && pt.err == nil {
+						pt.err = &OpError{Txn: t, Op: m, Err: ops[m].err}
+					}
+					break
 				}
-				break
+			}
+			res.Committed[t] = stopAt == len(ops)
+			if !res.Committed[t] {
+				pt.aborted++
+			}
+			for m := range ops {
+				if m <= stopAt {
+					ops[m].obs.Executed = true
+				} else {
+					// Never run by the serial executor: nothing read.
+					*ops[m].obs = Observed{}
+				}
 			}
 		}
-		res.Committed[t] = stopAt == len(ops)
-		if !res.Committed[t] {
-			res.Stats.Aborted++
+		if nw > 1 {
+			x.bar.wait() // every transaction's outcome is known
 		}
-		for m := range ops {
-			if m <= stopAt {
-				o := &res.obs[int(x.first[t])+m]
-				*o = ops[m].obs
-				o.Executed = true
-				start := len(rv)
-				rv = append(rv, o.Reads...)
-				o.Reads = rv[start:len(rv):len(rv)]
+		keys := x.keyOrder
+		lo, k := len(keys)*w/nw, len(keys)*w/nw
+		for _, ks := range keys[lo : len(keys)*(w+1)/nw] {
+			if c, ok := x.change(ks, res.Committed); ok {
+				changes[k] = c
+				k++
 			}
 		}
+		pt.changes = k - lo
 	}
-	if firstErr != nil {
-		return nil, firstErr
+	if nw > 1 {
+		s.dispatch(work)
+	} else {
+		work(0)
 	}
-	committed := func(txn int32) bool { return res.Committed[txn] }
-	add := func(ks *keyState) {
-		have := false
-		var best uint64
-		var c Change
-		for p := ks.last; p >= 0; p = x.ops[p].prevWriter {
-			w := &x.ops[p]
-			if w.written && committed(w.txn) {
-				have, best, c = true, w.ts, Change{Key: ks.key, Value: w.value, Delete: w.del}
-				break
-			}
+	k := 0
+	for w := range parts {
+		if err := parts[w].err; err != nil {
+			return nil, err
 		}
-		for i := len(ks.nd) - 1; i >= 0; i-- {
-			nv := &ks.nd[i]
-			if have && nv.ts < best {
-				break
-			}
-			if committed(nv.txn) {
-				have, c = true, Change{Key: ks.key, Value: nv.value, Delete: nv.del}
-				break
-			}
-		}
-		if have {
-			if c.Delete {
-				c.Value = nil
-			}
-			res.Changes = append(res.Changes, c)
-		}
+		res.Stats.Aborted += parts[w].aborted
+		lo := len(x.keyOrder) * w / nw
+		k += copy(changes[k:], changes[lo:lo+parts[w].changes])
 	}
-	res.Changes = make([]Change, 0, len(x.slab))
-	for i := range x.slab {
-		add(&x.slab[i])
-	}
-	planned := len(res.Changes)
+	res.Changes = changes[:k]
 	for _, m := range x.dyn {
 		for _, ks := range m {
-			add(ks)
+			if c, ok := x.change(ks, res.Committed); ok {
+				res.Changes = append(res.Changes, c)
+			}
 		}
 	}
-	sortChanges(res.Changes[planned:])
+	sortChanges(res.Changes[k:])
 	return res, nil
+}
+
+// change returns the final value of a key as of the fixed point, if a
+// committed transaction wrote it.
+func (x *run) change(ks *keyState, committed []bool) (Change, bool) {
+	have := false
+	var best uint64
+	var c Change
+	for p := ks.last; p >= 0; p = x.ops[p].prevWriter {
+		w := &x.ops[p]
+		if w.written && committed[w.txn] {
+			have, best, c = true, w.ts, Change{Key: ks.key, Value: w.value, Delete: w.del}
+			break
+		}
+	}
+	for i := len(ks.nd) - 1; i >= 0; i-- {
+		nv := &ks.nd[i]
+		if have && nv.ts < best {
+			break
+		}
+		if committed[nv.txn] {
+			have, c = true, Change{Key: ks.key, Value: nv.value, Delete: nv.del}
+			break
+		}
+	}
+	if have && c.Delete {
+		c.Value = nil
+	}
+	return c, have
 }
 
 func sortChanges(c []Change) {
@@ -382,80 +418,4 @@ func sortChanges(c []Change) {
 		}
 		return strings.Compare(a.Key.Key, b.Key.Key)
 	})
-}
-
-// readyQueue holds the units ready to run under non-structured exploration.
-type readyQueue struct {
-	mu    sync.Mutex
-	cond  sync.Cond
-	items []int32
-	done  bool
-}
-
-func (q *readyQueue) init() { q.cond.L = &q.mu }
-
-func (q *readyQueue) reset() {
-	q.mu.Lock()
-	q.items, q.done = q.items[:0], false
-	q.mu.Unlock()
-}
-
-func (q *readyQueue) push(u []int32) {
-	q.mu.Lock()
-	q.items = append(q.items, u...)
-	q.mu.Unlock()
-	if len(u) == 1 {
-		q.cond.Signal()
-	} else {
-		q.cond.Broadcast()
-	}
-}
-
-// pop waits for a ready unit; -1 when the pass is over.
-func (q *readyQueue) pop() int32 {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for len(q.items) == 0 && !q.done {
-		q.cond.Wait()
-	}
-	if len(q.items) == 0 {
-		return -1
-	}
-	u := q.items[len(q.items)-1]
-	q.items = q.items[:len(q.items)-1]
-	return u
-}
-
-func (q *readyQueue) finish() {
-	q.mu.Lock()
-	q.done = true
-	q.mu.Unlock()
-	q.cond.Broadcast()
-}
-
-// barrier is a reusable barrier for n workers.
-type barrier struct {
-	mu    sync.Mutex
-	cond  sync.Cond
-	n     int
-	count int
-	gen   uint64
-}
-
-func (b *barrier) init(n int) { b.n, b.cond.L = n, &b.mu }
-
-func (b *barrier) wait() {
-	b.mu.Lock()
-	g := b.gen
-	b.count++
-	if b.count == b.n {
-		b.count, b.gen = 0, b.gen+1
-		b.mu.Unlock()
-		b.cond.Broadcast()
-		return
-	}
-	for g == b.gen {
-		b.cond.Wait()
-	}
-	b.mu.Unlock()
 }

@@ -2,7 +2,9 @@ package txn
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math"
+	"sync/atomic"
 )
 
 // edgeKind is the kind of a TPG edge, in the order that claims a duplicate.
@@ -37,7 +39,7 @@ type keyState struct {
 	nd          []ndVersion
 	chain       int32 // index of the key's chain, -1 without writers
 
-	unit      int32 // plan scratch for chain units
+	unit      int32 // plan scratch for chain units, -1 until assigned
 	unitEpoch int32
 }
 
@@ -60,227 +62,527 @@ type opState struct {
 	ks         *keyState // own key; nil when non-deterministic
 	prevWriter int32     // previous writer of the own key, -1 if none
 	epoch      int32     // non-deterministic barriers on the own table before it
-	readKS     []*keyState
-	readPos    []int32 // latest earlier writer of readKS[i], -1 if none
+	r0         int32     // its reads are the plan's readKS[r0:], readPos[r0:]
 
 	// results
-	obs      Observed
-	value    []byte
-	del      bool
 	written  bool // holds a version (executed, not failed, not Keep)
 	failed   bool // aborted or errored
-	err      error
+	del      bool
 	executed bool
+	obs      *Observed // in the plan's obs, which becomes the Result's
+	value    []byte
+	err      error
 	ndWrites []*keyState
 }
 
 // plan is a batch's TPG.
+//
+// Its slices other than first, obs and vals live in a planBuf and are
+// reused by the next batch: nothing a Result keeps may alias them. The
+// operations record what they read straight into obs and vals, which the
+// Result takes over, so that assembling it copies nothing.
 type plan struct {
 	batch      []Txn
 	ops        []opState
-	first      []int32 // first[i]: id of transaction i's op 0; first[n] = len(ops)
-	keys       map[Key]*keyState
-	slab       []keyState
-	chains     []*keyState
+	first      []int32    // first[i]: id of transaction i's op 0; first[n] = len(ops)
+	obs        []Observed // per operation: what it read (owned by the Result)
+	vals       []Value    // the values of every Observed.Reads (owned by the Result)
+	nparts     int        // key partitions: one per worker that plans
+	seed       maphash.Seed
+	tabs       []keyTable                      // per partition
+	slabs      [][]keyState                    // per partition: its keys in order of first appearance
+	keyOrder   []*keyState                     // the batch's keys in order of first appearance
+	readKS     []*keyState                     // per read: the key's state
+	readPos    []int32                         // per read: the key's latest writer before the reader, -1 if none
+	chainIDs   int                             // chain ids are below: partition w numbers w, w+nparts, ...
+	nd         bool                            // the batch has non-deterministic operations
 	dyn        map[uint32]map[string]*keyState // keys created by non-det ops, per table
 	edges      []edge
-	nParents   []int32
-	childStart []int32
+	nParents   []int32 // per operation
+	childStart []int32 // children of operation i: children[childStart[i]:childStart[i+1]]
 	children   []int32
 	counts     Counts
 	buf        *planBuf
 }
 
 // planBuf is memory a Scheduler keeps from batch to batch, so that a batch
-// of the same size allocates little.
+// of the same size allocates little: the TPG, the key tables, the unit graph
+// and the per-batch state of a run. A batch takes what it needs and grows
+// it; nothing in it survives the batch.
 type planBuf struct {
+	seed           maphash.Seed
 	ops            []opState
-	keys           map[Key]*keyState
-	slab           []keyState
+	tabs           []keyTable
+	slabs          [][]keyState
+	outKS          [][]*keyState // per partition: the key of each access it owns
+	outPos         [][]int32     // per partition: the key's latest writer before it
+	keyOrder       []*keyState
+	wh, rh         []uint64 // hash of each operation's own key (0: none), of each read
+	wk, rk         []Key    // each operation's own key, each read key: phase 2 reads them in order
+	rstart         []int32  // per operation: index of its first read
+	rangeID        []int32  // per transaction range: id of its first operation
+	rangeR         []int32  // per transaction range: index of its first read
+	partCnt        []int32  // per transaction range and partition: accesses
+	logical        []int
+	chains         []int32 // per partition: chains
+	cursor         []int32
 	edges          []edge
 	readKS         []*keyState
 	readPos, stamp []int32
-	vals           []Value
+	nParents       []int32
+	childStart     []int32
+	children       []int32
+	fill           []int32
+	tables         []tableScratch
+	touched        []uint32
+
+	// units
+	unitOf, uStart, uOps, uFill []int32
+	uStamp, uNParents           []int32
+	uChildStart, uChildren      []int32
+	uEdges                      []edge
+	level, indeg, order, lstart []int32
+	roots                       []int32
+	tj                          tarjanBuf
+
+	// run
+	failCount []atomic.Int32
+	pending   []atomic.Int32
+	hidden    []bool
 }
+
+func newPlanBuf() *planBuf { return &planBuf{seed: maphash.MakeSeed()} }
 
 // reuse returns s resized to n zero elements, reallocated only if too small.
 func reuse[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	s = s[:n]
+	s = grow(s, n)
 	clear(s)
 	return s
 }
 
-// release hands the batch's memory back to its buffer. Nothing of the plan
-// may be used afterwards; results must have copied what they keep.
-func (p *plan) release() {
-	b := p.buf
-	b.ops, b.slab, b.edges = p.ops, p.slab, p.edges
+// grow returns s resized to n elements, reallocated only if too small; the
+// elements keep whatever they held.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/8)
+	}
+	return s[:n]
 }
 
 func makeTS(txn, op int) uint64 { return uint64(txn)<<32 | uint64(op) }
 
+// tableScratch tracks the non-deterministic barriers of one table while a
+// plan is built. Only tables that some non-deterministic operation of the
+// batch is scoped to have one: no other table has barriers.
 type tableScratch struct {
-	lastND  int32
-	sinceND []int32
-	epoch   int32
+	table   uint32
+	lastND  int32   // latest non-deterministic operation on the table
+	sinceND []int32 // operations touching the table since lastND
+	epoch   int32   // barriers so far
 }
 
-// buildPlan builds the TPG of a batch. It does not read state.
+// parallelPlanMin is the number of operations from which the plan is built
+// on the workers: below it, handing the phases over costs more than they do.
+const parallelPlanMin = 2048
+
+// created marks, in outPos, the access that added its key to the batch.
+const created = -2
+
+// buildPlan builds the TPG of a batch and, when store is not nil, loads the
+// committed value of every key.
 //
-// buf, when not nil, lends memory from an earlier batch, and receives this
-// batch's memory back through (*plan).release once the batch is done.
-func buildPlan(batch []Txn, buf *planBuf) (*plan, error) {
+// buf, when not nil, lends memory from an earlier batch; the plan's memory
+// stays in it, for the next batch. The keys are split by hash into nparts
+// partitions; dispatch, when not nil, runs a function on nparts workers
+// (w in [0, nparts)) and waits for them.
+//
+// The build has three phases, each a pass over the operations in timestamp
+// order:
+//
+//  1. by transaction range, on every worker: set up the vertices, and hash
+//     and list every key access;
+//  2. by key partition, on every worker: intern the keys the partition owns
+//     in its own table, load their committed values, and record for each of
+//     its accesses the key's state and its latest earlier writer (the key's
+//     chain is built as a side effect, and numbered);
+//  3. on one thread: gather those records in access order into the
+//     vertices, and add each edge with its kind, deduplicated per target (an
+//     operation's edges are all added while it is visited), counting the
+//     CSR of children as it goes. Barrier bookkeeping is done only for the
+//     tables that a non-deterministic operation of the batch is scoped to.
+//
+// Phase 2 is where the time goes (a key lookup is a cache miss or two, and
+// so is a committed value), and partitioning it needs no lock: a key belongs
+// to one worker. Phase 3 only streams through arrays.
+func buildPlan(batch []Txn, buf *planBuf, store Store, nparts int, dispatch func(func(w int))) (*plan, error) {
 	if buf == nil {
-		buf = &planBuf{}
+		buf = newPlanBuf()
 	}
-	nOps, nKeys := 0, 0
-	for i := range batch {
-		for j := range batch[i].Ops {
-			nOps++
-			nKeys += 1 + len(batch[i].Ops[j].Reads)
+	nparts = max(nparts, 1)
+	if len(batch) >= math.MaxInt32 {
+		return nil, fmt.Errorf("%w: %d transactions is too many", ErrInvalidBatch, len(batch))
+	}
+	rangeID := grow(buf.rangeID, nparts+1)
+	rangeR := grow(buf.rangeR, nparts+1)
+	buf.rangeID, buf.rangeR = rangeID, rangeR
+	nOps, nReads, nd := 0, 0, false
+	w := 0
+	for t := range batch {
+		for w < nparts && t == len(batch)*w/nparts {
+			rangeID[w], rangeR[w] = int32(nOps), int32(nReads)
+			w++
 		}
-		if len(batch[i].Ops) > math.MaxInt32 {
-			return nil, fmt.Errorf("%w: transaction %d has too many operations", ErrInvalidBatch, i)
+		ops := batch[t].Ops
+		if len(ops) > math.MaxInt32 {
+			return nil, fmt.Errorf("%w: transaction %d has too many operations", ErrInvalidBatch, t)
+		}
+		nOps += len(ops)
+		for j := range ops {
+			nReads += len(ops[j].Reads)
+			nd = nd || ops[j].NonDet
+		}
+		if nOps+nReads >= math.MaxInt32 {
+			return nil, fmt.Errorf("%w: more than %d operations and reads", ErrInvalidBatch, math.MaxInt32)
 		}
 	}
-	if nOps >= math.MaxInt32 || len(batch) >= math.MaxInt32 {
-		return nil, fmt.Errorf("%w: %d operations in %d transactions is too many", ErrInvalidBatch, nOps, len(batch))
+	for ; w <= nparts; w++ {
+		rangeID[w], rangeR[w] = int32(nOps), int32(nReads)
 	}
-	if buf.keys == nil {
-		buf.keys = make(map[Key]*keyState, nKeys)
-	}
-	clear(buf.keys)
+	buf.ops = grow(buf.ops, nOps)
+	buf.wh = grow(buf.wh, nOps)
+	buf.rh = grow(buf.rh, nReads)
+	buf.wk = grow(buf.wk, nOps)
+	buf.rk = grow(buf.rk, nReads)
+	buf.rstart = grow(buf.rstart, nOps+1)
+	buf.rstart[nOps] = int32(nReads)
+	buf.readKS = grow(buf.readKS, nReads)
+	buf.readPos = grow(buf.readPos, nReads)
+	buf.partCnt = reuse(buf.partCnt, nparts*nparts)
+	buf.logical = reuse(buf.logical, nparts)
+	buf.chains = reuse(buf.chains, nparts)
+	buf.tabs = grow(buf.tabs, nparts)
+	buf.slabs = grow(buf.slabs, nparts)
+	buf.outKS = grow(buf.outKS, nparts)
+	buf.outPos = grow(buf.outPos, nparts)
 	p := &plan{
-		batch: batch,
-		ops:   reuse(buf.ops, nOps),
-		first: make([]int32, len(batch)+1),
-		keys:  buf.keys,
-		slab:  reuse(buf.slab, nKeys)[:0],
-		dyn:   map[uint32]map[string]*keyState{},
-		edges: reuse(buf.edges, 2*nOps)[:0],
-		buf:   buf,
+		batch:   batch,
+		ops:     buf.ops,
+		first:   make([]int32, len(batch)+1),
+		obs:     make([]Observed, nOps),
+		readKS:  buf.readKS,
+		readPos: buf.readPos,
+		vals:    make([]Value, nReads),
+		nparts:  nparts,
+		seed:    buf.seed,
+		tabs:    buf.tabs,
+		slabs:   buf.slabs,
+		nd:      nd,
+		buf:     buf,
 	}
-	nReads := nKeys - nOps
-	readKS := reuse(buf.readKS, nReads)
-	readPos := reuse(buf.readPos, nReads)
-	vals := reuse(buf.vals, nReads)
-	stamp := reuse(buf.stamp, nOps)
-	buf.readKS, buf.readPos, buf.vals, buf.stamp = readKS, readPos, vals, stamp
-	for i := range stamp {
-		stamp[i] = -1
+	p.first[len(batch)] = int32(nOps)
+	if nd {
+		p.dyn = map[uint32]map[string]*keyState{}
+		p.ndTables()
 	}
-	tables := map[uint32]*tableScratch{}
-	table := func(t uint32) *tableScratch {
-		ts := tables[t]
-		if ts == nil {
-			ts = &tableScratch{lastND: -1}
-			tables[t] = ts
-		}
-		return ts
-	}
-	key := func(k Key) *keyState {
-		ks := p.keys[k]
-		if ks == nil {
-			p.slab = append(p.slab, keyState{key: k, chain: -1, unit: -1, last: -1})
-			ks = &p.slab[len(p.slab)-1]
-			p.keys[k] = ks
-		}
-		return ks
-	}
-	add := func(from, to int32, kind edgeKind) {
-		if stamp[from] == to {
+	run := func(f func(w int)) {
+		if dispatch != nil && nOps >= parallelPlanMin {
+			dispatch(f)
 			return
 		}
-		stamp[from] = to
-		p.edges = append(p.edges, edge{from, to, kind})
-		switch kind {
-		case edgeTemporal:
-			p.counts.Temporal++
-		case edgeParametric:
-			p.counts.Parametric++
-		case edgeNonDet:
-			p.counts.NonDet++
+		for w := 0; w < nparts; w++ {
+			f(w)
 		}
 	}
-	var touched []uint32
-	id, r := int32(0), 0
-	for t := range batch {
+	run(p.setUp)
+	run(func(w int) { p.intern(w, store) })
+	p.link()
+	return p, nil
+}
+
+// setUp is phase 1 for transaction range w: it sets up the range's
+// vertices and hashes its key accesses, counting them per partition.
+func (p *plan) setUp(w int) {
+	b := p.buf
+	n, np := len(p.batch), p.nparts
+	id, r := b.rangeID[w], b.rangeR[w]
+	cnt := make([]int32, np) // this range's accesses per partition
+	logical := 0
+	for t := n * w / np; t < n*(w+1)/np; t++ {
 		p.first[t] = id
-		if n := len(batch[t].Ops); n > 1 {
-			p.counts.Logical += n - 1
-		}
-		for m := range batch[t].Ops {
-			op := &batch[t].Ops[m]
-			o := &p.ops[id]
-			o.ts, o.txn, o.idx, o.op = makeTS(t, m), int32(t), int32(m), op
-			touched = touched[:0]
+		ops := p.batch[t].Ops
+		logical += max(len(ops)-1, 0)
+		for m := range ops {
+			op := &ops[m]
+			nr := int32(len(op.Reads))
+			b.rstart[id] = r
+			p.ops[id] = opState{
+				ts: makeTS(t, m), txn: int32(t), idx: int32(m), op: op, prevWriter: -1, r0: r,
+				obs: &p.obs[id],
+			}
+			p.obs[id].Reads = p.vals[r : r+nr : r+nr]
+			h := uint64(0)
 			if !op.NonDet {
-				o.ks = key(op.Write)
-				if o.ks.last >= 0 {
-					add(o.ks.last, id, edgeTemporal)
-				}
-				touched = append(touched, op.Write.Table)
-			} else {
-				touched = append(touched, op.Table)
-				if p.dyn[op.Table] == nil {
-					p.dyn[op.Table] = map[string]*keyState{}
-				}
+				h = keyHash(p.seed, op.Write)
+				cnt[partOf(h, np)]++
+				b.wk[id] = op.Write
 			}
-			n := len(op.Reads)
-			o.readKS, o.readPos, o.obs.Reads = readKS[r:r+n:r+n], readPos[r:r+n:r+n], vals[r:r+n:r+n]
-			r += n
-			for i, rk := range op.Reads {
-				ks := key(rk)
-				o.readKS[i] = ks
-				o.readPos[i] = ks.last
-				if ks.last >= 0 {
-					add(ks.last, id, edgeParametric)
-				}
-				touched = appendUnique(touched, rk.Table)
+			b.wh[id] = h
+			for i, k := range op.Reads {
+				h := keyHash(p.seed, k)
+				b.rh[r+int32(i)] = h
+				b.rk[r+int32(i)] = k
+				cnt[partOf(h, np)]++
 			}
-			for _, tb := range touched {
-				sc := table(tb)
-				if op.NonDet && tb == op.Table {
-					for _, x := range sc.sinceND {
-						add(x, id, edgeNonDet)
-					}
-					if sc.lastND >= 0 {
-						add(sc.lastND, id, edgeNonDet)
-					}
-					sc.lastND, sc.sinceND = id, sc.sinceND[:0]
-					sc.epoch++
-					continue
-				}
-				if sc.lastND >= 0 {
-					add(sc.lastND, id, edgeNonDet)
-				}
-				sc.sinceND = append(sc.sinceND, id)
-			}
-			if !op.NonDet {
-				o.prevWriter, o.ks.last = o.ks.last, id
-				o.epoch = table(op.Write.Table).epoch
-			}
+			r += nr
 			id++
 		}
 	}
-	p.first[len(batch)] = id
-	for i := range p.slab {
-		if ks := &p.slab[i]; ks.last >= 0 {
-			ks.chain = int32(len(p.chains))
-			p.chains = append(p.chains, ks)
+	copy(b.partCnt[w*np:(w+1)*np], cnt)
+	b.logical[w] = logical
+}
+
+// intern is phase 2 for partition w: it interns the keys the partition
+// owns, loads their committed values from store (when not nil) and records,
+// for each access it owns in access order, the key's state and its latest
+// earlier writer (created for the access that added the key).
+func (p *plan) intern(w int, store Store) {
+	b := p.buf
+	np := p.nparts
+	n := 0
+	for v := 0; v < np; v++ {
+		n += int(b.partCnt[v*np+w])
+	}
+	tab := &b.tabs[w]
+	tab.reset(n)
+	slab := grow(b.slabs[w], n)[:0]
+	room := cap(slab)
+	outKS, outPos := grow(b.outKS[w], n), grow(b.outPos[w], n)
+	wh, rh, rstart, wk, rk := b.wh, b.rh, b.rstart, b.wk, b.rk
+	k, chains := 0, int32(0)
+	for id := int32(0); id < int32(len(p.ops)); id++ {
+		r0, r1 := rstart[id], rstart[id+1]
+		var own *keyState
+		if h := wh[id]; h != 0 && partOf(h, np) == w {
+			own, outPos[k] = internKey(tab, &slab, wk[id], h, store)
+			outKS[k] = own
+			k++
+		}
+		for r := r0; r < r1; r++ {
+			if h := rh[r]; partOf(h, np) == w {
+				outKS[k], outPos[k] = internKey(tab, &slab, rk[r], h, store)
+				k++
+			}
+		}
+		if own != nil {
+			if own.last < 0 {
+				own.chain = chains*int32(np) + int32(w)
+				chains++
+			}
+			own.last = id
 		}
 	}
-	p.counts.Txns, p.counts.Ops, p.counts.Keys, p.counts.Chains = len(batch), nOps, len(p.slab), len(p.chains)
-	p.nParents = make([]int32, nOps)
-	for _, e := range p.edges {
-		p.nParents[e.to]++
+	if cap(slab) != room {
+		panic("txn: internal error: key slab reallocated while planning")
 	}
-	p.childStart, p.children = csr(nOps, p.edges)
-	p.countCycles()
-	return p, nil
+	b.slabs[w], b.outKS[w], b.outPos[w] = slab, outKS, outPos
+	b.chains[w] = chains
+}
+
+// internKey returns the state of k (hash h) and its latest writer so far,
+// or created if the key is new; a new key's committed value is loaded from
+// store. slab has room for every key of the partition.
+func internKey(tab *keyTable, slab *[]keyState, k Key, h uint64, store Store) (*keyState, int32) {
+	i, added := tab.intern(k, h, slab)
+	ks := &(*slab)[i]
+	if !added {
+		return ks, ks.last
+	}
+	ks.last, ks.chain, ks.unit = -1, -1, -1
+	if store != nil {
+		ks.committed, ks.committedOK = store.Get(k)
+	}
+	return ks, created
+}
+
+// link is phase 3: it gathers the partitions' records into the vertices in
+// access order, lists the keys in order of first appearance, and builds the
+// edges and the CSR of children.
+func (p *plan) link() {
+	b, np := p.buf, p.nparts
+	nOps := len(p.ops)
+	nKeys := 0
+	for w := 0; w < np; w++ {
+		nKeys += len(b.slabs[w])
+		p.counts.Logical += b.logical[w]
+		p.counts.Chains += int(b.chains[w])
+		p.chainIDs = max(p.chainIDs, int(b.chains[w])*np)
+	}
+	cur := reuse(b.cursor, np)
+	b.cursor = cur
+	b.stamp = reuse(b.stamp, nOps)
+	p.nParents = reuse(b.nParents, nOps)
+	p.childStart = reuse(b.childStart, nOps+1)
+	b.nParents, b.childStart = p.nParents, p.childStart
+	p.edges = grow(b.edges, nOps+len(b.rh))[:0]
+	keyOrder := grow(b.keyOrder, nKeys)[:0]
+	wh, rh, rstart, readKS, readPos := b.wh, b.rh, b.rstart, b.readKS, b.readPos
+	outKS, outPos := b.outKS, b.outPos
+	for id := int32(0); id < int32(nOps); id++ {
+		o := &p.ops[id]
+		if h := wh[id]; h != 0 {
+			q := partOf(h, np)
+			c := cur[q]
+			cur[q]++
+			ks, pw := outKS[q][c], outPos[q][c]
+			o.ks = ks
+			if pw >= 0 {
+				o.prevWriter = pw
+				p.add(pw, id, edgeTemporal)
+			} else if pw == created {
+				keyOrder = append(keyOrder, ks)
+			}
+		}
+		for r := rstart[id]; r < rstart[id+1]; r++ {
+			q := partOf(rh[r], np)
+			c := cur[q]
+			cur[q]++
+			ks, pos := outKS[q][c], outPos[q][c]
+			readKS[r] = ks
+			if pos == created {
+				keyOrder = append(keyOrder, ks)
+				pos = -1
+			}
+			readPos[r] = pos
+			if pos >= 0 {
+				p.add(pos, id, edgeParametric)
+			}
+		}
+		if p.nd {
+			p.barriers(o.op, id)
+			if o.ks != nil {
+				if sc := p.scratchOf(o.op.Write.Table); sc != nil {
+					o.epoch = sc.epoch
+				}
+			}
+		}
+	}
+	p.keyOrder, b.keyOrder = keyOrder, keyOrder
+	b.edges = p.edges
+	p.counts.Txns, p.counts.Ops, p.counts.Keys = len(p.batch), nOps, nKeys
+	// Children in CSR form: childStart holds the counts, shifted by one.
+	cs := p.childStart
+	for i := 0; i < nOps; i++ {
+		cs[i+1] += cs[i]
+	}
+	b.children = grow(b.children, len(p.edges))
+	b.fill = grow(b.fill, nOps)
+	p.children = b.children
+	fill := b.fill
+	copy(fill, cs[:nOps])
+	for _, e := range p.edges {
+		p.children[fill[e.from]] = e.to
+		fill[e.from]++
+	}
+}
+
+// add records the edge from -> to unless it already exists. An operation's
+// incoming edges are all added while it is visited, so stamp[from] == to+1
+// finds a duplicate; the kind added first (temporal, then parametric, then
+// non-deterministic) claims it.
+func (p *plan) add(from, to int32, kind edgeKind) {
+	if p.buf.stamp[from] == to+1 {
+		return
+	}
+	p.buf.stamp[from] = to + 1
+	p.edges = append(p.edges, edge{from, to, kind})
+	p.nParents[to]++
+	p.childStart[from+1]++
+	switch kind {
+	case edgeTemporal:
+		p.counts.Temporal++
+	case edgeParametric:
+		p.counts.Parametric++
+	case edgeNonDet:
+		p.counts.NonDet++
+	}
+}
+
+// ndTables prepares the barrier bookkeeping of every table a
+// non-deterministic operation of the batch is scoped to, and its map of
+// keys created at run time.
+func (p *plan) ndTables() {
+	tabs := p.buf.tables[:0]
+	for i := range p.batch {
+		for j := range p.batch[i].Ops {
+			op := &p.batch[i].Ops[j]
+			if !op.NonDet {
+				continue
+			}
+			seen := false
+			for k := range tabs {
+				seen = seen || tabs[k].table == op.Table
+			}
+			if !seen {
+				p.dyn[op.Table] = map[string]*keyState{}
+				if len(tabs) < cap(tabs) {
+					tabs = tabs[:len(tabs)+1]
+					sc := &tabs[len(tabs)-1]
+					sc.table, sc.lastND, sc.sinceND, sc.epoch = op.Table, -1, sc.sinceND[:0], 0
+				} else {
+					tabs = append(tabs, tableScratch{table: op.Table, lastND: -1})
+				}
+			}
+		}
+	}
+	p.buf.tables = tabs
+}
+
+// scratchOf returns the barrier bookkeeping of table t, nil if no
+// non-deterministic operation of the batch is scoped to it.
+func (p *plan) scratchOf(t uint32) *tableScratch {
+	for i := range p.buf.tables {
+		if p.buf.tables[i].table == t {
+			return &p.buf.tables[i]
+		}
+	}
+	return nil
+}
+
+// barriers adds the non-deterministic edges of operation id: a
+// non-deterministic operation on table T comes after every earlier operation
+// touching T, and every later one after it.
+func (p *plan) barriers(op *Op, id int32) {
+	touched := p.buf.touched[:0]
+	if op.NonDet {
+		touched = append(touched, op.Table)
+	} else {
+		touched = append(touched, op.Write.Table)
+	}
+	for i := range op.Reads {
+		touched = appendUnique(touched, op.Reads[i].Table)
+	}
+	p.buf.touched = touched
+	for _, tb := range touched {
+		sc := p.scratchOf(tb)
+		if sc == nil {
+			continue
+		}
+		if op.NonDet && tb == op.Table {
+			for _, x := range sc.sinceND {
+				p.add(x, id, edgeNonDet)
+			}
+			if sc.lastND >= 0 {
+				p.add(sc.lastND, id, edgeNonDet)
+			}
+			sc.lastND, sc.sinceND = id, sc.sinceND[:0]
+			sc.epoch++
+			continue
+		}
+		if sc.lastND >= 0 {
+			p.add(sc.lastND, id, edgeNonDet)
+		}
+		sc.sinceND = append(sc.sinceND, id)
+	}
 }
 
 func appendUnique(s []uint32, v uint32) []uint32 {
@@ -292,42 +594,37 @@ func appendUnique(s []uint32, v uint32) []uint32 {
 	return append(s, v)
 }
 
-// csr groups edges by source: the targets of node i are adj[start[i]:start[i+1]].
-func csr(n int, edges []edge) (start, adj []int32) {
-	start = make([]int32, n+1)
-	for _, e := range edges {
-		start[e.from+1]++
+// lookup returns the state of a key the batch declares, nil if none.
+func (p *plan) lookup(k Key) *keyState {
+	h := keyHash(p.seed, k)
+	q := partOf(h, p.nparts)
+	if i := p.tabs[q].find(k, h, p.slabs[q]); i >= 0 {
+		return &p.slabs[q][i]
 	}
-	for i := 0; i < n; i++ {
-		start[i+1] += start[i]
-	}
-	adj = make([]int32, len(edges))
-	fill := make([]int32, n)
-	copy(fill, start[:n])
-	for _, e := range edges {
-		adj[fill[e.from]] = e.to
-		fill[e.from]++
-	}
-	return start, adj
+	return nil
 }
 
 // countCycles finds strongly connected components of more than one chain in
 // the chain graph (chain of the writer -> chain of the reader, for every
 // parametric edge between deterministic operations).
 func (p *plan) countCycles() {
-	var ce []edge
+	b := p.buf
+	ce := b.uEdges[:0]
 	for _, e := range p.edges {
 		if e.kind != edgeParametric {
 			continue
 		}
-		a, b := p.ops[e.from].ks, p.ops[e.to].ks
-		if a == nil || b == nil || a == b {
+		a, c := p.ops[e.from].ks, p.ops[e.to].ks
+		if a == nil || c == nil || a == c {
 			continue
 		}
-		ce = append(ce, edge{a.chain, b.chain, edgeParametric})
+		ce = append(ce, edge{a.chain, c.chain, edgeParametric})
 	}
-	start, adj := csr(len(p.chains), ce)
-	_, sizes := tarjan(len(p.chains), start, adj)
+	b.uEdges = ce
+	n := p.chainIDs
+	start, adj := csrInto(n, ce, &b.uChildStart, &b.uChildren, &b.uFill)
+	_, sizes := b.tj.run(n, start, adj)
+	p.counts.Cycles, p.counts.CyclicChains = 0, 0
 	for _, s := range sizes {
 		if s > 1 {
 			p.counts.Cycles++
@@ -336,283 +633,35 @@ func (p *plan) countCycles() {
 	}
 }
 
-// tarjan returns the strongly connected component of every node and the
-// size of every component, iteratively (no recursion on deep graphs).
-func tarjan(n int, start, adj []int32) (comp []int32, sizes []int32) {
-	index := make([]int32, n)
-	low := make([]int32, n)
-	comp = make([]int32, n)
-	onStack := make([]bool, n)
-	for i := range index {
-		index[i] = -1
+// csrInto groups edges by source into *start and *adj (reused): the targets
+// of node i are adj[start[i]:start[i+1]]. fill is scratch.
+func csrInto(n int, edges []edge, start, adj, fill *[]int32) ([]int32, []int32) {
+	s := reuse(*start, n+1)
+	for _, e := range edges {
+		s[e.from+1]++
 	}
-	var stack []int32
-	type frame struct{ v, next int32 }
-	var call []frame
-	next := int32(0)
-	for root := 0; root < n; root++ {
-		if index[root] >= 0 {
-			continue
-		}
-		call = append(call, frame{int32(root), start[root]})
-		index[root], low[root] = next, next
-		next++
-		stack = append(stack, int32(root))
-		onStack[root] = true
-		for len(call) > 0 {
-			f := &call[len(call)-1]
-			v := f.v
-			if f.next < start[v+1] {
-				w := adj[f.next]
-				f.next++
-				if index[w] < 0 {
-					index[w], low[w] = next, next
-					next++
-					stack = append(stack, w)
-					onStack[w] = true
-					call = append(call, frame{w, start[w]})
-				} else if onStack[w] && index[w] < low[v] {
-					low[v] = index[w]
-				}
-				continue
-			}
-			call = call[:len(call)-1]
-			if len(call) > 0 {
-				if u := call[len(call)-1].v; low[v] < low[u] {
-					low[u] = low[v]
-				}
-			}
-			if low[v] == index[v] {
-				c := int32(len(sizes))
-				size := int32(0)
-				for {
-					w := stack[len(stack)-1]
-					stack = stack[:len(stack)-1]
-					onStack[w] = false
-					comp[w] = c
-					size++
-					if w == v {
-						break
-					}
-				}
-				sizes = append(sizes, size)
-			}
-		}
+	for i := 0; i < n; i++ {
+		s[i+1] += s[i]
 	}
-	return comp, sizes
-}
-
-// units is the graph the workers explore: operations grouped into units,
-// acyclic, with units sorted by level (longest path from a root).
-type units struct {
-	opStart, ops         []int32 // unit -> its operations in timestamp order
-	nParents             []int32
-	childStart, children []int32
-	order                []int32 // units by level
-	levelStart           []int32 // level l is order[levelStart[l]:levelStart[l+1]]
-	split                int
-}
-
-// buildUnits groups operations into units: one per operation, or one per
-// per-key chain (segmented at the non-deterministic barriers of the key's
-// table when segment is set). Chain units that form a cycle are split into
-// operation units: the operation graph is acyclic, so the result is too.
-func (p *plan) buildUnits(u Unit, segment bool) (*units, error) {
-	n := len(p.ops)
-	unitOf := make([]int32, n)
-	nu := int32(0)
-	if u == OpUnit {
-		for i := range unitOf {
-			unitOf[i] = int32(i)
-		}
-		nu = int32(n)
-	} else {
-		for i := range p.slab {
-			p.slab[i].unit = -1
-		}
-		for i := range p.ops {
-			o := &p.ops[i]
-			if o.ks == nil {
-				unitOf[i] = nu
-				nu++
-				continue
-			}
-			if o.ks.unit < 0 || (segment && o.ks.unitEpoch != o.epoch) {
-				o.ks.unit, o.ks.unitEpoch = nu, o.epoch
-				nu++
-			}
-			unitOf[i] = o.ks.unit
-		}
+	a := grow(*adj, len(edges))
+	f := grow(*fill, n)
+	copy(f, s[:n])
+	for _, e := range edges {
+		a[f[e.from]] = e.to
+		f[e.from]++
 	}
-	ue := p.unitEdges(unitOf, int(nu))
-	split := 0
-	if u == ChainUnit {
-		start, adj := csr(int(nu), ue)
-		comp, sizes := tarjan(int(nu), start, adj)
-		cyclic := false
-		for _, s := range sizes {
-			if s > 1 {
-				cyclic = true
-			}
-		}
-		if cyclic {
-			// Renumber: units in a cyclic component become one unit per op.
-			newID := make([]int32, nu)
-			for i := range newID {
-				newID[i] = -1
-			}
-			splitUnit := make([]bool, nu)
-			for i := int32(0); i < nu; i++ {
-				if sizes[comp[i]] > 1 {
-					splitUnit[i] = true
-					split++
-				}
-			}
-			next := int32(0)
-			for i := range unitOf {
-				old := unitOf[i]
-				if splitUnit[old] {
-					unitOf[i] = next
-					next++
-					continue
-				}
-				if newID[old] < 0 {
-					newID[old] = next
-					next++
-				}
-				unitOf[i] = newID[old]
-			}
-			nu = next
-			ue = p.unitEdges(unitOf, int(nu))
-		}
-	}
-	us := &units{split: split}
-	us.opStart = make([]int32, nu+1)
-	for _, x := range unitOf {
-		us.opStart[x+1]++
-	}
-	for i := int32(0); i < nu; i++ {
-		us.opStart[i+1] += us.opStart[i]
-	}
-	us.ops = make([]int32, n)
-	fill := make([]int32, nu)
-	copy(fill, us.opStart[:nu])
-	for i, x := range unitOf {
-		us.ops[fill[x]] = int32(i)
-		fill[x]++
-	}
-	us.childStart, us.children = csr(int(nu), ue)
-	us.nParents = make([]int32, nu)
-	for _, e := range ue {
-		us.nParents[e.to]++
-	}
-	if err := us.levels(); err != nil {
-		return nil, err
-	}
-	return us, nil
-}
-
-// unitEdges maps operation edges to deduplicated edges between units.
-func (p *plan) unitEdges(unitOf []int32, nu int) []edge {
-	identity := nu == len(p.ops)
-	for i := 0; identity && i < len(unitOf); i++ {
-		identity = unitOf[i] == int32(i)
-	}
-	if identity {
-		return p.edges
-	}
-	// Group operations by unit, then deduplicate each unit's targets.
-	start := make([]int32, nu+1)
-	for _, x := range unitOf {
-		start[x+1]++
-	}
-	for i := 0; i < nu; i++ {
-		start[i+1] += start[i]
-	}
-	ops := make([]int32, len(unitOf))
-	fill := make([]int32, nu)
-	copy(fill, start[:nu])
-	for i, x := range unitOf {
-		ops[fill[x]] = int32(i)
-		fill[x]++
-	}
-	stamp := make([]int32, nu)
-	for i := range stamp {
-		stamp[i] = -1
-	}
-	var out []edge
-	for a := int32(0); a < int32(nu); a++ {
-		for _, op := range ops[start[a]:start[a+1]] {
-			for _, c := range p.children[p.childStart[op]:p.childStart[op+1]] {
-				if b := unitOf[c]; b != a && stamp[b] != a {
-					stamp[b] = a
-					out = append(out, edge{a, b, edgeTemporal})
-				}
-			}
-		}
-	}
-	return out
-}
-
-// levels sorts units by level with Kahn's algorithm and fails on a cycle.
-func (us *units) levels() error {
-	nu := len(us.nParents)
-	level := make([]int32, nu)
-	indeg := make([]int32, nu)
-	copy(indeg, us.nParents)
-	queue := make([]int32, 0, nu)
-	for i := 0; i < nu; i++ {
-		if indeg[i] == 0 {
-			queue = append(queue, int32(i))
-		}
-	}
-	maxLevel := int32(0)
-	for h := 0; h < len(queue); h++ {
-		v := queue[h]
-		for _, c := range us.children[us.childStart[v]:us.childStart[v+1]] {
-			if level[v]+1 > level[c] {
-				level[c] = level[v] + 1
-			}
-			indeg[c]--
-			if indeg[c] == 0 {
-				queue = append(queue, c)
-			}
-		}
-		if level[v] > maxLevel {
-			maxLevel = level[v]
-		}
-	}
-	if len(queue) != nu {
-		return fmt.Errorf("txn: internal error: scheduling graph has a cycle (%d of %d units ordered)", len(queue), nu)
-	}
-	nl := int(maxLevel) + 1
-	if nu == 0 {
-		nl = 0
-	}
-	us.levelStart = make([]int32, nl+1)
-	for _, v := range queue {
-		us.levelStart[level[v]+1]++
-	}
-	for l := 0; l < nl; l++ {
-		us.levelStart[l+1] += us.levelStart[l]
-	}
-	us.order = make([]int32, nu)
-	fill := make([]int32, nl)
-	copy(fill, us.levelStart[:nl])
-	for _, v := range queue { // counting sort by level, topological within
-		us.order[fill[level[v]]] = v
-		fill[level[v]]++
-	}
-	return nil
+	*start, *adj, *fill = s, a, f
+	return s, a
 }
 
 // Analyze builds a batch's TPG and returns its dependency counts (edges of
 // each kind, chains, cycles between chains), for a decision model or a
 // dashboard, without executing anything.
 func Analyze(batch []Txn) (Counts, error) {
-	p, err := buildPlan(batch, nil)
+	p, err := buildPlan(batch, nil, nil, 1, nil)
 	if err != nil {
 		return Counts{}, err
 	}
+	p.countCycles()
 	return p.counts, nil
 }

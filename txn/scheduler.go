@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 )
 
@@ -135,90 +134,4 @@ func (s *Scheduler) Run(ctx context.Context, st Strategy, batch []Txn, store Sto
 			"aborted", res.Stats.Aborted, "passes", res.Stats.Passes, "wall", res.Stats.Wall)
 	}
 	return res, nil
-}
-
-// nsWork: non-structured exploration. A worker runs a ready unit, then one of
-// the children it made ready itself (depth first, no queue round trip), and
-// queues the others.
-func (x *run) nsWork(wid int) {
-	w := &x.workers[wid]
-	var ready []int32
-	next := int32(-1)
-	for {
-		if next < 0 {
-			next = x.q.pop()
-			if next < 0 {
-				return
-			}
-		}
-		if x.stop.Load() {
-			x.q.finish()
-			return
-		}
-		u := next
-		next = -1
-		x.execUnit(w, u)
-		ready = ready[:0]
-		for _, c := range x.us.children[x.us.childStart[u]:x.us.childStart[u+1]] {
-			if x.pending[c].Add(-1) == 0 {
-				if next < 0 {
-					next = c
-				} else {
-					ready = append(ready, c)
-				}
-			}
-		}
-		if len(ready) > 0 {
-			x.q.push(ready)
-		}
-		if x.remaining.Add(-1) == 0 {
-			x.q.finish()
-		}
-	}
-}
-
-// bfsWork: structured breadth-first exploration, a barrier between levels.
-func (x *run) bfsWork(wid int) {
-	w := &x.workers[wid]
-	us := x.us
-	for l := 0; l+1 < len(us.levelStart); l++ {
-		level := us.order[us.levelStart[l]:us.levelStart[l+1]]
-		for !x.stop.Load() {
-			i := x.lvlIdx[l].Add(1) - 1
-			if i >= int64(len(level)) {
-				break
-			}
-			x.execUnit(w, level[i])
-		}
-		if x.nw > 1 {
-			x.bar.wait()
-		}
-	}
-}
-
-// dfsWork: structured depth-ordered exploration without barriers. Units are
-// claimed in level order; a worker waits for the parents of the unit it
-// claimed. The earliest claimed unfinished unit always has its parents done
-// (they were claimed before it), so the wait ends.
-func (x *run) dfsWork(wid int) {
-	w := &x.workers[wid]
-	us := x.us
-	n := int64(len(us.order))
-	for !x.stop.Load() {
-		i := x.claim.Add(1) - 1
-		if i >= n {
-			return
-		}
-		u := us.order[i]
-		for spins := 0; x.pending[u].Load() > 0; spins++ {
-			if x.stop.Load() {
-				return
-			}
-			runtime.Gosched()
-		}
-		x.execUnit(w, u)
-		for _, c := range us.children[us.childStart[u]:us.childStart[u+1]] {
-			x.pending[c].Add(-1)
-		}
-	}
 }

@@ -64,7 +64,7 @@ func (x *run) latestBefore(ks *keyState, ts uint64) int32 {
 // (and loading its committed value) if the batch has not seen it. create is
 // only set for keys of the operation's own table, which it holds exclusively.
 func (x *run) lookup(k Key, create bool) *keyState {
-	if ks := x.keys[k]; ks != nil {
+	if ks := x.plan.lookup(k); ks != nil {
 		return ks
 	}
 	m := x.dyn[k.Table]

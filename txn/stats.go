@@ -20,13 +20,16 @@ type Counts struct {
 	Chains int
 	// Cycles is the number of strongly connected components of more than one
 	// chain in the graph of chains joined by parametric edges; CyclicChains is
-	// the number of chains in them.
+	// the number of chains in them. Analyze and the strategies with chain
+	// units (which must split those cycles) find them; strategies with
+	// operation units do not look for them and leave both 0.
 	Cycles, CyclicChains int
 	// Units is the number of scheduling units; SplitUnits the number of
 	// chain units split into operations to break cycles.
 	Units, SplitUnits int
 	// Levels is the depth of the unit graph: Units/Levels is the average
-	// parallelism structured exploration can find.
+	// parallelism structured exploration can find. Only the structured
+	// explorations (bfs, dfs) sort units by level; under ns it is 0.
 	Levels int
 	// Aborted is the number of aborted transactions.
 	Aborted int
@@ -37,9 +40,13 @@ type Counts struct {
 	Executions, ReExecutions int
 }
 
-// Breakdown is where a batch's time went, summed over workers.
+// Breakdown is where a batch's time went. Plan and Finish are wall-clock
+// time (their parallel phases run on all workers); Explore, Useful and Abort
+// are summed over workers. Plan + (Explore+Useful+Abort)/Workers + Finish is
+// about Stats.Wall.
 type Breakdown struct {
-	// Plan is building the TPG and loading committed values (one thread).
+	// Plan is building the TPG and the units and loading committed values:
+	// the time from the start of Run to the start of the first pass.
 	Plan time.Duration
 	// Explore is scheduling overhead in the first pass: worker time not
 	// spent inside Apply.
@@ -50,7 +57,7 @@ type Breakdown struct {
 	// Abort is worker time of every pass after the first: rollback, checks
 	// and re-execution.
 	Abort time.Duration
-	// Finish is assembling the result (one thread).
+	// Finish is assembling the result.
 	Finish time.Duration
 }
 
