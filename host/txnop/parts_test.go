@@ -9,22 +9,29 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestPartsMatchOneCall: a PartLogic planned and posted in parts, one per
+// TestPartsMatchOneCall: a PartLogic (a native one, and the Wasm logic) planned and posted in parts, one per
 // worker, from parts of one event up, gives what one Plan and one Post
 // give: outcomes, change set, outputs (in event order, with batch
 // origins) and rejects (with batch indices), for every strategy.
 func TestPartsMatchOneCall(t *testing.T) {
 	ctx := context.Background()
 	serial := newOperator(t, &nativeLedger{}, 1)
-	var parted [maxWorkers]*txnop.Operator
+	plug := loadLedger(t, 0)
+	// For each worker count, a native PartLogic and the Wasm logic.
+	var parted [maxWorkers][2]*txnop.Operator
 	for w := range maxWorkers {
-		l := newPartLedger(w + 1)
-		op, err := txnop.New(txnop.Config{Name: "ledger", Tables: []string{"accounts", "books"}, Workers: w + 1, Logic: l, MinPart: 1})
+		wl, err := txnop.NewWasm(ctx, plug, w+1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { op.Close(ctx) })
-		parted[w] = op
+		for i, l := range []txnop.Logic{newPartLedger(w + 1), wl} {
+			op, err := txnop.New(txnop.Config{Name: "ledger", Tables: []string{"accounts", "books"}, Workers: w + 1, Logic: l, MinPart: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { op.Close(ctx) })
+			parted[w][i] = op
+		}
 	}
 	names := txn.StrategyNames()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -35,12 +42,14 @@ func TestPartsMatchOneCall(t *testing.T) {
 		}
 		name := rapid.SampledFrom(names).Draw(rt, "strategy")
 		w := rapid.IntRange(0, maxWorkers-1).Draw(rt, "workers")
-		got, err := process(ctx, parted[w], strategy(t, name), b.events, b.store)
-		if err != nil {
-			rt.Fatalf("%s, %d workers in parts: %v", name, w+1, err)
-		}
-		if d := diff(want, got); d != "" {
-			rt.Fatalf("%s, %d workers in parts: %s", name, w+1, d)
+		for i, logic := range []string{"native", "wasm"} {
+			got, err := process(ctx, parted[w][i], strategy(t, name), b.events, b.store)
+			if err != nil {
+				rt.Fatalf("%s logic, %s, %d workers in parts: %v", logic, name, w+1, err)
+			}
+			if d := diff(want, got); d != "" {
+				rt.Fatalf("%s logic, %s, %d workers in parts: %s", logic, name, w+1, d)
+			}
 		}
 	})
 }

@@ -18,31 +18,35 @@ import (
 type wasmLogic struct {
 	p       *plugin.Plugin
 	workers []*wasmWorker
+}
 
-	// Plan, on the goroutine of Process.
-	decl  func(*abi.OpDecl) error // l.declare, bound once
+// wasmWorker is one worker's instance and the request it reuses for every
+// apply, with the state of the plan or post part it serves. Each lives in
+// its own allocation, padded, so that two workers' requests never share a
+// cache line.
+type wasmWorker struct {
+	inst *plugin.Instance
+	q    abi.ApplyRequest
+
+	// Plan of a part.
+	decl  func(*abi.OpDecl) error // w.declare, bound once
 	plan  *Plan                   // the plan being declared, during Plan
-	nEv   int                     // events in the batch being planned
+	nEv   int                     // events in the part being planned
 	ops   []txn.Op                // operations of the event being declared
-	nDecl int                     // declarations seen in the batch
+	nDecl int                     // declarations seen in the part
 
-	// Post, on the goroutine of Process: the outcomes' encoding and the
-	// buffers that build each event's abi.EventOutcome.
+	// Post of a part: the outcomes' encoding and the buffers that build
+	// each event's abi.EventOutcome.
 	outcomes []byte
 	outOps   []abi.OpOutcome
 	outVals  []abi.Value
 	outGets  []abi.KeyValue
 	ev       abi.EventOutcome
+
+	_ [64]byte
 }
 
-// wasmWorker is one worker's instance and the request it reuses for every
-// apply. Each lives in its own allocation, padded, so that two workers'
-// requests never share a cache line.
-type wasmWorker struct {
-	inst *plugin.Instance
-	q    abi.ApplyRequest
-	_    [64]byte
-}
+var _ PartLogic = (*wasmLogic)(nil)
 
 // NewWasm returns the Logic of a transactional WebAssembly plugin, with one
 // instance per scheduler worker, each configured with config (the
@@ -57,13 +61,14 @@ func NewWasm(ctx context.Context, p *plugin.Plugin, workers int, config []byte) 
 		return nil, fmt.Errorf("txnop: plugin %q: %d workers, want at least 1", p.Name(), workers)
 	}
 	l := &wasmLogic{p: p, workers: make([]*wasmWorker, workers)}
-	l.decl = l.declare
 	for w := range l.workers {
 		inst, err := p.NewInstance(ctx, config)
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("txnop: plugin %q: instance for worker %d: %w", p.Name(), w, err), l.Close(ctx))
 		}
-		l.workers[w] = &wasmWorker{inst: inst}
+		wk := &wasmWorker{inst: inst}
+		wk.decl = wk.declare
+		l.workers[w] = wk
 	}
 	return l, nil
 }
@@ -71,18 +76,25 @@ func NewWasm(ctx context.Context, p *plugin.Plugin, workers int, config []byte) 
 // Plan runs the guest's sluice_plan on instance 0 and turns its
 // declarations into one transaction per event.
 func (l *wasmLogic) Plan(ctx context.Context, events []abi.Record, p *Plan) error {
-	l.plan, l.nEv, l.nDecl = p, len(events), 0
-	l.ops = l.ops[:0]
+	return l.PlanPart(ctx, 0, events, 0, p)
+}
+
+// PlanPart runs sluice_plan on worker w's instance for a part of the
+// batch; the guest numbers the part's events from 0.
+func (l *wasmLogic) PlanPart(ctx context.Context, w int, events []abi.Record, _ int, p *Plan) error {
+	wk := l.workers[w]
+	wk.plan, wk.nEv, wk.nDecl = p, len(events), 0
+	wk.ops = wk.ops[:0]
 	defer func() {
-		l.plan = nil
-		clear(l.ops) // the operations point into the plan's arena
-		l.ops = l.ops[:0]
+		wk.plan = nil
+		clear(wk.ops) // the operations point into the plan's arena
+		wk.ops = wk.ops[:0]
 	}()
-	if err := l.workers[0].inst.Plan(ctx, events, l.decl); err != nil {
+	if err := wk.inst.Plan(ctx, events, wk.decl); err != nil {
 		return err
 	}
 	if len(events) > 0 {
-		l.closeEvent()
+		wk.closeEvent()
 	}
 	for len(p.Txns) < len(events) {
 		p.Txns = append(p.Txns, txn.Txn{})
@@ -94,7 +106,7 @@ func (l *wasmLogic) Plan(ctx context.Context, events []abi.Record, p *Plan) erro
 // order: the operations of event len(plan.Txns) are collected in l.ops
 // until a declaration for a later event closes it; events skipped are
 // empty transactions.
-func (l *wasmLogic) declare(d *abi.OpDecl) error {
+func (l *wasmWorker) declare(d *abi.OpDecl) error {
 	p := l.plan
 	k := l.nDecl
 	l.nDecl++
@@ -130,7 +142,7 @@ func (l *wasmLogic) declare(d *abi.OpDecl) error {
 }
 
 // closeEvent appends the transaction of the event being declared.
-func (l *wasmLogic) closeEvent() {
+func (l *wasmWorker) closeEvent() {
 	p := l.plan
 	var ops []txn.Op
 	if len(l.ops) > 0 {
@@ -174,22 +186,44 @@ func keyBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s
 // Post encodes every event's outcome and runs the guest's sluice_post on
 // instance 0.
 func (l *wasmLogic) Post(ctx context.Context, events []abi.Record, p *Plan, res *txn.Result, out *plugin.Output) error {
-	b := abi.AppendOutcomesHeader(l.outcomes[:0], uint32(len(events)))
-	for t := range events {
-		b = abi.AppendEventOutcome(b, l.outcome(t, &p.Txns[t], res))
+	return l.PostPart(ctx, 0, events, 0, len(events), p, res, out)
+}
+
+// PostPart runs sluice_post on worker w's instance for events lo to hi-1;
+// the guest numbers them from 0, and their outputs' origins and rejects'
+// indices are shifted back to batch indices.
+func (l *wasmLogic) PostPart(ctx context.Context, w int, events []abi.Record, lo, hi int, p *Plan, res *txn.Result, out *plugin.Output) error {
+	wk := l.workers[w]
+	b := abi.AppendOutcomesHeader(wk.outcomes[:0], uint32(hi-lo))
+	for t := lo; t < hi; t++ {
+		b = abi.AppendEventOutcome(b, wk.outcome(t, &p.Txns[t], res))
 	}
-	l.outcomes = b
-	err := l.workers[0].inst.Post(ctx, events, b, out)
+	wk.outcomes = b
+	r0, j0 := len(out.Records), len(out.Rejects)
+	err := wk.inst.Post(ctx, events[lo:hi], b, out)
 	// They point into the Result's versions: do not keep them alive.
-	clear(l.outVals[:cap(l.outVals)])
-	clear(l.outGets[:cap(l.outGets)])
-	clear(l.outOps[:cap(l.outOps)])
+	clear(wk.outVals[:cap(wk.outVals)])
+	clear(wk.outGets[:cap(wk.outGets)])
+	clear(wk.outOps[:cap(wk.outOps)])
+	if lo > 0 {
+		for i := r0; i < len(out.Records); i++ {
+			out.Records[i].Origin += uint32(lo)
+		}
+		for i := j0; i < len(out.Rejects); i++ {
+			rj := &out.Rejects[i]
+			rj.Index += lo
+			var re *plugin.RecordError
+			if errors.As(rj.Err, &re) {
+				re.Index += lo
+			}
+		}
+	}
 	return err
 }
 
 // outcome builds the abi form of transaction t's outcome in l's buffers,
 // valid until the next call.
-func (l *wasmLogic) outcome(t int, tx *txn.Txn, res *txn.Result) *abi.EventOutcome {
+func (l *wasmWorker) outcome(t int, tx *txn.Txn, res *txn.Result) *abi.EventOutcome {
 	nr, ng := 0, 0
 	for m := range tx.Ops {
 		ob := res.Observed(t, m)
