@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/tetratelabs/wazero/api"
 )
@@ -21,8 +22,8 @@ const (
 // instances: one goroutine that ticks while any instance exists, and at
 // each tick raises the interrupt flag of every call past its deadline or
 // whose context is done. A call arms its instance's watch with a deadline
-// counted in ticks and disarms it when it returns, two uncontended mutex
-// operations and no allocation, where a timer per call would cost a timer
+// counted in ticks and disarms it when it returns, an atomic store and an
+// atomic swap and no allocation, where a timer per call would cost a timer
 // heap insertion and removal each time.
 //
 // Time is counted in the ticks the goroutine has seen, not read from the
@@ -140,53 +141,99 @@ func (d *watchdog) stop() {
 	<-d.done
 }
 
-// watch is the deadline state of one instrumented instance. Its mutex
-// orders every write of the flag: the watchdog's raise, Close's raise and
-// the lowering after a call. The guest reads the flag without it; a plain
-// 64-bit store is seen by the running machine code at its next check.
+// watch is the deadline state of one instrumented instance.
+//
+// The calling goroutine arms it with one atomic store and disarms it with
+// one atomic swap, no lock: a call's state word holds its deadline, a call
+// number and the raised bit, and is 0 between calls. The watchdog raises a
+// call's flag by setting the raised bit with a compare-and-swap on the
+// state it judged, so that a call that ended meanwhile is never stopped in
+// its successor's place; its mutex orders every write of the flag: the
+// watchdog's raise, Close's raise and the lowering after a call. The guest
+// reads the flag without it; a plain 64-bit store is seen by the running
+// machine code at its next check.
 type watch struct {
 	flag api.MutableGlobal // the instance's interrupt flag
 
-	mu       sync.Mutex
-	deadline int64           // tick at which the call in progress must stop; 0 between calls
-	ctx      context.Context // the call's context; nil between calls
-	raised   bool            // the flag is up
-	closed   bool            // the instance is closed: the flag stays up
+	// state is the call in progress: deadline<<deadlineShift |
+	// number<<1 | raised, or 0.
+	state atomic.Uint64
+	// ctx is the context of the call in progress (or of an earlier call,
+	// between calls), stored when it changes.
+	ctx atomic.Pointer[watchContext]
+
+	// Of the calling goroutine only.
+	calls   uint64          // calls armed, for their numbers
+	lastCtx context.Context // the context ctx holds
+
+	mu     sync.Mutex
+	closed bool // the instance is closed: the flag stays up
 }
 
-// arm starts watching a call.
+// watchContext holds a call's context, for atomic.Pointer.
+type watchContext struct{ ctx context.Context }
+
+// The layout of watch.state: the raised bit, the call number's low bits,
+// then the deadline in ticks (44 bits: centuries of ticks).
+const (
+	raisedBit     = 1
+	callBits      = 19
+	deadlineShift = 1 + callBits
+)
+
+// arm starts watching a call with the given deadline (at least 1).
 func (w *watch) arm(ctx context.Context, deadline int64) {
-	w.mu.Lock()
-	w.deadline, w.ctx = deadline, ctx
-	w.mu.Unlock()
+	if w.lastCtx == nil || !sameContextWords(ctx, w.lastCtx) {
+		w.lastCtx = ctx
+		w.ctx.Store(&watchContext{ctx})
+	}
+	w.calls++
+	// A flag still up from an earlier call that was not disarmed stays
+	// reported (a swap costs what a store does).
+	if w.state.Swap(uint64(deadline)<<deadlineShift|(w.calls&(1<<callBits-1))<<1)&raisedBit != 0 {
+		w.state.Or(raisedBit)
+	}
+}
+
+// sameContextWords reports whether a and b hold the same type and data
+// pointer: the same context, cheaply (different words may still be equal
+// contexts, which only costs arm a store).
+func sameContextWords(a, b context.Context) bool {
+	x, y := (*[2]unsafe.Pointer)(unsafe.Pointer(&a)), (*[2]unsafe.Pointer)(unsafe.Pointer(&b))
+	return x[0] == y[0] && x[1] == y[1]
 }
 
 // disarm ends a call, and reports whether the flag was raised during it. A
 // flag raised too late to stop the guest is lowered for the next call.
 func (w *watch) disarm() (raised bool) {
+	if w.state.Swap(0)&raisedBit == 0 {
+		return false
+	}
 	w.mu.Lock()
-	w.deadline, w.ctx = 0, nil
-	raised = w.raised
-	if raised && !w.closed {
+	if !w.closed {
 		w.flag.Set(0)
-		w.raised = false
 	}
 	w.mu.Unlock()
-	return raised
+	return true
 }
 
 // check raises the flag if the call in progress is past its deadline at
 // tick now or its context is done. The watchdog holds its own lock.
 func (w *watch) check(now int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.deadline == 0 || w.raised {
+	s := w.state.Load()
+	if s == 0 || s&raisedBit != 0 {
 		return
 	}
-	if now >= w.deadline || w.ctx.Err() != nil {
-		w.flag.Set(1)
-		w.raised = true
+	if now < int64(s>>deadlineShift) {
+		if c := w.ctx.Load(); c == nil || c.ctx.Err() == nil {
+			return
+		}
 	}
+	w.mu.Lock()
+	if w.state.CompareAndSwap(s, s|raisedBit) {
+		w.flag.Set(1)
+	}
+	w.mu.Unlock()
 }
 
 // close raises the flag for good: a call in progress stops at its next
@@ -194,8 +241,15 @@ func (w *watch) check(now int64) {
 func (w *watch) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.closed {
-		w.flag.Set(1)
-		w.raised, w.closed = true, true
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.flag.Set(1)
+	for {
+		s := w.state.Load()
+		if s == 0 || s&raisedBit != 0 || w.state.CompareAndSwap(s, s|raisedBit) {
+			return
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/runtime"
@@ -23,9 +24,16 @@ type txnInstance struct {
 	// may then have reused the region).
 	region    uint32
 	regionCap int
-	// req is the encoded request, built here and then written to the
-	// region in one copy.
+	// req is Apply's encoded request, built here and then written to the
+	// region in one copy; ApplyOp encodes straight into the region.
 	req []byte
+	// qop and qkeys are Apply's request as a txn.Op, for txn_get (keys
+	// viewing the request's bytes).
+	qop   txn.Op
+	qkeys []txn.Key
+	// ctx and cctx are the context of the last apply and the call
+	// context derived from it (see applyContext).
+	ctx, cctx context.Context
 }
 
 // bind resolves the transactional exports of inst and reports whether it
@@ -174,7 +182,8 @@ func (i *Instance) Plan(ctx context.Context, events []abi.Record, decl func(*abi
 // once and reused, call after call, until a request does not fit; after
 // warm-up a call allocates nothing. A failed call is a *TxnError naming the
 // event and operation; an instance whose guest trapped is replaced before
-// its next call.
+// its next call. ApplyOp is the same call for an operation as txn hands it
+// over, without building q.
 func (i *Instance) Apply(ctx context.Context, q *abi.ApplyRequest, a txn.Access) (txn.Effect, error) {
 	if i.inst == nil || i.closed || !i.p.kind.Transactional() {
 		if err := i.txnReady(ctx, "Apply"); err != nil {
@@ -183,24 +192,168 @@ func (i *Instance) Apply(ctx context.Context, q *abi.ApplyRequest, a txn.Access)
 	}
 	t := &i.tx
 	t.req = abi.AppendApplyRequest(t.req[:0], q)
-	n := len(t.req)
+	t.qkeys = t.qkeys[:0]
+	for j := range q.Reads {
+		t.qkeys = append(t.qkeys, txn.Key{Table: q.Reads[j].Table, Key: stringOf(q.Reads[j].Key)})
+	}
+	t.qop = txn.Op{Write: txn.Key{Table: q.Table, Key: stringOf(q.Key)}, Reads: t.qkeys, Fn: q.Fn, NonDet: q.Flags&abi.OpFlagNonDet != 0, Table: q.Table, Arg: q.Arg}
 	c := i.c
 	c.begin(abi.ExportApply, nil, nil, 0, 0)
-	cctx := i.callContext(ctx)
-	if n > t.regionCap {
-		if err := i.growRegion(cctx, n); err != nil {
-			c.end(ctx)
-			return txn.Effect{}, i.txnError(abi.ExportAlloc, int(q.Event), int(q.Op), err)
+	cctx := i.applyContext(ctx)
+	buf, export, err := i.requestRegion(cctx, len(t.req))
+	if err != nil {
+		c.end(ctx)
+		return txn.Effect{}, i.txnError(export, int(q.Event), int(q.Op), err)
+	}
+	copy(buf, t.req)
+	eff, err := i.callApply(ctx, cctx, int(q.Event), int(q.Op), &t.qop, a, len(t.req))
+	t.qop = txn.Op{} // do not keep q reachable
+	clear(t.qkeys)
+	return eff, err
+}
+
+// ApplyOp is Apply for operation op of event event of the batch, declared
+// as o (as txn.Apply receives them): the request, of o's own key, reads
+// and argument and of the values a gives for them, is encoded straight
+// into guest memory, with no abi.ApplyRequest in between.
+func (i *Instance) ApplyOp(ctx context.Context, event, op int, o *txn.Op, a txn.Access) (txn.Effect, error) {
+	if i.inst == nil || i.closed || !i.p.kind.Transactional() {
+		if err := i.txnReady(ctx, "Apply"); err != nil {
+			return txn.Effect{}, err
 		}
 	}
-	if !i.mem.Write(t.region, t.req) {
-		c.end(ctx)
-		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op),
-			fmt.Errorf("the request region at %#x of %d bytes is outside memory of %d bytes", t.region, n, i.mem.Size()))
+	var own []byte
+	flags, table, key := abi.OpFlagNonDet, o.Table, ""
+	if !o.NonDet {
+		var found bool
+		own, found = a.Own()
+		flags, table, key = 0, o.Write.Table, o.Write.Key
+		if found {
+			flags = applyFlagOwnFound
+		}
 	}
-	c.tx.beginApply(q, a)
-	i.stack[0], i.stack[1] = uint64(t.region), uint64(n)
-	err := t.apply.Call(cctx, i.stack[:])
+	n := applyFixed + len(key) + len(own) + len(o.Arg)
+	for j := range o.Reads {
+		v, _ := a.Read(j)
+		n += 16 + len(o.Reads[j].Key) + len(v)
+	}
+	c := i.c
+	c.begin(abi.ExportApply, nil, nil, 0, 0)
+	cctx := i.applyContext(ctx)
+	buf, export, err := i.requestRegion(cctx, n)
+	if err != nil {
+		c.end(ctx)
+		return txn.Effect{}, i.txnError(export, event, op, err)
+	}
+	encodeRequest(buf, uint32(event), uint32(op), flags, table, key, own, o, a)
+	return i.callApply(ctx, cctx, event, op, o, a, n)
+}
+
+// The encoding of an apply request (abi.AppendApplyRequest's): the result
+// slot, fn, event, op, flags, table and the key's length come first.
+const (
+	applyFixed = abi.ApplyResultSize + 6*4 + 4 + 4 + 4 // and the own value's, the read count's and the argument's lengths
+	// applyFlagOwnFound is bit 1 of a request's flags: the own key was
+	// found (ABI.md section 10.5).
+	applyFlagOwnFound uint32 = 2
+)
+
+// encodeRequest writes the apply request of operation op of event event,
+// declared as o, to buf, which has exactly its size: flags, table and key
+// as the request states them, own the own key's value, and the declared
+// reads' values as a reads them.
+func encodeRequest(buf []byte, event, op, flags, table uint32, key string, own []byte, o *txn.Op, a txn.Access) {
+	le := binary.LittleEndian
+	le.PutUint64(buf, 0)
+	le.PutUint32(buf[8:], o.Fn)
+	le.PutUint32(buf[12:], event)
+	le.PutUint32(buf[16:], op)
+	le.PutUint32(buf[20:], flags)
+	le.PutUint32(buf[24:], table)
+	p := 28 + putString(buf[28:], key)
+	p += putBytes(buf[p:], own)
+	le.PutUint32(buf[p:], uint32(len(o.Reads)))
+	p += 4
+	for j := range o.Reads {
+		le.PutUint32(buf[p:], o.Reads[j].Table)
+		p += 4 + putString(buf[p+4:], o.Reads[j].Key)
+		v, found := a.Read(j)
+		le.PutUint32(buf[p:], b2u(found))
+		p += 4 + putBytes(buf[p+4:], v)
+	}
+	putBytes(buf[p:], o.Arg)
+}
+
+// putString writes s with its u32 length before it and returns the bytes
+// written.
+func putString(b []byte, s string) int {
+	binary.LittleEndian.PutUint32(b, uint32(len(s)))
+	return 4 + copy(b[4:], s)
+}
+
+// putBytes writes v with its u32 length before it and returns the bytes
+// written.
+func putBytes(b, v []byte) int {
+	binary.LittleEndian.PutUint32(b, uint32(len(v)))
+	return 4 + copy(b[4:], v)
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stringOf views b as a string, without copying: b must not change while
+// the string is in use.
+func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// applyContext returns the context of an apply call under ctx. A worker
+// passes the same ctx apply after apply: comparing the interface's words
+// (type and data) tells it is the same in a few instructions, where
+// callContext compares reflected types. Equal words are the same context;
+// unequal ones only cost callContext's check.
+func (i *Instance) applyContext(ctx context.Context) context.Context {
+	t := &i.tx
+	if t.cctx != nil && sameWords(ctx, t.ctx) {
+		return t.cctx
+	}
+	t.ctx, t.cctx = ctx, i.callContext(ctx)
+	return t.cctx
+}
+
+// sameWords reports whether a and b hold the same type and data pointer.
+func sameWords(a, b context.Context) bool {
+	x, y := (*[2]unsafe.Pointer)(unsafe.Pointer(&a)), (*[2]unsafe.Pointer)(unsafe.Pointer(&b))
+	return x[0] == y[0] && x[1] == y[1]
+}
+
+// requestRegion returns n bytes of the apply-request region, growing it
+// when it is too small: a view of guest memory, valid until the guest runs.
+// A failure is the apply's error, of the export named: sluice_alloc when
+// growing the region failed.
+func (i *Instance) requestRegion(cctx context.Context, n int) ([]byte, string, error) {
+	t := &i.tx
+	if n > t.regionCap {
+		if err := i.growRegion(cctx, n); err != nil {
+			return nil, abi.ExportAlloc, err
+		}
+	}
+	buf, ok := i.mem.Read(t.region, uint32(n))
+	if !ok {
+		return nil, abi.ExportApply, fmt.Errorf("the request region at %#x of %d bytes is outside memory of %d bytes", t.region, n, i.mem.Size())
+	}
+	return buf, "", nil
+}
+
+// callApply calls sluice_apply over the n-byte request in the region, for
+// operation op of event event, declared as o, and returns its effect.
+func (i *Instance) callApply(ctx, cctx context.Context, event, op int, o *txn.Op, a txn.Access, n int) (txn.Effect, error) {
+	c := i.c
+	c.tx.beginApply(o, a)
+	i.stack[0], i.stack[1] = uint64(i.tx.region), uint64(n)
+	err := i.tx.apply.Call(cctx, i.stack[:])
 	accErr := c.tx.endApply()
 	c.end(ctx)
 	if err != nil {
@@ -208,31 +361,30 @@ func (i *Instance) Apply(ctx context.Context, q *abi.ApplyRequest, a txn.Access)
 	}
 	switch {
 	case accErr != nil:
-		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op), accErr)
+		return txn.Effect{}, i.txnError(abi.ExportApply, event, op, accErr)
 	case err != nil:
-		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op), err)
+		return txn.Effect{}, i.txnError(abi.ExportApply, event, op, err)
 	}
 	code := i32(i.stack[0])
-	nonDet := q.Flags&abi.OpFlagNonDet != 0
 	switch {
+	case code == abi.ApplyWrite && !o.NonDet:
+		v, err := i.applyValue()
+		if err != nil {
+			return txn.Effect{}, i.txnError(abi.ExportApply, event, op, err)
+		}
+		return txn.Effect{Value: v}, nil
 	case code == abi.ApplyAbort:
 		return txn.Effect{Abort: true}, nil
 	case code == abi.StatusError:
-		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op),
+		return txn.Effect{}, i.txnError(abi.ExportApply, event, op,
 			&StatusError{Plugin: i.p.name, Export: abi.ExportApply, Status: code, Reason: c.reason()})
 	case code != abi.ApplyWrite && code != abi.ApplyKeep && code != abi.ApplyDelete:
-		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op),
+		return txn.Effect{}, i.txnError(abi.ExportApply, event, op,
 			fmt.Errorf("%w: returned %d, want ApplyWrite (0), ApplyKeep (1), ApplyDelete (2), ApplyAbort (3) or StatusError (-2)", ErrApplyResult, code))
-	case nonDet || code == abi.ApplyKeep:
+	case o.NonDet || code == abi.ApplyKeep:
 		return txn.Effect{Keep: true}, nil
-	case code == abi.ApplyDelete:
-		return txn.Effect{Delete: true}, nil
 	}
-	v, err := i.applyValue()
-	if err != nil {
-		return txn.Effect{}, i.txnError(abi.ExportApply, int(q.Event), int(q.Op), err)
-	}
-	return txn.Effect{Value: v}, nil
+	return txn.Effect{Delete: true}, nil
 }
 
 // applyValue copies out the value of an ApplyWrite, whose pointer and

@@ -1,8 +1,8 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"unsafe"
@@ -17,14 +17,15 @@ import (
 // that txn_get, txn_put and txn_delete reach during sluice_apply.
 type txnCall struct {
 	// decl receives each declaration during sluice_plan; nil otherwise.
-	decl func(*abi.OpDecl) error
-	dec  abi.PlanDecoder
-	op   abi.OpDecl
+	decl  func(*abi.OpDecl) error
+	dec   abi.PlanDecoder
+	op    abi.OpDecl
+	reads []abi.TableKey // op.Reads, reused
 
-	// acc and req are the operation's Access and request during
+	// acc and apply are the operation's Access and declaration during
 	// sluice_apply; nil otherwise.
-	acc txn.Access
-	req *abi.ApplyRequest
+	acc   txn.Access
+	apply *txn.Op
 	// err is the first access txn refused during the call, wrapped with
 	// the host function's name. The call fails with it whatever the
 	// guest does next.
@@ -49,9 +50,9 @@ type pendingGet struct {
 	found bool
 }
 
-// beginApply prepares t for a sluice_apply call over q and a.
-func (t *txnCall) beginApply(q *abi.ApplyRequest, a txn.Access) {
-	t.acc, t.req, t.err = a, q, nil
+// beginApply prepares t for a sluice_apply call of operation o over a.
+func (t *txnCall) beginApply(o *txn.Op, a txn.Access) {
+	t.acc, t.apply, t.err = a, o, nil
 	t.pend = pendingGet{}
 }
 
@@ -59,7 +60,7 @@ func (t *txnCall) beginApply(q *abi.ApplyRequest, a txn.Access) {
 // of the call, if any.
 func (t *txnCall) endApply() error {
 	err := t.err
-	t.acc, t.req, t.err = nil, nil, nil
+	t.acc, t.apply, t.err = nil, nil, nil
 	t.pend = pendingGet{}
 	return err
 }
@@ -133,16 +134,102 @@ func hostTxnPlan(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	}
 	b := read(mem, fn, "declarations", uint32(stack[0]), uint32(stack[1]))
 	t := &c.tx
-	t.dec.Reset(b)
-	for t.dec.Next(&t.op) {
+	off, k := 0, 0
+	for off < len(b) {
+		next := nextDecl(b, off, &t.op, &t.reads)
+		if next < 0 {
+			break
+		}
 		if err := t.decl(&t.op); err != nil {
 			hostFaultErr(fn, err, "declaration refused")
 		}
+		off, k = next, k+1
 	}
-	if err := t.dec.Err(); err != nil {
-		hostFaultErr(fn, err, "malformed operation declarations")
+	if off < len(b) {
+		// Malformed, or beyond nextDecl: abi's decoder goes on from the
+		// same declaration, and says what is wrong with offsets into b.
+		t.dec.Reset(b)
+		for i := 0; t.dec.Next(&t.op); i++ {
+			if i < k {
+				continue
+			}
+			if err := t.decl(&t.op); err != nil {
+				hostFaultErr(fn, err, "declaration refused")
+			}
+		}
+		if err := t.dec.Err(); err != nil {
+			hostFaultErr(fn, err, "malformed operation declarations")
+		}
 	}
 	t.op = abi.OpDecl{} // do not keep guest memory reachable
+	clear(t.reads)
+}
+
+// nextDecl decodes the declaration at b[off:] into d, as abi.PlanDecoder
+// does (txn_test.go checks): d's slices alias b, with their capacity
+// clipped, and d.Reads reuses *reads. It returns the offset after the
+// declaration, or -1 when b[off:] does not start with a well-formed one,
+// for abi.PlanDecoder to report. It runs once per declaration: a few
+// checks and no call, where the abi decoder's bookkeeping costs several
+// times as much.
+func nextDecl(b []byte, off int, d *abi.OpDecl, reads *[]abi.TableKey) int {
+	le := binary.LittleEndian
+	// event, fn, flags, table and the key's length.
+	if len(b)-off < 20 {
+		return -1
+	}
+	d.Event = le.Uint32(b[off:])
+	d.Fn = le.Uint32(b[off+4:])
+	d.Flags = le.Uint32(b[off+8:])
+	d.Table = le.Uint32(b[off+12:])
+	if d.Flags&^abi.OpFlagNonDet != 0 {
+		return -1
+	}
+	var ok bool
+	if d.Key, off, ok = lenField(b, off+16); !ok || len(b)-off < 4 {
+		return -1
+	}
+	n := le.Uint32(b[off:])
+	off += 4
+	// A read takes at least 8 bytes; abi refuses a count that cannot fit.
+	if uint64(n)*8 > uint64(len(b)-off) {
+		return -1
+	}
+	rs := (*reads)[:0]
+	for range n {
+		if len(b)-off < 4 {
+			return -1
+		}
+		tk := abi.TableKey{Table: le.Uint32(b[off:])}
+		if tk.Key, off, ok = lenField(b, off+4); !ok {
+			return -1
+		}
+		rs = append(rs, tk)
+	}
+	*reads = rs
+	d.Reads = rs
+	if d.Arg, off, ok = lenField(b, off); !ok {
+		return -1
+	}
+	return off
+}
+
+// lenField reads a u32-length-prefixed byte string at b[off:] and returns
+// it, with its capacity clipped (nil when empty), and the offset after it.
+func lenField(b []byte, off int) ([]byte, int, bool) {
+	if len(b)-off < 4 {
+		return nil, off, false
+	}
+	n := binary.LittleEndian.Uint32(b[off:])
+	off += 4
+	if uint64(n) > uint64(len(b)-off) || n > math.MaxInt32 {
+		return nil, off, false
+	}
+	if n == 0 {
+		return nil, off, true
+	}
+	e := off + int(n)
+	return b[off:e:e], e, true
 }
 
 // get reads a key for the operation in progress. A deterministic
@@ -151,15 +238,14 @@ func hostTxnPlan(ctx context.Context, mem runtime.Memory, stack []uint64) {
 // Access.Get, which records it and refuses what the declaration does not
 // allow.
 func (t *txnCall) get(table uint32, key []byte) ([]byte, bool, error) {
-	q := t.req
-	if q.Flags&abi.OpFlagNonDet == 0 {
-		for j := range q.Reads {
-			if q.Reads[j].Table == table && bytes.Equal(q.Reads[j].Key, key) {
+	if o := t.apply; !o.NonDet {
+		for j := range o.Reads {
+			if o.Reads[j].Table == table && o.Reads[j].Key == string(key) {
 				v, ok := t.acc.Read(j)
 				return v, ok, nil
 			}
 		}
-		if q.Table == table && bytes.Equal(q.Key, key) {
+		if o.Write.Table == table && o.Write.Key == string(key) {
 			v, ok := t.acc.Own()
 			return v, ok, nil
 		}

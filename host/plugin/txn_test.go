@@ -1,11 +1,14 @@
 package plugin
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/txn"
@@ -214,4 +217,146 @@ func TestCheckTransactional(t *testing.T) {
 			t.Errorf("problems %q lack %q", r.Problems, want)
 		}
 	}
+}
+
+// TestEncodeRequestMatchesABI: ApplyOp's encoding of a request is
+// abi.AppendApplyRequest's.
+func TestEncodeRequestMatchesABI(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		bs := rapid.SliceOfN(rapid.Byte(), 0, 12)
+		o := &txn.Op{Fn: rapid.Uint32().Draw(t, "fn"), NonDet: rapid.Bool().Draw(t, "nondet"), Table: rapid.Uint32().Draw(t, "scope"), Arg: bs.Draw(t, "arg"),
+			Write: txn.Key{Table: rapid.Uint32().Draw(t, "table"), Key: string(bs.Draw(t, "key"))}}
+		q := &abi.ApplyRequest{Fn: o.Fn, Event: rapid.Uint32().Draw(t, "event"), Op: rapid.Uint32().Draw(t, "op"), Arg: o.Arg}
+		var vals []abi.Value
+		for range rapid.IntRange(0, 3).Draw(t, "reads") {
+			k := txn.Key{Table: rapid.Uint32().Draw(t, "read table"), Key: string(bs.Draw(t, "read key"))}
+			v := abi.Value{Found: rapid.Bool().Draw(t, "found"), Bytes: bs.Draw(t, "value")}
+			o.Reads = append(o.Reads, k)
+			vals = append(vals, v)
+			q.Reads = append(q.Reads, abi.ReadValue{TableKey: abi.TableKey{Table: k.Table, Key: []byte(k.Key)}, Value: v})
+		}
+		flags, table, key := abi.OpFlagNonDet, o.Table, ""
+		var own []byte
+		if !o.NonDet {
+			q.Own = abi.Value{Found: rapid.Bool().Draw(t, "own found"), Bytes: bs.Draw(t, "own")}
+			own, flags, table, key = q.Own.Bytes, 0, o.Write.Table, o.Write.Key
+			if q.Own.Found {
+				flags = applyFlagOwnFound
+			}
+			q.Key = []byte(key)
+		}
+		q.Flags, q.Table = flags&abi.OpFlagNonDet, table
+		want := abi.AppendApplyRequest(nil, q)
+		got := make([]byte, len(want))
+		encodeRequest(got, q.Event, q.Op, flags, table, key, own, o, valuesAccess(vals))
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encodeRequest wrote %x, abi.AppendApplyRequest %x", got, want)
+		}
+	})
+}
+
+// valuesAccess is a txn.Access whose declared reads have the given values.
+type valuesAccess []abi.Value
+
+func (valuesAccess) Worker() int                       { return 0 }
+func (valuesAccess) Own() ([]byte, bool)               { return nil, false }
+func (a valuesAccess) Read(i int) ([]byte, bool)       { return a[i].Bytes, a[i].Found }
+func (valuesAccess) Get(txn.Key) ([]byte, bool, error) { return nil, false, nil }
+func (valuesAccess) Put(txn.Key, []byte) error         { return nil }
+func (valuesAccess) Delete(txn.Key) error              { return nil }
+
+// checkNextDecl requires nextDecl, declaration after declaration, to decode
+// what abi.PlanDecoder decodes, and to stop where abi's decoder fails.
+func checkNextDecl(t *rapid.T, b []byte) {
+	var dec abi.PlanDecoder
+	dec.Reset(b)
+	var want, got abi.OpDecl
+	var reads []abi.TableKey
+	off := 0
+	for dec.Next(&want) {
+		next := nextDecl(b, off, &got, &reads)
+		if next < 0 {
+			t.Fatalf("nextDecl refused at %d the declaration abi decodes as %+v", off, want)
+		}
+		if got.Event != want.Event || got.Fn != want.Fn || got.Flags != want.Flags || got.Table != want.Table ||
+			!bytes.Equal(got.Key, want.Key) || !bytes.Equal(got.Arg, want.Arg) || len(got.Reads) != len(want.Reads) {
+			t.Fatalf("nextDecl decoded %+v, abi %+v", got, want)
+		}
+		for i := range got.Reads {
+			if got.Reads[i].Table != want.Reads[i].Table || !bytes.Equal(got.Reads[i].Key, want.Reads[i].Key) {
+				t.Fatalf("nextDecl decoded %+v, abi %+v", got, want)
+			}
+		}
+		off = next
+	}
+	if dec.Err() != nil && nextDecl(b, off, &got, &reads) >= 0 {
+		t.Fatalf("nextDecl accepted at %d what abi refuses: %v", off, dec.Err())
+	}
+	if dec.Err() == nil && off != len(b) {
+		t.Fatalf("nextDecl ended at %d of %d bytes", off, len(b))
+	}
+}
+
+// TestNextDeclMatchesABI: on encoded declarations, truncated and corrupted,
+// nextDecl and abi.PlanDecoder agree.
+func TestNextDeclMatchesABI(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		bs := rapid.SliceOfN(rapid.Byte(), 0, 10)
+		var b []byte
+		for range rapid.IntRange(1, 4).Draw(t, "decls") {
+			d := &abi.OpDecl{Event: rapid.Uint32().Draw(t, "event"), Fn: rapid.Uint32().Draw(t, "fn"), Flags: rapid.Uint32Range(0, 1).Draw(t, "flags"),
+				Table: rapid.Uint32().Draw(t, "table"), Key: bs.Draw(t, "key"), Arg: bs.Draw(t, "arg")}
+			for range rapid.IntRange(0, 3).Draw(t, "reads") {
+				d.Reads = append(d.Reads, abi.TableKey{Table: rapid.Uint32().Draw(t, "read table"), Key: bs.Draw(t, "read key")})
+			}
+			b = abi.AppendOpDecl(b, d)
+		}
+		checkNextDecl(t, b)
+		checkNextDecl(t, b[:rapid.IntRange(0, len(b)).Draw(t, "cut")])
+		c := bytes.Clone(b)
+		c[rapid.IntRange(0, len(c)-1).Draw(t, "at")] = rapid.Byte().Draw(t, "byte")
+		checkNextDecl(t, c)
+	})
+}
+
+// BenchmarkDecodeDecls decodes a txn_plan call's worth of declarations (a
+// Streaming Ledger transfer's four operations, 256 times) with nextDecl,
+// as txn_plan does, and with abi.PlanDecoder, its fallback.
+func BenchmarkDecodeDecls(b *testing.B) {
+	var enc []byte
+	for e := range 256 {
+		src := abi.TableKey{Key: []byte("00001234")}
+		for m, k := range []string{"00005678", "00004321", "00008765", "00001234"} {
+			d := &abi.OpDecl{Event: uint32(e), Fn: uint32(m % 3), Key: []byte(k), Arg: []byte("123456789012")}
+			if m < 3 {
+				d.Reads = []abi.TableKey{src}
+			}
+			enc = abi.AppendOpDecl(enc, d)
+		}
+	}
+	b.Run("nextDecl", func(b *testing.B) {
+		var d abi.OpDecl
+		var reads []abi.TableKey
+		for b.Loop() {
+			for off := 0; off < len(enc); {
+				if off = nextDecl(enc, off, &d, &reads); off < 0 {
+					b.Fatal("refused")
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/decl")
+	})
+	b.Run("abi", func(b *testing.B) {
+		var dec abi.PlanDecoder
+		var d abi.OpDecl
+		for b.Loop() {
+			dec.Reset(enc)
+			for dec.Next(&d) {
+			}
+			if dec.Err() != nil {
+				b.Fatal(dec.Err())
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1024), "ns/decl")
+	})
 }

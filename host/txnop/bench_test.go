@@ -20,10 +20,19 @@ func checkCredit(tb testing.TB, eff txn.Effect, err error) {
 	}
 }
 
+// opOf returns q's operation as txn hands it to Apply.
+func opOf(q *abi.ApplyRequest) *txn.Op {
+	o := &txn.Op{Write: txn.Key{Table: q.Table, Key: string(q.Key)}, Fn: q.Fn, Arg: q.Arg}
+	for _, r := range q.Reads {
+		o.Reads = append(o.Reads, txn.Key{Table: r.Table, Key: string(r.Key)})
+	}
+	return o
+}
+
 // TestApplyAllocatesNothing asserts the apply path's promise: after warm-up,
-// an apply call allocates nothing on the host, with or without a call
-// deadline (the copies of written values come from a slab, a chunk per
-// thousands of calls).
+// an apply call allocates nothing on the host, through Apply (a request) or
+// ApplyOp (an operation), with or without a call deadline (the copies of
+// written values come from a slab, a chunk per thousands of calls).
 func TestApplyAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
@@ -34,36 +43,54 @@ func TestApplyAllocatesNothing(t *testing.T) {
 	}{{"no timeout", -1}, {"timeout", 0}} {
 		t.Run(tc.name, func(t *testing.T) {
 			inst, q, a := applyFixture(t, tc.timeout)
+			o := opOf(q)
 			ctx := context.Background()
 			for range 10 {
 				eff, err := inst.Apply(ctx, q, a)
 				checkCredit(t, eff, err)
+				eff, err = inst.ApplyOp(ctx, 7, 0, o, a)
+				checkCredit(t, eff, err)
 			}
 			if n := testing.AllocsPerRun(1000, func() { _, _ = inst.Apply(ctx, q, a) }); n != 0 {
-				t.Errorf("%v allocations per apply, want 0", n)
+				t.Errorf("%v allocations per Apply, want 0", n)
+			}
+			if n := testing.AllocsPerRun(1000, func() { _, _ = inst.ApplyOp(ctx, 7, 0, o, a) }); n != 0 {
+				t.Errorf("%v allocations per ApplyOp, want 0", n)
 			}
 		})
 	}
 }
 
 // BenchmarkWasmApply measures one sluice_apply call through
-// plugin.Instance.Apply: a request with one read, a write of 8 bytes.
+// plugin.Instance.Apply (a request the caller built) and ApplyOp (what
+// wasmLogic calls: the request encoded from the operation and its Access
+// straight into guest memory), with and without the call deadline: a
+// request with one read, a write of 8 bytes.
 func BenchmarkWasmApply(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
 	}{{"deadline", 0}, {"nodeadline", -1}} {
-		b.Run(tc.name, func(b *testing.B) {
-			inst, q, a := applyFixture(b, tc.timeout)
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				eff, err := inst.Apply(ctx, q, a)
-				if err != nil {
-					b.Fatal(eff, err)
+		for _, call := range []string{"apply", "applyop"} {
+			b.Run(tc.name+"/"+call, func(b *testing.B) {
+				inst, q, a := applyFixture(b, tc.timeout)
+				o := opOf(q)
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					var eff txn.Effect
+					var err error
+					if call == "apply" {
+						eff, err = inst.Apply(ctx, q, a)
+					} else {
+						eff, err = inst.ApplyOp(ctx, 7, 0, o, a)
+					}
+					if err != nil {
+						b.Fatal(eff, err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 

@@ -1,11 +1,12 @@
 package txnop
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
-	"unsafe"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
@@ -20,13 +21,11 @@ type wasmLogic struct {
 	workers []*wasmWorker
 }
 
-// wasmWorker is one worker's instance and the request it reuses for every
-// apply, with the state of the plan or post part it serves. Each lives in
-// its own allocation, padded, so that two workers' requests never share a
-// cache line.
+// wasmWorker is one worker's instance, with the state of the plan or post
+// part it serves. Each lives in its own allocation, padded, so that two
+// workers' state never shares a cache line.
 type wasmWorker struct {
 	inst *plugin.Instance
-	q    abi.ApplyRequest
 
 	// Plan of a part.
 	decl  func(*abi.OpDecl) error // w.declare, bound once
@@ -35,13 +34,8 @@ type wasmWorker struct {
 	ops   []txn.Op                // operations of the event being declared
 	nDecl int                     // declarations seen in the part
 
-	// Post of a part: the outcomes' encoding and the buffers that build
-	// each event's abi.EventOutcome.
+	// Post of a part: the outcomes' encoding.
 	outcomes []byte
-	outOps   []abi.OpOutcome
-	outVals  []abi.Value
-	outGets  []abi.KeyValue
-	ev       abi.EventOutcome
 
 	_ [64]byte
 }
@@ -122,11 +116,20 @@ func (l *wasmWorker) declare(d *abi.OpDecl) error {
 			p.Txns = append(p.Txns, txn.Txn{})
 		}
 	}
-	op := txn.Op{Fn: d.Fn, Arg: p.Bytes(d.Arg)}
+	if d.Flags&abi.OpFlagNonDet != 0 && len(d.Key) != 0 {
+		return fmt.Errorf("declaration %d of the batch (event %d operation %d) is non-deterministic but names key %q: a non-deterministic operation has no key of its own", k, e, len(l.ops), d.Key)
+	}
+	// The operation is built in place, and an argument equal to the
+	// previous operation's of the event (an event's operations often
+	// share its parameters) shares its copy.
+	l.ops = append(l.ops, txn.Op{Fn: d.Fn})
+	op := &l.ops[len(l.ops)-1]
+	if n := len(l.ops); n > 1 && bytes.Equal(l.ops[n-2].Arg, d.Arg) {
+		op.Arg = l.ops[n-2].Arg
+	} else {
+		op.Arg = p.Bytes(d.Arg)
+	}
 	if d.Flags&abi.OpFlagNonDet != 0 {
-		if len(d.Key) != 0 {
-			return fmt.Errorf("declaration %d of the batch (event %d operation %d) is non-deterministic but names key %q: a non-deterministic operation has no key of its own", k, e, len(l.ops), d.Key)
-		}
 		op.NonDet, op.Table = true, d.Table
 	} else {
 		op.Write = p.Key(d.Table, d.Key)
@@ -137,7 +140,6 @@ func (l *wasmWorker) declare(d *abi.OpDecl) error {
 			op.Reads[j] = p.Key(d.Reads[j].Table, d.Reads[j].Key)
 		}
 	}
-	l.ops = append(l.ops, op)
 	return nil
 }
 
@@ -154,34 +156,15 @@ func (l *wasmWorker) closeEvent() {
 	l.ops = l.ops[:0]
 }
 
-// Apply runs one operation on the instance of the calling worker.
+// Apply runs one operation on the instance of the calling worker, which
+// encodes its request straight from o and a.
 func (l *wasmLogic) Apply(ctx context.Context, t, op int, o *txn.Op, a txn.Access) (txn.Effect, error) {
 	wid := a.Worker()
 	if wid < 0 || wid >= len(l.workers) {
 		return txn.Effect{}, fmt.Errorf("txnop: plugin %q: apply on worker %d, but the logic has %d instances (NewWasm's workers must equal the Operator's)", l.p.Name(), wid, len(l.workers))
 	}
-	w := l.workers[wid]
-	q := &w.q
-	q.Fn, q.Event, q.Op, q.Arg = o.Fn, uint32(t), uint32(op), o.Arg
-	if o.NonDet {
-		q.Flags, q.Table, q.Key, q.Own = abi.OpFlagNonDet, o.Table, nil, abi.Value{}
-	} else {
-		v, found := a.Own()
-		q.Flags, q.Table, q.Key, q.Own = 0, o.Write.Table, keyBytes(o.Write.Key), abi.Value{Found: found, Bytes: v}
-	}
-	q.Reads = q.Reads[:0]
-	for j := range o.Reads {
-		v, found := a.Read(j)
-		q.Reads = append(q.Reads, abi.ReadValue{
-			TableKey: abi.TableKey{Table: o.Reads[j].Table, Key: keyBytes(o.Reads[j].Key)},
-			Value:    abi.Value{Found: found, Bytes: v},
-		})
-	}
-	return w.inst.Apply(ctx, q, a)
+	return l.workers[wid].inst.ApplyOp(ctx, t, op, o, a)
 }
-
-// keyBytes views a key's bytes without copying; the views are only read.
-func keyBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // Post encodes every event's outcome and runs the guest's sluice_post on
 // instance 0.
@@ -196,15 +179,11 @@ func (l *wasmLogic) PostPart(ctx context.Context, w int, events []abi.Record, lo
 	wk := l.workers[w]
 	b := abi.AppendOutcomesHeader(wk.outcomes[:0], uint32(hi-lo))
 	for t := lo; t < hi; t++ {
-		b = abi.AppendEventOutcome(b, wk.outcome(t, &p.Txns[t], res))
+		b = appendOutcome(b, t, len(p.Txns[t].Ops), res)
 	}
 	wk.outcomes = b
 	r0, j0 := len(out.Records), len(out.Rejects)
 	err := wk.inst.Post(ctx, events[lo:hi], b, out)
-	// They point into the Result's versions: do not keep them alive.
-	clear(wk.outVals[:cap(wk.outVals)])
-	clear(wk.outGets[:cap(wk.outGets)])
-	clear(wk.outOps[:cap(wk.outOps)])
 	if lo > 0 {
 		for i := r0; i < len(out.Records); i++ {
 			out.Records[i].Origin += uint32(lo)
@@ -221,42 +200,64 @@ func (l *wasmLogic) PostPart(ctx context.Context, w int, events []abi.Record, lo
 	return err
 }
 
-// outcome builds the abi form of transaction t's outcome in l's buffers,
-// valid until the next call.
-func (l *wasmWorker) outcome(t int, tx *txn.Txn, res *txn.Result) *abi.EventOutcome {
-	nr, ng := 0, 0
-	for m := range tx.Ops {
+// appendOutcome appends the outcome of transaction t, of ops operations,
+// to b: abi.AppendEventOutcome's encoding (wasm_internal_test.go checks),
+// written straight from the Result's observations in one pass, after one
+// over their sizes for a single growth of b, rather than through an
+// abi.EventOutcome built for each event.
+func appendOutcome(b []byte, t, ops int, res *txn.Result) []byte {
+	n := 8
+	for m := range ops {
 		ob := res.Observed(t, m)
-		nr += len(ob.Reads)
-		ng += len(ob.Gets)
-	}
-	// Grown once to the event's needs, so that the per-operation slices
-	// below are not moved by a later append.
-	ops := slices.Grow(l.outOps[:0], len(tx.Ops))
-	vals := slices.Grow(l.outVals[:0], nr)
-	gets := slices.Grow(l.outGets[:0], ng)
-	for m := range tx.Ops {
-		ob := res.Observed(t, m)
-		r0, g0 := len(vals), len(gets)
+		n += 4 + 8 + len(ob.Own.Bytes) + 4 + 8*len(ob.Reads) + 4 + 16*len(ob.Gets)
 		for _, v := range ob.Reads {
-			vals = append(vals, abi.Value{Found: v.Found, Bytes: v.Bytes})
+			n += len(v.Bytes)
 		}
 		for _, g := range ob.Gets {
-			gets = append(gets, abi.KeyValue{
-				TableKey: abi.TableKey{Table: g.Key.Table, Key: keyBytes(g.Key.Key)},
-				Value:    abi.Value{Found: g.Value.Found, Bytes: g.Value.Bytes},
-			})
+			n += len(g.Key.Key) + len(g.Value.Bytes)
 		}
-		ops = append(ops, abi.OpOutcome{
-			Executed: ob.Executed,
-			Own:      abi.Value{Found: ob.Own.Found, Bytes: ob.Own.Bytes},
-			Reads:    vals[r0:len(vals):len(vals)],
-			Gets:     gets[g0:len(gets):len(gets)],
-		})
 	}
-	l.outOps, l.outVals, l.outGets = ops, vals, gets
-	l.ev = abi.EventOutcome{Committed: res.Committed[t], Ops: ops}
-	return &l.ev
+	at := len(b)
+	b = slices.Grow(b, n)[:at+n]
+	e := b[at:]
+	le := binary.LittleEndian
+	le.PutUint32(e, b2u(res.Committed[t]))
+	le.PutUint32(e[4:], uint32(ops))
+	p := 8
+	for m := range ops {
+		ob := res.Observed(t, m)
+		le.PutUint32(e[p:], b2u(ob.Executed))
+		p += 4 + putValue(e[p+4:], ob.Own)
+		le.PutUint32(e[p:], uint32(len(ob.Reads)))
+		p += 4
+		for _, v := range ob.Reads {
+			p += putValue(e[p:], v)
+		}
+		le.PutUint32(e[p:], uint32(len(ob.Gets)))
+		p += 4
+		for _, g := range ob.Gets {
+			le.PutUint32(e[p:], g.Key.Table)
+			le.PutUint32(e[p+4:], uint32(len(g.Key.Key)))
+			p += 8 + copy(e[p+8:], g.Key.Key)
+			p += putValue(e[p:], g.Value)
+		}
+	}
+	return b
+}
+
+// putValue writes v as found flag, length and bytes, and returns the bytes
+// written.
+func putValue(b []byte, v txn.Value) int {
+	binary.LittleEndian.PutUint32(b, b2u(v.Found))
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(v.Bytes)))
+	return 8 + copy(b[8:], v.Bytes)
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Close closes the instances.

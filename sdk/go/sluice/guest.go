@@ -72,10 +72,12 @@ type guest struct {
 	planner  Planner
 	call     Call
 	odec     outcomeDecoder
-	outcome  Outcome
 	tableIDs map[string]Table
-	// written keeps the value of the last ApplyWrite reachable until the
-	// next call, by which time the host has copied it.
+	// written is the value of the last ApplyWrite, natively only, where
+	// its address does not fit the result slot: a native test host reads
+	// it here. In WebAssembly nothing needs to keep the value reachable:
+	// the host copies it right after sluice_apply returns (ABI.md section
+	// 10.6), before any guest code runs again.
 	written *byte
 }
 
@@ -85,7 +87,7 @@ func newGuest(h *handlers, host bridge.Host) *guest {
 	g.state = State{g: g, table: abi.DefaultTable}
 	g.txnHost, _ = host.(bridge.TxnHost)
 	g.call.g = g
-	g.call.req = &g.call.decoded
+	g.call.w.reads = make([]wireRead, 4)
 	return g
 }
 

@@ -204,11 +204,45 @@ func (p *Planner) declare(flags uint32, t Table, key []byte, fn int, arg []byte,
 		p.misuse(fn)
 		return
 	}
-	if p.native {
+	if nativeBuild && p.native {
 		p.stage(&abi.OpDecl{Event: p.event, Fn: uint32(fn), Flags: flags, Table: uint32(t), Key: key, Reads: tableKeys(reads), Arg: arg})
 		return
 	}
-	p.buf = appendOpDecl(p.buf, p.event, uint32(fn), flags, uint32(t), key, tableKeys(reads), arg)
+	// The encoding (abi.AppendOpDecl's), written for Go's WebAssembly code:
+	// it runs once per declaration. The byte strings are moved rather than
+	// copied when they may be (see txncodec.go), and p.buf gets only its
+	// length stored, which stores no pointer, unless it must grow.
+	size := declFixed + len(key) + len(arg) + 8*len(reads)
+	copies := noMove(key) | noMove(arg)
+	for i := range reads {
+		size += len(reads[i].Key)
+		copies |= noMove(reads[i].Key)
+	}
+	at := len(p.buf)
+	if copies != 0 || cap(p.buf)-at < size+16 {
+		appendDeclCopy(&p.buf, size, p.event, uint32(fn), flags, uint32(t), key, reads, arg)
+		return
+	}
+	p.buf = p.buf[:at+size]
+	d := unsafe.Add(unsafe.Pointer(unsafe.SliceData(p.buf)), at)
+	putLE32(d, p.event)
+	putLE32(unsafe.Add(d, 4), uint32(fn))
+	putLE32(unsafe.Add(d, 8), flags)
+	putLE32(unsafe.Add(d, 12), uint32(t))
+	putLE32(unsafe.Add(d, 16), uint32(len(key)))
+	move16(unsafe.Add(d, 20), unsafe.Pointer(unsafe.SliceData(key)))
+	off := 20 + len(key)
+	putLE32(unsafe.Add(d, off), uint32(len(reads)))
+	off += 4
+	for i := range reads {
+		r := &reads[i]
+		putLE32(unsafe.Add(d, off), uint32(r.Table))
+		putLE32(unsafe.Add(d, off+4), uint32(len(r.Key)))
+		move16(unsafe.Add(d, off+8), unsafe.Pointer(unsafe.SliceData(r.Key)))
+		off += 8 + len(r.Key)
+	}
+	putLE32(unsafe.Add(d, off), uint32(len(arg)))
+	move16(unsafe.Add(d, off+4), unsafe.Pointer(unsafe.SliceData(arg)))
 }
 
 // misuse panics for a Planner used outside its Plan call, and records an
@@ -248,16 +282,6 @@ func (p *Planner) keep(b []byte) []byte {
 	n := len(p.arena)
 	p.arena = append(p.arena, b...)
 	return p.arena[n:len(p.arena):len(p.arena)]
-}
-
-// begin prepares p for the Plan call of event i.
-func (p *Planner) begin(nfn int, i uint32) {
-	p.active, p.event, p.nfn, p.err = true, i, nfn, nil
-	if p.native {
-		clear(p.decls)
-		clear(p.reads)
-		p.decls, p.reads, p.arena = p.decls[:0], p.reads[:0], p.arena[:0]
-	}
 }
 
 // Effect is what a function decides for its operation: write a value
@@ -326,17 +350,19 @@ func Fail(err error) Effect {
 // methods return, which must not be modified: in a native run they are the
 // scheduler's versions.
 type Call struct {
-	// req is the request being computed: the guest core's decoded one
-	// (decoded), or a native run's.
-	req     *abi.ApplyRequest
-	decoded abi.ApplyRequest
-	// acc is the state access of a native run; nil in the guest core,
-	// which calls the host.
-	acc bridge.TxnAccess
-	g   *guest
+	// req is the request being computed in native builds: a native run's
+	// (sluicetest's TxnLogic, with acc its state access), or the guest
+	// core's, decoded into w and copied into nreq. In WebAssembly the
+	// accessors read w and the native code is compiled out (nativeBuild).
+	req  *abi.ApplyRequest
+	nreq abi.ApplyRequest
+	acc  bridge.TxnAccess
+	w    wireRequest
+	g    *guest
 	// err is the first access the host refused, and badRead and badIndex
 	// a read index out of range: the operation fails whatever the
-	// function returns.
+	// function returns. The guest core clears them when it reports the
+	// failure, so that they need no store on the common path.
 	err      error
 	badRead  bool
 	badIndex int
@@ -345,44 +371,94 @@ type Call struct {
 }
 
 // Event returns the index of the operation's event in its batch.
-func (c *Call) Event() int { return int(c.req.Event) }
+func (c *Call) Event() int {
+	if nativeBuild {
+		return int(c.req.Event)
+	}
+	return int(c.w.event)
+}
 
 // Op returns the operation's index among its event's operations, in
 // declaration order.
-func (c *Call) Op() int { return int(c.req.Op) }
+func (c *Call) Op() int {
+	if nativeBuild {
+		return int(c.req.Op)
+	}
+	return int(c.w.op)
+}
 
 // Fn returns the index of the function called.
-func (c *Call) Fn() int { return int(c.req.Fn) }
+func (c *Call) Fn() int {
+	if nativeBuild {
+		return int(c.req.Fn)
+	}
+	return int(c.w.fn)
+}
 
 // Arg returns the argument the operation was declared with.
-func (c *Call) Arg() []byte { return c.req.Arg }
+func (c *Call) Arg() []byte {
+	if nativeBuild {
+		return c.req.Arg
+	}
+	return c.w.bytes(c.w.arg)
+}
 
 // Key returns the operation's own key: the key it writes. A
 // non-deterministic operation has none (nil).
-func (c *Call) Key() []byte { return c.req.Key }
+func (c *Call) Key() []byte {
+	if nativeBuild {
+		return c.req.Key
+	}
+	return c.w.bytes(c.w.key)
+}
 
 // Table returns the table of the operation's own key, or the table a
 // non-deterministic operation is scoped to.
-func (c *Call) Table() Table { return Table(c.req.Table) }
+func (c *Call) Table() Table {
+	if nativeBuild {
+		return Table(c.req.Table)
+	}
+	return Table(c.w.table)
+}
 
 // NonDet reports whether the operation was declared with Planner.NonDet.
-func (c *Call) NonDet() bool { return c.req.Flags&abi.OpFlagNonDet != 0 }
+func (c *Call) NonDet() bool {
+	if nativeBuild {
+		return c.req.Flags&abi.OpFlagNonDet != 0
+	}
+	return c.w.flags&abi.OpFlagNonDet != 0
+}
 
 // Own returns the own key's value before the operation, and whether the
 // key exists. A non-deterministic operation has no own key: (nil, false).
-func (c *Call) Own() ([]byte, bool) { return c.req.Own.Bytes, c.req.Own.Found }
+func (c *Call) Own() ([]byte, bool) {
+	if nativeBuild {
+		return c.req.Own.Bytes, c.req.Own.Found
+	}
+	return c.w.bytes(c.w.own), c.w.ownFound
+}
 
 // Reads returns the number of declared reads.
-func (c *Call) Reads() int { return len(c.req.Reads) }
+func (c *Call) Reads() int {
+	if nativeBuild {
+		return len(c.req.Reads)
+	}
+	return int(c.w.nreads)
+}
 
 // Read returns the value of declared read i (in the order Planner's reads
 // were given) as of the operation's place in event order, and whether the
 // key exists. An index out of range is an access outside the declaration:
 // it returns (nil, false) and fails the operation (ErrUndeclared).
 func (c *Call) Read(i int) ([]byte, bool) {
-	if uint(i) < uint(len(c.req.Reads)) {
-		r := &c.req.Reads[i]
-		return r.Bytes, r.Found
+	if nativeBuild {
+		if uint(i) < uint(len(c.req.Reads)) {
+			r := &c.req.Reads[i]
+			return r.Bytes, r.Found
+		}
+	} else if uint(i) < uint(c.w.nreads) {
+		r := &c.w.reads[i]
+		return c.w.bytes(r.val), r.found
 	}
 	// No call here, so that Read is inlined: the SDK turns the bad index
 	// into the operation's failure when the function returns.
@@ -394,7 +470,7 @@ func (c *Call) Read(i int) ([]byte, bool) {
 // returned (a refused access), or nil.
 func (c *Call) fault() error {
 	if c.badRead {
-		c.refuse(fmt.Errorf("%w: read index %d of %d declared reads", ErrUndeclared, c.badIndex, len(c.req.Reads)))
+		c.refuse(fmt.Errorf("%w: read index %d of %d declared reads", ErrUndeclared, c.badIndex, c.Reads()))
 		c.badRead = false
 	}
 	return c.err

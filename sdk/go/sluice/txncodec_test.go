@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"pgregory.net/rapid"
 
@@ -29,7 +30,7 @@ func sameRequest(t tester, got, want *abi.ApplyRequest) {
 		eq = g.Table == w.Table && bytes.Equal(g.Key, w.Key) && g.Found == w.Found && bytes.Equal(g.Bytes, w.Bytes)
 	}
 	if !eq {
-		t.Fatalf("decodeApply gave %+v, abi.DecodeApplyRequest %+v", got, want)
+		t.Fatalf("the SDK's decoder gave %+v, abi.DecodeApplyRequest %+v", got, want)
 	}
 	for _, b := range [][]byte{got.Key, got.Own.Bytes, got.Arg} {
 		if cap(b) != len(b) {
@@ -38,18 +39,37 @@ func sameRequest(t tester, got, want *abi.ApplyRequest) {
 	}
 }
 
-// checkDecodeApply requires decodeApply and abi.DecodeApplyRequest to agree
-// on b.
+// checkDecodeApply requires decodeApply and decodeApplyReads to agree with
+// abi.DecodeApplyRequest on b, decoding from a copy of b that ends where
+// readable memory does when the platform allows (guarded): a read past the
+// end faults.
 func checkDecodeApply(t tester, b []byte) {
 	t.Helper()
-	var got, want abi.ApplyRequest
-	ok := decodeApply(b, &got)
+	var want abi.ApplyRequest
 	err := abi.DecodeApplyRequest(b, &want)
-	if ok != (err == nil) {
-		t.Fatalf("decodeApply says %t, abi.DecodeApplyRequest %v, on %x", ok, err, b)
+	g := guarded(b)
+	for _, d := range []struct {
+		name   string
+		decode func([]byte, *wireRequest) bool
+		reads  int
+	}{{"decodeApply", decodeApply, 1}, {"decodeApply", decodeApply, 4}, {"decodeApplyReads", decodeApplyReads, 0}, {"decodeApplyReads", decodeApplyReads, 2}} {
+		// decodeApply decodes requests of up to one read in the region of
+		// the previous one: its w has that base.
+		w := wireRequest{base: unsafe.Pointer(unsafe.SliceData(g)), reads: make([]wireRead, d.reads)}
+		ok := d.decode(g, &w)
+		if d.name == "decodeApply" && !ok && err == nil && len(want.Reads) <= 1 {
+			t.Fatalf("decodeApply refused a well-formed request of %d reads: %x", len(want.Reads), b)
+		}
+		if ok && err != nil || !ok && err == nil && d.name == "decodeApplyReads" {
+			t.Fatalf("%s says %t, abi.DecodeApplyRequest %v, on %x", d.name, ok, err, b)
+		}
+		if ok {
+			sameRequest(t, w.request(), &want)
+		}
 	}
-	if ok {
-		sameRequest(t, &got, &want)
+	// decodeApply refuses a request in a new region, for decodeApplyReads.
+	if w := (wireRequest{reads: make([]wireRead, 1)}); len(g) > 0 && decodeApply(g, &w) {
+		t.Fatalf("decodeApply decoded a request in a new region")
 	}
 }
 
@@ -93,23 +113,41 @@ func FuzzDecodeApply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) { checkDecodeApply(t, b) })
 }
 
-// TestAppendOpDeclMatchesABI: the SDK's encoder writes what
-// abi.AppendOpDecl writes, after whatever dst held.
-func TestAppendOpDeclMatchesABI(t *testing.T) {
+// TestDeclareMatchesABI: the Planner's encoding of a declaration, whether
+// it moves the byte strings or copies them, and appendDeclCopy's, are
+// abi.AppendOpDecl's, after whatever the buffer held; with the strings
+// anywhere, including right before a guard page.
+func TestDeclareMatchesABI(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		bs := rapid.SliceOfN(rapid.Byte(), 0, 12)
-		d := &abi.OpDecl{Event: rapid.Uint32().Draw(t, "event"), Fn: rapid.Uint32().Draw(t, "fn"), Flags: rapid.Uint32Range(0, 1).Draw(t, "flags"),
+		bs := rapid.SliceOfN(rapid.Byte(), 0, 20)
+		d := &abi.OpDecl{Event: rapid.Uint32().Draw(t, "event"), Fn: rapid.Uint32Range(0, 1000).Draw(t, "fn"), Flags: rapid.Uint32Range(0, 1).Draw(t, "flags"),
 			Table: rapid.Uint32().Draw(t, "table"), Key: bs.Draw(t, "key"), Arg: bs.Draw(t, "arg")}
+		var reads []Key
 		for range rapid.IntRange(0, 4).Draw(t, "reads") {
-			d.Reads = append(d.Reads, abi.TableKey{Table: rapid.Uint32().Draw(t, "read table"), Key: bs.Draw(t, "read key")})
+			k := Key{Table: Table(rapid.Uint32().Draw(t, "read table")), Key: bs.Draw(t, "read key")}
+			reads = append(reads, k)
+			d.Reads = append(d.Reads, abi.TableKey{Table: uint32(k.Table), Key: k.Key})
 		}
 		prefix := bs.Draw(t, "prefix")
-		dst := make([]byte, len(prefix), len(prefix)+rapid.IntRange(0, 40).Draw(t, "spare"))
-		copy(dst, prefix)
-		got := appendOpDecl(dst, d.Event, d.Fn, d.Flags, d.Table, d.Key, d.Reads, d.Arg)
 		want := abi.AppendOpDecl(bytes.Clone(prefix), d)
+		// Where the key lies: anywhere, or with room bytes left before a
+		// guard page (0 to 20: whether 16 bytes may be read decides).
+		key := d.Key
+		if room := rapid.IntRange(-1, 20).Draw(t, "room"); room >= 0 {
+			key = guardedRoom(d.Key, room)
+		}
+		buf := make([]byte, len(prefix), len(prefix)+rapid.IntRange(0, 200).Draw(t, "spare"))
+		copy(buf, prefix)
+		p := &Planner{active: true, event: d.Event, nfn: int(d.Fn) + 1, buf: buf}
+		p.declare(d.Flags, Table(d.Table), key, int(d.Fn), d.Arg, reads)
+		if !bytes.Equal(p.buf, want) {
+			t.Fatalf("Planner.declare wrote %x, abi.AppendOpDecl %x", p.buf, want)
+		}
+		got := bytes.Clone(prefix)
+		size := len(want) - len(prefix)
+		appendDeclCopy(&got, size, d.Event, d.Fn, d.Flags, d.Table, d.Key, reads, d.Arg)
 		if !bytes.Equal(got, want) {
-			t.Fatalf("appendOpDecl wrote %x, abi.AppendOpDecl %x", got, want)
+			t.Fatalf("appendDeclCopy wrote %x, abi.AppendOpDecl %x", got, want)
 		}
 	})
 }
@@ -169,10 +207,10 @@ func checkOutcomes(t tester, b []byte) {
 	if ok {
 		var d outcomeDecoder
 		off := 4
-		var e Outcome
+		g := guarded(b)
 		for i := 0; i < n && off >= 0; i++ {
-			if off = d.next(b, off, &e); off >= 0 {
-				got = append(got, render(&e))
+			if off = d.next(g, off); off >= 0 {
+				got = append(got, render(&d.out))
 			}
 		}
 		ok = off == len(b)
@@ -190,7 +228,7 @@ func checkOutcomes(t tester, b []byte) {
 // abi.OutcomeDecoder.
 func TestOutcomeDecoderMatchesABI(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		events := rapid.IntRange(0, 3).Draw(t, "events")
+		events := rapid.IntRange(0, 6).Draw(t, "events")
 		b := abi.AppendOutcomesHeader(nil, uint32(events))
 		for range events {
 			e := drawOutcome(t)

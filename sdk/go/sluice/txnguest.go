@@ -75,23 +75,18 @@ func (g *guest) planBatch(batch []byte) int32 {
 	count := binary.LittleEndian.Uint32(batch)
 	p := &g.planner
 	p.buf = p.buf[:0]
+	p.nfn, p.err = len(op.Funcs), nil
 	off := abi.BatchHeaderSize
 	status := abi.StatusOK
 	for i := uint32(0); i < count; i++ {
 		if off = decodeRecord(batch, off, &g.rec, &g.hdrs); off < 0 {
 			break
 		}
-		p.begin(len(op.Funcs), i)
+		p.active, p.event = true, i
 		err := op.Plan(g.rec, p)
 		p.active = false
-		if err == nil {
-			err = p.err
-		} else {
-			err = fmt.Errorf("event %d: %w", i, err)
-		}
-		if err != nil {
-			g.host.Log(abi.LogError, "plan: "+err.Error())
-			status = abi.StatusError
+		if err != nil || p.err != nil {
+			status = g.planFailed(i, err)
 			break
 		}
 		if len(p.buf) >= flushSize {
@@ -114,33 +109,52 @@ func (g *guest) planBatch(batch []byte) int32 {
 	return status
 }
 
+// planFailed logs why planning event i failed: Plan's error err, or a
+// misuse of the Planner, and returns StatusError.
+func (g *guest) planFailed(i uint32, err error) int32 {
+	if err != nil {
+		err = fmt.Errorf("event %d: %w", i, err)
+	} else {
+		err = g.planner.err
+	}
+	g.host.Log(abi.LogError, "plan: "+err.Error())
+	return abi.StatusError
+}
+
 // apply implements sluice_apply: it decodes the request into the reused
-// Call, calls the named function and returns its Effect's code; for
-// ApplyWrite it stores the value's address and length in the request's
-// result slot. It allocates nothing unless the function does.
+// Call, calls the named function and returns its Effect's code, having
+// stored the value's address and length in the request's result slot. It
+// allocates nothing unless the function does.
 //
 // It is one function, the rare paths in others, because a call costs some
-// 10 to 20 ns in Go's WebAssembly code and this runs once per operation.
-// It ends the input regions' lifetime first, not last: the request stays
-// reachable through req until the call returns.
+// 10 to 20 ns in Go's WebAssembly code and this runs once per operation;
+// and it stores no pointer into the heap and takes no branch on the common
+// path (see txncodec.go). It ends the input region's lifetime first, not
+// last: the request stays reachable through req until the call returns.
 func (g *guest) apply(req []byte) int32 {
 	g.h.sealed = true
+	// Only g.pending is reset: regions handed out while in was pending
+	// (g.extra, rarely any) live on until the next plan or post, which
+	// spares this path a branch.
 	g.pending = false
-	if len(g.extra) > 0 {
-		g.consumed()
-	}
 	op, c := g.h.txn, &g.call
-	if op == nil || !decodeApply(req, c.req) || uint64(c.req.Fn) >= uint64(len(op.Funcs)) {
+	if !decodeApply(req, &c.w) && !decodeApplyReads(req, &c.w) || op == nil || uint64(c.w.fn) >= uint64(len(op.Funcs)) {
 		return g.applyRefused(req)
 	}
-	c.err = nil
-	e := op.Funcs[c.req.Fn](c)
+	if nativeBuild {
+		c.w.into(&c.nreq)
+		c.req = &c.nreq
+	}
+	e := op.Funcs[c.w.fn](c)
 	if e.code < 0 || c.err != nil || c.badRead {
 		return g.applyFailed(&e)
 	}
-	if e.code == abi.ApplyWrite {
-		putLE32(unsafe.Pointer(&req[0]), address(e.ptr))
-		putLE32(unsafe.Pointer(&req[4]), uint32(e.n))
+	// The result slot is written whatever the code, which saves a branch:
+	// the host reads it only after ApplyWrite.
+	p := unsafe.Pointer(unsafe.SliceData(req))
+	putLE32(p, address(e.ptr))
+	putLE32(unsafe.Add(p, 4), uint32(e.n))
+	if nativeBuild {
 		g.written = e.ptr
 	}
 	return e.code
@@ -149,31 +163,34 @@ func (g *guest) apply(req []byte) int32 {
 // applyRefused logs why apply could not call a function: no Transactional
 // handler, a malformed request, or an unknown function.
 func (g *guest) applyRefused(req []byte) int32 {
-	op, c := g.h.txn, &g.call
+	op, w := g.h.txn, &g.call.w
 	switch {
 	case op == nil:
 		return g.notTxn(abi.ExportApply)
-	case !decodeApply(req, c.req):
-		err := abi.DecodeApplyRequest(req, c.req)
+	case !decodeApplyReads(req, w):
+		var q abi.ApplyRequest
+		err := abi.DecodeApplyRequest(req, &q)
 		if err == nil {
 			err = errApplyMismatch
 		}
 		g.host.Log(abi.LogError, "apply: "+err.Error())
 	default:
-		g.host.Log(abi.LogError, unknownFn(c.req.Event, c.req.Op, c.req.Fn, len(op.Funcs)).Error())
+		g.host.Log(abi.LogError, unknownFn(w.event, w.op, w.fn, len(op.Funcs)).Error())
 	}
 	return abi.StatusError
 }
 
 // applyFailed logs why the function's operation failed: its Fail, or an
-// access the host refused, and returns StatusError.
+// access the host refused, and returns StatusError. It clears the Call's
+// record of refused accesses for the next operation.
 func (g *guest) applyFailed(e *Effect) int32 {
 	c := &g.call
 	err := effectError(e)
 	if ferr := c.fault(); err == nil {
 		err = ferr
 	}
-	g.host.Log(abi.LogError, fmt.Sprintf("apply: event %d operation %d: function %d failed: %v", c.req.Event, c.req.Op, c.req.Fn, err))
+	c.err = nil
+	g.host.Log(abi.LogError, fmt.Sprintf("apply: event %d operation %d: function %d failed: %v", c.w.event, c.w.op, c.w.fn, err))
 	return abi.StatusError
 }
 
@@ -226,19 +243,19 @@ func (g *guest) postBatch(events, outcomes []byte) int32 {
 		if off = decodeRecord(events, off, &g.rec, &g.hdrs); off < 0 {
 			break
 		}
-		if ooff = g.odec.next(outcomes, ooff, &g.outcome); ooff < 0 {
+		if ooff = g.odec.next(outcomes, ooff); ooff < 0 {
 			break
 		}
 		g.emitter.origin = i
 		mark, markCount := len(g.out), g.outCount
-		if err := op.Post(g.rec, &g.outcome, &g.emitter); err != nil {
+		if err := op.Post(g.rec, &g.odec.out, &g.emitter); err != nil {
 			g.out, g.outCount = g.out[:mark], markCount
 			g.host.Reject(i, err.Error())
 		} else if len(g.out) >= flushSize {
 			g.flush()
 		}
 	}
-	g.rec, g.outcome = Record{}, Outcome{}
+	g.rec = Record{}
 	status := abi.StatusOK
 	switch {
 	case off < 0 || ooff >= 0 && off != len(events): // a record refused, or bytes after the last

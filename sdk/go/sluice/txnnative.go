@@ -134,6 +134,15 @@ func (d *txnDriver) Outputs() []byte {
 	return d.g.out
 }
 
+// begin prepares the native driver's Planner p for the Plan call of event
+// i. (The guest core's planBatch sets the fields itself.)
+func (p *Planner) begin(nfn int, i uint32) {
+	p.active, p.event, p.nfn, p.err = true, i, nfn, nil
+	clear(p.decls)
+	clear(p.reads)
+	p.decls, p.reads, p.arena = p.decls[:0], p.reads[:0], p.arena[:0]
+}
+
 // value returns the value of a Write.
 func (e *Effect) value() []byte { return unsafe.Slice(e.ptr, e.n) }
 
