@@ -7,6 +7,7 @@
 //	sluice plugin check FILE.wasm     inspect a module and report its problems
 //	sluice state dump --data-dir DIR  print committed state as JSON Lines
 //	sluice bench                      measure the user-level figures
+//	sluice bench txn --app sl         run a transactional workload under every strategy
 //	sluice version                    print the version
 //
 // Run `sluice help COMMAND` for the flags of each.

@@ -2,7 +2,7 @@
 // the real code paths, and checks them against the project's targets. It is
 // what `sluice bench` runs.
 //
-// Three suites:
+// Three suites, and the transactional benchmark (RunTxn, `sluice bench txn`):
 //
 //   - wasm: the per-record cost of a batched map in WebAssembly (the upper
 //     plugin through plugin.Instance.Process) against the same function,
@@ -18,6 +18,11 @@
 //   - keyed: the generator -> wordcount plugin (keyed state) -> a discarding
 //     sink through exec.Job with a Pebble-backed state.Store: records per
 //     second and the cost of one commit.
+//   - txn (txn.go): an application's workload (sl, gs, ngs, tp, ob) through
+//     host/txnop.Operator once per strategy, the plugin in WebAssembly and
+//     the same source natively, interleaved batch by batch, each run checked
+//     against the serial strategy; throughput, latency and where the time
+//     goes. Its design notes are at the top of txn.go.
 //
 // Design decisions:
 //
