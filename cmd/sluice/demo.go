@@ -146,6 +146,11 @@ Ctrl-C), drains, commits, and says where the state is.`,
 			st := h.Status()
 			fmt.Fprintf(out, "\nstopped: %d lines published, %d processed and committed in %d batches, %d word counts emitted, %d dead letters\n",
 				published, st.RecordsIn, st.Batches, st.Outputs, st.Dead)
+			if waiting := published - int64(st.RecordsIn); waiting > 0 {
+				// Stopping at the deadline leaves what arrived last unread;
+				// JetStream keeps it, unacknowledged, for the next run.
+				fmt.Fprintf(out, "%d lines published just before the stop were not read yet: they stay in the JetStream stream under the data directory\n", waiting)
+			}
 			fmt.Fprintf(out, "the counts are committed state; see them with:\n  %s state dump --data-dir %s --table counts\n", selfCommand(), p.DataDir)
 			return nil
 		},
