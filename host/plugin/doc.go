@@ -18,7 +18,7 @@
 //     a guest can trap but never crash the host.
 //   - Instance.Process: one guest call per batch, and the recovery when it
 //     fails.
-//   - The transactional kind (ABI.md, section 10): Instance.Plan, Apply and
+//   - The transactional kind (ABI.md, section 10): Instance.Plan, ApplyOp and
 //     Post call sluice_plan, sluice_apply and sluice_post, and the host
 //     functions txn_plan, txn_get, txn_put and txn_delete route the guest's
 //     declarations and tracked accesses to the batch's plan and to the

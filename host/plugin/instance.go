@@ -186,7 +186,7 @@ func (i *Instance) Process(ctx context.Context, in []abi.Record, st State, out *
 		return fmt.Errorf("plugin %q: batch of %d records not started: %w", i.p.name, len(in), context.Cause(ctx))
 	}
 	if i.p.kind.Transactional() {
-		return fmt.Errorf("plugin %q: a transactional operator has no %s: use Plan, Apply and Post", i.p.name, abi.ExportProcess)
+		return fmt.Errorf("plugin %q: a transactional operator has no %s: use Plan, ApplyOp and Post", i.p.name, abi.ExportProcess)
 	}
 	if !i.p.kind.Stateful() {
 		st = nil

@@ -24,13 +24,6 @@ type txnInstance struct {
 	// may then have reused the region).
 	region    uint32
 	regionCap int
-	// req is Apply's encoded request, built here and then written to the
-	// region in one copy; ApplyOp encodes straight into the region.
-	req []byte
-	// qop and qkeys are Apply's request as a txn.Op, for txn_get (keys
-	// viewing the request's bytes).
-	qop   txn.Op
-	qkeys []txn.Key
 	// ctx and cctx are the context of the last apply and the call
 	// context derived from it (see applyContext).
 	ctx, cctx context.Context
@@ -100,7 +93,7 @@ func (e *TxnError) Error() string {
 // Unwrap returns the cause.
 func (e *TxnError) Unwrap() error { return e.Err }
 
-// ErrNotTransactional is wrapped by the error of Plan, Apply and Post on an
+// ErrNotTransactional is wrapped by the error of Plan, ApplyOp and Post on an
 // instance of a plugin not loaded as KindTransactional.
 var ErrNotTransactional = errors.New("not a transactional operator")
 
@@ -165,13 +158,14 @@ func (i *Instance) Plan(ctx context.Context, events []abi.Record, decl func(*abi
 	return nil
 }
 
-// Apply runs one execution of an operation through sluice_apply and
-// returns its effect. q is the request the guest receives; q.Reads must be
-// the operation's declared reads in declaration order, as a.Read numbers
-// them. During the call the guest's txn_get, txn_put and txn_delete go to
-// a; an access a refuses (txn.ErrUndeclared) returns StatusUndeclared to
-// the guest and fails the Apply with a *TxnError wrapping it, whatever the
-// guest returns.
+// ApplyOp runs one execution of operation op of event event of the batch,
+// declared as o (as txn.Apply receives them), through sluice_apply and
+// returns its effect. The request (abi.ApplyRequest's encoding, of o's own
+// key, reads and argument and of the values a gives for them) is encoded
+// straight into guest memory. During the call the guest's txn_get,
+// txn_put and txn_delete go to a; an access a refuses (txn.ErrUndeclared)
+// returns StatusUndeclared to the guest and fails the call with a
+// *TxnError wrapping it, whatever the guest returns.
 //
 // The value of an ApplyWrite is copied out of guest memory into a slab the
 // instance never overwrites, as txn keeps it as a version; so are the keys
@@ -182,43 +176,10 @@ func (i *Instance) Plan(ctx context.Context, events []abi.Record, decl func(*abi
 // once and reused, call after call, until a request does not fit; after
 // warm-up a call allocates nothing. A failed call is a *TxnError naming the
 // event and operation; an instance whose guest trapped is replaced before
-// its next call. ApplyOp is the same call for an operation as txn hands it
-// over, without building q.
-func (i *Instance) Apply(ctx context.Context, q *abi.ApplyRequest, a txn.Access) (txn.Effect, error) {
-	if i.inst == nil || i.closed || !i.p.kind.Transactional() {
-		if err := i.txnReady(ctx, "Apply"); err != nil {
-			return txn.Effect{}, err
-		}
-	}
-	t := &i.tx
-	t.req = abi.AppendApplyRequest(t.req[:0], q)
-	t.qkeys = t.qkeys[:0]
-	for j := range q.Reads {
-		t.qkeys = append(t.qkeys, txn.Key{Table: q.Reads[j].Table, Key: stringOf(q.Reads[j].Key)})
-	}
-	t.qop = txn.Op{Write: txn.Key{Table: q.Table, Key: stringOf(q.Key)}, Reads: t.qkeys, Fn: q.Fn, NonDet: q.Flags&abi.OpFlagNonDet != 0, Table: q.Table, Arg: q.Arg}
-	c := i.c
-	c.begin(abi.ExportApply, nil, nil, 0, 0)
-	cctx := i.applyContext(ctx)
-	buf, export, err := i.requestRegion(cctx, len(t.req))
-	if err != nil {
-		c.end(ctx)
-		return txn.Effect{}, i.txnError(export, int(q.Event), int(q.Op), err)
-	}
-	copy(buf, t.req)
-	eff, err := i.callApply(ctx, cctx, int(q.Event), int(q.Op), &t.qop, a, len(t.req))
-	t.qop = txn.Op{} // do not keep q reachable
-	clear(t.qkeys)
-	return eff, err
-}
-
-// ApplyOp is Apply for operation op of event event of the batch, declared
-// as o (as txn.Apply receives them): the request, of o's own key, reads
-// and argument and of the values a gives for them, is encoded straight
-// into guest memory, with no abi.ApplyRequest in between.
+// its next call.
 func (i *Instance) ApplyOp(ctx context.Context, event, op int, o *txn.Op, a txn.Access) (txn.Effect, error) {
 	if i.inst == nil || i.closed || !i.p.kind.Transactional() {
-		if err := i.txnReady(ctx, "Apply"); err != nil {
+		if err := i.txnReady(ctx, "ApplyOp"); err != nil {
 			return txn.Effect{}, err
 		}
 	}
@@ -304,10 +265,6 @@ func b2u(b bool) uint32 {
 	}
 	return 0
 }
-
-// stringOf views b as a string, without copying: b must not change while
-// the string is in use.
-func stringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // applyContext returns the context of an apply call under ctx. A worker
 // passes the same ctx apply after apply: comparing the interface's words

@@ -123,7 +123,7 @@ func newTxnInstance(t *testing.T, applyRet int32) *Instance {
 
 func TestApplyResultCodes(t *testing.T) {
 	ctx := context.Background()
-	q := &abi.ApplyRequest{Fn: 1, Event: 4, Op: 2, Key: []byte("k"), Reads: []abi.ReadValue{{TableKey: abi.TableKey{Key: []byte("r")}}}}
+	o := &txn.Op{Fn: 1, Write: txn.Key{Key: "k"}, Reads: []txn.Key{{Key: "r"}}}
 	for _, tc := range []struct {
 		ret    int32
 		nonDet bool
@@ -142,11 +142,8 @@ func TestApplyResultCodes(t *testing.T) {
 		{ret: abi.StatusError, err: &StatusError{}},
 	} {
 		inst := newTxnInstance(t, tc.ret)
-		q.Flags = 0
-		if tc.nonDet {
-			q.Flags = abi.OpFlagNonDet
-		}
-		eff, err := inst.Apply(ctx, q, fakeAccess{})
+		o.NonDet = tc.nonDet
+		eff, err := inst.ApplyOp(ctx, 4, 2, o, fakeAccess{})
 		if tc.err == nil {
 			if err != nil || eff.Keep != tc.want.Keep || eff.Delete != tc.want.Delete || eff.Abort != tc.want.Abort || len(eff.Value) != 0 {
 				t.Errorf("code %d nonDet %v: %+v, %v; want %+v", tc.ret, tc.nonDet, eff, err, tc.want)
@@ -177,7 +174,7 @@ func TestTxnCallsNeedTransactionalKind(t *testing.T) {
 	if err := f.inst.Plan(ctx, records("a"), func(*abi.OpDecl) error { return nil }); !errors.Is(err, ErrNotTransactional) {
 		t.Errorf("Plan on a map instance: %v, want ErrNotTransactional", err)
 	}
-	if _, err := f.inst.Apply(ctx, &abi.ApplyRequest{}, fakeAccess{}); !errors.Is(err, ErrNotTransactional) {
+	if _, err := f.inst.ApplyOp(ctx, 0, 0, &txn.Op{}, fakeAccess{}); !errors.Is(err, ErrNotTransactional) {
 		t.Errorf("Apply on a map instance: %v, want ErrNotTransactional", err)
 	}
 	if err := f.inst.Post(ctx, records("a"), nil, &Output{}); !errors.Is(err, ErrNotTransactional) {

@@ -30,8 +30,8 @@ func opOf(q *abi.ApplyRequest) *txn.Op {
 }
 
 // TestApplyAllocatesNothing asserts the apply path's promise: after warm-up,
-// an apply call allocates nothing on the host, through Apply (a request) or
-// ApplyOp (an operation), with or without a call deadline (the copies of
+// an apply call (ApplyOp) allocates nothing on the host, with or without a
+// call deadline (the copies of
 // written values come from a slab, a chunk per thousands of calls).
 func TestApplyAllocatesNothing(t *testing.T) {
 	if raceEnabled {
@@ -46,13 +46,8 @@ func TestApplyAllocatesNothing(t *testing.T) {
 			o := opOf(q)
 			ctx := context.Background()
 			for range 10 {
-				eff, err := inst.Apply(ctx, q, a)
+				eff, err := inst.ApplyOp(ctx, 7, 0, o, a)
 				checkCredit(t, eff, err)
-				eff, err = inst.ApplyOp(ctx, 7, 0, o, a)
-				checkCredit(t, eff, err)
-			}
-			if n := testing.AllocsPerRun(1000, func() { _, _ = inst.Apply(ctx, q, a) }); n != 0 {
-				t.Errorf("%v allocations per Apply, want 0", n)
 			}
 			if n := testing.AllocsPerRun(1000, func() { _, _ = inst.ApplyOp(ctx, 7, 0, o, a) }); n != 0 {
 				t.Errorf("%v allocations per ApplyOp, want 0", n)
@@ -62,35 +57,25 @@ func TestApplyAllocatesNothing(t *testing.T) {
 }
 
 // BenchmarkWasmApply measures one sluice_apply call through
-// plugin.Instance.Apply (a request the caller built) and ApplyOp (what
-// wasmLogic calls: the request encoded from the operation and its Access
-// straight into guest memory), with and without the call deadline: a
-// request with one read, a write of 8 bytes.
+// plugin.Instance.ApplyOp (what wasmLogic calls: the request encoded from
+// the operation and its Access straight into guest memory), with and
+// without the call deadline: a request with one read, a write of 8 bytes.
 func BenchmarkWasmApply(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
 	}{{"deadline", 0}, {"nodeadline", -1}} {
-		for _, call := range []string{"apply", "applyop"} {
-			b.Run(tc.name+"/"+call, func(b *testing.B) {
-				inst, q, a := applyFixture(b, tc.timeout)
-				o := opOf(q)
-				ctx := context.Background()
-				b.ReportAllocs()
-				for b.Loop() {
-					var eff txn.Effect
-					var err error
-					if call == "apply" {
-						eff, err = inst.Apply(ctx, q, a)
-					} else {
-						eff, err = inst.ApplyOp(ctx, 7, 0, o, a)
-					}
-					if err != nil {
-						b.Fatal(eff, err)
-					}
+		b.Run(tc.name, func(b *testing.B) {
+			inst, q, a := applyFixture(b, tc.timeout)
+			o := opOf(q)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if eff, err := inst.ApplyOp(ctx, 7, 0, o, a); err != nil {
+					b.Fatal(eff, err)
 				}
-			})
-		}
+			}
+		})
 	}
 }
 

@@ -149,27 +149,13 @@ func credit(c *sluice.Call) sluice.Effect {
 	return put(c, v, over)
 }
 
-func creditIfFunded(c *sluice.Call) sluice.Effect {
-	amount, err := args(c)
-	if err != nil {
-		return sluice.Fail(err)
-	}
-	b, err := own(c)
-	if err != nil {
-		return sluice.Fail(err)
-	}
-	ok, err := funded(c, amount, b)
-	switch {
-	case err != nil:
-		return sluice.Fail(err)
-	case !ok:
-		return sluice.Abort()
-	}
-	v, over := add(b, amount)
-	return put(c, v, over)
-}
+func creditIfFunded(c *sluice.Call) sluice.Effect { return ifFunded(c, add) }
 
-func debitIfFunded(c *sluice.Call) sluice.Effect {
+func debitIfFunded(c *sluice.Call) sluice.Effect { return ifFunded(c, sub) }
+
+// ifFunded applies op to the own balance and the amount when the source
+// balance covers the amount, and aborts the transfer otherwise.
+func ifFunded(c *sluice.Call, op func(balance, amount int64) (int64, bool)) sluice.Effect {
 	amount, err := args(c)
 	if err != nil {
 		return sluice.Fail(err)
@@ -185,7 +171,7 @@ func debitIfFunded(c *sluice.Call) sluice.Effect {
 	case !ok:
 		return sluice.Abort()
 	}
-	v, over := sub(b, amount)
+	v, over := op(b, amount)
 	return put(c, v, over)
 }
 
