@@ -185,3 +185,39 @@ func BenchmarkAnalyze(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkAnalyzeCost measures what Config.Analyze (counting the cycles
+// between chains in every batch, for the adaptive strategy) adds to a
+// Streaming Ledger batch under an operation-unit strategy: every iteration
+// runs the same batch on a Scheduler without and one with it, one right
+// after the other. overhead is the second's time over the first's, minus 1.
+func BenchmarkAnalyzeCost(b *testing.B) {
+	c := ledgerCase(b)
+	st, _ := txn.ParseStrategy("ns-op-eager")
+	plain, err := txn.New(txn.Config{Workers: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer plain.Close()
+	analyzing, err := txn.New(txn.Config{Workers: 2, Analyze: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer analyzing.Close()
+	var t0, t1 time.Duration
+	for i := 0; b.Loop(); i++ {
+		k := i % benchBatches
+		for j, s := range []*txn.Scheduler{plain, analyzing} {
+			start := time.Now()
+			if _, err := s.Run(context.Background(), st, c.batches[k], c.store, c.applies[k]); err != nil {
+				b.Fatal(err)
+			}
+			if j == 0 {
+				t0 += time.Since(start)
+			} else {
+				t1 += time.Since(start)
+			}
+		}
+	}
+	b.ReportMetric(t1.Seconds()/t0.Seconds()-1, "overhead")
+}

@@ -59,9 +59,9 @@ func (s *Scheduler) runTPG(ctx context.Context, st Strategy, batch []Txn, store 
 	if err != nil {
 		return nil, err
 	}
-	if st.Unit == ChainUnit && p.nd {
+	if (st.Unit == ChainUnit && p.nd) || (st.Unit == OpUnit && s.analyze) {
 		// Otherwise chain units find the cycles between chains themselves;
-		// operation units do not need them.
+		// operation units need them only for a decision model.
 		p.countCycles()
 	}
 	us, err := p.buildUnits(st.Unit, st.Kind == TPG, st.Explore != NS)

@@ -38,6 +38,7 @@ type keyState struct {
 	last        int32 // latest deterministic writer, -1 if none
 	nd          []ndVersion
 	chain       int32 // index of the key's chain, -1 without writers
+	writes      int32 // deterministic writers: the length of its chain
 
 	unit      int32 // plan scratch for chain units, -1 until assigned
 	unitEpoch int32
@@ -125,6 +126,7 @@ type planBuf struct {
 	partCnt        []int32  // per transaction range and partition: accesses
 	logical        []int
 	chains         []int32 // per partition: chains
+	maxChain       []int32 // per partition: the longest chain
 	cursor         []int32
 	edges          []edge
 	readKS         []*keyState
@@ -260,6 +262,7 @@ func buildPlan(batch []Txn, buf *planBuf, store Store, nparts int, dispatch func
 	buf.partCnt = reuse(buf.partCnt, nparts*nparts)
 	buf.logical = reuse(buf.logical, nparts)
 	buf.chains = reuse(buf.chains, nparts)
+	buf.maxChain = reuse(buf.maxChain, nparts)
 	buf.tabs = grow(buf.tabs, nparts)
 	buf.slabs = grow(buf.slabs, nparts)
 	buf.outKS = grow(buf.outKS, nparts)
@@ -358,7 +361,7 @@ func (p *plan) intern(w int, store Store) {
 	room := cap(slab)
 	outKS, outPos := grow(b.outKS[w], n), grow(b.outPos[w], n)
 	wh, rh, rstart, wk, rk := b.wh, b.rh, b.rstart, b.wk, b.rk
-	k, chains := 0, int32(0)
+	k, chains, longest := 0, int32(0), int32(0)
 	for id := int32(0); id < int32(len(p.ops)); id++ {
 		r0, r1 := rstart[id], rstart[id+1]
 		var own *keyState
@@ -379,6 +382,8 @@ func (p *plan) intern(w int, store Store) {
 				chains++
 			}
 			own.last = id
+			own.writes++
+			longest = max(longest, own.writes)
 		}
 	}
 	if cap(slab) != room {
@@ -386,6 +391,7 @@ func (p *plan) intern(w int, store Store) {
 	}
 	b.slabs[w], b.outKS[w], b.outPos[w] = slab, outKS, outPos
 	b.chains[w] = chains
+	b.maxChain[w] = longest
 }
 
 // internKey returns the state of k (hash h) and its latest writer so far,
@@ -397,7 +403,7 @@ func internKey(tab *keyTable, slab *[]keyState, k Key, h uint64, store Store) (*
 	if !added {
 		return ks, ks.last
 	}
-	ks.last, ks.chain, ks.unit = -1, -1, -1
+	ks.last, ks.chain, ks.unit, ks.writes = -1, -1, -1, 0
 	if store != nil {
 		ks.committed, ks.committedOK = store.Get(k)
 	}
@@ -415,6 +421,7 @@ func (p *plan) link() {
 		nKeys += len(b.slabs[w])
 		p.counts.Logical += b.logical[w]
 		p.counts.Chains += int(b.chains[w])
+		p.counts.MaxChain = max(p.counts.MaxChain, int(b.maxChain[w]))
 		p.chainIDs = max(p.chainIDs, int(b.chains[w])*np)
 	}
 	cur := reuse(b.cursor, np)

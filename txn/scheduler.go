@@ -16,15 +16,22 @@ type Config struct {
 	Partitions int
 	// Logger receives debug logs of each batch (default: slog.Default()).
 	Logger *slog.Logger
+	// Analyze makes every batch count the cycles between chains
+	// (Counts.Cycles, CyclicChains) whatever its strategy, for a decision
+	// model: one pass over the parametric edges and a strongly connected
+	// components search over the chains. Without it only the strategies
+	// with chain units count them.
+	Analyze bool
 }
 
 // Scheduler executes batches of transactions on a fixed pool of workers,
 // started by New and stopped by Close. One Run executes at a time; Run and
 // Close are safe to call from several goroutines.
 type Scheduler struct {
-	n     int
-	parts int
-	log   *slog.Logger
+	n       int
+	parts   int
+	log     *slog.Logger
+	analyze bool
 
 	mu     sync.Mutex // serialises Run and Close, guards buf
 	buf    *planBuf
@@ -46,7 +53,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Partitions < 0 {
 		return nil, fmt.Errorf("txn: config: Partitions is %d, want at least 0", cfg.Partitions)
 	}
-	s := &Scheduler{n: cfg.Workers, parts: cfg.Partitions, log: cfg.Logger}
+	s := &Scheduler{n: cfg.Workers, parts: cfg.Partitions, log: cfg.Logger, analyze: cfg.Analyze}
 	if s.parts == 0 {
 		s.parts = 8 * s.n
 	}
@@ -68,6 +75,13 @@ func (s *Scheduler) worker(id int, ch chan task) {
 		t.f(id)
 		t.done.Done()
 	}
+}
+
+// SetAnalyze changes Config.Analyze from the next Run on.
+func (s *Scheduler) SetAnalyze(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.analyze = on
 }
 
 // Workers returns the number of workers.
@@ -123,6 +137,8 @@ func (s *Scheduler) Run(ctx context.Context, st Strategy, batch []Txn, store Sto
 		res, err = runSerial(ctx, batch, store, apply)
 	case SStore:
 		res, err = s.runSStore(ctx, batch, store, apply)
+	case Adaptive:
+		return nil, ErrAdaptive
 	default:
 		res, err = s.runTPG(ctx, st, batch, store, apply)
 	}

@@ -18,11 +18,17 @@ type Counts struct {
 	NonDet int
 	// Chains is the number of per-key operation chains (keys with a writer).
 	Chains int
+	// MaxChain is the length, in operations, of the longest chain: a lower
+	// bound on the critical path of operation units, and so on the levels
+	// of structured exploration. MaxChain over Ops is the share of the batch
+	// the hottest key serialises: the skew of the dependency degree.
+	MaxChain int
 	// Cycles is the number of strongly connected components of more than one
 	// chain in the graph of chains joined by parametric edges; CyclicChains is
 	// the number of chains in them. Analyze and the strategies with chain
 	// units (which must split those cycles) find them; strategies with
-	// operation units do not look for them and leave both 0.
+	// operation units look for them only when the Scheduler's
+	// Config.Analyze is set, and otherwise leave both 0.
 	Cycles, CyclicChains int
 	// Units is the number of scheduling units; SplitUnits the number of
 	// chain units split into operations to break cycles.

@@ -58,7 +58,15 @@ const (
 	TStream
 	// SStore is the S-Store-like baseline: partition locks in timestamp order.
 	SStore
+	// Adaptive is not a way to run a batch but a choice made per batch: a
+	// decision model (package txn/adapt) picks one TPG strategy for each
+	// batch from what the previous batches measured. Scheduler.Run refuses
+	// it; the caller that owns the model resolves it first.
+	Adaptive
 )
+
+// AdaptiveName is the name of the adaptive strategy.
+const AdaptiveName = "adaptive"
 
 // Strategy selects how a batch is executed. Build one with ParseStrategy.
 type Strategy struct {
@@ -83,15 +91,19 @@ func (s Strategy) String() string {
 		return "tstream"
 	case SStore:
 		return "sstore"
+	case Adaptive:
+		return AdaptiveName
 	}
 	return exploreNames[s.Explore] + "-" + unitNames[s.Unit] + "-" + abortNames[s.Abort]
 }
 
 // ParseStrategy parses a name such as "ns-chain-lazy" (exploration bfs|dfs|ns,
 // unit op|chain, abort eager|lazy) or one of the baselines "serial",
-// "tstream", "sstore".
+// "tstream", "sstore", or "adaptive" (AdaptiveName).
 func ParseStrategy(name string) (Strategy, error) {
 	switch name {
+	case AdaptiveName:
+		return Strategy{Kind: Adaptive}, nil
 	case "serial":
 		return Strategy{Kind: Serial}, nil
 	case "tstream":
@@ -108,10 +120,12 @@ func ParseStrategy(name string) (Strategy, error) {
 			return Strategy{Kind: TPG, Explore: Exploration(e), Unit: Unit(u), Abort: AbortMode(a)}, nil
 		}
 	}
-	return Strategy{}, fmt.Errorf("%w: %q (want e.g. ns-op-eager, or one of %s)", ErrUnknownStrategy, name, strings.Join(StrategyNames(), ", "))
+	return Strategy{}, fmt.Errorf("%w: %q (want %s, or one of %s)", ErrUnknownStrategy, name, AdaptiveName, strings.Join(StrategyNames(), ", "))
 }
 
-// StrategyNames lists every strategy name, TPG strategies first.
+// StrategyNames lists the name of every strategy that runs a batch, TPG
+// strategies first; it leaves out AdaptiveName, which chooses among the
+// TPG strategies (TPGStrategies).
 func StrategyNames() []string {
 	var names []string
 	for e := range exploreNames {
@@ -131,4 +145,19 @@ func index(names []string, s string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// TPGStrategies returns the TPG strategies (exploration x unit x abort
+// handling), in the order of StrategyNames: the choices of the adaptive
+// strategy.
+func TPGStrategies() []Strategy {
+	var out []Strategy
+	for e := range exploreNames {
+		for u := range unitNames {
+			for a := range abortNames {
+				out = append(out, Strategy{Kind: TPG, Explore: Exploration(e), Unit: Unit(u), Abort: AbortMode(a)})
+			}
+		}
+	}
+	return out
 }

@@ -25,29 +25,29 @@ func TestAnalyzeCounts(t *testing.T) {
 	}{
 		{"empty", nil, txn.Counts{}},
 		{"acyclic", []txn.Txn{tx(w(a)), tx(w(a, b)), tx(w(b, a)), tx(w(a))},
-			txn.Counts{Txns: 4, Ops: 4, Keys: 2, Chains: 2, Temporal: 2, Parametric: 1}},
+			txn.Counts{Txns: 4, Ops: 4, Keys: 2, Chains: 2, MaxChain: 3, Temporal: 2, Parametric: 1}},
 		{"cycle between two chains", []txn.Txn{tx(w(a, b)), tx(w(b, a)), tx(w(a, b))},
-			txn.Counts{Txns: 3, Ops: 3, Keys: 2, Chains: 2, Temporal: 1, Parametric: 2, Cycles: 1, CyclicChains: 2}},
+			txn.Counts{Txns: 3, Ops: 3, Keys: 2, Chains: 2, MaxChain: 2, Temporal: 1, Parametric: 2, Cycles: 1, CyclicChains: 2}},
 		{"two cycles", []txn.Txn{tx(w(a, b)), tx(w(b, a)), tx(w(a, b)), tx(w(x, y)), tx(w(y, x)), tx(w(x, y))},
-			txn.Counts{Txns: 6, Ops: 6, Keys: 4, Chains: 4, Temporal: 2, Parametric: 4, Cycles: 2, CyclicChains: 4}},
+			txn.Counts{Txns: 6, Ops: 6, Keys: 4, Chains: 4, MaxChain: 2, Temporal: 2, Parametric: 4, Cycles: 2, CyclicChains: 4}},
 		{"three-chain cycle", []txn.Txn{tx(w(a)), tx(w(b, a)), tx(w(c, b)), tx(w(a, c))},
-			txn.Counts{Txns: 4, Ops: 4, Keys: 3, Chains: 3, Temporal: 1, Parametric: 3, Cycles: 1, CyclicChains: 3}},
+			txn.Counts{Txns: 4, Ops: 4, Keys: 3, Chains: 3, MaxChain: 2, Temporal: 1, Parametric: 3, Cycles: 1, CyclicChains: 3}},
 		{"read of a key written later is committed state", []txn.Txn{tx(w(a, b)), tx(w(b))},
-			txn.Counts{Txns: 2, Ops: 2, Keys: 2, Chains: 2}},
+			txn.Counts{Txns: 2, Ops: 2, Keys: 2, Chains: 2, MaxChain: 1}},
 		{"logical", []txn.Txn{tx(w(a), w(b), w(c)), tx(w(x))},
-			txn.Counts{Txns: 2, Ops: 4, Keys: 4, Chains: 4, Logical: 2}},
+			txn.Counts{Txns: 2, Ops: 4, Keys: 4, Chains: 4, MaxChain: 1, Logical: 2}},
 		{"reading the own key is temporal only", []txn.Txn{tx(w(a)), tx(w(a, a))},
-			txn.Counts{Txns: 2, Ops: 2, Keys: 1, Chains: 1, Temporal: 1}},
+			txn.Counts{Txns: 2, Ops: 2, Keys: 1, Chains: 1, MaxChain: 2, Temporal: 1}},
 		{"own transaction's earlier write", []txn.Txn{tx(w(a), w(b, a))},
-			txn.Counts{Txns: 1, Ops: 2, Keys: 2, Chains: 2, Parametric: 1, Logical: 1}},
+			txn.Counts{Txns: 1, Ops: 2, Keys: 2, Chains: 2, MaxChain: 1, Parametric: 1, Logical: 1}},
 		{"non-deterministic barrier scoped to its table",
 			[]txn.Txn{tx(w(x)), tx(nd(0)), tx(w(y)), tx(w(z, x)), tx(w(z))},
 			// nd after x; y and z's read of x after nd; z's second write only temporal.
-			txn.Counts{Txns: 5, Ops: 5, Keys: 3, Chains: 3, Temporal: 1, Parametric: 1, NonDet: 3}},
+			txn.Counts{Txns: 5, Ops: 5, Keys: 3, Chains: 3, MaxChain: 2, Temporal: 1, Parametric: 1, NonDet: 3}},
 		{"two non-deterministic ops in a row", []txn.Txn{tx(nd(0)), tx(nd(0)), tx(w(a))},
-			txn.Counts{Txns: 3, Ops: 3, Keys: 1, Chains: 1, NonDet: 2}},
+			txn.Counts{Txns: 3, Ops: 3, Keys: 1, Chains: 1, MaxChain: 1, NonDet: 2}},
 		{"non-deterministic op reads another table", []txn.Txn{tx(w(z)), tx(txn.Op{NonDet: true, Table: 0, Reads: []txn.Key{z}}), tx(w(z))},
-			txn.Counts{Txns: 3, Ops: 3, Keys: 1, Chains: 1, Temporal: 1, Parametric: 1}},
+			txn.Counts{Txns: 3, Ops: 3, Keys: 1, Chains: 1, MaxChain: 2, Temporal: 1, Parametric: 1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,6 +59,43 @@ func TestAnalyzeCounts(t *testing.T) {
 				t.Errorf("counts\n got %+v\nwant %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestConfigAnalyze checks that a Scheduler configured with Analyze counts
+// the cycles between chains under operation units too, as Analyze does,
+// and one without it does not.
+func TestConfigAnalyze(t *testing.T) {
+	a, b, c := k(0, "a"), k(0, "b"), k(0, "c")
+	batch := []txn.Txn{tx(w(a, b)), tx(w(b, a)), tx(w(a, b)), tx(w(c)), tx(w(c)), tx(w(c))}
+	want, err := txn.Analyze(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Cycles != 1 || want.MaxChain != 3 {
+		t.Fatalf("Analyze: %d cycles, longest chain %d; want 1 and 3", want.Cycles, want.MaxChain)
+	}
+	for _, analyze := range []bool{false, true} {
+		s, err := txn.New(txn.Config{Workers: 2, Analyze: analyze})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"ns-op-eager", "bfs-op-lazy", "dfs-chain-eager"} {
+			st, _ := txn.ParseStrategy(name)
+			res, err := s.Run(context.Background(), st, batch, txn.MapStore{}, testApply(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantCycles := want.Cycles
+			if !analyze && st.Unit == txn.OpUnit {
+				wantCycles = 0
+			}
+			if res.Stats.Cycles != wantCycles || res.Stats.CyclicChains != 2*wantCycles || res.Stats.MaxChain != 3 {
+				t.Errorf("analyze %v, %s: %d cycles of %d chains, longest chain %d; want %d cycles of %d, longest 3",
+					analyze, name, res.Stats.Cycles, res.Stats.CyclicChains, res.Stats.MaxChain, wantCycles, 2*wantCycles)
+			}
+		}
+		s.Close()
 	}
 }
 
@@ -124,7 +161,18 @@ func TestParseStrategy(t *testing.T) {
 			t.Errorf("ParseStrategy(%q).String() = %q", n, st.String())
 		}
 	}
-	for _, bad := range []string{"", "bfs", "bfs-op", "xfs-op-eager", "bfs-op-eager-x", "SERIAL"} {
+	if st, err := txn.ParseStrategy(txn.AdaptiveName); err != nil || st.Kind != txn.Adaptive || st.String() != txn.AdaptiveName {
+		t.Errorf("ParseStrategy(%q) = %v, %v", txn.AdaptiveName, st, err)
+	}
+	if got := len(txn.TPGStrategies()); got != 12 {
+		t.Errorf("%d TPG strategies, want 12", got)
+	}
+	for i, st := range txn.TPGStrategies() {
+		if st.String() != names[i] {
+			t.Errorf("TPGStrategies()[%d] = %s, want %s", i, st, names[i])
+		}
+	}
+	for _, bad := range []string{"", "bfs", "bfs-op", "xfs-op-eager", "bfs-op-eager-x", "SERIAL", "Adaptive"} {
 		if _, err := txn.ParseStrategy(bad); !errors.Is(err, txn.ErrUnknownStrategy) {
 			t.Errorf("ParseStrategy(%q): %v, want ErrUnknownStrategy", bad, err)
 		}
@@ -148,6 +196,9 @@ func TestSchedulerLifecycle(t *testing.T) {
 		if _, err := s.Run(ctx, st, batch, txn.MapStore{}, testApply(1)); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: Run with a cancelled context: %v", name, err)
 		}
+	}
+	if _, err := s.Run(context.Background(), txn.Strategy{Kind: txn.Adaptive}, batch, txn.MapStore{}, testApply(1)); !errors.Is(err, txn.ErrAdaptive) {
+		t.Errorf("Run with the adaptive strategy: %v, want ErrAdaptive", err)
 	}
 	res, err := s.Run(context.Background(), st, nil, txn.MapStore{}, testApply(1))
 	if err != nil || len(res.Committed) != 0 || len(res.Changes) != 0 {

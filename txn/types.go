@@ -191,6 +191,9 @@ var (
 	ErrUnknownStrategy = errors.New("txn: unknown strategy")
 	// ErrClosed: the Scheduler was closed.
 	ErrClosed = errors.New("txn: scheduler closed")
+	// ErrAdaptive: Run was given the adaptive strategy, which a decision
+	// model must resolve to a TPG strategy first.
+	ErrAdaptive = errors.New("txn: the adaptive strategy is resolved per batch by a decision model (package txn/adapt); Run needs the strategy it chose")
 	// ErrNoConvergence: abort handling did not reach a fixed point (a bug).
 	ErrNoConvergence = errors.New("txn: abort handling did not converge")
 )

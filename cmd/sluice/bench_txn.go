@@ -28,6 +28,9 @@ type benchTxnFlags struct {
 	quick       bool
 	jsonFile    string
 	cpuProfile  string
+	dynamic     string
+	phaseEvents int
+	plugin      string
 	logs        logFlags
 }
 
@@ -57,7 +60,21 @@ serial strategy's, or the command fails rather than report a figure.
 Knobs are flags named as in the pipeline file's generator (--keys, --skew,
 --deposit-ratio, ...); unset knobs take MorphStream's defaults for the
 application, and a knob the application does not read is refused. Progress goes
-to stderr; the tables to stdout, the figures as JSON to --json.`,
+to stderr; the tables to stdout, the figures as JSON to --json.
+
+--strategy all runs every strategy and "adaptive", which chooses one TPG
+strategy per batch from what the previous batches measured (package txn/adapt,
+docs/transactions.md).
+
+--dynamic PHASES makes the workload change as it runs: a preset ("morphstream":
+MorphStream's dynamic workload for sl and gs, phases that raise skew, parametric
+dependencies and aborts in turn) or phases separated by ";", each a list of
+knob=value changed from the phase before, with events=N for its length and
+name=TEXT, e.g. --dynamic 'skew=0.25;skew=0.9;abort-ratio=0.2'. Every strategy
+then runs as its own lane, all interleaved batch by batch, and the report gives
+each phase's best static strategy, the adaptive strategy's choices and rate, and
+its decisions in the JSON (with --native to measure the scheduler with native
+operators).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := f.options(cmd, knobs)
@@ -79,7 +96,11 @@ to stderr; the tables to stdout, the figures as JSON to --json.`,
 			}
 			defer os.RemoveAll(work)
 			opts.Dir = work
-			if slices.Contains(opts.Logics, bench.TxnWasm) {
+			if f.plugin != "" && slices.Contains(opts.Logics, bench.TxnWasm) {
+				if opts.Plugin, err = os.ReadFile(f.plugin); err != nil {
+					return fmt.Errorf("--plugin: %w", err)
+				}
+			} else if slices.Contains(opts.Logics, bench.TxnWasm) {
 				dir, _ := bench.TxnPluginDir(opts.App) // the app was checked
 				fmt.Fprintf(stderr, "bench: building the %s plugin with the Go toolchain\n", dir)
 				paths, err := buildExamples(ctx, filepath.Join(work, "plugins"), dir)
@@ -121,6 +142,9 @@ to stderr; the tables to stdout, the figures as JSON to --json.`,
 	fl.BoolVar(&f.quick, "quick", false, "a few small batches, for a first look and for tests")
 	fl.StringVar(&f.jsonFile, "json", "bench-txn.json", "where to write the results as JSON; - prints JSON instead of the tables")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (not the plugin build) to this file")
+	fl.StringVar(&f.dynamic, "dynamic", "", "a dynamic workload: a preset (morphstream) or phases such as 'skew=0.25;skew=0.9;abort-ratio=0.2' (see above)")
+	fl.IntVar(&f.phaseEvents, "phase-events", 0, fmt.Sprintf("events of a --dynamic phase that gives no events= (default %d batches; 2 with --quick)", bench.DefaultTxnPhaseBatches))
+	fl.StringVar(&f.plugin, "plugin", "", "run this WebAssembly module as the application's operator instead of building plugins/<app> (any language; it must behave as the Go plugin does)")
 	for _, name := range workload.KnobNames() {
 		knobs[name] = fl.String(name, "", knobUsage(name))
 	}
@@ -162,10 +186,11 @@ func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (b
 			s = strings.TrimSpace(s)
 			if s == "all" {
 				opts.Strategies = append(opts.Strategies, txn.StrategyNames()...)
+				opts.Strategies = append(opts.Strategies, txn.AdaptiveName)
 				continue
 			}
 			if _, err := txn.ParseStrategy(s); err != nil {
-				return opts, &usageError{fmt.Sprintf("--strategy %q: unknown strategy (want all or one of %s)", s, strings.Join(txn.StrategyNames(), ", "))}
+				return opts, &usageError{fmt.Sprintf("--strategy %q: unknown strategy (want all, %s or one of %s)", s, txn.AdaptiveName, strings.Join(txn.StrategyNames(), ", "))}
 			}
 			opts.Strategies = append(opts.Strategies, s)
 		}
@@ -204,6 +229,29 @@ func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (b
 	}
 	if f.jsonFile == "" {
 		return opts, &usageError{"--json: a file name is required (use - for stdout)"}
+	}
+	if cmd.Flags().Changed("phase-events") && f.phaseEvents < 1 {
+		return opts, &usageError{fmt.Sprintf("--phase-events %d: want at least 1", f.phaseEvents)}
+	}
+	if f.dynamic != "" {
+		if cmd.Flags().Changed("events") {
+			return opts, &usageError{"--events: a --dynamic workload's length is the sum of its phases' (use --phase-events or events= in a phase)"}
+		}
+		if len(opts.Workers) > 1 || len(opts.Logics) > 1 {
+			return opts, &usageError{"--dynamic runs one worker count and one logic: drop the worker list or --native=both"}
+		}
+		per := f.phaseEvents
+		if per == 0 {
+			per = opts.Punctuation * bench.DefaultTxnPhaseBatches
+			if f.quick {
+				per = opts.Punctuation * 2
+			}
+		}
+		if opts.Phases, err = workload.ParsePhases(f.app, f.dynamic, opts.Knobs, per); err != nil {
+			return opts, &usageError{fmt.Sprintf("--dynamic %q: %v", f.dynamic, err)}
+		}
+	} else if cmd.Flags().Changed("phase-events") {
+		return opts, &usageError{"--phase-events: only with --dynamic"}
 	}
 	return opts, nil
 }

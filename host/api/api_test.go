@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,7 +21,13 @@ func TestEndpoints(t *testing.T) {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_test_total", Help: "test"})
 	reg.MustRegister(c)
 	c.Add(3)
-	srv, err := Listen("127.0.0.1:0", Handler(reg, func() any { return map[string]int{"batches": 7} }), slog.New(slog.DiscardHandler))
+	decisions := func(op string, n int) (any, error) {
+		if op != "ledger" {
+			return nil, fmt.Errorf("no such operator %q", op)
+		}
+		return []int{n}, nil
+	}
+	srv, err := Listen("127.0.0.1:0", Handler(reg, func() any { return map[string]int{"batches": 7} }, decisions), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +51,19 @@ func TestEndpoints(t *testing.T) {
 	var st map[string]int
 	if code != 200 || json.Unmarshal([]byte(body), &st) != nil || st["batches"] != 7 {
 		t.Errorf("/api/v1/pipeline: %d %q", code, body)
+	}
+	for path, want := range map[string]struct {
+		code int
+		body string
+	}{
+		"/api/v1/operators/ledger/decisions":         {200, "[\n  0\n]\n"},
+		"/api/v1/operators/ledger/decisions?last=5":  {200, "[\n  5\n]\n"},
+		"/api/v1/operators/ledger/decisions?last=-1": {400, `"error": "last=\"-1\": want a whole number at least 0"`},
+		"/api/v1/operators/other/decisions":          {404, `"error": "no such operator \"other\""`},
+	} {
+		if code, body := get(path); code != want.code || !strings.Contains(body, want.body) {
+			t.Errorf("%s: %d %q, want %d with %q", path, code, body, want.code, want.body)
+		}
 	}
 	if code, _ := get("/nope"); code != 404 {
 		t.Errorf("/nope: %d", code)

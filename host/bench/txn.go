@@ -56,6 +56,7 @@ import (
 	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/txn"
+	"github.com/sluicehq/sluice/txn/adapt"
 	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
@@ -78,6 +79,9 @@ const (
 	// DefaultTxnPunctuation is the default number of events per batch,
 	// MorphStream's punctuation in its Streaming Ledger comparison.
 	DefaultTxnPunctuation = 10240
+	// DefaultTxnPhaseBatches is the default length of a dynamic
+	// workload's phase, in batches.
+	DefaultTxnPhaseBatches = 20
 	// DefaultTxnProgress is the default interval between progress lines.
 	DefaultTxnProgress = 3 * time.Second
 	// quickTxnPunctuation and quickTxnBatches size a quick run: four
@@ -127,6 +131,14 @@ type TxnOptions struct {
 	// Logger receives the logs of the plugin and the scheduler; nil:
 	// discarded.
 	Logger *slog.Logger
+	// Phases make the workload dynamic (workload.ParsePhases): the events
+	// follow the phases in turn, Events becomes their total, and every
+	// strategy runs as its own lane, all interleaved batch by batch, with
+	// one worker count and one logic; the report gives each phase's rates
+	// and the adaptive strategy's decisions.
+	Phases []workload.Phase
+	// Adaptive configures the adaptive strategy's decision model.
+	Adaptive adapt.Config
 }
 
 // DefaultTxnOptions returns the full configuration of application app:
@@ -200,6 +212,9 @@ type TxnReport struct {
 	// Targets are the project's targets that this run's workload bears
 	// on, checked.
 	Targets []Target `json:"targets"`
+	// Dynamic holds the phases of a dynamic workload's run (nil for a
+	// static workload).
+	Dynamic *TxnDynamic `json:"dynamic,omitempty"`
 	// LoadAfter is the load average when the run ended.
 	LoadAfter string `json:"load_after,omitempty"`
 }
@@ -292,10 +307,11 @@ type TxnSpeedup struct {
 // lane is one (workers, logic) combination: its operator, kept across
 // strategies, and the run in progress.
 type lane struct {
-	workers int
-	logic   TxnLogic
-	op      *txnop.Operator
-	out     plugin.Output
+	workers  int
+	logic    TxnLogic
+	strategy string // a dynamic run's lane: its strategy
+	op       *txnop.Operator
+	out      plugin.Output
 
 	// The run in progress.
 	store  txn.MapStore
@@ -321,6 +337,7 @@ type txnEnv struct {
 	opts    TxnOptions
 	app     txnApp
 	wl      workload.App
+	dyn     *workload.Dynamic // wl, when the workload is dynamic
 	tables  []string
 	initial txn.MapStore
 	log     *slog.Logger
@@ -346,10 +363,12 @@ func RunTxn(ctx context.Context, opts TxnOptions) (*TxnReport, error) {
 	return e.run(ctx)
 }
 
-// run runs the suite as RunTxn describes.
-func (e *txnEnv) run(ctx context.Context) (rep *TxnReport, err error) {
+// prepare makes the report's header and, when the Wasm logic runs, loads
+// the plugin; the returned function releases what it made and joins its
+// error into *err.
+func (e *txnEnv) prepare(ctx context.Context) (*TxnReport, func(err *error), error) {
 	opts := e.opts
-	rep = &TxnReport{
+	rep := &TxnReport{
 		Machine: CurrentMachine(), Date: time.Now().UTC().Truncate(time.Second), Quick: opts.Quick,
 		App: opts.App, Title: e.app.title, Knobs: knobText(opts.App, &opts.Knobs), Tables: e.tables,
 		Events: opts.Events, Punctuation: opts.Punctuation, WarmupBatches: warmup(opts),
@@ -357,42 +376,57 @@ func (e *txnEnv) run(ctx context.Context) (rep *TxnReport, err error) {
 	}
 	e.step("machine: %d cores (GOMAXPROCS %d), %s, load %s",
 		rep.Machine.NumCPU, rep.Machine.GOMAXPROCS, orUnknown(rep.Machine.CPUModel, "CPU model unknown"), orUnknown(rep.Machine.Load, "unknown"))
-
-	if slices.Contains(opts.Logics, TxnWasm) {
-		var eng wasm.Engine
-		var dir string
-		eng, dir, err = e.loadPlugin(ctx) // err: the deferred close sets it
-		if dir != "" {
-			defer os.RemoveAll(dir)
+	release := func(*error) {}
+	if !slices.Contains(opts.Logics, TxnWasm) {
+		return rep, release, nil
+	}
+	eng, dir, err := e.loadPlugin(ctx)
+	release = func(errp *error) {
+		var cerr error
+		if e.plugin != nil {
+			cerr = e.plugin.Close(context.WithoutCancel(ctx))
 		}
 		if eng != nil {
-			// After the operators (deferred below), which close the
-			// instances.
-			defer func() {
-				var cerr error
-				if e.plugin != nil {
-					cerr = e.plugin.Close(context.WithoutCancel(ctx))
-				}
-				cerr = errors.Join(cerr, eng.Close(context.WithoutCancel(ctx)))
-				if err == nil && cerr != nil {
-					err = fmt.Errorf("bench: txn: closing the plugin: %w", cerr)
-				}
-			}()
+			cerr = errors.Join(cerr, eng.Close(context.WithoutCancel(ctx)))
 		}
-		if err != nil {
-			return nil, err
+		if dir != "" {
+			os.RemoveAll(dir)
 		}
-		rep.CallTimeoutSeconds = e.timeout.Seconds()
+		if *errp == nil && cerr != nil {
+			*errp = fmt.Errorf("bench: txn: closing the plugin: %w", cerr)
+		}
 	}
+	if err != nil {
+		release(&err)
+		return nil, nil, err
+	}
+	rep.CallTimeoutSeconds = e.timeout.Seconds()
+	return rep, release, nil
+}
 
-	lanes, err := e.lanes(ctx)
-	defer func() {
-		for _, l := range lanes {
-			if cerr := l.op.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
-				err = fmt.Errorf("bench: txn: closing the %s operator with %s: %w", l.logic, workersText(l.workers), cerr)
-			}
+// closeLanes closes the lanes' operators, joining the first error into
+// *err.
+func closeLanes(ctx context.Context, lanes []*lane, err *error) {
+	for _, l := range lanes {
+		if cerr := l.op.Close(context.WithoutCancel(ctx)); *err == nil && cerr != nil {
+			*err = fmt.Errorf("bench: txn: closing the %s operator with %s: %w", l.logic, workersText(l.workers), cerr)
 		}
-	}()
+	}
+}
+
+// run runs the suite as RunTxn describes.
+func (e *txnEnv) run(ctx context.Context) (rep *TxnReport, err error) {
+	if e.dyn != nil {
+		return e.runDynamic(ctx)
+	}
+	opts := e.opts
+	rep, release, err := e.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release(&err)
+	lanes, err := e.lanes(ctx)
+	defer closeLanes(ctx, lanes, &err)
 	if err != nil {
 		return nil, err
 	}
@@ -492,15 +526,25 @@ func newTxnEnv(opts TxnOptions) (*txnEnv, error) {
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = DefaultTxnProgress
 	}
-	wl, err := workload.New(opts.App, opts.Knobs)
-	if err != nil {
+	var wl workload.App
+	var dyn *workload.Dynamic
+	if len(opts.Phases) > 0 {
+		if len(opts.Workers) > 1 || len(opts.Logics) > 1 {
+			return nil, fmt.Errorf("bench: txn: a dynamic workload runs one worker count and one logic (got workers %v, logics %v)", opts.Workers, opts.Logics)
+		}
+		dyn, err = workload.NewDynamic(opts.App, opts.Phases)
+		if err != nil {
+			return nil, fmt.Errorf("bench: txn: %w", err)
+		}
+		wl, opts.Events = dyn, dyn.Events()
+	} else if wl, err = workload.New(opts.App, opts.Knobs); err != nil {
 		return nil, fmt.Errorf("bench: txn: %w", err)
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &txnEnv{opts: opts, app: app, wl: wl, tables: wl.Tables(), initial: txn.MapStore{}, log: log}
+	e := &txnEnv{opts: opts, app: app, wl: wl, dyn: dyn, tables: wl.Tables(), initial: txn.MapStore{}, log: log}
 	err = wl.Initial(func(table int, key, value []byte) error {
 		e.initial[txn.Key{Table: uint32(table), Key: string(key)}] = slices.Clone(value)
 		return nil
@@ -616,7 +660,9 @@ func (e *txnEnv) oracle(ctx context.Context) (txnDigest, error) {
 // it.
 func (e *txnEnv) runStrategy(ctx context.Context, name string, st txn.Strategy, lanes []*lane) error {
 	for _, l := range lanes {
-		l.op.SetStrategy(st)
+		if err := l.op.SetStrategy(st); err != nil {
+			return fmt.Errorf("bench: txn: %w", err)
+		}
 		l.store = cloneStore(e.initial)
 		l.digest = txnDigest{outputs: fnvOffset}
 		l.run = TxnRun{Strategy: name, Workers: l.workers, Logic: l.logic}

@@ -362,3 +362,75 @@ func BenchmarkTxnApply(b *testing.B) {
 		l.apply(changes)
 	}
 }
+
+// TestRunTxnDynamic runs a three-phase workload with two static strategies
+// and the adaptive one, natively, and checks the report: each lane checked
+// against the oracle, one phase entry per phase with every strategy's rate
+// and the best static one, the adaptive strategy's choices covering the
+// timed batches and its decisions one per batch, and the adaptive targets.
+func TestRunTxnDynamic(t *testing.T) {
+	opts := smallLedger(t, "ns-op-eager", "bfs-chain-lazy", txn.AdaptiveName)
+	opts.Workers = []int{2}
+	phases, err := workload.ParsePhases("sl", "events=400;skew=0;abort-ratio=0.5,events=600", opts.Knobs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Phases = phases
+	var progress bytes.Buffer
+	opts.Progress = &progress
+	rep, err := RunTxn(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := rep.Dynamic
+	if d == nil || len(d.Phases) != 3 || rep.Events != 1400 || !strings.Contains(rep.Oracle, "untimed native run") {
+		t.Fatalf("dynamic %+v, events %d, oracle %q", d, rep.Events, rep.Oracle)
+	}
+	if len(rep.Runs) != 3 {
+		t.Fatalf("%d runs, want one per strategy", len(rep.Runs))
+	}
+	// Batches of 200: phase 1 has 2 (the first not timed), phase 2 two,
+	// phase 3 three.
+	for i, want := range []int{200, 400, 600} {
+		p := d.Phases[i]
+		if p.Events != want || len(p.Rates) != 3 || p.BestStatic == "" || p.BestStatic == txn.AdaptiveName || p.Adaptive <= 0 {
+			t.Errorf("phase %d: %+v", i+1, p)
+		}
+		n := 0
+		for _, c := range p.Choices {
+			n += c
+		}
+		if n*200 != want {
+			t.Errorf("phase %d: adaptive choices %v cover %d batches, want %d", i+1, p.Choices, n, want/200)
+		}
+		if p.AdaptiveOverBest != p.Adaptive/p.BestStaticRate {
+			t.Errorf("phase %d: ratio %v", i+1, p.AdaptiveOverBest)
+		}
+	}
+	if d.Phases[2].Knobs["abort-ratio"] != "0.5" || d.Phases[1].Knobs["skew"] != "0" {
+		t.Errorf("phase knobs %v, %v", d.Phases[1].Knobs, d.Phases[2].Knobs)
+	}
+	if len(d.Decisions) != 7 || d.Decisions[6].Batch != 7 || d.DecideShareMax <= 0 || d.DecideShare <= 0 {
+		t.Errorf("%d decisions, decide shares %v %v", len(d.Decisions), d.DecideShareMax, d.DecideShare)
+	}
+	if len(rep.Targets) != 3 || !strings.Contains(rep.Targets[0].Name, "every phase") {
+		t.Errorf("targets %+v", rep.Targets)
+	}
+	var table strings.Builder
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Phases (2 workers, native", "adaptive / best", "Events per second by phase", "deciding: at most"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if !strings.Contains(progress.String(), "phase 3/3") {
+		t.Errorf("progress lacks the phases:\n%s", progress.String())
+	}
+
+	opts.Workers = []int{1, 2}
+	if _, err := RunTxn(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "one worker count") {
+		t.Errorf("a dynamic run with two worker counts: %v", err)
+	}
+}

@@ -46,6 +46,9 @@ func (r *TxnReport) ledgerTargetWorkload() bool {
 
 // checkTargets evaluates the targets this report's runs bear on.
 func (r *TxnReport) checkTargets() []Target {
+	if r.Dynamic != nil {
+		return r.dynamicTargets()
+	}
 	var ts []Target
 	if r.ledgerTargetWorkload() {
 		var best *TxnRun
@@ -194,6 +197,9 @@ func (r *TxnReport) WriteTable(w io.Writer) error {
 	fmt.Fprintln(&b, "breakdown, plan to apply: ns per event; plan, finish, op plan+post and apply are wall time, explore, useful and abort")
 	fmt.Fprintln(&b, "  worker time summed over the workers; apply (the change set into the store) is not part of events/s")
 
+	if r.Dynamic != nil {
+		r.writeDynamic(&b)
+	}
 	if len(r.Ratios) > 0 {
 		fmt.Fprintln(&b, "\nWasm / native, same run, interleaved batch by batch")
 		tw := table(&b)

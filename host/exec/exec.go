@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/connectors"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/state"
+	"github.com/sluicehq/sluice/txn/adapt"
 )
 
 // Operator is one stage of the chain.
@@ -85,6 +86,9 @@ type Job struct {
 	log    *slog.Logger
 	m      *Metrics
 	stages []*stage
+	// byName maps each operator's name to its stage, set by New and never
+	// changed, for the readers of Decisions.
+	byName map[string]*stage
 	// needIDs is whether any sink uses output ids (connectors.IDUser).
 	needIDs bool
 	// batchSize and linger cut batches (linger 0: no time bound).
@@ -180,6 +184,10 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 		}
 		staged = i + 1
 		j.stages = append(j.stages, st)
+		if j.byName == nil {
+			j.byName = map[string]*stage{}
+		}
+		j.byName[st.op.Name] = st
 		j.m.addOperator(st.op.Name, st.txn != nil)
 		os := OperatorStatus{Name: st.op.Name, Kind: string(st.op.Kind), Plugin: st.op.pluginName(), Parallelism: st.parallelism()}
 		if st.txn != nil {
@@ -243,10 +251,42 @@ func (j *Job) Status() Status {
 	for i := range s.Operators {
 		if t := s.Operators[i].Txn; t != nil {
 			c := *t
+			if c.Last != nil {
+				l := *c.Last
+				c.Last = &l
+			}
 			s.Operators[i].Txn = &c
 		}
 	}
 	return s
+}
+
+// Errors of Decisions.
+var (
+	// ErrUnknownOperator: no operator of the job has that name.
+	ErrUnknownOperator = errors.New("exec: no such operator")
+	// ErrNotAdaptive: the operator is not transactional under the adaptive
+	// strategy.
+	ErrNotAdaptive = errors.New("exec: the operator's strategy is not adaptive")
+)
+
+// Decisions returns up to n (all kept when n <= 0) of the latest batches
+// of a transactional operator under the adaptive strategy, oldest first:
+// what each measured and the decision taken after it. It may be called
+// while the job runs.
+func (j *Job) Decisions(operator string, n int) ([]adapt.Record, error) {
+	st, ok := j.byName[operator]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("%w %q", ErrUnknownOperator, operator)
+	case st.txn == nil:
+		return nil, fmt.Errorf("%w: operator %q is not transactional", ErrNotAdaptive, operator)
+	}
+	recs, err := st.txn.decisions(n)
+	if err != nil {
+		return nil, fmt.Errorf("operator %q: %w", operator, err)
+	}
+	return recs, nil
 }
 
 func (j *Job) setState(s string, err error) {

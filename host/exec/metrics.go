@@ -23,6 +23,12 @@ type Metrics struct {
 	txnFailed     *prometheus.CounterVec
 	txnSeconds    *prometheus.CounterVec
 	txnBatch      *prometheus.HistogramVec
+	txnStrategy   *prometheus.CounterVec
+	txnSwitches   *prometheus.CounterVec
+	txnMispredict *prometheus.CounterVec
+	txnDecide     *prometheus.CounterVec
+	txnDeps       *prometheus.GaugeVec
+	txnShape      *prometheus.GaugeVec
 	ops           []opMetrics
 }
 
@@ -33,6 +39,10 @@ type opMetrics struct {
 	txnCommitted, txnAborted, txnReExec, txnFailed                prometheus.Counter
 	txnPlan, txnExplore, txnUseful, txnAbort, txnFinish, txnGuest prometheus.Counter
 	txnBatch                                                      prometheus.Observer
+	txnStrategy                                                   *prometheus.CounterVec // curried with the operator
+	txnSwitches, txnMispredict, txnDecide                         prometheus.Counter
+	txnTemporal, txnParametric, txnLogical, txnNonDet             prometheus.Gauge
+	txnSkew, txnAbortRatio, txnCyclic, txnOpCost, txnRate         prometheus.Gauge
 }
 
 // NewMetrics makes a job's metrics and registers them, with the Go runtime
@@ -75,8 +85,24 @@ func NewMetrics() *Metrics {
 			Help:    "Time for a transactional operator to plan, schedule and post one batch.",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18)}, []string{"operator"}),
 	}
+	m.txnStrategy = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_txn_strategy_batches_total", Help: "Batches a transactional operator ran, by the strategy that ran them (the adaptive strategy's choice)."},
+		[]string{"operator", "strategy"})
+	m.txnSwitches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_txn_adaptive_switches_total", Help: "Times the adaptive strategy changed the strategy of the next batch."}, []string{"operator"})
+	m.txnMispredict = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_txn_adaptive_mispredictions_total", Help: "Batches after a switch that ran slower than the adaptive strategy predicted."}, []string{"operator"})
+	m.txnDecide = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_txn_adaptive_decide_seconds_total", Help: "Time the adaptive strategy spent deciding."}, []string{"operator"})
+	m.txnDeps = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sluice_txn_batch_dependencies_per_operation", Help: "Dependencies per operation in the last batch's TPG, by kind (temporal, parametric, logical, nondet)."},
+		[]string{"operator", "kind"})
+	m.txnShape = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sluice_txn_batch_measure", Help: "What the last batch measured, the adaptive strategy's inputs: skew, abort_ratio, cyclic_chains (share in cycles; counted under adaptive), op_cost_seconds, events_per_second."},
+		[]string{"operator", "measure"})
 	r.MustRegister(m.batches, m.batchSeconds, m.outputs, m.dead, m.sourceRecords, m.opIn, m.opOut,
 		m.opDead, m.txnOutcomes, m.txnReExec, m.txnFailed, m.txnSeconds, m.txnBatch,
+		m.txnStrategy, m.txnSwitches, m.txnMispredict, m.txnDecide, m.txnDeps, m.txnShape,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -95,6 +121,19 @@ func (m *Metrics) addOperator(name string, transactional bool) {
 		om.txnFinish = m.txnSeconds.WithLabelValues(name, "finish")
 		om.txnGuest = m.txnSeconds.WithLabelValues(name, "guest")
 		om.txnBatch = m.txnBatch.WithLabelValues(name)
+		om.txnStrategy = m.txnStrategy.MustCurryWith(prometheus.Labels{"operator": name})
+		om.txnSwitches = m.txnSwitches.WithLabelValues(name)
+		om.txnMispredict = m.txnMispredict.WithLabelValues(name)
+		om.txnDecide = m.txnDecide.WithLabelValues(name)
+		om.txnTemporal = m.txnDeps.WithLabelValues(name, "temporal")
+		om.txnParametric = m.txnDeps.WithLabelValues(name, "parametric")
+		om.txnLogical = m.txnDeps.WithLabelValues(name, "logical")
+		om.txnNonDet = m.txnDeps.WithLabelValues(name, "nondet")
+		om.txnSkew = m.txnShape.WithLabelValues(name, "skew")
+		om.txnAbortRatio = m.txnShape.WithLabelValues(name, "abort_ratio")
+		om.txnCyclic = m.txnShape.WithLabelValues(name, "cyclic_chains")
+		om.txnOpCost = m.txnShape.WithLabelValues(name, "op_cost_seconds")
+		om.txnRate = m.txnShape.WithLabelValues(name, "events_per_second")
 	}
 	m.ops = append(m.ops, om)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/state"
 	"github.com/sluicehq/sluice/txn"
+	"github.com/sluicehq/sluice/txn/adapt"
 )
 
 // Txn makes an Operator transactional: its events are transactions over
@@ -53,6 +54,18 @@ type TxnStatus struct {
 	AbortSeconds   float64 `json:"abort_seconds"`
 	FinishSeconds  float64 `json:"finish_seconds"`
 	GuestSeconds   float64 `json:"guest_seconds"`
+	// Running is the strategy that ran the last batch: Strategy itself,
+	// or the adaptive strategy's choice.
+	Running string `json:"running,omitempty"`
+	// Last is what the last batch measured, with the adaptive strategy's
+	// decision after it under that strategy.
+	Last *adapt.Record `json:"last_batch,omitempty"`
+	// Switches and Mispredictions count the adaptive strategy's changes
+	// of strategy and the batches after a change that ran slower than it
+	// predicted; DecideSeconds is the time it spent deciding.
+	Switches       uint64  `json:"adaptive_switches,omitempty"`
+	Mispredictions uint64  `json:"adaptive_mispredictions,omitempty"`
+	DecideSeconds  float64 `json:"adaptive_decide_seconds,omitempty"`
 }
 
 // txnStage is the transactional part of a stage: the operator, a session
@@ -77,6 +90,9 @@ type txnStage struct {
 	arena  []byte
 
 	status TxnStatus
+	// model is the operator's adaptive decision model (nil under a static
+	// strategy), kept apart from op, which Close clears, for Decisions.
+	model *adapt.Model
 }
 
 // carried is one change carried from an earlier run of the batch.
@@ -99,6 +115,7 @@ func newTxnStage(op *Operator, store *state.Store) (*txnStage, error) {
 	}
 	ts.view = tableView{sess: ts.sess, tables: ts.tables}
 	ts.status.Strategy = t.Operator.Strategy().String()
+	ts.model = t.Operator.Model()
 	ts.status.Workers = t.Operator.Workers()
 	return ts, nil
 }
@@ -258,6 +275,57 @@ func (ts *txnStage) account(res *txn.Result, elapsed time.Duration, m *opMetrics
 	m.txnFinish.Add(s.Finish.Seconds())
 	m.txnGuest.Add(guest.Seconds())
 	m.txnBatch.Observe(elapsed.Seconds())
+
+	// The batch's measurement: the adaptive strategy's record, or the
+	// collector's alone under a static strategy.
+	var rec adapt.Record
+	if md := ts.model; md != nil {
+		if h := md.History(1); len(h) == 1 {
+			rec = h[0]
+		}
+		d := &rec.Decision
+		if d.Strategy != d.Previous {
+			st.Switches++
+			m.txnSwitches.Inc()
+		}
+		if d.Mispredicted {
+			st.Mispredictions++
+			m.txnMispredict.Inc()
+		}
+		st.DecideSeconds += float64(d.DecideNs) / 1e9
+		m.txnDecide.Add(float64(d.DecideNs) / 1e9)
+	} else {
+		rec.Measurement = adapt.Collect(st.Batches, s.Txns, s, elapsed)
+	}
+	st.Running, st.Last = s.Strategy, &rec
+	ms := &rec.Measurement
+	m.txnStrategy.WithLabelValues(s.Strategy).Inc()
+	perOp := func(n int) float64 {
+		if ms.Ops == 0 {
+			return 0
+		}
+		return float64(n) / float64(ms.Ops)
+	}
+	m.txnTemporal.Set(perOp(ms.Temporal))
+	m.txnParametric.Set(perOp(ms.Parametric))
+	m.txnLogical.Set(perOp(ms.Logical))
+	m.txnNonDet.Set(perOp(ms.NonDet))
+	m.txnSkew.Set(ms.Skew)
+	m.txnAbortRatio.Set(ms.AbortRatio)
+	if ms.Chains > 0 {
+		m.txnCyclic.Set(float64(ms.CyclicChains) / float64(ms.Chains))
+	}
+	m.txnOpCost.Set(ms.OpCostNs / 1e9)
+	m.txnRate.Set(ms.Rate)
+}
+
+// decisions returns up to n of the adaptive strategy's latest records.
+func (ts *txnStage) decisions(n int) ([]adapt.Record, error) {
+	md := ts.model
+	if md == nil {
+		return nil, fmt.Errorf("%w: its strategy is %s", ErrNotAdaptive, ts.status.Strategy)
+	}
+	return md.History(n), nil
 }
 
 // apply writes the batch's change sets into the tables, for the commit

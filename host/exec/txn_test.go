@@ -714,3 +714,54 @@ func BenchmarkTransactionalBatch(b *testing.B) {
 		})
 	}
 }
+
+// TestTransactionalAdaptive: under the adaptive strategy the job gives the
+// same state as a static strategy, and reports every batch's strategy and
+// decision in the status, the metrics and Decisions.
+func TestTransactionalAdaptive(t *testing.T) {
+	var values []string
+	for i := range 60 {
+		values = append(values, fmt.Sprintf("dep a%d %d", i%7, i), fmt.Sprintf("xfer a%d a%d 1", i%7, (i+3)%7))
+	}
+	states := map[string]map[string]string{}
+	for _, strategy := range []string{"serial", "adaptive"} {
+		store := openStore(t, t.TempDir())
+		r := newRun(t, store, &sliceSource{recs: bankRecords(values)}, 0, bankOperator(t, "bank", strategy, 2, 8, true))
+		if err := r.job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		states[strategy] = committedState(t, store)
+		st := r.job.Status().Operators[0].Txn
+		if st.Running == "" || st.Last == nil || st.Last.Ops == 0 || st.Last.Batch != st.Batches {
+			t.Errorf("%s: running %q, last batch %+v (of %d)", strategy, st.Running, st.Last, st.Batches)
+		}
+		if got := counterValue(t, r.job.m, "sluice_txn_strategy_batches_total", "operator", "bank", "strategy", st.Running); got == 0 {
+			t.Errorf("%s: no batch counted under strategy %s", strategy, st.Running)
+		}
+		recs, err := r.job.Decisions("bank", 0)
+		if strategy == "serial" {
+			if !errors.Is(err, ErrNotAdaptive) {
+				t.Errorf("Decisions under serial: %v, want ErrNotAdaptive", err)
+			}
+		} else {
+			if err != nil || uint64(len(recs)) != st.Batches {
+				t.Fatalf("Decisions: %d records (%v), want one per batch (%d)", len(recs), err, st.Batches)
+			}
+			for i, rec := range recs {
+				if rec.Batch != uint64(i+1) || rec.Decision.Rule == "" || len(rec.Decision.Reasons()) != 3 || rec.Events == 0 {
+					t.Errorf("record %d: %+v", i, rec)
+				}
+			}
+			if last, err := r.job.Decisions("bank", 2); err != nil || len(last) != 2 || last[1].Batch != st.Batches {
+				t.Errorf("Decisions(2): %+v, %v", last, err)
+			}
+		}
+		if _, err := r.job.Decisions("nope", 0); !errors.Is(err, ErrUnknownOperator) {
+			t.Errorf("Decisions of an unknown operator: %v", err)
+		}
+		store.Close()
+	}
+	if !maps.Equal(states["adaptive"], states["serial"]) {
+		t.Errorf("adaptive state %v, serial %v", states["adaptive"], states["serial"])
+	}
+}

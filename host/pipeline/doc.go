@@ -35,9 +35,10 @@
 //     its change set when the batch commits, so another operator writing
 //     the same table in the same batch would be overwritten or would read a
 //     stale value.
-//   - The default strategy (DefaultStrategy, ns-op-eager) is the one of
-//     txn's benchmarks that stays fast when other work competes for the
-//     cores, as it does in a pipeline; DefaultStrategy says by how much.
+//   - The default strategy (DefaultStrategy) is adaptive: no static
+//     strategy wins on every workload, and a pipeline's workload changes
+//     as it runs. The adaptive key tunes it and is refused beside a static
+//     strategy, where it would do nothing.
 //   - Workload names and knobs (generator source mode txn, generator table
 //     init) are kept as written, with their lines: the workload package
 //     checks them when the runner builds the workload, and the runner

@@ -128,6 +128,9 @@ type Operator struct {
 	// Strategy is a transactional operator's scheduling strategy, a name
 	// txn.ParseStrategy accepts. Default DefaultStrategy.
 	Strategy string `yaml:"strategy"`
+	// Adaptive tunes the adaptive strategy's decision model; only with
+	// strategy adaptive. Nil: the defaults.
+	Adaptive *Adaptive `yaml:"adaptive"`
 	// Workers is a transactional operator's number of scheduler workers,
 	// each with its own plugin instance. Default (0): one per CPU the
 	// process may use.

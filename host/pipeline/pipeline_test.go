@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/txn"
+	"github.com/sluicehq/sluice/txn/adapt"
 )
 
 const good = `
@@ -236,6 +239,41 @@ sinks: [{name: out, type: file, path: out.jsonl}]
 	if got := o.Punctuation.String(); got != "{events: 10240}" {
 		t.Errorf("punctuation written as %q", got)
 	}
+	if o.Strategy != "adaptive" || o.Adaptive != nil || o.Adaptive.Config().Patience != adapt.DefaultPatience {
+		t.Errorf("default strategy %q, adaptive %+v: want adaptive with the model's defaults", o.Strategy, o.Adaptive)
+	}
+}
+
+func TestParseAdaptive(t *testing.T) {
+	y := `
+sources: [{name: in, type: file, path: in.jsonl}]
+operators:
+  - name: t
+    plugin: t.wasm
+    kind: transactional
+    tables: [{name: accounts}]
+    strategy: adaptive
+    adaptive:
+      dfs_skew: 0.3
+      chain_cyclic: 0
+      eager_op_cost: 5us
+      initial: bfs-op-lazy
+      patience: 4
+      margin: 0.1
+sinks: [{name: out, type: file, path: out.jsonl}]
+`
+	p, err := Parse("a.yaml", "/pipes", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Operators[0].Adaptive.Config()
+	want := adapt.DefaultConfig()
+	want.DFSSkew, want.ChainCyclic, want.EagerOpCost = 0.3, 0, 5*time.Microsecond
+	want.Initial, _ = txn.ParseStrategy("bfs-op-lazy")
+	want.Patience, want.Margin = 4, 0.1
+	if c != want {
+		t.Errorf("config\n got %+v\nwant %+v (the defaults with the keys written)", c, want)
+	}
 }
 
 // TestParseTransactionalErrors checks every key of transactional operators
@@ -273,6 +311,11 @@ func TestParseTransactionalErrors(t *testing.T) {
 		{"punctuation key", r("interval: 50ms", "every: 50ms"), []string{"l.yaml:31:", `unknown key "every" in punctuation`}},
 		{"strategy", r("strategy: ns-chain-lazy", "strategy: fastest"), []string{"l.yaml:32:", "operators[0].strategy", `unknown strategy "fastest"`, "ns-chain-lazy", "serial", "tstream", "sstore"}},
 		{"workers", r("workers: 2", "workers: -1"), []string{"l.yaml:33:", "operators[0].workers", "workers -1"}},
+		{"adaptive beside a static strategy", r("    workers: 2\n", "    workers: 2\n    adaptive: {patience: 3}\n"), []string{"l.yaml:34:", "operators[0].adaptive", "strategy is ns-chain-lazy"}},
+		{"adaptive threshold", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive:\n      dfs_skew: -0.5\n"), []string{"l.yaml:35:", "operators[0].adaptive.dfs_skew", "dfs_skew -0.5: want a number at least 0"}},
+		{"adaptive initial", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive: {initial: serial}\n"), []string{"l.yaml:34:", "operators[0].adaptive.initial", `initial "serial": want a TPG strategy`}},
+		{"adaptive unknown key", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive: {skew: 1}\n"), []string{"l.yaml:34:", `unknown key "skew"`}},
+		{"adaptive on keyed", r("sinks:\n", keyed+"    adaptive: {patience: 3}\nsinks:\n"), []string{"l.yaml:37:", "operators[1].adaptive", "adaptive is a key of transactional operators"}},
 		{"batch beside", goodTxn + "batch: {size: 10}\n", []string{"l.yaml:38:", "batch", "batched by its punctuation", "operators[0].punctuation"}},
 		{"txn keys on keyed", r("sinks:\n", keyed+"    strategy: serial\n    workers: 2\nsinks:\n"), []string{"l.yaml:37:", "operators[1].strategy", "strategy is a key of transactional operators", "l.yaml:38:", "operators[1].workers"}},
 		{"tables on map", r("sinks:\n", "  - name: m\n    plugin: m.wasm\n    kind: map\n    tables: [{name: x}]\n    punctuation: {events: 1}\nsinks:\n"), []string{"l.yaml:37:", "operators[1].tables", "l.yaml:38:", "operators[1].punctuation"}},

@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sluicehq/sluice/txn"
+	"github.com/sluicehq/sluice/txn/adapt"
 	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
@@ -23,19 +24,12 @@ const (
 	// batch when the punctuation does not say: MorphStream's evaluation
 	// punctuation.
 	DefaultPunctuationEvents = 10240
-	// DefaultStrategy is the scheduling strategy when none is given:
-	// non-structured exploration (a unit runs when its last parent
-	// signals: no level barriers, no waiting), one operation per unit
-	// (most parallelism), aborts handled as they happen. In txn's
-	// benchmarks with 2 workers (BenchmarkLedger: MorphStream's published
-	// Streaming Ledger workload; BenchmarkGrepSum) on an idle machine it
-	// was within 2% of the best on GrepSum and 22% behind dfs-op-eager on
-	// Streaming Ledger; with other work competing for the cores, as a
-	// pipeline's readers, sinks, commits and garbage collector do, it was
-	// the fastest on Streaming Ledger (mean of two runs) and dfs-op-eager,
-	// whose workers spin while they wait, fell about 40% behind it. A
-	// default must not collapse under load.
-	DefaultStrategy = "ns-op-eager"
+	// DefaultStrategy is the scheduling strategy when none is given: the
+	// adaptive strategy, which chooses exploration, unit and abort
+	// handling per batch from what the previous batches measured (package
+	// txn/adapt). Its first batch runs ns-op-eager, the static strategy
+	// that held up best under load (BENCHMARKS.md).
+	DefaultStrategy = txn.AdaptiveName
 )
 
 // Table is one shared state table of a transactional operator. Its index in
@@ -194,7 +188,7 @@ func (p *Pipeline) validateTransactional(i int, o *Operator) []error {
 		errs = append(errs, p.errAt(msg, append([]any{"operators", i}, key...)...))
 	}
 	if o.Kind != KindTransactional {
-		for _, k := range []string{"tables", "punctuation", "strategy", "workers"} {
+		for _, k := range []string{"tables", "punctuation", "strategy", "adaptive", "workers"} {
 			if p.has("operators", i, k) {
 				at(fmt.Sprintf("%s is a key of transactional operators, not of a %s operator", k, o.Kind), k)
 			}
@@ -259,7 +253,14 @@ func (p *Pipeline) validateTransactional(i int, o *Operator) []error {
 	if o.Strategy == "" {
 		o.Strategy = DefaultStrategy
 	} else if _, err := txn.ParseStrategy(o.Strategy); err != nil {
-		at(fmt.Sprintf("unknown strategy %q (want one of %s)", o.Strategy, strings.Join(txn.StrategyNames(), ", ")), "strategy")
+		at(fmt.Sprintf("unknown strategy %q (want %s or one of %s)", o.Strategy, txn.AdaptiveName, strings.Join(txn.StrategyNames(), ", ")), "strategy")
+	}
+	if o.Adaptive != nil {
+		if o.Strategy != txn.AdaptiveName {
+			at(fmt.Sprintf("adaptive tunes the adaptive strategy, but strategy is %s", o.Strategy), "adaptive")
+		} else {
+			errs = append(errs, p.validateAdaptive(i, o.Adaptive)...)
+		}
 	}
 	if o.Workers < 0 {
 		at(fmt.Sprintf("workers %d: want 1 or more, or leave it out for one per CPU", o.Workers), "workers")
@@ -399,4 +400,103 @@ func (o *Operator) TableNames() []string {
 		names[i] = t.Name
 	}
 	return names
+}
+
+// Adaptive tunes a transactional operator's adaptive strategy (package
+// txn/adapt, docs/transactions.md): the thresholds of its rules and how it
+// learns. Every key is optional and defaults to adapt.DefaultConfig's.
+type Adaptive struct {
+	StructuredDeps  *float64  `yaml:"structured_deps"`
+	StructuredSkew  *float64  `yaml:"structured_skew"`
+	DFSSkew         *float64  `yaml:"dfs_skew"`
+	ChainTemporal   *float64  `yaml:"chain_temporal"`
+	ChainParametric *float64  `yaml:"chain_parametric"`
+	ChainCyclic     *float64  `yaml:"chain_cyclic"`
+	EagerOpCost     *Duration `yaml:"eager_op_cost"`
+	EagerAborts     *float64  `yaml:"eager_aborts"`
+	// Initial is the strategy of the first batch.
+	Initial   string   `yaml:"initial"`
+	Patience  int      `yaml:"patience"`
+	Margin    *float64 `yaml:"margin"`
+	Tolerance *float64 `yaml:"tolerance"`
+	Memory    int      `yaml:"memory"`
+	History   int      `yaml:"history"`
+	// ProbeEvery: batches on one strategy before measuring a neighbour;
+	// negative: never.
+	ProbeEvery int `yaml:"probe_every"`
+}
+
+// Config returns the decision model's configuration: the defaults with
+// the keys written here. Call it on a validated pipeline.
+func (a *Adaptive) Config() adapt.Config {
+	c := adapt.DefaultConfig()
+	if a == nil {
+		return c
+	}
+	set := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	t := &c.Thresholds
+	set(&t.StructuredDeps, a.StructuredDeps)
+	set(&t.StructuredSkew, a.StructuredSkew)
+	set(&t.DFSSkew, a.DFSSkew)
+	set(&t.ChainTemporal, a.ChainTemporal)
+	set(&t.ChainParametric, a.ChainParametric)
+	set(&t.ChainCyclic, a.ChainCyclic)
+	set(&t.EagerAborts, a.EagerAborts)
+	if a.EagerOpCost != nil {
+		t.EagerOpCost = time.Duration(*a.EagerOpCost)
+	}
+	if a.Initial != "" {
+		c.Initial, _ = txn.ParseStrategy(a.Initial)
+	}
+	if a.Patience > 0 {
+		c.Patience = a.Patience
+	}
+	set(&c.Margin, a.Margin)
+	set(&c.Tolerance, a.Tolerance)
+	if a.Memory > 0 {
+		c.Memory = a.Memory
+	}
+	if a.History > 0 {
+		c.History = a.History
+	}
+	if a.ProbeEvery != 0 {
+		c.ProbeEvery = a.ProbeEvery
+	}
+	return c
+}
+
+// validateAdaptive checks the adaptive keys of operator i.
+func (p *Pipeline) validateAdaptive(i int, a *Adaptive) []error {
+	var errs []error
+	at := func(msg string, key string) {
+		errs = append(errs, p.errAt(msg, "operators", i, "adaptive", key))
+	}
+	for key, v := range map[string]*float64{
+		"structured_deps": a.StructuredDeps, "structured_skew": a.StructuredSkew, "dfs_skew": a.DFSSkew,
+		"chain_temporal": a.ChainTemporal, "chain_parametric": a.ChainParametric, "chain_cyclic": a.ChainCyclic,
+		"eager_aborts": a.EagerAborts, "margin": a.Margin, "tolerance": a.Tolerance,
+	} {
+		if v != nil && !(*v >= 0) {
+			at(fmt.Sprintf("%s %v: want a number at least 0", key, *v), key)
+		}
+	}
+	if a.EagerOpCost != nil && *a.EagerOpCost < 0 {
+		at(fmt.Sprintf("eager_op_cost %v: want a duration at least 0", time.Duration(*a.EagerOpCost)), "eager_op_cost")
+	}
+	if a.Initial != "" {
+		if st, err := txn.ParseStrategy(a.Initial); err != nil || st.Kind != txn.TPG {
+			at(fmt.Sprintf("initial %q: want a TPG strategy such as ns-op-eager (exploration bfs|dfs|ns, unit op|chain, abort eager|lazy)", a.Initial), "initial")
+		}
+	}
+	for key, v := range map[string]int{"patience": a.Patience, "memory": a.Memory, "history": a.History} {
+		if v < 0 {
+			at(fmt.Sprintf("%s %d: want at least 1, or leave it out for the default", key, v), key)
+		}
+	}
+	slices.SortFunc(errs, func(x, y error) int { return strings.Compare(x.Error(), y.Error()) })
+	return errs
 }

@@ -158,7 +158,8 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		addr = opts.HTTPAddr
 	}
 	if addr != "off" {
-		h.http, err = api.Listen(addr, api.Handler(h.metrics.Registry, func() any { return h.job.Status() }), h.log)
+		h.http, err = api.Listen(addr, api.Handler(h.metrics.Registry, func() any { return h.job.Status() },
+			func(op string, n int) (any, error) { return h.job.Decisions(op, n) }), h.log)
 		if err != nil {
 			return nil, err
 		}

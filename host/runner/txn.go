@@ -40,7 +40,7 @@ func (h *Host) transactional(ctx context.Context, o *pipeline.Operator, pl *plug
 		return exec.Operator{}, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
 	}
 	op, err := txnop.New(txnop.Config{
-		Name: o.Name, Tables: o.TableNames(), Strategy: strategy, Workers: workers, Logic: logic,
+		Name: o.Name, Tables: o.TableNames(), Strategy: strategy, Adaptive: o.Adaptive.Config(), Workers: workers, Logic: logic,
 		Logger: h.log.With("operator", o.Name),
 	})
 	if err != nil {

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/txn"
+	"github.com/sluicehq/sluice/txn/adapt"
 )
 
 // Logic is the logic of one transactional operator.
@@ -103,8 +105,13 @@ type Config struct {
 	// Tables names the state tables: table handle i (txn.Key.Table) is
 	// Tables[i].
 	Tables []string
-	// Strategy is the scheduling strategy.
+	// Strategy is the scheduling strategy: a TPG strategy, a baseline, or
+	// txn.Adaptive, which lets a decision model (package txn/adapt) choose
+	// the TPG strategy of each batch.
 	Strategy txn.Strategy
+	// Adaptive configures the decision model of the adaptive strategy;
+	// zero fields take their defaults.
+	Adaptive adapt.Config
 	// Workers is the number of scheduler workers (at least 1). A Wasm
 	// Logic must have one instance per worker.
 	Workers int
@@ -122,6 +129,8 @@ type Config struct {
 type Operator struct {
 	cfg   Config
 	sched *txn.Scheduler
+	model *adapt.Model // the adaptive strategy's; nil under a static one
+	batch uint64       // batches processed
 	plan  Plan
 	ctx   context.Context // the batch in progress, for apply
 	apply txn.Apply
@@ -146,6 +155,9 @@ func New(cfg Config) (*Operator, error) {
 		cfg.MinPart = defaultMinPart
 	}
 	o := &Operator{cfg: cfg, sched: s}
+	if err := o.SetStrategy(cfg.Strategy); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
 	o.apply = func(t, op int, x *txn.Op, a txn.Access) (txn.Effect, error) {
 		return o.cfg.Logic.Apply(o.ctx, t, op, x, a)
 	}
@@ -158,11 +170,33 @@ func (o *Operator) Name() string { return o.cfg.Name }
 // Tables returns the names of the operator's tables, by handle.
 func (o *Operator) Tables() []string { return o.cfg.Tables }
 
-// Strategy returns the operator's scheduling strategy.
+// Strategy returns the operator's scheduling strategy, txn.Adaptive when
+// a decision model chooses it per batch.
 func (o *Operator) Strategy() txn.Strategy { return o.cfg.Strategy }
 
-// SetStrategy changes the strategy from the next batch on.
-func (o *Operator) SetStrategy(st txn.Strategy) { o.cfg.Strategy = st }
+// SetStrategy changes the strategy from the next batch on. Setting the
+// adaptive strategy starts a new decision model (Config.Adaptive), which
+// has the scheduler count the cycles between chains when its rules need
+// them; a static strategy drops the model. Not safe to call during
+// Process.
+func (o *Operator) SetStrategy(st txn.Strategy) error {
+	if st.Kind != txn.Adaptive {
+		o.cfg.Strategy, o.model = st, nil
+		o.sched.SetAnalyze(false)
+		return nil
+	}
+	m, err := adapt.New(o.cfg.Adaptive)
+	if err != nil {
+		return fmt.Errorf("txnop: operator %q: %w", o.cfg.Name, err)
+	}
+	o.cfg.Strategy, o.model = st, m
+	o.sched.SetAnalyze(true)
+	return nil
+}
+
+// Model returns the decision model of the adaptive strategy, nil under a
+// static strategy. Its History may be read while the operator runs.
+func (o *Operator) Model() *adapt.Model { return o.model }
 
 // Workers returns the number of scheduler workers.
 func (o *Operator) Workers() int { return o.cfg.Workers }
@@ -174,6 +208,7 @@ func (o *Operator) Workers() int { return o.cfg.Workers }
 // next Process. An error fails the whole batch; nothing of it must be
 // committed.
 func (o *Operator) Process(ctx context.Context, events []abi.Record, store txn.Store, out *plugin.Output) (*txn.Result, error) {
+	start := time.Now()
 	if err := o.planBatch(ctx, events); err != nil {
 		return nil, fmt.Errorf("txnop: operator %q: plan: %w", o.cfg.Name, err)
 	}
@@ -183,8 +218,13 @@ func (o *Operator) Process(ctx context.Context, events []abi.Record, store txn.S
 	if err := o.checkTables(); err != nil {
 		return nil, err
 	}
+	st := o.cfg.Strategy
+	if o.model != nil {
+		st = o.model.Next()
+		o.sched.SetAnalyze(o.model.NeedsCycles())
+	}
 	o.ctx = ctx
-	res, err := o.sched.Run(ctx, o.cfg.Strategy, o.plan.Txns, store, o.apply)
+	res, err := o.sched.Run(ctx, st, o.plan.Txns, store, o.apply)
 	o.ctx = nil
 	if err != nil {
 		var oe *txn.OpError
@@ -195,6 +235,10 @@ func (o *Operator) Process(ctx context.Context, events []abi.Record, store txn.S
 	}
 	if err := o.postBatch(ctx, events, res, out); err != nil {
 		return nil, fmt.Errorf("txnop: operator %q: post: %w", o.cfg.Name, err)
+	}
+	o.batch++
+	if o.model != nil {
+		o.model.Observe(adapt.Collect(o.batch, len(events), &res.Stats, time.Since(start)))
 	}
 	return res, nil
 }

@@ -1,0 +1,40 @@
+package adapt
+
+import "sync"
+
+// history is a bounded ring of Records, safe for one writer and concurrent
+// readers.
+type history struct {
+	mu   sync.Mutex
+	recs []Record
+	next int // where the next record goes once the ring is full
+	full bool
+}
+
+func (h *history) init(n int) { h.recs = make([]Record, 0, n) }
+
+func (h *history) add(r Record) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.full {
+		h.recs = append(h.recs, r)
+		h.full = len(h.recs) == cap(h.recs)
+		return
+	}
+	h.recs[h.next] = r
+	h.next = (h.next + 1) % len(h.recs)
+}
+
+// last returns up to n of the latest records, oldest first (all when
+// n <= 0).
+func (h *history) last(n int) []Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	all := make([]Record, 0, len(h.recs))
+	all = append(all, h.recs[h.next:]...)
+	all = append(all, h.recs[:h.next]...)
+	if n > 0 && n < len(all) {
+		all = all[len(all)-n:]
+	}
+	return all
+}
