@@ -29,6 +29,9 @@ func validateConfig(cfg Config) error {
 	if cfg.CallTimeout() < 0 {
 		return fmt.Errorf("runtime: negative call timeout %v", cfg.CallTimeout())
 	}
+	if err := cfg.grants.validate(); err != nil {
+		return err
+	}
 	seen := make(map[string]bool, len(cfg.HostModules()))
 	for _, m := range cfg.HostModules() {
 		switch {

@@ -31,11 +31,39 @@
 // # Isolation
 //
 // A guest gets WASI preview 1 (Go's wasip1 port needs it) with no
-// arguments, no environment, no files and no sockets. Its clocks and random
-// source are deterministic (wazero's defaults: a fake clock starting at
-// 2022-01-01 that advances 1 ms per reading, and a seeded random source),
-// because Sluice may re-execute a guest operation after an abort and must
-// get the same result. Stdout is discarded; up to Config.StderrLimit bytes
+// arguments, no environment, no files and no sockets, and clocks and a
+// random source that answer from its instance's CallEnv, which the host
+// sets before each unit of work (Instance.SetCallEnv): the realtime clock
+// reads CallEnv.Time (the event's time) and does not advance; the
+// monotonic clock reads MonotonicOrigin and advances only by what the
+// guest sleeps (a sleep returns at once); random_get reads a PCG stream
+// seeded by CallEnv.Seed, restarted by each SetCallEnv (predictable by
+// design: no secrets may come from it). Why: Sluice
+// runs a guest operation again after an abort, a failure, a recovery or a
+// rollback, on any instance, and must get the same result; a guest's
+// readings must depend on the unit of work alone, not on when it runs or
+// on what the instance did before (a Go guest's garbage collector reads
+// the monotonic clock, so that clock cannot carry the event time without
+// making time.Now depend on the heap). Both engines implement these
+// clocks and streams alike, byte for byte. A fresh instance starts with
+// the zero CallEnv: the Unix epoch and seed zero, also what a Go guest's
+// runtime is seeded with in _initialize (so its map seeds and its
+// math/rand global source are the same in every instance, but advance
+// with the instance's history: a guest that needs random numbers it can
+// reproduce seeds its own generator from random_get within the call).
+//
+// Config.WithGrants opens the sandbox where a pipeline asks (Grants): the
+// host's clocks (and real sleeps), the host's entropy, environment
+// variables (sorted by name), and host directories preopened read-only or
+// read-write. Each grant gives up determinism for what it reaches. A guest
+// that opens a file outside every granted directory gets an error (a Go
+// guest's os.Open returns EBADF: no preopened directory holds the path),
+// never a host crash.
+// On wasmtime, granting directories leaves fd_write to wasmtime so that
+// files can be written: stdout and stderr are then discarded and
+// Error.Stderr stays empty.
+//
+// Stdout is discarded; up to Config.StderrLimit bytes
 // of each call's stderr are kept. Memory is capped per instance
 // (Config.MemoryLimitPages); a guest that grows past the cap sees
 // memory.grow fail, and what it does then is the guest's business (a Go

@@ -14,7 +14,7 @@ import (
 )
 
 // guestNames are the Go test guests under testdata/guests.
-var guestNames = []string{"basic", "hostcall"}
+var guestNames = []string{"basic", "hostcall", "sandbox"}
 
 // guests holds each compiled test guest by name. TestMain fills it before
 // any test runs; tests only read it.

@@ -169,6 +169,13 @@ type Instance interface {
 	// Func returns the exported function name, or false if there is none.
 	Func(name string) (Func, bool)
 	Memory() Memory
+	// SetCallEnv sets what the guest's WASI clocks and random_get answer
+	// in the calls that follow, until the next SetCallEnv: the clocks
+	// restart (realtime at env.Time, monotonic at MonotonicOrigin) and so
+	// does the random stream of env.Seed. Grants of the wall clock or of
+	// entropy take precedence over it. It costs a few stores; like Func.Call,
+	// it is not safe for concurrent use.
+	SetCallEnv(env CallEnv)
 	Close(ctx context.Context) error
 }
 
@@ -190,6 +197,7 @@ type Config struct {
 	callTimeout      time.Duration
 	hostModules      []HostModule
 	stderrLimit      int
+	grants           Grants
 }
 
 // Defaults.
@@ -201,7 +209,8 @@ const (
 )
 
 // NewConfig returns the default configuration: no compilation cache, 64 MiB
-// of memory per instance, a 5 s deadline per call, no host modules.
+// of memory per instance, a 5 s deadline per call, no host modules, no
+// grants.
 func NewConfig() Config {
 	return Config{memoryLimitPages: DefaultMemoryLimitPages, callTimeout: DefaultCallTimeout, stderrLimit: 4096}
 }
@@ -246,6 +255,14 @@ func (c Config) WithStderrLimit(n int) Config { c.stderrLimit = n; return c }
 
 // StderrLimit returns how many bytes of each instance's stderr are kept.
 func (c Config) StderrLimit() int { return c.stderrLimit }
+
+// WithGrants sets what every instance may reach beyond the deterministic
+// sandbox (see Grants); NewConfig grants nothing. The engine checks the
+// grants when it is made: a granted directory must exist.
+func (c Config) WithGrants(g Grants) Config { c.grants = g.clone(); return c }
+
+// Grants returns a copy of the grants.
+func (c Config) Grants() Grants { return c.grants.clone() }
 
 // ErrorKind classifies a guest failure.
 type ErrorKind int

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,22 +26,13 @@ import (
 // is configured; deadlines are counted in ticks.
 const epochTick = time.Millisecond
 
-// The deterministic WASI clock: wall time starts at midnight UTC 2022-01-01
-// and, like the monotonic clock starting at zero, advances 1 ms per
-// reading; both claim a resolution of 1 µs. These are wazero's defaults, so
-// a guest sees the same clocks on either engine.
-const (
-	fakeEpochNanos = 1640995200 * int64(time.Second)
-	fakeClockStep  = int64(time.Millisecond)
-	fakeClockRes   = uint64(time.Microsecond)
-)
-
 // WASI errno values the overridden functions return.
 const (
 	errnoSuccess = 0
 	errnoBadf    = 8
 	errnoFault   = 21
 	errnoInval   = 28
+	errnoNotsup  = 58
 )
 
 // NewWasmtime returns an Engine on wasmtime-go (the "wasmtime" build tag):
@@ -55,12 +45,15 @@ const (
 // wasmtime trusts what it deserializes, so that directory must be writable
 // by the host alone.
 //
-// WASI comes from wasmtime with an empty WasiConfig (no arguments,
-// environment or preopened directories), except four functions the engine
-// replaces to behave as on wazero: fd_write (stdout discarded, stderr
-// captured for Error.Stderr), random_get (a seeded, deterministic source),
-// clock_time_get and clock_res_get (a fake clock that advances 1 ms per
-// reading).
+// WASI comes from wasmtime with a WasiConfig holding the granted
+// environment and directories only (no arguments), except functions the
+// engine replaces to behave as on wazero: fd_write (stdout discarded,
+// stderr captured for Error.Stderr; not replaced when directories are
+// granted, so that the guest can write their files: stdout and stderr are
+// then discarded and Error.Stderr stays empty), random_get, clock_time_get and
+// clock_res_get (answering from the instance's CallEnv, or from the host
+// where granted), and, without the wall clock grant, poll_oneoff (a sleep
+// advances the monotonic clock rather than waiting).
 func NewWasmtime(ctx context.Context, cfg Config) (Engine, error) {
 	if err := validateConfig(cfg); err != nil {
 		return nil, err
@@ -84,6 +77,7 @@ func NewWasmtime(ctx context.Context, cfg Config) (Engine, error) {
 		e.engine.Close()
 		return nil, err
 	}
+
 	if cfg.CallTimeout() > 0 {
 		e.stop, e.stopped = make(chan struct{}), make(chan struct{})
 		go e.tick()
@@ -134,15 +128,24 @@ func (e *wasmtimeEngine) define() error {
 	e.linker.AllowShadowing(true)
 	defer e.linker.AllowShadowing(false)
 	i32 := []ValueType{I32}
-	overrides := []struct {
+	type override struct {
 		name string
 		sig  Signature
 		fn   func(*wasmtimeInstance, Memory, []wasmtime.Val) int32
-	}{
-		{"fd_write", Signature{Params: []ValueType{I32, I32, I32, I32}, Results: i32}, wasiFdWrite},
+	}
+	overrides := []override{
 		{"random_get", Signature{Params: []ValueType{I32, I32}, Results: i32}, wasiRandomGet},
 		{"clock_time_get", Signature{Params: []ValueType{I32, I64, I32}, Results: i32}, wasiClockTimeGet},
 		{"clock_res_get", Signature{Params: []ValueType{I32, I32}, Results: i32}, wasiClockResGet},
+	}
+	if len(e.cfg.grants.Dirs) == 0 {
+		// wasmtime-go cannot hand a guest's writes to a Go function for
+		// stdio and to its own WASI for files: with directories granted,
+		// fd_write is wasmtime's and stderr is not captured.
+		overrides = append(overrides, override{"fd_write", Signature{Params: []ValueType{I32, I32, I32, I32}, Results: i32}, wasiFdWrite})
+	}
+	if !e.cfg.grants.WallClock {
+		overrides = append(overrides, override{"poll_oneoff", Signature{Params: []ValueType{I32, I32, I32, I32}, Results: i32}, wasiPollOneoff})
 	}
 	for _, o := range overrides {
 		fn := o.fn
@@ -396,14 +399,18 @@ func (m *wasmtimeModule) Instantiate(ctx context.Context) (Instance, error) {
 	inst := &wasmtimeInstance{
 		module:    m,
 		stderr:    newStderrBuffer(e.cfg.StderrLimit()),
-		rng:       rand.NewChaCha8([32]byte{'s', 'l', 'u', 'i', 'c', 'e'}),
+		env:       newGuestEnv(&e.cfg.grants),
 		hostStack: make([]uint64, e.hostStackLen),
 		timeout:   e.cfg.CallTimeout(),
+	}
+	wc, err := e.wasiConfig()
+	if err != nil {
+		return nil, &Error{Kind: KindLink, Module: m.name, Err: err}
 	}
 	store := wasmtime.NewStoreWithData(e.engine, inst)
 	inst.store = store
 	store.Limiter(int64(e.cfg.MemoryLimitPages())*65536, -1, -1, -1, -1)
-	store.SetWasi(wasmtime.NewWasiConfig())
+	store.SetWasi(wc)
 	if inst.timeout > 0 {
 		store.SetEpochDeadline(inst.deadlineTicks(ctx))
 	}
@@ -433,6 +440,27 @@ func (m *wasmtimeModule) Instantiate(ctx context.Context) (Instance, error) {
 	m.instances[inst] = struct{}{}
 	m.mu.Unlock()
 	return inst, nil
+}
+
+// wasiConfig is the WASI configuration of a new instance: the granted
+// environment, in the order of the names, and the granted directories.
+func (e *wasmtimeEngine) wasiConfig() (*wasmtime.WasiConfig, error) {
+	wc := wasmtime.NewWasiConfig()
+	g := &e.cfg.grants
+	if len(g.Env) > 0 {
+		wc.SetEnv(g.envList())
+	}
+	for _, d := range g.Dirs {
+		dirPerms, filePerms := wasmtime.DIR_READ, wasmtime.FILE_READ
+		if d.Writable {
+			dirPerms, filePerms = dirPerms|wasmtime.DIR_WRITE, filePerms|wasmtime.FILE_WRITE
+		}
+		if err := wc.PreopenDir(d.Host, d.Guest, dirPerms, filePerms); err != nil {
+			wc.Close()
+			return nil, fmt.Errorf("granting directory %s as %s: %w", d.Host, d.Guest, err)
+		}
+	}
+	return wc, nil
 }
 
 // Close implements Module: once instantiations in progress end, it closes
@@ -476,10 +504,8 @@ type wasmtimeInstance struct {
 	instance  *wasmtime.Instance
 	mem       *wasmtime.Memory // the exported "memory", or nil
 	stderr    *stderrBuffer
-	rng       *rand.ChaCha8
-	wallReads int64    // fake wall clock readings so far
-	monoReads int64    // fake monotonic clock readings so far
-	hostStack []uint64 // scratch stack of host function calls
+	env       *guestEnv // what the WASI clocks and random_get answer
+	hostStack []uint64  // scratch stack of host function calls
 	timeout   time.Duration
 
 	callCtx context.Context // the ctx of the call in progress, for host functions
@@ -529,6 +555,9 @@ func (i *wasmtimeInstance) Memory() Memory {
 	}
 	return wasmtimeMemory{mem: i.mem, store: i.store}
 }
+
+// SetCallEnv implements Instance.
+func (i *wasmtimeInstance) SetCallEnv(env CallEnv) { i.env.set(env) }
 
 // Close implements Instance. It waits for a call in progress.
 func (i *wasmtimeInstance) Close(context.Context) error {
@@ -686,7 +715,8 @@ func callerMemory(caller *wasmtime.Caller) Memory {
 // WASI overrides. Each returns an errno.
 
 // wasiFdWrite: fd_write(fd, iovs, iovs_len, nwritten_ptr). Stdout is
-// discarded and stderr kept; other descriptors do not exist.
+// discarded and stderr kept; other descriptors do not exist (the engine
+// does not replace fd_write when directories are granted).
 func wasiFdWrite(inst *wasmtimeInstance, mem Memory, args []wasmtime.Val) int32 {
 	var w io.Writer
 	switch args[0].I32() {
@@ -722,13 +752,13 @@ func wasiFdWrite(inst *wasmtimeInstance, mem Memory, args []wasmtime.Val) int32 
 	return errnoSuccess
 }
 
-// wasiRandomGet: random_get(buf, len), from the instance's seeded source.
+// wasiRandomGet: random_get(buf, len), from the instance's environment.
 func wasiRandomGet(inst *wasmtimeInstance, mem Memory, args []wasmtime.Val) int32 {
 	buf, ok := mem.Read(uint32(args[0].I32()), uint32(args[1].I32()))
 	if !ok {
 		return errnoFault
 	}
-	_, _ = inst.rng.Read(buf)
+	_, _ = inst.env.Read(buf)
 	return errnoSuccess
 }
 
@@ -737,11 +767,9 @@ func wasiClockTimeGet(inst *wasmtimeInstance, mem Memory, args []wasmtime.Val) i
 	var now int64
 	switch args[0].I32() {
 	case 0: // realtime
-		now = fakeEpochNanos + inst.wallReads*fakeClockStep
-		inst.wallReads++
+		now = inst.env.walltime()
 	case 1: // monotonic
-		now = inst.monoReads * fakeClockStep
-		inst.monoReads++
+		now = inst.env.nanotime()
 	default:
 		return errnoInval
 	}
@@ -759,9 +787,75 @@ func wasiClockResGet(_ *wasmtimeInstance, mem Memory, args []wasmtime.Val) int32
 		return errnoInval
 	}
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], fakeClockRes)
+	binary.LittleEndian.PutUint64(b[:], clockResolution)
 	if !mem.Write(uint32(args[1].I32()), b[:]) {
 		return errnoFault
+	}
+	return errnoSuccess
+}
+
+// WASI preview 1 layout of poll_oneoff's subscriptions and events.
+const (
+	subscriptionSize = 48 // userdata u64, tag u8 at 8, clock id u32 at 16, timeout u64 at 24, precision u64 at 32, flags u16 at 40
+	eventSize        = 32 // userdata u64, errno u16 at 8, type u8 at 10, fd_readwrite at 16
+	eventClock       = 0
+	eventFdRead      = 1
+	eventFdWrite     = 2
+)
+
+// wasiPollOneoff: poll_oneoff(in, out, nsubscriptions, nevents_ptr),
+// without the wall clock grant. As wazero's: every subscription is
+// reported as an event (descriptors are always ready), and the guest
+// sleeps for the shortest relative clock timeout, which advances its
+// monotonic clock at once; absolute timeouts are not supported.
+func wasiPollOneoff(inst *wasmtimeInstance, mem Memory, args []wasmtime.Val) int32 {
+	in, out, n := uint32(args[0].I32()), uint32(args[1].I32()), uint64(uint32(args[2].I32()))
+	if n == 0 {
+		return errnoInval
+	}
+	if n*subscriptionSize > math.MaxUint32 {
+		return errnoFault
+	}
+	subs, ok := mem.Read(in, uint32(n*subscriptionSize))
+	if !ok {
+		return errnoFault
+	}
+	events, ok := mem.Read(out, uint32(n*eventSize))
+	if !ok {
+		return errnoFault
+	}
+	var count [4]byte
+	binary.LittleEndian.PutUint32(count[:], uint32(n))
+	if !mem.Write(uint32(args[3].I32()), count[:]) {
+		return errnoFault
+	}
+	clear(events)
+	le := binary.LittleEndian
+	sleep := int64(-1)
+	for k := range n {
+		sub, ev := subs[k*subscriptionSize:], events[k*eventSize:]
+		copy(ev, sub[:8])
+		ev[10] = sub[8]
+		switch sub[8] {
+		case eventClock:
+			switch le.Uint16(sub[40:]) {
+			case 0: // relative
+			case 1: // subscription_clock_abstime
+				return errnoNotsup
+			default:
+				return errnoInval
+			}
+			t := int64(min(le.Uint64(sub[24:]), math.MaxInt64))
+			if sleep < 0 || t < sleep {
+				sleep = t
+			}
+		case eventFdRead, eventFdWrite:
+		default:
+			return errnoInval
+		}
+	}
+	if sleep > 0 {
+		inst.env.sleep(sleep)
 	}
 	return errnoSuccess
 }

@@ -48,6 +48,18 @@ func newWazero(ctx context.Context, cfg Config, instrument bool) (*wazeroEngine,
 		provided:   make(map[string]map[string]Signature),
 		instrument: cfg.CallTimeout() > 0 && instrument,
 	}
+	e.envNames, e.envValues = cfg.grants.envList()
+	if len(cfg.grants.Dirs) > 0 {
+		fs := wazero.NewFSConfig()
+		for _, d := range cfg.grants.Dirs {
+			if d.Writable {
+				fs = fs.WithDirMount(d.Host, d.Guest)
+			} else {
+				fs = fs.WithReadOnlyDirMount(d.Host, d.Guest)
+			}
+		}
+		e.fs = fs
+	}
 	if dir := cfg.CacheDir(); dir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(dir)
 		if err != nil {
@@ -99,6 +111,10 @@ type wazeroEngine struct {
 	dog        *watchdog
 	seq        atomic.Uint64 // numbers instances, whose names wazero wants unique
 	closed     atomic.Bool
+	// fs and envNames/envValues are the granted directories (nil for
+	// none) and environment, made once for every instance.
+	fs                  wazero.FSConfig
+	envNames, envValues []string
 
 	mu       sync.Mutex
 	fallback wazero.Runtime // with instrument: a runtime for the modules the instrumenter refuses, made when first needed
@@ -121,6 +137,17 @@ func (e *wazeroEngine) newRuntime(ctx context.Context, closeOnDone bool) (wazero
 		return nil, err
 	}
 	return rt, nil
+}
+
+// grantConfig adds the granted environment and directories to mc.
+func (e *wazeroEngine) grantConfig(mc wazero.ModuleConfig) wazero.ModuleConfig {
+	for k, name := range e.envNames {
+		mc = mc.WithEnv(name, e.envValues[k])
+	}
+	if e.fs != nil {
+		mc = mc.WithFSConfig(e.fs)
+	}
+	return mc
 }
 
 // closingRuntime returns the runtime that closes a module when a call's
@@ -351,8 +378,9 @@ func (m *wazeroModule) ExportedMemory(name string) bool {
 }
 
 // Instantiate implements Module. The instance gets a unique wazero module
-// name (name#N), no arguments, environment or files, wazero's deterministic
-// clocks and random source, a discarded stdout and a bounded stderr. Its
+// name (name#N), no arguments, the granted environment and directories
+// only, clocks and a random source that answer from its CallEnv (or from
+// the host, where granted), a discarded stdout and a bounded stderr. Its
 // start section runs inside wazero's instantiation, or for an instrumented
 // module right after it, under the call timeout; _initialize, when
 // exported, is then called like any export (under the call timeout).
@@ -369,11 +397,16 @@ func (m *wazeroModule) Instantiate(ctx context.Context) (Instance, error) {
 	}
 	e := m.engine
 	stderr := newStderrBuffer(e.cfg.StderrLimit())
-	mc := wazero.NewModuleConfig().
+	genv := newGuestEnv(&e.cfg.grants)
+	mc := e.grantConfig(wazero.NewModuleConfig()).
 		WithName(fmt.Sprintf("%s#%d", m.name, e.seq.Add(1))).
 		WithStartFunctions().
 		WithStdout(io.Discard).
-		WithStderr(stderr)
+		WithStderr(stderr).
+		WithWalltime(genv.walltimeParts, clockResolution).
+		WithNanotime(genv.nanotime, clockResolution).
+		WithNanosleep(genv.sleep).
+		WithRandSource(genv)
 	mod, err := m.runtime.InstantiateModule(ctx, m.compiled, mc)
 	if err != nil {
 		if e.closed.Load() {
@@ -381,7 +414,7 @@ func (m *wazeroModule) Instantiate(ctx context.Context) (Instance, error) {
 		}
 		return nil, &Error{Kind: KindLink, Module: m.name, Err: err, Stderr: stderr.String()}
 	}
-	inst := &wazeroInstance{module: m, mod: mod, stderr: stderr, timeout: e.cfg.CallTimeout()}
+	inst := &wazeroInstance{module: m, mod: mod, stderr: stderr, env: genv, timeout: e.cfg.CallTimeout()}
 	if m.interrupt {
 		flag, ok := mod.ExportedGlobal(interrupt.FlagExport).(api.MutableGlobal)
 		if !ok { // cannot happen: the instrumenter exports it
@@ -459,6 +492,7 @@ type wazeroInstance struct {
 	module  *wazeroModule
 	mod     api.Module
 	stderr  *stderrBuffer
+	env     *guestEnv // what the WASI clocks and random_get answer
 	timeout time.Duration
 	watch   *watch      // the interrupt flag's state, for an instrumented module
 	closed  atomic.Bool // set by Close, which Module.Close may call from another goroutine
@@ -484,6 +518,9 @@ func (i *wazeroInstance) newFunc(fn api.Function, name string) *wazeroFunc {
 
 // Memory implements Instance.
 func (i *wazeroInstance) Memory() Memory { return wazeroMemory(i.mod) }
+
+// SetCallEnv implements Instance.
+func (i *wazeroInstance) SetCallEnv(env CallEnv) { i.env.set(env) }
 
 // release closes an instance that failed to initialise.
 func (i *wazeroInstance) release(ctx context.Context) {

@@ -115,6 +115,9 @@ type Operator struct {
 	Config any `yaml:"config"`
 	// Limits bound what one instance may use.
 	Limits Limits `yaml:"limits"`
+	// Grants open the operator's sandbox: a wall clock, entropy,
+	// environment variables, host directories. Nil: nothing is granted.
+	Grants *Grants `yaml:"grants"`
 	// OnError overrides the pipeline's error policy for this operator. For
 	// a transactional operator it also says what a failed batch does: stop,
 	// or dead-letter every event of the batch (its state untouched).
@@ -643,6 +646,9 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 	}
 	if o.Kind != "" {
 		errs = append(errs, p.validateTransactional(i, o)...)
+	}
+	if o.Grants != nil {
+		errs = append(errs, p.validateGrants(i, o.Grants)...)
 	}
 	if o.Plugin == "" {
 		at("an operator needs a plugin (the path of a .wasm module)", "plugin")

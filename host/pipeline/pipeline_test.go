@@ -357,3 +357,48 @@ func TestParseTransactionalErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestParseGrants(t *testing.T) {
+	y := `
+sources: [{name: in, type: file, path: in.jsonl}]
+operators:
+  - name: m
+    plugin: m.wasm
+    kind: map
+    grants:
+      clock: true
+      env: {REGION: eu-west-1}
+      dirs:
+        - {host: refdata, guest: /data}
+        - {host: /tmp/out, guest: /out, writable: true}
+sinks: [{name: out, type: file, path: out.jsonl}]
+`
+	p, err := Parse("g.yaml", "/pipes", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.Operators[0].Grants
+	if g == nil || !g.Clock || g.Entropy || g.Env["REGION"] != "eu-west-1" || len(g.Dirs) != 2 {
+		t.Fatalf("grants %+v", g)
+	}
+	if g.Dirs[0] != (GrantDir{Host: "/pipes/refdata", Guest: "/data"}) || !g.Dirs[1].Writable {
+		t.Errorf("dirs %+v: want the host path resolved against the pipeline's directory", g.Dirs)
+	}
+	if !g.Nondeterministic() || (&Grants{Env: map[string]string{"A": "b"}}).Nondeterministic() || (*Grants)(nil).Nondeterministic() {
+		t.Error("Nondeterministic: a clock is, environment variables alone and no grants are not")
+	}
+	for _, tc := range []struct{ grants, want string }{
+		{"{dirs: [{guest: /data}]}", "operators[0].grants.dirs[0]: a granted directory needs host"},
+		{"{dirs: [{host: d, guest: data}]}", `operators[0].grants.dirs[0].guest: guest "data": want an absolute path`},
+		{"{dirs: [{host: d, guest: /d}, {host: e, guest: /d/}]}", `operators[0].grants.dirs[1].guest: guest "/d/" is granted twice`},
+		{"{env: {'A=B': x}}", `environment variable name "A=B"`},
+		{"{clock: sometimes}", "g.yaml:6:"},
+		{"{network: true}", `unknown key "network"`},
+	} {
+		y := "sources: [{name: in, type: file, path: in.jsonl}]\noperators:\n  - name: m\n    plugin: m.wasm\n    kind: map\n    grants:\n      x: 1\nsinks: [{name: out, type: file, path: out.jsonl}]\n"
+		y = strings.Replace(y, "\n      x: 1", " "+tc.grants, 1)
+		if _, err := Parse("g.yaml", "/pipes", []byte(y)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("grants %s: %v, want an error with %q", tc.grants, err, tc.want)
+		}
+	}
+}

@@ -34,6 +34,7 @@ type Instance struct {
 	c       *call
 	closed  bool
 	tx      txnInstance // the transactional exports and buffers (txn.go)
+	envs    callEnvs    // the deterministic environment of each call (env.go)
 
 	// callCtx is the context of the last guest call, derived from
 	// callParent: a worker passes the same ctx batch after batch (and
@@ -115,6 +116,7 @@ func (i *Instance) configure(ctx context.Context, inst runtime.Instance, alloc, 
 	c := i.c
 	c.begin(abi.ExportConfigure, nil, nil, 0, 0)
 	defer c.end(ctx)
+	inst.SetCallEnv(runtime.CallEnv{}) // no event: the epoch and seed zero
 	cctx := context.WithValue(ctx, callKey{}, c)
 	ptr, buf, err := i.reserve(cctx, alloc, inst.Memory(), len(i.config))
 	if err != nil {
@@ -325,6 +327,7 @@ func (i *Instance) run(ctx context.Context, in []abi.Record, lo, hi int, st Stat
 	c := i.c
 	c.begin(abi.ExportProcess, st, out, uint32(hi-lo), uint32(lo))
 	defer c.end(ctx)
+	i.inst.SetCallEnv(i.envs.record(domainProcess, &in[lo]))
 	cctx := i.callContext(ctx)
 	ptr, n, _, err := i.placeBatch(cctx, in[lo:hi], 0)
 	if err != nil {

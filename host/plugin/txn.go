@@ -141,6 +141,7 @@ func (i *Instance) Plan(ctx context.Context, events []abi.Record, decl func(*abi
 		c.tx.decl = nil
 		c.end(ctx)
 	}()
+	i.inst.SetCallEnv(i.envs.record(domainPlan, &events[0]))
 	cctx := i.callContext(ctx)
 	i.tx.regionCap = 0 // sluice_alloc is called: the guest may reuse the apply region
 	ptr, n, _, err := i.placeBatch(cctx, events, 0)
@@ -200,6 +201,7 @@ func (i *Instance) ApplyOp(ctx context.Context, event, op int, o *txn.Op, a txn.
 	}
 	c := i.c
 	c.begin(abi.ExportApply, nil, nil, 0, 0)
+	i.inst.SetCallEnv(i.envs.apply(event, op))
 	cctx := i.applyContext(ctx)
 	buf, export, err := i.requestRegion(cctx, n)
 	if err != nil {
@@ -399,6 +401,7 @@ func (i *Instance) Post(ctx context.Context, events []abi.Record, outcomes []byt
 	c := i.c
 	c.begin(abi.ExportPost, nil, out, uint32(len(events)), 0)
 	defer c.end(ctx)
+	i.inst.SetCallEnv(i.envs.record(domainPost, &events[0]))
 	m := out.mark()
 	cctx := i.callContext(ctx)
 	i.tx.regionCap = 0 // sluice_alloc is called: the guest may reuse the apply region

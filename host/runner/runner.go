@@ -185,6 +185,13 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 		if o.Limits.CallTimeout != nil {
 			cfg = cfg.WithCallTimeout(time.Duration(*o.Limits.CallTimeout))
 		}
+		if g := o.Grants; g != nil {
+			cfg = cfg.WithGrants(grants(g))
+			if g.Nondeterministic() && o.Kind == pipeline.KindTransactional {
+				h.log.Warn("a transactional operator is granted a clock, entropy or a writable directory: an operation re-executed after an abort may give another result, and the serial equivalence holds only for what does not depend on them",
+					"operator", o.Name)
+			}
+		}
 		eng, err := wasm.NewWazero(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("operator %q: %w", o.Name, err)
@@ -375,4 +382,13 @@ func (h *Host) Close(ctx context.Context) error {
 	}
 	h.engines = nil
 	return errors.Join(errs...)
+}
+
+// grants converts a pipeline's grants into the engine's.
+func grants(g *pipeline.Grants) wasm.Grants {
+	out := wasm.Grants{WallClock: g.Clock, Entropy: g.Entropy, Env: g.Env}
+	for _, d := range g.Dirs {
+		out.Dirs = append(out.Dirs, wasm.Dir{Host: d.Host, Guest: d.Guest, Writable: d.Writable})
+	}
+	return out
 }

@@ -22,6 +22,7 @@ import (
 // in milliseconds.
 var env struct {
 	ledger   []byte
+	stamp    []byte
 	cacheDir string
 }
 
@@ -51,13 +52,17 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	env.cacheDir = filepath.Join(dir, "cache")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	mods, err := wasmbuild.GoModules(ctx, map[string]string{"ledger": filepath.Join("testdata", "ledger")})
+	mods, err := wasmbuild.GoModules(ctx, map[string]string{
+		"ledger": filepath.Join("testdata", "ledger"),
+		// host/plugin's guest of the deterministic environment.
+		"stamp": filepath.Join("..", "plugin", "testdata", "determinism", "txnop"),
+	})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env.ledger = mods["ledger"]
+	env.ledger, env.stamp = mods["ledger"], mods["stamp"]
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -73,6 +78,12 @@ func run(m *testing.M) int {
 // none), both closed when tb ends.
 func loadLedger(tb testing.TB, timeout time.Duration) *plugin.Plugin {
 	tb.Helper()
+	return loadGuest(tb, "ledger", env.ledger, timeout)
+}
+
+// loadGuest loads a transactional test guest as loadLedger does.
+func loadGuest(tb testing.TB, name string, code []byte, timeout time.Duration) *plugin.Plugin {
+	tb.Helper()
 	ctx := context.Background()
 	cfg := runtime.NewConfig().WithHostModules(plugin.HostModule()).WithCacheDir(env.cacheDir).WithCallTimeout(2 * time.Minute)
 	switch {
@@ -86,7 +97,7 @@ func loadLedger(tb testing.TB, timeout time.Duration) *plugin.Plugin {
 		tb.Fatal(err)
 	}
 	// The guest's error logs are the reasons the tests read from errors.
-	p, err := plugin.Load(ctx, eng, "ledger.wasm", env.ledger, plugin.KindTransactional, plugin.WithLogger(slog.New(slog.DiscardHandler)))
+	p, err := plugin.Load(ctx, eng, name+".wasm", code, plugin.KindTransactional, plugin.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		_ = eng.Close(ctx)
 		tb.Fatal(err)

@@ -218,6 +218,9 @@ func (o *Operator) Process(ctx context.Context, events []abi.Record, store txn.S
 	if err := o.checkTables(); err != nil {
 		return nil, err
 	}
+	if bl, ok := o.cfg.Logic.(BatchLogic); ok {
+		bl.StartBatch(events)
+	}
 	st := o.cfg.Strategy
 	if o.model != nil {
 		st = o.model.Next()
@@ -241,6 +244,18 @@ func (o *Operator) Process(ctx context.Context, events []abi.Record, store txn.S
 		o.model.Observe(adapt.Collect(o.batch, len(events), &res.Stats, time.Since(start)))
 	}
 	return res, nil
+}
+
+// BatchLogic is a Logic that is given the batch's events after the plan and
+// before the scheduler applies any operation: a Wasm logic hands them to
+// every worker's instance, so that an apply on any worker reads its event's
+// time and draws from its event's random stream (the deterministic guest
+// environment, abi/ABI.md section 6).
+type BatchLogic interface {
+	Logic
+	// StartBatch takes the events of the batch about to be applied; they
+	// stay valid until Process returns.
+	StartBatch(events []abi.Record)
 }
 
 // PartLogic is a Logic whose plan and post can run in parts: consecutive

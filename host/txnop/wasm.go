@@ -67,6 +67,14 @@ func NewWasm(ctx context.Context, p *plugin.Plugin, workers int, config []byte) 
 	return l, nil
 }
 
+// StartBatch gives the batch's events to every worker's instance, whose
+// applies read their event's time and identity from them.
+func (l *wasmLogic) StartBatch(events []abi.Record) {
+	for _, wk := range l.workers {
+		wk.inst.SetEvents(events)
+	}
+}
+
 // Plan runs the guest's sluice_plan on instance 0 and turns its
 // declarations into one transaction per event.
 func (l *wasmLogic) Plan(ctx context.Context, events []abi.Record, p *Plan) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -351,4 +352,49 @@ func applyFixture(tb testing.TB, timeout time.Duration) (*plugin.Instance, *abi.
 		Arg:   event('x', 25)[1:],
 	}
 	return inst, q, &fixedAccess{own: enc(100), read: enc(500)}
+}
+
+// TestWasmApplyEnvironment: an apply reads its own event's time from the
+// guest's clock and draws from its event's random stream, whichever worker
+// runs it, so every strategy and worker count gives the same state (the
+// guest writes what time.Now and a crypto/rand-seeded generator give).
+func TestWasmApplyEnvironment(t *testing.T) {
+	ctx := context.Background()
+	p := loadGuest(t, "stamp", env.stamp, 0)
+	events := make([]abi.Record, 40)
+	for i := range events {
+		events[i] = abi.Record{Key: fmt.Appendf(nil, "k%02d", i), Value: []byte("v"), Time: int64(1_700_000_000_000_000_000 + i*1_000_003)}
+	}
+	var first map[string]string
+	for _, run := range []struct {
+		strategy string
+		workers  int
+	}{{"serial", 1}, {"ns-op-eager", 2}, {"bfs-chain-lazy", 3}} {
+		op := newWasmOperator(t, p, run.workers)
+		if err := op.SetStrategy(strategy(t, run.strategy)); err != nil {
+			t.Fatal(err)
+		}
+		var out plugin.Output
+		res, err := op.Process(ctx, events, txn.MapStore{}, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := map[string]string{}
+		for _, c := range res.Changes {
+			state[c.Key.Key] = string(c.Value)
+		}
+		for i, e := range events {
+			v := state[string(e.Key)]
+			var at int64
+			var rnd uint64
+			if _, err := fmt.Sscanf(v, "%d %d", &at, &rnd); err != nil || at != e.Time {
+				t.Fatalf("%s, %d workers: event %d wrote %q, want its time %d first", run.strategy, run.workers, i, v, e.Time)
+			}
+		}
+		if first == nil {
+			first = state
+		} else if !maps.Equal(state, first) {
+			t.Errorf("%s with %d workers: state differs from serial's", run.strategy, run.workers)
+		}
+	}
 }

@@ -120,11 +120,16 @@
 //
 // An operator may run a record more than once (after a failure or a
 // rejected record in its batch, on another worker, in a fresh instance), so
-// it must compute the same outputs from the same input and state. The host's sandbox gives the guest no wall clock (the
-// time package sees a fake clock), no entropy of its own (crypto/rand and
-// math/rand draw from a deterministic source), no files, no network and no
-// environment. Use Record.Time for time; derive any randomness from the
-// record.
+// it must compute the same outputs from the same input and state. The
+// host's sandbox gives the guest no wall clock, no entropy, no files, no
+// network and no environment unless the pipeline grants them: time.Now
+// reads the time of the call's event (a batch's first record; a
+// transactional apply's own event) and crypto/rand draws from a stream
+// seeded from that event, so the same call re-run draws the same. Go's
+// global math/rand functions and map iteration order are seeded once per
+// instance and are not deterministic: seed a generator of your own from
+// crypto/rand within the call, and sort what you emit from a map. Use
+// Record.Time for each record's time (abi/ABI.md section 6).
 //
 // # Testing
 //

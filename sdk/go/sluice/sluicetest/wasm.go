@@ -24,8 +24,9 @@ type WasmModule struct {
 
 // LoadWasm loads wasm, a plugin module named name in errors, as the host
 // loads an operator of the given kind: compiled by wazero with the host's
-// functions (plugin.HostModule) and its defaults (no files, a fake clock,
-// deterministic randomness, 64 MiB of memory and a 5 s deadline per call,
+// functions (plugin.HostModule) and its defaults (no files, the clock at
+// the event's time, randomness seeded from the event, 64 MiB of memory and
+// a 5 s deadline per call,
 // stderr captured for trap messages), and checked by plugin.Load. A module
 // the host would refuse (not WebAssembly, missing exports, foreign imports,
 // a WASI command, another ABI version) is refused with the host's
