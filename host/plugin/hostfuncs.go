@@ -41,6 +41,10 @@ type call struct {
 	logs     int     // log messages written during the call
 	dropped  int     // log messages dropped during the call
 	lastErr  []byte  // the last LogError message of the call
+	// rejected has bit i set when input record i of the call was
+	// rejected; dirty says it has bits to clear before the next call.
+	rejected []uint64
+	dirty    bool
 	dec      abi.Decoder
 	rec      abi.Record
 	tx       txnCall  // the transactional call in progress (txn_host.go)
@@ -52,6 +56,27 @@ func (c *call) begin(export string, st State, out *Output, n, base uint32) {
 	c.export, c.st, c.out, c.n, c.base = export, st, out, n, base
 	c.outBytes, c.logs, c.dropped = 0, 0, 0
 	c.lastErr = c.lastErr[:0]
+	if c.dirty {
+		clear(c.rejected)
+		c.dirty = false
+	}
+}
+
+// firstReject marks input record origin of the call as rejected and
+// reports whether it was not already: a record is dead-lettered once, with
+// the first message the guest gave, so that a guest calling reject in a
+// loop cannot make the host keep a message per call.
+func (c *call) firstReject(origin uint32) bool {
+	w, bit := origin/64, uint64(1)<<(origin%64)
+	if int(w) >= len(c.rejected) {
+		c.rejected = append(c.rejected, make([]uint64, int(w)+1-len(c.rejected))...)
+	}
+	if c.rejected[w]&bit != 0 {
+		return false
+	}
+	c.rejected[w] |= bit
+	c.dirty = true
+	return true
 }
 
 // end reports dropped log messages and releases what the call referenced.
@@ -211,7 +236,8 @@ func hostEmit(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	*r = abi.Record{} // do not keep guest memory reachable
 }
 
-// reject(origin, msg_ptr, msg_len): mark an input record as failed.
+// reject(origin, msg_ptr, msg_len): mark an input record as failed. A
+// record rejected again in the same call keeps its first message.
 func hostReject(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	const fn = abi.FuncReject
 	c := callOf(ctx, fn)
@@ -222,6 +248,9 @@ func hostReject(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	msg := read(mem, fn, "message", uint32(stack[1]), uint32(stack[2]))
 	if origin >= c.n {
 		hostFault(fn, "origin %d is not in the input batch of %d records", origin, c.n)
+	}
+	if !c.firstReject(origin) {
+		return
 	}
 	idx := int(origin) + int(c.base)
 	c.out.Rejects = append(c.out.Rejects, Reject{Index: idx, Err: &RecordError{

@@ -1,0 +1,6 @@
+;; abi_version declares an ABI version this host does not speak.
+(module
+  (memory (export "memory") 1)
+  (func (export "sluice_abi_version") (result i32) (i32.const 2))
+  (func (export "sluice_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "sluice_process") (param i32 i32) (result i32) (i32.const 0)))

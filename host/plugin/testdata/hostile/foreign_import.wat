@@ -1,0 +1,7 @@
+;; foreign_import imports from a module the host does not provide.
+(module
+  (import "env" "now" (func (result i64)))
+  (memory (export "memory") 1)
+  (func (export "sluice_abi_version") (result i32) (i32.const 1))
+  (func (export "sluice_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "sluice_process") (param i32 i32) (result i32) (i32.const 0)))

@@ -1,0 +1,8 @@
+;; start_trap has a start function that traps, so no instance can be made.
+(module
+  (memory (export "memory") 1)
+  (func (export "sluice_abi_version") (result i32) (i32.const 1))
+  (func (export "sluice_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "sluice_process") (param i32 i32) (result i32) (i32.const 0))
+  (func $boom (unreachable))
+  (start $boom))

@@ -1,0 +1,6 @@
+;; version_trap traps in sluice_abi_version, which the host calls at load.
+(module
+  (memory (export "memory") 1)
+  (func (export "sluice_abi_version") (result i32) (unreachable))
+  (func (export "sluice_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "sluice_process") (param i32 i32) (result i32) (i32.const 0)))
