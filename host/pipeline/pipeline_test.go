@@ -259,6 +259,7 @@ operators:
       eager_op_cost: 5us
       initial: bfs-op-lazy
       patience: 4
+      band: 0.1
       margin: 0.1
 sinks: [{name: out, type: file, path: out.jsonl}]
 `
@@ -270,7 +271,7 @@ sinks: [{name: out, type: file, path: out.jsonl}]
 	want := adapt.DefaultConfig()
 	want.DFSSkew, want.ChainCyclic, want.EagerOpCost = 0.3, 0, 5*time.Microsecond
 	want.Initial, _ = txn.ParseStrategy("bfs-op-lazy")
-	want.Patience, want.Margin = 4, 0.1
+	want.Patience, want.Margin, want.Band = 4, 0.1, 0.1
 	if c != want {
 		t.Errorf("config\n got %+v\nwant %+v (the defaults with the keys written)", c, want)
 	}
@@ -313,6 +314,7 @@ func TestParseTransactionalErrors(t *testing.T) {
 		{"workers", r("workers: 2", "workers: -1"), []string{"l.yaml:33:", "operators[0].workers", "workers -1"}},
 		{"adaptive beside a static strategy", r("    workers: 2\n", "    workers: 2\n    adaptive: {patience: 3}\n"), []string{"l.yaml:34:", "operators[0].adaptive", "strategy is ns-chain-lazy"}},
 		{"adaptive threshold", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive:\n      dfs_skew: -0.5\n"), []string{"l.yaml:35:", "operators[0].adaptive.dfs_skew", "dfs_skew -0.5: want a number at least 0"}},
+		{"adaptive band", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive: {band: 1.5}\n"), []string{"l.yaml:34:", "operators[0].adaptive.band", "band 1.5: want a fraction in [0, 1)"}},
 		{"adaptive initial", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive: {initial: serial}\n"), []string{"l.yaml:34:", "operators[0].adaptive.initial", `initial "serial": want a TPG strategy`}},
 		{"adaptive unknown key", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive: {skew: 1}\n"), []string{"l.yaml:34:", `unknown key "skew"`}},
 		{"adaptive on keyed", r("sinks:\n", keyed+"    adaptive: {patience: 3}\nsinks:\n"), []string{"l.yaml:37:", "operators[1].adaptive", "adaptive is a key of transactional operators"}},

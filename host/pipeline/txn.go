@@ -416,6 +416,7 @@ type Adaptive struct {
 	EagerAborts     *float64  `yaml:"eager_aborts"`
 	// Initial is the strategy of the first batch.
 	Initial   string   `yaml:"initial"`
+	Band      *float64 `yaml:"band"`
 	Patience  int      `yaml:"patience"`
 	Margin    *float64 `yaml:"margin"`
 	Tolerance *float64 `yaml:"tolerance"`
@@ -452,6 +453,9 @@ func (a *Adaptive) Config() adapt.Config {
 	if a.Initial != "" {
 		c.Initial, _ = txn.ParseStrategy(a.Initial)
 	}
+	if a.Band != nil {
+		c.Band = *a.Band
+	}
 	if a.Patience > 0 {
 		c.Patience = a.Patience
 	}
@@ -483,6 +487,9 @@ func (p *Pipeline) validateAdaptive(i int, a *Adaptive) []error {
 		if v != nil && !(*v >= 0) {
 			at(fmt.Sprintf("%s %v: want a number at least 0", key, *v), key)
 		}
+	}
+	if a.Band != nil && !(*a.Band >= 0 && *a.Band < 1) {
+		at(fmt.Sprintf("band %v: want a fraction in [0, 1)", *a.Band), "band")
 	}
 	if a.EagerOpCost != nil && *a.EagerOpCost < 0 {
 		at(fmt.Sprintf("eager_op_cost %v: want a duration at least 0", time.Duration(*a.EagerOpCost)), "eager_op_cost")

@@ -137,11 +137,19 @@ func TestCollect(t *testing.T) {
 	}
 }
 
+// exact is the default configuration without hysteresis (a band too
+// narrow to matter), for tests of the rules at their thresholds.
+func exact() adapt.Config {
+	cfg := adapt.DefaultConfig()
+	cfg.Band = 1e-9
+	return cfg
+}
+
 // firstBatch returns the decision a fresh model takes after ms, with
 // Patience 1 so that the rules' choice is taken at once.
 func firstBatch(t *testing.T, ms adapt.Measurement) adapt.Decision {
 	t.Helper()
-	cfg := adapt.DefaultConfig()
+	cfg := exact()
 	cfg.Patience = 1
 	md, err := adapt.New(cfg)
 	if err != nil {
@@ -204,7 +212,7 @@ func TestRules(t *testing.T) {
 // follows it.
 func TestThresholdsConfigurable(t *testing.T) {
 	ms := measure(t, chains(), abortEvery(0))
-	cfg := adapt.DefaultConfig()
+	cfg := exact()
 	cfg.Patience = 1
 	cfg.StructuredDeps = 0.95 // chains have 0.9 dependencies per operation
 	cfg.ChainTemporal = 0.95
@@ -234,7 +242,9 @@ func rated(ms adapt.Measurement, rate float64) adapt.Measurement {
 }
 
 func TestHysteresis(t *testing.T) {
-	md, err := adapt.New(adapt.DefaultConfig()) // Patience 2, initial ns-op-eager
+	cfg := exact()
+	cfg.Patience = 2
+	md, err := adapt.New(cfg) // initial ns-op-eager
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +278,7 @@ func TestHysteresis(t *testing.T) {
 // the faster one while the measurements stand, then tries the rules'
 // choice again once they are forgotten.
 func TestLearnsFromMisprediction(t *testing.T) {
-	cfg := adapt.DefaultConfig()
+	cfg := exact()
 	cfg.Patience, cfg.Memory = 1, 10
 	cfg.Initial, _ = txn.ParseStrategy("ns-op-lazy")
 	md, err := adapt.New(cfg)
@@ -310,7 +320,7 @@ func TestLearnsFromMisprediction(t *testing.T) {
 // rules' choice slower than a strategy known in the regime, the model
 // switches to the known one without waiting out Patience.
 func TestLearnedSwitchNeedsNoPatience(t *testing.T) {
-	cfg := adapt.DefaultConfig()
+	cfg := exact()
 	cfg.Patience = 5
 	md, err := adapt.New(cfg) // ns-op-eager
 	if err != nil {
@@ -374,7 +384,9 @@ func TestEmptyBatchChangesNothing(t *testing.T) {
 // TestRecordJSON: a Record's JSON carries the measurement's fields at the
 // top and the decision with its reasons, as the HTTP API shows it.
 func TestRecordJSON(t *testing.T) {
-	md, err := adapt.New(adapt.DefaultConfig())
+	cfg := exact()
+	cfg.Patience = 2
+	md, err := adapt.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +420,7 @@ func TestRecordJSON(t *testing.T) {
 // a neighbour for one batch, goes back when it is not faster, keeps it
 // when it is, and never probes when told not to.
 func TestProbes(t *testing.T) {
-	cfg := adapt.DefaultConfig()
+	cfg := exact()
 	cfg.ProbeEvery = 3
 	cfg.Initial, _ = txn.ParseStrategy("ns-op-lazy")
 	md, err := adapt.New(cfg)
@@ -462,7 +474,7 @@ func TestProbes(t *testing.T) {
 // batch whose temporal and parametric dependencies leave the unit to the
 // cycles rule, not after one they settle.
 func TestNeedsCycles(t *testing.T) {
-	md, err := adapt.New(adapt.DefaultConfig())
+	md, err := adapt.New(exact())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -483,5 +495,40 @@ func TestNeedsCycles(t *testing.T) {
 		if got := md.NeedsCycles(); got != tc.want {
 			t.Errorf("after %s: NeedsCycles %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestBand: a measurement must cross a threshold by Band, from the side
+// the current strategy is on, to change the choice; back across, the same.
+func TestBand(t *testing.T) {
+	cfg := adapt.DefaultConfig() // band 0.2, patience 1
+	cfg.Initial, _ = txn.ParseStrategy("ns-op-lazy")
+	md, err := adapt.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := measure(t, spread(), abortEvery(0))
+	ratio := func(r float64) adapt.Measurement {
+		m := ms
+		m.AbortRatio = r
+		return m
+	}
+	th := cfg.EagerAborts // 0.02
+	for _, step := range []struct {
+		aborts float64
+		want   string
+	}{
+		{th * 1.1, "ns-op-lazy"},   // past the threshold, not past the band
+		{th * 1.25, "ns-op-eager"}, // past the band: eager
+		{th * 0.9, "ns-op-eager"},  // back under the threshold, within the band
+		{th * 0.75, "ns-op-lazy"},  // past the band the other way
+	} {
+		if d := md.Observe(ratio(step.aborts)); d.Strategy != step.want {
+			t.Errorf("abort ratio %.4f: %s (reasons %q), want %s", step.aborts, d.Strategy, d.Reasons(), step.want)
+		}
+	}
+	cfg.Band = 1
+	if _, err := adapt.New(cfg); err == nil {
+		t.Error("a band of 1 was accepted")
 	}
 }

@@ -54,9 +54,11 @@
 // knew. Entries older than Memory batches are forgotten, so a choice
 // judged under other conditions is tried again.
 //
-// Hysteresis: a switch the measurements do not support happens only when
-// the same new choice has come up Patience batches in a row, so the model
-// does not flap on one odd batch. Switches happen between batches only,
+// Hysteresis: each threshold has a band (Band, a fraction of it) on the
+// side of the current strategy's choice, so a workload sitting near a
+// threshold does not make the model flap; Patience can further hold a
+// switch the measurements do not support until the same new choice has
+// come up that many batches in a row. Switches happen between batches only,
 // at punctuation boundaries: the caller asks for the strategy of the next
 // batch before running it.
 //

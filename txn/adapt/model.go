@@ -57,9 +57,15 @@ type Config struct {
 	// Initial is the strategy of the first batch (default ns-op-eager,
 	// the general choice). It must be a TPG strategy.
 	Initial txn.Strategy
+	// Band is the hysteresis of every threshold, as a fraction: a rule
+	// leaves the current strategy's side of a threshold only when the
+	// measurement is past the threshold by this much (default 0.2), so a
+	// workload that sits near a threshold does not make the model flap.
+	Band float64
 	// Patience is how many batches in a row the rules must make the same
 	// new choice before the model switches to it without measurements
-	// that favour it (default 2; 1 switches at once).
+	// that favour it (default 1: at once; Band already keeps it from
+	// flapping).
 	Patience int
 	// Margin is how much faster, as a fraction, a measured strategy must
 	// be to override the rules or the current strategy (default 0.05).
@@ -83,7 +89,8 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultPatience  = 2
+	DefaultPatience  = 1
+	DefaultBand      = 0.2
 	DefaultMargin    = 0.05
 	DefaultTolerance = 0.10
 	DefaultMemory    = 500
@@ -96,7 +103,7 @@ func DefaultConfig() Config {
 	return Config{
 		Thresholds: DefaultThresholds(),
 		Initial:    txn.Strategy{Kind: txn.TPG, Explore: txn.NS, Unit: txn.OpUnit, Abort: txn.Eager},
-		Patience:   DefaultPatience, Margin: DefaultMargin, Tolerance: DefaultTolerance,
+		Band: DefaultBand, Patience: DefaultPatience, Margin: DefaultMargin, Tolerance: DefaultTolerance,
 		Memory: DefaultMemory, History: DefaultHistory, ProbeEvery: DefaultProbe,
 	}
 }
@@ -116,6 +123,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Patience <= 0 {
 		c.Patience = d.Patience
+	}
+	if c.Band == 0 {
+		c.Band = d.Band
+	}
+	if c.Band < 0 || c.Band >= 1 {
+		return c, fmt.Errorf("adapt: band %v: want a fraction in [0, 1) (0 takes the default)", c.Band)
 	}
 	if c.Margin <= 0 {
 		c.Margin = d.Margin
@@ -346,7 +359,7 @@ func (md *Model) Observe(ms Measurement) Decision {
 		return d
 	}
 	md.batches++
-	rule, why := md.rules(&ms)
+	rule, why := md.rules(&ms, ran)
 	d.Rule, d.why = rule.String(), why
 	reg := md.regimeOf(rule, &ms)
 	known := md.known(reg)
@@ -468,59 +481,78 @@ func (md *Model) learn(reg regime, s txn.Strategy, rate float64) {
 }
 
 // rules applies the thresholds to a measurement: the rules' strategy and
-// one reason per dimension. Logical dependencies are left out of the
+// one reason per dimension. Each threshold is moved by Band towards the
+// side the current strategy cur is on, so that a measurement must cross it
+// clearly to change the choice. Logical dependencies are left out of the
 // structure rule: Sluice's TPG does not order the operations of a
 // transaction (abort atomicity is a per-transaction status), so they add no
 // level.
-func (md *Model) rules(ms *Measurement) (txn.Strategy, [3]reason) {
+func (md *Model) rules(ms *Measurement, cur txn.Strategy) (txn.Strategy, [3]reason) {
 	th := &md.cfg.Thresholds
+	band := md.cfg.Band
+	// at returns the threshold t as seen from the current strategy: lower
+	// when the current strategy is on the side of x >= t, higher when not.
+	at := func(t float64, onHighSide bool) float64 {
+		if onHighSide {
+			return t * (1 - band)
+		}
+		return t * (1 + band)
+	}
 	st := txn.Strategy{Kind: txn.TPG}
 	var why [3]reason
 
 	deps := ms.perOp(ms.Temporal + ms.Parametric)
+	tDeps := at(th.StructuredDeps, cur.Explore != txn.NS)
+	tSkew := at(th.StructuredSkew, cur.Explore == txn.NS)
+	tDFS := at(th.DFSSkew, cur.Explore == txn.DFS)
 	switch {
-	case deps < th.StructuredDeps:
+	case deps < tDeps:
 		st.Explore = txn.NS
-		why[0] = reason{kind: whyNSFewDeps, a: deps, b: th.StructuredDeps}
-	case ms.Skew >= th.StructuredSkew:
+		why[0] = reason{kind: whyNSFewDeps, a: deps, b: tDeps}
+	case ms.Skew >= tSkew:
 		st.Explore = txn.NS
-		why[0] = reason{kind: whyNSSkew, a: ms.Skew, b: th.StructuredSkew}
-	case ms.Skew >= th.DFSSkew:
+		why[0] = reason{kind: whyNSSkew, a: ms.Skew, b: tSkew}
+	case ms.Skew >= tDFS:
 		st.Explore = txn.DFS
-		why[0] = reason{kind: whyDFS, a: deps, b: th.StructuredDeps, c: ms.Skew, d: th.DFSSkew}
+		why[0] = reason{kind: whyDFS, a: deps, b: tDeps, c: ms.Skew, d: tDFS}
 	default:
 		st.Explore = txn.BFS
-		why[0] = reason{kind: whyBFS, a: deps, b: th.StructuredDeps, c: ms.Skew, d: th.DFSSkew}
+		why[0] = reason{kind: whyBFS, a: deps, b: tDeps, c: ms.Skew, d: tDFS}
 	}
 
 	td, pd, cyc := ms.perOp(ms.Temporal), ms.perOp(ms.Parametric), ms.cyclicShare()
-	md.cycles = td >= th.ChainTemporal && pd <= th.ChainParametric
+	tCyc := at(th.ChainCyclic, cur.Unit == txn.OpUnit)
+	tTD := at(th.ChainTemporal, cur.Unit == txn.ChainUnit)
+	tPD := at(th.ChainParametric, cur.Unit == txn.OpUnit)
+	md.cycles = td >= tTD && pd <= tPD
 	switch {
-	case cyc > th.ChainCyclic:
+	case cyc > tCyc:
 		st.Unit = txn.OpUnit
-		why[1] = reason{kind: whyOpCycles, a: cyc, b: th.ChainCyclic}
-	case td < th.ChainTemporal:
+		why[1] = reason{kind: whyOpCycles, a: cyc, b: tCyc}
+	case td < tTD:
 		st.Unit = txn.OpUnit
-		why[1] = reason{kind: whyOpTemporal, a: td, b: th.ChainTemporal}
-	case pd > th.ChainParametric:
+		why[1] = reason{kind: whyOpTemporal, a: td, b: tTD}
+	case pd > tPD:
 		st.Unit = txn.OpUnit
-		why[1] = reason{kind: whyOpParametric, a: pd, b: th.ChainParametric}
+		why[1] = reason{kind: whyOpParametric, a: pd, b: tPD}
 	default:
 		st.Unit = txn.ChainUnit
-		why[1] = reason{kind: whyChain, a: td, b: th.ChainTemporal, c: pd, d: th.ChainParametric, e: cyc}
+		why[1] = reason{kind: whyChain, a: td, b: tTD, c: pd, d: tPD, e: cyc}
 	}
 
 	cost := ms.OpCostNs
+	tCost := at(float64(th.EagerOpCost), cur.Abort == txn.Eager)
+	tAborts := at(th.EagerAborts, cur.Abort == txn.Eager)
 	switch {
-	case cost >= float64(th.EagerOpCost):
+	case cost >= tCost:
 		st.Abort = txn.Eager
-		why[2] = reason{kind: whyEagerCost, a: cost, b: float64(th.EagerOpCost)}
-	case ms.AbortRatio >= th.EagerAborts:
+		why[2] = reason{kind: whyEagerCost, a: cost, b: tCost}
+	case ms.AbortRatio >= tAborts:
 		st.Abort = txn.Eager
-		why[2] = reason{kind: whyEagerAborts, a: ms.AbortRatio, b: th.EagerAborts}
+		why[2] = reason{kind: whyEagerAborts, a: ms.AbortRatio, b: tAborts}
 	default:
 		st.Abort = txn.Lazy
-		why[2] = reason{kind: whyLazy, a: cost, b: float64(th.EagerOpCost), c: ms.AbortRatio, d: th.EagerAborts}
+		why[2] = reason{kind: whyLazy, a: cost, b: tCost, c: ms.AbortRatio, d: tAborts}
 	}
 	return st, why
 }

@@ -13,7 +13,8 @@ var presets = map[string]map[string]string{
 	StreamingLedger: {
 		// MorphStream's dynamic Streaming Ledger: 13 phases that raise
 		// skew, parametric dependencies (transfers read two accounts) and
-		// aborts in turn, then heavy operations, then back.
+		// aborts in turn, then heavy operations with a few aborts (where
+		// re-running a whole batch costs most), then back.
 		"morphstream": "name=1 base;" +
 			"name=2 skew 0.6,skew=0.6;" +
 			"name=3 skew 0.9,skew=0.9;" +
@@ -25,8 +26,8 @@ var presets = map[string]map[string]string{
 			"name=9 aborts 50%,abort-ratio=0.5;" +
 			"name=10 skew 0.9 aborts 20%,skew=0.9,abort-ratio=0.2;" +
 			"name=11 skew 1.2 transfers aborts 50%,skew=1.2,deposit-ratio=0.05,abort-ratio=0.5;" +
-			"name=12 heavy 20us,skew=0.25,deposit-ratio=0.25,abort-ratio=0,busy-ns=20000;" +
-			"name=13 base,busy-ns=0",
+			"name=12 heavy 10us aborts 5%,skew=0.25,deposit-ratio=0.25,abort-ratio=0.05,busy-ns=10000;" +
+			"name=13 base,abort-ratio=0,busy-ns=0",
 	},
 	GrepSum: {
 		// The same progression for GrepSum: skew, then multi-key reads
@@ -41,8 +42,8 @@ var presets = map[string]map[string]string{
 			"name=7 aborts 5%,txn-length=1,abort-ratio=0.05;" +
 			"name=8 aborts 30%,abort-ratio=0.3;" +
 			"name=9 skew 1.2 aborts 30%,skew=1.2;" +
-			"name=10 heavy 20us,skew=0,abort-ratio=0,busy-ns=20000;" +
-			"name=11 base,busy-ns=0",
+			"name=10 heavy 10us aborts 5%,skew=0,abort-ratio=0.05,busy-ns=10000;" +
+			"name=11 base,abort-ratio=0,busy-ns=0",
 	},
 }
 
