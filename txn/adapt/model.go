@@ -103,8 +103,13 @@ func DefaultConfig() Config {
 	return Config{
 		Thresholds: DefaultThresholds(),
 		Initial:    txn.Strategy{Kind: txn.TPG, Explore: txn.NS, Unit: txn.OpUnit, Abort: txn.Eager},
-		Band: DefaultBand, Patience: DefaultPatience, Margin: DefaultMargin, Tolerance: DefaultTolerance,
-		Memory: DefaultMemory, History: DefaultHistory, ProbeEvery: DefaultProbe,
+		Band:       DefaultBand,
+		Patience:   DefaultPatience,
+		Margin:     DefaultMargin,
+		Tolerance:  DefaultTolerance,
+		Memory:     DefaultMemory,
+		History:    DefaultHistory,
+		ProbeEvery: DefaultProbe,
 	}
 }
 
