@@ -26,6 +26,9 @@ func validateConfig(cfg Config) error {
 	if p := cfg.MemoryLimitPages(); p == 0 || p > maxMemoryPages {
 		return fmt.Errorf("runtime: memory limit of %d pages is out of range 1..%d (build the Config with NewConfig)", p, maxMemoryPages)
 	}
+	if cfg.TableLimit() == 0 {
+		return errors.New("runtime: table limit of 0 entries (build the Config with NewConfig)")
+	}
 	if cfg.CallTimeout() < 0 {
 		return fmt.Errorf("runtime: negative call timeout %v", cfg.CallTimeout())
 	}
@@ -59,6 +62,18 @@ func validateConfig(cfg Config) error {
 					return fmt.Errorf("runtime: host function %s.%s has an invalid value type %v", m.Name, f.Name, t)
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// checkTables refuses a module that declares a table of more entries
+// than limit (mins are the declared minimums, in table index order).
+func checkTables(module string, mins []uint64, limit uint32) error {
+	for i, n := range mins {
+		if n > uint64(limit) {
+			return &Error{Kind: KindCompile, Module: module,
+				Err: fmt.Errorf("table %d declares at least %d entries, past the table limit of %d entries", i, n, limit)}
 		}
 	}
 	return nil
@@ -133,6 +148,39 @@ func timeoutCause(parent context.Context, timeout time.Duration) error {
 	}
 	return fmt.Errorf("the call ran past its timeout of %v: %w", timeout, context.DeadlineExceeded)
 }
+
+// initFailed is the KindLink *Error of an instance whose start function
+// or initialiser (export, empty for a start function) failed with err. The
+// call's own error, an *Error of KindTrap, KindTimeout, KindExit or
+// KindHost, stays its cause: errors.Is(err, ErrTimeout) holds for an
+// initialiser that ran past its deadline, and errors.As reaches the inner
+// *Error. The exit code of a guest that exited is copied up.
+func initFailed(module, export string, err error, stderr string) *Error {
+	le := &Error{Kind: KindLink, Module: module, Export: export, Err: err, Stderr: stderr}
+	var ce *Error
+	if errors.As(err, &ce) {
+		le.Err, le.ExitCode = &initError{ce}, ce.ExitCode
+	}
+	return le
+}
+
+// initError carries the *Error of a failed start function or initialiser
+// inside the KindLink *Error of the instantiation. Its message is the inner
+// error's cause alone, as it was before the inner *Error was kept: the
+// outer error names the module and the export already, and the cause says
+// what happened ("wasm error: unreachable", "the call ran past its
+// timeout").
+type initError struct{ inner *Error }
+
+func (e *initError) Error() string {
+	if e.inner.Err == nil {
+		return e.inner.Kind.String()
+	}
+	return e.inner.Err.Error()
+}
+
+// Unwrap returns the inner *Error.
+func (e *initError) Unwrap() error { return e.inner }
 
 // brokenError is returned by calls on an instance that failed before.
 func brokenError(module string, export string, first error) error {

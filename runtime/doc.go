@@ -67,7 +67,21 @@
 // of each call's stderr are kept. Memory is capped per instance
 // (Config.MemoryLimitPages); a guest that grows past the cap sees
 // memory.grow fail, and what it does then is the guest's business (a Go
-// guest dies with "fatal error: out of memory": KindTrap). Host functions
+// guest dies with "fatal error: out of memory": KindTrap). Tables are
+// capped too (Config.WithTableLimit, 2^20 entries by default): a table lives
+// in host memory outside the memory cap, and wazero bounds table.grow only
+// at 2^32 entries, so one table.grow of 2^26 entries would add 512 MiB to
+// the host's heap and one of 2^31 crash it. Past the cap table.grow
+// returns -1, and a module that declares a larger table does not compile.
+// On wazero the instrumenter (below) rewrites each table.grow into a call
+// of a bounding function it adds, whether or not the call timeout is on; a
+// module without table.grow (every Go guest: Go's runtime never grows its
+// table) runs exactly as compiled, and pays only a scan of its code at
+// compile time (about 30 ms for a 2.5 MB Go guest). A module the
+// instrumenter cannot read and wazero accepts would run unbounded, so it
+// is refused instead (KindCompile); the instrumenter reads every feature
+// wazero enables, so this is a safeguard. On wasmtime its store limiter
+// enforces the cap. Host functions
 // see the calling guest's memory as a Memory whose Read and Write check
 // bounds; on wasmtime that is the memory the guest exports as "memory".
 //
@@ -113,6 +127,11 @@
 // goroutine other than its epoch deadline, so on wasmtime a cancellation
 // without a deadline stops the guest only at the call timeout (and is then
 // reported as the cancellation it was).
+//
+// An instantiation whose start function or _initialize fails is a
+// KindLink *Error whose cause is the call's own *Error: errors.Is(err,
+// ErrTimeout) holds for an _initialize that ran past its deadline, and
+// errors.As reaches the inner *Error.
 //
 // # After an error, discard the instance
 //

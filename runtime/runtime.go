@@ -194,6 +194,7 @@ type Func interface {
 type Config struct {
 	cacheDir         string
 	memoryLimitPages uint32
+	tableLimit       uint32
 	callTimeout      time.Duration
 	hostModules      []HostModule
 	stderrLimit      int
@@ -206,13 +207,18 @@ const (
 	DefaultMemoryLimitPages = 1024
 	// DefaultCallTimeout bounds one guest call.
 	DefaultCallTimeout = 5 * time.Second
+	// DefaultTableLimit is 2^20 entries per table: 8 MiB of host memory
+	// for a table of function references (wazero keeps 8 bytes an entry),
+	// some 500 times what a large Go guest's function table holds.
+	DefaultTableLimit = 1 << 20
 )
 
 // NewConfig returns the default configuration: no compilation cache, 64 MiB
-// of memory per instance, a 5 s deadline per call, no host modules, no
-// grants.
+// of memory per instance, tables of at most 2^20 entries, a 5 s deadline
+// per call, no host modules, no grants.
 func NewConfig() Config {
-	return Config{memoryLimitPages: DefaultMemoryLimitPages, callTimeout: DefaultCallTimeout, stderrLimit: 4096}
+	return Config{memoryLimitPages: DefaultMemoryLimitPages, tableLimit: DefaultTableLimit,
+		callTimeout: DefaultCallTimeout, stderrLimit: 4096}
 }
 
 // WithCacheDir stores compiled code under dir, so a module compiles once
@@ -221,6 +227,21 @@ func (c Config) WithCacheDir(dir string) Config { c.cacheDir = dir; return c }
 
 // WithMemoryLimitPages caps each instance's memory at pages of 64 KiB.
 func (c Config) WithMemoryLimitPages(pages uint32) Config { c.memoryLimitPages = pages; return c }
+
+// WithTableLimit caps each table of an instance at entries entries (at
+// least 1; NewConfig sets DefaultTableLimit). Tables are host memory outside
+// the memory limit, which a guest could otherwise grow by gigabytes with one
+// table.grow: past the limit, table.grow fails (returns -1, as the
+// WebAssembly specification lets an engine answer), and a module that
+// declares a larger table fails to compile (KindCompile). On wazero the
+// engine rewrites each table.grow into a call of a bounding function it
+// adds to the module; a module without table.grow runs unchanged, whether
+// or not the call timeout is on. On wasmtime its store limiter enforces the
+// limit.
+func (c Config) WithTableLimit(entries uint32) Config { c.tableLimit = entries; return c }
+
+// TableLimit returns the per-table cap in entries.
+func (c Config) TableLimit() uint32 { return c.tableLimit }
 
 // WithCallTimeout bounds each guest call; zero disables the deadline (for
 // trusted modules: the check costs time in guest loops). With zero, the

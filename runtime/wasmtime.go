@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/bytecodealliance/wasmtime-go/v39"
+
+	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 )
 
 // epochTick is how often the engine's epoch advances while a call timeout
@@ -220,6 +222,16 @@ func (e *wasmtimeEngine) Compile(ctx context.Context, name string, wasm []byte) 
 	if err != nil {
 		return nil, &Error{Kind: KindCompile, Module: name, Err: err}
 	}
+	// The store limiter fails a table.grow past the table limit, and the
+	// instantiation of a table declared larger; the latter is refused
+	// here already, as on wazero, where the instrumenter can read the
+	// module (Options{} changes nothing).
+	if res, err := interrupt.InstrumentWith(wasm, interrupt.Options{}); err == nil {
+		if err := checkTables(name, res.Tables, e.cfg.TableLimit()); err != nil {
+			wm.Close()
+			return nil, err
+		}
+	}
 	m := &wasmtimeModule{engine: e, name: name, module: wm, memories: make(map[string]bool),
 		instances: make(map[*wasmtimeInstance]struct{})}
 	var other []string
@@ -409,7 +421,7 @@ func (m *wasmtimeModule) Instantiate(ctx context.Context) (Instance, error) {
 	}
 	store := wasmtime.NewStoreWithData(e.engine, inst)
 	inst.store = store
-	store.Limiter(int64(e.cfg.MemoryLimitPages())*65536, -1, -1, -1, -1)
+	store.Limiter(int64(e.cfg.MemoryLimitPages())*65536, int64(e.cfg.TableLimit()), -1, -1, -1)
 	store.SetWasi(wc)
 	if inst.timeout > 0 {
 		store.SetEpochDeadline(inst.deadlineTicks(ctx))
@@ -428,12 +440,7 @@ func (m *wasmtimeModule) Instantiate(ctx context.Context) (Instance, error) {
 		f := inst.newFunc(init, initExport)
 		if err := f.call(ctx, make([]uint64, f.need)); err != nil {
 			store.Close()
-			le := &Error{Kind: KindLink, Module: m.name, Export: initExport, Err: err, Stderr: inst.stderr.String()}
-			var ce *Error
-			if errors.As(err, &ce) {
-				le.Err, le.ExitCode = ce.Err, ce.ExitCode
-			}
-			return nil, le
+			return nil, initFailed(m.name, initExport, err, inst.stderr.String())
 		}
 	}
 	m.mu.Lock()

@@ -276,14 +276,22 @@ func (e *wazeroEngine) Compile(ctx context.Context, name string, wasm []byte) (M
 }
 
 // compile sets m.compiled, m.runtime and m.interrupt, which say how the
-// module runs. A module the instrumenter refuses runs uninstrumented on the
-// closing runtime; so does one whose instrumented copy wazero rejects while
-// accepting the original, which would be an instrumenter bug (logged).
+// module runs. Every path bounds the module's tables at the table limit
+// (interrupt.Options.TableLimit): table.grow is rewritten wherever the
+// module has one, and a table declared larger than the limit is refused.
+// Under a call timeout, a module the instrumenter refuses runs without
+// the interrupt checks on the closing runtime; so does one whose
+// instrumented copy wazero rejects while accepting the original, which
+// would be an instrumenter bug (logged).
 func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte) error {
+	limit := e.cfg.TableLimit()
 	var refused, rejected error // the instrumenter's error; wazero's on the instrumented copy
 	if e.instrument {
-		res, err := interrupt.Instrument(wasm)
+		res, err := interrupt.InstrumentWith(wasm, interrupt.Options{Deadline: true, TableLimit: limit})
 		if err == nil {
+			if err := checkTables(m.name, res.Tables, limit); err != nil {
+				return err
+			}
 			cm, err := e.rt.CompileModule(ctx, res.Wasm)
 			if err == nil {
 				m.compiled, m.runtime, m.interrupt, m.start = cm, e.rt, true, res.Start
@@ -300,20 +308,46 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 			return fmt.Errorf("runtime: compiling %q: %w", m.name, err)
 		}
 	}
+	// The table limit alone: the module is unchanged unless it grows a
+	// table.
+	res, boundErr := interrupt.InstrumentWith(wasm, interrupt.Options{TableLimit: limit})
+	if boundErr == nil {
+		if err := checkTables(m.name, res.Tables, limit); err != nil {
+			return err
+		}
+		cm, err := rt.CompileModule(ctx, res.Wasm)
+		switch {
+		case err == nil:
+			e.logFallback(m.name, refused, rejected)
+			m.compiled, m.runtime = cm, rt
+			return nil
+		case res.TableGrows == 0: // the module as it is: wazero's verdict
+			return &Error{Kind: KindCompile, Module: m.name, Err: err}
+		}
+		boundErr = err // wazero rejects the bounded copy: an instrumenter bug
+	}
+	// The module cannot be bounded: say why wazero refuses it, if it
+	// does, or else that its tables cannot be bounded.
 	cm, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return &Error{Kind: KindCompile, Module: m.name, Err: err}
 	}
+	_ = cm.Close(ctx)
+	return &Error{Kind: KindCompile, Module: m.name,
+		Err: fmt.Errorf("the table limit of %d entries cannot be enforced on the module: %w", limit, boundErr)}
+}
+
+// logFallback says why a module runs without the interrupt checks under a
+// call timeout, if it does.
+func (e *wazeroEngine) logFallback(module string, refused, rejected error) {
 	switch {
 	case rejected != nil:
 		slog.Warn("runtime: wazero rejects the instrumented copy of a valid module, which runs with wazero's slower deadline instead",
-			"module", m.name, "err", rejected)
+			"module", module, "err", rejected)
 	case refused != nil:
 		slog.Info("runtime: the module runs with wazero's slower deadline, as the instrumenter refuses it",
-			"module", m.name, "err", refused)
+			"module", module, "err", refused)
 	}
-	m.compiled, m.runtime = cm, rt
-	return nil
 }
 
 // Close implements Engine: it stops the calls in progress, closes every
@@ -438,15 +472,11 @@ func (m *wazeroModule) Instantiate(ctx context.Context) (Instance, error) {
 		f := inst.newFunc(init, export)
 		if err := f.Call(ctx, make([]uint64, f.need)); err != nil {
 			inst.release(ctx)
-			le := &Error{Kind: KindLink, Module: m.name, Export: export, Err: err, Stderr: stderr.String()}
+			name := export
 			if export == interrupt.StartExport {
-				le.Export = "" // the start function has no export name of its own
+				name = "" // the start function has no export name of its own
 			}
-			var ce *Error
-			if errors.As(err, &ce) {
-				le.Err, le.ExitCode = ce.Err, ce.ExitCode
-			}
-			return nil, le
+			return nil, initFailed(m.name, name, err, stderr.String())
 		}
 	}
 	m.mu.Lock()

@@ -38,9 +38,6 @@ func FuzzLoad(f *testing.F) {
 		f.Fatal(err)
 	}
 	for _, w := range wasms {
-		if filepath.Base(w) == "tablegrow.wasm" {
-			continue // until the runtime bounds table.grow (TestHostileTableGrowth)
-		}
 		b, err := os.ReadFile(w)
 		if err != nil {
 			f.Fatal(err)

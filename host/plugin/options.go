@@ -12,8 +12,11 @@ type Limits struct {
 	// MaxRecordBytes bounds the encoded size of one output record
 	// (abi.EncodedSize). Default and upper bound: abi.MaxRecordSize.
 	MaxRecordBytes int
-	// MaxOutputBytes bounds the bytes a guest call may pass to emit, all
-	// emit calls of the call together. Default DefaultMaxOutputBytes.
+	// MaxOutputBytes bounds the bytes a guest call may make the host keep:
+	// what it passes to emit, and in a transactional operator the
+	// declarations of txn_plan and the keys and values txn_get, txn_put and
+	// txn_delete copy, all of the call's host calls together. Default
+	// DefaultMaxOutputBytes.
 	MaxOutputBytes int
 }
 

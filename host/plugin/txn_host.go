@@ -100,6 +100,21 @@ func (s *slab) string(b []byte) string {
 	return unsafe.String(unsafe.SliceData(c), len(c))
 }
 
+// keep counts n more bytes that the guest call makes the host keep (fn's
+// what), and fails the call when they take the call past
+// Limits.MaxOutputBytes: declarations txn_plan copies for the scheduler,
+// and keys and values txn_get, txn_put and txn_delete copy into the slab,
+// count against the limit as emitted records do, since the host holds
+// them until the batch ends. (A call may not both emit and reach state: the
+// count of emit's bytes, call.outBytes, is the same.)
+func (c *call) keep(fn, what string, n int) {
+	if int64(c.outBytes)+int64(n) > int64(c.limits.MaxOutputBytes) {
+		hostFault(fn, "%s take the bytes this call has the host keep to %d, over the limit of %d bytes per call (plugin.Limits.MaxOutputBytes)",
+			what, int64(c.outBytes)+int64(n), c.limits.MaxOutputBytes)
+	}
+	c.outBytes += n
+}
+
 // access returns the operation's Access, failing the guest call outside
 // sluice_apply.
 func (c *call) access(fn string) txn.Access {
@@ -133,6 +148,7 @@ func hostTxnPlan(ctx context.Context, mem runtime.Memory, stack []uint64) {
 		hostFault(fn, "called by a %s operator: only transactional operators may call it, during %s", c.kind, abi.ExportPlan)
 	}
 	b := read(mem, fn, "declarations", uint32(stack[0]), uint32(stack[1]))
+	c.keep(fn, "declarations", len(b))
 	t := &c.tx
 	off, k := 0, 0
 	for off < len(b) {
@@ -232,12 +248,13 @@ func lenField(b []byte, off int) ([]byte, int, bool) {
 	return b[off:e:e], e, true
 }
 
-// get reads a key for the operation in progress. A deterministic
+// get reads a key for the operation in progress (for txn_get). A deterministic
 // operation's own key and declared reads are answered from its Access
 // without naming the key (no copy); anything else goes through
 // Access.Get, which records it and refuses what the declaration does not
 // allow.
-func (t *txnCall) get(table uint32, key []byte) ([]byte, bool, error) {
+func (c *call) get(table uint32, key []byte) ([]byte, bool, error) {
+	t := &c.tx
 	if o := t.apply; !o.NonDet {
 		for j := range o.Reads {
 			if o.Reads[j].Table == table && o.Reads[j].Key == string(key) {
@@ -255,6 +272,7 @@ func (t *txnCall) get(table uint32, key []byte) ([]byte, bool, error) {
 		*p = pendingGet{}
 		return v, found, nil
 	}
+	c.keep(abi.FuncTxnGet, "the key", len(key))
 	k := txn.Key{Table: table, Key: t.slab.string(key)}
 	v, found, err := t.acc.Get(k)
 	if err != nil {
@@ -274,7 +292,7 @@ func hostTxnGet(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	key := read(mem, fn, "key", uint32(stack[1]), uint32(stack[2]))
 	bufPtr, bufCap := uint32(stack[3]), uint32(stack[4])
 	checkRange(mem, fn, "buffer", bufPtr, bufCap)
-	v, found, err := c.tx.get(table, key)
+	v, found, err := c.get(table, key)
 	if err != nil {
 		stack[0] = c.refused(fn, err)
 		return
@@ -306,6 +324,7 @@ func hostTxnPut(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	val := read(mem, fn, "value", uint32(stack[3]), uint32(stack[4]))
 	t := &c.tx
 	t.pend.ok = false
+	c.keep(fn, "the key and value", len(key)+len(val))
 	if err := a.Put(txn.Key{Table: table, Key: t.slab.string(key)}, t.slab.copy(val)); err != nil {
 		stack[0] = c.refused(fn, err)
 		return
@@ -322,6 +341,7 @@ func hostTxnDelete(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	key := read(mem, fn, "key", uint32(stack[1]), uint32(stack[2]))
 	t := &c.tx
 	t.pend.ok = false
+	c.keep(fn, "the key", len(key))
 	if err := a.Delete(txn.Key{Table: table, Key: t.slab.string(key)}); err != nil {
 		stack[0] = c.refused(fn, err)
 		return

@@ -2,6 +2,7 @@ package interrupt
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Opcodes the instrumenter looks at; the rest are only skipped.
@@ -26,7 +27,6 @@ const (
 	opGlobalGet    = 0x23
 	opGlobalSet    = 0x24
 	opI32Const     = 0x41
-	opI64Const     = 0x42
 	opF32Const     = 0x43
 	opF64Const     = 0x44
 	opI32Eqz       = 0x45
@@ -43,6 +43,12 @@ const (
 	funcRef    = 0x70
 
 	miscTableGrow = 0x0f
+	miscTableSize = 0x10
+
+	opI64Const      = 0x42
+	opI64GtU        = 0x56
+	opI64Add        = 0x7c
+	opI64ExtendI32U = 0xad
 )
 
 // valueType reports whether b is a value type the instrumenter knows: the
@@ -139,14 +145,16 @@ func valueType(b byte) bool {
 
 // code holds the instruction sequences of one instrumented module.
 type code struct {
-	calls   uint32 // the call count global
-	yield   []byte // the yield and flag test
-	entry   []byte // the check at the entry of a function that calls and has no loop first
-	trailer []byte // from the end of a wrapped loop to the end of $after
+	deadline bool     // insert the checks; without, only table.grow changes
+	grow     *growers // bounds table.grow, or nil
+	calls    uint32   // the call count global
+	yield    []byte   // the yield and flag test
+	entry    []byte   // the check at the entry of a function that calls and has no loop first
+	trailer  []byte   // from the end of a wrapped loop to the end of $after
 }
 
 func newCode(g globals) *code {
-	c := &code{calls: g.calls}
+	c := &code{deadline: true, calls: g.calls}
 	c.yield = append(c.yield, opRefNull, funcRef, opI32Const, 0, prefixMisc, miscTableGrow)
 	c.yield = appendULEB(c.yield, uint64(g.table))
 	c.yield = append(c.yield, opDrop)
@@ -208,6 +216,7 @@ type frame struct {
 // bodyStats says what rewriteBody inserted.
 type bodyStats struct {
 	loops, wrapped int
+	grows          int  // table.grow instructions bounded
 	entry, seed    bool // an entry check, a seed of the loop count from the call count
 }
 
@@ -271,6 +280,11 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 			frames = append(frames, frame{wraps: top.wraps})
 			insts = append(insts, inst...)
 		case opLoop:
+			if !c.deadline {
+				frames = append(frames, frame{wraps: top.wraps})
+				insts = append(insts, inst...)
+				break
+			}
 			st.loops++
 			bt := inst[1:] // the block type
 			if len(bt) == 1 && (bt[0] == blockEmpty || valueType(bt[0])) {
@@ -310,6 +324,21 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 		case opCall, opCallIndirect:
 			calls = true
 			insts = append(insts, inst...)
+		case prefixMisc:
+			ir := &reader{b: inst[1:]}
+			if sub, _ := ir.u32(); sub != miscTableGrow || c.grow == nil { // read once by skipInstruction
+				insts = append(insts, inst...)
+				break
+			}
+			t, _ := ir.u32()
+			f, err := c.grow.funcFor(t, r)
+			if err != nil {
+				return out, insts, st, err
+			}
+			// Not a call that counts: the function added neither loops
+			// nor calls.
+			insts = appendULEB(append(insts, opCall), uint64(f))
+			st.grows++
 		default:
 			insts = append(insts, inst...)
 		}
@@ -317,8 +346,8 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 	if !r.done() {
 		return out, insts, st, r.errorf("%d bytes after the end of the function body", len(body)-r.pos)
 	}
-	st.seed = calls && loopFirst
-	st.entry = calls && !loopFirst
+	st.seed = c.deadline && calls && loopFirst
+	st.entry = c.deadline && calls && !loopFirst
 	if st.loops > 0 { // one more group of locals: the counter
 		out = appendULEB(out, uint64(groups)+1)
 		out = append(out, body[first:declared]...)
@@ -599,4 +628,113 @@ func skipAtomic(r *reader) error {
 		return err
 	}
 	return fmt.Errorf("%w: at byte %d: opcode 0xfe %#x", ErrUnsupported, r.base+start-1, sub)
+}
+
+// growers are the functions that bound the table.grow of a module at a
+// limit, one per table grown, appended after the module's own functions in
+// the order of their first use. Each takes what table.grow takes, and
+// returns what it returns:
+//
+//	(func (param $ref reftype) (param $n i32) (result i32)
+//	  table.size $t
+//	  i64.extend_i32_u
+//	  local.get $n
+//	  i64.extend_i32_u
+//	  i64.add
+//	  i64.const limit
+//	  i64.gt_u
+//	  if                   ;; past the limit
+//	    local.get $n
+//	    if                 ;; and growing by something
+//	      i32.const -1
+//	      return
+//	    end
+//	  end
+//	  local.get $ref
+//	  local.get $n
+//	  table.grow $t)
+//
+// A function rather than the same code inline: table.grow is rare (Go's
+// runtime never grows its table), and the value it takes would need a local
+// of the table's reference type in every function that grows one.
+type growers struct {
+	limit     uint32
+	tables    []table // every table of the module, imported first
+	firstFunc uint64  // the index the first function added gets
+	order     []uint32
+	index     map[uint32]uint32 // table -> function added
+}
+
+// funcFor returns the index of the function that grows table t, adding it
+// on first use.
+func (g *growers) funcFor(t uint32, r *reader) (uint32, error) {
+	if f, ok := g.index[t]; ok {
+		return f, nil
+	}
+	if uint64(t) >= uint64(len(g.tables)) {
+		return 0, r.errorf("table.grow of table %d, of %d tables", t, len(g.tables))
+	}
+	f := g.firstFunc + uint64(len(g.order))
+	if f >= 1<<32-1 {
+		return 0, r.errorf("too many functions")
+	}
+	if g.index == nil {
+		g.index = make(map[uint32]uint32)
+	}
+	g.index[t] = uint32(f)
+	g.order = append(g.order, t)
+	return uint32(f), nil
+}
+
+// refTypes returns the reference types of the tables grown, each once, in
+// the order of their first use: the types of the functions added.
+func (g *growers) refTypes() []byte {
+	var refs []byte
+	for _, t := range g.order {
+		if ref := g.tables[t].ref; !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
+// declare returns the contents of the type section (types of its types
+// now) and of the function section (funcs functions now) with the types
+// and functions added.
+func (g *growers) declare(types *section, count uint32, funcs *section, defined uint32) ([]byte, []byte, error) {
+	refs := g.refTypes()
+	if uint64(count)+uint64(len(refs)) >= 1<<32-1 {
+		return nil, nil, fmt.Errorf("%w: %d types", ErrMalformed, count)
+	}
+	var entries []byte
+	for _, ref := range refs {
+		entries = append(entries, 0x60, 2, ref, 0x7f, 1, 0x7f) // (param ref i32) (result i32)
+	}
+	newTypes := appendVector(types, count, uint32(len(refs)), entries...)
+	entries = entries[:0]
+	for _, t := range g.order {
+		ti := count + uint32(slices.Index(refs, g.tables[t].ref))
+		entries = appendULEB(entries, uint64(ti))
+	}
+	return newTypes, appendVector(funcs, defined, uint32(len(g.order)), entries...), nil
+}
+
+// appendBodies appends the bodies of the functions added, as code section
+// entries.
+func (g *growers) appendBodies(out []byte) []byte {
+	var body []byte
+	for _, t := range g.order {
+		body = append(body[:0], 0) // no locals
+		body = appendULEB(append(body, prefixMisc, miscTableSize), uint64(t))
+		body = append(body, opI64ExtendI32U, opLocalGet, 1, opI64ExtendI32U, opI64Add)
+		body = appendSLEB(append(body, opI64Const), int64(g.limit))
+		body = append(body, opI64GtU, opIf, blockEmpty, opLocalGet, 1, opIf, blockEmpty)
+		body = appendSLEB(append(body, opI32Const), -1)
+		body = append(body, opReturn, opEnd, opEnd, opLocalGet, 0, opLocalGet, 1, prefixMisc, miscTableGrow)
+		body = appendULEB(body, uint64(t))
+		body = append(body, opEnd)
+		out = appendULEB(out, uint64(len(body)))
+		out = append(out, body...)
+	}
+	return out
 }

@@ -43,11 +43,26 @@
 // ErrMalformed. The embedder then runs the module uninstrumented with its
 // engine's own mechanism. Instrument never panics on any input (fuzzed).
 //
+// # The table limit
+//
+// A table lives in the embedder's memory, outside the guest's memory
+// limit, and wazero lets table.grow reach 2^32 entries. With
+// Options.TableLimit, InstrumentWith rewrites each table.grow into a call
+// of a function it appends (one per table grown, after the module's own
+// functions, with its type after the module's types, so no index moves)
+// that returns -1 where the table would grow past the limit and grows it
+// otherwise. That rewrite does not depend on the interrupt checks: without
+// Options.Deadline, only table.grow changes, and a module without it is
+// returned as it is, so that it costs nothing at run time. Result.Tables
+// gives the declared minimums, for the embedder to refuse a table larger
+// than the limit from the start.
+//
 // # What else changes
 //
 // Function, global, table and type indices do not move: the flag, the call
 // count and the table are appended after the module's own, a function's
-// loop count after its locals. A start section is removed and its function
+// loop count after its locals. With the interrupt checks (Options.Deadline,
+// which Instrument sets), a start section is removed and its function
 // exported as StartExport, for the embedder to call under a deadline right
 // after instantiation (a start function could loop forever too, and the
 // flag is out of reach until instantiation returns). DWARF custom sections

@@ -36,6 +36,20 @@ func FuzzInstrument(f *testing.F) {
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
 	f.Cleanup(func() { _ = rt.Close(ctx) })
 	f.Fuzz(func(t *testing.T, wasm []byte) {
+		bounded, err := InstrumentWith(wasm, Options{TableLimit: 16})
+		if err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("error %v of the table limit alone wraps neither sentinel", err)
+		}
+		if err == nil && plausible(wasm) {
+			if orig, err := rt.CompileModule(ctx, wasm); err == nil {
+				_ = orig.Close(ctx)
+				cm, err := rt.CompileModule(ctx, bounded.Wasm)
+				if err != nil {
+					t.Fatalf("wazero accepts the module but not its copy with a table limit: %v", err)
+				}
+				_ = cm.Close(ctx)
+			}
+		}
 		res, err := Instrument(wasm)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnsupported) {
@@ -57,6 +71,14 @@ func FuzzInstrument(f *testing.F) {
 		inst, err := rt.CompileModule(ctx, res.Wasm)
 		if err != nil {
 			t.Fatalf("wazero accepts the module but not its instrumented copy: %v", err)
+		}
+		_ = inst.Close(ctx)
+		both, err := InstrumentWith(wasm, Options{Deadline: true, TableLimit: 16})
+		if err != nil {
+			t.Fatalf("the instrumenter accepts the module, but not with a table limit: %v", err)
+		}
+		if inst, err = rt.CompileModule(ctx, both.Wasm); err != nil {
+			t.Fatalf("wazero accepts the module but not its instrumented copy with a table limit: %v", err)
 		}
 		_ = inst.Close(ctx)
 	})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -61,6 +62,14 @@ type Result struct {
 	// DroppedSections names the custom sections left out (DWARF), whose code
 	// offsets instrumentation makes wrong.
 	DroppedSections []string
+	// Tables holds the declared minimum number of entries of each table
+	// of the module, imported ones first, in index order (without the
+	// instrumenter's own).
+	Tables []uint64
+	// TableGrows counts the table.grow instructions bounded by
+	// Options.TableLimit; GrowFuncs the functions added to bound them (one
+	// per table grown).
+	TableGrows, GrowFuncs int
 }
 
 // Section ids of the binary format.
@@ -102,7 +111,29 @@ type section struct {
 	name    string
 }
 
-// Instrument returns a copy of wasm in which loops count their iterations
+// Options says what InstrumentWith does to a module.
+type Options struct {
+	// Deadline inserts the interrupt checks, the flag and the yield (see
+	// Instrument).
+	Deadline bool
+	// TableLimit, when non-zero, bounds every table of the module at
+	// TableLimit entries: each table.grow of the module's code becomes a
+	// call of a function, appended after the module's own, that returns -1
+	// (the growth failed, as the specification lets an engine answer)
+	// where the table would grow past TableLimit entries, and grows it
+	// otherwise. A growth by zero entries always goes through. Result.Tables
+	// gives the tables' declared minimums, which the embedder checks
+	// against the limit itself.
+	TableLimit uint32
+}
+
+// Instrument is InstrumentWith(wasm, Options{Deadline: true}): the
+// interrupt checks, and no table limit.
+func Instrument(wasm []byte) (Result, error) {
+	return InstrumentWith(wasm, Options{Deadline: true})
+}
+
+// InstrumentWith returns a copy of wasm in which loops count their iterations
 // and functions that call others count their calls, and every Interval of
 // either the guest yields to the embedder (grows a table of its own by
 // nothing, which leaves the compiled code for the engine's Go code, where
@@ -115,12 +146,18 @@ type section struct {
 // Result.Start). DWARF custom sections (".debug_*") are dropped, and so is
 // a malformed name section; every other section is kept byte for byte,
 // except the table, global, export and code sections, which are rewritten.
-// wasm is not modified.
+// wasm is not modified. That is what opts.Deadline asks; opts.TableLimit
+// rewrites table.grow (see Options); with neither, InstrumentWith only
+// reads the module's tables (Result.Tables). Without Deadline, a module with no
+// table.grow is returned as it is (Result.Wasm is wasm), so that it pays
+// nothing, and one with a table.grow changes in that instruction only, in
+// the type, function and code sections, which grow by the functions
+// added; its start section and exports stay.
 //
-// Instrument never panics, whatever wasm holds. It checks the structure it
-// needs, not validity: the result of an invalid module is invalid too, and
-// the engine's compiler says why.
-func Instrument(wasm []byte) (Result, error) {
+// InstrumentWith never panics, whatever wasm holds. It checks the structure
+// it needs, not validity: the result of an invalid module is invalid too,
+// and the engine's compiler says why.
+func InstrumentWith(wasm []byte, opts Options) (Result, error) {
 	var res Result
 	sections, err := splitSections(wasm)
 	if err != nil {
@@ -149,19 +186,29 @@ func Instrument(wasm []byte) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	tables := imported.tables
+	if s := find(secTable); s != nil {
+		if tables, err = readTables(s, tables); err != nil {
+			return res, err
+		}
+	}
+	res.Tables = make([]uint64, len(tables))
+	for i, t := range tables {
+		res.Tables[i] = t.min
+	}
 	if uint64(imported.globals)+uint64(definedGlobals) >= math.MaxUint32-2 ||
-		uint64(imported.tables)+uint64(definedTables) >= math.MaxUint32-1 {
+		uint64(len(imported.tables))+uint64(definedTables) >= math.MaxUint32-1 {
 		return res, fmt.Errorf("%w: too many globals or tables", ErrMalformed)
 	}
 	g := globals{
 		flag:  imported.globals + definedGlobals,
 		calls: imported.globals + definedGlobals + 1,
-		table: imported.tables + definedTables,
+		table: uint32(len(tables)),
 	}
 	res.Flag, res.Calls, res.Table = g.flag, g.calls, g.table
 
 	start := -1
-	if s := find(secStart); s != nil {
+	if s := find(secStart); s != nil && opts.Deadline {
 		r := &reader{b: s.content, base: s.base}
 		idx, err := r.u32()
 		if err != nil {
@@ -173,24 +220,53 @@ func Instrument(wasm []byte) (Result, error) {
 		start, res.Start = int(idx), true
 	}
 
-	exports, err := rewriteExports(find(secExport), g.flag, start)
-	if err != nil {
-		return res, err
+	type replacement struct {
+		id      byte
+		content []byte
 	}
-	newGlobals := appendVector(find(secGlobal), definedGlobals, 2,
-		0x7f, 0x01, opI32Const, 0x00, opEnd, // the flag: mutable i32, 0
-		0x7f, 0x01, opI32Const, 0x00, opEnd) // the call count: mutable i32, 0
-	newTables := appendVector(find(secTable), definedTables, 1, funcRef, 0x00, 0x00) // funcref, minimum 0, no maximum
+	var replaced []replacement // the sections rewritten or added
+	if opts.Deadline {
+		exports, err := rewriteExports(find(secExport), g.flag, start)
+		if err != nil {
+			return res, err
+		}
+		newGlobals := appendVector(find(secGlobal), definedGlobals, 2,
+			0x7f, 0x01, opI32Const, 0x00, opEnd, // the flag: mutable i32, 0
+			0x7f, 0x01, opI32Const, 0x00, opEnd) // the call count: mutable i32, 0
+		newTables := appendVector(find(secTable), definedTables, 1, funcRef, 0x00, 0x00) // funcref, minimum 0, no maximum
+		replaced = append(replaced, replacement{secTable, newTables}, replacement{secGlobal, newGlobals}, replacement{secExport, exports})
+	}
 
 	var code []byte
-	if s := find(secCode); s != nil {
+	if s := find(secCode); s != nil && (opts.Deadline || opts.TableLimit > 0) {
 		params, err := functionParams(find(secType), find(secFunction))
 		if err != nil {
 			return res, err
 		}
-		if code, err = rewriteCode(s, params, newCode(g), &res); err != nil {
+		c := newCode(g)
+		c.deadline = opts.Deadline
+		if opts.TableLimit > 0 {
+			c.grow = &growers{limit: opts.TableLimit, tables: tables,
+				firstFunc: uint64(imported.funcs) + uint64(len(params))}
+		}
+		if code, err = rewriteCode(s, params, c, &res); err != nil {
 			return res, err
 		}
+		if c.grow != nil && len(c.grow.order) > 0 {
+			types, err := vectorLength(find(secType))
+			if err != nil {
+				return res, err
+			}
+			newTypes, newFuncs, err := c.grow.declare(find(secType), types, find(secFunction), uint32(len(params)))
+			if err != nil {
+				return res, err
+			}
+			replaced = append(replaced, replacement{secType, newTypes}, replacement{secFunction, newFuncs})
+		}
+	}
+	if !opts.Deadline && res.TableGrows == 0 {
+		res.Wasm = wasm
+		return res, nil
 	}
 
 	out := make([]byte, 0, len(wasm)+len(wasm)/8+64)
@@ -204,10 +280,15 @@ func Instrument(wasm []byte) (Result, error) {
 	}
 	// pending emits the sections the instrumenter adds or rewrites before
 	// the first section that must follow them, when the module has none.
-	replaced := []struct {
-		id      byte
-		content []byte
-	}{{secTable, newTables}, {secGlobal, newGlobals}, {secExport, exports}}
+	slices.SortFunc(replaced, func(a, b replacement) int { return rank[a.id] - rank[b.id] })
+	isReplaced := func(id byte) bool {
+		for _, r := range replaced {
+			if r.id == id {
+				return true
+			}
+		}
+		return false
+	}
 	pending := func(before int) {
 		for _, r := range replaced {
 			if !emitted[r.id] && before > rank[r.id] {
@@ -225,13 +306,15 @@ func Instrument(wasm []byte) (Result, error) {
 			out = append(out, s.raw...)
 			continue
 		case secStart:
-			continue
+			if opts.Deadline {
+				continue
+			}
 		}
 		pending(rank[s.id])
-		switch s.id {
-		case secTable, secGlobal, secExport:
+		switch {
+		case isReplaced(s.id):
 			pending(rank[s.id] + 1)
-		case secCode:
+		case s.id == secCode:
 			emit(secCode, code)
 		default:
 			out = append(out, s.raw...)
@@ -371,7 +454,15 @@ func skipNameMap(r *reader) error {
 // imports counts what a module imports of the kinds whose index spaces the
 // instrumenter appends to: imports come first in each.
 type imports struct {
-	globals, tables uint32
+	funcs, globals uint32
+	tables         []table
+}
+
+// table is what the instrumenter needs to know of a table: its reference
+// type and its declared minimum.
+type table struct {
+	ref byte
+	min uint64
 }
 
 // countImports reads the import section.
@@ -396,17 +487,14 @@ func countImports(s *section) (imports, error) {
 		switch kind {
 		case 0x00: // function: type index
 			_, err = r.u32()
+			n.funcs++
 		case 0x01: // table: reference type, limits
-			var t byte
-			if t, err = r.byte(); err == nil {
-				if t != 0x70 && t != 0x6f {
-					return n, fmt.Errorf("%w: at byte %d: table of type 0x%02x", ErrUnsupported, r.base+r.pos-1, t)
-				}
-				err = skipLimits(r)
-				n.tables++
+			var t table
+			if t, err = readTable(r); err == nil {
+				n.tables = append(n.tables, t)
 			}
 		case 0x02: // memory: limits
-			err = skipLimits(r)
+			_, err = skipLimits(r)
 		case 0x03: // global: value type, mutability
 			var t byte
 			if t, err = r.byte(); err == nil {
@@ -433,23 +521,64 @@ func countImports(s *section) (imports, error) {
 	return n, nil
 }
 
+// readTable reads a table type: a reference type and limits.
+func readTable(r *reader) (table, error) {
+	var t table
+	ref, err := r.byte()
+	if err != nil {
+		return t, err
+	}
+	if ref != 0x70 && ref != 0x6f {
+		return t, fmt.Errorf("%w: at byte %d: table of type 0x%02x", ErrUnsupported, r.base+r.pos-1, ref)
+	}
+	t.ref = ref
+	t.min, err = skipLimits(r)
+	return t, err
+}
+
+// readTables appends the tables of the table section s to tables.
+func readTables(s *section, tables []table) ([]table, error) {
+	r := &reader{b: s.content, base: s.base}
+	n, err := r.u32()
+	if err != nil {
+		return nil, err
+	}
+	if uint64(n) > uint64(len(s.content)) {
+		return nil, r.errorf("%d tables in a section of %d bytes", n, len(s.content))
+	}
+	tables = append([]table(nil), tables...)
+	for range n {
+		t, err := readTable(r)
+		if err != nil {
+			return nil, err
+		}
+		tables = append(tables, t)
+	}
+	if !r.done() {
+		return nil, r.errorf("table section longer than its %d entries", n)
+	}
+	return tables, nil
+}
+
 // skipLimits skips the limits of a table or memory: flags (bit 0: a maximum
 // follows; bit 1: shared; bit 2: 64-bit), minimum and maximum.
-func skipLimits(r *reader) error {
+// It returns the minimum.
+func skipLimits(r *reader) (uint64, error) {
 	flags, err := r.byte()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if flags > 0x07 {
-		return fmt.Errorf("%w: at byte %d: limits flags 0x%02x", ErrUnsupported, r.base+r.pos-1, flags)
+		return 0, fmt.Errorf("%w: at byte %d: limits flags 0x%02x", ErrUnsupported, r.base+r.pos-1, flags)
 	}
-	if _, err := r.uleb(64); err != nil {
-		return err
+	low, err := r.uleb(64)
+	if err != nil {
+		return 0, err
 	}
 	if flags&0x01 != 0 {
 		_, err = r.uleb(64)
 	}
-	return err
+	return low, err
 }
 
 // rewriteExports returns the content of the export section with the flag
@@ -579,7 +708,7 @@ func rewriteCode(s *section, params []uint32, c *code, res *Result) ([]byte, err
 		return nil, err
 	}
 	out := make([]byte, 0, len(s.content)+len(s.content)/16)
-	out = appendULEB(out, uint64(n))
+	out = appendULEB(out, uint64(n)) // rewritten below if functions are added
 	var body, scratch []byte
 	for i := range n {
 		size, err := r.u32()
@@ -601,6 +730,7 @@ func rewriteCode(s *section, params []uint32, c *code, res *Result) ([]byte, err
 		}
 		out = appendULEB(out, uint64(len(body)))
 		out = append(out, body...)
+		res.TableGrows += st.grows
 		res.LoopChecks += st.loops
 		res.WrappedLoops += st.wrapped
 		if st.entry {
@@ -612,6 +742,13 @@ func rewriteCode(s *section, params []uint32, c *code, res *Result) ([]byte, err
 	}
 	if !r.done() {
 		return nil, r.errorf("code section longer than its %d function bodies", n)
+	}
+	if c.grow != nil && len(c.grow.order) > 0 {
+		bodies := out[len(appendULEB(nil, uint64(n))):]
+		out = appendULEB(make([]byte, 0, len(out)+64*len(c.grow.order)), uint64(n)+uint64(len(c.grow.order)))
+		out = append(out, bodies...)
+		out = c.grow.appendBodies(out)
+		res.GrowFuncs = len(c.grow.order)
 	}
 	return out, nil
 }
