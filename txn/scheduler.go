@@ -135,6 +135,9 @@ func (s *Scheduler) Run(ctx context.Context, st Strategy, batch []Txn, store Sto
 	switch st.Kind {
 	case Serial:
 		res, err = runSerial(ctx, batch, store, apply)
+		if err == nil && s.analyze {
+			res.Stats.Counts = serialCounts(batch, res.Stats.Counts)
+		}
 	case SStore:
 		res, err = s.runSStore(ctx, batch, store, apply)
 	case Adaptive:

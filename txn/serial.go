@@ -383,3 +383,47 @@ func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, app
 	res.Stats.Explore = max(time.Duration(s.n)*(res.Stats.Wall-plan)-res.Stats.Useful, 0)
 	return res, nil
 }
+
+// serialCounts fills the dependency counts a decision model reads (chains,
+// the longest chain, temporal, parametric and logical edges, keys) for a
+// batch the serial strategy ran, which builds no TPG: a map of the keys
+// written so far, one lookup per access, so far cheaper than a plan. A
+// parametric edge is counted for a read of a key an earlier operation of
+// the batch wrote; non-deterministic operations and cycles are not
+// counted. c holds the counts the run filled.
+func serialCounts(batch []Txn, c Counts) Counts {
+	writes := map[Key]int{}
+	seen := map[Key]struct{}{}
+	for t := range batch {
+		ops := batch[t].Ops
+		if len(ops) > 1 {
+			c.Logical += len(ops) - 1
+		}
+		for m := range ops {
+			op := &ops[m]
+			for _, k := range op.Reads {
+				if k == op.Write && !op.NonDet {
+					continue
+				}
+				seen[k] = struct{}{}
+				if writes[k] > 0 {
+					c.Parametric++
+				}
+			}
+			if op.NonDet {
+				continue
+			}
+			seen[op.Write] = struct{}{}
+			n := writes[op.Write] + 1
+			writes[op.Write] = n
+			if n > 1 {
+				c.Temporal++
+			} else {
+				c.Chains++
+			}
+			c.MaxChain = max(c.MaxChain, n)
+		}
+	}
+	c.Keys = len(seen)
+	return c
+}

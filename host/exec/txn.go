@@ -74,6 +74,9 @@ type TxnStatus struct {
 type txnStage struct {
 	op     *txnop.Operator
 	events int
+	// names are the operator's tables, fixed for the job (read by Swap
+	// off the executor's goroutine, unlike op, which a swap replaces).
+	names  []string
 	sess   *state.Session
 	tables []*state.Table
 	view   tableView
@@ -109,7 +112,7 @@ func newTxnStage(op *Operator, store *state.Store) (*txnStage, error) {
 	if t.Events < 1 {
 		return nil, fmt.Errorf("exec: operator %q: punctuation of %d events, want at least 1", op.Name, t.Events)
 	}
-	ts := &txnStage{op: t.Operator, events: t.Events, sess: store.NewSession()}
+	ts := &txnStage{op: t.Operator, events: t.Events, sess: store.NewSession(), names: t.Operator.Tables()}
 	for _, name := range t.Operator.Tables() {
 		ts.tables = append(ts.tables, store.Table(name))
 	}
@@ -295,7 +298,7 @@ func (ts *txnStage) account(res *txn.Result, elapsed time.Duration, m *opMetrics
 		st.DecideSeconds += float64(d.DecideNs) / 1e9
 		m.txnDecide.Add(float64(d.DecideNs) / 1e9)
 	} else {
-		rec.Measurement = adapt.Collect(st.Batches, s.Txns, s, elapsed)
+		rec.Measurement = adapt.Collect(st.Batches, s.Txns, st.Workers, s, elapsed)
 	}
 	st.Running, st.Last = s.Strategy, &rec
 	ms := &rec.Measurement

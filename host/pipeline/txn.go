@@ -414,6 +414,8 @@ type Adaptive struct {
 	ChainCyclic     *float64  `yaml:"chain_cyclic"`
 	EagerOpCost     *Duration `yaml:"eager_op_cost"`
 	EagerAborts     *float64  `yaml:"eager_aborts"`
+	SerialSkew      *float64  `yaml:"serial_skew"`
+	SerialAborts    *float64  `yaml:"serial_aborts"`
 	// Initial is the strategy of the first batch.
 	Initial   string   `yaml:"initial"`
 	Band      *float64 `yaml:"band"`
@@ -447,6 +449,8 @@ func (a *Adaptive) Config() adapt.Config {
 	set(&t.ChainParametric, a.ChainParametric)
 	set(&t.ChainCyclic, a.ChainCyclic)
 	set(&t.EagerAborts, a.EagerAborts)
+	set(&t.SerialSkew, a.SerialSkew)
+	set(&t.SerialAborts, a.SerialAborts)
 	if a.EagerOpCost != nil {
 		t.EagerOpCost = time.Duration(*a.EagerOpCost)
 	}
@@ -482,7 +486,8 @@ func (p *Pipeline) validateAdaptive(i int, a *Adaptive) []error {
 	for key, v := range map[string]*float64{
 		"structured_deps": a.StructuredDeps, "structured_skew": a.StructuredSkew, "dfs_skew": a.DFSSkew,
 		"chain_temporal": a.ChainTemporal, "chain_parametric": a.ChainParametric, "chain_cyclic": a.ChainCyclic,
-		"eager_aborts": a.EagerAborts, "margin": a.Margin, "tolerance": a.Tolerance,
+		"eager_aborts": a.EagerAborts, "serial_skew": a.SerialSkew, "serial_aborts": a.SerialAborts,
+		"margin": a.Margin, "tolerance": a.Tolerance,
 	} {
 		if v != nil && !(*v >= 0) {
 			at(fmt.Sprintf("%s %v: want a number at least 0", key, *v), key)

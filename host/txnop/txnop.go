@@ -241,7 +241,7 @@ func (o *Operator) Process(ctx context.Context, events []abi.Record, store txn.S
 	}
 	o.batch++
 	if o.model != nil {
-		o.model.Observe(adapt.Collect(o.batch, len(events), &res.Stats, time.Since(start)))
+		o.model.Observe(adapt.Collect(o.batch, len(events), o.cfg.Workers, &res.Stats, time.Since(start)))
 	}
 	return res, nil
 }

@@ -38,17 +38,23 @@ func abortEvery(n int) txn.Apply {
 // measurement, with a fixed processing time (timing is not under test).
 func measure(t *testing.T, batch []txn.Txn, apply txn.Apply) adapt.Measurement {
 	t.Helper()
+	return measureWith(t, "ns-op-eager", batch, apply)
+}
+
+// measureWith is measure under the named strategy.
+func measureWith(t *testing.T, strategy string, batch []txn.Txn, apply txn.Apply) adapt.Measurement {
+	t.Helper()
 	s, err := txn.New(txn.Config{Workers: 2, Analyze: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	st, _ := txn.ParseStrategy("ns-op-eager")
+	st, _ := txn.ParseStrategy(strategy)
 	res, err := s.Run(context.Background(), st, batch, txn.MapStore{}, apply)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return adapt.Collect(1, len(batch), &res.Stats, 10*time.Millisecond)
+	return adapt.Collect(1, len(batch), 2, &res.Stats, 10*time.Millisecond)
 }
 
 // Crafted batches of 1,000 single-operation transactions.
@@ -129,10 +135,10 @@ func TestCollect(t *testing.T) {
 		t.Errorf("cyclic batch: %d chains in cycles, %d parametric edges; want 10 and some", c.CyclicChains, c.Parametric)
 	}
 	st := txn.Stats{Workers: 2, Counts: txn.Counts{Ops: 4}, Breakdown: txn.Breakdown{Useful: 4 * time.Microsecond}}
-	if m := adapt.Collect(7, 2, &st, time.Second); m.OpCostNs != 1000 || m.Rate != 2 {
+	if m := adapt.Collect(7, 2, 2, &st, time.Second); m.OpCostNs != 1000 || m.Rate != 2 {
 		t.Errorf("op cost %v ns, rate %v; want 1000 ns (useful time per operation) and 2", m.OpCostNs, m.Rate)
 	}
-	if m := adapt.Collect(1, 0, &txn.Stats{}, 0); m.Skew != 0 || m.Rate != 0 || m.AbortRatio != 0 || m.OpCostNs != 0 {
+	if m := adapt.Collect(1, 0, 2, &txn.Stats{}, 0); m.Skew != 0 || m.Rate != 0 || m.AbortRatio != 0 || m.OpCostNs != 0 {
 		t.Errorf("empty batch: %+v, want zero ratios", m)
 	}
 }
@@ -530,5 +536,29 @@ func TestBand(t *testing.T) {
 	cfg.Band = 1
 	if _, err := adapt.New(cfg); err == nil {
 		t.Error("a band of 1 was accepted")
+	}
+}
+
+// TestSerialRule: a hot key with many aborts runs serially; the serial
+// batch's own measurement (the scheduler counts its dependencies without a
+// TPG) keeps it there, and the model leaves when the aborts stop.
+func TestSerialRule(t *testing.T) {
+	md, err := adapt.New(exact())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := md.Observe(measure(t, hot(3), abortEvery(2)))
+	if d.Strategy != "serial" || len(d.Reasons()) != 4 || !strings.HasPrefix(d.Reasons()[3], "serial: skew 0.668 >= 0.1 and 0.5 of the transactions abort >= 0.3") {
+		t.Fatalf("hot key, half the transactions aborting: %s, reasons %q", d.Strategy, d.Reasons())
+	}
+	ms := measureWith(t, "serial", hot(3), abortEvery(2))
+	if ms.Skew != 0.668 || ms.Temporal == 0 || ms.Strategy != "serial" {
+		t.Fatalf("serial measurement: skew %v, temporal %d", ms.Skew, ms.Temporal)
+	}
+	if d = md.Observe(ms); d.Strategy != "serial" {
+		t.Errorf("after a serial batch: %s, reasons %q", d.Strategy, d.Reasons())
+	}
+	if d = md.Observe(measureWith(t, "serial", hot(3), abortEvery(0))); d.Strategy == "serial" || len(d.Reasons()) != 3 {
+		t.Errorf("no more aborts: %s, reasons %q", d.Strategy, d.Reasons())
 	}
 }

@@ -53,8 +53,10 @@ type Measurement struct {
 
 // Collect builds the Measurement of batch number batch, of events events,
 // from the scheduler's statistics st and the batch's processing time
-// elapsed (plan, schedule and post).
-func Collect(batch uint64, events int, st *txn.Stats, elapsed time.Duration) Measurement {
+// elapsed (plan, schedule and post). workers is the scheduler's worker
+// count, which the skew is relative to (st.Workers is 1 when the batch ran
+// serially).
+func Collect(batch uint64, events, workers int, st *txn.Stats, elapsed time.Duration) Measurement {
 	m := Measurement{
 		Batch: batch, Strategy: st.Strategy, Events: events, Ops: st.Ops,
 		Temporal: st.Temporal, Parametric: st.Parametric, Logical: st.Logical, NonDet: st.NonDet,
@@ -63,7 +65,7 @@ func Collect(batch uint64, events int, st *txn.Stats, elapsed time.Duration) Mea
 		Seconds: elapsed.Seconds(),
 	}
 	if st.Ops > 0 {
-		m.Skew = float64(st.MaxChain) * float64(max(st.Workers, 1)) / float64(st.Ops)
+		m.Skew = float64(st.MaxChain) * float64(max(workers, 1)) / float64(st.Ops)
 		m.OpCostNs = float64(st.Useful.Nanoseconds()) / float64(st.Ops)
 	}
 	if events > 0 {

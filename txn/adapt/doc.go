@@ -36,6 +36,10 @@
 //   - unit: one operation when chains form cycles, when temporal
 //     dependencies are few or parametric ones many (a chain would wait on
 //     other chains); a chain otherwise;
+//   - serial: a hot key with many aborts (SerialSkew, SerialAborts) runs
+//     the batch on one worker in timestamp order: the key serialises much
+//     of the batch anyway and its aborts cascade down its chain, a pass
+//     each under the parallel strategies;
 //   - abort handling: eager when operations are costly or aborts frequent;
 //     lazy otherwise. MorphStream's rule reads "eager when aborts are
 //     rare"; its eager mode rolls back and redoes each abort's dependents

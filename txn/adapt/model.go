@@ -34,6 +34,14 @@ type Thresholds struct {
 	// EagerAborts: ...or when at least this share of the transactions
 	// abort; lazy otherwise.
 	EagerAborts float64 `json:"eager_aborts" yaml:"eager_aborts"`
+	// SerialSkew and SerialAborts: a batch with a skew of at least
+	// SerialSkew and at least SerialAborts of its transactions aborting
+	// runs serially. A hot key then serialises much of the batch anyway,
+	// and its aborts cascade down the key's chain, each cascade costing
+	// the parallel strategies a pass, while one worker in timestamp order
+	// runs every transaction once and builds no TPG.
+	SerialSkew   float64 `json:"serial_skew" yaml:"serial_skew"`
+	SerialAborts float64 `json:"serial_aborts" yaml:"serial_aborts"`
 }
 
 // DefaultThresholds returns the thresholds calibrated on Sluice's
@@ -48,6 +56,8 @@ func DefaultThresholds() Thresholds {
 		ChainCyclic:     0.05,
 		EagerOpCost:     20 * time.Microsecond,
 		EagerAborts:     0.02,
+		SerialSkew:      0.1,
+		SerialAborts:    0.3,
 	}
 }
 
@@ -155,6 +165,7 @@ func (c Config) withDefaults() (Config, error) {
 		"structured_deps": t.StructuredDeps, "structured_skew": t.StructuredSkew, "dfs_skew": t.DFSSkew,
 		"chain_temporal": t.ChainTemporal, "chain_parametric": t.ChainParametric, "chain_cyclic": t.ChainCyclic,
 		"eager_aborts": t.EagerAborts, "eager_op_cost": float64(t.EagerOpCost),
+		"serial_skew": t.SerialSkew, "serial_aborts": t.SerialAborts,
 	} {
 		if v < 0 || math.IsNaN(v) {
 			return c, fmt.Errorf("adapt: threshold %s is %v, want a number at least 0", name, v)
@@ -189,20 +200,20 @@ type Decision struct {
 	// DecideNs is the time deciding took, in nanoseconds.
 	DecideNs int64 `json:"decide_ns"`
 
-	// why holds what Reasons formats: deciding formats nothing.
-	why [3]reason
+	// why holds what Reasons formats: deciding formats nothing. The
+	// fourth is set when the serial rule fired.
+	why [4]reason
 }
 
 // Reasons returns why the rules chose Rule: one line per dimension
 // (exploration, unit, abort handling), naming the rule that fired and the
 // measurements and thresholds it compared. Nil for an empty batch.
 func (d Decision) Reasons() []string {
-	if d.why[0].kind == 0 {
-		return nil
-	}
-	out := make([]string, len(d.why))
-	for i, r := range d.why {
-		out[i] = r.String()
+	var out []string
+	for _, r := range d.why {
+		if r.kind != 0 {
+			out = append(out, r.String())
+		}
 	}
 	return out
 }
@@ -232,6 +243,7 @@ const (
 	whyEagerCost
 	whyEagerAborts
 	whyLazy
+	whySerial
 )
 
 // reason is one dimension's rule and the figures it compared.
@@ -263,6 +275,8 @@ func (r reason) String() string {
 		return fmt.Sprintf("eager: an operation takes %v >= %v", time.Duration(r.a), time.Duration(r.b))
 	case whyEagerAborts:
 		return fmt.Sprintf("eager: %.3g of the transactions abort >= %.3g", r.a, r.b)
+	case whySerial:
+		return fmt.Sprintf("serial: skew %.3g >= %.3g and %.3g of the transactions abort >= %.3g", r.a, r.b, r.c, r.d)
 	case whyLazy:
 		return fmt.Sprintf("lazy: an operation takes %v < %v and %.3g abort < %.3g", time.Duration(r.a), time.Duration(r.b), r.c, r.d)
 	}
@@ -411,7 +425,7 @@ func (md *Model) Observe(ms Measurement) Decision {
 	}
 	md.stay++
 	md.lastReg = reg
-	if md.cfg.ProbeEvery > 0 && md.cur == ran && !d.Held && md.stay > md.cfg.ProbeEvery {
+	if md.cfg.ProbeEvery > 0 && md.cur == ran && ran.Kind == txn.TPG && !d.Held && md.stay > md.cfg.ProbeEvery {
 		md.returnTo, md.cur = ran, md.neighbour(ran)
 		md.probing, d.Probe, md.stay = true, true, 0
 	}
@@ -492,7 +506,7 @@ func (md *Model) learn(reg regime, s txn.Strategy, rate float64) {
 // structure rule: Sluice's TPG does not order the operations of a
 // transaction (abort atomicity is a per-transaction status), so they add no
 // level.
-func (md *Model) rules(ms *Measurement, cur txn.Strategy) (txn.Strategy, [3]reason) {
+func (md *Model) rules(ms *Measurement, cur txn.Strategy) (txn.Strategy, [4]reason) {
 	th := &md.cfg.Thresholds
 	band := md.cfg.Band
 	// at returns the threshold t as seen from the current strategy: lower
@@ -504,7 +518,7 @@ func (md *Model) rules(ms *Measurement, cur txn.Strategy) (txn.Strategy, [3]reas
 		return t * (1 + band)
 	}
 	st := txn.Strategy{Kind: txn.TPG}
-	var why [3]reason
+	var why [4]reason
 
 	deps := ms.perOp(ms.Temporal + ms.Parametric)
 	tDeps := at(th.StructuredDeps, cur.Explore != txn.NS)
@@ -558,6 +572,13 @@ func (md *Model) rules(ms *Measurement, cur txn.Strategy) (txn.Strategy, [3]reas
 	default:
 		st.Abort = txn.Lazy
 		why[2] = reason{kind: whyLazy, a: cost, b: tCost, c: ms.AbortRatio, d: tAborts}
+	}
+
+	tSS := at(th.SerialSkew, cur.Kind == txn.Serial)
+	tSA := at(th.SerialAborts, cur.Kind == txn.Serial)
+	if ms.Skew >= tSS && ms.AbortRatio >= tSA {
+		why[3] = reason{kind: whySerial, a: ms.Skew, b: tSS, c: ms.AbortRatio, d: tSA}
+		return txn.Strategy{Kind: txn.Serial}, why
 	}
 	return st, why
 }
