@@ -74,9 +74,6 @@ type TxnStatus struct {
 type txnStage struct {
 	op     *txnop.Operator
 	events int
-	// names are the operator's tables, fixed for the job (read by Swap
-	// off the executor's goroutine, unlike op, which a swap replaces).
-	names  []string
 	sess   *state.Session
 	tables []*state.Table
 	view   tableView
@@ -112,7 +109,7 @@ func newTxnStage(op *Operator, store *state.Store) (*txnStage, error) {
 	if t.Events < 1 {
 		return nil, fmt.Errorf("exec: operator %q: punctuation of %d events, want at least 1", op.Name, t.Events)
 	}
-	ts := &txnStage{op: t.Operator, events: t.Events, sess: store.NewSession(), names: t.Operator.Tables()}
+	ts := &txnStage{op: t.Operator, events: t.Events, sess: store.NewSession()}
 	for _, name := range t.Operator.Tables() {
 		ts.tables = append(ts.tables, store.Table(name))
 	}
