@@ -3,7 +3,9 @@
 //
 //	sluice demo                       a live word count on an embedded NATS server
 //	sluice run -c pipeline.yaml       run a pipeline
-//	sluice plugin build DIR           compile a Go plugin to Wasm
+//	sluice plugin new --lang L NAME   scaffold a plugin project (go, rust, c, assemblyscript)
+//	sluice plugin build DIR           compile a plugin in any SDK language to Wasm
+//	sluice plugin test DIR            build a plugin and run its test cases through the host
 //	sluice plugin check FILE.wasm     inspect a module and report its problems
 //	sluice state dump --data-dir DIR  print committed state as JSON Lines
 //	sluice bench                      measure the user-level figures

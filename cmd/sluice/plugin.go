@@ -10,57 +10,108 @@ import (
 
 	"github.com/sluicehq/sluice/host/plugin"
 	wasm "github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
+	"github.com/sluicehq/sluice/sdk/build"
 	"github.com/spf13/cobra"
 )
 
 func newPluginCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
-		Short: "Build and inspect WebAssembly plugins",
+		Short: "Create, build, test and inspect WebAssembly plugins",
 	}
-	cmd.AddCommand(newPluginBuildCmd(), newPluginCheckCmd())
+	cmd.AddCommand(newPluginNewCmd(), newPluginBuildCmd(), newPluginTestCmd(), newPluginCheckCmd())
 	return cmd
+}
+
+// exactArgs is cobra.ExactArgs(n) with a usage error (exit status 2).
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return &usageError{strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ") + ": " + err.Error()}
+		}
+		return nil
+	}
+}
+
+// buildFlags are the flags of the commands that build a plugin.
+type buildFlags struct {
+	lang string
+	sdk  string
+}
+
+func (f *buildFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.lang, "lang", "", "the plugin's language (go, rust, c, assemblyscript, wat); default: detected from its files")
+	cmd.Flags().StringVar(&f.sdk, "sdk", "", "the Sluice checkout whose SDK the plugin uses (C, AssemblyScript); default: DIR/.sluice-sdk, or the checkout containing DIR or the working directory")
+}
+
+// build compiles the plugin in dir to out ("" for DIR/<name>.wasm) and
+// checks the module as the host would; a module the host would refuse is
+// an error, after its report is printed to stderr.
+func (f *buildFlags) build(cmd *cobra.Command, dir, out string) (build.Result, plugin.Report, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return build.Result{}, plugin.Report{}, &usageError{fmt.Sprintf("%s is not a directory", dir)}
+	}
+	opts := build.Options{Output: out, Root: f.sdk}
+	if f.lang != "" {
+		l, err := build.ParseLanguage(f.lang)
+		if err != nil {
+			return build.Result{}, plugin.Report{}, &usageError{err.Error()}
+		}
+		opts.Language = l
+	}
+	res, err := build.Build(cmd.Context(), dir, opts)
+	if err != nil {
+		return res, plugin.Report{}, err
+	}
+	r, err := checkFile(cmd, res.Output)
+	if err != nil {
+		return res, r, err
+	}
+	if !r.OK() {
+		printReport(cmd.ErrOrStderr(), r)
+		return res, r, fmt.Errorf("%s was built but the host would refuse it", res.Output)
+	}
+	return res, r, nil
 }
 
 func newPluginBuildCmd() *cobra.Command {
 	var out string
+	var bf buildFlags
 	cmd := &cobra.Command{
 		Use:   "build DIR [-o FILE.wasm]",
-		Short: "Compile a Go plugin (a main package using sdk/go/sluice) to a WebAssembly module",
-		Long: `Compile the Go main package in DIR to a WebAssembly module with
-GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared, then check it as
-'sluice plugin check' does. The module is written to FILE.wasm, by default
-DIR/<name of DIR>.wasm.`,
-		Args: cobra.ExactArgs(1),
+		Short: "Compile a plugin, in any supported language, to a WebAssembly module and check it",
+		Long: `Compile the plugin in DIR to a WebAssembly module with its language's build
+command, then check it as 'sluice plugin check' does. The module is written to
+FILE.wasm, by default DIR/<name of DIR>.wasm. The language comes from DIR's
+files (--lang overrides it):
+
+  go              Go files of package main:
+                  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared
+  rust            Cargo.toml: RUSTC=/usr/bin/rustc /usr/bin/cargo build --release
+                  --target wasm32-unknown-unknown --offline
+  c               *.c: clang --target=wasm32-wasi -O2 -mexec-model=reactor -s
+                  -I SDK/sdk/c DIR/*.c SDK/sdk/c/sluice.c
+  assemblyscript  assembly/index.ts: asc assembly/index.ts -O3 --runtime stub
+                  --noAssert --use abort= (asc from SDK/sdk/assemblyscript/node_modules)
+  wat             DIR/<name of DIR>.wat: wat2wasm
+
+SDK is the Sluice checkout (--sdk). A missing toolchain is reported with the
+package that provides it; scripts/install-toolchains.sh installs them all.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-				return &usageError{fmt.Sprintf("plugin build: %s is not a directory", dir)}
-			}
-			if out == "" {
-				abs, err := filepath.Abs(dir)
-				if err != nil {
-					return err
-				}
-				out = filepath.Join(dir, filepath.Base(abs)+".wasm")
-			}
-			if err := wasmbuild.Go(cmd.Context(), dir, out); err != nil {
-				return err
-			}
-			r, err := checkFile(cmd, out)
+			res, r, err := bf.build(cmd, args[0], out)
 			if err != nil {
-				return err
+				return fmt.Errorf("plugin build: %w", err)
 			}
-			if !r.OK() {
-				printReport(cmd.ErrOrStderr(), r)
-				return fmt.Errorf("plugin build: %s was built but the host would refuse it", out)
+			if res.Log != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), res.Log)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "built %s (%d bytes, ABI version %d, serves %s)\n", out, r.Size, r.ABIVersion, kindList(r.Kinds))
+			fmt.Fprintf(cmd.OutOrStdout(), "built %s (%s, %d bytes, ABI version %d, serves %s)\n", res.Output, res.Language, r.Size, r.ABIVersion, kindList(r.Kinds))
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the module file to write")
+	bf.register(cmd)
 	return cmd
 }
 
@@ -73,7 +124,7 @@ func newPluginCheckCmd() *cobra.Command {
 report its exports and imports with their signatures, the ABI version it
 declares, the operator kinds it can serve, and every problem with it. Exits 1
 when the module has problems.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := checkFile(cmd, args[0])
 			if err != nil {
@@ -127,6 +178,9 @@ func printReport(w io.Writer, r plugin.Report) {
 	fmt.Fprintf(w, "module   %s\n", r.Name)
 	fmt.Fprintf(w, "size     %d bytes\n", r.Size)
 	fmt.Fprintf(w, "sha256   %s\n", r.SHA256)
+	if r.Language != "" {
+		fmt.Fprintf(w, "language %s\n", r.Language)
+	}
 	if r.ABIVersion != 0 {
 		fmt.Fprintf(w, "abi      version %d\n", r.ABIVersion)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -22,6 +23,7 @@ type Report struct {
 	Imports    []runtime.FuncInfo // imported functions with their signatures
 	ABIVersion int32              // the version the module declares; 0 when it could not be read
 	Command    bool               // a WASI command module (exports _start) rather than a reactor
+	Language   string             // the source language its custom sections name: "Go", "C", "Rust"...; "" if unknown
 	Kinds      []Kind             // the operator kinds the module can serve
 	Notes      []string           // observations that are not problems
 	Problems   []string           // why Load would refuse it; empty for a good module
@@ -33,12 +35,25 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // Check inspects wasm as Load does and reports what it found. It never fails:
 // a module that is not WebAssembly, or that Load would refuse, gets a Report
 // whose Problems say why. Guest log messages during the check are discarded.
+//
+// A module built for the wrong target gets problems that say what to change
+// in its build, in the terms of its source language where its custom
+// sections name it (Report.Language): a WASI command is told its
+// language's reactor flag (-buildmode=c-shared for Go,
+// -mexec-model=reactor for clang, a cdylib for Rust); a module without
+// sluice_alloc, to link the SDK; an import from a module the host does not
+// provide, what usually puts it there (GOOS=js, wasm-bindgen, an undefined
+// C function, AssemblyScript's abort); a WebAssembly component, to build a
+// core module.
 func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) Report {
 	sum := sha256.Sum256(wasm)
-	r := Report{Name: name, Size: len(wasm), SHA256: hex.EncodeToString(sum[:])}
+	r := Report{Name: name, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Language: sourceLanguage(wasm)}
 	mod, lerr := compile(ctx, eng, name, wasm)
 	if lerr != nil {
 		r.Problems = lerr.Problems
+		if isComponent(wasm) {
+			r.Problems = []string{componentProblem}
+		}
 		return r
 	}
 	defer func() { _ = mod.Close(context.WithoutCancel(ctx)) }()
@@ -67,10 +82,269 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) Re
 				r.Problems = append(r.Problems, p)
 			}
 		}
+		if r.Language == "" && importsASAbort(s.imports) {
+			r.Language = langAssemblyScript
+		}
+		r.Problems = advise(r.Problems, r.Language, s)
 	}
 	if len(s.usesState) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("imports %s: serving a map, filter or flatmap operator, any call to them fails the record; only keyed operators have state",
 			strings.Join(s.usesState, ", ")))
 	}
 	return r
+}
+
+// Source languages Report.Language names.
+const (
+	langGo             = "Go"
+	langC              = "C"
+	langCPP            = "C++"
+	langRust           = "Rust"
+	langAssemblyScript = "AssemblyScript"
+)
+
+// commandProblemPrefix begins the problem inspectKind reports for a WASI
+// command, which advise replaces with one naming the language's flag.
+const commandProblemPrefix = "module is a WASI command"
+
+// componentProblem is the problem of a WebAssembly component, which no
+// engine compiles as a module.
+const componentProblem = "the file is a WebAssembly component (the component model, WASI 0.2), not a core module: " +
+	"build a core module instead: Rust --target wasm32-unknown-unknown, C (clang) --target=wasm32-wasi, " +
+	"Go GOOS=wasip1 GOARCH=wasm; not wasm32-wasip2 and not through wasm-tools component new"
+
+// advise rewrites and extends the problems of a module that serves no
+// operator kind so that each says what to change in the build, in lang's
+// terms where lang is known: a WASI command gets the reactor flag of its
+// language, a missing sluice_alloc (the SDK's allocator) the advice to
+// link the SDK, and an import from a module the host does not provide
+// what usually puts it there.
+func advise(problems []string, lang string, s *shape) []string {
+	out := make([]string, 0, len(problems))
+	replaced, advisedAlloc := false, false
+	for _, p := range problems {
+		switch {
+		case strings.HasPrefix(p, commandProblemPrefix):
+			p = commandProblem(lang)
+			replaced = true
+		case strings.HasPrefix(p, "missing export "+abi.ExportAlloc+" ") && !advisedAlloc:
+			// Said once, though both operator families require it.
+			p += ": the SDK's allocator export is missing: link the SDK, or export " + abi.ExportAlloc + " yourself; " + sdkAdvice(lang)
+			advisedAlloc = true
+		default:
+			for _, im := range s.imports {
+				if im.Module == wasiModule || im.Module == abi.HostModule || !strings.HasPrefix(p, "import "+im.Module+"."+im.Name+" ") {
+					continue
+				}
+				if hint := importAdvice(im, lang); hint != "" {
+					p += ": " + hint
+				}
+				break
+			}
+		}
+		out = append(out, p)
+	}
+	if s.command && !replaced {
+		out = append(out, commandProblem(lang))
+	}
+	return out
+}
+
+// commandProblem says that the module is a WASI command and how to build
+// a reactor in lang, or in every language when lang is not known.
+func commandProblem(lang string) string {
+	const p = commandProblemPrefix + " (it exports _start), not a reactor: rebuild it as a reactor; "
+	switch lang {
+	case langGo:
+		return p + "Go: add -buildmode=c-shared (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared)"
+	case langC, langCPP:
+		return p + "clang: add -mexec-model=reactor (clang --target=wasm32-wasi -mexec-model=reactor)"
+	case langRust:
+		return p + `Rust: build a library, not a binary: [lib] crate-type = ["cdylib"] in Cargo.toml and src/lib.rs instead of src/main.rs, with --target wasm32-unknown-unknown`
+	case langAssemblyScript:
+		return p + "AssemblyScript: build without --exportStart"
+	}
+	return p + "Go: -buildmode=c-shared; C (clang): -mexec-model=reactor; " +
+		`Rust: a cdylib library ([lib] crate-type = ["cdylib"]), not a binary; AssemblyScript: no --exportStart`
+}
+
+// sdkAdvice says how a plugin of lang gets the SDK's exports.
+func sdkAdvice(lang string) string {
+	switch lang {
+	case langGo:
+		return "Go: import github.com/sluicehq/sluice/sdk/go/sluice and register a handler in an init function"
+	case langC, langCPP:
+		return "C: compile sdk/c/sluice.c with the plugin (sluice plugin build does)"
+	case langRust:
+		return "Rust: depend on the SDK crate of sdk/rust (see sdk/rust/README.md)"
+	case langAssemblyScript:
+		return "AssemblyScript: re-export the SDK's functions from assembly/index.ts (see sdk/assemblyscript/README.md)"
+	}
+	return "see sdk/<language>/README.md for how a plugin links the SDK, or build with `sluice plugin build`"
+}
+
+// importAdvice says what usually makes a module import im from a module
+// the host does not provide, or "".
+func importAdvice(im runtime.FuncInfo, lang string) string {
+	switch {
+	case im.Module == "gojs":
+		return "the module was built for GOOS=js: build with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared"
+	case im.Module == "wasi_unstable":
+		return "an old WASI snapshot: rebuild with a toolchain that targets wasi_snapshot_preview1"
+	case strings.HasPrefix(im.Module, "wasi:"):
+		return "a WASI 0.2 (preview 2) import: build for WASI preview 1 (Rust --target wasm32-unknown-unknown, C --target=wasm32-wasi)"
+	case strings.HasPrefix(im.Module, "__wbindgen") || im.Module == "wbg":
+		return "wasm-bindgen glue: a Sluice plugin does not use wasm-bindgen or wasm-pack; build with cargo build --target wasm32-unknown-unknown"
+	case im.Module == "env" && im.Name == "abort" && lang == langAssemblyScript:
+		return "AssemblyScript's abort: build with --use abort= (sluice plugin build does)"
+	case im.Module == "env" && im.Name == "trace" && lang == langAssemblyScript:
+		return "AssemblyScript's trace(): remove the calls, or log through the SDK"
+	case im.Module == "env" && im.Name == "seed" && lang == langAssemblyScript:
+		return "AssemblyScript's Math.random needs a seed from the host, which the sandbox does not give: derive randomness from the record"
+	case im.Module == "env":
+		return "an undefined function: the module calls " + im.Name + " without defining it; define it, or link the file that does" +
+			" (for C, every plugin .c file and sdk/c/sluice.c; a host function is imported from module \"" + abi.HostModule + "\")"
+	}
+	return ""
+}
+
+// importsASAbort reports whether imports include AssemblyScript's abort,
+// env.abort(message, file, line, column), which AssemblyScript modules
+// import unless built with --use abort=.
+func importsASAbort(imports []runtime.FuncInfo) bool {
+	want := runtime.Signature{Params: []runtime.ValueType{runtime.I32, runtime.I32, runtime.I32, runtime.I32}}
+	for _, im := range imports {
+		if im.Module == "env" && im.Name == "abort" && im.Signature.Equal(want) {
+			return true
+		}
+	}
+	return false
+}
+
+// isComponent reports whether wasm begins with the preamble of a
+// WebAssembly component (magic, then version 0x0d and layer 1) rather than
+// a core module (version 1, layer 0).
+func isComponent(wasm []byte) bool {
+	return len(wasm) >= 8 && string(wasm[:4]) == "\x00asm" && wasm[6] == 1 && wasm[7] == 0 && wasm[4] != 1
+}
+
+// sourceLanguage returns the language a module's custom sections say it
+// was compiled from: the "language" field of its producers section, else
+// its "processed-by" field, else Go for a module with Go's "go:buildid"
+// section; "" when there is no such section. It reads the sections'
+// framing only and never fails: a malformed module has no language.
+func sourceLanguage(wasm []byte) string {
+	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
+		return ""
+	}
+	lang, tool, goBuildID := "", "", false
+	r := byteReader(wasm[8:])
+	for len(r) > 0 {
+		id, ok := r.byte()
+		if !ok {
+			break
+		}
+		size, ok := r.uleb()
+		if !ok || uint64(len(r)) < size {
+			break
+		}
+		body := r[:size]
+		r = r[size:]
+		if id != 0 {
+			continue
+		}
+		name, ok := body.name()
+		switch {
+		case !ok:
+		case name == "go:buildid":
+			goBuildID = true
+		case name == "producers":
+			lang, tool = producers(body)
+		}
+	}
+	switch {
+	case strings.HasPrefix(lang, "C_plus_plus"), strings.HasPrefix(lang, "C++"):
+		return langCPP
+	case strings.HasPrefix(lang, "C"):
+		return langC
+	case lang == "Rust", strings.HasPrefix(tool, "rustc"):
+		return langRust
+	case lang == "Go", strings.HasPrefix(tool, "Go "), goBuildID:
+		return langGo
+	case strings.Contains(tool, "clang"):
+		return langC
+	}
+	return lang
+}
+
+// producers returns the first value of the language and processed-by
+// fields of a producers section's body.
+func producers(r byteReader) (lang, tool string) {
+	fields, ok := r.uleb()
+	for i := uint64(0); ok && i < fields; i++ {
+		var field string
+		var values uint64
+		if field, ok = r.name(); !ok {
+			break
+		}
+		if values, ok = r.uleb(); !ok {
+			break
+		}
+		for j := uint64(0); ok && j < values; j++ {
+			var value string
+			if value, ok = r.name(); !ok {
+				break
+			}
+			if _, ok = r.name(); !ok { // the version
+				break
+			}
+			switch {
+			case j > 0:
+			case field == "language":
+				lang = value
+			case field == "processed-by":
+				tool = value
+			}
+		}
+	}
+	return lang, tool
+}
+
+// byteReader reads the encodings of a module's sections, consuming itself.
+type byteReader []byte
+
+func (r *byteReader) byte() (byte, bool) {
+	if len(*r) == 0 {
+		return 0, false
+	}
+	b := (*r)[0]
+	*r = (*r)[1:]
+	return b, true
+}
+
+// uleb reads an unsigned LEB128 number of at most 32 bits.
+func (r *byteReader) uleb() (uint64, bool) {
+	var v uint64
+	for shift := 0; shift < 35; shift += 7 {
+		b, ok := r.byte()
+		if !ok {
+			return 0, false
+		}
+		v |= uint64(b&0x7f) << shift
+		if b&0x80 == 0 {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// name reads a length-prefixed string.
+func (r *byteReader) name() (string, bool) {
+	n, ok := r.uleb()
+	if !ok || uint64(len(*r)) < n {
+		return "", false
+	}
+	s := string((*r)[:n])
+	*r = (*r)[n:]
+	return s, true
 }

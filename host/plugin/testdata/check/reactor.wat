@@ -1,0 +1,7 @@
+;; reactor is a module the host accepts: the control of the suite.
+(module
+  (memory (export "memory") 1)
+  (func (export "_initialize"))
+  (func (export "sluice_abi_version") (result i32) (i32.const 1))
+  (func (export "sluice_alloc") (param i32) (result i32) (i32.const 1024))
+  (func (export "sluice_process") (param i32 i32) (result i32) (i32.const 0)))

@@ -1,0 +1,22 @@
+// The exports every Sluice module has: sluice_abi_version, sluice_alloc and
+// sluice_configure. An operator re-exports them through exports/stream.ts
+// or exports/txn.ts, never directly.
+
+import { ABI_VERSION } from "../abi";
+import { allocInput } from "../arena";
+import { doConfigure } from "../core";
+
+/** sluice_abi_version: the ABI version this module was built for. */
+export function sluice_abi_version(): i32 {
+  return ABI_VERSION;
+}
+
+/** sluice_alloc: size bytes for the host to write the next call's input into, or 0. */
+export function sluice_alloc(size: i32): usize {
+  return allocInput(size);
+}
+
+/** sluice_configure: the operator's configuration, as JSON (empty: none). */
+export function sluice_configure(ptr: usize, len: usize): i32 {
+  return doConfigure(ptr, len);
+}

@@ -1,0 +1,2 @@
+// Test operator that registers no handler.
+export * from "../../../assembly/exports/stream";

@@ -1,0 +1,433 @@
+//! Tests of the guest core, run natively through `testing`.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::abi;
+use crate::guest::Guest;
+use crate::testing::{with_host, Harness, Host, TxnHarness};
+use crate::{
+    Call, Effect, Emitter, Error, Filter, Key, Keyed, MapInPlace, Operator, Outcome, OwnedRecord,
+    Planner, Record, RecordMut, State, Table, Transactional,
+};
+
+/// A host that records the batches emitted and the messages logged.
+#[derive(Default)]
+struct Recorder {
+    emits: Rc<RefCell<Vec<Vec<u8>>>>,
+    logs: Rc<RefCell<Vec<String>>>,
+}
+
+impl Host for Recorder {
+    fn emit(&mut self, batch: &[u8]) {
+        self.emits.borrow_mut().push(batch.to_vec());
+    }
+    fn reject(&mut self, _: u32, _: &str) {}
+    fn log(&mut self, _: i32, msg: &str) {
+        self.logs.borrow_mut().push(msg.to_string());
+    }
+}
+
+fn batch(values: &[&str]) -> Vec<u8> {
+    let mut b = Vec::new();
+    abi::append_batch_header(&mut b, values.len() as u32);
+    for (i, v) in values.iter().enumerate() {
+        abi::append_record(
+            &mut b,
+            i as u32,
+            &Record::new(b"k", v.as_bytes()).with_time(i as i64),
+        );
+    }
+    b
+}
+
+#[derive(Default)]
+struct Upper;
+
+impl MapInPlace for Upper {
+    fn map(&mut self, r: &mut RecordMut<'_>) -> Result<(), Error> {
+        if r.value == b"bad" {
+            return Err(Error::new("bad value"));
+        }
+        r.value.make_ascii_uppercase();
+        r.key.make_ascii_uppercase();
+        r.time += 100;
+        Ok(())
+    }
+}
+
+#[test]
+fn regions() {
+    let mut g = Guest::new(Upper);
+    assert_eq!(g.alloc(-1), 0);
+    assert_eq!(g.alloc((1 << 30) + 1), 0);
+    let a = g.alloc(0);
+    assert_ne!(a, 0, "a region of 0 bytes has an address");
+    let b = g.alloc(100);
+    assert_ne!(a, b, "a second region before a call is distinct");
+    // Both are valid until the call that consumes them.
+    let seen = g.with_region("test", b, 100, |_, r| r.len() as i32);
+    assert_eq!(seen, 100);
+    let c = g.alloc(10);
+    assert_eq!(c, a, "the input region is reused after a call");
+    let rec = Recorder::default();
+    let logs = rec.logs.clone();
+    let status = with_host(Box::new(rec), || {
+        g.with_region("test", c + 4096 * 4, 8, |_, _| 0)
+    });
+    assert_eq!(status, abi::STATUS_ERROR);
+    assert!(
+        logs.borrow()[0].contains("was not handed out by sluice_alloc"),
+        "{:?}",
+        logs.borrow()
+    );
+    // A region larger than the input region grows it.
+    let d = g.alloc(100_000);
+    assert_ne!(d, 0);
+    assert_eq!(
+        g.with_region("test", d + 99_999, 1, |_, r| r.len() as i32),
+        1
+    );
+}
+
+#[test]
+fn map_in_place_forwards_the_batch() {
+    let mut g = Guest::new(Upper);
+    let mut b = batch(&["a", "b", "c"]);
+    let rec = Recorder::default();
+    let emits = rec.emits.clone();
+    let status = with_host(Box::new(rec), || g.run_map_in_place(&mut b, Upper::map));
+    assert_eq!(status, abi::STATUS_OK);
+    let emits = emits.borrow();
+    assert_eq!(emits.len(), 1, "one emit, of the batch itself");
+    assert_eq!(emits[0], b);
+    let got: Vec<_> = abi::BatchReader::new(&emits[0])
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(got[2], (2, Record::new(b"K", b"C").with_time(102)));
+}
+
+#[test]
+fn map_in_place_with_rejects() {
+    let mut h = Harness::map_in_place(Upper);
+    let input: Vec<OwnedRecord> = ["a", "bad", "c", "d", "bad"]
+        .iter()
+        .map(|v| OwnedRecord::new("k", *v).with_header("h", "1"))
+        .collect();
+    let out = h.process(&input);
+    let got: Vec<_> = out
+        .records
+        .iter()
+        .map(|e| {
+            (
+                e.origin,
+                String::from_utf8(e.record.value.clone()).unwrap(),
+                e.record.time,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (0, "A".into(), 100),
+            (2, "C".into(), 100),
+            (3, "D".into(), 100)
+        ]
+    );
+    assert!(out
+        .records
+        .iter()
+        .all(|e| e.record.header(b"h") == Some(b"1")));
+    let rejected: Vec<_> = out
+        .rejects
+        .iter()
+        .map(|r| (r.origin, r.message.as_str()))
+        .collect();
+    assert_eq!(rejected, vec![(1, "bad value"), (4, "bad value")]);
+}
+
+#[derive(Default)]
+struct Odd;
+
+impl Filter for Odd {
+    fn keep(&mut self, r: &Record<'_>) -> Result<bool, Error> {
+        match r.value.first() {
+            Some(b'x') => Err(Error::new("x")),
+            Some(c) => Ok(c % 2 == 1),
+            None => Ok(false),
+        }
+    }
+}
+
+#[test]
+fn filter_runs() {
+    let mut h = Harness::filter(Odd);
+    let input: Vec<OwnedRecord> = ["1", "3", "2", "5", "x", "7", ""]
+        .iter()
+        .enumerate()
+        .map(|(i, v)| OwnedRecord::new(format!("k{}", i), *v).with_time(i as i64))
+        .collect();
+    let out = h.process(&input);
+    let origins: Vec<u32> = out.records.iter().map(|e| e.origin).collect();
+    assert_eq!(origins, vec![0, 1, 3, 5]);
+    for e in &out.records {
+        assert_eq!(e.record, input[e.origin as usize], "forwarded unchanged");
+    }
+    assert_eq!(out.rejects.len(), 1);
+}
+
+/// Emits `value`'s first byte copies of 100 KiB records, then fails when the
+/// value's second byte is 'f'.
+#[derive(Default)]
+struct Burst {
+    buf: Vec<u8>,
+}
+
+impl Operator for Burst {
+    fn process(&mut self, r: &Record<'_>, out: &mut Emitter<'_>) -> Result<(), Error> {
+        self.buf.resize(100 << 10, b'b');
+        for _ in 0..r.value[0] {
+            out.emit(&r.with_value(&self.buf));
+        }
+        if r.value.get(1) == Some(&b'f') {
+            return Err(Error::new("failed after emitting"));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn large_outputs_flush_between_records() {
+    let mut g = Guest::new(Burst::default());
+    let mut b = Vec::new();
+    abi::append_batch_header(&mut b, 3);
+    abi::append_record(&mut b, 0, &Record::new(b"a", &[8]));
+    abi::append_record(&mut b, 1, &Record::new(b"b", &[9]));
+    abi::append_record(&mut b, 2, &Record::new(b"c", &[20, b'f']));
+    let rec = Recorder::default();
+    let emits = rec.emits.clone();
+    let status = with_host(Box::new(rec), || g.run_operator(&b, Burst::process));
+    assert_eq!(status, abi::STATUS_OK);
+    let emits = emits.borrow();
+    assert_eq!(
+        emits.len(),
+        1,
+        "8 and 9 records of 100 KiB: one flush after the second record"
+    );
+    let n: usize = emits
+        .iter()
+        .map(|e| abi::BatchReader::new(e).unwrap().record_count() as usize)
+        .sum();
+    assert_eq!(n, 17, "the failed record's outputs are dropped");
+}
+
+#[test]
+fn malformed_batch_fails_the_call() {
+    let mut g = Guest::new(Burst::default());
+    let mut b = batch(&["x"]);
+    b.push(0);
+    let rec = Recorder::default();
+    let logs = rec.logs.clone();
+    let status = with_host(Box::new(rec), || g.run_operator(&b, Burst::process));
+    assert_eq!(status, abi::STATUS_ERROR);
+    assert_eq!(
+        logs.borrow().last().unwrap(),
+        "input batch: abi: malformed record 1 at byte 38: 1 trailing bytes after the last of 1 records"
+    );
+}
+
+/// Sums the values (decimal) of each key in table "sums", counting records
+/// in table "counts"; a value "x" is rejected after its state writes.
+#[derive(Default)]
+struct Sum;
+
+impl Keyed for Sum {
+    fn process(
+        &mut self,
+        r: &Record<'_>,
+        st: &mut State<'_>,
+        out: &mut Emitter<'_>,
+    ) -> Result<(), Error> {
+        let v: u64 = std::str::from_utf8(r.value)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let sum = st.get().map_or(0, |b| {
+            std::str::from_utf8(b).unwrap().parse::<u64>().unwrap()
+        }) + v;
+        st.put(sum.to_string().as_bytes());
+        let mut counts = st.table("counts")?;
+        let n = counts.get().map_or(0, |b| b[0]) + 1;
+        counts.put(&[n]);
+        if r.value == b"x" {
+            return Err(Error::new("x is not a number"));
+        }
+        if r.value == b"reset" {
+            st.delete();
+        }
+        out.emit(&Record::new(r.key, sum.to_string().as_bytes()));
+        Ok(())
+    }
+}
+
+#[test]
+fn keyed_state_and_rejects() {
+    let mut h = Harness::keyed(Sum, &["sums", "counts"]);
+    let out = h.process(&[
+        OwnedRecord::new("a", "1"),
+        OwnedRecord::new("b", "5"),
+        OwnedRecord::new("a", "x"),
+        OwnedRecord::new("a", "2"),
+    ]);
+    let got: Vec<_> = out
+        .records
+        .iter()
+        .map(|e| (e.origin, String::from_utf8(e.record.value.clone()).unwrap()))
+        .collect();
+    assert_eq!(got, vec![(0, "1".into()), (1, "5".into()), (3, "3".into())]);
+    assert_eq!(out.rejects.len(), 1);
+    assert_eq!(h.state("sums", b"a"), Some(b"3".to_vec()));
+    assert_eq!(
+        h.state("counts", b"a"),
+        Some(vec![2]),
+        "the rejected record's writes are undone"
+    );
+    h.process(&[OwnedRecord::new("a", "reset")]);
+    assert_eq!(h.state("sums", b"a"), None);
+}
+
+#[derive(Default)]
+struct Undeclared;
+
+impl Keyed for Undeclared {
+    fn process(
+        &mut self,
+        _: &Record<'_>,
+        st: &mut State<'_>,
+        _: &mut Emitter<'_>,
+    ) -> Result<(), Error> {
+        st.table("nope")?;
+        Ok(())
+    }
+}
+
+#[test]
+fn undeclared_table() {
+    let mut h = Harness::keyed(Undeclared, &["t"]);
+    let out = h.process(&[OwnedRecord::new("a", "")]);
+    assert_eq!(
+        out.rejects[0].message,
+        "sluice: state table \"nope\" is not declared for the operator; declare it in the operator's state tables in the pipeline"
+    );
+}
+
+/// Events "from to": a non-deterministic move of the value of key `from`
+/// to the key it names, through table 0; "bad" reads outside its
+/// declaration; "read9" reads a declared read that does not exist.
+#[derive(Default)]
+struct Mover;
+
+impl Transactional for Mover {
+    const FUNCTIONS: u32 = 3;
+
+    fn plan(&mut self, ev: &Record<'_>, p: &mut Planner<'_>) -> Result<(), Error> {
+        match ev.value {
+            b"bad" => p.write(Table(0), b"k", 1, b"", &[]),
+            b"read9" => p.write(Table(0), b"k", 2, b"", &[]),
+            v => p.nondet(Table(0), 0, v, &[Key::new(Table(1), b"limit")]),
+        }
+        Ok(())
+    }
+
+    fn apply<'c>(&self, c: &'c mut Call<'_>) -> Effect<'c> {
+        match c.func() {
+            0 => {
+                let from = c.arg().to_vec();
+                let (to, v) = match c.get(Table(0), &from) {
+                    Ok(Some(v)) => (v.to_vec(), v.to_vec()),
+                    Ok(None) => return Effect::Abort,
+                    Err(e) => return Effect::Fail(e),
+                };
+                if c.read(0) == Some(&b"stop"[..]) {
+                    return Effect::Abort;
+                }
+                if let Err(e) = c
+                    .put(Table(0), &to, &v)
+                    .and_then(|_| c.delete(Table(0), &from))
+                {
+                    return Effect::Fail(e);
+                }
+                Effect::Keep
+            }
+            1 => match c.get(Table(1), b"elsewhere") {
+                Err(e) => Effect::Fail(e),
+                Ok(_) => Effect::Keep,
+            },
+            _ => {
+                let _ = c.read(9);
+                Effect::Keep
+            }
+        }
+    }
+
+    fn post(
+        &mut self,
+        ev: &Record<'_>,
+        o: &Outcome<'_>,
+        out: &mut Emitter<'_>,
+    ) -> Result<(), Error> {
+        let op = o.op(0).unwrap();
+        let gets: Vec<String> = op
+            .gets()
+            .map(|g| {
+                format!(
+                    "{}={:?}",
+                    String::from_utf8_lossy(g.key),
+                    g.value.map(|v| v.len())
+                )
+            })
+            .collect();
+        let text = format!("{} {} {}", o.committed(), op.read_count(), gets.join(","));
+        out.emit(&Record::new(ev.key, text.as_bytes()));
+        Ok(())
+    }
+}
+
+#[test]
+fn transactional_serial() {
+    let mut h = TxnHarness::new(Mover, &["kv", "conf"]);
+    h.set_state(0, b"a", b"b");
+    let out = h
+        .process(&[OwnedRecord::new("e0", "a"), OwnedRecord::new("e1", "zz")])
+        .unwrap();
+    assert_eq!(out.committed, vec![true, false]);
+    let texts: Vec<_> = out
+        .records
+        .iter()
+        .map(|e| String::from_utf8(e.record.value.clone()).unwrap())
+        .collect();
+    assert_eq!(texts, vec!["true 1 a=Some(1)", "false 1 zz=None"]);
+    assert_eq!(h.state(0, b"a"), None);
+    assert_eq!(h.state(0, b"b"), Some(b"b".to_vec()));
+
+    let err = h.process(&[OwnedRecord::new("e", "bad")]).unwrap_err();
+    assert!(
+        err.message().contains(
+            "apply: event 0 operation 0: function 1 failed: sluice: state access outside the operation's declaration: get of table 1 key \"elsewhere\""
+        ),
+        "{}",
+        err
+    );
+    let err = h.process(&[OwnedRecord::new("e", "read9")]).unwrap_err();
+    assert!(
+        err.message().contains("read index 9 of 0 declared reads"),
+        "{}",
+        err
+    );
+    assert_eq!(
+        h.state(0, b"b"),
+        Some(b"b".to_vec()),
+        "a failed batch changes nothing"
+    );
+}
