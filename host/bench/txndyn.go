@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -76,7 +77,7 @@ type phaseTime struct {
 }
 
 // runDynamic runs a dynamic workload: one lane per strategy, every lane
-// interleaved batch by batch (the order rotating), each over its own copy
+// interleaved batch by batch (in a new random order each batch), each over its own copy
 // of the state; then checks every lane against the serial strategy's
 // result and reports per phase.
 func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
@@ -130,6 +131,8 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 	e.step("txn %s: dynamic workload, %d phases, %s events in batches of %s; %d strategies interleaved batch by batch, %s, %s",
 		opts.App, len(phases), thousands(float64(total)), thousands(float64(batch)), len(lanes), workersText(workers), logic)
 	var decide, decideMax float64
+	order := rand.New(rand.NewPCG(1, 2)) // the same orders in every run
+	run := slices.Clone(lanes)
 	phase := -1
 	for b, first := 0, 0; first < total; b, first = b+1, first+batch {
 		if err := ctx.Err(); err != nil {
@@ -143,8 +146,12 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 			e.step("txn %s: phase %d/%d: %s", opts.App, p+1, len(phases), phases[p].Name)
 		}
 		e.events(first, min(batch, total-first))
-		for i := range lanes {
-			l := lanes[(b+i)%len(lanes)]
+		// A new order of the lanes for every batch: with a fixed order (or
+		// a rotation, which keeps the neighbours), a lane would always run
+		// right after the same one, and pay, for instance, for the garbage
+		// collections that one's allocations start.
+		order.Shuffle(len(run), func(i, j int) { run[i], run[j] = run[j], run[i] })
+		for _, l := range run {
 			if err := e.runBatch(ctx, l, b >= skip); err != nil {
 				return nil, fmt.Errorf("bench: txn %s: strategy %s, batch %d (events %d to %d): %w",
 					opts.App, l.strategy, b, first, first+len(e.recs)-1, err)

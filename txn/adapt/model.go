@@ -78,7 +78,7 @@ type Config struct {
 	// flapping).
 	Patience int
 	// Margin is how much faster, as a fraction, a measured strategy must
-	// be to override the rules or the current strategy (default 0.05).
+	// be to override the rules or the current strategy (default 0.1).
 	Margin float64
 	// Tolerance is how much slower than predicted, as a fraction, the
 	// batch after a switch may be before the switch counts as a
@@ -101,7 +101,7 @@ type Config struct {
 const (
 	DefaultPatience  = 1
 	DefaultBand      = 0.2
-	DefaultMargin    = 0.05
+	DefaultMargin    = 0.1
 	DefaultTolerance = 0.10
 	DefaultMemory    = 500
 	DefaultHistory   = 256
@@ -391,10 +391,14 @@ func (md *Model) Observe(ms Measurement) Decision {
 
 	// The rules' choice, unless the measurements of this regime know a
 	// faster strategy.
+	// One batch's rate is noisy: a strategy overrides the rules on two
+	// batches' evidence or more, or on one right after a misprediction
+	// (the strategy that was running before the switch) or a probe.
 	choice := rule
 	if r, ok := known[rule]; ok {
 		for s, l := range known {
-			if l.rate > r.rate*(1+md.cfg.Margin) && l.rate > known[choice].rate {
+			trusted := l.n >= 2 || d.Mispredicted || (probed && s == ran)
+			if trusted && l.rate > r.rate*(1+md.cfg.Margin) && l.rate > known[choice].rate {
 				choice, d.Learned = s, true
 			}
 		}
