@@ -144,10 +144,12 @@ func TestCollect(t *testing.T) {
 }
 
 // exact is the default configuration without hysteresis (a band too
-// narrow to matter), for tests of the rules at their thresholds.
+// narrow to matter) and with a range of skew for depth first exploration
+// (empty by default), for tests of the rules at their thresholds.
 func exact() adapt.Config {
 	cfg := adapt.DefaultConfig()
 	cfg.Band = 1e-9
+	cfg.StructuredSkew = 0.5
 	return cfg
 }
 
@@ -560,5 +562,17 @@ func TestSerialRule(t *testing.T) {
 	}
 	if d = md.Observe(measureWith(t, "serial", hot(3), abortEvery(0))); d.Strategy == "serial" || len(d.Reasons()) != 3 {
 		t.Errorf("no more aborts: %s, reasons %q", d.Strategy, d.Reasons())
+	}
+}
+
+// TestDefaultSkewIsNonStructured: with the default thresholds a hot key
+// makes exploration non-structured (depth first has no range by default).
+func TestDefaultSkewIsNonStructured(t *testing.T) {
+	md, err := adapt.New(adapt.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := md.Observe(measure(t, hot(10), abortEvery(0))); d.Rule != "ns-chain-lazy" || !strings.HasPrefix(d.Reasons()[0], "ns: skew 0.2") {
+		t.Errorf("hot key, default thresholds: rule %s, reasons %q", d.Rule, d.Reasons())
 	}
 }
