@@ -545,7 +545,9 @@ func TestBand(t *testing.T) {
 // batch's own measurement (the scheduler counts its dependencies without a
 // TPG) keeps it there, and the model leaves when the aborts stop.
 func TestSerialRule(t *testing.T) {
-	md, err := adapt.New(exact())
+	cfg := exact()
+	cfg.SerialSkew, cfg.SerialAborts = 0.1, 0.3
+	md, err := adapt.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
