@@ -7,6 +7,9 @@
 //	sluice plugin build DIR           compile a plugin in any SDK language to Wasm
 //	sluice plugin test DIR            build a plugin and run its test cases through the host
 //	sluice plugin check FILE.wasm     inspect a module and report its problems
+//	sluice plugin list                the plugin registry of a data directory
+//	sluice plugin swap --operator OP FILE.wasm   replace an operator's plugin while it runs
+//	sluice plugin rollback --operator OP         return to the plugin that ran before
 //	sluice state dump --data-dir DIR  print committed state as JSON Lines
 //	sluice bench                      measure the user-level figures
 //	sluice bench txn --app sl         run a transactional workload under every strategy

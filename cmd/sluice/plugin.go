@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/registry"
 	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/build"
 	"github.com/spf13/cobra"
@@ -20,6 +21,7 @@ func newPluginCmd() *cobra.Command {
 		Short: "Create, build, test and inspect WebAssembly plugins",
 	}
 	cmd.AddCommand(newPluginNewCmd(), newPluginBuildCmd(), newPluginTestCmd(), newPluginCheckCmd())
+	cmd.AddCommand(newPluginLifecycleCmds()...)
 	return cmd
 }
 
@@ -74,11 +76,23 @@ func (f *buildFlags) build(cmd *cobra.Command, dir, out string) (build.Result, p
 	return res, r, nil
 }
 
+// stampVersion writes version into the module file's version section.
+func stampVersion(file, version string) error {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if b, err = registry.AppendVersion(b, version); err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
+}
+
 func newPluginBuildCmd() *cobra.Command {
-	var out string
+	var out, version string
 	var bf buildFlags
 	cmd := &cobra.Command{
-		Use:   "build DIR [-o FILE.wasm]",
+		Use:   "build DIR [-o FILE.wasm] [--version V]",
 		Short: "Compile a plugin, in any supported language, to a WebAssembly module and check it",
 		Long: `Compile the plugin in DIR to a WebAssembly module with its language's build
 command, then check it as 'sluice plugin check' does. The module is written to
@@ -106,11 +120,17 @@ package that provides it; scripts/install-toolchains.sh installs them all.`,
 			if res.Log != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), res.Log)
 			}
+			if version != "" {
+				if err := stampVersion(res.Output, version); err != nil {
+					return fmt.Errorf("plugin build: --version: %w", err)
+				}
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "built %s (%s, %d bytes, ABI version %d, serves %s)\n", res.Output, res.Language, r.Size, r.ABIVersion, kindList(r.Kinds))
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the module file to write")
+	cmd.Flags().StringVar(&version, "version", "", "write this version into the module (custom section "+registry.VersionSection+"), which the registry, the status and dead letters show")
 	bf.register(cmd)
 	return cmd
 }

@@ -1,19 +1,26 @@
 // Package api serves a running host over HTTP: /healthz for liveness,
-// /metrics for Prometheus, and /api/v1/... for the pipeline's status.
+// /metrics for Prometheus, /api/v1/... for the pipeline's status and its
+// plugins, and the routes that change the running job (plugin swap and
+// rollback).
 //
 // The server listens on 127.0.0.1 unless told otherwise: it exposes what a
-// pipeline processes, and later endpoints will change the running job.
+// pipeline processes. Every POST route requires the host's token as
+// "Authorization: Bearer TOKEN", compared in constant time; GET routes are
+// open, as /metrics must be for a scraper.
 package api
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +37,40 @@ type StatusFunc func() any
 // its message.
 type DecisionsFunc func(operator string, n int) (any, error)
 
+// Control is what the plugin routes act on; the host implements it. Its
+// errors are answered with the status their sentinel says: ErrNotFound
+// 404, ErrRefused 422, ErrConflict 409, anything else 500.
+type Control interface {
+	// Plugins returns the registry's modules and each operator's history.
+	Plugins(ctx context.Context) (any, error)
+	// Swap replaces operator's plugin with module (file names it) and
+	// returns once it is in place.
+	Swap(ctx context.Context, operator, file string, module []byte) (any, error)
+	// Rollback returns operator to its previous plugin.
+	Rollback(ctx context.Context, operator string) (any, error)
+}
+
+// Errors a Control wraps to choose the answer's status.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrRefused  = errors.New("refused")
+	ErrConflict = errors.New("conflict")
+)
+
+// MaxModuleBytes bounds the module a swap uploads.
+const MaxModuleBytes = 256 << 20
+
+// Options are the parts of NewHandler's API.
+type Options struct {
+	Registry  *prometheus.Registry
+	Status    StatusFunc
+	Decisions DecisionsFunc
+	// Control serves the plugin routes; nil leaves them out.
+	Control Control
+	// Token is required by the POST routes; "" refuses every POST.
+	Token string
+}
+
 // Server is the host's HTTP server.
 type Server struct {
 	srv *http.Server
@@ -45,6 +86,18 @@ type Server struct {
 //	GET /api/v1/operators/{name}/decisions?last=N the adaptive strategy's
 //	                                              latest batches (decisions)
 func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFunc) http.Handler {
+	return NewHandler(Options{Registry: reg, Status: status, Decisions: decisions})
+}
+
+// NewHandler returns the routes of Handler and, with o.Control, these:
+//
+//	GET  /api/v1/plugins                          the registry and each
+//	                                              operator's deployments
+//	POST /api/v1/operators/{name}/swap?file=F.wasm body: the module; swaps
+//	                                              it in at the next batch
+//	POST /api/v1/operators/{name}/rollback        back to the previous one
+func NewHandler(o Options) http.Handler {
+	reg, status, decisions := o.Registry, o.Status, o.Decisions
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -71,7 +124,58 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 		}
 		writeJSON(w, http.StatusOK, recs)
 	})
+	if c := o.Control; c != nil {
+		mux.HandleFunc("GET /api/v1/plugins", func(w http.ResponseWriter, r *http.Request) {
+			answer(w, http.StatusOK)(c.Plugins(r.Context()))
+		})
+		mux.Handle("POST /api/v1/operators/{name}/swap", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxModuleBytes))
+			if err != nil {
+				writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("reading the module: %v (at most %d bytes)", err, MaxModuleBytes)})
+				return
+			}
+			file := r.URL.Query().Get("file")
+			if file == "" {
+				file = "module.wasm"
+			}
+			answer(w, http.StatusOK)(c.Swap(r.Context(), r.PathValue("name"), file, body))
+		}))
+		mux.Handle("POST /api/v1/operators/{name}/rollback", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
+			answer(w, http.StatusOK)(c.Rollback(r.Context(), r.PathValue("name")))
+		}))
+	}
 	return mux
+}
+
+// authorized serves h to requests that carry token as a bearer token.
+func authorized(token string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if token == "" || !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
+			writeJSON(w, http.StatusUnauthorized, errorBody{"this route needs the host's token: Authorization: Bearer TOKEN (the token is in <data-dir>/api-token)"})
+			return
+		}
+		h(w, r)
+	})
+}
+
+// answer writes v with code, or err with the status its sentinel says.
+func answer(w http.ResponseWriter, code int) func(v any, err error) {
+	return func(v any, err error) {
+		switch {
+		case err == nil:
+			writeJSON(w, code, v)
+		case errors.Is(err, ErrNotFound):
+			writeJSON(w, http.StatusNotFound, errorBody{err.Error()})
+		case errors.Is(err, ErrRefused):
+			writeJSON(w, http.StatusUnprocessableEntity, errorBody{err.Error()})
+		case errors.Is(err, ErrConflict):
+			writeJSON(w, http.StatusConflict, errorBody{err.Error()})
+		default:
+			writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
+		}
+	}
 }
 
 // errorBody is the JSON of an error answer.

@@ -75,11 +75,48 @@
 //     txn.Stats' breakdown plus the guest's plan and post, and time each
 //     batch (sluice_txn_*); the Status carries the same totals.
 //
+// # Swapping an operator's plugin
+//
+// Job.Swap replaces an operator's code while the job runs (swap.go).
+// Decisions, and why:
+//
+//   - The new instances are made, and configured, on the caller's
+//     goroutine before anything changes: a module that will not start is
+//     refused while the old one keeps running, and the executor never
+//     waits for compilation or instantiation.
+//   - The executor installs queued swaps at a batch boundary, before a
+//     batch or while it waits for input, on all of an operator's workers
+//     at once: no batch is processed partly by one version and partly by
+//     another. Workers keep their state sessions, so keyed state stays in
+//     place, owned by the same workers; a transactional operator's
+//     txnop.Operator is replaced whole and its tables stay.
+//   - The swapped-in code is on trial for Operator.RollbackBatches
+//     batches. A run that fails in the trial (an error, or a record the
+//     code failed on: trap, timeout, error status; not a record the guest
+//     rejects on purpose) is undone (keyed writes rolled back to a
+//     savepoint; transactional changes were not applied yet), the
+//     previous code, kept alive for the trial, is put back and the run
+//     made again. Config.OnRollback and the status say why. After the
+//     trial the previous code is closed; returning to it later is a new
+//     swap (the host keeps the history).
+//
+// # Failure policy
+//
+// Per operator (policy.go): Retries runs a failed record again, alone,
+// before the error policy (dead-letter or stop) applies; a keyed record's
+// retry runs after the rest of its batch. QuarantineAfter quarantines an
+// operator whose code failed in that many consecutive batches: the batch
+// is undone for that operator and held, uncommitted and unacknowledged,
+// while the executor waits for a swap (sluice_operator_quarantined is 1,
+// an error is logged); the new code then runs the held batch. A stop
+// request during a quarantine returns from Run without committing the
+// batch, which the sources deliver again on the next run.
+//
 // # Failures
 //
 // A record an operator fails on (trap, timeout, reject) goes to the
-// dead-letter sink with the error, operator, plugin, source and position in
-// its headers, and the batch goes on; with the stop policy the job stops
+// dead-letter sink with the error, operator, plugin, plugin version, source
+// and position in its headers, and the batch goes on; with the stop policy the job stops
 // instead, without committing the batch, so the record is read again on the
 // next run. Backpressure: the readers hand batches to the executor through a
 // bounded queue, so a slow operator slows the readers, and a JetStream source

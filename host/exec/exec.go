@@ -38,6 +38,22 @@ type Operator struct {
 	// Txn makes the operator transactional; Parallelism and Tables are
 	// then unused (the txnop.Operator has its workers and tables).
 	Txn *Txn
+	// Version names the plugin's version in the status, logs and dead
+	// letters (the registry's label of the module); "" when unknown.
+	Version string
+	// RollbackBatches is the trial of a module swapped in (Job.Swap): a
+	// failure in its first RollbackBatches batches puts the previous
+	// module back and runs the batch again. 0: no trial, no automatic
+	// rollback.
+	RollbackBatches int
+	// Retries is how many times a record that failed (trap, timeout,
+	// error status: not one the guest rejects) is run again, alone,
+	// before the error policy applies. Not for transactional operators.
+	Retries int
+	// QuarantineAfter quarantines the operator after that many
+	// consecutive batches with failures: the job stops calling its plugin
+	// and holds the batch uncommitted until a swap. 0: never.
+	QuarantineAfter int
 }
 
 // pluginName names the operator's plugin, "" for a native operator.
@@ -78,6 +94,10 @@ type Config struct {
 	Linger    time.Duration
 	Logger    *slog.Logger
 	Metrics   *Metrics
+	// OnRollback, when set, is told of every automatic rollback: the
+	// operator, the version that failed, the version put back and why.
+	// It is called on the executor's goroutine, between batches.
+	OnRollback func(operator, failed, restored string, reason error)
 }
 
 // Job is a running pipeline.
@@ -97,6 +117,15 @@ type Job struct {
 
 	mu     sync.Mutex
 	status Status
+
+	// Swaps queued for the next batch boundary (swap.go); wake tells the
+	// executor one is queued; ended is set when Run returns.
+	swapMu sync.Mutex
+	swaps  []*swapReq
+	ended  bool
+	wake   chan struct{}
+	// runCtx is Run's context, for the waits of a quarantine.
+	runCtx context.Context
 }
 
 // Status is a snapshot of a job's progress, for the API.
@@ -121,6 +150,18 @@ type OperatorStatus struct {
 	RecordsIn   uint64 `json:"records_in"`
 	RecordsOut  uint64 `json:"records_out"`
 	Dead        uint64 `json:"dead_letters"`
+	// Version is the running plugin's version (Operator.Version).
+	Version string `json:"version,omitempty"`
+	// Swaps and Rollbacks count the swaps made and the automatic
+	// rollbacks; LastRollback says why the last rollback was made.
+	Swaps        uint64 `json:"swaps"`
+	Rollbacks    uint64 `json:"rollbacks"`
+	LastRollback string `json:"last_rollback,omitempty"`
+	// TrialBatches is how many batches remain of a swapped-in plugin's
+	// trial (0: none in progress).
+	TrialBatches int `json:"trial_batches"`
+	// Quarantined is set while the operator waits for a swap.
+	Quarantined bool `json:"quarantined"`
 	// Txn is set for a transactional operator.
 	Txn *TxnStatus `json:"txn,omitempty"`
 }
@@ -166,7 +207,8 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
-	j := &Job{cfg: cfg, log: cfg.Logger, m: cfg.Metrics, batchSize: cfg.BatchSize, linger: cfg.Linger}
+	j := &Job{cfg: cfg, log: cfg.Logger, m: cfg.Metrics, batchSize: cfg.BatchSize, linger: cfg.Linger,
+		wake: make(chan struct{}, 1), runCtx: context.Background()}
 	if transactional {
 		j.batchSize, j.linger = events, interval
 	}
@@ -189,7 +231,7 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 		}
 		j.byName[st.op.Name] = st
 		j.m.addOperator(st.op.Name, st.txn != nil)
-		os := OperatorStatus{Name: st.op.Name, Kind: string(st.op.Kind), Plugin: st.op.pluginName(), Parallelism: st.parallelism()}
+		os := OperatorStatus{Name: st.op.Name, Kind: string(st.op.Kind), Plugin: st.op.pluginName(), Parallelism: st.parallelism(), Version: st.version}
 		if st.txn != nil {
 			t := st.txn.status
 			os.Txn = &t
@@ -310,8 +352,14 @@ type chunk struct {
 // a source or sink fails, a commit fails, or an operator with the stop
 // policy fails on a record.
 func (j *Job) Run(ctx context.Context) (err error) {
+	j.runCtx = ctx
 	defer func() {
+		j.failSwaps(context.WithoutCancel(ctx))
 		j.closeStages(context.WithoutCancel(ctx))
+		if errors.Is(err, errQuarantineStop) {
+			j.log.Warn("stopped on request while an operator was quarantined; the batch in hand was not committed and will be read again")
+			err = nil
+		}
 		if err != nil {
 			j.setState("failed", err)
 		} else {
@@ -346,7 +394,7 @@ func (j *Job) Run(ctx context.Context) (err error) {
 	procCtx := context.WithoutCancel(ctx)
 	b := newBatch(j.cfg.Sources)
 	for {
-		more, err := j.collect(queue, b)
+		more, err := j.collect(procCtx, queue, b)
 		if err != nil {
 			return err
 		}
@@ -406,14 +454,21 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 // overflow it is kept in b.spill for the next batch, so that a
 // transactional operator's punctuation holds however sources chunk their
 // reads.
-func (j *Job) collect(queue <-chan chunk, b *batch) (bool, error) {
+//
+// Swaps queued while it waits for the first chunk are installed at once:
+// between batches is a batch boundary.
+func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, error) {
 	b.reset()
-	if len(b.spill.msgs) == 0 {
-		c, ok := <-queue
-		if !ok {
-			return false, nil
+	for len(b.spill.msgs) == 0 {
+		select {
+		case c, ok := <-queue:
+			if !ok {
+				return false, nil
+			}
+			b.spill = c
+		case <-j.wake:
+			j.installSwaps(ctx)
 		}
-		b.spill = c
 	}
 	j.add(b, j.take(b))
 	var expired <-chan time.Time
@@ -484,11 +539,12 @@ func (j *Job) add(b *batch, c chunk) {
 // and acknowledges.
 func (j *Job) process(ctx context.Context, b *batch) error {
 	start := time.Now()
+	j.installSwaps(ctx)
 	recs := b.in
 	// idx[i] is the batch input that recs[i] descends from.
 	idx := b.idx0()
 	for si, st := range j.stages {
-		out, outIdx, rejects, err := st.run(ctx, recs, idx, &j.m.ops[si])
+		out, outIdx, rejects, err := j.runStage(ctx, si, recs, idx)
 		if err != nil {
 			return err
 		}
@@ -501,7 +557,8 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 				return fmt.Errorf("exec: operator %q failed on record %d of source %q and its error policy is stop: %w",
 					st.op.Name, o.pos, j.cfg.Sources[o.src].Name, r.Err)
 			}
-			b.dead = append(b.dead, deadLetter{rec: recs[r.Index], src: int(o.src), pos: o.pos, stage: si, err: r.Err})
+			b.dead = append(b.dead, deadLetter{rec: recs[r.Index], src: int(o.src), pos: o.pos, stage: si, err: r.Err,
+				plugin: st.op.pluginName(), version: st.version})
 		}
 		recs, idx = out, outIdx
 	}
@@ -580,6 +637,7 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 	for si, st := range j.stages {
 		os := &j.status.Operators[si]
 		os.RecordsIn, os.RecordsOut, os.Dead = st.in, st.out, st.dead
+		os.Plugin, os.Version, os.TrialBatches, os.Quarantined = st.op.pluginName(), st.version, st.probation, st.quarantined
 		if st.txn != nil {
 			*os.Txn = st.txn.status
 		}
@@ -605,6 +663,8 @@ const (
 	HeaderError    = "Sluice-Error"
 	HeaderOperator = "Sluice-Operator"
 	HeaderPlugin   = "Sluice-Plugin"
+	// HeaderVersion is the version of the plugin that failed.
+	HeaderVersion  = "Sluice-Plugin-Version"
 	HeaderSource   = "Sluice-Source"
 	HeaderPosition = "Sluice-Position"
 )
@@ -617,10 +677,12 @@ func (j *Job) writeDead(ctx context.Context, b *batch) error {
 	for i, d := range b.dead {
 		r := d.rec
 		r.Origin = 0
-		op, plug := "", ""
+		op, plug, version := "", d.plugin, d.version
 		if d.stage >= 0 && d.stage < len(j.stages) {
 			op = j.stages[d.stage].op.Name
-			plug = j.stages[d.stage].op.pluginName()
+			if plug == "" {
+				plug, version = j.stages[d.stage].op.pluginName(), j.stages[d.stage].version
+			}
 			j.stages[d.stage].dead++
 			j.m.ops[d.stage].dead.Inc()
 		}
@@ -629,6 +691,7 @@ func (j *Job) writeDead(ctx context.Context, b *batch) error {
 			abi.Header{Name: []byte(HeaderError), Value: []byte(d.err.Error())},
 			abi.Header{Name: []byte(HeaderOperator), Value: []byte(op)},
 			abi.Header{Name: []byte(HeaderPlugin), Value: []byte(plug)},
+			abi.Header{Name: []byte(HeaderVersion), Value: []byte(version)},
 			abi.Header{Name: []byte(HeaderSource), Value: []byte(src)},
 			abi.Header{Name: []byte(HeaderPosition), Value: strconv.AppendUint(nil, d.pos, 10)},
 		)
@@ -652,6 +715,7 @@ func (j *Job) writeDead(ctx context.Context, b *batch) error {
 // and Close after that does nothing. Close must not be called while Run
 // is running.
 func (j *Job) Close(ctx context.Context) error {
+	j.failSwaps(ctx)
 	var errs []error
 	for _, st := range j.stages {
 		errs = append(errs, st.close(ctx))
@@ -681,6 +745,9 @@ type deadLetter struct {
 	pos   uint64
 	stage int // operator index, -1 for source decoding errors
 	err   error
+	// plugin and version name the code that failed ("": the stage's
+	// current code).
+	plugin, version string
 }
 
 // batch holds one batch's data; it is reused from batch to batch.

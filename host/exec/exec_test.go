@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 		"upper":     "../../plugins/upper",
 		"wordcount": "../../plugins/wordcount",
 		"faulty":    "testdata/faulty",
+		"lower":     "testdata/lower",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

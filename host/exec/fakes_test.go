@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/connectors"
@@ -62,6 +63,7 @@ type memSink struct {
 	mu      sync.Mutex
 	out     []connectors.Out
 	flushed int
+	writes  []time.Time // when each Write came
 }
 
 func (s *memSink) Name() string { return "mem" }
@@ -71,6 +73,7 @@ func (s *memSink) UsesIDs() bool { return true }
 func (s *memSink) Write(_ context.Context, out []connectors.Out) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.writes = append(s.writes, time.Now())
 	for _, o := range out {
 		r := o.Record
 		c := abi.Record{Time: r.Time, Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)}
@@ -102,4 +105,21 @@ func header(r abi.Record, name string) string {
 		}
 	}
 	return ""
+}
+
+// gap is the time d between two consecutive writes, the second at at.
+type gap struct {
+	at time.Time
+	d  time.Duration
+}
+
+// gaps returns the times between consecutive writes.
+func (s *memSink) gaps() []gap {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []gap
+	for i := 1; i < len(s.writes); i++ {
+		out = append(out, gap{at: s.writes[i], d: s.writes[i].Sub(s.writes[i-1])})
+	}
+	return out
 }

@@ -29,11 +29,20 @@ type Metrics struct {
 	txnDecide     *prometheus.CounterVec
 	txnDeps       *prometheus.GaugeVec
 	txnShape      *prometheus.GaugeVec
+	swaps         *prometheus.CounterVec
+	rollbacks     *prometheus.CounterVec
+	retries       *prometheus.CounterVec
+	quarantines   *prometheus.CounterVec
+	quarantined   *prometheus.GaugeVec
 	ops           []opMetrics
 }
 
 type opMetrics struct {
 	in, out, dead prometheus.Counter
+
+	// The plugin's lifecycle and failure policy.
+	swaps, rollbacks, retries, quarantines prometheus.Counter
+	quarantined                            prometheus.Gauge
 
 	// Transactional operators only.
 	txnCommitted, txnAborted, txnReExec, txnFailed                prometheus.Counter
@@ -100,6 +109,17 @@ func NewMetrics() *Metrics {
 	m.txnShape = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "sluice_txn_batch_measure", Help: "What the last batch measured, the adaptive strategy's inputs: skew, abort_ratio, cyclic_chains (share in cycles; counted under adaptive), op_cost_seconds, events_per_second."},
 		[]string{"operator", "measure"})
+	m.swaps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_operator_swaps_total", Help: "Plugin swaps made on each operator."}, []string{"operator"})
+	m.rollbacks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_operator_rollbacks_total", Help: "Automatic rollbacks of a swapped-in plugin that failed in its trial."}, []string{"operator"})
+	m.retries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_operator_retries_total", Help: "Runs of a failed record again, alone (the retries policy)."}, []string{"operator"})
+	m.quarantines = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_operator_quarantines_total", Help: "Times an operator was quarantined for failing batch after batch."}, []string{"operator"})
+	m.quarantined = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sluice_operator_quarantined", Help: "1 while the operator is quarantined, waiting for a swap; alert on it."}, []string{"operator"})
+	r.MustRegister(m.swaps, m.rollbacks, m.retries, m.quarantines, m.quarantined)
 	r.MustRegister(m.batches, m.batchSeconds, m.outputs, m.dead, m.sourceRecords, m.opIn, m.opOut,
 		m.opDead, m.txnOutcomes, m.txnReExec, m.txnFailed, m.txnSeconds, m.txnBatch,
 		m.txnStrategy, m.txnSwitches, m.txnMispredict, m.txnDecide, m.txnDeps, m.txnShape,
@@ -108,7 +128,10 @@ func NewMetrics() *Metrics {
 }
 
 func (m *Metrics) addOperator(name string, transactional bool) {
-	om := opMetrics{in: m.opIn.WithLabelValues(name), out: m.opOut.WithLabelValues(name), dead: m.opDead.WithLabelValues(name)}
+	om := opMetrics{in: m.opIn.WithLabelValues(name), out: m.opOut.WithLabelValues(name), dead: m.opDead.WithLabelValues(name),
+		swaps: m.swaps.WithLabelValues(name), rollbacks: m.rollbacks.WithLabelValues(name), retries: m.retries.WithLabelValues(name),
+		quarantines: m.quarantines.WithLabelValues(name), quarantined: m.quarantined.WithLabelValues(name)}
+	om.quarantined.Set(0)
 	if transactional {
 		om.txnCommitted = m.txnOutcomes.WithLabelValues(name, "committed")
 		om.txnAborted = m.txnOutcomes.WithLabelValues(name, "aborted")

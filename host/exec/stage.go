@@ -28,6 +28,19 @@ type stage struct {
 	// Counters, updated by the executor goroutine only.
 	in, out, dead uint64
 
+	// The code's lifecycle (swap.go, policy.go), executor goroutine only:
+	// the running version; the previous code, kept during a swapped-in
+	// module's trial of probation batches; swap and rollback counts; and
+	// the failure streak that quarantines the operator.
+	version          string
+	prev             *generation
+	probation        int
+	swaps, rollbacks uint64
+	lastRollback     string
+	failStreak       int
+	quarantined      bool
+	sps              []int
+
 	// Scratch reused from batch to batch.
 	outRecs []abi.Record
 	outIdx  []int32
@@ -53,7 +66,7 @@ func newStage(ctx context.Context, op *Operator, store *state.Store) (*stage, er
 	if op.Parallelism < 1 {
 		op.Parallelism = 1
 	}
-	st := &stage{op: op, keyed: op.Kind == plugin.KindKeyed, groups: store.KeyGroups()}
+	st := &stage{op: op, keyed: op.Kind == plugin.KindKeyed, groups: store.KeyGroups(), version: op.Version}
 	if op.Txn != nil {
 		ts, err := newTxnStage(op, store)
 		if err != nil {
@@ -252,6 +265,12 @@ func (st *stage) close(ctx context.Context) error {
 		if w.inst != nil {
 			w.inst.Close(ctx)
 		}
+	}
+	if st.prev != nil {
+		if cerr := st.prev.close(ctx); cerr != nil && err == nil {
+			err = fmt.Errorf("exec: operator %q: close the replaced plugin: %w", st.op.Name, cerr)
+		}
+		st.prev = nil
 	}
 	return err
 }

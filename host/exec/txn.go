@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -74,6 +75,9 @@ type TxnStatus struct {
 type txnStage struct {
 	op     *txnop.Operator
 	events int
+	// names are the operator's tables, fixed for the job (read by Swap
+	// off the executor's goroutine, unlike op, which a swap replaces).
+	names  []string
 	sess   *state.Session
 	tables []*state.Table
 	view   tableView
@@ -92,7 +96,7 @@ type txnStage struct {
 	status TxnStatus
 	// model is the operator's adaptive decision model (nil under a static
 	// strategy), kept apart from op, which Close clears, for Decisions.
-	model *adapt.Model
+	model atomic.Pointer[adapt.Model]
 }
 
 // carried is one change carried from an earlier run of the batch.
@@ -109,13 +113,13 @@ func newTxnStage(op *Operator, store *state.Store) (*txnStage, error) {
 	if t.Events < 1 {
 		return nil, fmt.Errorf("exec: operator %q: punctuation of %d events, want at least 1", op.Name, t.Events)
 	}
-	ts := &txnStage{op: t.Operator, events: t.Events, sess: store.NewSession()}
+	ts := &txnStage{op: t.Operator, events: t.Events, sess: store.NewSession(), names: t.Operator.Tables()}
 	for _, name := range t.Operator.Tables() {
 		ts.tables = append(ts.tables, store.Table(name))
 	}
 	ts.view = tableView{sess: ts.sess, tables: ts.tables}
 	ts.status.Strategy = t.Operator.Strategy().String()
-	ts.model = t.Operator.Model()
+	ts.model.Store(t.Operator.Model())
 	ts.status.Workers = t.Operator.Workers()
 	return ts, nil
 }
@@ -279,7 +283,7 @@ func (ts *txnStage) account(res *txn.Result, elapsed time.Duration, m *opMetrics
 	// The batch's measurement: the adaptive strategy's record, or the
 	// collector's alone under a static strategy.
 	var rec adapt.Record
-	if md := ts.model; md != nil {
+	if md := ts.model.Load(); md != nil {
 		if h := md.History(1); len(h) == 1 {
 			rec = h[0]
 		}
@@ -321,7 +325,7 @@ func (ts *txnStage) account(res *txn.Result, elapsed time.Duration, m *opMetrics
 
 // decisions returns up to n of the adaptive strategy's latest records.
 func (ts *txnStage) decisions(n int) ([]adapt.Record, error) {
-	md := ts.model
+	md := ts.model.Load()
 	if md == nil {
 		return nil, fmt.Errorf("%w: its strategy is %s", ErrNotAdaptive, ts.status.Strategy)
 	}

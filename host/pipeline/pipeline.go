@@ -122,6 +122,21 @@ type Operator struct {
 	// a transactional operator it also says what a failed batch does: stop,
 	// or dead-letter every event of the batch (its state untouched).
 	OnError ErrorPolicy `yaml:"on_error"`
+	// Retries is how many times a record the plugin failed on (a trap, a
+	// timeout, an error status: not a record it rejects) is run again,
+	// alone, before the error policy applies. Default 0. Not for
+	// transactional operators.
+	Retries int `yaml:"retries"`
+	// QuarantineAfter quarantines the operator after that many
+	// consecutive batches in which its plugin failed: the host stops
+	// calling it, leaves the batch uncommitted (its input unacknowledged)
+	// and waits for a swap. Default 0: never.
+	QuarantineAfter int `yaml:"quarantine_after"`
+	// RollbackBatches is the trial of a plugin swapped in at run time: a
+	// failure in its first RollbackBatches batches rolls back to the
+	// previous plugin, which processes the batch again. Nil: 3; 0: no
+	// automatic rollback.
+	RollbackBatches *int `yaml:"rollback_batches"`
 
 	// Tables are a transactional operator's shared state tables; table
 	// handle i is Tables[i].
@@ -181,7 +196,15 @@ type DeadLetter struct {
 type HTTP struct {
 	// Addr to listen on. Default 127.0.0.1:8080; "off" disables the server.
 	Addr string `yaml:"addr"`
+	// Token is the bearer token the API's mutating (POST) routes require.
+	// Default: the SLUICE_TOKEN environment variable, or one generated at
+	// start; either way it is written to <data_dir>/api-token (mode 0600).
+	Token string `yaml:"token"`
 }
+
+// DefaultRollbackBatches is the trial of a swapped-in plugin when an
+// operator does not set rollback_batches.
+const DefaultRollbackBatches = 3
 
 // ErrorPolicy is what happens when an operator fails on a record.
 type ErrorPolicy string
@@ -670,6 +693,20 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 		o.OnError = p.OnError
 	} else if err := p.checkPolicy(o.OnError, "operators", i, "on_error"); err != nil {
 		errs = append(errs, err)
+	}
+	if o.Retries < 0 {
+		at(fmt.Sprintf("retries %d: want 0 or more", o.Retries), "retries")
+	} else if o.Retries > 0 && o.Kind == KindTransactional {
+		at("retries are not for transactional operators: a failed batch is dead-lettered or stops the pipeline (on_error)", "retries")
+	}
+	if o.QuarantineAfter < 0 {
+		at(fmt.Sprintf("quarantine_after %d: want 0 (never) or more", o.QuarantineAfter), "quarantine_after")
+	}
+	if o.RollbackBatches == nil {
+		n := DefaultRollbackBatches
+		o.RollbackBatches = &n
+	} else if *o.RollbackBatches < 0 {
+		at(fmt.Sprintf("rollback_batches %d: want 0 (no automatic rollback) or more", *o.RollbackBatches), "rollback_batches")
 	}
 	if o.Config != nil {
 		b, err := json.Marshal(jsonable(o.Config))

@@ -12,9 +12,19 @@
 //
 // Data directory layout (pipeline data_dir, or --data-dir):
 //
-//	state/   committed state and source positions (Pebble)
-//	nats/    the embedded NATS server's JetStream store
-//	cache/   compiled plugin code, so restarts skip compilation
+//	state/     committed state and source positions (Pebble)
+//	nats/      the embedded NATS server's JetStream store
+//	cache/     compiled plugin code, so restarts skip compilation
+//	plugins/   the plugin registry: every module deployed, by SHA-256, and
+//	           the deployments log (package registry)
+//	api-token  the bearer token of the API's POST routes (mode 0600)
+//
+// Plugins change at run time through the API (control.go): a swap checks
+// and loads the new module on the operator's own engine (its limits and
+// grants), refuses one with another ABI version or one that lacks what the
+// operator's kind needs, and hands it to exec.Job.Swap; a rollback deploys
+// the module that ran before. Each operator's history is kept in memory
+// and recorded in the registry's deployments log.
 package runner
 
 import (
@@ -25,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -37,6 +48,7 @@ import (
 	"github.com/sluicehq/sluice/host/exec"
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/registry"
 	"github.com/sluicehq/sluice/host/txnop"
 	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/state"
@@ -73,6 +85,16 @@ type Host struct {
 	// txnOps are transactional operators built before the job: exec.New
 	// takes them over; until then Close closes them.
 	txnOps []*txnop.Operator
+
+	// The plugin lifecycle (control.go): the registry, each operator's
+	// deployment, ctlMu serialising swaps and rollbacks, dataMu guarding
+	// the deployments' fields (short holds only: the executor's
+	// OnRollback takes it).
+	reg      *registry.Registry
+	deployed map[string]*deployed
+	ctlMu    sync.Mutex
+	dataMu   sync.Mutex
+	token    string
 }
 
 // Start prepares p to run: on any error, everything opened so far is closed
@@ -95,6 +117,11 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
+	h.reg, err = registry.Open(filepath.Join(dataDir, "plugins"))
+	if err != nil {
+		return nil, err
+	}
+	h.deployed = map[string]*deployed{}
 
 	// Plugins first: a bad module is refused before anything else starts.
 	ops, err := h.loadOperators(ctx, dataDir)
@@ -146,7 +173,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	h.job, err = exec.New(ctx, exec.Config{
 		Name: p.Name, Sources: inputs, Operators: ops, Sinks: outputs, DeadLetter: dead,
 		Store: h.store, BatchSize: p.Batch.Size, Linger: time.Duration(p.Batch.Linger),
-		Logger: h.log, Metrics: h.metrics,
+		Logger: h.log, Metrics: h.metrics, OnRollback: h.autoRollback,
 	})
 	h.txnOps = nil // the job owns them now, or closed them when it failed
 	if err != nil {
@@ -158,8 +185,16 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		addr = opts.HTTPAddr
 	}
 	if addr != "off" {
-		h.http, err = api.Listen(addr, api.Handler(h.metrics.Registry, func() any { return h.job.Status() },
-			func(op string, n int) (any, error) { return h.job.Decisions(op, n) }), h.log)
+		if h.token, err = apiToken(dataDir, p.HTTP.Token); err != nil {
+			return nil, err
+		}
+		h.http, err = api.Listen(addr, api.NewHandler(api.Options{
+			Registry:  h.metrics.Registry,
+			Status:    func() any { return h.job.Status() },
+			Decisions: func(op string, n int) (any, error) { return h.job.Decisions(op, n) },
+			Control:   control{h},
+			Token:     h.token,
+		}), h.log)
 		if err != nil {
 			return nil, err
 		}
@@ -212,11 +247,22 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
 		}
+		entry, err := h.reg.Add(ctx, eng, o.Plugin, code)
+		if err != nil {
+			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
+		}
+		h.deployed[o.Name] = &deployed{op: o, eng: eng, kind: kind, opts: popts, current: entry}
+		if err := h.recordStart(o.Name, entry); err != nil {
+			h.log.Warn("recording the deployment failed", "operator", o.Name, "err", err)
+		}
 		if kind == plugin.KindTransactional {
 			op, err := h.transactional(ctx, o, pl)
 			if err != nil {
 				return nil, err
 			}
+			op.Version = entry.Label()
+			op.RollbackBatches = *o.RollbackBatches
+			op.QuarantineAfter = o.QuarantineAfter
 			ops = append(ops, op)
 			continue
 		}
@@ -228,6 +274,8 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 			Name: o.Name, Kind: kind, Plugin: pl, Config: o.ConfigJSON, Parallelism: par,
 			Tables: o.State, StopOnError: o.OnError == pipeline.PolicyStop,
 			MaxRecordBytes: int(o.Limits.MaxRecordBytes),
+			Version:        entry.Label(), RollbackBatches: *o.RollbackBatches,
+			Retries: o.Retries, QuarantineAfter: o.QuarantineAfter,
 		})
 	}
 	return ops, nil

@@ -27,31 +27,42 @@ import (
 // Logic) under a txnop.Operator with the configured strategy. The Host
 // keeps the txnop.Operator until exec.New takes it over.
 func (h *Host) transactional(ctx context.Context, o *pipeline.Operator, pl *plugin.Plugin) (exec.Operator, error) {
-	workers := o.Workers
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	strategy, err := txn.ParseStrategy(o.Strategy)
+	op, err := h.txnOperator(ctx, o, pl)
 	if err != nil {
-		return exec.Operator{}, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
+		return exec.Operator{}, err
 	}
-	logic, err := txnop.NewWasm(ctx, pl, workers, o.ConfigJSON)
-	if err != nil {
-		return exec.Operator{}, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
-	}
-	op, err := txnop.New(txnop.Config{
-		Name: o.Name, Tables: o.TableNames(), Strategy: strategy, Adaptive: o.Adaptive.Config(), Workers: workers, Logic: logic,
-		Logger: h.log.With("operator", o.Name),
-	})
-	if err != nil {
-		return exec.Operator{}, errors.Join(fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err), logic.Close(ctx))
-	}
+	workers := op.Workers()
 	h.txnOps = append(h.txnOps, op)
 	return exec.Operator{
 		Name: o.Name, Kind: plugin.KindTransactional, Plugin: pl, Config: o.ConfigJSON, Parallelism: workers,
 		StopOnError: o.OnError == pipeline.PolicyStop, MaxRecordBytes: int(o.Limits.MaxRecordBytes),
 		Txn: &exec.Txn{Operator: op, Events: o.Punctuation.Events, Interval: time.Duration(o.Punctuation.Interval)},
 	}, nil
+}
+
+// txnOperator makes the txnop.Operator that runs pl for the pipeline's
+// transactional operator o: at start, and for a swap.
+func (h *Host) txnOperator(ctx context.Context, o *pipeline.Operator, pl *plugin.Plugin) (*txnop.Operator, error) {
+	workers := o.Workers
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	strategy, err := txn.ParseStrategy(o.Strategy)
+	if err != nil {
+		return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
+	}
+	logic, err := txnop.NewWasm(ctx, pl, workers, o.ConfigJSON)
+	if err != nil {
+		return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
+	}
+	op, err := txnop.New(txnop.Config{
+		Name: o.Name, Tables: o.TableNames(), Strategy: strategy, Adaptive: o.Adaptive.Config(), Workers: workers, Logic: logic,
+		Logger: h.log.With("operator", o.Name),
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err), logic.Close(ctx))
+	}
+	return op, nil
 }
 
 // initTables gives the transactional operators' tables their initial

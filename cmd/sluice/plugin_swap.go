@@ -1,0 +1,245 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice/host/pipeline"
+	"github.com/sluicehq/sluice/host/registry"
+	"github.com/sluicehq/sluice/host/runner"
+	"github.com/spf13/cobra"
+)
+
+// newPluginLifecycleCmds returns the commands that manage the plugins of
+// a running or stopped host: list, swap and rollback.
+func newPluginLifecycleCmds() []*cobra.Command {
+	return []*cobra.Command{newPluginListCmd(), newPluginSwapCmd(), newPluginRollbackCmd()}
+}
+
+func newPluginListCmd() *cobra.Command {
+	var dataDir string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list --data-dir DIR [--json]",
+		Short: "List the plugins a host deployed: versions, hashes, ABI, and each operator's history",
+		Long: `List reads the plugin registry under the data directory (DIR/plugins): every
+module deployed, by SHA-256, with the version it declares (custom section
+"sluice.version"), its ABI version and operator kinds, and the deployments of
+each operator (start, swap, rollback, auto-rollback). It needs no running host;
+GET /api/v1/plugins answers the same from a running one.`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dataDir == "" {
+				return &usageError{"plugin list: --data-dir is required (the pipeline's data_dir)"}
+			}
+			dir := filepath.Join(dataDir, "plugins")
+			if _, err := os.Stat(dir); err != nil {
+				return fmt.Errorf("plugin list: no plugin registry in %s: %w", dataDir, err)
+			}
+			reg, err := registry.Open(dir)
+			if err != nil {
+				return err
+			}
+			mods, err := reg.List()
+			if err != nil {
+				return err
+			}
+			deps, err := reg.Deployments("")
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(struct {
+					Modules     []registry.Entry      `json:"modules"`
+					Deployments []registry.Deployment `json:"deployments"`
+				}{mods, deps})
+			}
+			printRegistry(out, mods, deps)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "the host's data directory")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// printRegistry writes the modules and, per operator, the deployments.
+func printRegistry(w io.Writer, mods []registry.Entry, deps []registry.Deployment) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHA256\tNAME\tVERSION\tABI\tKINDS\tSIZE\tDEPLOYED")
+	byHash := map[string]registry.Entry{}
+	for _, m := range mods {
+		byHash[m.SHA256] = m
+		v := m.Version
+		if v == "" {
+			v = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\n", m.SHA256[:12], m.Name, v, m.ABIVersion,
+			strings.Join(m.Kinds, ","), m.Size, m.Deployed.Local().Format(time.DateTime))
+	}
+	tw.Flush()
+	if len(deps) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT\tOPERATOR\tREASON\tMODULE\tDETAIL")
+	for _, d := range deps {
+		label := "sha256:" + d.SHA256[:min(12, len(d.SHA256))]
+		if e, ok := byHash[d.SHA256]; ok {
+			label = e.Label()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.At.Local().Format(time.DateTime), d.Operator, d.Reason, label, d.Detail)
+	}
+	tw.Flush()
+}
+
+// apiFlags say how to reach a running host's API.
+type apiFlags struct {
+	addr, token, dataDir, config string
+	operator                     string
+	timeout                      time.Duration
+}
+
+func (f *apiFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.operator, "operator", "", "the operator whose plugin changes (required)")
+	cmd.Flags().StringVar(&f.addr, "addr", "", "the host's HTTP API address (default: http.addr of -c PIPELINE, else "+pipeline.DefaultHTTPAddr+")")
+	cmd.Flags().StringVar(&f.token, "token", "", "the API token (default: $"+runner.TokenEnv+", else DATA-DIR/"+runner.TokenFile+")")
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", "", "the host's data directory, where it wrote its token (default: data_dir of -c PIPELINE)")
+	cmd.Flags().StringVarP(&f.config, "config", "c", "", "the running pipeline's file, for its address and data directory")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 2*time.Minute, "how long to wait for the host (a swap waits for the next batch boundary)")
+}
+
+// resolve fills the address and token from the flags, the pipeline file,
+// the environment and the token file.
+func (f *apiFlags) resolve(name string) error {
+	if f.operator == "" {
+		return &usageError{name + ": --operator is required"}
+	}
+	if f.config != "" {
+		p, err := pipeline.Load(f.config)
+		if err != nil {
+			return err
+		}
+		if f.addr == "" {
+			f.addr = p.HTTP.Addr
+		}
+		if f.dataDir == "" {
+			f.dataDir = p.DataDir
+		}
+	}
+	if f.addr == "" {
+		f.addr = pipeline.DefaultHTTPAddr
+	}
+	if f.token == "" {
+		f.token = os.Getenv(runner.TokenEnv)
+	}
+	if f.token == "" && f.dataDir != "" {
+		tok, err := runner.ReadToken(f.dataDir)
+		if err != nil {
+			return fmt.Errorf("%s: %w (give --token, or --data-dir of the running host)", name, err)
+		}
+		f.token = tok
+	}
+	if f.token == "" {
+		return &usageError{name + ": no API token: give --token, $" + runner.TokenEnv + ", --data-dir DIR or -c PIPELINE"}
+	}
+	return nil
+}
+
+// post sends body to the host's path and prints its JSON answer.
+func (f *apiFlags) post(ctx context.Context, w io.Writer, path string, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	base := f.addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	req.Header.Set("Content-Type", "application/wasm")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("reaching the host at %s: %w", f.addr, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading the host's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return fmt.Errorf("the host answered %s: %s", resp.Status, e.Error)
+		}
+		return fmt.Errorf("the host answered %s: %s", resp.Status, bytes.TrimSpace(b))
+	}
+	var res runner.SwapResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		_, werr := w.Write(b)
+		return werr
+	}
+	fmt.Fprintf(w, "operator %s: %s -> %s (sha256 %s)\n", res.Operator, res.From.Label(), res.To.Label(), res.To.SHA256)
+	return nil
+}
+
+func newPluginSwapCmd() *cobra.Command {
+	var f apiFlags
+	cmd := &cobra.Command{
+		Use:   "swap --operator NAME FILE.wasm [-c PIPELINE | --data-dir DIR] [--addr HOST:PORT] [--token T]",
+		Short: "Replace a running operator's plugin at the next batch boundary, keeping its state",
+		Long: `Swap sends FILE.wasm to the running host, which stores it in its registry,
+checks it (valid, same ABI version, has what the operator's kind needs),
+compiles it and makes its instances in the background, and puts it in place
+of the old plugin at the next batch boundary on every worker at once. State
+stays. If the new plugin fails in its first rollback_batches batches, the
+host rolls back to the previous one by itself.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.resolve("plugin swap"); err != nil {
+				return err
+			}
+			module, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			path := "/api/v1/operators/" + url.PathEscape(f.operator) + "/swap?file=" + url.QueryEscape(filepath.Base(args[0]))
+			return f.post(cmd.Context(), cmd.OutOrStdout(), path, module)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newPluginRollbackCmd() *cobra.Command {
+	var f apiFlags
+	cmd := &cobra.Command{
+		Use:   "rollback --operator NAME [-c PIPELINE | --data-dir DIR] [--addr HOST:PORT] [--token T]",
+		Short: "Return a running operator to the plugin it ran before the current one",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.resolve("plugin rollback"); err != nil {
+				return err
+			}
+			return f.post(cmd.Context(), cmd.OutOrStdout(), "/api/v1/operators/"+url.PathEscape(f.operator)+"/rollback", nil)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}

@@ -1,0 +1,268 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sluicehq/sluice/host/api"
+	"github.com/sluicehq/sluice/host/exec"
+	"github.com/sluicehq/sluice/host/pipeline"
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/registry"
+	wasm "github.com/sluicehq/sluice/runtime"
+)
+
+// TokenFile is the name, in the data directory, of the file holding the
+// API's bearer token.
+const TokenFile = "api-token"
+
+// TokenEnv is the environment variable that sets the API's token when the
+// pipeline's http.token does not.
+const TokenEnv = "SLUICE_TOKEN"
+
+// apiToken returns the API's token (configured, from the environment, or
+// generated) and writes it to <dataDir>/api-token with mode 0600, for the
+// CLI on the same machine.
+func apiToken(dataDir, configured string) (string, error) {
+	tok := configured
+	if tok == "" {
+		tok = os.Getenv(TokenEnv)
+	}
+	if tok == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return "", fmt.Errorf("api token: %w", err)
+		}
+		tok = hex.EncodeToString(b)
+	}
+	path := filepath.Join(dataDir, TokenFile)
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("api token: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil { // WriteFile keeps an existing file's mode
+		return "", fmt.Errorf("api token: %w", err)
+	}
+	return tok, nil
+}
+
+// ReadToken returns the token a host wrote in dataDir.
+func ReadToken(dataDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, TokenFile))
+	if err != nil {
+		return "", fmt.Errorf("api token: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// deployed is an operator's code: what runs now and what ran before it.
+type deployed struct {
+	op   *pipeline.Operator
+	eng  wasm.Engine
+	kind plugin.Kind
+	opts []plugin.Option
+
+	// Guarded by Host.dataMu.
+	current registry.Entry
+	history []registry.Entry // earlier modules, the last one most recent
+}
+
+// OperatorPlugins is one operator's part of GET /api/v1/plugins.
+type OperatorPlugins struct {
+	Operator    string                `json:"operator"`
+	Current     registry.Entry        `json:"current"`
+	Previous    []registry.Entry      `json:"previous"`
+	Deployments []registry.Deployment `json:"deployments"`
+}
+
+// Plugins is the answer of GET /api/v1/plugins.
+type Plugins struct {
+	Modules   []registry.Entry  `json:"modules"`
+	Operators []OperatorPlugins `json:"operators"`
+}
+
+// SwapResult is the answer of a swap or rollback.
+type SwapResult struct {
+	Operator string         `json:"operator"`
+	From     registry.Entry `json:"from"`
+	To       registry.Entry `json:"to"`
+}
+
+// recordStart logs the operator's module at start, unless the last
+// deployment of the operator was that module already.
+func (h *Host) recordStart(op string, e registry.Entry) error {
+	ds, err := h.reg.Deployments(op)
+	if err != nil {
+		return err
+	}
+	if len(ds) > 0 && ds[len(ds)-1].SHA256 == e.SHA256 {
+		return nil
+	}
+	return h.reg.Record(registry.Deployment{Operator: op, SHA256: e.SHA256, Reason: "start"})
+}
+
+// Plugins lists the registry and each operator's history.
+func (h *Host) Plugins() (Plugins, error) {
+	mods, err := h.reg.List()
+	if err != nil {
+		return Plugins{}, err
+	}
+	out := Plugins{Modules: mods}
+	for i := range h.p.Operators {
+		name := h.p.Operators[i].Name
+		d := h.deployed[name]
+		ds, err := h.reg.Deployments(name)
+		if err != nil {
+			return Plugins{}, err
+		}
+		h.dataMu.Lock()
+		op := OperatorPlugins{Operator: name, Current: d.current, Deployments: ds}
+		for k := len(d.history) - 1; k >= 0; k-- {
+			op.Previous = append(op.Previous, d.history[k])
+		}
+		h.dataMu.Unlock()
+		out.Operators = append(out.Operators, op)
+	}
+	return out, nil
+}
+
+// Swap replaces operator's plugin with module (file names it): the module
+// is stored in the registry, checked and loaded on the operator's engine,
+// and swapped in by the job at its next batch boundary. It is refused
+// (wrapping api.ErrRefused) when it is invalid, declares another ABI
+// version than the running one, or lacks what the operator's kind needs.
+func (h *Host) Swap(ctx context.Context, operator, file string, module []byte) (SwapResult, error) {
+	h.ctlMu.Lock()
+	defer h.ctlMu.Unlock()
+	d, ok := h.deployed[operator]
+	if !ok {
+		return SwapResult{}, fmt.Errorf("operator %q: %w", operator, api.ErrNotFound)
+	}
+	entry, err := h.reg.Add(ctx, d.eng, file, module)
+	if err != nil {
+		if errors.Is(err, registry.ErrInvalid) {
+			err = fmt.Errorf("%w: %w", api.ErrRefused, err)
+		}
+		return SwapResult{}, err
+	}
+	return h.deploy(ctx, d, entry, module, "swap")
+}
+
+// Rollback returns operator to the module that ran before the current one.
+func (h *Host) Rollback(ctx context.Context, operator string) (SwapResult, error) {
+	h.ctlMu.Lock()
+	defer h.ctlMu.Unlock()
+	d, ok := h.deployed[operator]
+	if !ok {
+		return SwapResult{}, fmt.Errorf("operator %q: %w", operator, api.ErrNotFound)
+	}
+	h.dataMu.Lock()
+	n := len(d.history)
+	var prev registry.Entry
+	if n > 0 {
+		prev = d.history[n-1]
+	}
+	h.dataMu.Unlock()
+	if n == 0 {
+		return SwapResult{}, fmt.Errorf("operator %q has run no other plugin since the host started: nothing to roll back to: %w", operator, api.ErrConflict)
+	}
+	module, err := h.reg.Module(prev.SHA256)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	return h.deploy(ctx, d, prev, module, "rollback")
+}
+
+// deploy loads module (entry) for d's operator and swaps it in. A swap
+// pushes the current module on the history; a rollback pops it.
+func (h *Host) deploy(ctx context.Context, d *deployed, entry registry.Entry, module []byte, reason string) (SwapResult, error) {
+	name := d.op.Name
+	h.dataMu.Lock()
+	from := d.current
+	h.dataMu.Unlock()
+	if entry.ABIVersion != from.ABIVersion {
+		return SwapResult{}, fmt.Errorf("%w: operator %q runs ABI version %d and %s declares %d", api.ErrRefused, name, from.ABIVersion, entry.Name, entry.ABIVersion)
+	}
+	pl, err := plugin.Load(ctx, d.eng, entry.Name, module, d.kind, d.opts...)
+	if err != nil {
+		var le *plugin.LoadError
+		if errors.As(err, &le) {
+			err = fmt.Errorf("%w: operator %q: %w", api.ErrRefused, name, err)
+		}
+		return SwapResult{}, err
+	}
+	r := exec.Replacement{Plugin: pl, Version: entry.Label()}
+	if d.kind == plugin.KindTransactional {
+		if r.Txn, err = h.txnOperator(ctx, d.op, pl); err != nil {
+			return SwapResult{}, errors.Join(fmt.Errorf("%w: %w", api.ErrRefused, err), pl.Close(context.WithoutCancel(ctx)))
+		}
+	}
+	// The history changes before the job swaps: an automatic rollback
+	// right after the swap pops it.
+	h.dataMu.Lock()
+	oldHistory := d.history
+	if reason == "rollback" {
+		d.history = d.history[:len(d.history)-1]
+	} else {
+		d.history = append(d.history[:len(d.history):len(d.history)], from)
+	}
+	d.current = entry
+	h.dataMu.Unlock()
+	if err := h.job.Swap(ctx, name, r); err != nil {
+		h.dataMu.Lock()
+		d.history, d.current = oldHistory, from
+		h.dataMu.Unlock()
+		_ = pl.Close(context.WithoutCancel(ctx))
+		switch {
+		case errors.Is(err, exec.ErrUnknownOperator):
+			err = fmt.Errorf("%w: %w", api.ErrNotFound, err)
+		case errors.Is(err, exec.ErrSwapRefused):
+			err = fmt.Errorf("%w: %w", api.ErrRefused, err)
+		case errors.Is(err, exec.ErrNotRunning):
+			err = fmt.Errorf("%w: %w", api.ErrConflict, err)
+		}
+		return SwapResult{}, err
+	}
+	h.log.Info("plugin deployed", "operator", name, "reason", reason, "from", from.Label(), "to", entry.Label(), "sha256", entry.SHA256)
+	if err := h.reg.Record(registry.Deployment{Operator: name, SHA256: entry.SHA256, Reason: reason}); err != nil {
+		h.log.Warn("recording the deployment failed", "operator", name, "err", err)
+	}
+	return SwapResult{Operator: name, From: from, To: entry}, nil
+}
+
+// autoRollback is the job's OnRollback: the failed module is dropped and
+// the one before it is current again.
+func (h *Host) autoRollback(operator, failed, restored string, reason error) {
+	d, ok := h.deployed[operator]
+	if !ok {
+		return
+	}
+	h.dataMu.Lock()
+	if n := len(d.history); n > 0 {
+		d.current, d.history = d.history[n-1], d.history[:n-1]
+	}
+	cur := d.current
+	h.dataMu.Unlock()
+	if err := h.reg.Record(registry.Deployment{Operator: operator, SHA256: cur.SHA256, Reason: "auto-rollback",
+		Detail: fmt.Sprintf("%s failed in its trial: %v", failed, reason)}); err != nil {
+		h.log.Warn("recording the deployment failed", "operator", operator, "err", err)
+	}
+}
+
+// control adapts the Host to api.Control.
+type control struct{ h *Host }
+
+func (c control) Plugins(context.Context) (any, error) { return c.h.Plugins() }
+
+func (c control) Swap(ctx context.Context, operator, file string, module []byte) (any, error) {
+	return c.h.Swap(ctx, operator, file, module)
+}
+
+func (c control) Rollback(ctx context.Context, operator string) (any, error) {
+	return c.h.Rollback(ctx, operator)
+}

@@ -1,0 +1,184 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/sluicehq/sluice/host/pipeline"
+	"github.com/sluicehq/sluice/host/registry"
+	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
+)
+
+const swapPipeline = `
+name: swap
+sources:
+  - name: seq
+    type: generator
+    mode: sequence
+    rate: 20000
+operators:
+  - name: case
+    plugin: upper.wasm
+    kind: map
+    parallelism: 2
+    rollback_batches: 2
+sinks:
+  - name: out
+    type: file
+    path: out.jsonl
+dead_letter:
+  path: dead.jsonl
+http:
+  addr: 127.0.0.1:0
+`
+
+// TestSwapAndRollbackThroughTheAPI runs a pipeline, swaps its operator's
+// plugin through the HTTP API with the token the host wrote, rolls it back,
+// and checks the registry, the refusals, and that every generated record
+// reached the sink exactly once.
+func TestSwapAndRollbackThroughTheAPI(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	mods, err := wasmbuild.GoModules(ctx, map[string]string{"upper": "../../plugins/upper", "lower": "../exec/testdata/lower"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upper, err := registry.AppendVersion(mods["upper"], "upper-1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lower, err := registry.AppendVersion(mods["lower"], "lower-2.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "upper.wasm"), upper, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "p.yaml"), swapPipeline)
+	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	h, err := Start(ctx, p, Options{DataDir: data, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.Run(runCtx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	st, err := os.Stat(filepath.Join(data, TokenFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v, mode %v; want mode 0600", err, st.Mode())
+	}
+	token, err := ReadToken(data)
+	if err != nil || len(token) != 64 {
+		t.Fatalf("token %q, %v: want 32 random bytes in hex", token, err)
+	}
+	base := "http://" + h.HTTPAddr()
+	post := func(path, tok string, body []byte) (int, string) {
+		req, _ := http.NewRequest("POST", base+path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	if code, body := post("/api/v1/operators/case/swap?file=lower.wasm", "wrong", lower); code != 401 {
+		t.Errorf("swap with a wrong token: %d %s", code, body)
+	}
+	if code, body := post("/api/v1/operators/case/swap?file=junk.wasm", token, []byte("not wasm")); code != 422 {
+		t.Errorf("swap with junk: %d %s, want 422", code, body)
+	}
+	if code, body := post("/api/v1/operators/nope/swap", token, lower); code != 404 {
+		t.Errorf("swap of an unknown operator: %d %s, want 404", code, body)
+	}
+	if code, body := post("/api/v1/operators/case/rollback", token, nil); code != 409 {
+		t.Errorf("rollback with no history: %d %s, want 409", code, body)
+	}
+	code, body := post("/api/v1/operators/case/swap?file=lower.wasm", token, lower)
+	if code != 200 {
+		t.Fatalf("swap: %d %s", code, body)
+	}
+	var res SwapResult
+	if err := json.Unmarshal([]byte(body), &res); err != nil || res.From.Version != "upper-1.0" || res.To.Version != "lower-2.0" {
+		t.Errorf("swap answer %s (%v)", body, err)
+	}
+	if v := h.Status().Operators[0].Version; v != "lower-2.0" {
+		t.Errorf("status version %q after the swap", v)
+	}
+	resp, err := http.Get(base + "/api/v1/plugins")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pl Plugins
+	err = json.NewDecoder(resp.Body).Decode(&pl)
+	resp.Body.Close()
+	if err != nil || len(pl.Modules) != 2 || len(pl.Operators) != 1 || pl.Operators[0].Current.Version != "lower-2.0" ||
+		len(pl.Operators[0].Previous) != 1 || pl.Operators[0].Previous[0].Version != "upper-1.0" {
+		t.Errorf("plugins %+v (%v)", pl, err)
+	}
+	if code, body := post("/api/v1/operators/case/rollback", token, nil); code != 200 {
+		t.Fatalf("rollback: %d %s", code, body)
+	}
+	if v := h.Status().Operators[0].Version; v != "upper-1.0" {
+		t.Errorf("status version %q after the rollback", v)
+	}
+	deps, err := h.reg.Deployments("case")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, d := range deps {
+		reasons = append(reasons, d.Reason)
+	}
+	if fmt.Sprint(reasons) != "[start swap rollback]" {
+		t.Errorf("deployments %v", reasons)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	done <- nil
+	// Every generated position came out once, in order.
+	f, err := os.Open(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		var rec struct{ Value string }
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if rec.Value != strconv.Itoa(n) {
+			t.Fatalf("output %d is %q: a record was lost or repeated", n, rec.Value)
+		}
+	}
+	if n == 0 {
+		t.Error("no outputs")
+	}
+}
