@@ -30,11 +30,13 @@ func (h *history) add(r Record) {
 func (h *history) last(n int) []Record {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	all := make([]Record, 0, len(h.recs))
-	all = append(all, h.recs[h.next:]...)
-	all = append(all, h.recs[:h.next]...)
-	if n > 0 && n < len(all) {
-		all = all[len(all)-n:]
+	if n <= 0 || n > len(h.recs) {
+		n = len(h.recs)
 	}
-	return all
+	// Copy only the n latest: callers ask for one after every batch.
+	out := make([]Record, n)
+	for i := range out {
+		out[i] = h.recs[(h.next+len(h.recs)-n+i)%len(h.recs)]
+	}
+	return out
 }
