@@ -105,28 +105,7 @@ allows. The full run takes a minute or two on two cores; --quick takes seconds.`
 			if err != nil {
 				return err
 			}
-			if jsonFile == "-" {
-				return rep.WriteJSON(cmd.OutOrStdout())
-			}
-			if err := rep.WriteTable(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			f, err := os.Create(jsonFile)
-			if err != nil {
-				return fmt.Errorf("--json: %w", err)
-			}
-			if err := rep.WriteJSON(f); err != nil {
-				f.Close()
-				return err
-			}
-			if err := f.Close(); err != nil {
-				return fmt.Errorf("--json: %w", err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\nresults written to %s\n", jsonFile)
-			if cpuProfile != "" {
-				fmt.Fprintf(cmd.OutOrStdout(), "CPU profile written to %s (go tool pprof -top %s)\n", cpuProfile, cpuProfile)
-			}
-			return nil
+			return writeReport(cmd, rep, jsonFile, cpuProfile)
 		},
 	}
 	cmd.Flags().BoolVar(&quick, "quick", false, "small sizes, for a first look and for tests (seconds, not minutes)")
@@ -138,7 +117,7 @@ allows. The full run takes a minute or two on two cores; --quick takes seconds.`
 	lvl := cmd.Flags().Lookup("log-level")
 	lvl.DefValue = "warn"
 	_ = lvl.Value.Set("warn") // the host's info lines would drown the progress
-	cmd.AddCommand(newBenchTxnCmd())
+	cmd.AddCommand(newBenchTxnCmd(), newBenchSwapCmd())
 	return cmd
 }
 

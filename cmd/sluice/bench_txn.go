@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -127,7 +128,7 @@ operators).`,
 			if err != nil {
 				return err
 			}
-			return writeTxnReport(cmd, rep, f.jsonFile, f.cpuProfile)
+			return writeReport(cmd, rep, f.jsonFile, f.cpuProfile)
 		},
 	}
 	fl := cmd.Flags()
@@ -310,9 +311,15 @@ func uniq(names []string) []string {
 	return out
 }
 
-// writeTxnReport prints the report's tables and writes its JSON, or prints
-// the JSON alone when jsonFile is "-".
-func writeTxnReport(cmd *cobra.Command, rep *bench.TxnReport, jsonFile, cpuProfile string) error {
+// report is what the bench commands print and write.
+type report interface {
+	WriteTable(io.Writer) error
+	WriteJSON(io.Writer) error
+}
+
+// writeReport prints rep's tables and writes its JSON to jsonFile ("-":
+// the JSON to stdout instead of the tables).
+func writeReport(cmd *cobra.Command, rep report, jsonFile, cpuProfile string) error {
 	if jsonFile == "-" {
 		return rep.WriteJSON(cmd.OutOrStdout())
 	}

@@ -2,7 +2,8 @@
 // the real code paths, and checks them against the project's targets. It is
 // what `sluice bench` runs.
 //
-// Three suites, and the transactional benchmark (RunTxn, `sluice bench txn`):
+// Three suites, the transactional benchmark (RunTxn, `sluice bench txn`)
+// and the swap benchmark (RunSwap, `sluice bench swap`):
 //
 //   - wasm: the per-record cost of a batched map in WebAssembly (the upper
 //     plugin through plugin.Instance.Process) against the same function,
@@ -23,6 +24,14 @@
 //     the same source natively, interleaved batch by batch, each run checked
 //     against the serial strategy; throughput, latency and where the time
 //     goes. Its design notes are at the top of txn.go.
+//   - swap (swap.go): a map (upper), keyed (wordcount) or transactional
+//     (ledger) operator in exec.Job, fed by a paced generator (every event
+//     due at a fixed time, so its latency counts from then and a pipeline
+//     that falls behind shows it), while its module is swapped for a new
+//     version (compiled afresh, as a new release would be) several times.
+//     The sink checks by position that every event came out exactly once;
+//     the report compares the p99 latency of the events due around the
+//     swaps with the steady state's, and gives the pause.
 //
 // Design decisions:
 //

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // The project's targets.
@@ -87,15 +88,7 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // WriteTable prints the report as aligned tables with units.
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	quick := ""
-	if r.Quick {
-		quick = " (quick: small sizes, figures indicative only)"
-	}
-	m := r.Machine
-	fmt.Fprintf(&b, "Sluice benchmarks, %s%s\n", r.Date.Format("2006-01-02 15:04 MST"), quick)
-	fmt.Fprintf(&b, "machine: %d CPUs, GOMAXPROCS %d, %s, %s %s/%s\n",
-		m.NumCPU, m.GOMAXPROCS, orUnknown(m.CPUModel, "CPU model unknown"), m.GoVersion, m.OS, m.Arch)
-	fmt.Fprintf(&b, "load average (1, 5, 15 min): before %s, after %s\n", orUnknown(m.Load, "unknown"), orUnknown(r.LoadAfter, "unknown"))
+	writeHeader(&b, "Sluice benchmarks", r.Date, r.Quick, r.Machine, r.LoadAfter)
 
 	if x := r.Wasm; x != nil {
 		fmt.Fprintf(&b, "\nWasm call path: batched map (upper), %d-byte records, median of %d rounds of %.0f ms\n",
@@ -127,21 +120,39 @@ func (r *Report) WriteTable(w io.Writer) error {
 			thousands(x.Rate), x.Commits, x.EntriesPerCommit, x.CommitUs, 100*x.CommitShare)
 		tw.Flush()
 	}
-	if len(r.Targets) > 0 {
-		fmt.Fprintln(&b, "\nTargets")
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "target\twant\tmeasured\tresult")
-		for _, t := range r.Targets {
-			res := "met"
-			if !t.Met {
-				res = "NOT MET"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Want, t.Got, res)
-		}
-		tw.Flush()
-	}
+	writeTargets(&b, r.Targets)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeHeader prints a report's title line, machine and load average.
+func writeHeader(b *strings.Builder, title string, date time.Time, quick bool, m Machine, loadAfter string) {
+	q := ""
+	if quick {
+		q = " (quick: small sizes, figures indicative only)"
+	}
+	fmt.Fprintf(b, "%s, %s%s\n", title, date.Format("2006-01-02 15:04 MST"), q)
+	fmt.Fprintf(b, "machine: %d CPUs, GOMAXPROCS %d, %s, %s %s/%s\n",
+		m.NumCPU, m.GOMAXPROCS, orUnknown(m.CPUModel, "CPU model unknown"), m.GoVersion, m.OS, m.Arch)
+	fmt.Fprintf(b, "load average (1, 5, 15 min): before %s, after %s\n", orUnknown(m.Load, "unknown"), orUnknown(loadAfter, "unknown"))
+}
+
+// writeTargets prints the targets checked, if any.
+func writeTargets(b *strings.Builder, targets []Target) {
+	if len(targets) == 0 {
+		return
+	}
+	fmt.Fprintln(b, "\nTargets")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "target\twant\tmeasured\tresult")
+	for _, t := range targets {
+		res := "met"
+		if !t.Met {
+			res = "NOT MET"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Want, t.Got, res)
+	}
+	tw.Flush()
 }
 
 func timeoutWords(on bool) string {

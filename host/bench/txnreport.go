@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/sluicehq/sluice/txn/apps/workload"
@@ -144,15 +143,7 @@ func (r *TxnReport) WriteJSON(w io.Writer) error {
 // speedups when they apply; the targets.
 func (r *TxnReport) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	quick := ""
-	if r.Quick {
-		quick = " (quick: small sizes, figures indicative only)"
-	}
-	m := r.Machine
-	fmt.Fprintf(&b, "Sluice transactional benchmark: %s (%s), %s%s\n", r.Title, r.App, r.Date.Format("2006-01-02 15:04 MST"), quick)
-	fmt.Fprintf(&b, "machine: %d CPUs, GOMAXPROCS %d, %s, %s %s/%s\n",
-		m.NumCPU, m.GOMAXPROCS, orUnknown(m.CPUModel, "CPU model unknown"), m.GoVersion, m.OS, m.Arch)
-	fmt.Fprintf(&b, "load average (1, 5, 15 min): before %s, after %s\n", orUnknown(m.Load, "unknown"), orUnknown(r.LoadAfter, "unknown"))
+	writeHeader(&b, fmt.Sprintf("Sluice transactional benchmark: %s (%s)", r.Title, r.App), r.Date, r.Quick, r.Machine, r.LoadAfter)
 	names, _ := workload.AppKnobs(r.App)
 	var knobs []string
 	for _, n := range names {
@@ -221,19 +212,7 @@ func (r *TxnReport) WriteTable(w io.Writer) error {
 		}
 		tw.Flush()
 	}
-	if len(r.Targets) > 0 {
-		fmt.Fprintln(&b, "\nTargets")
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "target\twant\tmeasured\tresult")
-		for _, t := range r.Targets {
-			res := "met"
-			if !t.Met {
-				res = "NOT MET"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Want, t.Got, res)
-		}
-		tw.Flush()
-	}
+	writeTargets(&b, r.Targets)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
