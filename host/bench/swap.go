@@ -363,19 +363,17 @@ func runSwapKind(ctx context.Context, e *env, k SwapKind, opts SwapOptions) (res
 		}
 		return p, time.Since(t0), nil
 	}
-	var loaded []*plugin.Plugin
-	defer func() {
-		for _, p := range loaded {
-			if cerr := p.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
-				err = fmt.Errorf("bench: swap: %w", cerr)
-			}
-		}
-	}()
 	first, _, err := load("v1")
 	if err != nil {
 		return nil, err
 	}
-	loaded = append(loaded, first)
+	defer func() {
+		// The job closes the swapped-in modules (ClosePlugin); the first
+		// is this function's.
+		if cerr := first.Close(context.WithoutCancel(ctx)); cerr != nil && err == nil {
+			err = fmt.Errorf("bench: swap: %w", cerr)
+		}
+	}()
 
 	store, err := state.Open(filepath.Join(e.dir, "swap-state", string(k)), state.Options{KeyGroups: pipeline.DefaultKeyGroups, Logger: e.log})
 	if err != nil {
@@ -479,12 +477,11 @@ func runSwapKind(ctx context.Context, e *env, k SwapKind, opts SwapOptions) (res
 			stop()
 			return nil, err
 		}
-		loaded = append(loaded, p)
-		r := exec.Replacement{Plugin: p, Version: version}
+		r := exec.Replacement{Plugin: p, Version: version, ClosePlugin: true}
 		if newTxn != nil {
 			if r.Txn, err = newTxn(p); err != nil {
 				stop()
-				return nil, err
+				return nil, errors.Join(err, p.Close(ctx))
 			}
 		}
 		t1 := time.Now()

@@ -33,6 +33,7 @@ type stage struct {
 	// module's trial of probation batches; swap and rollback counts; and
 	// the failure streak that quarantines the operator.
 	version          string
+	ownsPlugin       bool // op.Plugin came with ClosePlugin: close it with the stage
 	prev             *generation
 	probation        int
 	swaps, rollbacks uint64
@@ -271,6 +272,12 @@ func (st *stage) close(ctx context.Context) error {
 			err = fmt.Errorf("exec: operator %q: close the replaced plugin: %w", st.op.Name, cerr)
 		}
 		st.prev = nil
+	}
+	if st.ownsPlugin && st.op.Plugin != nil {
+		if cerr := st.op.Plugin.Close(ctx); cerr != nil && err == nil {
+			err = fmt.Errorf("exec: operator %q: close: %w", st.op.Name, cerr)
+		}
+		st.ownsPlugin = false
 	}
 	return err
 }

@@ -14,9 +14,16 @@ import (
 // Replacement is the new code of an operator, for Job.Swap.
 type Replacement struct {
 	// Plugin is the new module, loaded for the operator's kind with the
-	// operator's limits. The job does not close it: its caller owns it.
-	// A transactional operator's may be nil (native Logic).
+	// operator's limits. A transactional operator's may be nil (native
+	// Logic). The caller owns it unless ClosePlugin is set.
 	Plugin *plugin.Plugin
+	// ClosePlugin hands Plugin to the job, which closes it (freeing its
+	// compiled code) once no code of the operator runs it any more: when
+	// a later swap's trial is over, when it is rolled back, when the job
+	// is closed, or at once when Swap fails. A host that deploys modules
+	// for as long as it runs sets it, so that replaced modules do not
+	// accumulate.
+	ClosePlugin bool
 	// Version names it in the status, logs and dead letters.
 	Version string
 	// Txn is the transactional operator that runs Plugin, for a
@@ -40,6 +47,7 @@ var (
 // workers' instances, or the transactional operator.
 type generation struct {
 	plugin  *plugin.Plugin
+	owned   bool // close plugin with the generation
 	version string
 	insts   []*plugin.Instance // one per worker, in worker order
 	txn     *txnop.Operator
@@ -57,6 +65,10 @@ func (g *generation) close(ctx context.Context) error {
 	if g.txn != nil {
 		errs = append(errs, g.txn.Close(ctx))
 		g.txn = nil
+	}
+	if g.owned && g.plugin != nil {
+		errs = append(errs, g.plugin.Close(ctx))
+		g.plugin = nil
 	}
 	return errors.Join(errs...)
 }
@@ -90,6 +102,9 @@ func (j *Job) Swap(ctx context.Context, operator string, r Replacement) (err err
 		if err != nil && r.Txn != nil {
 			_ = r.Txn.Close(context.WithoutCancel(ctx))
 		}
+		if err != nil && r.ClosePlugin && r.Plugin != nil {
+			_ = r.Plugin.Close(context.WithoutCancel(ctx)) // closing twice is harmless
+		}
 	}()
 	st, ok := j.byName[operator]
 	switch {
@@ -106,7 +121,7 @@ func (j *Job) Swap(ctx context.Context, operator string, r Replacement) (err err
 	case st.txn != nil && !slices.Equal(r.Txn.Tables(), st.txn.names):
 		return fmt.Errorf("%w: operator %q: the replacement's tables %q differ from the operator's %q", ErrSwapRefused, operator, r.Txn.Tables(), st.txn.names)
 	}
-	gen := &generation{plugin: r.Plugin, version: r.Version, txn: r.Txn}
+	gen := &generation{plugin: r.Plugin, owned: r.ClosePlugin, version: r.Version, txn: r.Txn}
 	r.Txn = nil // the generation owns it now
 	if st.txn == nil {
 		for w := range st.workers {
@@ -196,7 +211,7 @@ func (j *Job) failSwaps(ctx context.Context) {
 // install makes gen the stage's code and returns the generation it
 // replaces.
 func (st *stage) install(gen *generation) *generation {
-	old := &generation{plugin: st.op.Plugin, version: st.version}
+	old := &generation{plugin: st.op.Plugin, owned: st.ownsPlugin, version: st.version}
 	if st.txn != nil {
 		old.txn = st.txn.op
 		st.txn.op = gen.txn
@@ -211,7 +226,8 @@ func (st *stage) install(gen *generation) *generation {
 		}
 		gen.insts = nil
 	}
-	st.op.Plugin, st.version = gen.plugin, gen.version
+	st.op.Plugin, st.ownsPlugin, st.version = gen.plugin, gen.owned, gen.version
+	gen.plugin = nil
 	return old
 }
 

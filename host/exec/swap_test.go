@@ -244,6 +244,69 @@ func TestSwapPassesItsTrial(t *testing.T) {
 	}
 }
 
+// TestSwapClosesThePluginsItOwns checks that a module handed over with
+// ClosePlugin is closed once nothing runs it: after the next swap's trial,
+// after a rollback away from it, when a swap fails, and when the job is
+// closed; and that a module the caller kept (the first, without
+// ClosePlugin) is left open.
+func TestSwapClosesThePluginsItOwns(t *testing.T) {
+	ctx := context.Background()
+	open := func(p *plugin.Plugin) bool {
+		inst, err := p.NewInstance(ctx, nil)
+		if err != nil {
+			return false
+		}
+		inst.Close(ctx)
+		return true
+	}
+	first := load(t, "wordcount", plugin.KindKeyed, 0)
+	r := startLive(t, 64, Operator{Name: "count", Kind: plugin.KindKeyed, Plugin: first,
+		Parallelism: 1, Tables: []string{"counts"}, Version: "v1", RollbackBatches: 1})
+	v2 := load(t, "wordcount", plugin.KindKeyed, 0)
+	if err := r.job.Swap(ctx, "count", Replacement{Plugin: v2, Version: "v2", ClosePlugin: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.feed(t, 1, "a") // v2's trial passes: v1's instances go, the module stays (the caller's)
+	if !open(first) || !open(v2) {
+		t.Fatalf("after v2's trial: first open %v, v2 open %v; want both", open(first), open(v2))
+	}
+	faulty := load(t, "faulty", plugin.KindKeyed, 0)
+	if err := r.job.Swap(ctx, "count", Replacement{Plugin: faulty, Version: "v3", ClosePlugin: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.feed(t, 3, "boom", "b") // fails in its trial: rolled back to v2
+	if st := r.job.Status().Operators[0]; st.Version != "v2" || st.Rollbacks != 1 {
+		t.Fatalf("status %+v, want v2 after a rollback", st)
+	}
+	if open(faulty) || !open(v2) {
+		t.Errorf("after the rollback: faulty open %v, v2 open %v; want faulty closed, v2 open", open(faulty), open(v2))
+	}
+	v4 := load(t, "wordcount", plugin.KindKeyed, 0)
+	if err := r.job.Swap(ctx, "count", Replacement{Plugin: v4, Version: "v4", ClosePlugin: true}); err != nil {
+		t.Fatal(err)
+	}
+	r.feed(t, 4, "c") // v4's trial passes: v2 is closed
+	if open(v2) || !open(v4) {
+		t.Errorf("after v4's trial: v2 open %v, v4 open %v; want v2 closed, v4 open", open(v2), open(v4))
+	}
+	refused := load(t, "upper", plugin.KindMap, 0)
+	if err := r.job.Swap(ctx, "count", Replacement{Plugin: refused, ClosePlugin: true}); !errors.Is(err, ErrSwapRefused) {
+		t.Fatalf("swap to a map module: %v, want ErrSwapRefused", err)
+	}
+	if open(refused) {
+		t.Error("a refused module handed over with ClosePlugin is still open")
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.job.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if open(v4) || !open(first) {
+		t.Errorf("after Close: v4 open %v, first open %v; want v4 closed, first open", open(v4), open(first))
+	}
+}
+
 func TestSwapRefused(t *testing.T) {
 	r := startLive(t, 64, Operator{Name: "case", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0), Parallelism: 1})
 	ctx := context.Background()

@@ -196,7 +196,10 @@ func (h *Host) deploy(ctx context.Context, d *deployed, entry registry.Entry, mo
 		}
 		return SwapResult{}, err
 	}
-	r := exec.Replacement{Plugin: pl, Version: entry.Label()}
+	// The job closes the module once it stops running it: a rollback
+	// loads the earlier module again from the registry (the compilation
+	// cache makes that quick), so replaced modules do not pile up.
+	r := exec.Replacement{Plugin: pl, Version: entry.Label(), ClosePlugin: true}
 	if d.kind == plugin.KindTransactional {
 		if r.Txn, err = h.txnOperator(ctx, d.op, pl); err != nil {
 			return SwapResult{}, errors.Join(fmt.Errorf("%w: %w", api.ErrRefused, err), pl.Close(context.WithoutCancel(ctx)))
@@ -216,8 +219,7 @@ func (h *Host) deploy(ctx context.Context, d *deployed, entry registry.Entry, mo
 	if err := h.job.Swap(ctx, name, r); err != nil {
 		h.dataMu.Lock()
 		d.history, d.current = oldHistory, from
-		h.dataMu.Unlock()
-		_ = pl.Close(context.WithoutCancel(ctx))
+		h.dataMu.Unlock() // the job closed pl
 		switch {
 		case errors.Is(err, exec.ErrUnknownOperator):
 			err = fmt.Errorf("%w: %w", api.ErrNotFound, err)
