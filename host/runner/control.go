@@ -93,17 +93,92 @@ type SwapResult struct {
 	To       registry.Entry `json:"to"`
 }
 
-// recordStart logs the operator's module at start, unless the last
-// deployment of the operator was that module already.
-func (h *Host) recordStart(op string, e registry.Entry) error {
+// Deployment reasons in the registry's log.
+const (
+	reasonStart        = "start"
+	reasonSwap         = "swap"
+	reasonRollback     = "rollback"
+	reasonAutoRollback = "auto-rollback"
+)
+
+// resume decides which module operator op runs at start, from the
+// pipeline file's module (file) and the registry's deployment log, and
+// rebuilds its rollback history from the log:
+//
+//   - when the pipeline file still names the module it named at the last
+//     start, and a swap or rollback replaced that module while the host
+//     ran, the operator resumes with the module that ran last: its state
+//     was written by that module, and the swap outlives the restart;
+//   - otherwise (a first start, or a pipeline file changed since the last
+//     start) the file's module runs, recorded as a "start" deployment.
+//
+// It returns the module to run (nil: the file's) with its registry entry,
+// and the history, oldest first.
+func (h *Host) resume(op string, file registry.Entry) (cur registry.Entry, code []byte, history []registry.Entry, err error) {
 	ds, err := h.reg.Deployments(op)
 	if err != nil {
-		return err
+		return file, nil, nil, err
 	}
-	if len(ds) > 0 && ds[len(ds)-1].SHA256 == e.SHA256 {
-		return nil
+	last, stack, lastStart := replayDeployments(ds)
+	if last != "" && last != file.SHA256 && lastStart == file.SHA256 {
+		if e, gerr := h.reg.Get(last); gerr != nil {
+			h.log.Warn("the module the operator ran last is not in the registry: starting with the pipeline file's",
+				"operator", op, "sha256", last, "err", gerr)
+		} else if code, err = h.reg.Module(last); err != nil {
+			h.log.Warn("the module the operator ran last cannot be read: starting with the pipeline file's",
+				"operator", op, "sha256", last, "err", err)
+		} else {
+			h.log.Info("resuming with the module deployed last, not the pipeline file's (unchanged since it was replaced)",
+				"operator", op, "module", e.Label(), "file_module", file.Label())
+			return e, code, h.entries(op, stack), nil
+		}
 	}
-	return h.reg.Record(registry.Deployment{Operator: op, SHA256: e.SHA256, Reason: "start"})
+	if lastStart != file.SHA256 {
+		if last != "" && last != file.SHA256 {
+			stack = append(stack, last)
+		}
+		err = h.reg.Record(registry.Deployment{Operator: op, SHA256: file.SHA256, Reason: reasonStart})
+	}
+	return file, nil, h.entries(op, stack), err
+}
+
+// replayDeployments replays an operator's deployment log: the module it
+// ran last, the modules a rollback would return to (oldest first), and the
+// module of the last start.
+func replayDeployments(ds []registry.Deployment) (last string, stack []string, lastStart string) {
+	for _, d := range ds {
+		switch d.Reason {
+		case reasonStart, reasonSwap:
+			if d.Reason == reasonStart {
+				lastStart = d.SHA256
+			}
+			if last != "" && last != d.SHA256 {
+				stack = append(stack, last)
+			}
+		case reasonRollback, reasonAutoRollback:
+			if n := len(stack); n > 0 && stack[n-1] == d.SHA256 {
+				stack = stack[:n-1]
+			}
+		}
+		last = d.SHA256
+	}
+	return last, stack, lastStart
+}
+
+// entries returns the registry entries of hashes, leaving out (with a
+// warning) those no longer in the registry.
+func (h *Host) entries(op string, hashes []string) []registry.Entry {
+	var out []registry.Entry
+	for _, hash := range hashes {
+		e, err := h.reg.Get(hash)
+		if err != nil {
+			h.log.Warn("a module of the operator's history is not in the registry: it cannot be rolled back to",
+				"operator", op, "sha256", hash, "err", err)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // Plugins lists the registry and each operator's history.
@@ -250,7 +325,7 @@ func (h *Host) autoRollback(operator, failed, restored string, reason error) {
 	}
 	cur := d.current
 	h.dataMu.Unlock()
-	if err := h.reg.Record(registry.Deployment{Operator: operator, SHA256: cur.SHA256, Reason: "auto-rollback",
+	if err := h.reg.Record(registry.Deployment{Operator: operator, SHA256: cur.SHA256, Reason: reasonAutoRollback,
 		Detail: fmt.Sprintf("%s failed in its trial: %v", failed, reason)}); err != nil {
 		h.log.Warn("recording the deployment failed", "operator", operator, "err", err)
 	}

@@ -182,3 +182,89 @@ func TestSwapAndRollbackThroughTheAPI(t *testing.T) {
 		t.Error("no outputs")
 	}
 }
+
+// TestRestartResumesTheDeployedModule checks that a swap outlives a
+// restart when the pipeline file still names the module it replaced, that
+// the rollback history is rebuilt from the registry, and that a pipeline
+// file changed since the last start wins.
+func TestRestartResumesTheDeployedModule(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	mods, err := wasmbuild.GoModules(ctx, map[string]string{"upper": "../../plugins/upper", "lower": "../exec/testdata/lower"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func(name, v string) []byte {
+		b, err := registry.AppendVersion(mods[name], v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	writeModule := func(b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, "upper.wasm"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeModule(version("upper", "upper-1.0"))
+	writeFile(t, filepath.Join(dir, "p.yaml"), swapPipeline)
+	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{DataDir: filepath.Join(dir, "data"), HTTPAddr: "off", Logger: slog.New(slog.DiscardHandler)}
+	// run starts the host, checks the version it starts with and the
+	// modules a rollback would return to (most recent first), runs act while the pipeline runs, and stops it.
+	run := func(wantVersion string, wantPrevious []string, act func(h *Host)) {
+		t.Helper()
+		h, err := Start(ctx, p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := h.Status().Operators[0].Version; v != wantVersion {
+			t.Errorf("started with %q, want %q", v, wantVersion)
+		}
+		pl, err := h.Plugins()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prev []string
+		for _, e := range pl.Operators[0].Previous {
+			prev = append(prev, e.Version)
+		}
+		if fmt.Sprint(prev) != fmt.Sprint(wantPrevious) {
+			t.Errorf("started with previous modules %q, want %q", prev, wantPrevious)
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- h.Run(runCtx) }()
+		if act != nil {
+			act(h)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("upper-1.0", nil, func(h *Host) {
+		if _, err := h.Swap(ctx, "case", "lower.wasm", version("lower", "lower-2.0")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The file still names upper-1.0: the swap holds.
+	run("lower-2.0", []string{"upper-1.0"}, func(h *Host) {
+		if _, err := h.Rollback(ctx, "case"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	run("upper-1.0", nil, nil)
+	// A new release in the pipeline file: it runs, and upper-1.0 is the
+	// module to roll back to.
+	writeModule(version("upper", "upper-3.0"))
+	run("upper-3.0", []string{"upper-1.0"}, func(h *Host) {
+		if _, err := h.Swap(ctx, "case", "lower.wasm", version("lower", "lower-2.0")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	run("lower-2.0", []string{"upper-3.0", "upper-1.0"}, nil) // most recent first
+}

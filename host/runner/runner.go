@@ -243,18 +243,27 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 		if kind == plugin.KindTransactional {
 			popts = append(popts, plugin.WithTables(o.TableNames()))
 		}
-		pl, err := plugin.Load(ctx, eng, filepath.Base(o.Plugin), code, kind, popts...)
+		fileEntry, err := h.reg.Add(ctx, eng, o.Plugin, code)
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
 		}
-		entry, err := h.reg.Add(ctx, eng, o.Plugin, code)
+		entry, resumed, history, err := h.resume(o.Name, fileEntry)
 		if err != nil {
+			h.log.Warn("reading or recording the operator's deployments failed", "operator", o.Name, "err", err)
+		}
+		name := filepath.Base(o.Plugin)
+		if resumed != nil {
+			code, name = resumed, entry.Name
+		}
+		pl, err := plugin.Load(ctx, eng, name, code, kind, popts...)
+		if err != nil {
+			if resumed != nil {
+				return nil, fmt.Errorf("operator %q: the module it ran last (%s, sha256 %s, deployed by a swap since the pipeline file's): %w",
+					o.Name, entry.Label(), entry.SHA256, err)
+			}
 			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
 		}
-		h.deployed[o.Name] = &deployed{op: o, eng: eng, kind: kind, opts: popts, current: entry}
-		if err := h.recordStart(o.Name, entry); err != nil {
-			h.log.Warn("recording the deployment failed", "operator", o.Name, "err", err)
-		}
+		h.deployed[o.Name] = &deployed{op: o, eng: eng, kind: kind, opts: popts, current: entry, history: history}
 		if kind == plugin.KindTransactional {
 			op, err := h.transactional(ctx, o, pl)
 			if err != nil {
