@@ -18,6 +18,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/connectors/file"
 	"github.com/sluicehq/sluice/host/plugin"
 	gsdk "github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
@@ -244,20 +245,11 @@ func (r *record) decode(output bool) (caseRecord, error) {
 	return c, nil
 }
 
+// bytesOf returns the bytes of a field given as text or as base64, nil
+// when neither is given.
 func bytesOf(what string, text, b64 *string) ([]byte, error) {
-	switch {
-	case text != nil && b64 != nil:
-		return nil, fmt.Errorf("%s and %s_base64 are exclusive", what, what)
-	case text != nil:
-		return []byte(*text), nil
-	case b64 != nil:
-		b, err := base64.StdEncoding.DecodeString(*b64)
-		if err != nil {
-			return nil, fmt.Errorf("%s_base64: %w", what, err)
-		}
-		return b, nil
-	}
-	return nil, nil
+	b, _, err := file.DecodeField(what, text, b64)
+	return b, err
 }
 
 // String formats c as a one-line YAML flow mapping, as a case file writes

@@ -185,7 +185,7 @@ func TestCasesMistakes(t *testing.T) {
 		{"keyed without tables", "kind: keyed\ncases: [{name: x}]\n", "only a keyed operator, declares tables"},
 		{"output without origin", "cases:\n  - name: x\n    in: [{value: a}]\n    out: [{value: A}]\n", "cases.yaml:2: x: batch 0 output 0: an output needs its origin"},
 		{"input with origin", "cases:\n  - name: x\n    in: [{origin: 0, value: a}]\n", "an input record has no origin"},
-		{"two values", "cases:\n  - name: x\n    in: [{value: a, value_base64: YQ==}]\n", "value and value_base64 are exclusive"},
+		{"two values", "cases:\n  - name: x\n    in: [{value: a, value_base64: YQ==}]\n", "value and value_base64 are both given"},
 		{"bad base64", "cases:\n  - name: x\n    in: [{value_base64: '!'}]\n", "value_base64"},
 		{"headers list", "cases:\n  - name: x\n    in: [{value: a, headers: [a]}]\n", "headers must be a mapping"},
 		{"in and batches", "cases:\n  - name: x\n    in: [{value: a}]\n    batches: [{in: [{value: b}]}]\n", "either in, out and rejects"},

@@ -396,3 +396,26 @@ func TestSinkCreatesItsDirectory(t *testing.T) {
 		t.Fatalf("read back: %q, %v", b, err)
 	}
 }
+
+func TestDecodeField(t *testing.T) {
+	s := func(v string) *string { return &v }
+	for _, c := range []struct {
+		name      string
+		text, b64 *string
+		want      string
+		ok        bool
+		err       string
+	}{
+		{"text", s("a b"), nil, "a b", true, ""},
+		{"base64", nil, s("/2E="), "\xffa", true, ""},
+		{"empty text", s(""), nil, "", true, ""},
+		{"neither", nil, nil, "", false, ""},
+		{"both", s("a"), s("YQ=="), "", false, "key and key_base64 are both given"},
+		{"bad base64", nil, s("!!"), "", false, "key_base64 is not standard base64"},
+	} {
+		b, ok, err := DecodeField("key", c.text, c.b64)
+		if string(b) != c.want || ok != c.ok || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s: %q, %v, %v; want %q, %v, error %q", c.name, b, ok, err, c.want, c.ok, c.err)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/sluicehq/sluice/connectors/file"
 	"github.com/sluicehq/sluice/host/exec"
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/plugin"
@@ -231,17 +231,9 @@ func parseInitLine(text []byte, table string) (key, value []byte, err error) {
 // pick returns the bytes of a field given as text (name) or as base64
 // (name_base64): exactly one must be present.
 func pick(name string, text, b64 *string) ([]byte, error) {
-	switch {
-	case text != nil && b64 != nil:
-		return nil, fmt.Errorf("%s and %s_base64 are both given: give one", name, name)
-	case text != nil:
-		return []byte(*text), nil
-	case b64 != nil:
-		b, err := base64.StdEncoding.DecodeString(*b64)
-		if err != nil {
-			return nil, fmt.Errorf("%s_base64 is not standard base64: %v", name, err)
-		}
-		return b, nil
+	b, ok, err := file.DecodeField(name, text, b64)
+	if err == nil && !ok {
+		err = fmt.Errorf("no %s (write %q or %q)", name, name, name+"_base64")
 	}
-	return nil, fmt.Errorf("no %s (write %q or %q)", name, name, name+"_base64")
+	return b, err
 }
