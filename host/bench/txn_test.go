@@ -413,6 +413,9 @@ func TestRunTxnDynamic(t *testing.T) {
 	if len(d.Decisions) != 7 || d.Decisions[6].Batch != 7 || d.DecideShareMax <= 0 || d.DecideShare <= 0 {
 		t.Errorf("%d decisions, decide shares %v %v", len(d.Decisions), d.DecideShareMax, d.DecideShare)
 	}
+	if d.Stats == nil || d.Stats.Batches != 7 {
+		t.Errorf("adaptive stats %+v, want 7 batches", d.Stats)
+	}
 	if len(rep.Targets) != 3 || !strings.Contains(rep.Targets[0].Name, "every phase") {
 		t.Errorf("targets %+v", rep.Targets)
 	}
@@ -420,7 +423,7 @@ func TestRunTxnDynamic(t *testing.T) {
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Phases (2 workers, native", "adaptive / best", "Events per second by phase", "deciding: at most"} {
+	for _, want := range []string{"Phases (2 workers, native", "adaptive / best", "Events per second by phase", "deciding: at most", "adaptive: 7 batches"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}

@@ -33,6 +33,9 @@ type TxnDynamic struct {
 	// the batch measured and the decision taken after it (empty when the
 	// adaptive strategy did not run).
 	Decisions []adapt.Record `json:"decisions,omitempty"`
+	// Stats counts what the adaptive strategy did: switches, probes,
+	// learned decisions, mispredictions (nil when it did not run).
+	Stats *adapt.Stats `json:"adaptive_stats,omitempty"`
 	// DecideShareMax is the largest share of one batch's processing time
 	// the adaptive strategy spent deciding; DecideShare the share over the
 	// whole run.
@@ -195,6 +198,8 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 	}
 	if adaptive != nil {
 		dyn.Decisions = adaptive.op.Model().History(0)
+		stats := adaptive.op.Model().Stats()
+		dyn.Stats = &stats
 		if s := adaptive.run.Seconds; s > 0 {
 			dyn.DecideShare = decide / s
 		}
@@ -341,6 +346,10 @@ func (r *TxnReport) writeDynamic(b *strings.Builder) {
 	tw.Flush()
 	if len(d.Decisions) > 0 {
 		fmt.Fprintf(b, "deciding: at most %.4f%% of a batch's processing time, %.4f%% over the run\n", 100*d.DecideShareMax, 100*d.DecideShare)
+	}
+	if s := d.Stats; s != nil {
+		fmt.Fprintf(b, "adaptive: %d batches, %d switches, %d probes (%d kept), %d learned decisions, %d mispredictions, %d batches counting cycles\n",
+			s.Batches, s.Switches, s.Probes, s.ProbesWon, s.Learned, s.Mispredictions, s.Analysed)
 	}
 	fmt.Fprintln(b, "\nEvents per second by phase")
 	tw = table(b)

@@ -261,6 +261,8 @@ operators:
       patience: 4
       band: 0.1
       margin: 0.1
+      significance: 3
+      spread: 0.05
 sinks: [{name: out, type: file, path: out.jsonl}]
 `
 	p, err := Parse("a.yaml", "/pipes", []byte(y))
@@ -270,8 +272,14 @@ sinks: [{name: out, type: file, path: out.jsonl}]
 	c := p.Operators[0].Adaptive.Config()
 	want := adapt.DefaultConfig()
 	want.DFSSkew, want.ChainCyclic, want.EagerOpCost = 0.3, 0, 5*time.Microsecond
-	want.Initial, _ = txn.ParseStrategy("bfs-op-lazy")
+	initial, _ := txn.ParseStrategy("bfs-op-lazy")
+	want.Initial = &initial
 	want.Patience, want.Margin, want.Band = 4, 0.1, 0.1
+	want.Significance, want.Spread = 3, 0.05
+	if c.Initial == nil || *c.Initial != initial {
+		t.Errorf("initial %v, want bfs-op-lazy", c.Initial)
+	}
+	c.Initial, want.Initial = nil, nil
 	if c != want {
 		t.Errorf("config\n got %+v\nwant %+v (the defaults with the keys written)", c, want)
 	}
@@ -315,6 +323,8 @@ func TestParseTransactionalErrors(t *testing.T) {
 		{"adaptive beside a static strategy", r("    workers: 2\n", "    workers: 2\n    adaptive: {patience: 3}\n"), []string{"l.yaml:34:", "operators[0].adaptive", "strategy is ns-chain-lazy"}},
 		{"adaptive threshold", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive:\n      dfs_skew: -0.5\n"), []string{"l.yaml:35:", "operators[0].adaptive.dfs_skew", "dfs_skew -0.5: want a number at least 0"}},
 		{"adaptive band", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive: {band: 1.5}\n"), []string{"l.yaml:34:", "operators[0].adaptive.band", "band 1.5: want a fraction in [0, 1)"}},
+		{"adaptive significance", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive: {significance: 0}\n"), []string{"l.yaml:34:", "operators[0].adaptive.significance", "significance 0: want a number above 0"}},
+		{"adaptive spread", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive: {spread: -0.1}\n"), []string{"l.yaml:34:", "operators[0].adaptive.spread", "spread -0.1: want a number above 0"}},
 		{"adaptive initial", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive: {initial: serial}\n"), []string{"l.yaml:34:", "operators[0].adaptive.initial", `initial "serial": want a TPG strategy`}},
 		{"adaptive unknown key", r("strategy: ns-chain-lazy\n    workers: 2\n", "strategy: adaptive\n    workers: 2\n    adaptive: {skew: 1}\n"), []string{"l.yaml:34:", `unknown key "skew"`}},
 		{"adaptive on keyed", r("sinks:\n", keyed+"    adaptive: {patience: 3}\nsinks:\n"), []string{"l.yaml:37:", "operators[1].adaptive", "adaptive is a key of transactional operators"}},

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -417,10 +418,16 @@ type Adaptive struct {
 	SerialSkew      *float64  `yaml:"serial_skew"`
 	SerialAborts    *float64  `yaml:"serial_aborts"`
 	// Initial is the strategy of the first batch.
-	Initial   string   `yaml:"initial"`
-	Band      *float64 `yaml:"band"`
-	Patience  int      `yaml:"patience"`
-	Margin    *float64 `yaml:"margin"`
+	Initial  string   `yaml:"initial"`
+	Band     *float64 `yaml:"band"`
+	Patience int      `yaml:"patience"`
+	Margin   *float64 `yaml:"margin"`
+	// Significance: standard errors by which a measured strategy must
+	// beat another (above 0).
+	Significance *float64 `yaml:"significance"`
+	// Spread: the relative standard deviation of a batch's rate assumed
+	// before it is measured (above 0).
+	Spread    *float64 `yaml:"spread"`
 	Tolerance *float64 `yaml:"tolerance"`
 	Memory    int      `yaml:"memory"`
 	History   int      `yaml:"history"`
@@ -455,7 +462,9 @@ func (a *Adaptive) Config() adapt.Config {
 		t.EagerOpCost = time.Duration(*a.EagerOpCost)
 	}
 	if a.Initial != "" {
-		c.Initial, _ = txn.ParseStrategy(a.Initial)
+		if st, err := txn.ParseStrategy(a.Initial); err == nil {
+			c.Initial = &st
+		}
 	}
 	if a.Band != nil {
 		c.Band = *a.Band
@@ -464,6 +473,8 @@ func (a *Adaptive) Config() adapt.Config {
 		c.Patience = a.Patience
 	}
 	set(&c.Margin, a.Margin)
+	set(&c.Significance, a.Significance)
+	set(&c.Spread, a.Spread)
 	set(&c.Tolerance, a.Tolerance)
 	if a.Memory > 0 {
 		c.Memory = a.Memory
@@ -491,6 +502,11 @@ func (p *Pipeline) validateAdaptive(i int, a *Adaptive) []error {
 	} {
 		if v != nil && !(*v >= 0) {
 			at(fmt.Sprintf("%s %v: want a number at least 0", key, *v), key)
+		}
+	}
+	for key, v := range map[string]*float64{"significance": a.Significance, "spread": a.Spread} {
+		if v != nil && !(*v > 0 && !math.IsInf(*v, 0)) {
+			at(fmt.Sprintf("%s %v: want a number above 0", key, *v), key)
 		}
 	}
 	if a.Band != nil && !(*a.Band >= 0 && *a.Band < 1) {

@@ -143,13 +143,27 @@ func TestCollect(t *testing.T) {
 	}
 }
 
-// exact is the default configuration without hysteresis (a band too
-// narrow to matter) and with a range of skew for depth first exploration
-// (empty by default), for tests of the rules at their thresholds.
+// morph returns thresholds under which each rule fires on the batch
+// crafted for it: MorphStream's rules with the lazy rule on and a range of
+// skew for depth first exploration (the defaults, calibrated on Sluice's
+// benchmarks, choose ns-op-eager on most of these batches; see
+// TestDefaults).
+func morph() adapt.Thresholds {
+	return adapt.Thresholds{
+		StructuredDeps: 0.8, StructuredSkew: 0.5, DFSSkew: 0.1,
+		ChainTemporal: 0.2, ChainParametric: 0.3, ChainCyclic: 0.05,
+		EagerOpCost: 20 * time.Microsecond, EagerAborts: 0.02,
+		SerialSkew: 0.5, SerialAborts: 0.5,
+	}
+}
+
+// exact is the default configuration with morph's thresholds and without
+// hysteresis (a band too narrow to matter), for tests of the rules at
+// their thresholds.
 func exact() adapt.Config {
 	cfg := adapt.DefaultConfig()
 	cfg.Band = 1e-9
-	cfg.StructuredSkew = 0.5
+	cfg.Thresholds = morph()
 	return cfg
 }
 
@@ -237,7 +251,7 @@ func TestThresholdsConfigurable(t *testing.T) {
 		t.Errorf("a negative threshold: %v, want an error naming chain_cyclic", err)
 	}
 	cfg = adapt.DefaultConfig()
-	cfg.Initial = txn.Strategy{Kind: txn.Serial}
+	cfg.Initial = &txn.Strategy{Kind: txn.Serial}
 	if _, err := adapt.New(cfg); err == nil {
 		t.Error("the serial strategy as the initial one was accepted")
 	}
@@ -288,7 +302,8 @@ func TestHysteresis(t *testing.T) {
 func TestLearnsFromMisprediction(t *testing.T) {
 	cfg := exact()
 	cfg.Patience, cfg.Memory = 1, 10
-	cfg.Initial, _ = txn.ParseStrategy("ns-op-lazy")
+	initial, _ := txn.ParseStrategy("ns-op-lazy")
+	cfg.Initial = &initial
 	md, err := adapt.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +387,7 @@ func TestHistoryBounded(t *testing.T) {
 	if h2 := md.History(2); len(h2) != 2 || h2[0].Batch != 9 || h2[1].Batch != 10 {
 		t.Errorf("History(2): %+v", h2)
 	}
-	if h[3].Decision.Rule != "ns-op-lazy" {
+	if h[3].Decision.Rule != "ns-op-eager" {
 		t.Errorf("the record keeps the decision: %+v", h[3].Decision)
 	}
 }
@@ -424,65 +439,15 @@ func TestRecordJSON(t *testing.T) {
 	}
 }
 
-// TestProbes: after ProbeEvery batches on one strategy the model measures
-// a neighbour for one batch, goes back when it is not faster, keeps it
-// when it is, and never probes when told not to.
-func TestProbes(t *testing.T) {
-	cfg := exact()
-	cfg.ProbeEvery = 3
-	cfg.Initial, _ = txn.ParseStrategy("ns-op-lazy")
-	md, err := adapt.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := measure(t, spread(), abortEvery(0)) // the rules say ns-op-lazy
-	var d adapt.Decision
-	for i := range 3 {
-		if d = md.Observe(rated(ms, 1000)); d.Probe || d.Strategy != "ns-op-lazy" {
-			t.Fatalf("batch %d: %+v, want ns-op-lazy and no probe yet", i+1, d)
-		}
-	}
-	// The fourth batch in a row: probe the first neighbour (exploration).
-	if d = md.Observe(rated(ms, 1000)); !d.Probe || d.Strategy != "bfs-op-lazy" {
-		t.Fatalf("batch 4: %+v, want a probe of bfs-op-lazy", d)
-	}
-	// The probe is slower: back at once, no misprediction.
-	if d = md.Observe(rated(ms, 900)); d.Probe || d.Strategy != "ns-op-lazy" || d.Mispredicted || d.Held {
-		t.Fatalf("after a slow probe: %+v, want ns-op-lazy again", d)
-	}
-	for range 3 {
-		d = md.Observe(rated(ms, 1000))
-	}
-	// The next probe changes the unit; it is faster: kept.
-	if !d.Probe || d.Strategy != "ns-chain-lazy" {
-		t.Fatalf("second probe: %+v, want ns-chain-lazy", d)
-	}
-	if d = md.Observe(rated(ms, 1300)); d.Strategy != "ns-chain-lazy" || !d.Learned {
-		t.Fatalf("after a fast probe: %+v, want ns-chain-lazy learned", d)
-	}
-	for range 2 {
-		if d = md.Observe(rated(ms, 1300)); d.Strategy != "ns-chain-lazy" {
-			t.Fatalf("kept: %+v", d)
-		}
-	}
-
-	cfg.ProbeEvery = -1
-	md, err = adapt.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 50 {
-		if d = md.Observe(rated(ms, 1000)); d.Probe || d.Strategy != "ns-op-lazy" {
-			t.Fatalf("batch %d without probes: %+v", i+1, d)
-		}
-	}
-}
-
 // TestNeedsCycles: cycles are counted before the first batch and after a
 // batch whose temporal and parametric dependencies leave the unit to the
-// cycles rule, not after one they settle.
+// cycles rule, not after one they settle; never for chain units, which
+// find them themselves; always for a serial batch, which counts its
+// dependencies only when analysed.
 func TestNeedsCycles(t *testing.T) {
-	md, err := adapt.New(exact())
+	cfg := exact()
+	cfg.Patience, cfg.ProbeEvery = 1000, -1 // stays on ns-op-eager: operation units
+	md, err := adapt.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,9 +465,34 @@ func TestNeedsCycles(t *testing.T) {
 		{"cyclic", cyclic(), true},
 	} {
 		md.Observe(measure(t, tc.batch, abortEvery(0)))
-		if got := md.NeedsCycles(); got != tc.want {
-			t.Errorf("after %s: NeedsCycles %v, want %v", tc.name, got, tc.want)
+		if got := md.NeedsCycles(); got != tc.want || md.Next().String() != "ns-op-eager" {
+			t.Errorf("after %s: NeedsCycles %v (next %s), want %v", tc.name, got, md.Next(), tc.want)
 		}
+	}
+
+	cfg.Patience = 1
+	if md, err = adapt.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	md.Observe(measure(t, chains(), abortEvery(0)))
+	if md.Next().String() != "bfs-chain-lazy" || md.NeedsCycles() {
+		t.Errorf("chain units next (%s): NeedsCycles %v, want false", md.Next(), md.NeedsCycles())
+	}
+
+	cfg.SerialSkew, cfg.SerialAborts = 0.1, 0.3
+	if md, err = adapt.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	md.Observe(measure(t, spread(), abortEvery(0)))
+	if md.NeedsCycles() {
+		t.Fatal("no dependencies: cycles needed")
+	}
+	md.Observe(measure(t, hot(3), abortEvery(2)))
+	if md.Next().String() != "serial" || !md.NeedsCycles() {
+		t.Errorf("serial next (%s): NeedsCycles %v, want true", md.Next(), md.NeedsCycles())
+	}
+	if st := md.Stats(); st.Batches != 2 || st.Analysed != 1 || st.Switches != 2 {
+		t.Errorf("stats %+v: want 2 batches, 1 analysed (the first), 2 switches", st)
 	}
 }
 
@@ -510,7 +500,9 @@ func TestNeedsCycles(t *testing.T) {
 // the current strategy is on, to change the choice; back across, the same.
 func TestBand(t *testing.T) {
 	cfg := adapt.DefaultConfig() // band 0.2, patience 1
-	cfg.Initial, _ = txn.ParseStrategy("ns-op-lazy")
+	cfg.Thresholds = morph()
+	initial, _ := txn.ParseStrategy("ns-op-lazy")
+	cfg.Initial = &initial
 	md, err := adapt.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -564,19 +556,5 @@ func TestSerialRule(t *testing.T) {
 	}
 	if d = md.Observe(measureWith(t, "serial", hot(3), abortEvery(0))); d.Strategy == "serial" || len(d.Reasons()) != 3 {
 		t.Errorf("no more aborts: %s, reasons %q", d.Strategy, d.Reasons())
-	}
-}
-
-// TestDefaultSkewIsNonStructured: with the default thresholds a hot key
-// makes exploration non-structured (depth first has no range by default).
-func TestDefaultSkewIsNonStructured(t *testing.T) {
-	cfg := adapt.DefaultConfig()
-	cfg.Band = 1e-9 // the batch's 0.91 dependencies per operation sit within the band of 0.8
-	md, err := adapt.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := md.Observe(measure(t, hot(10), abortEvery(0))); d.Rule != "ns-chain-lazy" || !strings.HasPrefix(d.Reasons()[0], "ns: skew 0.2") {
-		t.Errorf("hot key, default thresholds: rule %s, reasons %q", d.Rule, d.Reasons())
 	}
 }

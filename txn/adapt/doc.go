@@ -46,17 +46,47 @@
 //     at once, which grows with the aborts. Sluice's eager mode re-checks
 //     every operation once per pass and re-executes only those whose inputs
 //     changed, while its lazy mode re-executes the whole batch once per
-//     pass that finds a new abort, so frequent aborts favour eager here.
+//     pass that finds a new abort, so aborts favour eager here.
+//
+// The defaults (DefaultThresholds, which gives each one's evidence) are
+// calibrated on Sluice's own costs rather than MorphStream's: on the
+// benchmark workloads ns-op-eager was the best static strategy, or within
+// the noise of the best, in every phase, so the rules choose it except on
+// dense, flat batches (breadth first) and the extremes of skew and aborts
+// (serial); the chain rule and the lazy rule are off (configurable), as
+// chain units never measurably won, and lazy gained nothing measurable
+// where nothing aborted and lost wherever transactions did.
 //
 // Then what it measured. Every batch's throughput is recorded against the
 // strategy that ran it, in a table keyed by the workload's regime (the
-// rules' choice and coarse classes of abort ratio and operation cost). When that table shows another strategy faster in the current
-// regime than the rules' choice, by more than Margin, the model takes it
-// over the rules; a batch run after a switch that comes out slower than
-// predicted (by more than Tolerance) is recorded as a misprediction, and
-// its measured rate makes the model fall back to the faster strategy it
-// knew. Entries older than Memory batches are forgotten, so a choice
-// judged under other conditions is tried again.
+// rules' choice and coarse classes of skew, abort ratio and operation
+// cost): a running mean and variance of the batches' rates and how many
+// batches they rest on. One batch's rate varies by about 8% on the
+// benchmark machine, more than the strategies worth choosing between
+// differ, so a measured strategy overrides the rules' choice or the
+// current strategy only when its mean is faster by more than Margin and
+// the difference exceeds Significance standard errors, computed from both
+// dispersions and counts (each pooled with the regime's and the prior
+// Spread; a strategy measured once takes at least Spread), and both
+// measured within the last 30 batches: a regime spans workloads that
+// differ in what its classes do not see, and an old batch of one strategy
+// set against the current mean of another would compare two workloads. A
+// learned choice then stands in its regime until something beats it the
+// same way, so noise does not make the model switch back and forth. A batch run
+// after a switch that comes out slower than predicted by more than
+// Tolerance and more than its dispersion explains is a misprediction, the
+// one case where a single batch is evidence enough (the drop is large):
+// the model returns to the strategy it left. Entries older than Memory
+// batches are forgotten, so a choice judged under other conditions is
+// tried again.
+//
+// Probes measure what the rules did not choose: after ProbeEvery batches
+// on one strategy in one regime, one batch runs a neighbour (one dimension
+// changed, in turn). Their cost is bounded: a probe that measured its
+// neighbour slower doubles the wait (up to 8 times, until the regime
+// changes), neighbours measured significantly slower lately are skipped,
+// and the lazy neighbour is never probed where transactions abort (it lost
+// wherever they did). Stats counts probes, switches and mispredictions.
 //
 // Hysteresis: each threshold has a band (Band, a fraction of it) on the
 // side of the current strategy's choice, so a workload sitting near a
@@ -67,6 +97,8 @@
 // batch before running it.
 //
 // Every batch leaves a Record (its measurement and the decision taken
-// after it, with the reasons and the time deciding took) in a bounded
-// history, for metrics, benchmarks and the HTTP API.
+// after it, with the reasons, the dispersion behind a learned choice and
+// the time deciding took) in a bounded history, for metrics, benchmarks
+// and the HTTP API. Deciding is a few map lookups over the regime's
+// strategies, microseconds against batches of tens of milliseconds.
 package adapt

@@ -9,13 +9,17 @@ type history struct {
 	recs []Record
 	next int // where the next record goes once the ring is full
 	full bool
+	// stats is the model's Stats as of the latest record.
+	stats Stats
 }
 
 func (h *history) init(n int) { h.recs = make([]Record, 0, n) }
 
-func (h *history) add(r Record) {
+// add keeps r, and st as the model's Stats.
+func (h *history) add(r Record, st Stats) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.stats = st
 	if !h.full {
 		h.recs = append(h.recs, r)
 		h.full = len(h.recs) == cap(h.recs)
@@ -39,4 +43,11 @@ func (h *history) last(n int) []Record {
 		out[i] = h.recs[(h.next+len(h.recs)-n+i)%len(h.recs)]
 	}
 	return out
+}
+
+// statsNow returns the Stats given with the latest record.
+func (h *history) statsNow() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stats
 }

@@ -1,7 +1,6 @@
 package adapt
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -9,72 +8,13 @@ import (
 	"github.com/sluicehq/sluice/txn"
 )
 
-// Thresholds are the rules' thresholds. Dependencies are counted per
-// operation of the batch, so that they do not depend on the punctuation.
-type Thresholds struct {
-	// StructuredDeps: structured exploration needs at least this many
-	// dependencies (temporal and parametric edges) per operation...
-	StructuredDeps float64 `json:"structured_deps" yaml:"structured_deps"`
-	// StructuredSkew: ...and a skew below this.
-	StructuredSkew float64 `json:"structured_skew" yaml:"structured_skew"`
-	// DFSSkew: a structured batch with a skew at or above this is explored
-	// depth first (no barrier per level), below it breadth first.
-	DFSSkew float64 `json:"dfs_skew" yaml:"dfs_skew"`
-	// ChainTemporal: chain units need at least this many temporal edges per
-	// operation (chains long enough to be worth one unit)...
-	ChainTemporal float64 `json:"chain_temporal" yaml:"chain_temporal"`
-	// ChainParametric: ...at most this many parametric edges per operation
-	// (a chain waits on the chains it reads)...
-	ChainParametric float64 `json:"chain_parametric" yaml:"chain_parametric"`
-	// ChainCyclic: ...and at most this share of the chains in cycles.
-	ChainCyclic float64 `json:"chain_cyclic" yaml:"chain_cyclic"`
-	// EagerOpCost: eager abort handling when an operation's function takes
-	// at least this long on average...
-	EagerOpCost time.Duration `json:"eager_op_cost" yaml:"eager_op_cost"`
-	// EagerAborts: ...or when at least this share of the transactions
-	// abort; lazy otherwise.
-	EagerAborts float64 `json:"eager_aborts" yaml:"eager_aborts"`
-	// SerialSkew and SerialAborts: a batch with a skew of at least
-	// SerialSkew and at least SerialAborts of its transactions aborting
-	// runs serially. A hot key then serialises much of the batch anyway,
-	// and its aborts cascade down the key's chain, each cascade costing
-	// the parallel strategies a pass, while one worker in timestamp order
-	// runs every transaction once and builds no TPG.
-	SerialSkew   float64 `json:"serial_skew" yaml:"serial_skew"`
-	SerialAborts float64 `json:"serial_aborts" yaml:"serial_aborts"`
-}
-
-// DefaultThresholds returns the thresholds calibrated on Sluice's
-// benchmark applications (BENCHMARKS.md, "Adaptive scheduling"). Depth
-// first exploration never beat the best of breadth first and
-// non-structured on them, so by default its range is empty (DFSSkew equals
-// StructuredSkew); it stays reachable by configuration and by probes. The
-// serial rule is kept for the extremes (a key that is half a worker's
-// share, half the transactions aborting): in the hottest phase measured
-// (skew 0.18, 47% aborts) serial ran at 0.92 of ns-op-eager in WebAssembly,
-// where an operation costs enough for a second worker to pay, though it
-// won natively.
-func DefaultThresholds() Thresholds {
-	return Thresholds{
-		StructuredDeps:  0.8,
-		StructuredSkew:  0.1,
-		DFSSkew:         0.1,
-		ChainTemporal:   0.2,
-		ChainParametric: 0.3,
-		ChainCyclic:     0.05,
-		EagerOpCost:     20 * time.Microsecond,
-		EagerAborts:     0.02,
-		SerialSkew:      0.5,
-		SerialAborts:    0.5,
-	}
-}
-
-// Config configures a Model. Zero fields take their defaults.
+// Config configures a Model. Zero fields take their defaults; the
+// Thresholds take DefaultThresholds when all of them are zero.
 type Config struct {
 	Thresholds
 	// Initial is the strategy of the first batch (default ns-op-eager,
 	// the general choice). It must be a TPG strategy.
-	Initial txn.Strategy
+	Initial *txn.Strategy
 	// Band is the hysteresis of every threshold, as a fraction: a rule
 	// leaves the current strategy's side of a threshold only when the
 	// measurement is past the threshold by this much (default 0.2), so a
@@ -85,12 +25,29 @@ type Config struct {
 	// that favour it (default 1: at once; Band already keeps it from
 	// flapping).
 	Patience int
-	// Margin is how much faster, as a fraction, a measured strategy must
-	// be to override the rules or the current strategy (default 0.1).
+	// Margin is how much faster, as a fraction, a measured strategy's
+	// mean rate must be to override the rules or the current strategy
+	// (default 0.1).
 	Margin float64
+	// Significance is how many standard errors the difference of two
+	// strategies' mean rates must exceed, on top of Margin, for a measured
+	// strategy to override the rules or the current strategy, and how far
+	// below the prediction, in standard errors, a batch after a switch
+	// must come out to be a misprediction (default 2). The standard error
+	// comes from the dispersion of the batches' rates and how many
+	// batches each mean rests on, so that one or two noisy batches do not
+	// switch the strategy while a consistent difference does.
+	Significance float64
+	// Spread is the relative standard deviation of a batch's rate assumed
+	// before it is measured (default 0.08, what one batch of 10,240
+	// events varied by on the benchmark workloads): the prior a regime's
+	// measured dispersion is pooled with, and the least assumed of a
+	// strategy measured once.
+	Spread float64
 	// Tolerance is how much slower than predicted, as a fraction, the
 	// batch after a switch may be before the switch counts as a
-	// misprediction (default 0.10).
+	// misprediction (default 0.10); it must also be slower by more than
+	// Significance standard errors.
 	Tolerance float64
 	// Memory is how many batches a measurement stays in the learned table
 	// (default 500).
@@ -100,34 +57,40 @@ type Config struct {
 	// ProbeEvery: after this many batches in a row on one strategy in one
 	// regime, the model runs one batch with a neighbour of it (one
 	// dimension changed, in turn), to measure what the rules did not
-	// choose; a neighbour faster by more than Margin takes over, otherwise
-	// the next batch goes back (default 16; negative: never probe).
+	// choose; a neighbour that beats it (Margin and Significance) takes
+	// over, otherwise the next batch goes back. Each probe that measures
+	// its neighbour slower doubles the wait, up to 8 times ProbeEvery,
+	// until the regime changes (default 16; negative: never probe).
 	ProbeEvery int
 }
 
 // Defaults of Config.
 const (
-	DefaultPatience  = 1
-	DefaultBand      = 0.2
-	DefaultMargin    = 0.1
-	DefaultTolerance = 0.10
-	DefaultMemory    = 500
-	DefaultHistory   = 256
-	DefaultProbe     = 16
+	DefaultPatience     = 1
+	DefaultBand         = 0.2
+	DefaultMargin       = 0.1
+	DefaultSignificance = 2.0
+	DefaultSpread       = 0.08
+	DefaultTolerance    = 0.10
+	DefaultMemory       = 500
+	DefaultHistory      = 256
+	DefaultProbe        = 16
 )
 
 // DefaultConfig returns the default configuration.
 func DefaultConfig() Config {
 	return Config{
-		Thresholds: DefaultThresholds(),
-		Initial:    txn.Strategy{Kind: txn.TPG, Explore: txn.NS, Unit: txn.OpUnit, Abort: txn.Eager},
-		Band:       DefaultBand,
-		Patience:   DefaultPatience,
-		Margin:     DefaultMargin,
-		Tolerance:  DefaultTolerance,
-		Memory:     DefaultMemory,
-		History:    DefaultHistory,
-		ProbeEvery: DefaultProbe,
+		Thresholds:   DefaultThresholds(),
+		Initial:      &txn.Strategy{Kind: txn.TPG, Explore: txn.NS, Unit: txn.OpUnit, Abort: txn.Eager},
+		Band:         DefaultBand,
+		Patience:     DefaultPatience,
+		Margin:       DefaultMargin,
+		Significance: DefaultSignificance,
+		Spread:       DefaultSpread,
+		Tolerance:    DefaultTolerance,
+		Memory:       DefaultMemory,
+		History:      DefaultHistory,
+		ProbeEvery:   DefaultProbe,
 	}
 }
 
@@ -138,7 +101,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Thresholds == zero {
 		c.Thresholds = d.Thresholds
 	}
-	if c.Initial == (txn.Strategy{}) {
+	if c.Initial == nil {
 		c.Initial = d.Initial
 	}
 	if c.Initial.Kind != txn.TPG {
@@ -155,6 +118,17 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Margin <= 0 {
 		c.Margin = d.Margin
+	}
+	if c.Significance == 0 {
+		c.Significance = d.Significance
+	}
+	if c.Spread == 0 {
+		c.Spread = d.Spread
+	}
+	for name, v := range map[string]float64{"significance": c.Significance, "spread": c.Spread} {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return c, fmt.Errorf("adapt: %s %v: want a number above 0 (0 takes the default)", name, v)
+		}
 	}
 	if c.Tolerance <= 0 {
 		c.Tolerance = d.Tolerance
@@ -182,141 +156,9 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// Decision is what the model chose after a batch, for the next one.
-type Decision struct {
-	// Strategy is the strategy of the next batch; Previous the one that
-	// ran the batch measured.
-	Strategy string `json:"strategy"`
-	Previous string `json:"previous"`
-	// Rule is the rules' choice; Reasons says why, one line per dimension.
-	Rule string `json:"rule"`
-	// Learned: measurements overrode the rules' choice.
-	Learned bool `json:"learned,omitempty"`
-	// Held: hysteresis kept the previous strategy although the choice
-	// differs (Patience not reached).
-	Held bool `json:"held,omitempty"`
-	// PredictedRate is the throughput the model expects of the next batch
-	// (events per second): what it measured of that strategy in this
-	// regime, or of the batch just run when it knows nothing better.
-	PredictedRate float64 `json:"predicted_rate"`
-	// Mispredicted: the batch measured ran right after a switch and came
-	// out slower than predicted by more than Tolerance.
-	Mispredicted bool `json:"mispredicted,omitempty"`
-	// Probe: the next batch runs a neighbour of the current strategy to
-	// measure it (ProbeEvery).
-	Probe bool `json:"probe,omitempty"`
-	// DecideNs is the time deciding took, in nanoseconds.
-	DecideNs int64 `json:"decide_ns"`
-
-	// why holds what Reasons formats: deciding formats nothing. The
-	// fourth is set when the serial rule fired.
-	why [4]reason
-}
-
-// Reasons returns why the rules chose Rule: one line per dimension
-// (exploration, unit, abort handling), naming the rule that fired and the
-// measurements and thresholds it compared. Nil for an empty batch.
-func (d Decision) Reasons() []string {
-	var out []string
-	for _, r := range d.why {
-		if r.kind != 0 {
-			out = append(out, r.String())
-		}
-	}
-	return out
-}
-
-// MarshalJSON writes the Decision with its reasons.
-func (d Decision) MarshalJSON() ([]byte, error) {
-	type plain Decision // without the method
-	return json.Marshal(struct {
-		plain
-		Reasons []string `json:"reasons,omitempty"`
-	}{plain(d), d.Reasons()})
-}
-
-// reasonKind is which rule fired in one dimension.
-type reasonKind uint8
-
-const (
-	_ reasonKind = iota
-	whyBFS
-	whyDFS
-	whyNSFewDeps
-	whyNSSkew
-	whyOpCycles
-	whyOpTemporal
-	whyOpParametric
-	whyChain
-	whyEagerCost
-	whyEagerAborts
-	whyLazy
-	whySerial
-)
-
-// reason is one dimension's rule and the figures it compared.
-type reason struct {
-	kind          reasonKind
-	a, b, c, d, e float64
-}
-
-// String formats the reason.
-func (r reason) String() string {
-	switch r.kind {
-	case whyBFS:
-		return fmt.Sprintf("bfs: %.2f dependencies per operation >= %.2f and skew %.3g < %.3g", r.a, r.b, r.c, r.d)
-	case whyDFS:
-		return fmt.Sprintf("dfs: %.2f dependencies per operation >= %.2f and skew %.3g >= %.3g", r.a, r.b, r.c, r.d)
-	case whyNSFewDeps:
-		return fmt.Sprintf("ns: %.2f dependencies per operation < %.2f", r.a, r.b)
-	case whyNSSkew:
-		return fmt.Sprintf("ns: skew %.3g >= %.3g", r.a, r.b)
-	case whyOpCycles:
-		return fmt.Sprintf("op: %.3g of the chains in cycles > %.3g", r.a, r.b)
-	case whyOpTemporal:
-		return fmt.Sprintf("op: %.2f temporal dependencies per operation < %.2f", r.a, r.b)
-	case whyOpParametric:
-		return fmt.Sprintf("op: %.2f parametric dependencies per operation > %.2f", r.a, r.b)
-	case whyChain:
-		return fmt.Sprintf("chain: %.2f temporal >= %.2f and %.2f parametric <= %.2f per operation, %.3g of the chains in cycles", r.a, r.b, r.c, r.d, r.e)
-	case whyEagerCost:
-		return fmt.Sprintf("eager: an operation takes %v >= %v", time.Duration(r.a), time.Duration(r.b))
-	case whyEagerAborts:
-		return fmt.Sprintf("eager: %.3g of the transactions abort >= %.3g", r.a, r.b)
-	case whySerial:
-		return fmt.Sprintf("serial: skew %.3g >= %.3g and %.3g of the transactions abort >= %.3g", r.a, r.b, r.c, r.d)
-	case whyLazy:
-		return fmt.Sprintf("lazy: an operation takes %v < %v and %.3g abort < %.3g", time.Duration(r.a), time.Duration(r.b), r.c, r.d)
-	}
-	return "?"
-}
-
-// Record is one batch: what it measured and what the model decided after it.
-type Record struct {
-	Measurement
-	Decision Decision `json:"decision"`
-}
-
-// regime is a workload class the learned table is kept per: the rules'
-// choice and coarse buckets of what the rules weigh most.
-type regime struct {
-	rule           txn.Strategy
-	aborts, opCost int8
-}
-
-// learned is a strategy's measured throughput in one regime.
-type learned struct {
-	rate float64 // exponentially weighted mean of the batches' rates
-	n    int
-	at   uint64 // batch of the last measurement
-}
-
-// ewmaWeight is the weight of a new measurement in a learned rate.
-const ewmaWeight = 0.5
-
 // Model decides the strategy of each batch. It is not safe for concurrent
-// use: one operator owns it and calls Next and Observe in turn; History
-// may be read concurrently.
+// use: one operator owns it and calls Next, NeedsCycles and Observe in
+// turn; History and Stats may be read concurrently.
 type Model struct {
 	cfg     Config
 	cur     txn.Strategy // the strategy for the next batch
@@ -325,19 +167,36 @@ type Model struct {
 	batches uint64
 	table   map[regime]map[txn.Strategy]*learned
 
-	// The last switch, to check its prediction.
+	// The last switch, to check its prediction: the strategy it left, the
+	// regime it was decided in, the rate predicted and the variance of
+	// that prediction.
 	switched  bool
+	before    txn.Strategy
+	switchReg regime
 	predicted float64
+	predVar   float64
+
+	// A learned choice (one that overrode the rules) stands in its regime
+	// until a measured strategy beats it.
+	over    bool
+	overReg regime
 
 	// Probing: batches in a row on one strategy in one regime, the
-	// strategy a probe left (while it runs), the next neighbour to probe.
+	// back-off (probes wait ProbeEvery << backoff batches; each probe that
+	// measures its neighbour slower adds one, a new regime resets it), the
+	// strategy a probe left (while it runs), the next neighbour to probe
+	// and one to probe again first.
 	stay      int
+	backoff   uint8
 	lastReg   regime
 	probing   bool
 	returnTo  txn.Strategy
 	nextProbe int
+	retry     txn.Strategy
+	retrying  bool
 
-	hist history
+	stats Stats
+	hist  history
 
 	// cycles: the last batch left the unit to the cycles rule.
 	cycles bool
@@ -349,7 +208,10 @@ func New(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{cfg: c, cur: c.Initial, table: map[regime]map[txn.Strategy]*learned{}, cycles: true}
+	// Before the first batch the cycles are counted if the chain rule can
+	// fire at all from operation units (chain units find them anyway): a
+	// batch has fewer than one temporal dependency per operation.
+	m := &Model{cfg: c, cur: *c.Initial, table: map[regime]map[txn.Strategy]*learned{}, cycles: c.ChainTemporal*(1+c.Band) < 1}
 	m.hist.init(c.History)
 	return m, nil
 }
@@ -360,21 +222,44 @@ func (md *Model) Config() Config { return md.cfg }
 // Next returns the strategy to run the next batch with.
 func (md *Model) Next() txn.Strategy { return md.cur }
 
-// NeedsCycles reports whether the next batch's measurement should count
-// the chains in cycles (txn.Config.Analyze): only when the last batch's
+// NeedsCycles reports whether the next batch should be analysed
+// (txn.Config.Analyze). A batch under operation units counts the chains in
+// cycles only then, which the rules need only where the last batch's
 // temporal and parametric dependencies left the unit to the cycles rule
-// (and before the first batch). Counting them costs a pass over the
-// parametric edges and a search over the chains, a few percent of the
-// scheduler's time on Streaming Ledger.
-func (md *Model) NeedsCycles() bool { return md.cycles }
+// (and before the first batch, unless ChainTemporal turns chain units
+// off): counting them costs a pass over the parametric edges and a search
+// over the chains, about 4% of the scheduler's time on Streaming Ledger.
+// Chain units find the cycles themselves. A serial batch counts its
+// dependencies only when analysed, and the rules need them to leave
+// serial, so a serial batch always is.
+func (md *Model) NeedsCycles() bool {
+	switch {
+	case md.cur.Kind == txn.Serial:
+		return true
+	case md.cur.Unit == txn.ChainUnit:
+		return false
+	}
+	return md.cycles
+}
 
 // History returns up to n of the latest Records, oldest first (all of
 // those kept when n <= 0).
 func (md *Model) History(n int) []Record { return md.hist.last(n) }
 
+// Stats returns what the model did so far.
+func (md *Model) Stats() Stats { return md.hist.statsNow() }
+
 // Observe takes the Measurement of the batch just run with Next's
 // strategy, learns from it, and decides the strategy of the next batch.
 // An empty batch (no operation) changes nothing.
+//
+// The rules choose from the measurement; the learned table of the
+// workload's regime may override them, but only with a significant
+// difference (Margin and Significance); a learned choice then stands until
+// a measured strategy beats it; a batch right after a switch that comes
+// out much slower than predicted sends the model back at once; and every
+// ProbeEvery batches on one strategy (more when probes keep losing) a
+// neighbour is measured.
 func (md *Model) Observe(ms Measurement) Decision {
 	t0 := time.Now()
 	ran := md.cur
@@ -382,237 +267,180 @@ func (md *Model) Observe(ms Measurement) Decision {
 	if ms.Ops == 0 {
 		d.Rule, d.PredictedRate = ran.String(), ms.Rate
 		d.DecideNs = time.Since(t0).Nanoseconds()
-		md.hist.add(Record{Measurement: ms, Decision: d})
+		md.hist.add(Record{Measurement: ms, Decision: d}, md.stats)
 		return d
 	}
 	md.batches++
-	rule, why := md.rules(&ms, ran)
-	d.Rule, d.why = rule.String(), why
-	reg := md.regimeOf(rule, &ms)
-	known := md.known(reg)
+	md.stats.Batches++
+	if md.NeedsCycles() {
+		md.stats.Analysed++
+	}
 	probed := md.probing
 	md.probing = false
-	if md.switched && !probed && ms.Rate < md.predicted*(1-md.cfg.Tolerance) {
-		d.Mispredicted = true
+	// home is the strategy the model stands on: the one a probe left.
+	home := ran
+	if probed {
+		home = md.returnTo
 	}
-	md.learn(reg, ran, ms.Rate)
+	rule, why := md.rules(&ms, home)
+	d.Rule, d.why = rule.String(), why
+	reg := regimeOf(rule, &ms)
+	rates := md.known(reg)
+	md.learn(rates, ran, ms.Rate)
+	pool := pooled(rates, md.cfg.Spread)
 
-	// The rules' choice, unless the measurements of this regime know a
-	// faster strategy.
-	// One batch's rate is noisy: a strategy overrides the rules on two
-	// batches' evidence or more, or on one right after a misprediction
-	// (the strategy that was running before the switch) or a probe.
-	choice := rule
-	if r, ok := known[rule]; ok {
-		for s, l := range known {
-			trusted := l.n >= 2 || d.Mispredicted || (probed && s == ran)
-			if trusted && l.rate > r.rate*(1+md.cfg.Margin) && l.rate > known[choice].rate {
-				choice, d.Learned = s, true
-			}
+	// A switch that turned out badly: the batch after it is slower than
+	// predicted by more than Tolerance and than its dispersion explains.
+	// One batch is evidence enough then, as the drop is large.
+	if md.switched && !probed && reg == md.switchReg && ms.Rate > 0 {
+		drop := md.predicted - ms.Rate
+		se := math.Sqrt(md.predVar + pool*md.predicted*md.predicted)
+		if drop > md.predicted*md.cfg.Tolerance && drop > md.cfg.Significance*se {
+			d.Mispredicted = true
+			md.stats.Mispredictions++
+		}
+	}
+
+	// The target: the rules' choice, unless measurements beat it.
+	target, over, z, compared := rule, rule, 0.0, false
+	switch {
+	case d.Mispredicted && rates[md.before] != nil:
+		target = md.before
+	case md.over && md.overReg == reg && home != rule && rates[home] != nil:
+		// A learned choice stands until a measured strategy beats it,
+		// so that noise does not send the model back and forth.
+		target = home
+		if s, zs, ok := md.fastest(rates, home, pool); ok {
+			target, over, z, compared = s, home, zs, true
+		}
+	default:
+		if s, zs, ok := md.fastest(rates, rule, pool); ok {
+			target, z, compared = s, zs, true
+		}
+	}
+	learned := target != rule
+
+	switch {
+	case target == home:
+		md.cur, md.streak = home, 0
+	case d.Mispredicted, md.supported(rates, target, home, pool):
+		// Measured faster than where the model stands: switch at once.
+		md.cur, md.streak = target, 0
+	default:
+		if target == md.pending {
+			md.streak++
+		} else {
+			md.pending, md.streak = target, 1
+		}
+		if md.streak >= md.cfg.Patience {
+			md.cur, md.streak = target, 0
+		} else {
+			md.cur, d.Held = home, true
 		}
 	}
 	switch {
-	case choice == ran:
-		md.streak = 0
-	case probed && !better(known, ran, md.returnTo, md.cfg.Margin):
-		// The probe was not faster: back to where it came from.
-		md.cur, md.streak = md.returnTo, 0
-	case d.Learned && better(known, choice, ran, md.cfg.Margin):
-		// Measured faster than the current strategy: switch at once.
-		md.cur, md.streak = choice, 0
+	case md.cur == rule:
+		md.over = false
+	case md.cur == target && learned:
+		md.over, md.overReg = true, reg
+	}
+	if learned && md.cur == target {
+		d.Learned = true
+		md.stats.Learned++
+		if !compared && rates[rule] != nil && rates[target] != nil {
+			z, compared = zOf(rates[target], rates[rule], pool, md.cfg.Spread), true
+		}
+		if compared {
+			d.Over, d.Z = over.String(), z
+		}
+	}
+
+	if probed {
+		md.probeDone(rates, ran, home)
+	}
+	md.maybeProbe(&d, &ms, rates, reg, ran, pool)
+
+	// The prediction for the next batch: the mean measured of its
+	// strategy in this regime, else of the one just run.
+	d.PredictedRate, d.Spread = ms.Rate, math.Sqrt(pool)*ms.Rate
+	predVar := pool * ms.Rate * ms.Rate
+	for _, s := range []txn.Strategy{md.cur, home} {
+		if l := rates[s]; l != nil {
+			d.PredictedRate, d.Spread = l.mean, math.Sqrt(l.batchVar(pool, md.cfg.Spread))
+			predVar = l.meanVar(pool, md.cfg.Spread)
+			if s == md.cur {
+				d.Samples = l.n
+			}
+			break
+		}
+	}
+	// A switch is checked on the batch after it, unless it is a return:
+	// from a probe, or from a misprediction (judging the return too would
+	// make a machine that slows down for a while send the model back and
+	// forth).
+	md.switched = md.cur != ran && !d.Probe && md.cur != home && !d.Mispredicted
+	if md.switched {
+		md.before, md.switchReg, md.predicted, md.predVar = home, reg, d.PredictedRate, predVar
+	}
+	if md.cur != ran {
+		md.stats.Switches++
+	}
+	d.Strategy = md.cur.String()
+	d.DecideNs = time.Since(t0).Nanoseconds()
+	md.hist.add(Record{Measurement: ms, Decision: d}, md.stats)
+	return d
+}
+
+// supported reports whether target is measured and beats home, or home is
+// not measured in the regime (there is nothing to beat).
+func (md *Model) supported(rates map[txn.Strategy]*learned, target, home txn.Strategy, pool float64) bool {
+	if rates[target] == nil {
+		return false
+	}
+	if rates[home] == nil {
+		return true
+	}
+	ok, _ := md.beats(rates, target, home, pool)
+	return ok
+}
+
+// probeDone judges the probe of p from home that just ran: kept (it won),
+// promising (faster by more than Margin but not yet significantly: probed
+// again first next time, without back-off) or lost (the regime's probes
+// back off).
+func (md *Model) probeDone(rates map[txn.Strategy]*learned, p, home txn.Strategy) {
+	switch lp, lh := rates[p], rates[home]; {
+	case md.cur == p:
+		md.stats.ProbesWon++
+		md.backoff = 0
+	case lp != nil && lh != nil && lp.mean > lh.mean*(1+md.cfg.Margin):
+		md.retry, md.retrying = p, true
 	default:
-		if choice == md.pending {
-			md.streak++
-		} else {
-			md.pending, md.streak = choice, 1
-		}
-		if md.streak >= md.cfg.Patience {
-			md.cur, md.streak = choice, 0
-		} else {
-			d.Held = true
-		}
+		md.backoff = min(md.backoff+1, maxBackoff)
+	}
+}
+
+// maybeProbe counts the batches in a row on one strategy in one regime and
+// starts a probe when there have been enough.
+func (md *Model) maybeProbe(d *Decision, ms *Measurement, rates map[txn.Strategy]*learned, reg regime, ran txn.Strategy, pool float64) {
+	if reg != md.lastReg {
+		md.backoff = 0
 	}
 	if md.cur != ran || reg != md.lastReg {
 		md.stay = 0
 	}
 	md.stay++
 	md.lastReg = reg
-	if md.cfg.ProbeEvery > 0 && md.cur == ran && ran.Kind == txn.TPG && !d.Held && md.stay > md.cfg.ProbeEvery {
-		md.returnTo, md.cur = ran, md.neighbour(ran)
-		md.probing, d.Probe, md.stay = true, true, 0
-	}
-	d.Strategy = md.cur.String()
-	d.PredictedRate = ms.Rate
-	if l, ok := known[md.cur]; ok {
-		d.PredictedRate = l.rate
-	}
-	md.switched, md.predicted = md.cur != ran, d.PredictedRate
-	d.DecideNs = time.Since(t0).Nanoseconds()
-	md.hist.add(Record{Measurement: ms, Decision: d})
-	return d
-}
-
-// neighbour returns the next of s's neighbours to probe: s with one
-// dimension changed, the dimensions in turn (exploration twice, as it has
-// three choices).
-func (md *Model) neighbour(s txn.Strategy) txn.Strategy {
-	n := s
-	switch md.nextProbe % 4 {
-	case 0:
-		n.Explore = (s.Explore + 1) % 3
-	case 1:
-		n.Unit = 1 - s.Unit
-	case 2:
-		n.Explore = (s.Explore + 2) % 3
-	default:
-		n.Abort = 1 - s.Abort
-	}
-	md.nextProbe++
-	return n
-}
-
-// better reports whether a is measured faster than b by more than margin
-// (false when b was never measured: there is nothing to beat).
-func better(known map[txn.Strategy]*learned, a, b txn.Strategy, margin float64) bool {
-	la, oka := known[a]
-	lb, okb := known[b]
-	return oka && (!okb || la.rate > lb.rate*(1+margin))
-}
-
-// known returns the regime's learned rates that are recent enough,
-// forgetting the others.
-func (md *Model) known(reg regime) map[txn.Strategy]*learned {
-	t := md.table[reg]
-	if t == nil {
-		t = map[txn.Strategy]*learned{}
-		md.table[reg] = t
-	}
-	for s, l := range t {
-		if l.at+uint64(md.cfg.Memory) < md.batches {
-			delete(t, s)
-		}
-	}
-	return t
-}
-
-// learn folds a batch's rate into the regime's entry for strategy s.
-func (md *Model) learn(reg regime, s txn.Strategy, rate float64) {
-	if rate <= 0 || math.IsInf(rate, 0) || math.IsNaN(rate) {
+	every := md.cfg.ProbeEvery << md.backoff
+	if md.cfg.ProbeEvery <= 0 || md.cur != ran || ran.Kind != txn.TPG || d.Held || md.stay <= every {
 		return
 	}
-	t := md.table[reg]
-	l := t[s]
-	if l == nil {
-		t[s] = &learned{rate: rate, n: 1, at: md.batches}
+	md.stay = 0
+	n, ok := md.neighbour(ran, rates, pool, ms.AbortRatio > 0)
+	if !ok {
 		return
 	}
-	l.rate += ewmaWeight * (rate - l.rate)
-	l.n++
-	l.at = md.batches
-}
-
-// rules applies the thresholds to a measurement: the rules' strategy and
-// one reason per dimension. Each threshold is moved by Band towards the
-// side the current strategy cur is on, so that a measurement must cross it
-// clearly to change the choice. Logical dependencies are left out of the
-// structure rule: Sluice's TPG does not order the operations of a
-// transaction (abort atomicity is a per-transaction status), so they add no
-// level.
-func (md *Model) rules(ms *Measurement, cur txn.Strategy) (txn.Strategy, [4]reason) {
-	th := &md.cfg.Thresholds
-	band := md.cfg.Band
-	// at returns the threshold t as seen from the current strategy: lower
-	// when the current strategy is on the side of x >= t, higher when not.
-	at := func(t float64, onHighSide bool) float64 {
-		if onHighSide {
-			return t * (1 - band)
-		}
-		return t * (1 + band)
-	}
-	st := txn.Strategy{Kind: txn.TPG}
-	var why [4]reason
-
-	deps := ms.perOp(ms.Temporal + ms.Parametric)
-	tDeps := at(th.StructuredDeps, cur.Explore != txn.NS)
-	tSkew := at(th.StructuredSkew, cur.Explore == txn.NS)
-	tDFS := at(th.DFSSkew, cur.Explore == txn.DFS)
-	switch {
-	case deps < tDeps:
-		st.Explore = txn.NS
-		why[0] = reason{kind: whyNSFewDeps, a: deps, b: tDeps}
-	case ms.Skew >= tSkew:
-		st.Explore = txn.NS
-		why[0] = reason{kind: whyNSSkew, a: ms.Skew, b: tSkew}
-	case ms.Skew >= tDFS:
-		st.Explore = txn.DFS
-		why[0] = reason{kind: whyDFS, a: deps, b: tDeps, c: ms.Skew, d: tDFS}
-	default:
-		st.Explore = txn.BFS
-		why[0] = reason{kind: whyBFS, a: deps, b: tDeps, c: ms.Skew, d: tDFS}
-	}
-
-	td, pd, cyc := ms.perOp(ms.Temporal), ms.perOp(ms.Parametric), ms.cyclicShare()
-	tCyc := at(th.ChainCyclic, cur.Unit == txn.OpUnit)
-	tTD := at(th.ChainTemporal, cur.Unit == txn.ChainUnit)
-	tPD := at(th.ChainParametric, cur.Unit == txn.OpUnit)
-	md.cycles = td >= tTD && pd <= tPD
-	switch {
-	case cyc > tCyc:
-		st.Unit = txn.OpUnit
-		why[1] = reason{kind: whyOpCycles, a: cyc, b: tCyc}
-	case td < tTD:
-		st.Unit = txn.OpUnit
-		why[1] = reason{kind: whyOpTemporal, a: td, b: tTD}
-	case pd > tPD:
-		st.Unit = txn.OpUnit
-		why[1] = reason{kind: whyOpParametric, a: pd, b: tPD}
-	default:
-		st.Unit = txn.ChainUnit
-		why[1] = reason{kind: whyChain, a: td, b: tTD, c: pd, d: tPD, e: cyc}
-	}
-
-	cost := ms.OpCostNs
-	tCost := at(float64(th.EagerOpCost), cur.Abort == txn.Eager)
-	tAborts := at(th.EagerAborts, cur.Abort == txn.Eager)
-	switch {
-	case cost >= tCost:
-		st.Abort = txn.Eager
-		why[2] = reason{kind: whyEagerCost, a: cost, b: tCost}
-	case ms.AbortRatio >= tAborts:
-		st.Abort = txn.Eager
-		why[2] = reason{kind: whyEagerAborts, a: ms.AbortRatio, b: tAborts}
-	default:
-		st.Abort = txn.Lazy
-		why[2] = reason{kind: whyLazy, a: cost, b: tCost, c: ms.AbortRatio, d: tAborts}
-	}
-
-	tSS := at(th.SerialSkew, cur.Kind == txn.Serial)
-	tSA := at(th.SerialAborts, cur.Kind == txn.Serial)
-	if ms.Skew >= tSS && ms.AbortRatio >= tSA {
-		why[3] = reason{kind: whySerial, a: ms.Skew, b: tSS, c: ms.AbortRatio, d: tSA}
-		return txn.Strategy{Kind: txn.Serial}, why
-	}
-	return st, why
-}
-
-// regimeOf classes a measurement for the learned table: the rules'
-// choice, whether any transaction aborted and how many (under 1%, 10%,
-// more), and the operation cost by decade from 1 us. The classes are
-// coarse on purpose: a batch's sampled cost and abort ratio wobble, and a
-// regime split in two learns half as fast.
-func (md *Model) regimeOf(rule txn.Strategy, ms *Measurement) regime {
-	return regime{
-		rule:   rule,
-		aborts: decade(ms.AbortRatio, 0.001),
-		opCost: decade(ms.OpCostNs, 1000),
-	}
-}
-
-// decade classes x by powers of 10 from unit: 0 below unit, then 1, 2, ...
-// (at most 9).
-func decade(x, unit float64) int8 {
-	if !(x >= unit) {
-		return 0
-	}
-	return int8(min(1+int(math.Log10(x/unit)), 9))
+	md.returnTo, md.cur = ran, n
+	md.probing, d.Probe = true, true
+	md.stats.Probes++
 }
