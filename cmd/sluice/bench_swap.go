@@ -48,7 +48,8 @@ once, state in place:
   keyed          plugins/wordcount, counts per key in keyed state (1,000 keys)
   transactional  plugins/ledger, Streaming Ledger transactions on shared tables
                  (MorphStream's workload, the adaptive strategy, batches of
-                 --punctuation events or --punctuation-interval)
+                 --punctuation events or --punctuation-interval), at
+                 --txn-rate events/s
 
 Every event is due at a fixed time (its position over the rate); its latency
 runs from then to its output at the sink, so a pipeline that falls behind shows
@@ -174,7 +175,7 @@ goes to stderr. The full run takes about two minutes; run it on a quiet machine.
 	fl.StringVar(&jsonFile, "json", "bench-swap.json", "where to write the results as JSON; - prints JSON instead of the tables")
 	fl.StringSliceVar(&kinds, "kind", nil, "operator kinds to run: map, keyed, transactional (repeat or separate with commas; default all)")
 	fl.Float64Var(&rate, "rate", def.Rate, "events per second from the source")
-	fl.Float64Var(&txnRate, "txn-rate", 0, "events per second for the transactional kind (default --rate)")
+	fl.Float64Var(&txnRate, "txn-rate", def.TxnRate, "events per second for the transactional kind (Streaming Ledger with a Go guest sustains about 78,000 on 2 cores)")
 	fl.IntVar(&punct, "punctuation", 4096, "the transactional operator's events per batch")
 	fl.DurationVar(&punctInt, "punctuation-interval", 20*time.Millisecond, "the transactional operator's time bound per batch")
 	fl.DurationVar(&duration, "duration", def.Duration, "length of each kind's run")
