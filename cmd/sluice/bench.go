@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -91,15 +90,11 @@ allows. The full run takes a minute or two on two cores; --quick takes seconds.`
 			}
 
 			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+				stopProfile, err := startCPUProfile(cpuProfile)
 				if err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
+					return err
 				}
-				defer f.Close()
-				if err := pprof.StartCPUProfile(f); err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
+				defer stopProfile()
 			}
 			rep, err := bench.Run(ctx, plugins, opts)
 			if err != nil {

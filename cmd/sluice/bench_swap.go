@@ -31,6 +31,7 @@ func newBenchSwapCmd() *cobra.Command {
 		swaps    int
 		workers  int
 		same     bool
+		profile  string
 		logs     logFlags
 	)
 	cmd := &cobra.Command{
@@ -162,11 +163,18 @@ goes to stderr. The full run takes about two minutes; run it on a quiet machine.
 					}
 				}
 			}
+			if profile != "" {
+				stopProfile, err := startCPUProfile(profile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			rep, err := bench.RunSwap(ctx, opts)
 			if err != nil {
 				return err
 			}
-			return writeReport(cmd, rep, jsonFile, "")
+			return writeReport(cmd, rep, jsonFile, profile)
 		},
 	}
 	def := bench.DefaultSwapOptions()
@@ -182,6 +190,7 @@ goes to stderr. The full run takes about two minutes; run it on a quiet machine.
 	fl.DurationVar(&warmup, "warmup", def.Warmup, "start of each run that is not measured and has no swap")
 	fl.IntVar(&swaps, "swaps", def.Swaps, "swaps per kind, evenly spaced after the warm-up")
 	fl.BoolVar(&same, "same-module", false, "swap in the first module again (from the compilation cache) instead of a new version: the swap without compiling")
+	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the runs (not the plugin build) to this file")
 	fl.IntVar(&workers, "workers", 0, "workers of the operator (default GOMAXPROCS)")
 	logs.register(cmd, "warn")
 	return cmd

@@ -114,15 +114,11 @@ operators).`,
 			}
 
 			if f.cpuProfile != "" {
-				pf, err := os.Create(f.cpuProfile)
+				stopProfile, err := startCPUProfile(f.cpuProfile)
 				if err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
+					return err
 				}
-				defer pf.Close()
-				if err := pprof.StartCPUProfile(pf); err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
-				}
-				defer pprof.StopCPUProfile()
+				defer stopProfile()
 			}
 			rep, err := bench.RunTxn(ctx, opts)
 			if err != nil {
@@ -309,6 +305,23 @@ func uniq(names []string) []string {
 		}
 	}
 	return out
+}
+
+// startCPUProfile starts a CPU profile written to path; the function it
+// returns stops it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // report is what the bench commands print and write.
