@@ -81,12 +81,8 @@ allows. The full run takes a minute or two on two cores; --quick takes seconds.`
 				return err
 			}
 			var plugins bench.Plugins
-			for name, dst := range map[string]*[]byte{"upper": &plugins.Upper, "wordcount": &plugins.WordCount} {
-				if p, ok := paths[name]; ok {
-					if *dst, err = os.ReadFile(p); err != nil {
-						return err
-					}
-				}
+			if err := readExamples(paths, map[string]*[]byte{"upper": &plugins.Upper, "wordcount": &plugins.WordCount}); err != nil {
+				return err
 			}
 
 			if cpuProfile != "" {

@@ -156,12 +156,8 @@ goes to stderr. The full run takes about two minutes; run it on a quiet machine.
 			if err != nil {
 				return err
 			}
-			for name, dst := range map[string]*[]byte{"upper": &opts.Plugins.Upper, "wordcount": &opts.Plugins.WordCount, "ledger": &opts.Plugins.Ledger} {
-				if p, ok := paths[name]; ok {
-					if *dst, err = os.ReadFile(p); err != nil {
-						return err
-					}
-				}
+			if err := readExamples(paths, map[string]*[]byte{"upper": &opts.Plugins.Upper, "wordcount": &opts.Plugins.WordCount, "ledger": &opts.Plugins.Ledger}); err != nil {
+				return err
 			}
 			if profile != "" {
 				stopProfile, err := startCPUProfile(profile)

@@ -65,3 +65,20 @@ func buildExamples(ctx context.Context, outDir string, names ...string) (map[str
 	}
 	return paths, nil
 }
+
+// readExamples reads the modules buildExamples built (paths, by name) into
+// the byte slices of dsts, by name; a name not built is left alone.
+func readExamples(paths map[string]string, dsts map[string]*[]byte) error {
+	for name, dst := range dsts {
+		p, ok := paths[name]
+		if !ok {
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		*dst = b
+	}
+	return nil
+}

@@ -76,14 +76,7 @@ func (r *Report) checkTargets() []Target {
 }
 
 // WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("bench: writing the JSON report: %w", err)
-	}
-	return nil
-}
+func (r *Report) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteTable prints the report as aligned tables with units.
 func (r *Report) WriteTable(w io.Writer) error {
@@ -123,6 +116,16 @@ func (r *Report) WriteTable(w io.Writer) error {
 	writeTargets(&b, r.Targets)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeJSON writes a report as indented JSON.
+func writeJSON(w io.Writer, report any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(report); err != nil {
+		return fmt.Errorf("bench: writing the JSON report: %w", err)
+	}
+	return nil
 }
 
 // writeHeader prints a report's title line, machine and load average.

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -869,14 +868,7 @@ func swapTargets(rs []SwapResult) []Target {
 }
 
 // WriteJSON writes the report as indented JSON.
-func (r *SwapReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("bench: writing the JSON report: %w", err)
-	}
-	return nil
-}
+func (r *SwapReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteTable prints the report as aligned tables with units.
 func (r *SwapReport) WriteTable(w io.Writer) error {

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -129,14 +128,7 @@ func (r *TxnReport) speedupTarget() (Target, bool) {
 }
 
 // WriteJSON writes the report as indented JSON.
-func (r *TxnReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r); err != nil {
-		return fmt.Errorf("bench: writing the JSON report: %w", err)
-	}
-	return nil
-}
+func (r *TxnReport) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 
 // WriteTable prints the report as aligned tables with units: one row per
 // strategy, worker count and logic; the Wasm/native ratios and the
