@@ -214,6 +214,9 @@ func (st *stage) install(gen *generation) *generation {
 	old := &generation{plugin: st.op.Plugin, owned: st.ownsPlugin, version: st.version}
 	if st.txn != nil {
 		old.txn = st.txn.op
+		// The adaptive model carries over: what it learned of the
+		// workload, and one history of decisions.
+		gen.txn.TakeModel(old.txn)
 		st.txn.op = gen.txn
 		st.txn.model.Store(gen.txn.Model())
 		st.txn.status.Strategy = gen.txn.Strategy().String()

@@ -457,6 +457,55 @@ func TestSwapTransactional(t *testing.T) {
 	}
 }
 
+// TestSwapTransactionalKeepsTheAdaptiveModel checks that a swap of an
+// adaptive transactional operator carries the decision model over: the
+// decisions are one history across the swap, and a rollback keeps it too.
+func TestSwapTransactionalKeepsTheAdaptiveModel(t *testing.T) {
+	op := bankOperator(t, "bank", "adaptive", 2, 4, false)
+	op.RollbackBatches = 1
+	op.Txn.Interval = time.Millisecond
+	r := startLive(t, 64, op)
+	r.feed(t, 2, "dep a 5", "dep b 1")
+	adaptiveReplacement := func(l txnop.Logic, version string) Replacement {
+		o, err := txnop.New(txnop.Config{Name: "bank", Tables: bankTables, Strategy: txn.Strategy{Kind: txn.Adaptive}, Workers: 2, Logic: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Replacement{Txn: o, Version: version}
+	}
+	batches := func() int {
+		recs, err := r.job.Decisions("bank", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(recs)
+	}
+	before := batches()
+	if before == 0 {
+		t.Fatal("no decision recorded before the swap")
+	}
+	if err := r.job.Swap(context.Background(), "bank", adaptiveReplacement(bankV2{}, "v2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := batches(); got != before {
+		t.Errorf("%d decisions right after the swap, want the %d from before it", got, before)
+	}
+	r.feed(t, 3, "dep a 1")
+	if got := batches(); got != before+1 {
+		t.Errorf("%d decisions after one more batch, want %d", got, before+1)
+	}
+	if err := r.job.Swap(context.Background(), "bank", adaptiveReplacement(failing{}, "broken")); err != nil {
+		t.Fatal(err)
+	}
+	r.feed(t, 4, "dep a 1") // fails under "broken": rolled back and run by v2
+	if st := r.job.Status().Operators[0]; st.Version != "v2" || st.Rollbacks != 1 {
+		t.Fatalf("status %+v, want v2 after a rollback", st)
+	}
+	if got := batches(); got < before+2 {
+		t.Errorf("%d decisions after the rollback, want at least %d: the history goes on", got, before+2)
+	}
+}
+
 // TestSwapUnderLoad swaps a map operator back and forth while records
 // stream through it, and checks at the sink, by sequence number, that
 // every record came out exactly once. It logs how long each Swap took to

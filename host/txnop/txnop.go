@@ -198,6 +198,28 @@ func (o *Operator) SetStrategy(st txn.Strategy) error {
 // static strategy. Its History may be read while the operator runs.
 func (o *Operator) Model() *adapt.Model { return o.model }
 
+// TakeModel makes o continue with from's decision model (what it learned,
+// its history and counts) in place of its own new one, when both run the
+// adaptive strategy with the same configuration, and reports whether it
+// did. A swap uses it so that the operator's new module does not start
+// learning from nothing and its decisions stay one history. The two
+// operators then share the model: only one of them may run batches at a
+// time. Not safe to call during Process.
+func (o *Operator) TakeModel(from *Operator) bool {
+	if o.model == nil || from == nil || from.model == nil || !sameConfig(o.model.Config(), from.model.Config()) {
+		return false
+	}
+	o.model = from.model
+	return true
+}
+
+// sameConfig reports whether a and b configure models alike.
+func sameConfig(a, b adapt.Config) bool {
+	ai, bi := a.Initial, b.Initial
+	a.Initial, b.Initial = nil, nil
+	return a == b && (ai == nil) == (bi == nil) && (ai == nil || *ai == *bi)
+}
+
 // Workers returns the number of scheduler workers.
 func (o *Operator) Workers() int { return o.cfg.Workers }
 
