@@ -430,7 +430,7 @@ func runSwapKind(ctx context.Context, e *env, k SwapKind, opts SwapOptions) (res
 		}
 		return nil, fmt.Errorf("bench: swap: %w", err)
 	}
-	src := &pacedSource{Source: gen, rate: opts.Rate, keyIsPosition: k == SwapTransactional}
+	src := newPacedSource(gen, opts.Rate, k == SwapTransactional)
 	sink := newLatencySink(uint64(opts.Rate*opts.Duration.Seconds()), sk.seq)
 	dead := &discardSink{name: "dead-letters"}
 	job, err := exec.New(ctx, exec.Config{
@@ -454,14 +454,22 @@ func runSwapKind(ctx context.Context, e *env, k SwapKind, opts SwapOptions) (res
 
 	// The swaps, evenly spaced after the warm-up, while Run runs.
 	res = &SwapResult{Kind: k, Plugin: sk.plugin, Workers: workers, Rate: opts.Rate}
-	start := src.waitOpened(ctx)
-	var windows [][2]time.Time
-	step := (opts.Duration - opts.Warmup) / time.Duration(opts.Swaps+1)
 	// stop ends the job with an error; the swaps' errors say more.
 	stop := func() {
 		cancel()
 		<-done
 	}
+	select {
+	case <-src.isOpen:
+	case err := <-done:
+		return nil, fmt.Errorf("bench: swap %s: the pipeline stopped before reading: %w", k, err)
+	case <-ctx.Done():
+		stop()
+		return nil, ctx.Err()
+	}
+	start := src.openedAt()
+	var windows [][2]time.Time
+	step := (opts.Duration - opts.Warmup) / time.Duration(opts.Swaps+1)
 	for i := 1; i <= opts.Swaps; i++ {
 		at := start.Add(opts.Warmup + time.Duration(i)*step)
 		select {
@@ -538,6 +546,11 @@ func dueNs(i uint64, rate float64) int64 { return int64(math.Round(float64(i) * 
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// newPacedSource returns gen, paced at rate, as a pacedSource.
+func newPacedSource(gen *generator.Source, rate float64, keyIsPosition bool) *pacedSource {
+	return &pacedSource{Source: gen, rate: rate, keyIsPosition: keyIsPosition, isOpen: make(chan struct{})}
+}
+
 // pacedSource is an endless paced generator with each record's event time
 // set to the wall-clock time it is due (the generator paces records from
 // its Open), so that a sink can tell each record's latency, until end is
@@ -547,9 +560,10 @@ type pacedSource struct {
 	rate          float64
 	keyIsPosition bool
 
+	isOpen chan struct{} // closed by Open
+
 	mu      sync.Mutex
 	opened  time.Time
-	openedC chan struct{}
 	after   uint64
 	last    uint64 // the last position read
 	stopped bool   // end was called: Read returns io.EOF
@@ -566,34 +580,19 @@ func (s *pacedSource) end() uint64 {
 }
 
 func (s *pacedSource) Open(ctx context.Context, after uint64) error {
-	s.mu.Lock()
-	if s.openedC == nil {
-		s.openedC = make(chan struct{})
-	}
-	s.mu.Unlock()
 	if err := s.Source.Open(ctx, after); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	s.opened, s.after = time.Now(), after
-	close(s.openedC)
 	s.mu.Unlock()
+	close(s.isOpen)
 	return nil
 }
 
-// waitOpened returns the time the source was opened (the due time of its
-// first record), waiting for it.
-func (s *pacedSource) waitOpened(ctx context.Context) time.Time {
-	s.mu.Lock()
-	if s.openedC == nil {
-		s.openedC = make(chan struct{})
-	}
-	c := s.openedC
-	s.mu.Unlock()
-	select {
-	case <-c:
-	case <-ctx.Done():
-	}
+// openedAt returns the time the source was opened (the due time of its
+// first record); call it once isOpen is closed.
+func (s *pacedSource) openedAt() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.opened

@@ -148,12 +148,13 @@ func TestPacedSourceEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gen.Close()
-	src := &pacedSource{Source: gen, rate: 1e6, keyIsPosition: true}
+	src := newPacedSource(gen, 1e6, true)
 	ctx := context.Background()
 	if err := src.Open(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	start := src.waitOpened(ctx)
+	<-src.isOpen
+	start := src.openedAt()
 	buf := make([]connectors.Message, 64)
 	var got uint64
 	for got < 100 {

@@ -3,9 +3,6 @@ package plugin
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,36 +14,10 @@ import (
 const checkDir = "testdata/check"
 
 // checkModule returns the bytes of testdata/check/name.wasm.
-func checkModule(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(checkDir, name+".wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+func checkModule(t *testing.T, name string) []byte { return testdataModule(t, checkDir, name) }
 
 // The committed .wasm files are what wat2wasm makes of the .wat files.
-func TestCheckModulesUpToDate(t *testing.T) {
-	if _, err := exec.LookPath("wat2wasm"); err != nil {
-		t.Skip("wat2wasm (wabt) is not installed")
-	}
-	wats, err := filepath.Glob(filepath.Join(checkDir, "*.wat"))
-	if err != nil || len(wats) == 0 {
-		t.Fatalf("no .wat files in %s: %v", checkDir, err)
-	}
-	for _, w := range wats {
-		out := filepath.Join(t.TempDir(), "out.wasm")
-		if b, err := exec.Command("wat2wasm", "--debug-names", w, "-o", out).CombinedOutput(); err != nil {
-			t.Fatalf("wat2wasm %s: %v\n%s", w, err, b)
-		}
-		got, _ := os.ReadFile(out)
-		have, _ := os.ReadFile(strings.TrimSuffix(w, ".wat") + ".wasm")
-		if !bytes.Equal(got, have) {
-			t.Errorf("%s.wasm is stale: run go generate ./host/plugin/", strings.TrimSuffix(w, ".wat"))
-		}
-	}
-}
+func TestCheckModulesUpToDate(t *testing.T) { watUpToDate(t, checkDir) }
 
 // advULEB appends v as unsigned LEB128.
 func advULEB(b []byte, v uint64) []byte {

@@ -35,23 +35,30 @@ import (
 const hostileDir = "testdata/hostile"
 
 // hostileModule returns the bytes of testdata/hostile/name.wasm.
-func hostileModule(t testing.TB, name string) []byte {
+func hostileModule(t testing.TB, name string) []byte { return testdataModule(t, hostileDir, name) }
+
+// The committed .wasm files are what wat2wasm makes of the .wat files.
+func TestHostileModulesUpToDate(t *testing.T) { watUpToDate(t, hostileDir) }
+
+// testdataModule returns the bytes of dir/name.wasm.
+func testdataModule(t testing.TB, dir, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(hostileDir, name+".wasm"))
+	b, err := os.ReadFile(filepath.Join(dir, name+".wasm"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-// The committed .wasm files are what wat2wasm makes of the .wat files.
-func TestHostileModulesUpToDate(t *testing.T) {
+// watUpToDate checks that every committed .wasm file of dir is what
+// wat2wasm makes of the .wat file beside it.
+func watUpToDate(t *testing.T, dir string) {
 	if _, err := exec.LookPath("wat2wasm"); err != nil {
 		t.Skip("wat2wasm (wabt) is not installed")
 	}
-	wats, err := filepath.Glob(filepath.Join(hostileDir, "*.wat"))
+	wats, err := filepath.Glob(filepath.Join(dir, "*.wat"))
 	if err != nil || len(wats) == 0 {
-		t.Fatalf("no .wat files in %s: %v", hostileDir, err)
+		t.Fatalf("no .wat files in %s: %v", dir, err)
 	}
 	for _, w := range wats {
 		out := filepath.Join(t.TempDir(), "out.wasm")

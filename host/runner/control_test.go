@@ -53,14 +53,7 @@ func TestSwapAndRollbackThroughTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	upper, err := registry.AppendVersion(mods["upper"], "upper-1.0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	lower, err := registry.AppendVersion(mods["lower"], "lower-2.0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	upper, lower := versioned(t, mods["upper"], "upper-1.0"), versioned(t, mods["lower"], "lower-2.0")
 	if err := os.WriteFile(filepath.Join(dir, "upper.wasm"), upper, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +67,8 @@ func TestSwapAndRollbackThroughTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- h.Run(runCtx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	stop := runInBackground(ctx, h)
+	defer stop()
 
 	st, err := os.Stat(filepath.Join(data, TokenFile))
 	if err != nil || st.Mode().Perm() != 0o600 {
@@ -155,11 +143,9 @@ func TestSwapAndRollbackThroughTheAPI(t *testing.T) {
 		t.Errorf("deployments %v", reasons)
 	}
 
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	done <- nil
 	// Every generated position came out once, in order.
 	f, err := os.Open(filepath.Join(dir, "out.jsonl"))
 	if err != nil {
@@ -194,13 +180,7 @@ func TestRestartResumesTheDeployedModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	version := func(name, v string) []byte {
-		b, err := registry.AppendVersion(mods[name], v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	version := func(name, v string) []byte { return versioned(t, mods[name], v) }
 	writeModule := func(b []byte) {
 		if err := os.WriteFile(filepath.Join(dir, "upper.wasm"), b, 0o644); err != nil {
 			t.Fatal(err)
@@ -235,14 +215,11 @@ func TestRestartResumesTheDeployedModule(t *testing.T) {
 		if fmt.Sprint(prev) != fmt.Sprint(wantPrevious) {
 			t.Errorf("started with previous modules %q, want %q", prev, wantPrevious)
 		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- h.Run(runCtx) }()
+		stop := runInBackground(ctx, h)
 		if act != nil {
 			act(h)
 		}
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -267,4 +244,31 @@ func TestRestartResumesTheDeployedModule(t *testing.T) {
 		}
 	})
 	run("lower-2.0", []string{"upper-3.0", "upper-1.0"}, nil) // most recent first
+}
+
+// versioned returns module with version v written into its custom section.
+func versioned(t *testing.T, module []byte, v string) []byte {
+	t.Helper()
+	b, err := registry.AppendVersion(module, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// runInBackground runs h until the returned stop is called; stop returns
+// Run's error, and may be called again (it then returns nil).
+func runInBackground(ctx context.Context, h *Host) (stop func() error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- h.Run(runCtx) }()
+	stopped := false
+	return func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-done
+	}
 }

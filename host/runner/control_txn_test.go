@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/host/pipeline"
-	"github.com/sluicehq/sluice/host/registry"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 	"github.com/sluicehq/sluice/txn/apps/ledger/event"
 )
@@ -51,10 +50,7 @@ func TestSwapTransactionalOperator(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ledger.wasm"), mods["ledger"], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v2, err := registry.AppendVersion(mods["ledger"], "ledger-2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	v2 := versioned(t, mods["ledger"], "ledger-2")
 	writeFile(t, filepath.Join(dir, "p.yaml"), ledgerSwapPipeline)
 	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
 	if err != nil {
@@ -65,9 +61,7 @@ func TestSwapTransactionalOperator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- h.Run(runCtx) }()
+	stop := runInBackground(ctx, h)
 	waitBatches := func(n uint64) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -81,8 +75,7 @@ func TestSwapTransactionalOperator(t *testing.T) {
 	waitBatches(2)
 	res, err := h.Swap(ctx, "ledger", "ledger-2.wasm", v2)
 	if err != nil {
-		cancel()
-		<-done
+		stop()
 		t.Fatal(err)
 	}
 	if res.To.Version != "ledger-2" || h.Status().Operators[0].Version != "ledger-2" {
@@ -93,8 +86,7 @@ func TestSwapTransactionalOperator(t *testing.T) {
 		t.Error(err)
 	}
 	waitBatches(h.Status().Batches + 2)
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	s := openStore(t, filepath.Join(data, "state"))
