@@ -121,6 +121,14 @@
 // move), so wazero's stack traces lose source lines; the function names
 // remain, and so does a Go guest's own panic trace on stderr.
 //
+// On wazero the instrumenter also threads jumps, with or without a call
+// timeout: a Go guest's jumps forward, which Go's WebAssembly code sends
+// back through a jump table at the head of each function, become direct
+// branches (interrupt.Options.ThreadJumps, "Jumps" in that package's
+// documentation). Should wazero reject the rewritten copy of a module it
+// accepts (an instrumenter bug), the module runs as it is, under a call
+// timeout with wazero's slower deadline.
+//
 // On wasmtime, the deadline is epoch interruption, native to wasmtime: a
 // ticker advances the engine's epoch every millisecond and each call sets
 // an epoch deadline. wasmtime-go has no way to stop one store from another

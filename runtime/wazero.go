@@ -287,7 +287,7 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 	limit := e.cfg.TableLimit()
 	var refused, rejected error // the instrumenter's error; wazero's on the instrumented copy
 	if e.instrument {
-		res, err := interrupt.InstrumentWith(wasm, interrupt.Options{Deadline: true, TableLimit: limit})
+		res, err := interrupt.InstrumentWith(wasm, interrupt.Options{Deadline: true, TableLimit: limit, ThreadJumps: true})
 		if err == nil {
 			if err := checkTables(m.name, res.Tables, limit); err != nil {
 				return err
@@ -308,10 +308,17 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 			return fmt.Errorf("runtime: compiling %q: %w", m.name, err)
 		}
 	}
-	// The table limit alone: the module is unchanged unless it grows a
-	// table.
-	res, boundErr := interrupt.InstrumentWith(wasm, interrupt.Options{TableLimit: limit})
-	if boundErr == nil {
+	// The table limit alone, and the jumps threaded: the module is
+	// unchanged unless it grows a table or has jumps to thread. Should
+	// wazero reject a copy with threaded jumps of a module it accepts (an
+	// instrumenter bug), the jumps stay as they are.
+	var boundErr error
+	for _, threads := range []bool{true, false} {
+		var res interrupt.Result
+		res, boundErr = interrupt.InstrumentWith(wasm, interrupt.Options{TableLimit: limit, ThreadJumps: threads})
+		if boundErr != nil {
+			break
+		}
 		if err := checkTables(m.name, res.Tables, limit); err != nil {
 			return err
 		}
@@ -321,10 +328,10 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 			e.logFallback(m.name, refused, rejected)
 			m.compiled, m.runtime = cm, rt
 			return nil
-		case res.TableGrows == 0: // the module as it is: wazero's verdict
+		case res.TableGrows == 0 && res.ThreadedJumps == 0: // the module as it is: wazero's verdict
 			return &Error{Kind: KindCompile, Module: m.name, Err: err}
 		}
-		boundErr = err // wazero rejects the bounded copy: an instrumenter bug
+		boundErr = err // wazero rejects the rewritten copy: an instrumenter bug
 	}
 	// The module cannot be bounded: say why wazero refuses it, if it
 	// does, or else that its tables cannot be bounded.

@@ -146,6 +146,7 @@ func valueType(b byte) bool {
 // code holds the instruction sequences of one instrumented module.
 type code struct {
 	deadline bool     // insert the checks; without, only table.grow changes
+	threads  bool     // thread jumps through dispatches (Options.ThreadJumps)
 	grow     *growers // bounds table.grow, or nil
 	calls    uint32   // the call count global
 	yield    []byte   // the yield and flag test
@@ -211,11 +212,17 @@ type frame struct {
 	// a branch from frame i out to frame j passes 3*(wraps(i) - wraps(j))
 	// more labels.
 	wraps int
+	// id tells frames apart: frames are numbered as they open.
+	id int
+	// dispatch is set on a loop that opens with a dispatch (see
+	// readDispatch).
+	dispatch *dispatch
 }
 
 // bodyStats says what rewriteBody inserted.
 type bodyStats struct {
 	loops, wrapped int
+	threaded       int  // jumps that skip a dispatch (see threadJump)
 	grows          int  // table.grow instructions bounded
 	entry, seed    bool // an entry check, a seed of the loop count from the call count
 }
@@ -260,6 +267,8 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 	// the counter and an entry check is known only at the end.
 	insts := scratch[:0]
 	frames := []frame{{}} // the function body is a block
+	nextID := 1
+	var prev, prev2 []byte // the two instructions before this one
 	prefix, calls, loopFirst := true, false, false
 	for len(frames) > 0 {
 		start := r.pos
@@ -271,17 +280,27 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 			return out, insts, st, err
 		}
 		inst := body[start:r.pos]
+		before, before2 := prev, prev2
+		prev, prev2 = inst, prev
 		if prefix && op != opBlock && op != opCall && op != opCallIndirect && control(op) {
 			prefix, loopFirst = false, op == opLoop
 		}
 		top := frames[len(frames)-1]
+		id := nextID
+		if op == opBlock || op == opIf || op == opLoop {
+			nextID++
+		}
 		switch op {
 		case opBlock, opIf:
-			frames = append(frames, frame{wraps: top.wraps})
+			frames = append(frames, frame{wraps: top.wraps, id: id})
 			insts = append(insts, inst...)
 		case opLoop:
+			var d *dispatch
+			if c.threads {
+				d = readDispatch(body[r.pos:], inst, frames, id)
+			}
 			if !c.deadline {
-				frames = append(frames, frame{wraps: top.wraps})
+				frames = append(frames, frame{wraps: top.wraps, id: id, dispatch: d})
 				insts = append(insts, inst...)
 				break
 			}
@@ -289,7 +308,7 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 			bt := inst[1:] // the block type
 			if len(bt) == 1 && (bt[0] == blockEmpty || valueType(bt[0])) {
 				st.wrapped++
-				frames = append(frames, frame{wrapped: true, wraps: top.wraps + 1})
+				frames = append(frames, frame{wrapped: true, wraps: top.wraps + 1, id: id, dispatch: d})
 				insts = append(append(insts, opBlock), bt...)
 				insts = append(append(insts, opLoop), bt...)
 				insts = append(insts, opBlock, blockEmpty)
@@ -297,7 +316,7 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 				insts = appendCount(insts, counter)
 				insts = append(insts, opI32Eqz, opBrIf, 1)
 			} else {
-				frames = append(frames, frame{wraps: top.wraps})
+				frames = append(frames, frame{wraps: top.wraps, id: id, dispatch: d})
 				insts = append(insts, inst...)
 				insts = append(insts, opBlock, blockEmpty)
 				insts = appendCount(insts, counter)
@@ -312,6 +331,12 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 			}
 		case opBr, opBrIf:
 			l, _ := (&reader{b: inst[1:]}).u32() // read once by skipInstruction
+			if op == opBr && c.threads {
+				if t, ok := threadJump(l, frames, before2, before); ok {
+					l = t
+					st.threaded++
+				}
+			}
 			depth, err := adjustDepth(l, frames, r)
 			if err != nil {
 				return out, insts, st, err
@@ -362,6 +387,130 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 		out = append(out, c.entry...)
 	}
 	return append(out, insts...), insts, st, nil
+}
+
+// dispatch is the jump table a loop opens with, in the form Go's
+// WebAssembly code gives every function: the loop, blocks, and a br_table
+// on a local,
+//
+//	loop $dispatch
+//	  block $bN
+//	    ...
+//	      block $b0
+//	        local.get $pc
+//	        br_table $b0 ... $bN ...
+//	      end
+//	      ...   ;; the code of resume point 0
+//	    end
+//	    ...     ;; the code of resume point 1, and so on
+//
+// and a jump inside the function is
+//
+//	i32.const N
+//	local.set $pc
+//	br $dispatch
+//
+// The jump goes through the table even when its target encloses it (a
+// jump forward): threadJump makes it a branch to the target.
+type dispatch struct {
+	local   uint32
+	targets []int // the frame id of each entry, the default last
+}
+
+// readDispatch returns the dispatch that code, the instructions right after
+// loop (the loop instruction, with id id, opened inside frames), opens
+// with, or nil when it opens otherwise.
+func readDispatch(code, loop []byte, frames []frame, id int) *dispatch {
+	if len(loop) != 2 || loop[1] != blockEmpty {
+		return nil
+	}
+	r := &reader{b: code}
+	blocks := 0
+	for {
+		op, err := r.byte()
+		if err != nil {
+			return nil
+		}
+		if op == opBlock {
+			if bt, err := r.byte(); err != nil || bt != blockEmpty {
+				return nil
+			}
+			blocks++
+			continue
+		}
+		if op != opLocalGet {
+			return nil
+		}
+		break
+	}
+	local, err := r.u32()
+	if err != nil {
+		return nil
+	}
+	if op, err := r.byte(); err != nil || op != opBrTable {
+		return nil
+	}
+	n, err := r.u32()
+	if err != nil || uint64(n) >= uint64(len(code)) {
+		return nil
+	}
+	d := &dispatch{local: local, targets: make([]int, 0, n+1)}
+	for range n + 1 {
+		l, err := r.u32()
+		if err != nil {
+			return nil
+		}
+		// At the br_table, label l is the block opened blocks-l after
+		// the loop, the loop, or a frame outside it.
+		switch {
+		case l <= uint32(blocks):
+			d.targets = append(d.targets, id+blocks-int(l))
+		case uint64(l)-uint64(blocks)-1 < uint64(len(frames)):
+			d.targets = append(d.targets, frames[len(frames)-int(l-uint32(blocks))].id)
+		default:
+			return nil // invalid: the compiler will say so
+		}
+	}
+	return d
+}
+
+// threadJump returns the label, seen from the innermost of frames, of the
+// target of a jump through a dispatch (br l, after the instructions
+// setPC2 and setPC: i32.const N and local.set of the dispatch's local),
+// when that target encloses the jump, so that a br reaches it directly:
+// the dispatch would only read the local and branch there. The local is
+// set all the same. It returns false for anything else, a jump backward
+// among them.
+func threadJump(l uint32, frames []frame, setPC2, setPC []byte) (uint32, bool) {
+	if uint64(l) >= uint64(len(frames)) || len(setPC2) < 2 || setPC2[0] != opI32Const || len(setPC) < 2 || setPC[0] != opLocalSet {
+		return 0, false
+	}
+	d := frames[len(frames)-1-int(l)].dispatch
+	if d == nil {
+		return 0, false
+	}
+	local, err := (&reader{b: setPC[1:]}).u32()
+	if err != nil || local != d.local {
+		return 0, false
+	}
+	v, err := (&reader{b: setPC2[1:]}).sleb(32)
+	if err != nil {
+		return 0, false
+	}
+	entry := uint64(uint32(v))
+	if entry >= uint64(len(d.targets)) {
+		entry = uint64(len(d.targets) - 1)
+	}
+	target := d.targets[entry]
+	for j := len(frames) - 1; j >= 0; j-- {
+		if frames[j].id == target {
+			if frames[j].dispatch == d {
+				return 0, false // to the dispatch itself
+			}
+			return uint32(len(frames) - 1 - j), true
+		}
+	}
+	return 0, false
 }
 
 // adjustDepth returns the label index n of a branch from the innermost of

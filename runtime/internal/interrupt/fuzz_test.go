@@ -14,7 +14,7 @@ import (
 // must never panic; its errors wrap a sentinel; its output is refused when
 // fed back (the reserved names are taken); and whenever wazero accepts a
 // module that the instrumenter accepted too, wazero accepts the
-// instrumented copy. That last check is made only on modules whose
+// instrumented copy, with every combination of options. That last check is made only on modules whose
 // declared counts are plausible (see plausible): wazero's decoder sizes its
 // slices and maps by the counts a module declares, and a mutated count
 // exhausts the fuzzer's memory.
@@ -30,6 +30,7 @@ func FuzzInstrument(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add(module([]byte{opLoop, blockEmpty, opBr, 0, opEnd}))
+	f.Add(dispatchFunc{segments: 3, jumps: []jump{{kind: 1, target: 2}, {kind: 2, target: 0, bit: 3}, {kind: 2, target: 4}}}.wasm())
 	f.Add(module([]byte{0xfd, 0x0c, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x1a}))
 	ctx := context.Background()
 	// The interpreter validates like the compiler, and compiles faster.
@@ -73,14 +74,16 @@ func FuzzInstrument(f *testing.F) {
 			t.Fatalf("wazero accepts the module but not its instrumented copy: %v", err)
 		}
 		_ = inst.Close(ctx)
-		both, err := InstrumentWith(wasm, Options{Deadline: true, TableLimit: 16})
-		if err != nil {
-			t.Fatalf("the instrumenter accepts the module, but not with a table limit: %v", err)
+		for _, opts := range []Options{{Deadline: true, TableLimit: 16}, {ThreadJumps: true}, {Deadline: true, TableLimit: 16, ThreadJumps: true}} {
+			res, err := InstrumentWith(wasm, opts)
+			if err != nil {
+				t.Fatalf("the instrumenter accepts the module, but not with %+v: %v", opts, err)
+			}
+			if inst, err = rt.CompileModule(ctx, res.Wasm); err != nil {
+				t.Fatalf("wazero accepts the module but not its copy with %+v: %v", opts, err)
+			}
+			_ = inst.Close(ctx)
 		}
-		if inst, err = rt.CompileModule(ctx, both.Wasm); err != nil {
-			t.Fatalf("wazero accepts the module but not its instrumented copy with a table limit: %v", err)
-		}
-		_ = inst.Close(ctx)
 	})
 }
 

@@ -70,6 +70,9 @@ type Result struct {
 	// Options.TableLimit; GrowFuncs the functions added to bound them (one
 	// per table grown).
 	TableGrows, GrowFuncs int
+	// ThreadedJumps counts the jumps made direct branches
+	// (Options.ThreadJumps).
+	ThreadedJumps int
 }
 
 // Section ids of the binary format.
@@ -125,6 +128,11 @@ type Options struct {
 	// gives the tables' declared minimums, which the embedder checks
 	// against the limit itself.
 	TableLimit uint32
+	// ThreadJumps makes each jump through a dispatch loop whose target
+	// encloses the jump a direct branch to that target (see dispatch): the
+	// jumps forward of Go's WebAssembly code, which otherwise all go back
+	// to the function's head and through its jump table.
+	ThreadJumps bool
 }
 
 // Instrument is InstrumentWith(wasm, Options{Deadline: true}): the
@@ -238,13 +246,14 @@ func InstrumentWith(wasm []byte, opts Options) (Result, error) {
 	}
 
 	var code []byte
-	if s := find(secCode); s != nil && (opts.Deadline || opts.TableLimit > 0) {
+	if s := find(secCode); s != nil && (opts.Deadline || opts.TableLimit > 0 || opts.ThreadJumps) {
 		params, err := functionParams(find(secType), find(secFunction))
 		if err != nil {
 			return res, err
 		}
 		c := newCode(g)
 		c.deadline = opts.Deadline
+		c.threads = opts.ThreadJumps
 		if opts.TableLimit > 0 {
 			c.grow = &growers{limit: opts.TableLimit, tables: tables,
 				firstFunc: uint64(imported.funcs) + uint64(len(params))}
@@ -264,7 +273,7 @@ func InstrumentWith(wasm []byte, opts Options) (Result, error) {
 			replaced = append(replaced, replacement{secType, newTypes}, replacement{secFunction, newFuncs})
 		}
 	}
-	if !opts.Deadline && res.TableGrows == 0 {
+	if !opts.Deadline && res.TableGrows == 0 && res.ThreadedJumps == 0 {
 		res.Wasm = wasm
 		return res, nil
 	}
@@ -731,6 +740,7 @@ func rewriteCode(s *section, params []uint32, c *code, res *Result) ([]byte, err
 		out = appendULEB(out, uint64(len(body)))
 		out = append(out, body...)
 		res.TableGrows += st.grows
+		res.ThreadedJumps += st.threaded
 		res.LoopChecks += st.loops
 		res.WrappedLoops += st.wrapped
 		if st.entry {

@@ -180,23 +180,37 @@ func TestModules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Instrument(wasm)
-			if err != nil {
-				t.Fatal(err)
-			}
 			h := newHarness(t)
-			orig, inst := h.compile(wasm), h.compile(res.Wasm)
-			if _, ok := inst.ExportedFunctions()[StartExport]; ok != res.Start {
-				t.Errorf("export %q present = %v, Result.Start = %v", StartExport, ok, res.Start)
-			}
-			om := h.instantiate(orig)
-			im, _ := h.instrumented(inst, res)
-			for _, d := range parseDirectives(t, string(wat)) {
-				switch d.kind {
-				case "call":
-					h.checkCall(om, im, d)
-				case "spin":
-					h.checkSpin(inst, res, d)
+			orig := h.compile(wasm)
+			for _, opts := range []Options{{Deadline: true}, {Deadline: true, ThreadJumps: true}, {ThreadJumps: true}} {
+				om := h.instantiate(orig) // fresh: some exports change the module's state
+				res, err := InstrumentWith(wasm, opts)
+				if err != nil {
+					t.Fatalf("%+v: %v", opts, err)
+				}
+				inst := h.compile(res.Wasm)
+				if !opts.Deadline {
+					// The jumps alone: the module as it was, but for its
+					// branches.
+					im := h.instantiate(inst)
+					for _, d := range parseDirectives(t, string(wat)) {
+						if d.kind == "call" {
+							h.checkCall(om, im, d)
+						}
+					}
+					continue
+				}
+				if _, ok := inst.ExportedFunctions()[StartExport]; ok != res.Start {
+					t.Errorf("export %q present = %v, Result.Start = %v", StartExport, ok, res.Start)
+				}
+				im, _ := h.instrumented(inst, res)
+				for _, d := range parseDirectives(t, string(wat)) {
+					switch d.kind {
+					case "call":
+						h.checkCall(om, im, d)
+					case "spin":
+						h.checkSpin(inst, res, d)
+					}
 				}
 			}
 		})
