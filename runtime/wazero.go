@@ -332,6 +332,9 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 			return &Error{Kind: KindCompile, Module: m.name, Err: err}
 		}
 		boundErr = err // wazero rejects the rewritten copy: an instrumenter bug
+		if res.ThreadedJumps == 0 {
+			break // without threads the copy would be the same
+		}
 	}
 	// The module cannot be bounded: say why wazero refuses it, if it
 	// does, or else that its tables cannot be bounded.

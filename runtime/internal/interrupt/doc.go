@@ -74,8 +74,9 @@
 // back edge) still go through the table, and still pass the loop check of
 // the table's loop, while a jump forward has no check to pass: it cannot
 // repeat without a jump backward. On the Go guests of Sluice's benchmarks
-// this takes 3 to 8 % off a batched map and about a tenth off a
-// transactional operator (BENCHMARKS.md, "Threaded jumps").
+// this takes 4 to 12 % off a batched map per record (BenchmarkThreadJumps)
+// and about a tenth off a transactional operator (BENCHMARKS.md, "Threaded
+// jumps").
 //
 // # What else changes
 //
