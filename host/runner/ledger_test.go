@@ -18,21 +18,6 @@ import (
 	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
-// TestExampleLedgerParses keeps examples/ledger.yaml valid.
-func TestExampleLedgerParses(t *testing.T) {
-	p, err := pipeline.Load("../../examples/ledger.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := p.Operators[0]
-	if o.Kind != pipeline.KindTransactional || len(o.Tables) != 2 || o.Punctuation.Events != 10240 {
-		t.Errorf("example operator %+v", o)
-	}
-	if s := p.Sources[0]; s.Mode != "txn" || s.App != workload.StreamingLedger {
-		t.Errorf("example source %+v", s)
-	}
-}
-
 const ledgerPipeline = `
 name: ledger
 http: {addr: "off"}
