@@ -30,7 +30,9 @@ func newBenchCmd() *cobra.Command {
          on an engine with the default call timeout and on one without;
   nats   NATS -> Wasm map -> NATS through the executor on an embedded server,
          64-byte and 1 KiB messages, against raw NATS publish -> subscribe
-         measured in the same run (rounds interleaved, medians reported);
+         and against a relay (a subscriber that publishes each message
+         again: the same two crossings of the server with nothing between
+         them), measured in the same run (rounds interleaved, medians);
   keyed  generator -> wordcount (keyed state) -> discard with Pebble commits:
          records per second and the cost of one commit.
 

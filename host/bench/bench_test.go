@@ -112,7 +112,8 @@ func TestQuick(t *testing.T) {
 		t.Fatalf("nats result %+v", rep.NATS)
 	}
 	for _, s := range rep.NATS.Sizes {
-		if s.RawRate <= 0 || s.PipelineRate <= 0 || s.Ratio <= 0 || len(s.RawRounds) != opts.NATS.Rounds {
+		if s.RawRate <= 0 || s.RelayRate <= 0 || s.PipelineRate <= 0 || s.Ratio <= 0 || s.RelayRatio <= 0 ||
+			len(s.RawRounds) != opts.NATS.Rounds || len(s.RelayRounds) != opts.NATS.Rounds {
 			t.Errorf("nats %d bytes: %+v", s.Size, s)
 		}
 	}

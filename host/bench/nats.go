@@ -39,13 +39,22 @@ type NATSSize struct {
 	Size int `json:"message_size_bytes"`
 	// RawRate is NATS publish -> subscribe alone.
 	RawRate float64 `json:"raw_msgs_per_second"`
+	// RelayRate is NATS -> a subscription that publishes each message
+	// again, as it arrives -> NATS: what two crossings of the server cost
+	// with nothing between them, the ceiling of any pipeline from NATS to
+	// NATS on the machine.
+	RelayRate float64 `json:"relay_msgs_per_second"`
 	// PipelineRate is NATS -> exec.Job (upper map) -> NATS.
 	PipelineRate float64 `json:"pipeline_msgs_per_second"`
 	// Ratio is the median of the per-round ratios: each pipeline round
 	// over the raw round run just before it.
 	Ratio float64 `json:"pipeline_to_raw"`
+	// RelayRatio is the median of the per-round ratios of the relay
+	// round over the raw round.
+	RelayRatio float64 `json:"relay_to_raw"`
 
 	RawRounds      []float64 `json:"raw_rounds_msgs_per_second"`
+	RelayRounds    []float64 `json:"relay_rounds_msgs_per_second"`
 	PipelineRounds []float64 `json:"pipeline_rounds_msgs_per_second"`
 }
 
@@ -76,10 +85,15 @@ func runNATS(ctx context.Context, e *env, code []byte, cfg NATSConfig) (*NATSRes
 	res := &NATSResult{Messages: cfg.Messages, Window: cfg.Window, Rounds: cfg.Rounds, Parallelism: par, BatchSize: pipeline.DefaultBatchSize, CallTimeout: !e.noTimeout}
 	for _, size := range cfg.Sizes {
 		s := NATSSize{Size: size}
-		var ratios []float64
+		var ratios, relayRatios []float64
 		for r := range cfg.Rounds {
 			e.step("nats: %d-byte messages, round %d/%d: raw publish -> subscribe, %d messages", size, r+1, cfg.Rounds, cfg.Messages)
 			raw, err := rawRound(ctx, e, url, size, r, cfg)
+			if err != nil {
+				return nil, err
+			}
+			e.step("nats: %d-byte messages, round %d/%d: NATS -> relay -> NATS, %d messages", size, r+1, cfg.Rounds, cfg.Messages)
+			relay, err := relayRound(ctx, e, url, size, r, cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -89,10 +103,13 @@ func runNATS(ctx context.Context, e *env, code []byte, cfg NATSConfig) (*NATSRes
 				return nil, err
 			}
 			s.RawRounds = append(s.RawRounds, raw)
+			s.RelayRounds = append(s.RelayRounds, relay)
 			s.PipelineRounds = append(s.PipelineRounds, pipe)
 			ratios = append(ratios, pipe/raw)
+			relayRatios = append(relayRatios, relay/raw)
 		}
 		s.RawRate, s.PipelineRate, s.Ratio = median(s.RawRounds), median(s.PipelineRounds), median(ratios)
+		s.RelayRate, s.RelayRatio = median(s.RelayRounds), median(relayRatios)
 		res.Sizes = append(res.Sizes, s)
 	}
 	return res, nil
@@ -263,26 +280,81 @@ func rawRound(ctx context.Context, e *env, url string, size, round int, cfg NATS
 	defer sub.Close()
 	subject := fmt.Sprintf("bench.raw.%d.%d", size, round)
 	c := newCounter(cfg.Messages, func(b []byte) bool { return len(b) == size && isLower(b[0]) && isLower(b[size-1]) })
-	s, err := sub.Subscribe(subject, c.handle)
+	s, err := subscribe(ctx, sub, subject, c.handle)
 	if err != nil {
-		return 0, fmt.Errorf("bench: subscribe to %s: %w", subject, err)
+		return 0, err
 	}
 	defer s.Unsubscribe()
-	if err := flush(ctx, sub); err != nil {
-		return 0, fmt.Errorf("bench: subscribe to %s: %w", subject, err)
+	return measureArrivals(ctx, pub, sub, subject, size, c, errs, cfg, fmt.Sprintf("raw publish -> subscribe, %d-byte messages", size))
+}
+
+// subscribe subscribes handle to subject on nc and waits until the server
+// has the subscription.
+func subscribe(ctx context.Context, nc *nats.Conn, subject string, handle nats.MsgHandler) (*nats.Subscription, error) {
+	s, err := nc.Subscribe(subject, handle)
+	if err != nil {
+		return nil, fmt.Errorf("bench: subscribe to %s: %w", subject, err)
 	}
+	if err := flush(ctx, nc); err != nil {
+		_ = s.Unsubscribe()
+		return nil, fmt.Errorf("bench: subscribe to %s: %w", subject, err)
+	}
+	return s, nil
+}
+
+// measureArrivals publishes c.want lower-case messages of size bytes to
+// subject on pub, waits for c to count them on sub, checks them and
+// returns messages per second from the first publish to the last arrival.
+func measureArrivals(ctx context.Context, pub, sub *nats.Conn, subject string, size int, c *counter, errs *asyncErrs, cfg NATSConfig, what string) (float64, error) {
 	start, err := publishAndWait(ctx, pub, subject, lowerPayload(size), c, errs, cfg)
 	if err != nil {
-		return 0, fmt.Errorf("%w (raw publish -> subscribe, %d-byte messages)", err, size)
+		return 0, fmt.Errorf("%w (%s)", err, what)
 	}
 	// Anything beyond the count would arrive with the ping's reply.
 	if err := flush(ctx, sub); err != nil {
 		return 0, fmt.Errorf("bench: %w", err)
 	}
-	if err := checkArrivals(fmt.Sprintf("raw publish -> subscribe, %d-byte messages", size), c, errs); err != nil {
+	if err := checkArrivals(what, c, errs); err != nil {
 		return 0, err
 	}
 	return float64(c.want) / c.last.Sub(start).Seconds(), nil
+}
+
+// relayRound measures publish -> relay -> subscribe and returns messages
+// per second. The relay is a subscription on its own connection that
+// publishes each message's data to the output subject as it arrives, on
+// that connection, as the pipeline's host does with its output: the
+// pipeline's NATS traffic without the pipeline.
+func relayRound(ctx context.Context, e *env, url string, size, round int, cfg NATSConfig) (rate float64, err error) {
+	what := fmt.Sprintf("NATS -> relay -> NATS, %d-byte messages", size)
+	errs := &asyncErrs{}
+	conns := make([]*nats.Conn, 3)
+	for i, name := range []string{"bench-relay", "bench-relay-pub", "bench-relay-sub"} {
+		nc, err := connect(ctx, e, url, name, errs)
+		if err != nil {
+			return 0, err
+		}
+		defer nc.Close()
+		conns[i] = nc
+	}
+	relay, pub, sub := conns[0], conns[1], conns[2]
+	in, out := fmt.Sprintf("bench.relay.in.%d.%d", size, round), fmt.Sprintf("bench.relay.out.%d.%d", size, round)
+	c := newCounter(cfg.Messages, func(b []byte) bool { return len(b) == size && isLower(b[0]) && isLower(b[size-1]) })
+	s, err := subscribe(ctx, sub, out, c.handle)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Unsubscribe()
+	rs, err := subscribe(ctx, relay, in, func(m *nats.Msg) {
+		if err := relay.Publish(out, m.Data); err != nil {
+			errs.handler(relay, nil, fmt.Errorf("relay publish to %s: %w", out, err))
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer rs.Unsubscribe()
+	return measureArrivals(ctx, pub, sub, in, size, c, errs, cfg, what)
 }
 
 // flush waits for a ping round trip to the server, at most 10 seconds (the
@@ -337,14 +409,11 @@ func pipelineRound(ctx context.Context, e *env, url string, p *plugin.Plugin, si
 	in, out := fmt.Sprintf("bench.in.%d.%d", size, round), fmt.Sprintf("bench.out.%d.%d", size, round)
 
 	c := newCounter(cfg.Messages, func(b []byte) bool { return len(b) == size && isUpper(b[0]) && isUpper(b[size-1]) })
-	s, err := sub.Subscribe(out, c.handle)
+	s, err := subscribe(ctx, sub, out, c.handle)
 	if err != nil {
-		return 0, fmt.Errorf("bench: subscribe to %s: %w", out, err)
+		return 0, err
 	}
 	closers = append(closers, func() error { _ = s.Unsubscribe(); return nil })
-	if err := flush(ctx, sub); err != nil {
-		return 0, fmt.Errorf("bench: subscribe to %s: %w", out, err)
-	}
 
 	src, err := natsconn.NewCoreSource(host, natsconn.CoreSourceConfig{Subject: in})
 	if err != nil {

@@ -98,11 +98,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "\nNATS -> Wasm map -> NATS, embedded server: %s messages per round, window %s, %d workers, batches of %d, %s, median of %d rounds\n",
 			thousands(float64(x.Messages)), thousands(float64(x.Window)), x.Parallelism, x.BatchSize, timeoutWords(x.CallTimeout), x.Rounds)
 		tw := table(&b)
-		fmt.Fprintln(tw, "message\traw pub -> sub\tpipeline\tpipeline / raw\t")
+		fmt.Fprintln(tw, "message\traw pub -> sub\trelay\tpipeline\trelay / raw\tpipeline / raw\t")
 		for _, s := range x.Sizes {
-			fmt.Fprintf(tw, "%s\t%s msgs/s\t%s msgs/s\t%.2f\t\n", byteSize(s.Size), thousands(s.RawRate), thousands(s.PipelineRate), s.Ratio)
+			fmt.Fprintf(tw, "%s\t%s msgs/s\t%s msgs/s\t%s msgs/s\t%.2f\t%.2f\t\n", byteSize(s.Size),
+				thousands(s.RawRate), thousands(s.RelayRate), thousands(s.PipelineRate), s.RelayRatio, s.Ratio)
 		}
 		tw.Flush()
+		fmt.Fprintln(&b, "relay: a subscription that publishes each message again as it arrives, the pipeline's two crossings of the server with nothing between them")
 	}
 	if x := r.Keyed; x != nil {
 		fmt.Fprintf(&b, "\nKeyed counting with Pebble commits: generator -> wordcount -> discard, %s records, %s keys, %d workers, batches of %d, %s, median of %d rounds\n",
