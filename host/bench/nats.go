@@ -150,6 +150,27 @@ func connect(ctx context.Context, e *env, url, name string, errs *asyncErrs) (*n
 	return nc, nil
 }
 
+// connectAll connects once per name, all reporting to errs, and returns
+// the connections in the order of names and a function that closes them.
+// On failure it closes those already made.
+func connectAll(ctx context.Context, e *env, url string, errs *asyncErrs, names ...string) ([]*nats.Conn, func(), error) {
+	conns := make([]*nats.Conn, 0, len(names))
+	closeAll := func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}
+	for _, name := range names {
+		nc, err := connect(ctx, e, url, name, errs)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		conns = append(conns, nc)
+	}
+	return conns, closeAll, nil
+}
+
 // counter counts the messages that arrive on a subscription and checks
 // each with ok.
 type counter struct {
@@ -268,16 +289,12 @@ func checkArrivals(what string, c *counter, errs *asyncErrs) error {
 // second.
 func rawRound(ctx context.Context, e *env, url string, size, round int, cfg NATSConfig) (rate float64, err error) {
 	errs := &asyncErrs{}
-	pub, err := connect(ctx, e, url, "bench-raw-pub", errs)
+	conns, closeAll, err := connectAll(ctx, e, url, errs, "bench-raw-pub", "bench-raw-sub")
 	if err != nil {
 		return 0, err
 	}
-	defer pub.Close()
-	sub, err := connect(ctx, e, url, "bench-raw-sub", errs)
-	if err != nil {
-		return 0, err
-	}
-	defer sub.Close()
+	defer closeAll()
+	pub, sub := conns[0], conns[1]
 	subject := fmt.Sprintf("bench.raw.%d.%d", size, round)
 	c := newCounter(cfg.Messages, func(b []byte) bool { return len(b) == size && isLower(b[0]) && isLower(b[size-1]) })
 	s, err := subscribe(ctx, sub, subject, c.handle)
@@ -328,15 +345,11 @@ func measureArrivals(ctx context.Context, pub, sub *nats.Conn, subject string, s
 func relayRound(ctx context.Context, e *env, url string, size, round int, cfg NATSConfig) (rate float64, err error) {
 	what := fmt.Sprintf("NATS -> relay -> NATS, %d-byte messages", size)
 	errs := &asyncErrs{}
-	conns := make([]*nats.Conn, 3)
-	for i, name := range []string{"bench-relay", "bench-relay-pub", "bench-relay-sub"} {
-		nc, err := connect(ctx, e, url, name, errs)
-		if err != nil {
-			return 0, err
-		}
-		defer nc.Close()
-		conns[i] = nc
+	conns, closeAll, err := connectAll(ctx, e, url, errs, "bench-relay", "bench-relay-pub", "bench-relay-sub")
+	if err != nil {
+		return 0, err
 	}
+	defer closeAll()
 	relay, pub, sub := conns[0], conns[1], conns[2]
 	in, out := fmt.Sprintf("bench.relay.in.%d.%d", size, round), fmt.Sprintf("bench.relay.out.%d.%d", size, round)
 	c := newCounter(cfg.Messages, func(b []byte) bool { return len(b) == size && isLower(b[0]) && isLower(b[size-1]) })
@@ -396,15 +409,11 @@ func pipelineRound(ctx context.Context, e *env, url string, p *plugin.Plugin, si
 			}
 		}
 	}()
-	conns := make([]*nats.Conn, 3)
-	for i, name := range []string{"bench-host", "bench-pub", "bench-sub"} {
-		nc, err := connect(ctx, e, url, name, errs)
-		if err != nil {
-			return 0, err
-		}
-		closers = append(closers, func() error { nc.Close(); return nil })
-		conns[i] = nc
+	conns, closeAll, err := connectAll(ctx, e, url, errs, "bench-host", "bench-pub", "bench-sub")
+	if err != nil {
+		return 0, err
 	}
+	closers = append(closers, func() error { closeAll(); return nil })
 	host, pub, sub := conns[0], conns[1], conns[2]
 	in, out := fmt.Sprintf("bench.in.%d.%d", size, round), fmt.Sprintf("bench.out.%d.%d", size, round)
 

@@ -66,7 +66,7 @@ sources:
     mode: txn
     app: %[1]s
     count: %[5]d
-    knobs: {keys: %[6]d, seed: 11}
+    knobs: {keys: %[6]d}
 operators:
   - name: %[1]s
     plugin: %[2]s
@@ -115,26 +115,16 @@ func TestAppPipelines(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			k.Keys, k.Seed = keys, 11
+			k.Keys = keys
 			w, err := workload.New(app, k)
 			if err != nil {
 				t.Fatal(err)
 			}
-			initState := map[string]map[string]string{}
-			err = w.Initial(func(tb int, key, value []byte) error {
-				name := w.Tables()[tb]
-				if initState[name] == nil {
-					initState[name] = map[string]string{}
-				}
-				initState[name][string(key)] = string(value)
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			var tables strings.Builder
+			initState := map[string]map[string]string{}
 			for _, name := range w.Tables() {
-				fmt.Fprintf(&tables, "      - {name: %s, init: {generator: {app: %s, keys: %d, seed: 11, table: %s}}}\n", name, app, keys, name)
+				initState[name] = initial(t, app, keys, name)
+				fmt.Fprintf(&tables, "      - {name: %s, init: {generator: {app: %s, keys: %d, table: %s}}}\n", name, app, keys, name)
 			}
 			var serialOut []byte
 			var serialState map[string]map[string]string

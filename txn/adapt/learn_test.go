@@ -1,6 +1,7 @@
 package adapt_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -327,10 +328,10 @@ func TestProbes(t *testing.T) {
 	}
 	// Probes after batches 5 (stay 5 > 4), then 9, 17, 33 and 33 batches
 	// later (8 times ProbeEvery, the cap).
-	if want := []int{5, 14, 31, 64, 97}; !equal(at, want) {
+	if want := []int{5, 14, 31, 64, 97}; !slices.Equal(at, want) {
 		t.Errorf("probes after batches %v, want %v", at, want)
 	}
-	if want := []string{"bfs-op-eager", "ns-chain-eager", "dfs-op-eager", "ns-op-lazy", "bfs-op-eager"}; !equal(probed, want) {
+	if want := []string{"bfs-op-eager", "ns-chain-eager", "dfs-op-eager", "ns-op-lazy", "bfs-op-eager"}; !slices.Equal(probed, want) {
 		t.Errorf("probed %v, want %v (the dimensions in turn)", probed, want)
 	}
 	if st := md.Stats(); st.Probes != 5 || st.ProbesWon != 0 || st.Switches != 10 {
@@ -382,18 +383,6 @@ func TestProbes(t *testing.T) {
 			}
 		}
 	}
-}
-
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSignificanceConfig: significance and spread must be above 0.
