@@ -80,8 +80,10 @@ const (
 	// MorphStream's punctuation in its Streaming Ledger comparison.
 	DefaultTxnPunctuation = 10240
 	// DefaultTxnPhaseBatches is the default length of a dynamic
-	// workload's phase, in batches.
-	DefaultTxnPhaseBatches = 20
+	// workload's phase, in batches. One lane's rate over a phase of 20
+	// batches varied by up to 14% on the 2-core benchmark machine, more
+	// than the strategies worth choosing between differ; 40 halve that.
+	DefaultTxnPhaseBatches = 40
 	// DefaultTxnProgress is the default interval between progress lines.
 	DefaultTxnProgress = 3 * time.Second
 	// quickTxnPunctuation and quickTxnBatches size a quick run: four

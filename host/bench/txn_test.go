@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -406,6 +407,11 @@ func TestRunTxnDynamic(t *testing.T) {
 		if p.AdaptiveOverBest != p.Adaptive/p.BestStaticRate {
 			t.Errorf("phase %d: ratio %v", i+1, p.AdaptiveOverBest)
 		}
+		// The paired ratio is the same figure, from the same batches,
+		// with an interval around it.
+		if r := p.AdaptiveVsBest; r == nil || math.Abs(r.Ratio-p.AdaptiveOverBest) > 1e-9*p.AdaptiveOverBest || r.Batches != want/200 || !(r.Low <= r.Ratio && r.Ratio <= r.High) {
+			t.Errorf("phase %d: paired ratio %+v against %v over %d batches", i+1, r, p.AdaptiveOverBest, want/200)
+		}
 	}
 	if d.Phases[2].Knobs["abort-ratio"] != "0.5" || d.Phases[1].Knobs["skew"] != "0" {
 		t.Errorf("phase knobs %v, %v", d.Phases[1].Knobs, d.Phases[2].Knobs)
@@ -416,14 +422,23 @@ func TestRunTxnDynamic(t *testing.T) {
 	if d.Stats == nil || d.Stats.Batches != 7 {
 		t.Errorf("adaptive stats %+v, want 7 batches", d.Stats)
 	}
-	if len(rep.Targets) != 3 || !strings.Contains(rep.Targets[0].Name, "every phase") {
+	if len(d.AdaptiveOver) != 2 {
+		t.Errorf("adaptive compared with %+v, want the two static strategies", d.AdaptiveOver)
+	}
+	for _, o := range d.AdaptiveOver {
+		want := rep.rate(txn.AdaptiveName, 2, TxnNative) / rep.rate(o.Strategy, 2, TxnNative)
+		if o.Strategy == txn.AdaptiveName || o.Batches != 6 || math.Abs(o.Ratio-want) > 1e-9*want {
+			t.Errorf("adaptive over %s: %+v, want %v over 6 batches", o.Strategy, o, want)
+		}
+	}
+	if len(rep.Targets) != 3 || !strings.Contains(rep.Targets[0].Name, "every phase") || !strings.Contains(rep.Targets[1].Got, "paired 95% interval") {
 		t.Errorf("targets %+v", rep.Targets)
 	}
 	var table strings.Builder
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Phases (2 workers, native", "adaptive / best", "Events per second by phase", "deciding: at most", "adaptive: 7 batches"} {
+	for _, want := range []string{"Phases (2 workers, native", "adaptive / best", "Events per second by phase", "deciding: at most", "adaptive: 7 batches", "Adaptive over each static strategy, whole run"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
