@@ -407,6 +407,15 @@ func TestRunTxnDynamic(t *testing.T) {
 		if p.AdaptiveOverBest != p.Adaptive/p.BestStaticRate {
 			t.Errorf("phase %d: ratio %v", i+1, p.AdaptiveOverBest)
 		}
+		for _, r := range p.Rates {
+			var sum float64
+			for _, x := range r.BatchSeconds {
+				sum += x
+			}
+			if len(r.BatchSeconds) != want/200 || math.Abs(float64(want)/sum-r.Rate) > 1e-6*r.Rate {
+				t.Errorf("phase %d, %s: batch times %v against %v events/s", i+1, r.Strategy, r.BatchSeconds, r.Rate)
+			}
+		}
 		// The paired ratio is the same figure, from the same batches,
 		// with an interval around it.
 		if r := p.AdaptiveVsBest; r == nil || math.Abs(r.Ratio-p.AdaptiveOverBest) > 1e-9*p.AdaptiveOverBest || r.Batches != want/200 || !(r.Low <= r.Ratio && r.Ratio <= r.High) {

@@ -29,9 +29,11 @@ type TxnDynamic struct {
 	Workers int      `json:"workers"`
 	// Phases are the phases' figures, in order.
 	Phases []TxnPhase `json:"phases"`
-	// Decisions are the adaptive strategy's records, one per batch: what
-	// the batch measured and the decision taken after it (empty when the
-	// adaptive strategy did not run).
+	// Decisions are the adaptive strategy's records, one per batch, the
+	// untimed first batches included: what the batch measured and the
+	// decision taken after it (empty when the adaptive strategy did not
+	// run). The run keeps every batch's, whatever the model's history
+	// holds.
 	Decisions []adapt.Record `json:"decisions,omitempty"`
 	// Stats counts what the adaptive strategy did: switches, probes,
 	// learned decisions, mispredictions (nil when it did not run).
@@ -87,6 +89,9 @@ type TxnPhase struct {
 type TxnPhaseRate struct {
 	Strategy string  `json:"strategy"`
 	Rate     float64 `json:"events_per_second"`
+	// BatchSeconds is each of the phase's timed batches' processing time,
+	// in order: the same batches, on the same events, for every strategy.
+	BatchSeconds []float64 `json:"batch_seconds"`
 }
 
 // phaseTime accumulates a lane's timed batches in one phase.
@@ -152,6 +157,7 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 	e.step("txn %s: dynamic workload, %d phases, %s events in batches of %s; %d strategies interleaved batch by batch, %s, %s",
 		opts.App, len(phases), thousands(float64(total)), thousands(float64(batch)), len(lanes), workersText(workers), logic)
 	var decide, decideMax float64
+	var decisions []adapt.Record
 	order := rand.New(rand.NewPCG(1, 2)) // the same orders in every run
 	run := slices.Clone(lanes)
 	phase := -1
@@ -177,6 +183,11 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 				return nil, fmt.Errorf("bench: txn %s: strategy %s, batch %d (events %d to %d): %w",
 					opts.App, l.strategy, b, first, first+len(e.recs)-1, err)
 			}
+			var rec []adapt.Record // the adaptive batch's record
+			if l == adaptive {
+				rec = l.op.Model().History(1)
+				decisions = append(decisions, rec...)
+			}
 			if b < skip {
 				continue
 			}
@@ -185,14 +196,13 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 			pt.events += last.n
 			pt.seconds += last.d.Seconds()
 			pt.times = append(pt.times, last.d.Seconds())
-			if l == adaptive {
-				h := l.op.Model().History(1)
+			if len(rec) > 0 {
 				if pt.choices == nil {
 					pt.choices = map[string]int{}
 				}
-				pt.choices[h[0].Strategy]++
-				share := float64(h[0].Decision.DecideNs) / 1e9 / last.d.Seconds()
-				decide += float64(h[0].Decision.DecideNs) / 1e9
+				pt.choices[rec[0].Strategy]++
+				share := float64(rec[0].Decision.DecideNs) / 1e9 / last.d.Seconds()
+				decide += float64(rec[0].Decision.DecideNs) / 1e9
 				decideMax = max(decideMax, share)
 			}
 		}
@@ -216,7 +226,7 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 		rep.Runs = append(rep.Runs, l.run)
 	}
 	if adaptive != nil {
-		dyn.Decisions = adaptive.op.Model().History(0)
+		dyn.Decisions = decisions
 		stats := adaptive.op.Model().Stats()
 		dyn.Stats = &stats
 		if s := adaptive.run.Seconds; s > 0 {
@@ -233,7 +243,7 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 				rate = float64(pt.events) / pt.seconds
 			}
 			tp.Events = pt.events
-			tp.Rates = append(tp.Rates, TxnPhaseRate{Strategy: l.strategy, Rate: rate})
+			tp.Rates = append(tp.Rates, TxnPhaseRate{Strategy: l.strategy, Rate: rate, BatchSeconds: pt.times})
 			if l == adaptive {
 				tp.Adaptive, tp.Choices = rate, pt.choices
 			} else if rate > tp.BestStaticRate {
