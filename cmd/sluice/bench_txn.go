@@ -73,9 +73,12 @@ dependencies and aborts in turn) or phases separated by ";", each a list of
 knob=value changed from the phase before, with events=N for its length and
 name=TEXT, e.g. --dynamic 'skew=0.25;skew=0.9;abort-ratio=0.2'. Every strategy
 then runs as its own lane, all interleaved batch by batch, and the report gives
-each phase's best static strategy, the adaptive strategy's choices and rate, and
-its decisions in the JSON (with --native to measure the scheduler with native
-operators).`,
+each phase's best static strategy, the adaptive strategy's choices and rate, the
+adaptive strategy against each static one over the whole run, and its decisions
+and every lane's batch times in the JSON (with --native to measure the scheduler
+with native operators). Each ratio of the adaptive strategy to a static one comes
+with a 95% interval from the batches paired across the two lanes: a ratio whose
+interval holds 1 is a tie.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := f.options(cmd, knobs)
