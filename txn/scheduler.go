@@ -33,11 +33,12 @@ type Scheduler struct {
 	log     *slog.Logger
 	analyze bool
 
-	mu     sync.Mutex // serialises Run and Close, guards buf
-	buf    *planBuf
-	closed bool
-	work   []chan task
-	exited sync.WaitGroup
+	mu         sync.Mutex // serialises Run and Close, guards buf and serialKeys
+	buf        *planBuf
+	serialKeys map[Key]int // serialCounts' map, kept from batch to batch
+	closed     bool
+	work       []chan task
+	exited     sync.WaitGroup
 }
 
 type task struct {
@@ -134,10 +135,7 @@ func (s *Scheduler) Run(ctx context.Context, st Strategy, batch []Txn, store Sto
 	var err error
 	switch st.Kind {
 	case Serial:
-		res, err = runSerial(ctx, batch, store, apply)
-		if err == nil && s.analyze {
-			res.Stats.Counts = serialCounts(batch, res.Stats.Counts)
-		}
+		res, err = s.runSerial(ctx, batch, store, apply)
 	case SStore:
 		res, err = s.runSStore(ctx, batch, store, apply)
 	case Adaptive:
@@ -152,5 +150,38 @@ func (s *Scheduler) Run(ctx context.Context, st Strategy, batch []Txn, store Sto
 		s.log.DebugContext(ctx, "txn batch", "strategy", st.String(), "txns", len(batch),
 			"aborted", res.Stats.Aborted, "passes", res.Stats.Passes, "wall", res.Stats.Wall)
 	}
+	return res, nil
+}
+
+// runSerial runs a batch serially. When batches are analysed, the
+// dependency counts a decision model reads are computed meanwhile on
+// another goroutine: the serial run keeps one core busy and leaves the
+// others idle, so with two workers or more the analysis adds no time.
+func (s *Scheduler) runSerial(ctx context.Context, batch []Txn, store Store, apply Apply) (*Result, error) {
+	if !s.analyze {
+		return runSerial(ctx, batch, store, apply)
+	}
+	if s.serialKeys == nil {
+		s.serialKeys = make(map[Key]int)
+	}
+	var deps Counts
+	counted := make(chan struct{})
+	if s.n == 1 {
+		deps = serialCounts(batch, s.serialKeys)
+		close(counted)
+	} else {
+		go func() {
+			defer close(counted)
+			deps = serialCounts(batch, s.serialKeys)
+		}()
+	}
+	res, err := runSerial(ctx, batch, store, apply)
+	<-counted // on an error too: the counting reads the batch
+	if err != nil {
+		return nil, err
+	}
+	c := &res.Stats.Counts
+	c.Keys, c.Temporal, c.Parametric, c.Logical = deps.Keys, deps.Temporal, deps.Parametric, deps.Logical
+	c.Chains, c.MaxChain = deps.Chains, deps.MaxChain
 	return res, nil
 }

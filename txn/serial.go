@@ -384,16 +384,18 @@ func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, app
 	return res, nil
 }
 
-// serialCounts fills the dependency counts a decision model reads (chains,
-// the longest chain, temporal, parametric and logical edges, keys) for a
-// batch the serial strategy ran, which builds no TPG: a map of the keys
-// written so far, one lookup per access, so far cheaper than a plan. A
-// parametric edge is counted for a read of a key an earlier operation of
-// the batch wrote; non-deterministic operations and cycles are not
-// counted. c holds the counts the run filled.
-func serialCounts(batch []Txn, c Counts) Counts {
-	writes := map[Key]int{}
-	seen := map[Key]struct{}{}
+// serialCounts returns the dependency counts a decision model reads
+// (chains, the longest chain, temporal, parametric and logical edges, keys)
+// of a batch the serial strategy runs, which builds no TPG: one map of the
+// batch's keys to their writers so far, one lookup per access, so far
+// cheaper than a plan. A parametric edge is counted for a read of a key an
+// earlier operation of the batch wrote; non-deterministic operations and
+// cycles are not counted. keys is cleared and filled: the caller keeps it
+// from batch to batch, so that a batch of the same size does not grow it
+// again.
+func serialCounts(batch []Txn, keys map[Key]int) Counts {
+	clear(keys)
+	var c Counts
 	for t := range batch {
 		ops := batch[t].Ops
 		if len(ops) > 1 {
@@ -405,17 +407,17 @@ func serialCounts(batch []Txn, c Counts) Counts {
 				if k == op.Write && !op.NonDet {
 					continue
 				}
-				seen[k] = struct{}{}
-				if writes[k] > 0 {
+				if n, ok := keys[k]; !ok {
+					keys[k] = 0
+				} else if n > 0 {
 					c.Parametric++
 				}
 			}
 			if op.NonDet {
 				continue
 			}
-			seen[op.Write] = struct{}{}
-			n := writes[op.Write] + 1
-			writes[op.Write] = n
+			n := keys[op.Write] + 1
+			keys[op.Write] = n
 			if n > 1 {
 				c.Temporal++
 			} else {
@@ -424,6 +426,6 @@ func serialCounts(batch []Txn, c Counts) Counts {
 			c.MaxChain = max(c.MaxChain, n)
 		}
 	}
-	c.Keys = len(seen)
+	c.Keys = len(keys)
 	return c
 }

@@ -278,31 +278,37 @@ func TestCascadingAbort(t *testing.T) {
 // TestSerialAnalyze: under Config.Analyze the serial strategy, which
 // builds no TPG, counts the chains and the temporal, parametric and
 // logical edges as Analyze does on batches without non-deterministic
-// operations (and no cycles).
+// operations (and no cycles): on one worker inline, on two while the batch
+// runs, and batch after batch on one Scheduler (which keeps the counting's
+// memory).
 func TestSerialAnalyze(t *testing.T) {
 	a, b, c := k(0, "a"), k(0, "b"), k(0, "c")
-	for _, batch := range [][]txn.Txn{
+	batches := [][]txn.Txn{
 		{tx(w(a)), tx(w(a, b)), tx(w(b, a)), tx(w(a))},
 		{tx(w(a), w(b, a), w(c)), tx(w(c, c)), tx(w(b, c), w(a, b))},
-	} {
-		want, err := txn.Analyze(batch)
+		{tx(w(c, a)), tx(w(b))},
+	}
+	for _, workers := range []int{1, 2} {
+		s, err := txn.New(txn.Config{Workers: workers, Analyze: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := txn.New(txn.Config{Workers: 1, Analyze: true})
-		if err != nil {
-			t.Fatal(err)
+		for i, batch := range batches {
+			want, err := txn.Analyze(batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Run(context.Background(), txn.Strategy{Kind: txn.Serial}, batch, txn.MapStore{}, testApply(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := res.Stats.Counts
+			got.Aborted, got.Passes, got.Executions, got.ReExecutions = 0, 0, 0, 0
+			want.Cycles, want.CyclicChains = 0, 0 // not counted by serial
+			if got != want {
+				t.Errorf("%d workers, batch %d: serial counts\n got %+v\nwant %+v", workers, i, got, want)
+			}
 		}
-		res, err := s.Run(context.Background(), txn.Strategy{Kind: txn.Serial}, batch, txn.MapStore{}, testApply(3))
 		s.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := res.Stats.Counts
-		got.Aborted, got.Passes, got.Executions, got.ReExecutions = 0, 0, 0, 0
-		want.Cycles, want.CyclicChains = 0, 0 // not counted by serial
-		if got != want {
-			t.Errorf("serial counts\n got %+v\nwant %+v", got, want)
-		}
 	}
 }

@@ -62,6 +62,10 @@ func TestDefaults(t *testing.T) {
 		{"gs 9 skew 1.2 aborts 30%", phase(0.84, 0.48, 0.60, 0.30, 700*time.Nanosecond, 1), "ns-op-eager"},
 		{"gs 10 heavy", phase(0.32, 0.32, 0.0012, 0.05, 11*us, 1), "ns-op-eager"},
 		{"a hot key, most transactions aborting", phase(0.84, 0.48, 0.65, 0.6, 700*time.Nanosecond, 1), "serial"},
+		{"sl zipf 1.6, transfers, 50% aborts", phase(0.96, 0.71, 0.356, 0.47, 1100*time.Nanosecond, 1), "ns-op-eager"},
+		{"sl zipf 2.0, transfers, 64% aborts", phase(0.98, 0.73, 0.442, 0.63, 1100*time.Nanosecond, 1), "serial"},
+		{"sl zipf 2.0, transfers, 82% aborts", phase(0.98, 0.72, 0.440, 0.82, 1100*time.Nanosecond, 1), "serial"},
+		{"a hot key, few aborts", phase(0.98, 0.72, 0.440, 0.2, 1100*time.Nanosecond, 1), "ns-op-eager"},
 		{"long chains reading nothing", phase(0.9, 0, 0.002, 0, 1300*time.Nanosecond, 1), "ns-op-eager"},
 	} {
 		md, err := adapt.New(adapt.DefaultConfig())

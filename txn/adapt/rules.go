@@ -44,7 +44,8 @@ type Thresholds struct {
 // DefaultThresholds returns the thresholds calibrated on Sluice's own
 // costs: the per-phase tables of `sluice bench txn --dynamic morphstream`
 // (BENCHMARKS.md, "Adaptive scheduling"; three runs of Streaming Ledger and
-// two of GrepSum, WebAssembly, 2 workers). Against them the rules choose
+// two of GrepSum, WebAssembly, 2 workers), and for the serial rule the
+// hot-key runs of "Adaptive scheduling, with paired intervals". Against them the rules choose
 // ns-op-eager wherever nothing measurably beats it, which is almost
 // everywhere: it was the best static strategy, or within the noise of one
 // phase (about 8% for 20 batches), in every phase of those runs. Ratios
@@ -91,10 +92,16 @@ type Thresholds struct {
 //     each lazy re-run of a batch costs its operations again; in the
 //     heavy phases measured (11-12 µs an operation, 4-5% aborts) lazy ran
 //     at 0.54-0.60 of eager.
-//   - SerialSkew 0.5, SerialAborts 0.5: the extremes only. In the hottest
-//     phases measured serial lost: 0.93 of ns-op-eager on SL phase 11
-//     (skew 0.18, 48% aborts), 0.90 on GrepSum phase 9 (skew 0.6, 30%
-//     aborts), though it won natively.
+//   - SerialSkew 0.3, SerialAborts 0.5: a hot key with most transactions
+//     aborting, the one regime measured where a strategy beat ns-op-eager
+//     beyond the noise. With the band, a batch enters serial from a skew
+//     of 0.36 and 60% aborts and leaves it below 0.24 or 40%. Streaming
+//     Ledger at Zipf 2.0 with 95% transfers (skew 0.44 on 2 workers: the
+//     hottest key's chain holds 22% of the operations) ran serial at 1.09x ns-op-eager with 64% of the transactions
+//     aborting and 1.28x with 82%; at Zipf 1.6 (skew 0.36, 47-56% aborts)
+//     at 1.03x, a tie. Below those serial lost: 0.91-0.93 on SL phase 11
+//     (skew 0.18, 48% aborts), 0.87-0.90 on GrepSum phase 9 (skew 0.6,
+//     30% aborts).
 func DefaultThresholds() Thresholds {
 	return Thresholds{
 		StructuredDeps:  1.0,
@@ -105,7 +112,7 @@ func DefaultThresholds() Thresholds {
 		ChainCyclic:     0.05,
 		EagerOpCost:     10 * time.Microsecond,
 		EagerAborts:     0,
-		SerialSkew:      0.5,
+		SerialSkew:      0.3,
 		SerialAborts:    0.5,
 	}
 }

@@ -11,10 +11,14 @@ import (
 // caller's default phase length.
 var presets = map[string]map[string]string{
 	StreamingLedger: {
-		// MorphStream's dynamic Streaming Ledger: 13 phases that raise
-		// skew, parametric dependencies (transfers read two accounts) and
-		// aborts in turn, then heavy operations with a few aborts (where
-		// re-running a whole batch costs most), then back.
+		// After MorphStream's dynamic Streaming Ledger (13 phases): phases
+		// that raise skew, parametric dependencies (transfers read two
+		// accounts) and aborts in turn; then a hot key (Zipf 2.0: the
+		// hottest account's chain holds a fifth of a batch) with most
+		// transactions aborting, the one regime measured where serial
+		// execution beats the parallel strategies; then heavy operations
+		// with a few aborts (where re-running a whole batch costs most);
+		// then back.
 		"morphstream": "name=1 base;" +
 			"name=2 skew 0.6,skew=0.6;" +
 			"name=3 skew 0.9,skew=0.9;" +
@@ -26,8 +30,10 @@ var presets = map[string]map[string]string{
 			"name=9 aborts 50%,abort-ratio=0.5;" +
 			"name=10 skew 0.9 aborts 20%,skew=0.9,abort-ratio=0.2;" +
 			"name=11 skew 1.2 transfers aborts 50%,skew=1.2,deposit-ratio=0.05,abort-ratio=0.5;" +
-			"name=12 heavy 10us aborts 5%,skew=0.25,deposit-ratio=0.25,abort-ratio=0.05,busy-ns=10000;" +
-			"name=13 base,abort-ratio=0,busy-ns=0",
+			"name=12 hot key transfers aborts 50%,skew=2.0;" +
+			"name=13 hot key transfers aborts 80%,abort-ratio=0.8;" +
+			"name=14 heavy 10us aborts 5%,skew=0.25,deposit-ratio=0.25,abort-ratio=0.05,busy-ns=10000;" +
+			"name=15 base,abort-ratio=0,busy-ns=0",
 	},
 	GrepSum: {
 		// The same progression for GrepSum: skew, then multi-key reads
