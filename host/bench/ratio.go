@@ -18,6 +18,13 @@ import (
 // n-1 degrees of freedom. A whole run's noise on this machine is a few
 // percent, as large as the differences between the strategies worth
 // choosing between; the interval says which differences the run resolves.
+//
+// It covers the noise from batch to batch, not what persists in one lane
+// over many batches: over a phase of 40 batches the adaptive lane running
+// ns-op-eager and the ns-op-eager lane differed by up to 7% (13 phases of
+// one run: 0.94-1.07, standard deviation 0.04), often outside the
+// interval. So the interval of one phase is too narrow by about half;
+// over a whole run, whose phases average those offsets out, less so.
 type RateRatio struct {
 	Ratio float64 `json:"ratio"`
 	Low   float64 `json:"low"`
