@@ -35,11 +35,7 @@ func TestExamplesParse(t *testing.T) {
 		if s := p.Sources[0]; s.Mode != "txn" || s.App != app {
 			t.Errorf("examples/%s.yaml: source %+v, want the generator of %s", d, s, app)
 		}
-		k, _ := workload.Defaults(app)
-		w, err := workload.New(app, k)
-		if err != nil {
-			t.Fatal(err)
-		}
+		w := newWorkload(t, app, 0)
 		o := p.Operators[0]
 		var tables []string
 		for _, tb := range o.Tables {
@@ -111,15 +107,7 @@ func TestAppPipelines(t *testing.T) {
 			if err := os.WriteFile(module, mods[app], 0o644); err != nil {
 				t.Fatal(err)
 			}
-			k, err := workload.Defaults(app)
-			if err != nil {
-				t.Fatal(err)
-			}
-			k.Keys = keys
-			w, err := workload.New(app, k)
-			if err != nil {
-				t.Fatal(err)
-			}
+			w := newWorkload(t, app, keys)
 			var tables strings.Builder
 			initState := map[string]map[string]string{}
 			for _, name := range w.Tables() {

@@ -130,21 +130,31 @@ func scan(t *testing.T, s *state.Store, table string) map[string]string {
 	return got
 }
 
-// initial returns a workload table's initial entries, from the workload
-// package itself.
-func initial(t *testing.T, app string, keys int, table string) map[string]string {
+// newWorkload returns application app's workload with its default knobs
+// and, when keys is not 0, keys keys.
+func newWorkload(t *testing.T, app string, keys int) workload.App {
 	t.Helper()
 	k, err := workload.Defaults(app)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.Keys = keys
+	if keys != 0 {
+		k.Keys = keys
+	}
 	w, err := workload.New(app, k)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w
+}
+
+// initial returns a workload table's initial entries, from the workload
+// package itself.
+func initial(t *testing.T, app string, keys int, table string) map[string]string {
+	t.Helper()
+	w := newWorkload(t, app, keys)
 	want := map[string]string{}
-	err = w.Initial(func(tb int, key, value []byte) error {
+	err := w.Initial(func(tb int, key, value []byte) error {
 		if w.Tables()[tb] == table {
 			want[string(key)] = string(value)
 		}
