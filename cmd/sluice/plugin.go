@@ -78,7 +78,7 @@ func (f *buildFlags) build(cmd *cobra.Command, dir, out string) (build.Result, p
 
 // stampVersion writes version into the module file's version section.
 func stampVersion(file, version string) error {
-	b, err := os.ReadFile(file)
+	b, err := plugin.ReadModule(file, 0)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ when the module has problems.`,
 }
 
 func checkFile(cmd *cobra.Command, path string) (plugin.Report, error) {
-	code, err := os.ReadFile(path)
+	code, err := plugin.ReadModule(path, 0)
 	if err != nil {
 		return plugin.Report{}, fmt.Errorf("plugin: %w", err)
 	}

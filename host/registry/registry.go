@@ -167,7 +167,7 @@ func (r *Registry) Get(hash string) (Entry, error) {
 
 // Module returns the bytes of the module whose hash is hash.
 func (r *Registry) Module(hash string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(r.dir, filepath.Base(hash)+".wasm"))
+	b, err := plugin.ReadModule(filepath.Join(r.dir, filepath.Base(hash)+".wasm"), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: sha256 %s", ErrNotFound, hash)
 	}

@@ -207,7 +207,7 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 	var ops []exec.Operator
 	for i := range h.p.Operators {
 		o := &h.p.Operators[i]
-		code, err := os.ReadFile(o.Plugin)
+		code, err := plugin.ReadModule(o.Plugin, 0)
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: plugin: %w", h.p.File, o.Name, err)
 		}
