@@ -63,9 +63,10 @@ func newWazero(ctx context.Context, cfg Config, instrument bool) (*wazeroEngine,
 	if dir := cfg.CacheDir(); dir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(dir)
 		if err != nil {
-			return nil, fmt.Errorf("runtime: compilation cache in %s: %w", dir, err)
+			return nil, fmt.Errorf("runtime: %w in %s: %w", ErrCache, dir, err)
 		}
 		e.cache = c
+		removeStale(dir)
 	}
 	// Without instrumentation, a call timeout is wazero's own mechanism.
 	rt, err := e.newRuntime(ctx, cfg.CallTimeout() > 0 && !e.instrument)
@@ -123,11 +124,7 @@ type wazeroEngine struct {
 // newRuntime makes a wazero runtime with WASI and the host modules. The
 // first one made records the host's function signatures.
 func (e *wazeroEngine) newRuntime(ctx context.Context, closeOnDone bool) (wazero.Runtime, error) {
-	// NewRuntimeConfig picks the compiler where the platform supports it and
-	// the interpreter elsewhere.
-	rc := wazero.NewRuntimeConfig().
-		WithMemoryLimitPages(e.cfg.MemoryLimitPages()).
-		WithCloseOnContextDone(closeOnDone)
+	rc := e.runtimeConfig(closeOnDone)
 	if e.cache != nil {
 		rc = rc.WithCompilationCache(e.cache)
 	}
@@ -292,10 +289,13 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 			if err := checkTables(m.name, res.Tables, limit); err != nil {
 				return err
 			}
-			cm, err := e.rt.CompileModule(ctx, res.Wasm)
+			cm, err := e.compileModule(ctx, e.rt, m.name, res.Wasm)
 			if err == nil {
 				m.compiled, m.runtime, m.interrupt, m.start = cm, e.rt, true, res.Start
 				return nil
+			}
+			if errors.Is(err, ErrCache) {
+				return err
 			}
 			rejected = err
 		}
@@ -322,8 +322,10 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 		if err := checkTables(m.name, res.Tables, limit); err != nil {
 			return err
 		}
-		cm, err := rt.CompileModule(ctx, res.Wasm)
+		cm, err := e.compileModule(ctx, rt, m.name, res.Wasm)
 		switch {
+		case errors.Is(err, ErrCache):
+			return err
 		case err == nil:
 			e.logFallback(m.name, refused, rejected)
 			m.compiled, m.runtime = cm, rt
@@ -338,8 +340,11 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 	}
 	// The module cannot be bounded: say why wazero refuses it, if it
 	// does, or else that its tables cannot be bounded.
-	cm, err := rt.CompileModule(ctx, wasm)
-	if err != nil {
+	cm, err := e.compileModule(ctx, rt, m.name, wasm)
+	switch {
+	case errors.Is(err, ErrCache):
+		return err
+	case err != nil:
 		return &Error{Kind: KindCompile, Module: m.name, Err: err}
 	}
 	_ = cm.Close(ctx)

@@ -180,7 +180,7 @@ func checkFile(cmd *cobra.Command, path string) (plugin.Report, error) {
 		return plugin.Report{}, err
 	}
 	defer eng.Close(ctx)
-	return plugin.Check(ctx, eng, filepath.Base(path), code), nil
+	return plugin.Check(ctx, eng, filepath.Base(path), code)
 }
 
 func kindList(kinds []plugin.Kind) string {

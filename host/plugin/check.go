@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -32,9 +33,11 @@ type Report struct {
 // OK reports whether the module has no problems.
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
-// Check inspects wasm as Load does and reports what it found. It never fails:
-// a module that is not WebAssembly, or that Load would refuse, gets a Report
-// whose Problems say why. Guest log messages during the check are discarded.
+// Check inspects wasm as Load does and reports what it found. A module that
+// is not WebAssembly, or that Load would refuse, gets a Report whose
+// Problems say why; Check fails only when the host does, not the module: a
+// compilation cache that eng cannot read or write (runtime.ErrCache).
+// Guest log messages during the check are discarded.
 //
 // A module built for the wrong target gets problems that say what to change
 // in its build, in the terms of its source language where its custom
@@ -45,16 +48,20 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // provide, what usually puts it there (GOOS=js, wasm-bindgen, an undefined
 // C function, AssemblyScript's abort); a WebAssembly component, to build a
 // core module.
-func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) Report {
+func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (Report, error) {
 	sum := sha256.Sum256(wasm)
 	r := Report{Name: name, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Language: sourceLanguage(wasm)}
-	mod, lerr := compile(ctx, eng, name, wasm)
-	if lerr != nil {
+	mod, err := compile(ctx, eng, name, wasm)
+	var lerr *LoadError
+	switch {
+	case errors.As(err, &lerr):
 		r.Problems = lerr.Problems
 		if isComponent(wasm) {
 			r.Problems = []string{componentProblem}
 		}
-		return r
+		return r, nil
+	case err != nil:
+		return r, err
 	}
 	defer func() { _ = mod.Close(context.WithoutCancel(ctx)) }()
 	s := inspect(mod, "map, filter, flatmap and keyed operators")
@@ -91,7 +98,7 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) Re
 		r.Notes = append(r.Notes, fmt.Sprintf("imports %s: serving a map, filter or flatmap operator, any call to them fails the record; only keyed operators have state",
 			strings.Join(s.usesState, ", ")))
 	}
-	return r
+	return r, nil
 }
 
 // Source languages Report.Language names.

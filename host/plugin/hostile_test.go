@@ -300,7 +300,7 @@ func TestHostileLoad(t *testing.T) {
 				t.Errorf("error %q does not name the plugin", le)
 			}
 			// Check reports the same problems without failing.
-			r := Check(context.Background(), eng, tc.module+".wasm", wasm)
+			r := mustCheck(context.Background(), t, eng, tc.module+".wasm", wasm)
 			if r.OK() || len(r.Problems) == 0 {
 				t.Errorf("Check found no problem: %+v", r)
 			}
@@ -841,7 +841,7 @@ func TestHostileBinaries(t *testing.T) {
 				!strings.Contains(le.Problems[0], tc.want) || !errors.Is(le, runtime.ErrCompile) {
 				t.Errorf("Load: %v, want a compile error ...%s", le, tc.want)
 			}
-			if r := Check(context.Background(), eng, "huge.wasm", tc.wasm); r.OK() {
+			if r := mustCheck(context.Background(), t, eng, "huge.wasm", tc.wasm); r.OK() {
 				t.Errorf("Check found no problem")
 			}
 		})

@@ -46,9 +46,9 @@ func Load(ctx context.Context, eng runtime.Engine, name string, wasm []byte, kin
 		return nil, fmt.Errorf("plugin %q: %w", name, err)
 	}
 	o := buildOptions(opts)
-	mod, lerr := compile(ctx, eng, name, wasm)
-	if lerr != nil {
-		return nil, lerr
+	mod, err := compile(ctx, eng, name, wasm)
+	if err != nil {
+		return nil, err
 	}
 	p := &Plugin{
 		name:   name,
@@ -92,10 +92,12 @@ func (p *Plugin) newCall() *call {
 	return &call{plugin: p.name, kind: p.kind, limits: p.limits, logger: p.logger, tables: p.tables}
 }
 
-// compile compiles wasm, reporting failure as a *LoadError. The module's
-// declared sizes are checked first (checkBounds), so that the engine never
-// sees one that would make it exhaust the host's memory.
-func compile(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (runtime.Module, *LoadError) {
+// compile compiles wasm, reporting the module's failure as a *LoadError,
+// and the host's (a compilation cache it cannot read or write, wrapping
+// runtime.ErrCache) as an error naming the plugin. The module's declared
+// sizes are checked first (checkBounds), so that the engine never sees
+// one that would make it exhaust the host's memory.
+func compile(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (runtime.Module, error) {
 	if err := checkBounds(wasm); err != nil {
 		err = &runtime.Error{Kind: runtime.KindCompile, Module: name, Err: err}
 		return nil, &LoadError{Plugin: name, Problems: []string{"not a valid WebAssembly module: " + innerError(err)}, causes: []error{err}}
@@ -103,6 +105,9 @@ func compile(ctx context.Context, eng runtime.Engine, name string, wasm []byte) 
 	mod, err := eng.Compile(ctx, name, wasm)
 	if err == nil {
 		return mod, nil
+	}
+	if errors.Is(err, runtime.ErrCache) {
+		return nil, fmt.Errorf("plugin %q: %w", name, err)
 	}
 	problem := "not a valid WebAssembly module: " + innerError(err)
 	if !bytes.HasPrefix(wasm, []byte("\x00asm")) {

@@ -198,11 +198,11 @@ func TestTxnCallsNeedTransactionalKind(t *testing.T) {
 func TestCheckTransactional(t *testing.T) {
 	eng := newEngine(t, engineConfig())
 	ctx := context.Background()
-	r := Check(ctx, eng, "txn.wasm", wasmModule{memory: true, funcs: txnReactor(abi.ApplyKeep, "")}.bytes())
+	r := mustCheck(ctx, t, eng, "txn.wasm", wasmModule{memory: true, funcs: txnReactor(abi.ApplyKeep, "")}.bytes())
 	if !r.OK() || !slices.Equal(r.Kinds, []Kind{KindTransactional}) {
 		t.Errorf("transactional module: kinds %v, problems %q", r.Kinds, r.Problems)
 	}
-	r = Check(ctx, eng, "none.wasm", wasmModule{memory: true, funcs: txnReactor(abi.ApplyKeep, abi.ExportPost)}.bytes())
+	r = mustCheck(ctx, t, eng, "none.wasm", wasmModule{memory: true, funcs: txnReactor(abi.ApplyKeep, abi.ExportPost)}.bytes())
 	if r.OK() || len(r.Kinds) != 0 {
 		t.Fatalf("module serving no kind: kinds %v, problems %q", r.Kinds, r.Problems)
 	}
