@@ -175,7 +175,11 @@ func checkFile(cmd *cobra.Command, path string) (plugin.Report, error) {
 		return plugin.Report{}, fmt.Errorf("plugin: %w", err)
 	}
 	ctx := cmd.Context()
-	eng, err := wasm.NewWazero(ctx, wasm.NewConfig().WithHostModules(plugin.HostModule()))
+	cfg := wasm.NewConfig().WithHostModules(plugin.HostModule())
+	if dir, err := wasm.UserCacheDir(); err == nil {
+		cfg = cfg.WithCacheDir(dir) // so that the pipelines that run it find it compiled
+	}
+	eng, err := wasm.NewWazero(ctx, cfg)
 	if err != nil {
 		return plugin.Report{}, err
 	}

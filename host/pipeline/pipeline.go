@@ -34,6 +34,11 @@ type Pipeline struct {
 	File       string      `yaml:"-"` // the file it was read from, for messages
 	Dir        string      `yaml:"-"` // the directory relative paths are resolved against
 	root       *yaml.Node
+
+	// CompileCache is the directory of the plugins' compiled code; empty:
+	// the user's cache directory, which every pipeline shares (see
+	// runtime.UserCacheDir), or <data_dir>/cache where there is none.
+	CompileCache string `yaml:"compile_cache"`
 }
 
 // NATS says which NATS server to use.
@@ -372,7 +377,7 @@ func lineError(file, s string) *Error {
 func typeWords(typ string) string {
 	switch strings.TrimPrefix(typ, "pipeline.") {
 	case "Pipeline":
-		return "the pipeline (known: name, nats, data_dir, state, batch, sources, operators, sinks, dead_letter, http, on_error)"
+		return "the pipeline (known: name, nats, data_dir, compile_cache, state, batch, sources, operators, sinks, dead_letter, http, on_error)"
 	case "Source":
 		return "a source (known: name, type, path, format, subject, queue, stream, consumer, create, subjects, mode, count, rate, size, keys, seed, app, knobs)"
 	case "Operator":
@@ -472,6 +477,7 @@ func (p *Pipeline) validate() error {
 	} else {
 		p.DataDir = p.resolve(p.DataDir)
 	}
+	p.CompileCache = p.resolve(p.CompileCache)
 	if p.State.KeyGroups == 0 {
 		p.State.KeyGroups = DefaultKeyGroups
 	} else if p.State.KeyGroups < 1 || p.State.KeyGroups > 1<<16 {

@@ -81,8 +81,8 @@ func TestParseGood(t *testing.T) {
 	if p.OnError != PolicyDeadLetter || p.Operators[0].OnError != PolicyDeadLetter {
 		t.Errorf("default policy %q %q", p.OnError, p.Operators[0].OnError)
 	}
-	if p.State.KeyGroups != DefaultKeyGroups || p.DataDir != "/pipes/.sluice/wc" {
-		t.Errorf("defaults: key groups %d, data dir %q", p.State.KeyGroups, p.DataDir)
+	if p.State.KeyGroups != DefaultKeyGroups || p.DataDir != "/pipes/.sluice/wc" || p.CompileCache != "" {
+		t.Errorf("defaults: key groups %d, data dir %q, compile cache %q (want empty: the runner picks it)", p.State.KeyGroups, p.DataDir, p.CompileCache)
 	}
 	if p.NeedsNATS() {
 		t.Errorf("a file-only pipeline with a file dead-letter needs no NATS")

@@ -205,6 +205,14 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 
 func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operator, error) {
 	var ops []exec.Operator
+	cacheDir := h.p.CompileCache
+	if cacheDir == "" {
+		var err error
+		if cacheDir, err = wasm.UserCacheDir(); err != nil {
+			cacheDir = filepath.Join(dataDir, "cache")
+			h.log.Info("plugins are compiled into the data directory", "cache", cacheDir, "because", err)
+		}
+	}
 	for i := range h.p.Operators {
 		o := &h.p.Operators[i]
 		code, err := plugin.ReadModule(o.Plugin, 0)
@@ -212,7 +220,7 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 			return nil, fmt.Errorf("%s: operator %q: plugin: %w", h.p.File, o.Name, err)
 		}
 		cfg := wasm.NewConfig().
-			WithCacheDir(filepath.Join(dataDir, "cache")).
+			WithCacheDir(cacheDir).
 			WithHostModules(plugin.HostModule())
 		if o.Limits.MemoryPages > 0 {
 			cfg = cfg.WithMemoryLimitPages(o.Limits.MemoryPages)
