@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -564,7 +565,7 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 	}
 
 	// Outputs, with ids derived from the input they came from.
-	b.outs = b.outs[:0]
+	b.outs = slices.Grow(b.outs[:0], len(recs))
 	for k := range b.ordinal {
 		b.ordinal[k] = 0
 	}

@@ -239,7 +239,9 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
 		}
-		var popts []plugin.Option
+		// Every record the plugin emits is checked against the operator's
+		// max_record_bytes, as its inputs are.
+		popts := []plugin.Option{plugin.WithLimits(plugin.Limits{MaxRecordBytes: int(o.Limits.MaxRecordBytes)})}
 		if kind == plugin.KindTransactional {
 			popts = append(popts, plugin.WithTables(o.TableNames()))
 		}
