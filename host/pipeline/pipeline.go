@@ -196,10 +196,69 @@ type DeadLetter struct {
 type HTTP struct {
 	// Addr to listen on. Default 127.0.0.1:8080; "off" disables the server.
 	Addr string `yaml:"addr"`
-	// Token is the bearer token the API's mutating (POST) routes require.
+	// Token is the bearer token the API's mutating (POST) routes require,
+	// and with Auth AuthAll its reads too.
 	// Default: the SLUICE_TOKEN environment variable, or one generated at
 	// start; either way it is written to <data_dir>/api-token (mode 0600).
 	Token string `yaml:"token"`
+	// Auth says which routes require the token: AuthWrites (the POST
+	// routes; the default) or AuthAll (every route but /healthz).
+	Auth string `yaml:"auth"`
+	// MaxBodyBytes bounds a request's body (a swapped-in module), which is
+	// streamed to a file under the data directory. Default 64 MiB.
+	MaxBodyBytes Size `yaml:"max_body_bytes"`
+	// MaxConnections caps the connections open at once; past it, new ones
+	// wait to be accepted. Default 64.
+	MaxConnections int `yaml:"max_connections"`
+	// ReadTimeout bounds the time a whole request, body included, may take
+	// to arrive. Default 1m.
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds the time an answer may take to leave once it is
+	// ready. Default 1m.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// IdleTimeout closes a keep-alive connection idle this long. Default 1m.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+}
+
+// Values of http.auth.
+const (
+	// AuthWrites requires the token on the routes that change the job.
+	AuthWrites = "writes"
+	// AuthAll requires it on every route but /healthz.
+	AuthAll = "all"
+)
+
+// validate fills in h's defaults and checks its values.
+func (h *HTTP) validate(p *Pipeline) []error {
+	var errs []error
+	if h.Addr == "" {
+		h.Addr = DefaultHTTPAddr
+	}
+	switch h.Auth {
+	case "":
+		h.Auth = AuthWrites
+	case AuthWrites, AuthAll:
+	default:
+		errs = append(errs, p.errAt(fmt.Sprintf("unknown auth %q: want %s (the token guards the POST routes) or %s (every route but /healthz)", h.Auth, AuthWrites, AuthAll), "http", "auth"))
+	}
+	if h.MaxBodyBytes == 0 {
+		h.MaxBodyBytes = DefaultHTTPMaxBodyBytes
+	}
+	switch {
+	case h.MaxConnections == 0:
+		h.MaxConnections = DefaultHTTPMaxConnections
+	case h.MaxConnections < 0:
+		errs = append(errs, p.errAt(fmt.Sprintf("max_connections %d: want at least 1", h.MaxConnections), "http", "max_connections"))
+	}
+	for _, d := range []struct {
+		v   *Duration
+		def time.Duration
+	}{{&h.ReadTimeout, DefaultHTTPReadTimeout}, {&h.WriteTimeout, DefaultHTTPWriteTimeout}, {&h.IdleTimeout, DefaultHTTPIdleTimeout}} {
+		if *d.v == 0 {
+			*d.v = Duration(d.def)
+		}
+	}
+	return errs
 }
 
 // DefaultRollbackBatches is the trial of a swapped-in plugin when an
@@ -234,6 +293,12 @@ const (
 	DefaultKeyGroups      = 128
 	DefaultMaxRecordBytes = 1 << 20
 	DefaultHTTPAddr       = "127.0.0.1:8080"
+
+	DefaultHTTPMaxBodyBytes   = 64 << 20
+	DefaultHTTPMaxConnections = 64
+	DefaultHTTPReadTimeout    = time.Minute
+	DefaultHTTPWriteTimeout   = time.Minute
+	DefaultHTTPIdleTimeout    = time.Minute
 )
 
 // Duration is a time.Duration written as "250ms", "5s", "1m".
@@ -396,7 +461,7 @@ func typeWords(typ string) string {
 	case "DeadLetter":
 		return "dead_letter (known: subject, path)"
 	case "HTTP":
-		return "http (known: addr)"
+		return "http (known: addr, token, auth, max_body_bytes, max_connections, read_timeout, write_timeout, idle_timeout)"
 	}
 	return typ
 }
@@ -490,8 +555,8 @@ func (p *Pipeline) validate() error {
 	} else if p.NATS.Port < -1 || p.NATS.Port > 65535 {
 		add(p.errAt(fmt.Sprintf("port %d: want 1 to 65535, or -1 for a free port", p.NATS.Port), "nats", "port"))
 	}
-	if p.HTTP.Addr == "" {
-		p.HTTP.Addr = DefaultHTTPAddr
+	for _, err := range p.HTTP.validate(p) {
+		add(err)
 	}
 	if p.OnError == "" {
 		p.OnError = PolicyDeadLetter
