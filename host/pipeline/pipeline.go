@@ -162,9 +162,16 @@ type Operator struct {
 type Limits struct {
 	// MemoryPages caps an instance's memory in 64 KiB pages. Default 1024 (64 MiB).
 	MemoryPages uint32 `yaml:"memory_pages"`
-	// CallTimeout bounds one guest call; "0s" disables the deadline.
-	// Default 5s.
+	// CallTimeout bounds one guest call. Default 5s. "0s" disables the
+	// deadline, and is refused unless DeadlineOffMayHangHost accepts what
+	// that risks.
 	CallTimeout *Duration `yaml:"call_timeout"`
+	// DeadlineOffMayHangHost accepts, for a plugin trusted never to loop,
+	// that with the deadline off a guest call that does not return stops
+	// the whole host: compiled guest code cannot be preempted, so the
+	// garbage collector, the HTTP API and the signal handling wait for it.
+	// Only with call_timeout: 0s.
+	DeadlineOffMayHangHost bool `yaml:"deadline_off_may_hang_host"`
 	// MaxRecordBytes is the largest record the operator accepts or emits.
 	// Default 1 MiB.
 	MaxRecordBytes Size `yaml:"max_record_bytes"`
@@ -451,7 +458,7 @@ func typeWords(typ string) string {
 	case "Sink":
 		return "a sink (known: name, type, path, subject, stream, create)"
 	case "Limits":
-		return "limits (known: memory_pages, call_timeout, max_record_bytes)"
+		return "limits (known: memory_pages, call_timeout, deadline_off_may_hang_host, max_record_bytes, table_entries)"
 	case "Batch":
 		return "batch (known: size, linger)"
 	case "State":
@@ -748,6 +755,15 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 	}
 	if o.Parallelism < 0 {
 		at(fmt.Sprintf("parallelism %d: want 1 or more, or leave it out for one worker per CPU", o.Parallelism), "parallelism")
+	}
+	switch off := o.Limits.CallTimeout != nil && *o.Limits.CallTimeout == 0; {
+	case off && !o.Limits.DeadlineOffMayHangHost:
+		at("0s turns the call deadline off: a guest call that never returns then stops the whole host "+
+			"(compiled guest code cannot be preempted, so the garbage collector, the HTTP API and the signals wait for it, "+
+			"and only SIGKILL ends it); give a timeout (the deadline costs tens of nanoseconds per record), "+
+			"or set limits.deadline_off_may_hang_host: true for a plugin you trust never to loop", "limits", "call_timeout")
+	case !off && o.Limits.DeadlineOffMayHangHost:
+		at("deadline_off_may_hang_host applies only with call_timeout: 0s", "limits", "deadline_off_may_hang_host")
 	}
 	if o.Limits.MaxRecordBytes == 0 {
 		o.Limits.MaxRecordBytes = DefaultMaxRecordBytes
