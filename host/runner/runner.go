@@ -373,9 +373,16 @@ func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, err
 	case "file":
 		return file.NewSink(file.SinkConfig{Path: s.Path, Name: s.Name})
 	case "nats":
+		h.log.Warn("a core NATS sink is at least once: after a crash, the outputs of the batch that was not committed are published again (a jetstream sink is exactly once)",
+			"sink", s.Name, "subject", s.Subject)
 		return natsconn.NewCoreSink(h.nc, natsconn.CoreSinkConfig{Subject: s.Subject, Name: s.Name})
 	case "jetstream":
 		cfg := natsconn.JetStreamSinkConfig{Subject: s.Subject, Stream: s.Stream, Name: s.Name, Logger: h.log}
+		for _, src := range h.p.Sources {
+			if src.Type == "nats" {
+				cfg.NotReplayed = append(cfg.NotReplayed, h.p.Name+"/"+src.Name)
+			}
+		}
 		if s.Create {
 			cfg.CreateStream = &natsconn.StreamSpec{Subjects: []string{s.Subject}}
 		}
