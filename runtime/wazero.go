@@ -16,9 +16,12 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/sluicehq/sluice/runtime/internal/grantfs"
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 )
 
@@ -49,16 +52,9 @@ func newWazero(ctx context.Context, cfg Config, instrument bool) (*wazeroEngine,
 		instrument: cfg.CallTimeout() > 0 && instrument,
 	}
 	e.envNames, e.envValues = cfg.grants.envList()
-	if len(cfg.grants.Dirs) > 0 {
-		fs := wazero.NewFSConfig()
-		for _, d := range cfg.grants.Dirs {
-			if d.Writable {
-				fs = fs.WithDirMount(d.Host, d.Guest)
-			} else {
-				fs = fs.WithReadOnlyDirMount(d.Host, d.Guest)
-			}
-		}
-		e.fs = fs
+	if err := e.mountDirs(cfg.grants.Dirs); err != nil {
+		_ = e.Close(ctx)
+		return nil, err
 	}
 	if dir := cfg.CacheDir(); dir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(dir)
@@ -79,6 +75,32 @@ func newWazero(ctx context.Context, cfg Config, instrument bool) (*wazeroEngine,
 		e.dog = newWatchdog(cfg.CallTimeout())
 	}
 	return e, nil
+}
+
+// mountDirs makes the file system of each granted directory: every path
+// a guest names resolves beneath its directory (package grantfs), where
+// wazero's own mount would follow links out of it.
+func (e *wazeroEngine) mountDirs(dirs []Dir) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	cfg := wazero.NewFSConfig().(sysfs.FSConfig)
+	var fsc wazero.FSConfig
+	for _, d := range dirs {
+		m, err := grantfs.Open(d.Host)
+		if err != nil {
+			return fmt.Errorf("runtime: granted directory %s (guest %s): %w", d.Host, d.Guest, err)
+		}
+		e.mounts = append(e.mounts, m)
+		var mount experimentalsys.FS = m
+		if !d.Writable {
+			mount = &sysfs.ReadFS{FS: m}
+		}
+		fsc = cfg.WithSysFSMount(mount, d.Guest)
+		cfg = fsc.(sysfs.FSConfig)
+	}
+	e.fs = fsc
+	return nil
 }
 
 // wazeroCompiles reports whether wazero compiles to machine code here,
@@ -113,8 +135,10 @@ type wazeroEngine struct {
 	seq        atomic.Uint64 // numbers instances, whose names wazero wants unique
 	closed     atomic.Bool
 	// fs and envNames/envValues are the granted directories (nil for
-	// none) and environment, made once for every instance.
+	// none) and environment, made once for every instance; mounts are the
+	// directories' file systems, closed with the engine.
 	fs                  wazero.FSConfig
+	mounts              []*grantfs.FS
 	envNames, envValues []string
 
 	mu       sync.Mutex
@@ -385,6 +409,9 @@ func (e *wazeroEngine) Close(ctx context.Context) error {
 	e.mu.Unlock()
 	if e.cache != nil {
 		err = errors.Join(err, e.cache.Close(ctx))
+	}
+	for _, m := range e.mounts {
+		err = errors.Join(err, m.Close())
 	}
 	if err != nil {
 		return fmt.Errorf("runtime: closing the wazero engine: %w", err)

@@ -110,6 +110,9 @@ func TestParseErrors(t *testing.T) {
 		{"source type", strings.Replace(good, "type: file\n    path: in.txt", "type: kafka\n    path: in.txt", 1), []string{"p.yaml:5:", "sources[0].type", `unknown source type "kafka"`}},
 		{"state on map", strings.Replace(good, "kind: flatmap", "kind: flatmap\n    state: [t]", 1), []string{"p.yaml:12:", "operators[0].state", "has no state"}},
 		{"policy", good + "on_error: explode\n", []string{"p.yaml:31:", "on_error", `unknown error policy "explode"`}},
+		{"deadline off", strings.Replace(good, "250ms", "0s", 1), []string{"p.yaml:20:", "operators[1].limits.call_timeout", "0s turns the call deadline off", "deadline_off_may_hang_host: true"}},
+		{"hang without the deadline off", strings.Replace(good, "call_timeout: 250ms", "call_timeout: 250ms\n      deadline_off_may_hang_host: true", 1),
+			[]string{"p.yaml:21:", "operators[1].limits.deadline_off_may_hang_host", "only with call_timeout: 0s"}},
 		{"jetstream create", strings.Replace(good, "type: file\n    path: in.txt\n    format: lines", "type: jetstream\n    stream: S\n    create: true", 1), []string{"p.yaml:", "sources[0]", "subjects"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,6 +130,19 @@ func TestParseErrors(t *testing.T) {
 				t.Errorf("error %T is not a *pipeline.Error", err)
 			}
 		})
+	}
+}
+
+// The deadline goes off only when the pipeline says it accepts that a
+// call that never returns hangs the host.
+func TestParseDeadlineOff(t *testing.T) {
+	y := strings.Replace(good, "call_timeout: 250ms", "call_timeout: 0s\n      deadline_off_may_hang_host: true", 1)
+	p, err := Parse("p.yaml", "/pipes", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := p.Operators[1].Limits; l.CallTimeout == nil || *l.CallTimeout != 0 || !l.DeadlineOffMayHangHost {
+		t.Errorf("limits = %+v, want the deadline off and accepted", l)
 	}
 }
 

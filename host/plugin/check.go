@@ -83,12 +83,7 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 		r.Kinds = append(r.Kinds, KindTransactional)
 	}
 	if len(r.Kinds) == 0 {
-		r.Problems = s.problems
-		for _, p := range st.problems {
-			if !slices.Contains(r.Problems, p) {
-				r.Problems = append(r.Problems, p)
-			}
-		}
+		r.Problems = kindProblems(s, st)
 		if r.Language == "" && importsASAbort(s.imports) {
 			r.Language = langAssemblyScript
 		}
@@ -99,6 +94,34 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 			strings.Join(s.usesState, ", ")))
 	}
 	return r, nil
+}
+
+// kindProblems returns the problems of a module that serves no operator
+// kind, given its shape as a batch operator (batch) and as a transactional
+// one (txn). A module that exports sluice_process and none of the
+// transactional exports was meant to process batches, one that exports a
+// transactional export and not sluice_process was meant to be
+// transactional: only that kind's problems are worth reading. Otherwise
+// both sets are, each problem once.
+func kindProblems(batch, txn *shape) []string {
+	has := func(name string) bool {
+		return slices.ContainsFunc(batch.exports, func(e runtime.FuncInfo) bool { return e.Name == name })
+	}
+	isBatch := has(abi.ExportProcess)
+	isTxn := has(abi.ExportPlan) || has(abi.ExportApply) || has(abi.ExportPost)
+	switch {
+	case isBatch && !isTxn:
+		return batch.problems
+	case isTxn && !isBatch:
+		return txn.problems
+	}
+	problems := slices.Clone(batch.problems)
+	for _, p := range txn.problems {
+		if !slices.Contains(problems, p) {
+			problems = append(problems, p)
+		}
+	}
+	return problems
 }
 
 // Source languages Report.Language names.

@@ -192,6 +192,12 @@ func inspectKind(mod runtime.Module, kind Kind, requiredBy string) *shape {
 		s.problems = append(s.problems, "module is a WASI command (it exports _start), not a reactor: rebuild it as a reactor; "+
 			"for Go: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared")
 	}
+	for _, e := range s.exports {
+		if abi.Reserved(e.Name) {
+			s.exportsOK = false
+			s.problems = append(s.problems, fmt.Sprintf("export %s is reserved for a later version of the ABI (abi/ABI.md section 11): a version-%d module must not export it", e.Name, abi.Version))
+		}
+	}
 	for _, spec := range abiExports(kind) {
 		e, ok := byName[spec.name]
 		switch {
@@ -211,6 +217,9 @@ func inspectKind(mod runtime.Module, kind Kind, requiredBy string) *shape {
 		case abi.HostModule:
 			i := slices.IndexFunc(host.Funcs, func(f runtime.HostFunc) bool { return f.Name == im.Name })
 			switch {
+			case i < 0 && abi.Reserved(im.Name):
+				s.instantiable = false
+				s.problems = append(s.problems, fmt.Sprintf("import %s.%s is reserved for a later version of the ABI (abi/ABI.md section 11): this host, of version %d, does not provide it", im.Module, im.Name, abi.Version))
 			case i < 0:
 				s.instantiable = false
 				s.problems = append(s.problems, fmt.Sprintf("import %s.%s: the host has no such function (it provides %s)", im.Module, im.Name, hostFuncNames(host)))
