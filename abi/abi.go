@@ -89,3 +89,27 @@ const (
 // table the pipeline declares for it. Other tables are resolved with
 // FuncTableID.
 const DefaultTable int32 = 0
+
+// Names reserved for a later version of the ABI (ABI.md section 11): a
+// version-1 module must neither export nor import them, and the host refuses
+// one that does.
+const (
+	// ReservedExportOnTimer will receive event-time timers.
+	ReservedExportOnTimer = "sluice_on_timer"
+	// ReservedFuncWindowGet will read windowed, multi-versioned state.
+	ReservedFuncWindowGet = "window_get"
+	// ReservedFuncTimerSet will register a timer.
+	ReservedFuncTimerSet = "timer_set"
+	// ReservedFuncTimerDelete will remove a timer.
+	ReservedFuncTimerDelete = "timer_delete"
+)
+
+// Reserved reports whether name is reserved for a later version of the
+// ABI, as an export of a guest module or a function of HostModule.
+func Reserved(name string) bool {
+	switch name {
+	case ReservedExportOnTimer, ReservedFuncWindowGet, ReservedFuncTimerSet, ReservedFuncTimerDelete:
+		return true
+	}
+	return false
+}

@@ -35,6 +35,9 @@ const (
 	// recordFixedSize is the size of a record's fixed fields after its size
 	// prefix: origin, flags, time, key length, value length, header count.
 	recordFixedSize = 4 + 4 + 8 + 4 + 4 + 4
+	// MinEncodedRecordSize is the fewest bytes a record takes in a batch,
+	// its size prefix included: one with no key, value or headers.
+	MinEncodedRecordSize = 4 + recordFixedSize
 	// MaxRecordSize bounds the encoded size of one record (16 MiB); the
 	// pipeline may set a lower limit.
 	MaxRecordSize = 16 << 20

@@ -88,14 +88,16 @@ type IDUser interface {
 // Rewindable is a sink that can take back what it wrote after a committed
 // point, which makes its output exactly once without de-duplication
 // downstream. The host commits Offset after each flushed batch, with the
-// state, and on restart calls Rewind with the committed offset before the
-// first Write, dropping what a crash left behind after it.
+// state (and, for a sink with none committed yet, when the job is
+// created), and on restart calls Rewind with the committed offset before
+// the first Write, dropping what a crash left behind after it.
 type Rewindable interface {
 	Sink
 	// Offset returns the sink's position after the last Flush.
 	Offset() uint64
-	// Rewind drops everything written after offset, an Offset of an
-	// earlier run.
+	// Rewind makes what was written after offset, an Offset of an earlier
+	// run, appear once: a file drops it, a JetStream sink does not publish
+	// it again when the replay writes it.
 	Rewind(offset uint64) error
 }
 

@@ -22,10 +22,11 @@
 // host passes to Open, so ids derived from them stay unique across restarts.
 //
 // Sinks receive an id per record, derived by the host from the input
-// position. The JetStream sink publishes it as Nats-Msg-Id, and the stream
-// drops a message whose id it has seen within its duplicate window: a replay
-// after a crash then produces each output once (exactly-once output, as long
-// as the replay happens within the window).
+// position. The JetStream sink publishes it as Nats-Msg-Id. Rewindable sinks
+// make the replay after a crash exactly once: the host commits their offset
+// with the state, and on restart a file sink cuts off what was written after
+// it, a JetStream sink skips the outputs whose ids its stream holds after it.
+// A core NATS sink publishes a crashed batch's outputs again (at least once).
 //
 // # Records on NATS
 //

@@ -58,7 +58,10 @@
 // read-write. Each grant gives up determinism for what it reaches. A guest
 // that opens a file outside every granted directory gets an error (a Go
 // guest's os.Open returns EBADF: no preopened directory holds the path),
-// never a host crash.
+// never a host crash. Paths inside a granted directory resolve beneath it,
+// symbolic links and ".." included: on wazero through package grantfs (an
+// os.Root per directory, where wazero's own mount follows links out), on
+// wasmtime through its WASI's own confinement.
 // On wasmtime, granting directories leaves fd_write to wasmtime so that
 // files can be written: stdout and stderr are then discarded and
 // Error.Stderr stays empty.

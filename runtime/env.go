@@ -128,7 +128,9 @@ type Grants struct {
 	// Files can change between two executions of an operation, and writes
 	// are side effects the host neither orders nor undoes: an aborted or
 	// failed operation's writes stay, and a re-executed one writes again.
-	// Each file operation is a WASI call and a system call.
+	// Each file operation is a WASI call and a system call. No path a
+	// guest names resolves outside its directory, whatever symbolic links
+	// the directory holds (abi/ABI.md section 6).
 	Dirs []Dir
 }
 

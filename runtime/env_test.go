@@ -405,3 +405,150 @@ func BenchmarkGuestEnv(b *testing.B) {
 		}
 	})
 }
+
+// fsOp runs one file operation in the sandbox guest (see its fs_op):
+// the bytes read or written, the entries listed, zero, or minus the errno.
+func fsOp(t *testing.T, inst Instance, args ...string) int64 {
+	t.Helper()
+	addr := uint32(call(t, inst, "fs_buf"))
+	op := []byte(strings.Join(args, "\x00"))
+	if !inst.Memory().Write(addr, op) {
+		t.Fatalf("writing %q into the guest at %d", op, addr)
+	}
+	return int64(call(t, inst, "fs_op", uint64(len(op))))
+}
+
+// WASI errnos the sandbox guest returns.
+const (
+	wasiEEXIST = 20
+	wasiEPERM  = 63
+)
+
+// A granted directory confines the guest whatever links it holds: links
+// there before (relative, absolute, nested), links the guest makes, ".."
+// after a link, and hard links never reach a file outside, to read or to
+// write; links that stay inside work. Run on each engine; the refusal to
+// make a link that points out is wazero's (abi/ABI.md section 6).
+func TestGrantDirsConfined(t *testing.T) {
+	top := t.TempDir()
+	grant, outside := filepath.Join(top, "grant"), filepath.Join(top, "outside")
+	for _, d := range []string{grant, outside, filepath.Join(grant, "inner")} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const secret = "outside the grant\n"
+	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte(secret), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(grant, "hello.txt"), []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"pre":       "../outside",
+		"pre-abs":   outside,
+		"inner/pre": "../../outside",
+		"pre-file":  filepath.Join(outside, "secret.txt"),
+		"pre-etc":   "../../../../../../../../../etc",
+	} {
+		if err := os.Symlink(target, filepath.Join(grant, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, writable := range []bool{false, true} {
+		name := "read-only"
+		if writable {
+			name = "writable"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEngine(t, baseConfig().WithGrants(Grants{Dirs: []Dir{{Host: grant, Guest: "/data", Writable: writable}}}))
+			inst := instantiate(t, compile(t, e, "sandbox", guests["sandbox"]))
+			for _, p := range []string{
+				"/data/pre/secret.txt", "/data/pre-abs/secret.txt", "/data/inner/pre/secret.txt",
+				"/data/pre-file", "/data/pre-etc/passwd", "/data/pre-etc/hostname",
+				"/data/inner/../pre/secret.txt", "/data/inner/pre/../outside/secret.txt",
+				"/data/../outside/secret.txt",
+			} {
+				if got := fsOp(t, inst, "read", p); got >= 0 {
+					t.Errorf("read %s = %d bytes: a file outside the grant was read", p, got)
+				}
+				if got := fsOp(t, inst, "stat", p); got >= 0 {
+					t.Errorf("stat %s = %d: a file outside the grant was found", p, got)
+				}
+			}
+			if got := fsOp(t, inst, "list", "/data/pre"); got >= 0 {
+				t.Errorf("list /data/pre = %d entries: a directory outside the grant was listed", got)
+			}
+			for _, op := range [][]string{
+				{"write", "/data/pre/new.txt"},
+				{"write", "/data/pre-file"},
+				{"append", "/data/pre-file"},
+				{"mkdir", "/data/pre-abs/dir"},
+				{"rename", "/data/hello.txt", "/data/pre/hello.txt"},
+				{"rename", "/data/pre/secret.txt", "/data/stolen.txt"},
+				{"link", "/data/pre/secret.txt", "/data/hard.txt"},
+				{"link", "/data/hello.txt", "/data/pre/hard.txt"},
+				{"remove", "/data/pre/secret.txt"},
+				{"symlink", "x", "/data/pre/made"},
+				{"symlink", "/etc", "/data/abs"},
+			} {
+				if got := fsOp(t, inst, op...); got >= 0 {
+					t.Errorf("%v = %d, want an error", op, got)
+				}
+			}
+			if engineName == "wazero" || !writable {
+				// On wazero, a link that points out as written is refused
+				// outright (EPERM). wasmtime makes it, and never follows it
+				// out (above).
+				for _, op := range [][]string{
+					{"symlink", "../../../../etc", "/data/esc"},
+					{"symlink", "../../outside", "/data/inner/esc"},
+				} {
+					if got := fsOp(t, inst, op...); got >= 0 || writable && got != -wasiEPERM {
+						t.Errorf("%v = %d, want EPERM (-%d)", op, got, wasiEPERM)
+					}
+				}
+			}
+			if b, err := os.ReadFile(filepath.Join(outside, "secret.txt")); err != nil || string(b) != secret {
+				t.Errorf("the file outside the grant is now %q (%v)", b, err)
+			}
+			for _, dir := range []string{top, outside} {
+				ents, _ := os.ReadDir(dir)
+				if len(ents) != 2 && dir == top || len(ents) != 1 && dir == outside {
+					t.Errorf("%s holds %d entries: the guest wrote outside the grant", dir, len(ents))
+				}
+			}
+			if got := fsOp(t, inst, "read", "/data/hello.txt"); got != int64(len("hello")) {
+				t.Errorf("read /data/hello.txt = %d", got)
+			}
+			if !writable {
+				return
+			}
+			// Links and hard links inside the grant work.
+			for _, op := range [][]string{
+				{"symlink", "hello.txt", "/data/ln"},
+				{"symlink", "../hello.txt", "/data/inner/ln"},
+				{"symlink", ".", "/data/self"},
+				{"link", "/data/hello.txt", "/data/inner/hard.txt"},
+			} {
+				if got := fsOp(t, inst, op...); got != 0 {
+					t.Fatalf("%v = %d", op, got)
+				}
+			}
+			for _, p := range []string{"/data/ln", "/data/inner/ln", "/data/self/self/hello.txt", "/data/inner/hard.txt"} {
+				if got := fsOp(t, inst, "read", p); got != int64(len("hello")) {
+					t.Errorf("read %s = %d, want %d", p, got, len("hello"))
+				}
+			}
+			// Through self -> ".", a link that looks inside as written
+			// climbs out once resolved: it is never followed out.
+			fsOp(t, inst, "symlink", "../outside", "/data/self/chain")
+			if got := fsOp(t, inst, "read", "/data/self/chain/secret.txt"); got >= 0 {
+				t.Errorf("read through a chain of links = %d bytes: a file outside the grant was read", got)
+			}
+			if got := fsOp(t, inst, "mkdir", "/data/inner"); got != -wasiEEXIST {
+				t.Errorf("mkdir an existing directory = %d, want EEXIST", got)
+			}
+		})
+	}
+}

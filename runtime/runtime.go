@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -136,7 +138,9 @@ func (f FuncInfo) String() string {
 // compiles. An Engine is safe for concurrent use.
 type Engine interface {
 	// Compile validates and compiles a module. name identifies it in errors
-	// (the plugin's name or path).
+	// (the plugin's name or path). A module that is not valid fails with an
+	// *Error of KindCompile; a compilation cache that cannot be read or
+	// written, with an error wrapping ErrCache.
 	Compile(ctx context.Context, name string, wasm []byte) (Module, error)
 	// Close releases the engine and every module and instance it made.
 	Close(ctx context.Context) error
@@ -222,8 +226,38 @@ func NewConfig() Config {
 }
 
 // WithCacheDir stores compiled code under dir, so a module compiles once
-// across restarts. An empty dir disables the cache.
+// across restarts. An empty dir disables the cache. Entries are keyed by
+// the module's bytes, the engine and its version, the platform and the
+// options that change the code, and each is written to a temporary file
+// renamed into place: engines of any number of processes can share dir,
+// and a process killed while compiling leaves no partial entry. A damaged
+// entry is replaced; a cache that cannot be read or written fails the
+// compile with ErrCache.
 func (c Config) WithCacheDir(dir string) Config { c.cacheDir = dir; return c }
+
+// UserCacheDir returns the compilation cache directory shared by every
+// pipeline and command of the user, sluice/compile in os.UserCacheDir
+// ($XDG_CACHE_HOME or ~/.cache on Linux, ~/Library/Caches on macOS),
+// creating it. It fails when the system names no cache directory for the
+// user, or when the directory cannot be created or written (a read-only
+// home directory): callers then use a directory of their own, or none.
+func UserCacheDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("runtime: no user cache directory: %w", err)
+	}
+	dir = filepath.Join(dir, "sluice", "compile")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("runtime: user cache directory: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return "", fmt.Errorf("runtime: user cache directory: %w", err)
+	}
+	_ = f.Close()
+	_ = os.Remove(f.Name())
+	return dir, nil
+}
 
 // WithMemoryLimitPages caps each instance's memory at pages of 64 KiB.
 func (c Config) WithMemoryLimitPages(pages uint32) Config { c.memoryLimitPages = pages; return c }
@@ -329,6 +363,13 @@ var (
 // ErrClosed is returned (wrapped) by any use of an Engine, Module or
 // Instance after its Close.
 var ErrClosed = errors.New("runtime: closed")
+
+// ErrCache is wrapped by the error of a Compile, or of making an engine,
+// that failed because the compilation cache (Config.WithCacheDir) could
+// not be read or written: a full disk, a file where a directory should
+// be, missing permissions. The module is not at fault. The error also
+// wraps the operating system's, which names the file.
+var ErrCache = errors.New("compilation cache failed")
 
 // Error is a guest failure, naming the module and the export involved.
 type Error struct {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"math"
@@ -62,7 +63,7 @@ func NewWasmtime(ctx context.Context, cfg Config) (Engine, error) {
 	}
 	if dir := cfg.CacheDir(); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("runtime: compilation cache: %w", err)
+			return nil, fmt.Errorf("runtime: %w in %s: %w", ErrCache, dir, err)
 		}
 	}
 	wc := wasmtime.NewConfig()
@@ -219,6 +220,9 @@ func (e *wasmtimeEngine) Compile(ctx context.Context, name string, wasm []byte) 
 		return nil, fmt.Errorf("runtime: compiling %q: engine: %w", name, ErrClosed)
 	}
 	wm, err := e.loadOrCompile(ctx, wasm)
+	if errors.Is(err, ErrCache) {
+		return nil, fmt.Errorf("runtime: compiling %q: %w", name, err)
+	}
 	if err != nil {
 		return nil, &Error{Kind: KindCompile, Module: name, Err: err}
 	}
@@ -290,8 +294,8 @@ func externKind(t *wasmtime.ExternType) string {
 
 // loadOrCompile compiles wasm, through the cache when there is one. A
 // cache entry that wasmtime refuses (another wasmtime version or
-// configuration wrote it, or it is damaged) is replaced; failing to write
-// one is logged and otherwise ignored.
+// configuration wrote it, or it is damaged) is replaced; failing to read
+// or write one is an error wrapping ErrCache.
 func (e *wasmtimeEngine) loadOrCompile(ctx context.Context, wasm []byte) (*wasmtime.Module, error) {
 	dir := e.cfg.CacheDir()
 	if dir == "" {
@@ -302,19 +306,24 @@ func (e *wasmtimeEngine) loadOrCompile(ctx context.Context, wasm []byte) (*wasmt
 		variant = "epoch" // epoch checks are compiled into the code
 	}
 	path := filepath.Join(dir, fmt.Sprintf("wasmtime-v39-%s-%x.cwasm", variant, sha256.Sum256(wasm)))
-	if b, err := os.ReadFile(path); err == nil {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
 		m, err := wasmtime.NewModuleDeserialize(e.engine, b)
 		if err == nil {
 			return m, nil
 		}
 		slog.WarnContext(ctx, "runtime: replacing an unusable wasmtime cache entry", "path", path, "err", err)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w in %s: %w", ErrCache, dir, err)
 	}
 	m, err := wasmtime.NewModule(e.engine, wasm)
 	if err != nil {
 		return nil, err
 	}
 	if err := writeCacheEntry(path, m); err != nil {
-		slog.WarnContext(ctx, "runtime: cannot write a wasmtime cache entry", "path", path, "err", err)
+		m.Close()
+		return nil, fmt.Errorf("%w in %s: %w", ErrCache, dir, err)
 	}
 	return m, nil
 }

@@ -16,9 +16,12 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/sluicehq/sluice/runtime/internal/grantfs"
 	"github.com/sluicehq/sluice/runtime/internal/interrupt"
 )
 
@@ -49,23 +52,17 @@ func newWazero(ctx context.Context, cfg Config, instrument bool) (*wazeroEngine,
 		instrument: cfg.CallTimeout() > 0 && instrument,
 	}
 	e.envNames, e.envValues = cfg.grants.envList()
-	if len(cfg.grants.Dirs) > 0 {
-		fs := wazero.NewFSConfig()
-		for _, d := range cfg.grants.Dirs {
-			if d.Writable {
-				fs = fs.WithDirMount(d.Host, d.Guest)
-			} else {
-				fs = fs.WithReadOnlyDirMount(d.Host, d.Guest)
-			}
-		}
-		e.fs = fs
+	if err := e.mountDirs(cfg.grants.Dirs); err != nil {
+		_ = e.Close(ctx)
+		return nil, err
 	}
 	if dir := cfg.CacheDir(); dir != "" {
 		c, err := wazero.NewCompilationCacheWithDir(dir)
 		if err != nil {
-			return nil, fmt.Errorf("runtime: compilation cache in %s: %w", dir, err)
+			return nil, fmt.Errorf("runtime: %w in %s: %w", ErrCache, dir, err)
 		}
 		e.cache = c
+		removeStale(dir)
 	}
 	// Without instrumentation, a call timeout is wazero's own mechanism.
 	rt, err := e.newRuntime(ctx, cfg.CallTimeout() > 0 && !e.instrument)
@@ -78,6 +75,32 @@ func newWazero(ctx context.Context, cfg Config, instrument bool) (*wazeroEngine,
 		e.dog = newWatchdog(cfg.CallTimeout())
 	}
 	return e, nil
+}
+
+// mountDirs makes the file system of each granted directory: every path
+// a guest names resolves beneath its directory (package grantfs), where
+// wazero's own mount would follow links out of it.
+func (e *wazeroEngine) mountDirs(dirs []Dir) error {
+	if len(dirs) == 0 {
+		return nil
+	}
+	cfg := wazero.NewFSConfig().(sysfs.FSConfig)
+	var fsc wazero.FSConfig
+	for _, d := range dirs {
+		m, err := grantfs.Open(d.Host)
+		if err != nil {
+			return fmt.Errorf("runtime: granted directory %s (guest %s): %w", d.Host, d.Guest, err)
+		}
+		e.mounts = append(e.mounts, m)
+		var mount experimentalsys.FS = m
+		if !d.Writable {
+			mount = &sysfs.ReadFS{FS: m}
+		}
+		fsc = cfg.WithSysFSMount(mount, d.Guest)
+		cfg = fsc.(sysfs.FSConfig)
+	}
+	e.fs = fsc
+	return nil
 }
 
 // wazeroCompiles reports whether wazero compiles to machine code here,
@@ -112,8 +135,10 @@ type wazeroEngine struct {
 	seq        atomic.Uint64 // numbers instances, whose names wazero wants unique
 	closed     atomic.Bool
 	// fs and envNames/envValues are the granted directories (nil for
-	// none) and environment, made once for every instance.
+	// none) and environment, made once for every instance; mounts are the
+	// directories' file systems, closed with the engine.
 	fs                  wazero.FSConfig
+	mounts              []*grantfs.FS
 	envNames, envValues []string
 
 	mu       sync.Mutex
@@ -123,11 +148,7 @@ type wazeroEngine struct {
 // newRuntime makes a wazero runtime with WASI and the host modules. The
 // first one made records the host's function signatures.
 func (e *wazeroEngine) newRuntime(ctx context.Context, closeOnDone bool) (wazero.Runtime, error) {
-	// NewRuntimeConfig picks the compiler where the platform supports it and
-	// the interpreter elsewhere.
-	rc := wazero.NewRuntimeConfig().
-		WithMemoryLimitPages(e.cfg.MemoryLimitPages()).
-		WithCloseOnContextDone(closeOnDone)
+	rc := e.runtimeConfig(closeOnDone)
 	if e.cache != nil {
 		rc = rc.WithCompilationCache(e.cache)
 	}
@@ -292,10 +313,13 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 			if err := checkTables(m.name, res.Tables, limit); err != nil {
 				return err
 			}
-			cm, err := e.rt.CompileModule(ctx, res.Wasm)
+			cm, err := e.compileModule(ctx, e.rt, m.name, res.Wasm)
 			if err == nil {
 				m.compiled, m.runtime, m.interrupt, m.start = cm, e.rt, true, res.Start
 				return nil
+			}
+			if errors.Is(err, ErrCache) {
+				return err
 			}
 			rejected = err
 		}
@@ -322,8 +346,10 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 		if err := checkTables(m.name, res.Tables, limit); err != nil {
 			return err
 		}
-		cm, err := rt.CompileModule(ctx, res.Wasm)
+		cm, err := e.compileModule(ctx, rt, m.name, res.Wasm)
 		switch {
+		case errors.Is(err, ErrCache):
+			return err
 		case err == nil:
 			e.logFallback(m.name, refused, rejected)
 			m.compiled, m.runtime = cm, rt
@@ -338,8 +364,11 @@ func (e *wazeroEngine) compile(ctx context.Context, m *wazeroModule, wasm []byte
 	}
 	// The module cannot be bounded: say why wazero refuses it, if it
 	// does, or else that its tables cannot be bounded.
-	cm, err := rt.CompileModule(ctx, wasm)
-	if err != nil {
+	cm, err := e.compileModule(ctx, rt, m.name, wasm)
+	switch {
+	case errors.Is(err, ErrCache):
+		return err
+	case err != nil:
 		return &Error{Kind: KindCompile, Module: m.name, Err: err}
 	}
 	_ = cm.Close(ctx)
@@ -380,6 +409,9 @@ func (e *wazeroEngine) Close(ctx context.Context) error {
 	e.mu.Unlock()
 	if e.cache != nil {
 		err = errors.Join(err, e.cache.Close(ctx))
+	}
+	for _, m := range e.mounts {
+		err = errors.Join(err, m.Close())
 	}
 	if err != nil {
 		return fmt.Errorf("runtime: closing the wazero engine: %w", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/host/bench"
+	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/workload"
 )
@@ -101,7 +102,7 @@ interval holds 1 is a tie.`,
 			defer os.RemoveAll(work)
 			opts.Dir = work
 			if f.plugin != "" && slices.Contains(opts.Logics, bench.TxnWasm) {
-				if opts.Plugin, err = os.ReadFile(f.plugin); err != nil {
+				if opts.Plugin, err = plugin.ReadModule(f.plugin, 0); err != nil {
 					return fmt.Errorf("--plugin: %w", err)
 				}
 			} else if slices.Contains(opts.Logics, bench.TxnWasm) {
@@ -111,7 +112,7 @@ interval holds 1 is a tie.`,
 				if err != nil {
 					return err
 				}
-				if opts.Plugin, err = os.ReadFile(paths[dir]); err != nil {
+				if opts.Plugin, err = plugin.ReadModule(paths[dir], 0); err != nil {
 					return err
 				}
 			}

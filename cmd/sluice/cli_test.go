@@ -176,7 +176,7 @@ func TestCLIErrors(t *testing.T) {
 		{"bad kind", []string{"run", "-c", bad}, 1, `p.yaml:14: operators[1].kind: unknown operator kind "keyd"`},
 		{"no config", []string{"run"}, 2, "-c PIPELINE.yaml is required"},
 		{"unknown flag", []string{"run", "--nope"}, 2, "unknown flag"},
-		{"missing plugin", []string{"run", "-c", missing}, 1, `operator "split": plugin: open ` + dir + "/wordsplit.wasm: no such file"},
+		{"missing plugin", []string{"run", "-c", missing}, 1, `operator "split": plugin: stat ` + dir + "/wordsplit.wasm: no such file"},
 		{"check garbage", []string{"plugin", "check", garbage}, 1, "problem"},
 		{"dump no dir", []string{"state", "dump"}, 2, "--data-dir is required"},
 		{"dump empty dir", []string{"state", "dump", "--data-dir", dir}, 1, "state"},

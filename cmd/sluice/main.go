@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -53,27 +54,44 @@ func run(args []string) int {
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM, which asks the
-// running command to drain and commit; a second signal exits at once.
+// running command to drain and commit; a second signal exits at once, with
+// status 128 plus the signal's number, whatever the command is waiting for.
 func signalContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	watching, unwatch := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		select {
-		case <-ch:
-			fmt.Fprintln(os.Stderr, "sluice: stopping: draining and committing what was read (signal again to exit at once)")
-			cancel()
-		case <-ctx.Done():
-			return
-		}
-		select {
-		case <-ch:
-			fmt.Fprintln(os.Stderr, "sluice: exiting without draining")
-			os.Exit(130)
-		case <-ctx.Done():
+		if code := watchSignals(watching, ch, cancel, os.Stderr); code != 0 {
+			os.Exit(code)
 		}
 	}()
-	return ctx, func() { signal.Stop(ch); cancel() }
+	return ctx, func() { signal.Stop(ch); unwatch(); cancel() }
+}
+
+// watchSignals calls cancel at the first signal from ch and returns the
+// exit status for the second, saying each on w; it returns 0 once watching
+// is done. The second signal is awaited on watching alone: the command's
+// context is cancelled by then, and a command stuck on a sink that does
+// not answer is what the second signal is for.
+func watchSignals(watching context.Context, ch <-chan os.Signal, cancel func(), w io.Writer) int {
+	select {
+	case <-ch:
+		fmt.Fprintln(w, "sluice: stopping: draining and committing what was read (signal again to exit at once)")
+		cancel()
+	case <-watching.Done():
+		return 0
+	}
+	select {
+	case sig := <-ch:
+		fmt.Fprintf(w, "sluice: %v again: exiting at once, without draining\n", sig)
+		if s, ok := sig.(syscall.Signal); ok {
+			return 128 + int(s)
+		}
+		return 1
+	case <-watching.Done():
+		return 0
+	}
 }
 
 // usageError is a mistake in the command line.

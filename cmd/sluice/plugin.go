@@ -78,7 +78,7 @@ func (f *buildFlags) build(cmd *cobra.Command, dir, out string) (build.Result, p
 
 // stampVersion writes version into the module file's version section.
 func stampVersion(file, version string) error {
-	b, err := os.ReadFile(file)
+	b, err := plugin.ReadModule(file, 0)
 	if err != nil {
 		return err
 	}
@@ -170,17 +170,21 @@ when the module has problems.`,
 }
 
 func checkFile(cmd *cobra.Command, path string) (plugin.Report, error) {
-	code, err := os.ReadFile(path)
+	code, err := plugin.ReadModule(path, 0)
 	if err != nil {
 		return plugin.Report{}, fmt.Errorf("plugin: %w", err)
 	}
 	ctx := cmd.Context()
-	eng, err := wasm.NewWazero(ctx, wasm.NewConfig().WithHostModules(plugin.HostModule()))
+	cfg := wasm.NewConfig().WithHostModules(plugin.HostModule())
+	if dir, err := wasm.UserCacheDir(); err == nil {
+		cfg = cfg.WithCacheDir(dir) // so that the pipelines that run it find it compiled
+	}
+	eng, err := wasm.NewWazero(ctx, cfg)
 	if err != nil {
 		return plugin.Report{}, err
 	}
 	defer eng.Close(ctx)
-	return plugin.Check(ctx, eng, filepath.Base(path), code), nil
+	return plugin.Check(ctx, eng, filepath.Base(path), code)
 }
 
 func kindList(kinds []plugin.Kind) string {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/host/pipeline"
+	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/registry"
 	"github.com/sluicehq/sluice/host/runner"
 	"github.com/spf13/cobra"
@@ -215,9 +216,9 @@ host rolls back to the previous one by itself.`,
 			if err := f.resolve("plugin swap"); err != nil {
 				return err
 			}
-			module, err := os.ReadFile(args[0])
+			module, err := plugin.ReadModule(args[0], 0)
 			if err != nil {
-				return err
+				return fmt.Errorf("plugin swap: %w", err)
 			}
 			path := "/api/v1/operators/" + url.PathEscape(f.operator) + "/swap?file=" + url.QueryEscape(filepath.Base(args[0]))
 			return f.post(cmd.Context(), cmd.OutOrStdout(), path, module)

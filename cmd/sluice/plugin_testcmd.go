@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 
+	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/spf13/cobra"
 )
 
@@ -42,7 +42,7 @@ the case expects. Exits 1 when a case fails.
 			if err != nil {
 				return fmt.Errorf("plugin test: %w", err)
 			}
-			wasm, err := os.ReadFile(res.Output)
+			wasm, err := plugin.ReadModule(res.Output, 0)
 			if err != nil {
 				return fmt.Errorf("plugin test: %w", err)
 			}

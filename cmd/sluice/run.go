@@ -56,7 +56,8 @@ its data under the data directory.
 A pipeline whose sources are all finite (files, a bounded generator) ends by itself
 once every record is processed and committed, and the command exits 0. SIGINT or
 SIGTERM stops reading, finishes and commits what was read, and exits 0; a second
-signal exits at once.`,
+signal exits at once, even with a sink that does not answer, with status 128 plus
+the signal's number (130 for SIGINT, 143 for SIGTERM).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {

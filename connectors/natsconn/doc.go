@@ -46,7 +46,7 @@
 // positions strictly increase. One reader per durable consumer: sharing one
 // across hosts is not supported (give each its own durable and filter).
 //
-// # JetStream sink: exactly-once output within the duplicate window
+// # JetStream sink: exactly-once output
 //
 // JetStreamSink publishes asynchronously with Nats-Msg-Id set to the id the
 // host derives from the input position, keeps a bounded number of
@@ -55,7 +55,17 @@
 // answering yet, an acknowledgement that does not come) is published again
 // with the same id until it is acknowledged, so a server restart loses
 // nothing, and the stream's duplicate window makes a message stored twice
-// appear once. The window (StreamSpec.Duplicates, 2 minutes by default) is
-// the bound: a replay after a crash is de-duplicated only if it happens
-// within the window of the first publication.
+// appear once.
+//
+// A crash is not left to the window: the sink is a connectors.Rewindable.
+// The host commits, with each batch, the stream sequence of the sink's last
+// acknowledged message; on restart Rewind reads, headers only, the ids of
+// the sink's messages stored after it (the crashed batch's) and the sink
+// does not publish them again, however long the restart took. This costs
+// one request at start after a clean stop, a few after a crash, and
+// nothing once the crashed batch is replayed. What it cannot cover is what
+// the stream removed before the restart: retention by interest or work
+// queue, a per-subject limit (the sink warns when it is created), or limits
+// that discarded messages stored after the commit (Rewind warns); those
+// outputs are de-duplicated only within the window.
 package natsconn

@@ -24,8 +24,7 @@ type JetStreamSinkConfig struct {
 	// Stream, when set, is checked to exist when the sink is created (and
 	// created from CreateStream when missing and CreateStream is set).
 	Stream string
-	// CreateStream creates Stream when it does not exist; its Duplicates
-	// window bounds how long after a crash a replay is de-duplicated.
+	// CreateStream creates Stream when it does not exist.
 	CreateStream *StreamSpec
 	// Mapping says what is published besides the value.
 	Mapping Mapping
@@ -36,6 +35,11 @@ type JetStreamSinkConfig struct {
 	// message before it publishes it again, and how long Close waits for
 	// what is outstanding; 0: 10 seconds.
 	AckTimeout time.Duration
+	// NotReplayed lists the id prefixes ("<pipeline>/<source>") of sources
+	// that do not replay their input after a crash (core NATS): a restart
+	// gives new input the positions of what was lost, so Rewind does not
+	// skip their ids.
+	NotReplayed []string
 	// Name overrides the sink's name; empty: "jetstream:" + Subject.
 	Name string
 	// Logger receives the sink's warnings; nil: slog.Default().
@@ -43,7 +47,7 @@ type JetStreamSinkConfig struct {
 }
 
 // JetStreamSink publishes records to a JetStream stream asynchronously,
-// with Nats-Msg-Id set to Out.ID so the stream de-duplicates replays.
+// with Nats-Msg-Id set to Out.ID.
 //
 // Write publishes without waiting for acknowledgements, keeping at most
 // MaxInFlight unacknowledged; Flush waits until every message written has
@@ -55,12 +59,22 @@ type JetStreamSinkConfig struct {
 // window keeps a message that was stored twice from appearing twice. Other
 // failures (the stream rejects the message) are reported by the next
 // Flush.
+//
+// The sink is a connectors.Rewindable, which makes a replay after a crash
+// exactly once whatever the time since the crash, without the duplicate
+// window: Offset is the stream sequence of the sink's last acknowledged
+// message, which the host commits with the state; Rewind, on restart,
+// reads the ids of the sink's messages that the stream holds after the
+// committed sequence (those the crashed run published after its last
+// commit) and Write then drops the outputs that carry them. The check
+// costs nothing once they are replayed.
 type JetStreamSink struct {
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	cfg  JetStreamSinkConfig
-	name string
-	log  *slog.Logger
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	cfg    JetStreamSinkConfig
+	name   string
+	log    *slog.Logger
+	stream jetstream.Stream // the stream capturing Subject; nil if none was found
 
 	mu       sync.Mutex
 	inflight int         // published, not yet acknowledged or failed
@@ -68,10 +82,21 @@ type JetStreamSink struct {
 	failure  error       // first lasting failure since the last Flush
 	passing  error       // last passing failure, to explain a Flush that times out
 	closed   bool
+	acked    uint64        // highest stream sequence acknowledged to this sink
 	changed  chan struct{} // capacity 1: inflight, retry or failure changed
+
+	// Recovery, used by the writing goroutine only (jsrecover.go).
+	wrote   bool              // Write was called
+	base    uint64            // the offset before this run's messages
+	skip    map[string]uint64 // ids already in the stream -> their sequence
+	matched uint64            // highest sequence of a skipped id
+	written map[string]uint64 // while skipping: id prefix -> highest position written
 }
 
-var _ connectors.IDUser = (*JetStreamSink)(nil)
+var (
+	_ connectors.IDUser     = (*JetStreamSink)(nil)
+	_ connectors.Rewindable = (*JetStreamSink)(nil)
+)
 
 // NewJetStreamSink returns a sink publishing to cfg.Subject on nc, which
 // stays the caller's. When cfg.Stream is set it checks that the stream
@@ -116,10 +141,8 @@ func NewJetStreamSink(ctx context.Context, nc *nats.Conn, cfg JetStreamSinkConfi
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	s.js = js
-	if cfg.Stream != "" {
-		if _, err := ensureStream(ctx, js, cfg.Stream, cfg.CreateStream); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
+	if err := s.findStream(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return s, nil
 }
@@ -130,9 +153,12 @@ func (s *JetStreamSink) Name() string { return s.name }
 // UsesIDs returns true: every message carries its Out.ID as Nats-Msg-Id.
 func (s *JetStreamSink) UsesIDs() bool { return true }
 
-func (s *JetStreamSink) onAck(_ jetstream.JetStream, _ *nats.Msg, _ *jetstream.PubAck) {
+func (s *JetStreamSink) onAck(_ jetstream.JetStream, _ *nats.Msg, ack *jetstream.PubAck) {
 	s.mu.Lock()
 	s.inflight--
+	if ack != nil && ack.Sequence > s.acked {
+		s.acked = ack.Sequence
+	}
 	s.mu.Unlock()
 	s.signal()
 }
@@ -181,11 +207,14 @@ func retriable(err error) bool {
 
 // Write publishes out, waiting while MaxInFlight messages are
 // unacknowledged. The values are copied: out may be reused when Write
-// returns.
+// returns. After Rewind, a record whose ID the stream already holds is
+// not published again.
 func (s *JetStreamSink) Write(ctx context.Context, out []connectors.Out) error {
+	s.wrote = true
 	if len(out) == 0 {
 		return nil
 	}
+	recovering := len(s.skip) > 0
 	// One allocation holds the values of the whole call; it lives until
 	// the last of them is acknowledged.
 	size := 0
@@ -194,6 +223,9 @@ func (s *JetStreamSink) Write(ctx context.Context, out []connectors.Out) error {
 	}
 	slab := make([]byte, 0, size)
 	for i := range out {
+		if recovering && s.stored(out[i].ID) {
+			continue
+		}
 		rec := &out[i].Record
 		start := len(slab)
 		slab = append(slab, rec.Value...)

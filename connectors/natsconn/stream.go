@@ -26,9 +26,10 @@ type StreamSpec struct {
 	Replicas int
 	// Duplicates is the de-duplication window: a message whose Nats-Msg-Id
 	// the stream has seen within this window is acknowledged but not
-	// stored again. It bounds how long after a crash a replay is still
-	// de-duplicated, so it must exceed the time a host takes to restart and
-	// replay its uncommitted input. 0: the server's default, 2 minutes.
+	// stored again. A JetStreamSink relies on it for a message published
+	// again after a passing failure; after a crash it reads the ids from
+	// the stream instead, and the window matters only for messages the
+	// stream no longer holds. 0: the server's default, 2 minutes.
 	Duplicates time.Duration
 }
 

@@ -4,9 +4,18 @@
 // rollback).
 //
 // The server listens on 127.0.0.1 unless told otherwise: it exposes what a
-// pipeline processes. Every POST route requires the host's token as
-// "Authorization: Bearer TOKEN", compared in constant time; GET routes are
-// open, as /metrics must be for a scraper.
+// pipeline processes, and it logs a warning when it listens on any other
+// address. Every POST route requires the host's token as
+// "Authorization: Bearer TOKEN", compared in constant time, before it reads
+// a byte of the body; GET routes are open, as /metrics must be for a
+// scraper, unless Options.AuthReads asks for the token there too (/healthz
+// stays open).
+//
+// Clients hold little: Limits bound the connections open at once and the
+// time a request may take to arrive, an answer to leave and a keep-alive
+// connection to idle, and a request's body (a swapped-in module) is
+// streamed to a file, at most Options.MaxBodyBytes of it, and read into
+// memory only when the swap's turn comes, one swap at a time.
 package api
 
 import (
@@ -19,8 +28,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,8 +68,9 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
-// MaxModuleBytes bounds the module a swap uploads.
-const MaxModuleBytes = 256 << 20
+// DefaultMaxBodyBytes bounds a request's body (the module a swap uploads)
+// when Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 64 << 20
 
 // Options are the parts of NewHandler's API.
 type Options struct {
@@ -69,6 +81,34 @@ type Options struct {
 	Control Control
 	// Token is required by the POST routes; "" refuses every POST.
 	Token string
+	// AuthReads makes the GET routes require Token too, all but /healthz.
+	AuthReads bool
+	// MaxBodyBytes bounds a request's body; 0: DefaultMaxBodyBytes. A
+	// body that declares more is answered 413 unread; one that turns out
+	// longer is answered 413 once MaxBodyBytes of it have been read.
+	MaxBodyBytes int64
+	// UploadDir holds the bodies of swaps while they arrive and wait their
+	// turn, one file each, removed once answered; "": os.TempDir().
+	UploadDir string
+}
+
+// Limits bound what the server's clients may hold. The zero value bounds
+// only the time a request's headers may take (10s).
+type Limits struct {
+	// MaxConnections caps the connections open at once: past it, a new
+	// connection waits to be accepted until another closes. 0: no cap.
+	MaxConnections int
+	// ReadTimeout bounds the time a whole request, body included, may take
+	// to arrive. 0: none.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the time an answer may take to leave, counted
+	// from the end of the request's headers, and for the routes that wait
+	// for the pipeline (swap, rollback) again from when the answer is
+	// ready. 0: none.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection that has waited this long
+	// for its next request. 0: ReadTimeout.
+	IdleTimeout time.Duration
 }
 
 // Server is the host's HTTP server.
@@ -98,16 +138,27 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 //	POST /api/v1/operators/{name}/rollback        back to the previous one
 func NewHandler(o Options) http.Handler {
 	reg, status, decisions := o.Registry, o.Status, o.Decisions
+	maxBody := o.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyBytes
+	}
+	// read guards a GET route: open, or behind the token with AuthReads.
+	read := func(h http.HandlerFunc) http.Handler {
+		if o.AuthReads {
+			return authorized(o.Token, h)
+		}
+		return h
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /api/v1/pipeline", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /metrics", read(promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}).ServeHTTP))
+	mux.Handle("GET /api/v1/pipeline", read(func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, status())
-	})
-	mux.HandleFunc("GET /api/v1/operators/{name}/decisions", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.Handle("GET /api/v1/operators/{name}/decisions", read(func(w http.ResponseWriter, r *http.Request) {
 		n := 0
 		if v := r.URL.Query().Get("last"); v != "" {
 			x, err := strconv.Atoi(v)
@@ -123,28 +174,143 @@ func NewHandler(o Options) http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, recs)
-	})
+	}))
 	if c := o.Control; c != nil {
-		mux.HandleFunc("GET /api/v1/plugins", func(w http.ResponseWriter, r *http.Request) {
+		// turn admits one swap at a time to read its module into memory
+		// and hand it over; the others wait on disk.
+		turn := make(chan struct{}, 1)
+		mux.Handle("GET /api/v1/plugins", read(func(w http.ResponseWriter, r *http.Request) {
 			answer(w, http.StatusOK)(c.Plugins(r.Context()))
-		})
+		}))
 		mux.Handle("POST /api/v1/operators/{name}/swap", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxModuleBytes))
+			f, err := receive(w, r, o.UploadDir, maxBody)
 			if err != nil {
-				writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("reading the module: %v (at most %d bytes)", err, MaxModuleBytes)})
+				return // answered
+			}
+			defer func() {
+				f.Close()
+				os.Remove(f.Name())
+			}()
+			select {
+			case turn <- struct{}{}:
+				defer func() { <-turn }()
+			case <-r.Context().Done():
+				return // the client left
+			}
+			module, err := readFile(f)
+			if err != nil {
+				writeJSON(w, http.StatusInternalServerError, errorBody{fmt.Sprintf("reading the module back: %v", err)})
 				return
 			}
 			file := r.URL.Query().Get("file")
 			if file == "" {
 				file = "module.wasm"
 			}
-			answer(w, http.StatusOK)(c.Swap(r.Context(), r.PathValue("name"), file, body))
+			v, err := c.Swap(r.Context(), r.PathValue("name"), file, module)
+			answerAfterWait(w, r)(v, err)
 		}))
 		mux.Handle("POST /api/v1/operators/{name}/rollback", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
-			answer(w, http.StatusOK)(c.Rollback(r.Context(), r.PathValue("name")))
+			v, err := c.Rollback(r.Context(), r.PathValue("name"))
+			answerAfterWait(w, r)(v, err)
 		}))
 	}
 	return mux
+}
+
+// receive streams r's body to a new file in dir, at most limit bytes of it,
+// and returns the file. On an error it has answered the request: 413 when
+// the body is longer than limit (reading stops there), 400 when it did not
+// arrive whole, 500 when the file could not be written.
+func receive(w http.ResponseWriter, r *http.Request, dir string, limit int64) (*os.File, error) {
+	tooLarge := func() error {
+		rearmWrite(w, r)
+		dropBody(w)
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("the body is longer than the host takes (http.max_body_bytes: %d bytes)", limit)})
+		return &http.MaxBytesError{Limit: limit}
+	}
+	if r.ContentLength > limit {
+		return nil, tooLarge()
+	}
+	f, err := os.CreateTemp(dir, "upload-*")
+	if err != nil {
+		dropBody(w)
+		writeJSON(w, http.StatusInternalServerError, errorBody{fmt.Sprintf("storing the body: %v", err)})
+		return nil, err
+	}
+	fail := func(code int, msg string, err error) (*os.File, error) {
+		f.Close()
+		os.Remove(f.Name())
+		rearmWrite(w, r)
+		dropBody(w)
+		writeJSON(w, code, errorBody{fmt.Sprintf("%s: %v", msg, err)})
+		return nil, err
+	}
+	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, limit)}
+	if _, err := io.Copy(f, body); err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			f.Close()
+			os.Remove(f.Name())
+			return nil, tooLarge()
+		case body.err != nil:
+			return fail(http.StatusBadRequest, "reading the body", err)
+		default:
+			return fail(http.StatusInternalServerError, "storing the body", err)
+		}
+	}
+	return f, nil
+}
+
+// dropBody makes the server close the connection after the answer without
+// reading what is left of the request's body: left to itself it would
+// read (and wait for) up to 256 KiB of it first.
+func dropBody(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
+// bodyReader remembers the error reading the body returned, to tell it
+// from one writing the file.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
+}
+
+// readFile reads f, which receive wrote, from its start.
+func readFile(f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, fi.Size())
+	if _, err := f.ReadAt(b, 0); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// answerAfterWait is answer for a route that waited for its body or for
+// the pipeline: its answer has the server's whole WriteTimeout again.
+func answerAfterWait(w http.ResponseWriter, r *http.Request) func(v any, err error) {
+	rearmWrite(w, r)
+	return answer(w, http.StatusOK)
+}
+
+// rearmWrite gives the answer to r the server's whole WriteTimeout from
+// now, as the time it took to arrive or to be served is not the answer's.
+func rearmWrite(w http.ResponseWriter, r *http.Request) {
+	if s, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && s.WriteTimeout > 0 {
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.WriteTimeout))
+	}
 }
 
 // authorized serves h to requests that carry token as a bearer token.
@@ -152,6 +318,9 @@ func authorized(token string, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if token == "" || !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			if r.ContentLength != 0 {
+				dropBody(w)
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
 			writeJSON(w, http.StatusUnauthorized, errorBody{"this route needs the host's token: Authorization: Bearer TOKEN (the token is in <data-dir>/api-token)"})
 			return
@@ -195,19 +364,45 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// Listen starts serving h on addr ("127.0.0.1:8080"; port 0 picks a free one).
-func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
+// Listen starts serving h on addr ("127.0.0.1:8080"; port 0 picks a free
+// one) within lim.
+func Listen(addr string, h http.Handler, lim Limits, log *slog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("api: listen on %s: %w (set http.addr in the pipeline or --http to another address, or off)", addr, err)
 	}
-	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, ln: ln, log: log}
+	return Serve(ln, h, lim, log), nil
+}
+
+// Serve starts serving h on ln within lim; the Server closes ln. It logs a
+// warning when ln's address is not a loopback one: whoever reaches it can
+// read what the open routes answer, and the token crosses the network in
+// clear text.
+func Serve(ln net.Listener, h http.Handler, lim Limits, log *slog.Logger) *Server {
+	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+		log.Warn("the http api listens on an address other hosts may reach: whoever reaches it can read the routes the token does not guard (with http.auth: all it guards all but /healthz), and the token travels in clear text (put TLS in front, or listen on 127.0.0.1)",
+			"addr", ln.Addr().String())
+	}
+	if lim.MaxConnections > 0 {
+		ln = &limitListener{Listener: ln, slots: make(chan struct{}, lim.MaxConnections), done: make(chan struct{})}
+	}
+	header := 10 * time.Second
+	if lim.ReadTimeout > 0 && lim.ReadTimeout < header {
+		header = lim.ReadTimeout
+	}
+	s := &Server{srv: &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: header,
+		ReadTimeout:       lim.ReadTimeout,
+		WriteTimeout:      lim.WriteTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+	}, ln: ln, log: log}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server stopped", "err", err)
 		}
 	}()
-	return s, nil
+	return s
 }
 
 // Addr is the address the server listens on.
@@ -217,4 +412,57 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // requests in flight.
 func (s *Server) Close(ctx context.Context) error {
 	return s.srv.Shutdown(ctx)
+}
+
+// limitListener accepts a connection only while fewer than cap(slots) it
+// accepted are open.
+type limitListener struct {
+	net.Listener
+	slots chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+// Accept waits for a free slot, then for a connection.
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+// Close closes the listener and wakes an Accept waiting for a slot.
+func (l *limitListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+// limitConn frees its slot when it is closed.
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+// Close closes the connection and frees its slot, once.
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// CloseWrite shuts the sending side, which the server does before it
+// closes a connection whose request it did not read whole.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }

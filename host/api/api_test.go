@@ -27,7 +27,7 @@ func TestEndpoints(t *testing.T) {
 		}
 		return []int{n}, nil
 	}
-	srv, err := Listen("127.0.0.1:0", Handler(reg, func() any { return map[string]int{"batches": 7} }, decisions), slog.New(slog.DiscardHandler))
+	srv, err := Listen("127.0.0.1:0", Handler(reg, func() any { return map[string]int{"batches": 7} }, decisions), Limits{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +71,12 @@ func TestEndpoints(t *testing.T) {
 }
 
 func TestListenErrorNamesAddress(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0", http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	srv, err := Listen("127.0.0.1:0", http.NotFoundHandler(), Limits{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close(context.Background())
-	_, err = Listen(srv.Addr(), http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	_, err = Listen(srv.Addr(), http.NotFoundHandler(), Limits{}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), srv.Addr()) {
 		t.Errorf("second Listen on %s = %v", srv.Addr(), err)
 	}

@@ -31,7 +31,12 @@ type RateRatio struct {
 	High  float64 `json:"high"`
 	// Batches is the number of paired batches.
 	Batches int `json:"batches"`
+	// NoInterval says why Low and High are unbounded, when they are.
+	NoInterval string `json:"no_interval,omitempty"`
 }
+
+// noInterval is RateRatio.NoInterval with fewer than two paired batches.
+const noInterval = "fewer than two paired batches: no interval"
 
 // pairedRateRatio returns the rate of the lane with batch times a over the
 // rate of the lane with batch times b, paired by index. With fewer than two
@@ -44,11 +49,12 @@ func pairedRateRatio(a, b []float64) RateRatio {
 		sb += b[i]
 	}
 	if n == 0 || sa <= 0 {
-		return RateRatio{Low: math.Inf(-1), High: math.Inf(1)}
+		return RateRatio{Low: math.Inf(-1), High: math.Inf(1), NoInterval: "no timed batches"}
 	}
 	r := sb / sa
 	rr := RateRatio{Ratio: r, Low: math.Inf(-1), High: math.Inf(1), Batches: n}
 	if n < 2 {
+		rr.NoInterval = noInterval
 		return rr
 	}
 	var ss float64

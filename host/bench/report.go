@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -118,16 +117,6 @@ func (r *Report) WriteTable(w io.Writer) error {
 	writeTargets(&b, r.Targets)
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// writeJSON writes a report as indented JSON.
-func writeJSON(w io.Writer, report any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(report); err != nil {
-		return fmt.Errorf("bench: writing the JSON report: %w", err)
-	}
-	return nil
 }
 
 // writeHeader prints a report's title line, machine and load average.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -421,6 +422,29 @@ func TestRunTxnDynamic(t *testing.T) {
 		if r := p.AdaptiveVsBest; r == nil || math.Abs(r.Ratio-p.AdaptiveOverBest) > 1e-9*p.AdaptiveOverBest || r.Batches != want/200 || !(r.Low <= r.Ratio && r.Ratio <= r.High) {
 			t.Errorf("phase %d: paired ratio %+v against %v over %d batches", i+1, r, p.AdaptiveOverBest, want/200)
 		}
+	}
+	// Phase 1 has one timed batch: its interval cannot be computed, and
+	// the JSON report says so instead of failing.
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatalf("WriteJSON: %v", err)
+	}
+	var parsed struct {
+		Dynamic struct {
+			Phases []struct {
+				Interval map[string]any `json:"adaptive_over_best_interval"`
+			} `json:"phases"`
+		} `json:"dynamic"`
+		Unavailable []Unavailable `json:"unavailable"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &parsed); err != nil {
+		t.Fatalf("the JSON report does not parse: %v", err)
+	}
+	if iv := parsed.Dynamic.Phases[0].Interval; iv == nil || iv["low"] != nil || iv["high"] != nil || iv["no_interval"] != noInterval {
+		t.Errorf("phase 1's interval in JSON: %v, want low and high null and the reason", iv)
+	}
+	if !slices.Contains(parsed.Unavailable, Unavailable{Figure: "dynamic.phases[0].adaptive_over_best_interval.low", Reason: "not a finite number (-Inf)"}) {
+		t.Errorf("unavailable figures %+v lack phase 1's interval", parsed.Unavailable)
 	}
 	if d.Phases[2].Knobs["abort-ratio"] != "0.5" || d.Phases[1].Knobs["skew"] != "0" {
 		t.Errorf("phase knobs %v, %v", d.Phases[1].Knobs, d.Phases[2].Knobs)

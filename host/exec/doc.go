@@ -17,9 +17,12 @@
 //  3. the sources are acknowledged up to those positions.
 //
 // A crash before step 2 replays the batch on restart: state is as it was
-// before the batch, JetStream sinks drop the repeated outputs by id, and
-// rewindable sinks (files) are cut back to the offset committed with the
-// state (connectors.Rewindable). A crash between 2 and 3 makes the source
+// before the batch, and rewindable sinks (connectors.Rewindable) take
+// back what they wrote after the offset committed with the state: a file
+// is cut back to it, a JetStream sink skips the replayed outputs that its
+// stream holds after it. A sink with no offset committed yet has the one
+// it starts from committed when the job is created, so that a crash in
+// the first batch is covered too. A crash between 2 and 3 makes the source
 // redeliver what was committed; the sources skip positions at or before
 // the committed ones. So with a resumable source, output and state are
 // exactly once; a core NATS source is at most once, and a core NATS sink

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -239,12 +240,29 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 		j.status.Operators = append(j.status.Operators, os)
 	}
 	committed := cfg.Store.Positions()
+	var first map[string]uint64
 	for _, out := range j.rewindable() {
-		if off, ok := committed[sinkKey(out.Name)]; ok {
-			if err := out.Sink.(connectors.Rewindable).Rewind(off); err != nil {
-				j.closeStages(ctx)
-				return nil, fmt.Errorf("exec: sink %q: %w", out.Name, err)
+		rw := out.Sink.(connectors.Rewindable)
+		off, ok := committed[sinkKey(out.Name)]
+		if !ok {
+			// None committed yet (a new pipeline or sink): commit where
+			// the sink starts, so that a crash in the first batch is cut
+			// back too.
+			if first == nil {
+				first = map[string]uint64{}
 			}
+			first[sinkKey(out.Name)] = rw.Offset()
+			continue
+		}
+		if err := rw.Rewind(off); err != nil {
+			j.closeStages(ctx)
+			return nil, fmt.Errorf("exec: sink %q: %w", out.Name, err)
+		}
+	}
+	if first != nil {
+		if err := cfg.Store.Commit(first); err != nil {
+			j.closeStages(ctx)
+			return nil, fmt.Errorf("exec: commit the sinks' first offsets: %w", err)
 		}
 	}
 	for _, in := range cfg.Sources {
@@ -564,7 +582,7 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 	}
 
 	// Outputs, with ids derived from the input they came from.
-	b.outs = b.outs[:0]
+	b.outs = slices.Grow(b.outs[:0], len(recs))
 	for k := range b.ordinal {
 		b.ordinal[k] = 0
 	}

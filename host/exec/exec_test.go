@@ -473,6 +473,53 @@ func TestFileSinkIsCutBackToTheCommit(t *testing.T) {
 	}
 }
 
+// TestFileSinkIsCutBackInTheFirstBatch: a crash in a pipeline's first
+// batch, before any commit, leaves lines after what the file held when
+// the job started; the next run cuts them off too.
+func TestFileSinkIsCutBackInTheFirstBatch(t *testing.T) {
+	dir := t.TempDir()
+	outPath := filepath.Join(dir, "out.txt")
+	if err := os.WriteFile(outPath, []byte("OLD\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up := load(t, "upper", plugin.KindMap, 0)
+	newJob := func(recs []abi.Record) (*Job, func()) {
+		t.Helper()
+		store := openStore(t, filepath.Join(dir, "state"))
+		sink, err := file.NewSink(file.SinkConfig{Path: outPath, Format: file.Lines})
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := New(context.Background(), Config{
+			Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: recs}}},
+			Operators: []Operator{{Name: "up", Kind: plugin.KindMap, Plugin: up, Parallelism: 1}},
+			Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: &memSink{}, Store: store, BatchSize: 2,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return job, func() { job.Close(context.Background()); sink.Close(); store.Close() }
+	}
+	// The first run starts and crashes in its first batch: it wrote
+	// lines and committed nothing.
+	_, closeFirst := newJob(nil)
+	closeFirst()
+	f, err := os.OpenFile(outPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("A\nB\n")
+	f.Close()
+	job, closeSecond := newJob(records("a", "b", "c"))
+	defer closeSecond()
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(outPath); string(got) != "OLD\nA\nB\nC\n" {
+		t.Errorf("file after the resumed run: %q", got)
+	}
+}
+
 // TestNoIDsForSinksThatIgnoreThem: ids cost an allocation per output, so
 // they are derived only when a sink uses them.
 func TestNoIDsForSinksThatIgnoreThem(t *testing.T) {

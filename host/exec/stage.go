@@ -127,6 +127,14 @@ func (st *stage) run(ctx context.Context, recs []abi.Record, idx []int32, m *opM
 			st.rejects = append(st.rejects, plugin.Reject{Index: st.globalIndex(w, r.Index), Err: r.Err})
 		}
 	}
+	// Grown once to the batch's outputs: appending one by one would
+	// allocate several times their size on the way (a guest may emit as
+	// many records as its call's output limit holds).
+	n := 0
+	for _, w := range active {
+		n += len(w.out.Records)
+	}
+	st.outRecs, st.outIdx = slices.Grow(st.outRecs, n), slices.Grow(st.outIdx, n)
 	if st.keyed && len(active) > 1 {
 		st.mergeByInput(active, idx)
 		slices.SortFunc(st.rejects, func(a, b plugin.Reject) int { return a.Index - b.Index })

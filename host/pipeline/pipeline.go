@@ -34,6 +34,11 @@ type Pipeline struct {
 	File       string      `yaml:"-"` // the file it was read from, for messages
 	Dir        string      `yaml:"-"` // the directory relative paths are resolved against
 	root       *yaml.Node
+
+	// CompileCache is the directory of the plugins' compiled code; empty:
+	// the user's cache directory, which every pipeline shares (see
+	// runtime.UserCacheDir), or <data_dir>/cache where there is none.
+	CompileCache string `yaml:"compile_cache"`
 }
 
 // NATS says which NATS server to use.
@@ -167,9 +172,16 @@ type Operator struct {
 type Limits struct {
 	// MemoryPages caps an instance's memory in 64 KiB pages. Default 1024 (64 MiB).
 	MemoryPages uint32 `yaml:"memory_pages"`
-	// CallTimeout bounds one guest call; "0s" disables the deadline.
-	// Default 5s.
+	// CallTimeout bounds one guest call. Default 5s. "0s" disables the
+	// deadline, and is refused unless DeadlineOffMayHangHost accepts what
+	// that risks.
 	CallTimeout *Duration `yaml:"call_timeout"`
+	// DeadlineOffMayHangHost accepts, for a plugin trusted never to loop,
+	// that with the deadline off a guest call that does not return stops
+	// the whole host: compiled guest code cannot be preempted, so the
+	// garbage collector, the HTTP API and the signal handling wait for it.
+	// Only with call_timeout: 0s.
+	DeadlineOffMayHangHost bool `yaml:"deadline_off_may_hang_host"`
 	// MaxRecordBytes is the largest record the operator accepts or emits.
 	// Default 1 MiB.
 	MaxRecordBytes Size `yaml:"max_record_bytes"`
@@ -201,10 +213,69 @@ type DeadLetter struct {
 type HTTP struct {
 	// Addr to listen on. Default 127.0.0.1:8080; "off" disables the server.
 	Addr string `yaml:"addr"`
-	// Token is the bearer token the API's mutating (POST) routes require.
+	// Token is the bearer token the API's mutating (POST) routes require,
+	// and with Auth AuthAll its reads too.
 	// Default: the SLUICE_TOKEN environment variable, or one generated at
 	// start; either way it is written to <data_dir>/api-token (mode 0600).
 	Token string `yaml:"token"`
+	// Auth says which routes require the token: AuthWrites (the POST
+	// routes; the default) or AuthAll (every route but /healthz).
+	Auth string `yaml:"auth"`
+	// MaxBodyBytes bounds a request's body (a swapped-in module), which is
+	// streamed to a file under the data directory. Default 64 MiB.
+	MaxBodyBytes Size `yaml:"max_body_bytes"`
+	// MaxConnections caps the connections open at once; past it, new ones
+	// wait to be accepted. Default 64.
+	MaxConnections int `yaml:"max_connections"`
+	// ReadTimeout bounds the time a whole request, body included, may take
+	// to arrive. Default 1m.
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds the time an answer may take to leave once it is
+	// ready. Default 1m.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// IdleTimeout closes a keep-alive connection idle this long. Default 1m.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+}
+
+// Values of http.auth.
+const (
+	// AuthWrites requires the token on the routes that change the job.
+	AuthWrites = "writes"
+	// AuthAll requires it on every route but /healthz.
+	AuthAll = "all"
+)
+
+// validate fills in h's defaults and checks its values.
+func (h *HTTP) validate(p *Pipeline) []error {
+	var errs []error
+	if h.Addr == "" {
+		h.Addr = DefaultHTTPAddr
+	}
+	switch h.Auth {
+	case "":
+		h.Auth = AuthWrites
+	case AuthWrites, AuthAll:
+	default:
+		errs = append(errs, p.errAt(fmt.Sprintf("unknown auth %q: want %s (the token guards the POST routes) or %s (every route but /healthz)", h.Auth, AuthWrites, AuthAll), "http", "auth"))
+	}
+	if h.MaxBodyBytes == 0 {
+		h.MaxBodyBytes = DefaultHTTPMaxBodyBytes
+	}
+	switch {
+	case h.MaxConnections == 0:
+		h.MaxConnections = DefaultHTTPMaxConnections
+	case h.MaxConnections < 0:
+		errs = append(errs, p.errAt(fmt.Sprintf("max_connections %d: want at least 1", h.MaxConnections), "http", "max_connections"))
+	}
+	for _, d := range []struct {
+		v   *Duration
+		def time.Duration
+	}{{&h.ReadTimeout, DefaultHTTPReadTimeout}, {&h.WriteTimeout, DefaultHTTPWriteTimeout}, {&h.IdleTimeout, DefaultHTTPIdleTimeout}} {
+		if *d.v == 0 {
+			*d.v = Duration(d.def)
+		}
+	}
+	return errs
 }
 
 // DefaultRollbackBatches is the trial of a swapped-in plugin when an
@@ -240,6 +311,12 @@ const (
 	DefaultMaxRecordBytes = 1 << 20
 	DefaultMemTableSize   = 8 << 20
 	DefaultHTTPAddr       = "127.0.0.1:8080"
+
+	DefaultHTTPMaxBodyBytes   = 64 << 20
+	DefaultHTTPMaxConnections = 64
+	DefaultHTTPReadTimeout    = time.Minute
+	DefaultHTTPWriteTimeout   = time.Minute
+	DefaultHTTPIdleTimeout    = time.Minute
 )
 
 // Duration is a time.Duration written as "250ms", "5s", "1m".
@@ -378,7 +455,7 @@ func lineError(file, s string) *Error {
 func typeWords(typ string) string {
 	switch strings.TrimPrefix(typ, "pipeline.") {
 	case "Pipeline":
-		return "the pipeline (known: name, nats, data_dir, state, batch, sources, operators, sinks, dead_letter, http, on_error)"
+		return "the pipeline (known: name, nats, data_dir, compile_cache, state, batch, sources, operators, sinks, dead_letter, http, on_error)"
 	case "Source":
 		return "a source (known: name, type, path, format, subject, queue, stream, consumer, create, subjects, mode, count, rate, size, keys, seed, app, knobs)"
 	case "Operator":
@@ -392,7 +469,7 @@ func typeWords(typ string) string {
 	case "Sink":
 		return "a sink (known: name, type, path, subject, stream, create)"
 	case "Limits":
-		return "limits (known: memory_pages, call_timeout, max_record_bytes)"
+		return "limits (known: memory_pages, call_timeout, deadline_off_may_hang_host, max_record_bytes, table_entries)"
 	case "Batch":
 		return "batch (known: size, linger)"
 	case "State":
@@ -402,7 +479,7 @@ func typeWords(typ string) string {
 	case "DeadLetter":
 		return "dead_letter (known: subject, path)"
 	case "HTTP":
-		return "http (known: addr)"
+		return "http (known: addr, token, auth, max_body_bytes, max_connections, read_timeout, write_timeout, idle_timeout)"
 	}
 	return typ
 }
@@ -478,6 +555,7 @@ func (p *Pipeline) validate() error {
 	} else {
 		p.DataDir = p.resolve(p.DataDir)
 	}
+	p.CompileCache = p.resolve(p.CompileCache)
 	if p.State.KeyGroups == 0 {
 		p.State.KeyGroups = DefaultKeyGroups
 	} else if p.State.KeyGroups < 1 || p.State.KeyGroups > 1<<16 {
@@ -501,8 +579,8 @@ func (p *Pipeline) validate() error {
 	} else if p.NATS.Port < -1 || p.NATS.Port > 65535 {
 		add(p.errAt(fmt.Sprintf("port %d: want 1 to 65535, or -1 for a free port", p.NATS.Port), "nats", "port"))
 	}
-	if p.HTTP.Addr == "" {
-		p.HTTP.Addr = DefaultHTTPAddr
+	for _, err := range p.HTTP.validate(p) {
+		add(err)
 	}
 	if p.OnError == "" {
 		p.OnError = PolicyDeadLetter
@@ -694,6 +772,15 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 	}
 	if o.Parallelism < 0 {
 		at(fmt.Sprintf("parallelism %d: want 1 or more, or leave it out for one worker per CPU", o.Parallelism), "parallelism")
+	}
+	switch off := o.Limits.CallTimeout != nil && *o.Limits.CallTimeout == 0; {
+	case off && !o.Limits.DeadlineOffMayHangHost:
+		at("0s turns the call deadline off: a guest call that never returns then stops the whole host "+
+			"(compiled guest code cannot be preempted, so the garbage collector, the HTTP API and the signals wait for it, "+
+			"and only SIGKILL ends it); give a timeout (the deadline costs tens of nanoseconds per record), "+
+			"or set limits.deadline_off_may_hang_host: true for a plugin you trust never to loop", "limits", "call_timeout")
+	case !off && o.Limits.DeadlineOffMayHangHost:
+		at("deadline_off_may_hang_host applies only with call_timeout: 0s", "limits", "deadline_off_may_hang_host")
 	}
 	if o.Limits.MaxRecordBytes == 0 {
 		o.Limits.MaxRecordBytes = DefaultMaxRecordBytes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -32,9 +33,11 @@ type Report struct {
 // OK reports whether the module has no problems.
 func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
-// Check inspects wasm as Load does and reports what it found. It never fails:
-// a module that is not WebAssembly, or that Load would refuse, gets a Report
-// whose Problems say why. Guest log messages during the check are discarded.
+// Check inspects wasm as Load does and reports what it found. A module that
+// is not WebAssembly, or that Load would refuse, gets a Report whose
+// Problems say why; Check fails only when the host does, not the module: a
+// compilation cache that eng cannot read or write (runtime.ErrCache).
+// Guest log messages during the check are discarded.
 //
 // A module built for the wrong target gets problems that say what to change
 // in its build, in the terms of its source language where its custom
@@ -45,16 +48,20 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // provide, what usually puts it there (GOOS=js, wasm-bindgen, an undefined
 // C function, AssemblyScript's abort); a WebAssembly component, to build a
 // core module.
-func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) Report {
+func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (Report, error) {
 	sum := sha256.Sum256(wasm)
 	r := Report{Name: name, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Language: sourceLanguage(wasm)}
-	mod, lerr := compile(ctx, eng, name, wasm)
-	if lerr != nil {
+	mod, err := compile(ctx, eng, name, wasm)
+	var lerr *LoadError
+	switch {
+	case errors.As(err, &lerr):
 		r.Problems = lerr.Problems
 		if isComponent(wasm) {
 			r.Problems = []string{componentProblem}
 		}
-		return r
+		return r, nil
+	case err != nil:
+		return r, err
 	}
 	defer func() { _ = mod.Close(context.WithoutCancel(ctx)) }()
 	s := inspect(mod, "map, filter, flatmap and keyed operators")
@@ -76,12 +83,7 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) Re
 		r.Kinds = append(r.Kinds, KindTransactional)
 	}
 	if len(r.Kinds) == 0 {
-		r.Problems = s.problems
-		for _, p := range st.problems {
-			if !slices.Contains(r.Problems, p) {
-				r.Problems = append(r.Problems, p)
-			}
-		}
+		r.Problems = kindProblems(s, st)
 		if r.Language == "" && importsASAbort(s.imports) {
 			r.Language = langAssemblyScript
 		}
@@ -91,7 +93,35 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) Re
 		r.Notes = append(r.Notes, fmt.Sprintf("imports %s: serving a map, filter or flatmap operator, any call to them fails the record; only keyed operators have state",
 			strings.Join(s.usesState, ", ")))
 	}
-	return r
+	return r, nil
+}
+
+// kindProblems returns the problems of a module that serves no operator
+// kind, given its shape as a batch operator (batch) and as a transactional
+// one (txn). A module that exports sluice_process and none of the
+// transactional exports was meant to process batches, one that exports a
+// transactional export and not sluice_process was meant to be
+// transactional: only that kind's problems are worth reading. Otherwise
+// both sets are, each problem once.
+func kindProblems(batch, txn *shape) []string {
+	has := func(name string) bool {
+		return slices.ContainsFunc(batch.exports, func(e runtime.FuncInfo) bool { return e.Name == name })
+	}
+	isBatch := has(abi.ExportProcess)
+	isTxn := has(abi.ExportPlan) || has(abi.ExportApply) || has(abi.ExportPost)
+	switch {
+	case isBatch && !isTxn:
+		return batch.problems
+	case isTxn && !isBatch:
+		return txn.problems
+	}
+	problems := slices.Clone(batch.problems)
+	for _, p := range txn.problems {
+		if !slices.Contains(problems, p) {
+			problems = append(problems, p)
+		}
+	}
+	return problems
 }
 
 // Source languages Report.Language names.

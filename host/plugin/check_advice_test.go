@@ -93,7 +93,7 @@ func TestCheckAdvisesReactor(t *testing.T) {
 		{"unknown", cmd, "", []string{"-buildmode=c-shared", "-mexec-model=reactor", "cdylib", "--exportStart"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Check(context.Background(), eng, "command.wasm", tc.wasm)
+			r := mustCheck(context.Background(), t, eng, "command.wasm", tc.wasm)
 			if !r.Command || r.Language != tc.language || len(r.Kinds) != 0 {
 				t.Fatalf("Command %v, Language %q, Kinds %v; want a %q command serving nothing", r.Command, r.Language, r.Kinds, tc.language)
 			}
@@ -132,7 +132,7 @@ func TestCheckAdvisesSDK(t *testing.T) {
 		{"Go", "", "sdk/go/sluice"},
 		{"", "", "sluice plugin build"},
 	} {
-		r := Check(context.Background(), eng, "noalloc.wasm", withProducers(checkModule(t, "noalloc"), tc.language, tc.tool))
+		r := mustCheck(context.Background(), t, eng, "noalloc.wasm", withProducers(checkModule(t, "noalloc"), tc.language, tc.tool))
 		p := problemWith(r, "missing export sluice_alloc")
 		if !strings.Contains(p, "the SDK's allocator export is missing: link the SDK, or export sluice_alloc yourself") || !strings.Contains(p, tc.want) {
 			t.Errorf("%s: problem %q, want advice naming %q", tc.language, p, tc.want)
@@ -147,7 +147,7 @@ func TestCheckAdvisesSDK(t *testing.T) {
 // puts it there.
 func TestCheckAdvisesImports(t *testing.T) {
 	eng := newEngine(t, engineConfig())
-	r := Check(context.Background(), eng, "imports.wasm", checkModule(t, "imports"))
+	r := mustCheck(context.Background(), t, eng, "imports.wasm", checkModule(t, "imports"))
 	if r.Language != "AssemblyScript" {
 		t.Errorf("Language %q: env.abort(i32, i32, i32, i32) is AssemblyScript's", r.Language)
 	}
@@ -171,7 +171,7 @@ func TestCheckAdvisesImports(t *testing.T) {
 // A WebAssembly component is told to build a core module.
 func TestCheckAdvisesComponent(t *testing.T) {
 	eng := newEngine(t, engineConfig())
-	r := Check(context.Background(), eng, "c.wasm", []byte("\x00asm\x0d\x00\x01\x00\x00\x00\x00\x00"))
+	r := mustCheck(context.Background(), t, eng, "c.wasm", []byte("\x00asm\x0d\x00\x01\x00\x00\x00\x00\x00"))
 	if len(r.Problems) != 1 || !strings.Contains(r.Problems[0], "WebAssembly component") || !strings.Contains(r.Problems[0], "core module") {
 		t.Errorf("problems %q", r.Problems)
 	}
@@ -180,11 +180,11 @@ func TestCheckAdvisesComponent(t *testing.T) {
 // A good module gets no advice, whatever its producers say.
 func TestCheckGoodModuleNoAdvice(t *testing.T) {
 	eng := newEngine(t, engineConfig())
-	r := Check(context.Background(), eng, "reactor.wasm", withProducers(checkModule(t, "reactor"), "Rust", "rustc"))
+	r := mustCheck(context.Background(), t, eng, "reactor.wasm", withProducers(checkModule(t, "reactor"), "Rust", "rustc"))
 	if !r.OK() || r.Language != "Rust" || len(r.Kinds) == 0 {
 		t.Errorf("report %+v", r)
 	}
-	r = Check(context.Background(), eng, "reactor.wasm", checkModule(t, "reactor"))
+	r = mustCheck(context.Background(), t, eng, "reactor.wasm", checkModule(t, "reactor"))
 	if !r.OK() || r.Language != "" {
 		t.Errorf("report %+v", r)
 	}

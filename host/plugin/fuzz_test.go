@@ -53,7 +53,7 @@ func FuzzLoad(f *testing.F) {
 	eng := newEngine(f, fuzzEngineConfig())
 	discard := WithLogger(slog.New(slog.DiscardHandler))
 	f.Fuzz(func(t *testing.T, wasm []byte) {
-		r := Check(ctx, eng, "fuzz.wasm", wasm)
+		r := mustCheck(ctx, t, eng, "fuzz.wasm", wasm)
 		kind := KindMap
 		if len(wasm)%2 == 1 {
 			kind = KindTransactional

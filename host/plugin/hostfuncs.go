@@ -2,12 +2,28 @@ package plugin
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"math"
+	"unsafe"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/runtime"
+)
+
+// What the host holds for a guest call beyond the bytes the guest hands it,
+// counted against Limits.MaxOutputBytes with them (see call.keep).
+const (
+	// recordBookkeeping is what the host holds for each emitted record
+	// besides its bytes: its abi.Record.
+	recordBookkeeping = int(unsafe.Sizeof(abi.Record{}))
+	// stateWriteBookkeeping is what the host holds for each write or
+	// delete of keyed state besides the key and value: the undo record a
+	// savepoint needs and, for a key new to memory, its entry and index.
+	stateWriteBookkeeping = 128
+	// MaxStateValueBytes bounds one value a keyed operator stores.
+	MaxStateValueBytes = abi.MaxRecordSize
 )
 
 // Bounds on what the log and reject host functions keep of a guest's message.
@@ -90,6 +106,21 @@ func (c *call) end(ctx context.Context) {
 
 // reason returns the guest's last error message of the call.
 func (c *call) reason() string { return string(c.lastErr) }
+
+// keep counts n more bytes that the guest call makes the host keep (fn's
+// what), and fails the call when they take the call past
+// Limits.MaxOutputBytes: emitted records and keyed state writes, with the
+// host's bookkeeping of each, and a transactional operator's declarations
+// and the keys and values txn_get, txn_put and txn_delete copy, all count,
+// since the host holds them until the batch ends.
+func (c *call) keep(fn, what string, n int) {
+	if int64(c.outBytes)+int64(n) > int64(c.limits.MaxOutputBytes) {
+		hostFault(fn, "%s take the bytes this call has the host keep to %d, over the limit of %d bytes per call "+
+			"(records emitted, state written and the host's bookkeeping of each: abi/ABI.md section 6)",
+			what, int64(c.outBytes)+int64(n), c.limits.MaxOutputBytes)
+	}
+	c.outBytes += n
+}
 
 // HostModule returns the "sluice" host functions, to be registered with the
 // engine every plugin is loaded into:
@@ -210,13 +241,18 @@ func hostEmit(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	}
 	ptr, n := uint32(stack[0]), uint32(stack[1])
 	b := read(mem, fn, "batch", ptr, n)
-	if int64(c.outBytes)+int64(n) > int64(c.limits.MaxOutputBytes) {
-		hostFault(fn, "output of %d bytes in this call exceeds the limit of %d bytes per call", int64(c.outBytes)+int64(n), c.limits.MaxOutputBytes)
+	// Each record costs the host its abi.Record besides its bytes. The
+	// count is the batch's own, bounded by what its bytes can hold (the
+	// decoder refuses a batch that claims more).
+	var count int
+	if len(b) >= abi.BatchHeaderSize {
+		count = min(int(binary.LittleEndian.Uint32(b)), (len(b)-abi.BatchHeaderSize)/abi.MinEncodedRecordSize)
 	}
-	c.outBytes += int(n)
+	c.keep(fn, "emitted records", int(n)+count*recordBookkeeping)
 	// One copy of the whole batch into the output arena; the records then
 	// point into it instead of each being copied.
 	b = c.out.copyBytes(b)
+	c.out.growRecords(count)
 	if err := c.dec.Reset(b); err != nil {
 		hostFaultErr(fn, err, "malformed output batch")
 	}
@@ -342,6 +378,10 @@ func hostStatePut(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	key := read(mem, fn, "key", uint32(stack[1]), uint32(stack[2]))
 	val := read(mem, fn, "value", uint32(stack[3]), uint32(stack[4]))
 	st := c.state(fn)
+	if len(val) > MaxStateValueBytes {
+		hostFault(fn, "table %d key %s: value of %d bytes is over the limit of %d bytes per state value", table, printable(key), len(val), MaxStateValueBytes)
+	}
+	c.keep(fn, "state writes", len(key)+len(val)+stateWriteBookkeeping)
 	if err := st.Put(table, key, val); err != nil {
 		hostFaultErr(fn, err, "table %d key %s", table, printable(key))
 	}
@@ -354,6 +394,7 @@ func hostStateDelete(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	table := i32(stack[0])
 	key := read(mem, fn, "key", uint32(stack[1]), uint32(stack[2]))
 	st := c.state(fn)
+	c.keep(fn, "state writes", len(key)+stateWriteBookkeeping)
 	if err := st.Delete(table, key); err != nil {
 		hostFaultErr(fn, err, "table %d key %s", table, printable(key))
 	}

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -270,6 +272,15 @@ func TestHostileLoad(t *testing.T) {
 		{module: "memory_limit", want: []string{
 			"not a valid WebAssembly module: section memory: min 2048 pages (128 Mi) over limit of 1024 pages (64 Mi)"},
 			is: []error{runtime.ErrCompile}},
+		{module: "reserved_export", want: []string{
+			"export sluice_on_timer is reserved for a later version of the ABI (abi/ABI.md section 11): a version-1 module must not export it"}},
+		{module: "reserved_export", kind: KindKeyed, want: []string{
+			"export sluice_on_timer is reserved for a later version of the ABI (abi/ABI.md section 11): a version-1 module must not export it"}},
+		{module: "reserved_names", want: []string{
+			"export sluice_on_timer is reserved for a later version of the ABI (abi/ABI.md section 11): a version-1 module must not export it",
+			"import sluice.timer_set is reserved for a later version of the ABI (abi/ABI.md section 11): this host, of version 1, does not provide it"}},
+		{module: "txn_missing_post", kind: KindTransactional, want: []string{
+			"missing export sluice_post (i32, i32, i32, i32) -> i32, required by transactional operators"}},
 		{module: "memory_import", want: []string{
 			"instantiating the module failed: module imports memory env.memory, which the host does not provide"},
 			is: []error{runtime.ErrLink}},
@@ -299,10 +310,14 @@ func TestHostileLoad(t *testing.T) {
 			if !strings.HasPrefix(le.Error(), fmt.Sprintf("plugin %q: ", tc.module+".wasm")) {
 				t.Errorf("error %q does not name the plugin", le)
 			}
-			// Check reports the same problems without failing.
-			r := Check(context.Background(), eng, tc.module+".wasm", wasm)
+			// Check reports the same problems without failing; for a
+			// module of one kind, only that kind's.
+			r := mustCheck(context.Background(), t, eng, tc.module+".wasm", wasm)
 			if r.OK() || len(r.Problems) == 0 {
 				t.Errorf("Check found no problem: %+v", r)
+			}
+			if kind == KindTransactional && tc.module == "txn_missing_post" && !slices.Equal(r.Problems, tc.want) {
+				t.Errorf("Check problems %q, want %q", r.Problems, tc.want)
 			}
 		})
 	}
@@ -490,6 +505,16 @@ const (
 // phase is the export in which the hostcalls module runs a selector.
 type phase string
 
+// hostCallCase is a selector of the hostcalls module run in a phase of an
+// operator of a kind, which must fail in host function fn for reason.
+type hostCallCase struct {
+	fn     string
+	sel    uint32
+	kind   Kind
+	ph     phase
+	reason string
+}
+
 // hostCall runs selector sel of the hostcalls module in phase ph, on an
 // instance of kind, and returns the error of the call.
 func hostCall(t *testing.T, kind Kind, ph phase, sel uint32) error {
@@ -560,13 +585,7 @@ func hostCallOn(t *testing.T, f *fixture, ph phase, sel uint32) error {
 
 func TestHostileOutOfBounds(t *testing.T) {
 	const outside = "pointer 0xffff0000 length 8 is outside memory of 65536 bytes"
-	for _, tc := range []struct {
-		fn     string
-		sel    uint32
-		kind   Kind
-		ph     phase
-		reason string
-	}{
+	for _, tc := range []hostCallCase{
 		{abi.FuncEmit, selEmitOOB, KindMap, abi.ExportProcess, "batch " + outside},
 		{abi.FuncEmit, selEmitOOB, KindTransactional, abi.ExportPost, "batch " + outside},
 		{abi.FuncReject, selRejectOOB, KindMap, abi.ExportProcess, "message " + outside},
@@ -611,13 +630,7 @@ func TestHostileWrongPhase(t *testing.T) {
 		applyOnly = "a transactional operator reaches state only during sluice_apply"
 		txnTables = "called by a transactional operator: its tables are reached through txn_get, txn_put and txn_delete during sluice_apply"
 	)
-	for _, tc := range []struct {
-		fn     string
-		sel    uint32
-		kind   Kind
-		ph     phase
-		reason string
-	}{
+	for _, tc := range []hostCallCase{
 		{abi.FuncStatePut, selStatePut, KindMap, abi.ExportProcess, "called by a map operator: only keyed operators have state"},
 		{abi.FuncStatePut, selStatePut, KindFilter, abi.ExportProcess, "called by a filter operator: only keyed operators have state"},
 		{abi.FuncStatePut, selStatePut, KindKeyed, abi.ExportConfigure, "called during sluice_configure: state is available only during sluice_process"},
@@ -655,6 +668,50 @@ func TestHostileWrongPhase(t *testing.T) {
 		if err := hostCall(t, tc.kind, tc.ph, tc.sel); err != nil {
 			t.Errorf("selector %d in %s of a %s operator: %v", tc.sel, tc.ph, tc.kind, err)
 		}
+	}
+}
+
+// The allocator is no phase of the call it serves: a host function that
+// emits, rejects, declares or reaches state, called from sluice_alloc,
+// traps with an error naming sluice_alloc, whatever export the allocation
+// is for.
+func TestHostileHostCallInAlloc(t *testing.T) {
+	const (
+		emitOnly  = "called during sluice_alloc: records may be emitted only by sluice_process and sluice_post"
+		stateOnly = "called during sluice_alloc: state is available only during sluice_process"
+	)
+	for _, tc := range []hostCallCase{
+		{abi.FuncEmit, selEmit, KindMap, abi.ExportProcess, emitOnly},
+		{abi.FuncReject, selReject, KindFlatMap, abi.ExportProcess, "called during sluice_alloc: records may be rejected only by sluice_process and sluice_post"},
+		{abi.FuncStatePut, selStatePut, KindKeyed, abi.ExportProcess, stateOnly},
+		{abi.FuncEmit, selEmit, KindTransactional, abi.ExportPost, emitOnly},
+		{abi.FuncTxnPlan, selTxnPlan, KindTransactional, abi.ExportPlan, "called during sluice_alloc: operations may be declared only during sluice_plan"},
+	} {
+		t.Run(fmt.Sprintf("%s/%s/%s", tc.fn, tc.kind, tc.ph), func(t *testing.T) {
+			f := newHostile(t, hostileConfig{module: "hostcalls", kind: tc.kind, config: fmt.Sprint(100 + tc.sel)})
+			var err error
+			switch tc.ph {
+			case abi.ExportProcess:
+				var out Output
+				if perr := f.inst.Process(context.Background(), []abi.Record{rec(0, "")}, f.st, &out); perr != nil {
+					t.Fatalf("Process returned %v: a guest's failure must not stop the operator", perr)
+				}
+				if len(out.Rejects) == 0 {
+					t.Fatalf("%d records and no reject: %s in sluice_alloc went through", len(out.Records), tc.fn)
+				}
+				err = checkReject(t, f, &out, abi.ExportAlloc)
+			case abi.ExportPlan:
+				err = f.plan(0, "")
+				txnErrorOf(t, f, err, abi.ExportAlloc)
+			case abi.ExportPost:
+				_, err = f.post(0, "")
+				txnErrorOf(t, f, err, abi.ExportAlloc)
+			}
+			hostErrorOf(t, err, tc.fn, tc.reason)
+			if tc.kind == KindKeyed && len(f.st.data[0]) != 0 {
+				t.Errorf("state after the failed call: %v", f.st.data[0])
+			}
+		})
 	}
 }
 
@@ -734,9 +791,10 @@ func TestHostileOutputLimits(t *testing.T) {
 	})
 	t.Run("call", func(t *testing.T) {
 		f := newHostile(t, hostileConfig{module: "flood", limits: limits})
-		// 200 emits of a 37-byte batch: 7400 bytes.
+		// 200 emits of a 37-byte batch of one record, each costing the
+		// host its bytes and an abi.Record: 32 fit, the 33rd does not.
 		err := rejectOf(t, f, rec(200, ""), abi.ExportProcess)
-		hostErrorOf(t, err, abi.FuncEmit, "output of 4107 bytes in this call exceeds the limit of 4096 bytes per call")
+		hostErrorOf(t, err, abi.FuncEmit, fmt.Sprintf("emitted records take the bytes this call has the host keep to %d, over the limit of 4096 bytes per call", 33*(37+recordBookkeeping)))
 		var out Output
 		if err := f.inst.Process(context.Background(), []abi.Record{rec(3, "")}, nil, &out); err != nil || len(out.Records) != 3 {
 			t.Errorf("under the limits: %d records, %v; want 3", len(out.Records), err)
@@ -746,9 +804,59 @@ func TestHostileOutputLimits(t *testing.T) {
 		f := newHostile(t, hostileConfig{module: "flood", kind: KindTransactional, limits: limits})
 		out, err := f.post(200, "")
 		txnErrorOf(t, f, err, abi.ExportPost)
-		hostErrorOf(t, err, abi.FuncEmit, "output of 4107 bytes in this call exceeds the limit of 4096 bytes per call")
+		hostErrorOf(t, err, abi.FuncEmit, fmt.Sprintf("emitted records take the bytes this call has the host keep to %d, over the limit of 4096 bytes per call", 33*(37+recordBookkeeping)))
 		if len(out.Records) != 0 {
 			t.Errorf("a failed post left %d records", len(out.Records))
+		}
+	})
+	// What the host allocates for a call's records stays a small multiple
+	// of what the limit counts for them: records are not re-allocated in
+	// append's small steps.
+	t.Run("bookkeeping", func(t *testing.T) {
+		f := newHostile(t, hostileConfig{module: "flood"})
+		const emits = 100_000
+		var out Output
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		if err := f.inst.Process(context.Background(), []abi.Record{rec(emits, "")}, nil, &out); err != nil || len(out.Records) != emits {
+			t.Fatalf("%d records, %v; want %d", len(out.Records), err, emits)
+		}
+		goruntime.ReadMemStats(&after)
+		counted := emits * (37 + recordBookkeeping)
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 3*uint64(counted) {
+			t.Errorf("the call allocated %d bytes for %d counted against the limit: over 3 times", alloc, counted)
+		}
+	})
+	// Keyed state writes count against the call's limit with their keys,
+	// values and the host's bookkeeping, and one value is bounded.
+	t.Run("state writes", func(t *testing.T) {
+		f := newHostile(t, hostileConfig{module: "statefill", kind: KindKeyed, limits: Limits{MaxOutputBytes: 64 << 10}})
+		// Puts of 1 KiB: each costs the key, the value and the bookkeeping.
+		per := 1 + 1024 + stateWriteBookkeeping
+		err := rejectOf(t, f, rec(1000, ""), abi.ExportProcess)
+		fits := (64 << 10) / per
+		hostErrorOf(t, err, abi.FuncStatePut, fmt.Sprintf("state writes take the bytes this call has the host keep to %d, over the limit of 65536 bytes per call", (fits+1)*per))
+		err = rejectOf(t, f, rec(1_000_000, "del"), abi.ExportProcess)
+		hostErrorOf(t, err, abi.FuncStateDelete, "state writes take the bytes this call has the host keep to")
+		if len(f.st.data[0]) != 0 {
+			t.Errorf("state after the failed calls: %d keys", len(f.st.data[0]))
+		}
+		// Under the limit, the writes go through.
+		var out Output
+		if err := f.inst.Process(context.Background(), []abi.Record{rec(10, "")}, f.st, &out); err != nil || len(out.Rejects) != 0 {
+			t.Fatalf("ten puts: %v, rejects %+v", err, out.Rejects)
+		}
+		if v := f.st.data[0]["k"]; len(v) != 1024 {
+			t.Errorf("after ten puts the value has %d bytes, want 1024", len(v))
+		}
+	})
+	t.Run("state value", func(t *testing.T) {
+		f := newHostile(t, hostileConfig{module: "statefill", kind: KindKeyed})
+		err := rejectOf(t, f, rec(MaxStateValueBytes+1, "big"), abi.ExportProcess)
+		hostErrorOf(t, err, abi.FuncStatePut, fmt.Sprintf(`table 0 key "k": value of %d bytes is over the limit of %d bytes per state value`, MaxStateValueBytes+1, MaxStateValueBytes))
+		var out Output
+		if err := f.inst.Process(context.Background(), []abi.Record{rec(MaxStateValueBytes, "big")}, f.st, &out); err != nil || len(out.Rejects) != 0 {
+			t.Fatalf("a value of the limit's size: %v, rejects %+v", err, out.Rejects)
 		}
 	})
 	// A record is dead-lettered once, however often the guest rejects it:
@@ -841,7 +949,7 @@ func TestHostileBinaries(t *testing.T) {
 				!strings.Contains(le.Problems[0], tc.want) || !errors.Is(le, runtime.ErrCompile) {
 				t.Errorf("Load: %v, want a compile error ...%s", le, tc.want)
 			}
-			if r := Check(context.Background(), eng, "huge.wasm", tc.wasm); r.OK() {
+			if r := mustCheck(context.Background(), t, eng, "huge.wasm", tc.wasm); r.OK() {
 				t.Errorf("Check found no problem")
 			}
 		})

@@ -141,8 +141,16 @@ func (i *Instance) reserve(ctx context.Context, alloc runtime.Func, mem runtime.
 	if n > math.MaxInt32 {
 		return 0, nil, fmt.Errorf("%d bytes do not fit a 32-bit guest: %w", n, ErrAlloc)
 	}
+	// While sluice_alloc runs, the call is in no phase that may emit,
+	// reject, declare or reach state: those host functions trap, naming
+	// sluice_alloc.
+	c := i.c
+	export, st, out := c.export, c.st, c.out
+	c.export, c.st, c.out = abi.ExportAlloc, nil, nil
 	i.stack[0] = uint64(n)
-	if err := alloc.Call(ctx, i.stack[:]); err != nil {
+	err := alloc.Call(ctx, i.stack[:])
+	c.export, c.st, c.out = export, st, out
+	if err != nil {
 		return 0, nil, err
 	}
 	ptr := uint32(i.stack[0])

@@ -46,9 +46,9 @@ func Load(ctx context.Context, eng runtime.Engine, name string, wasm []byte, kin
 		return nil, fmt.Errorf("plugin %q: %w", name, err)
 	}
 	o := buildOptions(opts)
-	mod, lerr := compile(ctx, eng, name, wasm)
-	if lerr != nil {
-		return nil, lerr
+	mod, err := compile(ctx, eng, name, wasm)
+	if err != nil {
+		return nil, err
 	}
 	p := &Plugin{
 		name:   name,
@@ -92,10 +92,12 @@ func (p *Plugin) newCall() *call {
 	return &call{plugin: p.name, kind: p.kind, limits: p.limits, logger: p.logger, tables: p.tables}
 }
 
-// compile compiles wasm, reporting failure as a *LoadError. The module's
-// declared sizes are checked first (checkBounds), so that the engine never
-// sees one that would make it exhaust the host's memory.
-func compile(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (runtime.Module, *LoadError) {
+// compile compiles wasm, reporting the module's failure as a *LoadError,
+// and the host's (a compilation cache it cannot read or write, wrapping
+// runtime.ErrCache) as an error naming the plugin. The module's declared
+// sizes are checked first (checkBounds), so that the engine never sees
+// one that would make it exhaust the host's memory.
+func compile(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (runtime.Module, error) {
 	if err := checkBounds(wasm); err != nil {
 		err = &runtime.Error{Kind: runtime.KindCompile, Module: name, Err: err}
 		return nil, &LoadError{Plugin: name, Problems: []string{"not a valid WebAssembly module: " + innerError(err)}, causes: []error{err}}
@@ -103,6 +105,9 @@ func compile(ctx context.Context, eng runtime.Engine, name string, wasm []byte) 
 	mod, err := eng.Compile(ctx, name, wasm)
 	if err == nil {
 		return mod, nil
+	}
+	if errors.Is(err, runtime.ErrCache) {
+		return nil, fmt.Errorf("plugin %q: %w", name, err)
 	}
 	problem := "not a valid WebAssembly module: " + innerError(err)
 	if !bytes.HasPrefix(wasm, []byte("\x00asm")) {
@@ -187,6 +192,12 @@ func inspectKind(mod runtime.Module, kind Kind, requiredBy string) *shape {
 		s.problems = append(s.problems, "module is a WASI command (it exports _start), not a reactor: rebuild it as a reactor; "+
 			"for Go: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared")
 	}
+	for _, e := range s.exports {
+		if abi.Reserved(e.Name) {
+			s.exportsOK = false
+			s.problems = append(s.problems, fmt.Sprintf("export %s is reserved for a later version of the ABI (abi/ABI.md section 11): a version-%d module must not export it", e.Name, abi.Version))
+		}
+	}
 	for _, spec := range abiExports(kind) {
 		e, ok := byName[spec.name]
 		switch {
@@ -206,6 +217,9 @@ func inspectKind(mod runtime.Module, kind Kind, requiredBy string) *shape {
 		case abi.HostModule:
 			i := slices.IndexFunc(host.Funcs, func(f runtime.HostFunc) bool { return f.Name == im.Name })
 			switch {
+			case i < 0 && abi.Reserved(im.Name):
+				s.instantiable = false
+				s.problems = append(s.problems, fmt.Sprintf("import %s.%s is reserved for a later version of the ABI (abi/ABI.md section 11): this host, of version %d, does not provide it", im.Module, im.Name, abi.Version))
 			case i < 0:
 				s.instantiable = false
 				s.problems = append(s.problems, fmt.Sprintf("import %s.%s: the host has no such function (it provides %s)", im.Module, im.Name, hostFuncNames(host)))

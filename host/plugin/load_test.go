@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -186,7 +188,7 @@ func TestLoadWithoutHostModule(t *testing.T) {
 func TestCheckGoodModule(t *testing.T) {
 	eng := newEngine(t, engineConfig())
 	wasm := guest(t, "ops")
-	r := Check(context.Background(), eng, "ops.wasm", wasm)
+	r := mustCheck(context.Background(), t, eng, "ops.wasm", wasm)
 	if !r.OK() {
 		t.Fatalf("problems: %q", r.Problems)
 	}
@@ -224,7 +226,7 @@ func TestCheckGoodModule(t *testing.T) {
 func TestCheckCommandModule(t *testing.T) {
 	eng := newEngine(t, engineConfig())
 	wasm := wasmModule{memory: true, funcs: []wasmFunc{{export: "_start", sig: sig(0, 0)}}}.bytes()
-	r := Check(context.Background(), eng, "cmd.wasm", wasm)
+	r := mustCheck(context.Background(), t, eng, "cmd.wasm", wasm)
 	if !r.Command {
 		t.Error("not recognised as a command module")
 	}
@@ -243,7 +245,7 @@ func TestCheckCommandModule(t *testing.T) {
 func TestCheckGarbage(t *testing.T) {
 	eng := newEngine(t, engineConfig())
 	wasm := []byte{0xde, 0xad, 0xbe, 0xef}
-	r := Check(context.Background(), eng, "junk", wasm)
+	r := mustCheck(context.Background(), t, eng, "junk", wasm)
 	if r.OK() || r.Size != 4 || len(r.SHA256) != 64 {
 		t.Fatalf("report = %+v", r)
 	}
@@ -254,8 +256,46 @@ func TestCheckGarbage(t *testing.T) {
 
 func TestCheckWrongVersion(t *testing.T) {
 	eng := newEngine(t, engineConfig())
-	r := Check(context.Background(), eng, "v2.wasm", guest(t, "version2"))
+	r := mustCheck(context.Background(), t, eng, "v2.wasm", guest(t, "version2"))
 	if r.ABIVersion != 2 || r.OK() || len(r.Kinds) != 0 {
 		t.Errorf("report: version %d, problems %q, kinds %v", r.ABIVersion, r.Problems, r.Kinds)
+	}
+}
+
+// mustCheck is Check, failing the test if the host fails.
+func mustCheck(ctx context.Context, t testing.TB, eng runtime.Engine, name string, wasm []byte) Report {
+	t.Helper()
+	r, err := Check(ctx, eng, name, wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestCacheFailureIsNotAnInvalidModule makes the compilation cache
+// unusable (its directory replaced by a regular file, as a full disk or
+// lost permissions would) under an engine: Load and Check fail with the
+// runtime's ErrCache, naming the path, and neither calls the module
+// invalid, which the swap API would answer with 422.
+func TestCacheFailureIsNotAnInvalidModule(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "cache")
+	eng := newEngine(t, engineConfig().WithCacheDir(dir))
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wasm := guest(t, "ops")
+	_, err := Load(ctx, eng, "ops.wasm", wasm, KindMap)
+	var le *LoadError
+	if errors.As(err, &le) || !errors.Is(err, runtime.ErrCache) || !strings.Contains(err.Error(), dir) ||
+		strings.Contains(err.Error(), "not a valid WebAssembly module") {
+		t.Errorf("Load with an unusable cache: %v; want runtime.ErrCache naming %s, not a *LoadError", err, dir)
+	}
+	r, err := Check(ctx, eng, "ops.wasm", wasm)
+	if !errors.Is(err, runtime.ErrCache) || len(r.Problems) != 0 {
+		t.Errorf("Check with an unusable cache: %v, problems %q; want runtime.ErrCache and no problems", err, r.Problems)
 	}
 }

@@ -118,7 +118,7 @@ func (o *Output) takeHeaders(n int) []abi.Header {
 // the header structs are copied: the decoder reuses its header slice.
 func (o *Output) addAliased(r *abi.Record, base uint32) {
 	if len(o.Records) == cap(o.Records) {
-		o.Records = append(o.Records, abi.Record{})[:len(o.Records)]
+		o.growRecords(1)
 	}
 	o.Records = o.Records[:len(o.Records)+1]
 	c := &o.Records[len(o.Records)-1]
@@ -127,6 +127,19 @@ func (o *Output) addAliased(r *abi.Record, base uint32) {
 		c.Headers = o.takeHeaders(len(r.Headers))
 		copy(c.Headers, r.Headers)
 	}
+}
+
+// growRecords makes room for n more records, doubling the capacity when it
+// must grow: append's smaller steps for large slices would allocate about
+// five times the final size on the way to it, and a guest decides how many
+// records a call emits.
+func (o *Output) growRecords(n int) {
+	if cap(o.Records)-len(o.Records) >= n {
+		return
+	}
+	grown := make([]abi.Record, len(o.Records), max(2*cap(o.Records), len(o.Records)+n, 64))
+	copy(grown, o.Records)
+	o.Records = grown
 }
 
 // copyBytes copies b into the arena.

@@ -100,21 +100,6 @@ func (s *slab) string(b []byte) string {
 	return unsafe.String(unsafe.SliceData(c), len(c))
 }
 
-// keep counts n more bytes that the guest call makes the host keep (fn's
-// what), and fails the call when they take the call past
-// Limits.MaxOutputBytes: declarations txn_plan copies for the scheduler,
-// and keys and values txn_get, txn_put and txn_delete copy into the slab,
-// count against the limit as emitted records do, since the host holds
-// them until the batch ends. (A call may not both emit and reach state: the
-// count of emit's bytes, call.outBytes, is the same.)
-func (c *call) keep(fn, what string, n int) {
-	if int64(c.outBytes)+int64(n) > int64(c.limits.MaxOutputBytes) {
-		hostFault(fn, "%s take the bytes this call has the host keep to %d, over the limit of %d bytes per call (plugin.Limits.MaxOutputBytes)",
-			what, int64(c.outBytes)+int64(n), c.limits.MaxOutputBytes)
-	}
-	c.outBytes += n
-}
-
 // access returns the operation's Access, failing the guest call outside
 // sluice_apply.
 func (c *call) access(fn string) txn.Access {

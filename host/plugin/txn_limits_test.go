@@ -53,7 +53,7 @@ func checkKeepLimit(t *testing.T, err error, fn string) {
 		t.Fatalf("the call kept 100 MB and more without an error")
 	case !errors.Is(err, runtime.ErrHost) || !errors.As(err, &he) || he.Func != fn:
 		t.Fatalf("err = %v, want a failure of host function %s", err, fn)
-	case !strings.Contains(err.Error(), "over the limit of 65536 bytes per call (plugin.Limits.MaxOutputBytes)"):
+	case !strings.Contains(err.Error(), "over the limit of 65536 bytes per call (records emitted, state written"):
 		t.Errorf("the error does not name the limit: %v", err)
 	}
 }

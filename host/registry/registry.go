@@ -106,7 +106,9 @@ func (r *Registry) Dir() string { return r.dir }
 // Add checks wasm with eng (plugin.Check) and stores it under its hash,
 // unless it is stored already, in which case its existing entry (with its
 // first deployment time) is returned. A module that serves no operator kind
-// is refused with an error wrapping ErrInvalid that lists its problems.
+// is refused with an error wrapping ErrInvalid that lists its problems; a
+// check that the host fails (eng's compilation cache cannot be read or
+// written: runtime.ErrCache) is an error of its own, which does not.
 func (r *Registry) Add(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (Entry, error) {
 	sum := sha256.Sum256(wasm)
 	hash := hex.EncodeToString(sum[:])
@@ -117,7 +119,10 @@ func (r *Registry) Add(ctx context.Context, eng runtime.Engine, name string, was
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %s: %w", ErrInvalid, name, err)
 	}
-	rep := plugin.Check(ctx, eng, name, wasm)
+	rep, err := plugin.Check(ctx, eng, name, wasm)
+	if err != nil {
+		return Entry{}, fmt.Errorf("registry: %s: %w", name, err)
+	}
 	if !rep.OK() {
 		return Entry{}, fmt.Errorf("%w: %s: %s", ErrInvalid, name, strings.Join(rep.Problems, "; "))
 	}
@@ -167,7 +172,7 @@ func (r *Registry) Get(hash string) (Entry, error) {
 
 // Module returns the bytes of the module whose hash is hash.
 func (r *Registry) Module(hash string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join(r.dir, filepath.Base(hash)+".wasm"))
+	b, err := plugin.ReadModule(filepath.Join(r.dir, filepath.Base(hash)+".wasm"), 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: sha256 %s", ErrNotFound, hash)
 	}

@@ -40,6 +40,8 @@ dead_letter:
   path: dead.jsonl
 http:
   addr: 127.0.0.1:0
+  auth: all
+  max_body_bytes: 16MiB
 `
 
 // TestSwapAndRollbackThroughTheAPI runs a pipeline, swaps its operator's
@@ -103,6 +105,12 @@ func TestSwapAndRollbackThroughTheAPI(t *testing.T) {
 	if code, body := post("/api/v1/operators/case/rollback", token, nil); code != 409 {
 		t.Errorf("rollback with no history: %d %s, want 409", code, body)
 	}
+	if len(lower) > 16<<20 {
+		t.Fatalf("lower.wasm is %d bytes, past the pipeline's max_body_bytes", len(lower))
+	}
+	if code, body := post("/api/v1/operators/case/swap?file=big.wasm", token, make([]byte, 16<<20+1)); code != 413 {
+		t.Errorf("swap of a module past http.max_body_bytes: %d %s, want 413", code, body)
+	}
 	code, body := post("/api/v1/operators/case/swap?file=lower.wasm", token, lower)
 	if code != 200 {
 		t.Fatalf("swap: %d %s", code, body)
@@ -114,10 +122,21 @@ func TestSwapAndRollbackThroughTheAPI(t *testing.T) {
 	if v := h.Status().Operators[0].Version; v != "lower-2.0" {
 		t.Errorf("status version %q after the swap", v)
 	}
-	resp, err := http.Get(base + "/api/v1/plugins")
-	if err != nil {
-		t.Fatal(err)
+	get := func(tok string) *http.Response {
+		req, _ := http.NewRequest("GET", base+"/api/v1/plugins", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
 	}
+	resp := get("wrong")
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("GET /api/v1/plugins with a wrong token under http.auth all: %d, want 401", resp.StatusCode)
+	}
+	resp = get(token)
 	var pl Plugins
 	err = json.NewDecoder(resp.Body).Decode(&pl)
 	resp.Body.Close()
@@ -130,6 +149,9 @@ func TestSwapAndRollbackThroughTheAPI(t *testing.T) {
 	}
 	if v := h.Status().Operators[0].Version; v != "upper-1.0" {
 		t.Errorf("status version %q after the rollback", v)
+	}
+	if ents, err := os.ReadDir(filepath.Join(data, "uploads")); err != nil || len(ents) != 0 {
+		t.Errorf("uploads directory after the swaps: %d files (%v), want it there and empty", len(ents), err)
 	}
 	deps, err := h.reg.Deployments("case")
 	if err != nil {

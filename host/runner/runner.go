@@ -17,7 +17,8 @@
 //	cache/     compiled plugin code, so restarts skip compilation
 //	plugins/   the plugin registry: every module deployed, by SHA-256, and
 //	           the deployments log (package registry)
-//	api-token  the bearer token of the API's POST routes (mode 0600)
+//	api-token  the bearer token of the API (mode 0600)
+//	uploads/   swaps' modules while they arrive (emptied at start)
 //
 // Plugins change at run time through the API (control.go): a swap checks
 // and loads the new module on the operator's own engine (its limits and
@@ -188,13 +189,30 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		if h.token, err = apiToken(dataDir, p.HTTP.Token); err != nil {
 			return nil, err
 		}
+		// Swaps' modules arrive here; what a crash left is dropped.
+		uploads := filepath.Join(dataDir, "uploads")
+		if err := os.RemoveAll(uploads); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		if err := os.MkdirAll(uploads, 0o700); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		c := p.HTTP
 		h.http, err = api.Listen(addr, api.NewHandler(api.Options{
-			Registry:  h.metrics.Registry,
-			Status:    func() any { return h.job.Status() },
-			Decisions: func(op string, n int) (any, error) { return h.job.Decisions(op, n) },
-			Control:   control{h},
-			Token:     h.token,
-		}), h.log)
+			Registry:     h.metrics.Registry,
+			Status:       func() any { return h.job.Status() },
+			Decisions:    func(op string, n int) (any, error) { return h.job.Decisions(op, n) },
+			Control:      control{h},
+			Token:        h.token,
+			AuthReads:    c.Auth == pipeline.AuthAll,
+			MaxBodyBytes: int64(c.MaxBodyBytes),
+			UploadDir:    uploads,
+		}), api.Limits{
+			MaxConnections: c.MaxConnections,
+			ReadTimeout:    time.Duration(c.ReadTimeout),
+			WriteTimeout:   time.Duration(c.WriteTimeout),
+			IdleTimeout:    time.Duration(c.IdleTimeout),
+		}, h.log)
 		if err != nil {
 			return nil, err
 		}
@@ -205,14 +223,22 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 
 func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operator, error) {
 	var ops []exec.Operator
+	cacheDir := h.p.CompileCache
+	if cacheDir == "" {
+		var err error
+		if cacheDir, err = wasm.UserCacheDir(); err != nil {
+			cacheDir = filepath.Join(dataDir, "cache")
+			h.log.Info("plugins are compiled into the data directory", "cache", cacheDir, "because", err)
+		}
+	}
 	for i := range h.p.Operators {
 		o := &h.p.Operators[i]
-		code, err := os.ReadFile(o.Plugin)
+		code, err := plugin.ReadModule(o.Plugin, 0)
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: plugin: %w", h.p.File, o.Name, err)
 		}
 		cfg := wasm.NewConfig().
-			WithCacheDir(filepath.Join(dataDir, "cache")).
+			WithCacheDir(cacheDir).
 			WithHostModules(plugin.HostModule())
 		if o.Limits.MemoryPages > 0 {
 			cfg = cfg.WithMemoryLimitPages(o.Limits.MemoryPages)
@@ -239,7 +265,9 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
 		}
-		var popts []plugin.Option
+		// Every record the plugin emits is checked against the operator's
+		// max_record_bytes, as its inputs are.
+		popts := []plugin.Option{plugin.WithLimits(plugin.Limits{MaxRecordBytes: int(o.Limits.MaxRecordBytes)})}
 		if kind == plugin.KindTransactional {
 			popts = append(popts, plugin.WithTables(o.TableNames()))
 		}
@@ -353,9 +381,16 @@ func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, err
 	case "file":
 		return file.NewSink(file.SinkConfig{Path: s.Path, Name: s.Name})
 	case "nats":
+		h.log.Warn("a core NATS sink is at least once: after a crash, the outputs of the batch that was not committed are published again (a jetstream sink is exactly once)",
+			"sink", s.Name, "subject", s.Subject)
 		return natsconn.NewCoreSink(h.nc, natsconn.CoreSinkConfig{Subject: s.Subject, Name: s.Name})
 	case "jetstream":
 		cfg := natsconn.JetStreamSinkConfig{Subject: s.Subject, Stream: s.Stream, Name: s.Name, Logger: h.log}
+		for _, src := range h.p.Sources {
+			if src.Type == "nats" {
+				cfg.NotReplayed = append(cfg.NotReplayed, h.p.Name+"/"+src.Name)
+			}
+		}
 		if s.Create {
 			cfg.CreateStream = &natsconn.StreamSpec{Subjects: []string{s.Subject}}
 		}

@@ -154,7 +154,10 @@ func TestModuleShape(t *testing.T) {
 		if name == "example" {
 			dir = "example"
 		}
-		r := plugin.Check(ctx, eng, name, build(t, dir))
+		r, err := plugin.Check(ctx, eng, name, build(t, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !r.OK() {
 			t.Errorf("%s: the host refuses it: %v", name, r.Problems)
 		}

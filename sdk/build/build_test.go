@@ -164,8 +164,8 @@ func checkModule(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer eng.Close(ctx)
-	if r := plugin.Check(ctx, eng, filepath.Base(path), wasm); !r.OK() {
-		t.Fatalf("%s: the host refuses it: %v", path, r.Problems)
+	if r, err := plugin.Check(ctx, eng, filepath.Base(path), wasm); err != nil || !r.OK() {
+		t.Fatalf("%s: the host refuses it: %v %v", path, err, r.Problems)
 	}
 }
 

@@ -33,6 +33,9 @@
 ;; sluice_apply only: 30 leaves the result slot pointing at OOB and returns
 ;; ApplyWrite; 31 leaves it at 0xfffffff0 with length 0x20 (wraps).
 ;;
+;; A configuration of 100 + a selector makes every later sluice_alloc run
+;; that selector: a host function called from the allocator.
+;;
 ;; Whatever returns goes on normally: sluice_process emits its input batch
 ;; unchanged, sluice_apply returns ApplyKeep, the others StatusOK.
 (module
@@ -53,8 +56,14 @@
 
   (func (export "sluice_abi_version") (result i32) (i32.const 1))
 
+  ;; The selector sluice_alloc runs; 0 for none.
+  (global $alloc_sel (mut i32) (i32.const 0))
+
   ;; Every input goes to offset 1024: the tests pass small ones.
-  (func (export "sluice_alloc") (param $size i32) (result i32) (i32.const 1024))
+  (func (export "sluice_alloc") (param $size i32) (result i32)
+    (if (global.get $alloc_sel) (then
+      (call $misuse (global.get $alloc_sel))))
+    (i32.const 1024))
 
   ;; misuse runs selector $sel; it returns when the host lets the call go on.
   (func $misuse (param $sel i32)
@@ -136,6 +145,9 @@
           (i32.sub (i32.load8_u (local.get $ptr)) (i32.const 48))))
         (local.set $ptr (i32.add (local.get $ptr) (i32.const 1)))
         (br $digit)))
+    (if (i32.ge_u (local.get $sel) (i32.const 100)) (then
+      (global.set $alloc_sel (i32.sub (local.get $sel) (i32.const 100)))
+      (return (i32.const 0))))
     (call $misuse (local.get $sel))
     (i32.const 0))
 

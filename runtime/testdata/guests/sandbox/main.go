@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	goruntime "runtime"
+	"strings"
 	"syscall"
 	"time"
 	"unsafe"
@@ -136,4 +137,78 @@ func envLen() int32 {
 		return -1
 	}
 	return int32(len(v))
+}
+
+// fsBuf holds the file operation fs_op runs, written by the host.
+var fsBuf [1024]byte
+
+// fs_buf returns the address of the buffer fs_op reads.
+//
+//go:wasmexport fs_buf
+func fsBufAddr() int32 { return int32(uintptr(unsafe.Pointer(&fsBuf[0]))) }
+
+// fs_op runs the file operation in the first n bytes of the buffer: an
+// operation and its paths separated by NUL bytes. It returns the bytes
+// read or written, the entries listed, zero, or minus the WASI errno.
+//
+//	read PATH | write PATH | append PATH | list DIR | stat PATH | mkdir PATH
+//	symlink TARGET LINK | link OLD NEW | rename OLD NEW | remove PATH
+//
+//go:wasmexport fs_op
+func fsOp(n int32) int64 {
+	args := strings.Split(string(fsBuf[:n]), "\x00")
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	var (
+		size int
+		err  error
+	)
+	switch arg(0) {
+	case "read":
+		var b []byte
+		b, err = os.ReadFile(arg(1))
+		size = len(b)
+	case "write":
+		err = os.WriteFile(arg(1), []byte("written by the guest"), 0o644)
+		size = len("written by the guest")
+	case "append":
+		var f *os.File
+		if f, err = os.OpenFile(arg(1), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+			size, err = f.WriteString("appended by the guest")
+			err = errors.Join(err, f.Close())
+		}
+	case "list":
+		var ents []os.DirEntry
+		ents, err = os.ReadDir(arg(1))
+		size = len(ents)
+	case "stat":
+		var fi os.FileInfo
+		if fi, err = os.Stat(arg(1)); err == nil {
+			size = int(fi.Size())
+		}
+	case "mkdir":
+		err = os.Mkdir(arg(1), 0o755)
+	case "symlink":
+		err = os.Symlink(arg(1), arg(2))
+	case "link":
+		err = os.Link(arg(1), arg(2))
+	case "rename":
+		err = os.Rename(arg(1), arg(2))
+	case "remove":
+		err = os.Remove(arg(1))
+	default:
+		return -1000
+	}
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return int64(size)
+	case errors.As(err, &errno):
+		return -int64(errno)
+	}
+	return errOther
 }

@@ -1,0 +1,76 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/host/pipeline"
+	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
+)
+
+const limitsPipeline = `
+name: limits
+http: {addr: "off"}
+dead_letter: {path: dead.jsonl}
+sources:
+  - {name: in, type: file, path: in.jsonl}
+operators:
+  - {name: wide, plugin: upper.wasm, kind: map, parallelism: 1, limits: {max_record_bytes: 8KiB}}
+  - {name: narrow, plugin: upper.wasm, kind: map, parallelism: 1, limits: {max_record_bytes: 1KiB}}
+sinks:
+  - {name: out, type: file, path: out.jsonl}
+`
+
+// An operator's max_record_bytes bounds the records its plugin emits, not
+// only those it is given: the second operator's input is never checked (the
+// first operator's limit let it through), and its output of 2 KB is
+// dead-lettered, naming the limit; a small record goes through both.
+func TestMaxRecordBytesBoundsOutputs(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	if err := wasmbuild.Go(ctx, "../../plugins/upper", filepath.Join(dir, "upper.wasm")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "p.yaml"), limitsPipeline)
+	big := strings.Repeat("x", 2000)
+	writeFile(t, filepath.Join(dir, "in.jsonl"), fmt.Sprintf("{\"key\":\"big\",\"value\":%q}\n{\"key\":\"small\",\"value\":\"ok\"}\n", big))
+	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Start(ctx, p, Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != `{"key":"small","value":"OK"}` {
+		t.Errorf("sink holds %d lines (%d bytes), want only the small record", strings.Count(got, "\n")+1, len(got))
+	}
+	dead, err := os.ReadFile(filepath.Join(dir, "dead.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(dead)), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("%d dead letters, want the big record's: %q", len(lines), dead)
+	}
+	var dl map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &dl); err != nil {
+		t.Fatal(err)
+	}
+	if dl["key"] != "big" || !strings.Contains(lines[0], "over the limit of 1024 bytes") || !strings.Contains(lines[0], "narrow") {
+		t.Errorf("dead letter %s: want the big record, failed by operator narrow over the limit of 1024 bytes", lines[0])
+	}
+}
