@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"strings"
@@ -53,6 +54,12 @@ func openPebble(dir string, c pebbleConfig) (_ *pebble.DB, _ *pebble.Lock, err e
 		base = vfs.Default
 	}
 	lock, err := pebble.LockDirectory(dir, base)
+	if err != nil && c.readOnly && errors.Is(err, syscall.EROFS) {
+		// A read-only file system: the LOCK file cannot be created (or
+		// opened for the lock), and no process writes the directory
+		// through this mount. Read without the lock.
+		lock, err = pebble.LockDirectory(dir, noLockFS{base})
+	}
 	if err != nil {
 		return nil, nil, lockError(dir, err)
 	}
@@ -83,6 +90,19 @@ func openPebble(dir string, c pebbleConfig) (_ *pebble.DB, _ *pebble.Lock, err e
 	}
 	return db, lock, nil
 }
+
+// noLockFS is a file system whose Lock takes no lock and creates no file,
+// for reading a directory on a read-only file system.
+type noLockFS struct{ vfs.FS }
+
+// Lock implements vfs.FS.
+func (noLockFS) Lock(string) (io.Closer, error) { return noLock{}, nil }
+
+// noLock is the lock noLockFS returns.
+type noLock struct{}
+
+// Close implements io.Closer.
+func (noLock) Close() error { return nil }
 
 // lockError turns a failure to take Pebble's directory lock into an error
 // that says what happened.

@@ -16,8 +16,11 @@ import (
 //
 // Pebble locks a data directory against every other opener, readers
 // included: OpenReadOnly fails with ErrLocked while a pipeline has the
-// directory open. Stop the pipeline first, or copy the directory while it
-// is stopped.
+// directory open. Read a running pipeline's state through its Store
+// (Store.Read; the HTTP API's /api/v1/state), or stop it first. On a
+// read-only file system, where the lock file cannot be created and no
+// process can write the directory through that mount, OpenReadOnly reads
+// without the lock.
 type Reader struct {
 	dir    string
 	db     *pebble.DB
