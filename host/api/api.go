@@ -1,6 +1,6 @@
 // Package api serves a running host over HTTP: /healthz for liveness,
-// /metrics for Prometheus, /api/v1/... for the pipeline's status and its
-// plugins, and the routes that change the running job (plugin swap and
+// /metrics for Prometheus, /api/v1/... for the pipeline's status, its
+// committed state and its plugins, and the routes that change the running job (plugin swap and
 // rollback).
 //
 // The server listens on 127.0.0.1 unless told otherwise: it exposes what a
@@ -79,6 +79,8 @@ type Options struct {
 	Decisions DecisionsFunc
 	// Control serves the plugin routes; nil leaves them out.
 	Control Control
+	// State serves GET /api/v1/state; nil leaves it out.
+	State StateReader
 	// Token is required by the POST routes; "" refuses every POST.
 	Token string
 	// AuthReads makes the GET routes require Token too, all but /healthz.
@@ -129,7 +131,13 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 	return NewHandler(Options{Registry: reg, Status: status, Decisions: decisions})
 }
 
-// NewHandler returns the routes of Handler and, with o.Control, these:
+// NewHandler returns the routes of Handler; with o.State this one:
+//
+//	GET  /api/v1/state?table=T&prefix=P&key_group=N&limit=L&after=C
+//	                                              a page of committed state
+//	                                              (StatePage)
+//
+// and with o.Control these:
 //
 //	GET  /api/v1/plugins                          the registry and each
 //	                                              operator's deployments
@@ -175,6 +183,9 @@ func NewHandler(o Options) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, recs)
 	}))
+	if o.State != nil {
+		mux.Handle("GET /api/v1/state", read(serveState(o.State)))
+	}
 	if c := o.Control; c != nil {
 		// turn admits one swap at a time to read its module into memory
 		// and hand it over; the others wait on disk.

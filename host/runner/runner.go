@@ -203,6 +203,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 			Status:       func() any { return h.job.Status() },
 			Decisions:    func(op string, n int) (any, error) { return h.job.Decisions(op, n) },
 			Control:      control{h},
+			State:        h.store,
 			Token:        h.token,
 			AuthReads:    c.Auth == pipeline.AuthAll,
 			MaxBodyBytes: int64(c.MaxBodyBytes),

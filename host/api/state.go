@@ -1,0 +1,125 @@
+package api
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/state"
+)
+
+// StateReader serves GET /api/v1/state; *state.Store and *state.Reader
+// implement it.
+type StateReader interface {
+	// Read returns one page of committed entries; see state.Store.Read.
+	Read(q state.Query) (state.Page, error)
+}
+
+// DefaultStateLimit is the page size of GET /api/v1/state without limit.
+const DefaultStateLimit = 100
+
+// StateEntry is one entry of GET /api/v1/state and one line of `sluice
+// state dump`. A key or value that is valid UTF-8 is given as text (key,
+// value), any other in standard base64 (key_base64, value_base64), the
+// convention of the file source's records.
+type StateEntry struct {
+	Table       string  `json:"table"`
+	Key         *string `json:"key,omitempty"` // nil only when KeyBase64 holds the key
+	KeyBase64   string  `json:"key_base64,omitempty"`
+	Value       *string `json:"value,omitempty"` // nil only when ValueBase64 holds the value
+	ValueBase64 string  `json:"value_base64,omitempty"`
+	KeyGroup    int     `json:"key_group"`
+}
+
+// NewStateEntry encodes e.
+func NewStateEntry(e state.Entry) StateEntry {
+	s := StateEntry{Table: e.Table, KeyGroup: e.KeyGroup}
+	s.Key, s.KeyBase64 = encodeField(e.Key)
+	s.Value, s.ValueBase64 = encodeField(e.Value)
+	return s
+}
+
+// encodeField gives b as text when it is valid UTF-8, else as base64.
+func encodeField(b []byte) (*string, string) {
+	if utf8.Valid(b) {
+		s := string(b)
+		return &s, ""
+	}
+	return nil, base64.StdEncoding.EncodeToString(b)
+}
+
+// StatePage is the answer of GET /api/v1/state: Next is the after of the
+// next page, "" when this one is the last.
+type StatePage struct {
+	Entries []StateEntry `json:"entries"`
+	Next    string       `json:"next"`
+}
+
+// parseStateQuery reads the query of GET /api/v1/state. Its error names
+// the parameter at fault.
+func parseStateQuery(r *http.Request) (state.Query, error) {
+	v := r.URL.Query()
+	q := state.Query{Table: v.Get("table"), KeyGroup: -1, After: v.Get("after"), Limit: DefaultStateLimit}
+	if p, ok := v["prefix"]; ok {
+		q.Prefix = []byte(p[0])
+	}
+	if p := v.Get("prefix_base64"); p != "" {
+		if v.Has("prefix") {
+			return q, errors.New("prefix and prefix_base64 are both given: give one")
+		}
+		b, err := base64.StdEncoding.DecodeString(p)
+		if err != nil {
+			return q, fmt.Errorf("prefix_base64=%q is not standard base64", p)
+		}
+		q.Prefix = b
+	}
+	if s := v.Get("key_group"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return q, fmt.Errorf("key_group=%q: want a whole number at least 0", s)
+		}
+		q.KeyGroup = n
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > state.MaxQueryLimit {
+			return q, fmt.Errorf("limit=%q: want a whole number from 1 to %d", s, state.MaxQueryLimit)
+		}
+		q.Limit = n
+	}
+	return q, nil
+}
+
+// serveState answers GET /api/v1/state from st.
+func serveState(st StateReader) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q, err := parseStateQuery(r)
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, errorBody{err.Error()})
+			return
+		}
+		p, err := st.Read(q)
+		switch {
+		case errors.Is(err, state.ErrBadQuery):
+			writeJSON(w, http.StatusBadRequest, errorBody{err.Error()})
+			return
+		case errors.Is(err, state.ErrUnknownTable):
+			writeJSON(w, http.StatusNotFound, errorBody{err.Error()})
+			return
+		case errors.Is(err, state.ErrClosed):
+			writeJSON(w, http.StatusServiceUnavailable, errorBody{err.Error()})
+			return
+		case err != nil:
+			writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
+			return
+		}
+		page := StatePage{Entries: make([]StateEntry, 0, len(p.Entries)), Next: p.Next}
+		for _, e := range p.Entries {
+			page.Entries = append(page.Entries, NewStateEntry(e))
+		}
+		writeJSON(w, http.StatusOK, page)
+	}
+}
