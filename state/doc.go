@@ -106,5 +106,10 @@
 //
 // OpenReadOnly opens a directory for `sluice state dump` without loading it
 // into memory. Pebble's directory lock excludes every other opener, so it
-// fails with ErrLocked while a pipeline runs on the directory.
+// fails with ErrLocked while a pipeline runs on the directory; on a
+// read-only file system, where the lock file cannot be created, it reads
+// without the lock. A running pipeline's committed state is read through
+// its Store: Store.Read returns it page by page (a table, a key prefix, a
+// key group; a limit and a cursor) from a Pebble snapshot, in storage
+// order (table id, key group, key), never from the tables in memory.
 package state

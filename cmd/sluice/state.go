@@ -2,13 +2,24 @@ package main
 
 import (
 	"bufio"
-	"encoding/base64"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
-	"unicode/utf8"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/sluicehq/sluice/host/api"
+	"github.com/sluicehq/sluice/host/pipeline"
+	"github.com/sluicehq/sluice/host/runner"
 	"github.com/sluicehq/sluice/state"
 	"github.com/spf13/cobra"
 )
@@ -22,76 +33,275 @@ func newStateCmd() *cobra.Command {
 	return cmd
 }
 
-// dumpLine is one line of `sluice state dump`. Keys and values that are
-// valid UTF-8 are written as strings, others in base64 under *_base64.
-type dumpLine struct {
-	Table       string  `json:"table"`
-	Key         string  `json:"key,omitempty"`
-	KeyBase64   string  `json:"key_base64,omitempty"`
-	Value       *string `json:"value,omitempty"` // nil only when ValueBase64 holds the value
-	ValueBase64 string  `json:"value_base64,omitempty"`
+// dumpFlags are the flags of `sluice state dump`.
+type dumpFlags struct {
+	dataDir, config, addr, token string
+	tables                       []string
+	prefix                       string
+	keyGroup                     int
+	limit                        int
+	pageSize                     int
+	timeout                      time.Duration
+}
+
+// query is the state.Query of one table's pages.
+func (f *dumpFlags) query(table string) state.Query {
+	return state.Query{Table: table, Prefix: []byte(f.prefix), KeyGroup: f.keyGroup, Limit: f.pageSize}
 }
 
 func newStateDumpCmd() *cobra.Command {
-	var dataDir string
-	var tables []string
+	var f dumpFlags
 	cmd := &cobra.Command{
-		Use:   "dump --data-dir DIR [--table T]...",
-		Short: "Print committed state as JSON Lines: one {table, key, value} object per line, in key order",
-		Long: `Print the committed state of a pipeline's data directory as JSON Lines, one
-object per key: {"table": "counts", "key": "word", "value": "42"}. Keys and values
+		Use:   "dump [-c PIPELINE | --data-dir DIR | --addr HOST:PORT] [--table T]... [--prefix P] [--key-group N]",
+		Short: "Print committed state as JSON Lines: one {table, key, value, key_group} object per line",
+		Long: `Print the committed state of a pipeline as JSON Lines, one object per key:
+{"table": "counts", "key": "word", "value": "42", "key_group": 3}. Keys and values
 that are not valid UTF-8 appear base64-encoded as key_base64 and value_base64.
+Entries come by table, then key group, then key.
 
-The data directory is locked while a pipeline runs on it: stop the pipeline
-first. Committed source positions are printed to stderr.`,
+While the pipeline runs, its data directory is locked and the state is read
+from the host's HTTP API (GET /api/v1/state), page by page: -c PIPELINE gives
+the address (http.addr) and the data directory holding the token; --addr
+names the host directly. A stopped pipeline's data directory is opened
+read-only, also on a read-only file system, and its committed source
+positions are printed to stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dataDir == "" {
-				return &usageError{"state dump: --data-dir is required (the pipeline's data_dir, by default .sluice/<pipeline> beside the pipeline file)"}
-			}
-			r, err := state.OpenReadOnly(filepath.Join(dataDir, "state"))
+			return f.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.dataDir, "data-dir", "", "the pipeline's data directory (default: data_dir of -c PIPELINE)")
+	fl.StringVarP(&f.config, "config", "c", "", "the pipeline's file, for its data directory and HTTP address")
+	fl.StringVar(&f.addr, "addr", "", "read from the running host's HTTP API at this address (default when the pipeline runs: http.addr of -c PIPELINE, else "+pipeline.DefaultHTTPAddr+")")
+	fl.StringVar(&f.token, "token", "", "the API token, needed under http.auth: all (default: $"+runner.TokenEnv+", else DATA-DIR/"+runner.TokenFile+")")
+	fl.StringSliceVar(&f.tables, "table", nil, "dump only these tables (repeatable)")
+	fl.StringVar(&f.prefix, "prefix", "", "dump only the keys that start with this")
+	fl.IntVar(&f.keyGroup, "key-group", -1, "dump only the keys of this key group")
+	fl.IntVar(&f.limit, "limit", 0, "print at most this many entries (0: all)")
+	fl.IntVar(&f.pageSize, "page-size", 1000, "entries read per page, 1.."+strconv.Itoa(state.MaxQueryLimit))
+	fl.DurationVar(&f.timeout, "timeout", time.Minute, "how long to wait for each page from the host")
+	return cmd
+}
+
+// run dumps from the API or the data directory, whichever applies.
+func (f *dumpFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
+	if f.pageSize < 1 || f.pageSize > state.MaxQueryLimit {
+		return &usageError{fmt.Sprintf("state dump: --page-size %d out of range 1..%d", f.pageSize, state.MaxQueryLimit)}
+	}
+	if f.limit < 0 {
+		return &usageError{fmt.Sprintf("state dump: --limit %d: want 0 (all) or more", f.limit)}
+	}
+	if f.keyGroup < -1 {
+		return &usageError{fmt.Sprintf("state dump: --key-group %d: want a key group, 0 or more", f.keyGroup)}
+	}
+	configAddr := ""
+	if f.config != "" {
+		p, err := pipeline.Load(f.config)
+		if err != nil {
+			return err
+		}
+		configAddr = p.HTTP.Addr
+		if f.dataDir == "" {
+			f.dataDir = p.DataDir
+		}
+	}
+	w := bufio.NewWriter(stdout)
+	out := &dumpWriter{enc: json.NewEncoder(w), left: f.limit}
+	if f.addr != "" {
+		if err := f.fromAPI(ctx, out); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	if f.dataDir == "" {
+		return &usageError{"state dump: give -c PIPELINE, --data-dir DIR (by default .sluice/<pipeline> beside the pipeline file) or --addr HOST:PORT of a running host"}
+	}
+	r, err := state.OpenReadOnly(filepath.Join(f.dataDir, "state"))
+	if errors.Is(err, state.ErrLocked) {
+		// The pipeline runs: ask it.
+		switch {
+		case configAddr == "":
+			f.addr = pipeline.DefaultHTTPAddr
+		case configAddr == "off":
+			return fmt.Errorf("state dump: %w; the pipeline's http api is off (http.addr: off): stop the pipeline, or give --addr of its API", err)
+		case strings.HasSuffix(configAddr, ":0"):
+			return fmt.Errorf("state dump: %w; the pipeline's http.addr %s picks a port at start: give --addr with the port it logged", err, configAddr)
+		default:
+			f.addr = configAddr
+		}
+		if err := f.fromAPI(ctx, out); err != nil {
+			return fmt.Errorf("%w (the data directory %s is locked by a running pipeline, so its API was asked)", err, f.dataDir)
+		}
+		return w.Flush()
+	}
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := f.fromReader(r, out); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	positions := r.Positions()
+	for _, src := range slices.Sorted(maps.Keys(positions)) {
+		fmt.Fprintf(stderr, "position %s = %d\n", src, positions[src])
+	}
+	return nil
+}
+
+// errDumpDone stops a dump that printed --limit entries.
+var errDumpDone = errors.New("limit reached")
+
+// dumpWriter prints entries until left (when the limit is set) runs out.
+type dumpWriter struct {
+	enc  *json.Encoder
+	left int // entries still to print; 0 with no --limit means all
+}
+
+// write prints e; it returns errDumpDone once the limit is reached.
+func (d *dumpWriter) write(e api.StateEntry, limited bool) error {
+	if err := d.enc.Encode(e); err != nil {
+		return err
+	}
+	if limited {
+		d.left--
+		if d.left == 0 {
+			return errDumpDone
+		}
+	}
+	return nil
+}
+
+// fromReader dumps a stopped data directory.
+func (f *dumpFlags) fromReader(r *state.Reader, out *dumpWriter) error {
+	all := r.Tables()
+	tables := f.tables
+	if len(tables) == 0 {
+		tables = all
+	}
+	for _, t := range tables {
+		if !slices.Contains(all, t) {
+			return fmt.Errorf("state dump: no table %q in %s (tables: %v)", t, f.dataDir, all)
+		}
+	}
+	if f.keyGroup >= r.KeyGroups() {
+		return fmt.Errorf("state dump: --key-group %d: %s has key groups 0..%d", f.keyGroup, f.dataDir, r.KeyGroups()-1)
+	}
+	for _, t := range tables {
+		q := f.query(t)
+		for {
+			p, err := r.Read(q)
 			if err != nil {
 				return err
 			}
-			defer r.Close()
-			all := r.Tables()
-			if len(tables) == 0 {
-				tables = all
-			}
-			for _, t := range tables {
-				if !slices.Contains(all, t) {
-					return fmt.Errorf("state dump: no table %q in %s (tables: %v)", t, dataDir, all)
-				}
-			}
-			w := bufio.NewWriter(cmd.OutOrStdout())
-			enc := json.NewEncoder(w)
-			for _, t := range tables {
-				err := r.Scan(t, func(key, value []byte) error {
-					l := dumpLine{Table: t}
-					if utf8.Valid(key) {
-						l.Key = string(key)
-					} else {
-						l.KeyBase64 = base64.StdEncoding.EncodeToString(key)
-					}
-					if utf8.Valid(value) {
-						v := string(value)
-						l.Value = &v
-					} else {
-						l.ValueBase64 = base64.StdEncoding.EncodeToString(value)
-					}
-					return enc.Encode(l)
-				})
-				if err != nil {
+			for _, e := range p.Entries {
+				if err := out.write(api.NewStateEntry(e), f.limit > 0); errors.Is(err, errDumpDone) {
+					return nil
+				} else if err != nil {
 					return err
 				}
 			}
-			for src, pos := range r.Positions() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "position %s = %d\n", src, pos)
+			if p.Next == "" {
+				break
 			}
-			return w.Flush()
-		},
+			q.After = p.Next
+		}
 	}
-	cmd.Flags().StringVar(&dataDir, "data-dir", "", "the pipeline's data directory")
-	cmd.Flags().StringSliceVar(&tables, "table", nil, "dump only these tables (repeatable)")
-	return cmd
+	return nil
+}
+
+// fromAPI dumps the state of the host at f.addr, page by page.
+func (f *dumpFlags) fromAPI(ctx context.Context, out *dumpWriter) error {
+	if f.token == "" {
+		f.token = os.Getenv(runner.TokenEnv)
+	}
+	if f.token == "" && f.dataDir != "" {
+		if tok, err := runner.ReadToken(f.dataDir); err == nil {
+			f.token = tok
+		}
+	}
+	base := f.addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	tables := f.tables
+	if len(tables) == 0 {
+		tables = []string{""}
+	}
+	for _, t := range tables {
+		q := f.query(t)
+		for {
+			p, err := f.page(ctx, base, q)
+			if err != nil {
+				return err
+			}
+			for _, e := range p.Entries {
+				if err := out.write(e, f.limit > 0); errors.Is(err, errDumpDone) {
+					return nil
+				} else if err != nil {
+					return err
+				}
+			}
+			if p.Next == "" {
+				break
+			}
+			q.After = p.Next
+		}
+	}
+	return nil
+}
+
+// page asks the host at base for one page of q.
+func (f *dumpFlags) page(ctx context.Context, base string, q state.Query) (api.StatePage, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	v := url.Values{}
+	if q.Table != "" {
+		v.Set("table", q.Table)
+	}
+	if len(q.Prefix) > 0 {
+		v.Set("prefix", string(q.Prefix))
+	}
+	if q.KeyGroup >= 0 {
+		v.Set("key_group", strconv.Itoa(q.KeyGroup))
+	}
+	v.Set("limit", strconv.Itoa(q.Limit))
+	if q.After != "" {
+		v.Set("after", q.After)
+	}
+	var p api.StatePage
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/state?"+v.Encode(), nil)
+	if err != nil {
+		return p, fmt.Errorf("state dump: --addr %s: %w", f.addr, err)
+	}
+	if f.token != "" {
+		req.Header.Set("Authorization", "Bearer "+f.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return p, fmt.Errorf("state dump: reaching the host at %s: %w", f.addr, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return p, fmt.Errorf("state dump: reading the host's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error string }
+		msg := strings.TrimSpace(string(b))
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		if resp.StatusCode == http.StatusUnauthorized && f.token == "" {
+			msg += " (give --token, $" + runner.TokenEnv + ", --data-dir DIR or -c PIPELINE)"
+		}
+		return p, fmt.Errorf("state dump: the host at %s answered %s: %s", f.addr, resp.Status, msg)
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("state dump: the host at %s answered what is not a state page: %w", f.addr, err)
+	}
+	return p, nil
 }

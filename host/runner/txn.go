@@ -150,13 +150,16 @@ func initTable(ctx context.Context, in *pipeline.TableInit, tb *state.Table) (in
 // initEntry is one line of an init file. Exactly one of Key and KeyBase64,
 // and one of Value and ValueBase64, is set. Table, when set, names the
 // table the line belongs to: the lines of `sluice state dump` carry it, so
-// a dump initialises a table directly.
+// a dump initialises a table directly. KeyGroup, which a dump carries
+// too, is ignored: a key's group follows from the key and the pipeline's
+// key group count.
 type initEntry struct {
 	Table       *string `json:"table"`
 	Key         *string `json:"key"`
 	KeyBase64   *string `json:"key_base64"`
 	Value       *string `json:"value"`
 	ValueBase64 *string `json:"value_base64"`
+	KeyGroup    *int    `json:"key_group"`
 }
 
 // readInitFile calls put with every entry of a JSON Lines init file for

@@ -44,12 +44,13 @@ func TestReadInitFile(t *testing.T) {
   {"key": "bob", "value": ""}
 {"table": "accounts", "key": "alice", "value": "7"}
 {"table": "other", "key": "carol", "value": "1"}
-{"key": "", "value": "empty key"}`)
+{"key": "", "value": "empty key"}
+{"table": "accounts", "key": "dave", "value": "3", "key_group": 5}`)
 	got, err := readAll(t, path, "accounts")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"alice": "7", "\x00\x01": "\xff", "bob": "", "": "empty key"}
+	want := map[string]string{"alice": "7", "\x00\x01": "\xff", "bob": "", "": "empty key", "dave": "3"}
 	if !maps.Equal(got, want) {
 		t.Errorf("entries %q, want %q (the last value of a key, other tables' lines skipped)", got, want)
 	}
