@@ -59,6 +59,8 @@ type Page struct {
 // executor runs: it reads Pebble, never the tables in memory.
 func (s *Store) Read(q Query) (_ Page, err error) {
 	defer s.health.recoverFatal(&err, false)
+	s.readers.RLock()
+	defer s.readers.RUnlock()
 	s.mu.Lock()
 	closed := s.closed
 	tables := make(map[string]uint32, len(s.byName))

@@ -162,3 +162,35 @@ func TestRead(t *testing.T) {
 		t.Errorf("tables %v", got)
 	}
 }
+
+// TestReadWhileClosing reads from several goroutines while the store
+// closes: each Read returns a page or ErrClosed, none reads a closed
+// Pebble.
+func TestReadWhileClosing(t *testing.T) {
+	s := fillQueryStore(t, filepath.Join(t.TempDir(), "state"))
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				if _, err := s.Read(Query{KeyGroup: -1, Limit: 50}); err != nil {
+					if errors.Is(err, ErrClosed) {
+						err = nil
+					}
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	if _, err := s.Read(Query{KeyGroup: -1, Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("Read while closing: %v", err)
+		}
+	}
+}

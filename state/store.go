@@ -63,8 +63,9 @@ func DefaultOptions() Options {
 // memory (like Flink's heap state backend). Pebble is the durable copy, read
 // at Open and by Scan, and written only by Commit.
 //
-// Concurrency: Table, Tables, Positions, Stats, Scan and Commit are safe
-// for concurrent use with each other. Writers (Sessions, Groups) need no
+// Concurrency: Table, Tables, Positions, Stats, Scan, Read, Commit and
+// Close are safe for concurrent use with each other; Close waits for the
+// Scans and Reads in flight. Writers (Sessions, Groups) need no
 // lock as long as each key group has one writer at a time, and Commit and
 // Stats must not run while a writer runs: the executor calls them at the
 // barrier between batches.
@@ -80,6 +81,10 @@ type Store struct {
 	// count to notice a Commit they were not reset after. Written by Commit
 	// only, read by sessions across the executor's barrier.
 	commits uint64
+
+	// readers is held shared by Read and Scan while they use Pebble and
+	// exclusively by Close, so that Pebble is not closed under a read.
+	readers sync.RWMutex
 
 	mu        sync.Mutex
 	closed    bool
@@ -500,6 +505,8 @@ func (s *Store) Stats() Stats {
 // grouped by key group. It is meant for dumps and tests, not the hot path.
 func (s *Store) Scan(table string, fn func(key, value []byte) error) (err error) {
 	defer s.health.recoverFatal(&err, false)
+	s.readers.RLock()
+	defer s.readers.RUnlock()
 	s.mu.Lock()
 	t, closed := s.byName[table], s.closed
 	s.mu.Unlock()
@@ -517,6 +524,8 @@ func (s *Store) Scan(table string, fn func(key, value []byte) error) (err error)
 // Err) returns its failure and leaves Pebble and the directory lock as they
 // are.
 func (s *Store) Close() error {
+	s.readers.Lock()
+	defer s.readers.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
