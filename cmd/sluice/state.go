@@ -115,7 +115,7 @@ func (f *dumpFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 		return w.Flush()
 	}
 	if f.dataDir == "" {
-		return &usageError{"state dump: give -c PIPELINE, --data-dir DIR (by default .sluice/<pipeline> beside the pipeline file) or --addr HOST:PORT of a running host"}
+		return &usageError{"state dump: --data-dir is required (the pipeline's data_dir, by default .sluice/<pipeline> beside the pipeline file), or -c PIPELINE, or --addr HOST:PORT of a running host"}
 	}
 	r, err := state.OpenReadOnly(filepath.Join(f.dataDir, "state"))
 	if errors.Is(err, state.ErrLocked) {
