@@ -18,7 +18,7 @@ const (
 	FuncEmit = "emit"
 	// FuncReject: reject(origin i32, msg_ptr i32, msg_len i32). Marks input
 	// record number origin of the current batch as failed with a message; the
-	// host sends it to the dead-letter subject and keeps going.
+	// host sends it to the dead letters and keeps going.
 	FuncReject = "reject"
 	// FuncTableID: table_id(name_ptr i32, name_len i32) -> i32. Resolves a
 	// state table declared for the operator to its handle, or StatusNotFound.

@@ -45,14 +45,18 @@
 //
 // # Writing
 //
-// The sink appends one line per record in the chosen format. In "jsonl" it
-// writes "value" when the value is valid UTF-8 and "value_base64"
-// otherwise (the same for the key), omits an empty key, time 0 and empty
-// headers, and writes header names and values as text (invalid UTF-8 in a
-// header is replaced by U+FFFD). What the sink writes, the source reads back
-// as the same records. In "lines" it writes the value alone, and refuses a
-// value that contains a line break. Write buffers; Flush writes the buffer
-// and fsyncs the file.
+// The sink appends one line per record in the format of SinkConfig.Format.
+// In "jsonl" it writes "value" when the value is valid UTF-8 and
+// "value_base64" otherwise (the same for the key), omits an empty key, time
+// 0 and empty headers, and writes header names and values as text (invalid
+// UTF-8 in a header is replaced by U+FFFD). What the sink writes, the source
+// reads back as the same records. In "lines" it writes the value alone, and
+// refuses a value that contains a line break. Write buffers; Flush writes
+// the buffer and fsyncs the file.
+//
+// A pipeline file's file sink (and its dead-letter file) writes "jsonl":
+// `format` is a key of file sources only, and "lines" is for programs
+// that use this package.
 //
 // The sink is a connectors.Rewindable: Offset is the file's length after
 // the last Flush, which the host commits with each batch, and Rewind cuts
