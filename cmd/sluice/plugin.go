@@ -46,24 +46,30 @@ func (f *buildFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.sdk, "sdk", "", "the Sluice checkout whose SDK the plugin uses (C, AssemblyScript); default: DIR/.sluice-sdk, or the checkout containing DIR or the working directory")
 }
 
-// build compiles the plugin in dir to out ("" for DIR/<name>.wasm) and
-// checks the module as the host would; a module the host would refuse is
-// an error, after its report is printed to stderr.
-func (f *buildFlags) build(cmd *cobra.Command, dir, out string) (build.Result, plugin.Report, error) {
+// build compiles the plugin in dir to out ("" for DIR/<name>.wasm), writes
+// version into it unless it is "", and checks the module as the host
+// would; a module the host would refuse is an error, after its report is
+// printed to stderr.
+func (f *buildFlags) build(cmd *cobra.Command, dir, out, version string) (build.Result, checked, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return build.Result{}, plugin.Report{}, &usageError{fmt.Sprintf("%s is not a directory", dir)}
+		return build.Result{}, checked{}, &usageError{fmt.Sprintf("%s is not a directory", dir)}
 	}
 	opts := build.Options{Output: out, Root: f.sdk}
 	if f.lang != "" {
 		l, err := build.ParseLanguage(f.lang)
 		if err != nil {
-			return build.Result{}, plugin.Report{}, &usageError{err.Error()}
+			return build.Result{}, checked{}, &usageError{err.Error()}
 		}
 		opts.Language = l
 	}
 	res, err := build.Build(cmd.Context(), dir, opts)
 	if err != nil {
-		return res, plugin.Report{}, err
+		return res, checked{}, err
+	}
+	if version != "" {
+		if err := stampVersion(res.Output, version); err != nil {
+			return res, checked{}, fmt.Errorf("--version: %w", err)
+		}
 	}
 	r, err := checkFile(cmd, res.Output)
 	if err != nil {
@@ -113,19 +119,18 @@ SDK is the Sluice checkout (--sdk). A missing toolchain is reported with the
 package that provides it; scripts/install-toolchains.sh installs them all.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, r, err := bf.build(cmd, args[0], out)
+			res, r, err := bf.build(cmd, args[0], out, version)
 			if err != nil {
 				return fmt.Errorf("plugin build: %w", err)
 			}
 			if res.Log != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), res.Log)
 			}
-			if version != "" {
-				if err := stampVersion(res.Output, version); err != nil {
-					return fmt.Errorf("plugin build: --version: %w", err)
-				}
+			v := ""
+			if r.Version != "" {
+				v = ", version " + r.Version
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "built %s (%s, %d bytes, ABI version %d, serves %s)\n", res.Output, res.Language, r.Size, r.ABIVersion, kindList(r.Kinds))
+			fmt.Fprintf(cmd.OutOrStdout(), "built %s (%s, %d bytes%s, ABI version %d, serves %s)\n", res.Output, res.Language, r.Size, v, r.ABIVersion, kindList(r.Kinds))
 			return nil
 		},
 	}
@@ -169,11 +174,21 @@ when the module has problems.`,
 	return cmd
 }
 
-func checkFile(cmd *cobra.Command, path string) (plugin.Report, error) {
+// checked is what plugin check reports of a module: the host's check, and
+// the version the module declares, as the registry shows it.
+type checked struct {
+	plugin.Report
+	// Version is the text of the module's sluice.version custom section;
+	// empty when it has none.
+	Version string
+}
+
+func checkFile(cmd *cobra.Command, path string) (checked, error) {
 	code, err := plugin.ReadModule(path, 0)
 	if err != nil {
-		return plugin.Report{}, fmt.Errorf("plugin: %w", err)
+		return checked{}, fmt.Errorf("plugin: %w", err)
 	}
+	version, verr := registry.ReadVersion(code)
 	ctx := cmd.Context()
 	cfg := wasm.NewConfig().WithHostModules(plugin.HostModule())
 	if dir, err := wasm.UserCacheDir(); err == nil {
@@ -181,10 +196,18 @@ func checkFile(cmd *cobra.Command, path string) (plugin.Report, error) {
 	}
 	eng, err := wasm.NewWazero(ctx, cfg)
 	if err != nil {
-		return plugin.Report{}, err
+		return checked{}, err
 	}
 	defer eng.Close(ctx)
-	return plugin.Check(ctx, eng, filepath.Base(path), code)
+	r, err := plugin.Check(ctx, eng, filepath.Base(path), code)
+	if err != nil {
+		return checked{}, err
+	}
+	if verr != nil {
+		// The registry refuses such a module, and so does the host.
+		r.Problems = append(r.Problems, verr.Error())
+	}
+	return checked{Report: r, Version: version}, nil
 }
 
 func kindList(kinds []plugin.Kind) string {
@@ -198,8 +221,13 @@ func kindList(kinds []plugin.Kind) string {
 	return strings.Join(s, ", ")
 }
 
-func printReport(w io.Writer, r plugin.Report) {
+func printReport(w io.Writer, r checked) {
 	fmt.Fprintf(w, "module   %s\n", r.Name)
+	if r.Version != "" {
+		fmt.Fprintf(w, "version  %s\n", r.Version)
+	} else {
+		fmt.Fprintf(w, "version  none (no %s custom section: shown as sha256:%s)\n", registry.VersionSection, r.SHA256[:min(12, len(r.SHA256))])
+	}
 	fmt.Fprintf(w, "size     %d bytes\n", r.Size)
 	fmt.Fprintf(w, "sha256   %s\n", r.SHA256)
 	if r.Language != "" {

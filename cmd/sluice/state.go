@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"unicode/utf8"
@@ -85,8 +86,12 @@ first. Committed source positions are printed to stderr.`,
 					return err
 				}
 			}
-			for src, pos := range r.Positions() {
-				fmt.Fprintf(cmd.ErrOrStderr(), "position %s = %d\n", src, pos)
+			sources, sinks := splitPositions(r.Positions())
+			for _, src := range slices.Sorted(maps.Keys(sources)) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "source %s position = %d\n", src, sources[src])
+			}
+			for _, snk := range slices.Sorted(maps.Keys(sinks)) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "sink %s offset = %d\n", snk, sinks[snk])
 			}
 			return w.Flush()
 		},

@@ -197,12 +197,23 @@ type Sink struct {
 }
 
 // DeadLetter says where records that an operator failed on go. With
-// neither set, they go to the NATS subject "sluice.<pipeline>.dead".
+// neither Subject nor Path set, they go to the JSON Lines file
+// DefaultDeadLetterFile in the data directory (the runner's, which
+// --data-dir may change).
 type DeadLetter struct {
+	// Subject publishes dead letters to this NATS subject instead.
 	Subject string `yaml:"subject"`
-	// Path writes dead letters to a JSON Lines file instead.
+	// Path writes dead letters to this JSON Lines file.
 	Path string `yaml:"path"`
+	// FailRun makes a run that dead-lettered records end in failure
+	// (sluice run exits with a status of its own), once it has processed
+	// and committed everything.
+	FailRun bool `yaml:"fail_run"`
 }
+
+// DefaultDeadLetterFile is the file, in the data directory, that dead
+// letters go to when dead_letter names no subject and no path.
+const DefaultDeadLetterFile = "dead-letters.jsonl"
 
 // HTTP configures the host's HTTP server (health, metrics, API).
 type HTTP struct {
@@ -471,7 +482,7 @@ func typeWords(typ string) string {
 	case "NATS":
 		return "nats (known: url, port)"
 	case "DeadLetter":
-		return "dead_letter (known: subject, path)"
+		return "dead_letter (known: subject, path, fail_run)"
 	case "HTTP":
 		return "http (known: addr, token, auth, max_body_bytes, max_connections, read_timeout, write_timeout, idle_timeout)"
 	}
@@ -581,8 +592,6 @@ func (p *Pipeline) validate() error {
 		if p.DeadLetter.Subject != "" {
 			add(p.errAt("set subject or path, not both", "dead_letter"))
 		}
-	} else if p.DeadLetter.Subject == "" {
-		p.DeadLetter.Subject = "sluice." + p.Name + ".dead"
 	}
 
 	names := map[string]string{}
@@ -862,7 +871,8 @@ func (p *Pipeline) validateSink(i int, s *Sink) []error {
 }
 
 // NeedsNATS reports whether any source, sink or the dead-letter destination
-// uses NATS.
+// uses NATS: a pipeline that does not runs without a NATS server or
+// connection.
 func (p *Pipeline) NeedsNATS() bool {
 	for _, s := range p.Sources {
 		if s.Type == "nats" || s.Type == "jetstream" {
@@ -874,5 +884,5 @@ func (p *Pipeline) NeedsNATS() bool {
 			return true
 		}
 	}
-	return p.DeadLetter.Path == ""
+	return p.DeadLetter.Subject != ""
 }
