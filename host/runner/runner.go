@@ -344,8 +344,13 @@ func (h *Host) connectNATS(ctx context.Context, dataDir, urlOverride string) err
 
 func (h *Host) source(ctx context.Context, s *pipeline.Source) (connectors.Source, error) {
 	switch s.Type {
-	case "file":
-		return file.NewSource(file.SourceConfig{Path: s.Path, Format: file.Format(s.Format), Name: s.Name})
+	case "file", "stdin":
+		cfg := file.SourceConfig{Path: s.Path, Format: file.Format(s.Format), KeyField: s.KeyField, TimeField: s.TimeField,
+			TimeUnit: file.TimeUnit(s.TimeUnit), MaxLine: int(s.MaxLineBytes), Name: s.Name}
+		if s.Type == "stdin" {
+			cfg.Reader = os.Stdin
+		}
+		return file.NewSource(cfg)
 	case "generator":
 		if s.Mode == string(generator.Txn) {
 			k, err := pipeline.Workload(s.App, s.Knobs)
@@ -379,7 +384,9 @@ func (h *Host) source(ctx context.Context, s *pipeline.Source) (connectors.Sourc
 func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, error) {
 	switch s.Type {
 	case "file":
-		return file.NewSink(file.SinkConfig{Path: s.Path, Name: s.Name})
+		return file.NewSink(file.SinkConfig{Path: s.Path, Format: file.Format(s.Format), Name: s.Name})
+	case "stdout":
+		return file.NewWriterSink(os.Stdout, file.WriterSinkConfig{Format: file.Format(s.Format), Name: s.Name})
 	case "nats":
 		h.log.Warn("a core NATS sink is at least once: after a crash, the outputs of the batch that was not committed are published again (a jetstream sink is exactly once)",
 			"sink", s.Name, "subject", s.Subject)
@@ -387,7 +394,7 @@ func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, err
 	case "jetstream":
 		cfg := natsconn.JetStreamSinkConfig{Subject: s.Subject, Stream: s.Stream, Name: s.Name, Logger: h.log}
 		for _, src := range h.p.Sources {
-			if src.Type == "nats" {
+			if src.Type == "nats" || src.Type == "stdin" {
 				cfg.NotReplayed = append(cfg.NotReplayed, h.p.Name+"/"+src.Name)
 			}
 		}
