@@ -63,6 +63,11 @@ type State struct {
 	// Sync makes every commit wait for the disk (fsync). Default false: a
 	// machine crash may lose the last commits, a process crash loses nothing.
 	Sync bool `yaml:"sync"`
+	// MemTableSize is the state store's write buffer (Pebble's memtable),
+	// 256KiB to 1GiB. Default 8MiB. The write-ahead log takes up to about
+	// four times this on disk, six at worst; a larger buffer absorbs more
+	// updates of the same keys before they reach disk.
+	MemTableSize Size `yaml:"memtable_size"`
 }
 
 // Batch sets how input is cut into batches: a batch is processed by every
@@ -331,6 +336,7 @@ const (
 	DefaultLinger         = 5 * time.Millisecond
 	DefaultKeyGroups      = 128
 	DefaultMaxRecordBytes = 1 << 20
+	DefaultMemTableSize   = 8 << 20
 	DefaultHTTPAddr       = "127.0.0.1:8080"
 
 	DefaultHTTPMaxBodyBytes   = 64 << 20
@@ -623,6 +629,11 @@ func (p *Pipeline) validate() error {
 		p.State.KeyGroups = DefaultKeyGroups
 	} else if p.State.KeyGroups < 1 || p.State.KeyGroups > 1<<16 {
 		add(p.errAt(fmt.Sprintf("%d key groups: want 1 to 65536", p.State.KeyGroups), "state", "key_groups"))
+	}
+	if p.State.MemTableSize == 0 {
+		p.State.MemTableSize = DefaultMemTableSize
+	} else if p.State.MemTableSize < 256<<10 || p.State.MemTableSize > 1<<30 {
+		add(p.errAt(fmt.Sprintf("memtable size %d: want 256KiB to 1GiB", p.State.MemTableSize), "state", "memtable_size"))
 	}
 	if p.Batch.Size == 0 {
 		p.Batch.Size = DefaultBatchSize

@@ -131,7 +131,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	}
 
 	h.store, err = state.Open(filepath.Join(dataDir, "state"), state.Options{
-		KeyGroups: p.State.KeyGroups, Sync: p.State.Sync, Logger: h.log,
+		KeyGroups: p.State.KeyGroups, Sync: p.State.Sync, MemTableSize: int(p.State.MemTableSize), Logger: h.log,
 	})
 	if err != nil {
 		return nil, err
@@ -434,11 +434,43 @@ func (h *Host) Status() exec.Status { return h.job.Status() }
 func (h *Host) Metrics() *exec.Metrics { return h.metrics }
 
 // Run runs the job until its sources end or ctx is cancelled (then it
-// drains and commits), and closes everything.
+// drains and commits), and closes everything. If the state store fails
+// (a full or read-only disk: state.Store.Err), the job stops as if
+// cancelled and Run returns the store's failure.
 func (h *Host) Run(ctx context.Context) error {
-	err := h.job.Run(ctx)
+	err := runUntilFailed(ctx, h.store, h.log, h.job.Run)
 	if cerr := h.Close(context.WithoutCancel(ctx)); err == nil {
 		err = cerr
+	}
+	return err
+}
+
+// failing is what runUntilFailed watches: a state.Store.
+type failing interface {
+	Failed() <-chan struct{}
+	Err() error
+}
+
+// runUntilFailed runs run, cancelling its context early if store fails,
+// and returns run's error, joined with the store's failure unless the
+// error already is that failure.
+func runUntilFailed(ctx context.Context, store failing, log *slog.Logger, run func(context.Context) error) error {
+	runCtx, cancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-store.Failed():
+			log.Error("stopping: the state store failed", "err", store.Err())
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
+	err := run(runCtx)
+	cancel()
+	<-watched
+	if serr := store.Err(); serr != nil && !errors.Is(err, state.ErrFailed) {
+		err = errors.Join(serr, err)
 	}
 	return err
 }
