@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/plugins/internal/plugintest"
@@ -566,6 +567,28 @@ func ledgerWorkload(t testing.TB) plugintest.TxnWorkload {
 	return w
 }
 
+// bookEntryWorkload is the smallest case of the transfer's condition on
+// the source book entry: every balance starts at 100; the first transfer
+// empties book entry 2; the second, of 1 from account 4 (which holds 100)
+// and book entry 2 (which holds nothing), must abort.
+func bookEntryWorkload() plugintest.TxnWorkload {
+	w := plugintest.TxnWorkload{Tables: []string{event.AccountsTable, event.BookEntriesTable}, Initial: txn.MapStore{}}
+	for table := range uint32(2) {
+		for k := range uint32(6) {
+			w.Initial[txn.Key{Table: table, Key: string(event.AppendKey(nil, k))}] = event.AppendBalance(nil, 100)
+		}
+	}
+	var batch []abi.Record
+	for i, e := range []event.Event{
+		{Account: 0, Book: 2, DstAccount: 1, DstBook: 3, Amount: 100},
+		{Account: 4, Book: 2, DstAccount: 5, DstBook: 3, Amount: 1},
+	} {
+		batch = append(batch, abi.Record{Origin: uint32(i), Key: []byte("k"), Value: event.AppendEvent(nil, &e), Time: int64(i)})
+	}
+	w.Batches = [][]abi.Record{batch}
+	return w
+}
+
 func testLedger(t *testing.T) {
 	w := ledgerWorkload(t)
 	ctx := context.Background()
@@ -589,6 +612,11 @@ func testLedger(t *testing.T) {
 	if n := rejected(want[ledgerStrategies[0]]); n == 0 {
 		t.Fatal("no event was dead-lettered: the workload tests too little")
 	}
+	book := bookEntryWorkload()
+	wantBook := plugintest.RunTxn(t, book, ledgerStrategies[0], 2, keptOpen{goLogic})
+	if w := []string{"0 k transfer committed 100 100 100 100", "1 k transfer aborted 100 0 - -"}; !reflect.DeepEqual(wantBook.Outputs[0], w) {
+		t.Fatalf("the Go operator on the book entry's condition: outputs %q, want %q", wantBook.Outputs[0], w)
+	}
 	for _, lang := range languages {
 		t.Run(string(lang), func(t *testing.T) {
 			wasm := module(t, lang, "ledger")
@@ -601,6 +629,9 @@ func testLedger(t *testing.T) {
 				wt := want[s]
 				if got := plugintest.RunTxn(t, w, s, 2, keptOpen{l}); !reflect.DeepEqual(got, wt) {
 					t.Errorf("%s: %s", s, got.Diff(&wt))
+				}
+				if got := plugintest.RunTxn(t, book, s, 2, keptOpen{l}); !reflect.DeepEqual(got, wantBook) {
+					t.Errorf("%s, the book entry's condition: %s", s, got.Diff(&wantBook))
 				}
 			}
 			// A stored balance that does not decode fails the batch in
