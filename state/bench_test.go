@@ -147,7 +147,7 @@ func BenchmarkKeyedCounting(b *testing.B) {
 func BenchmarkPebbleBatches(b *testing.B) {
 	const batch, space = 1000, 1_000_000
 	keys := benchKeys(space)
-	db, err := pebble.Open(b.TempDir(), &pebble.Options{Logger: pebbleLogger{quietOptions(0).Logger}})
+	db, err := pebble.Open(b.TempDir(), &pebble.Options{Logger: pebbleLogger{quietOptions(0).Logger, newHealth("bench", quietOptions(0).Logger)}})
 	if err != nil {
 		b.Fatal(err)
 	}

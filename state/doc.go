@@ -60,6 +60,22 @@
 // lost Commit is gone). Pebble's plain NoSync mode is not used because it
 // would lose recent Commits even when only the process dies.
 //
+// # Disk failures
+//
+// When Pebble cannot write to the data directory (a full or read-only
+// disk, an I/O error), the store fails (Store.Err, ErrFailed): the Commit
+// that finds it returns the error, naming the directory and the cause, and
+// so do all later Commits. Pebble reports a failed write of its log through
+// Logger.Fatalf, or panics, on the goroutine of the write; the store turns
+// either into the failure (health.go). Flushes and compactions fail in the
+// background, where Pebble retries them at once and for ever: the store
+// spaces the retries out and fails after a few seconds of failures in a row,
+// which also bounds Open on a full disk (Pebble's Open waits for a flush of
+// the replayed log). Store.Failed lets a host stop on a background failure
+// while no Commit runs. What was committed is intact: Open recovers it from
+// the log once the disk has room. The failed Pebble instance is abandoned,
+// its goroutines parked, so the process should exit.
+//
 // # Pebble key layout
 //
 // All integers are big-endian, so Pebble's byte order is numeric order.

@@ -23,6 +23,10 @@ var (
 	ErrCorrupt = errors.New("corrupt state")
 	// ErrClosed: the Store or Reader was closed.
 	ErrClosed = errors.New("store closed")
+	// ErrFailed: Pebble cannot write to the data directory (a full or
+	// read-only disk, an I/O error) or hit an error it cannot continue
+	// from; see Store.Err.
+	ErrFailed = errors.New("state store failed")
 )
 
 // stateError carries a complete message plus the sentinel kind and the

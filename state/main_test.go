@@ -78,6 +78,9 @@ func runChild(mode, dir string) int {
 		}
 		return 0
 	}
+	if code, ok := diskChild(mode, dir); ok {
+		return code
+	}
 	fmt.Fprintln(os.Stderr, "unknown child mode", mode)
 	return 2
 }

@@ -13,36 +13,72 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// memTableSize is Pebble's memtable budget. Reads are served from memory,
-// so the memtable only buffers writes before they are flushed to tables; a
-// large one absorbs repeated updates of hot keys before they reach disk and
-// cuts compaction work, which competes with the workers for the CPU.
-// Keyed counting over 1M keys went from about 300K to 700K writes/s on two
-// cores when raising it from Pebble's 4 MiB default.
-const memTableSize = 64 << 20
+// DefaultMemTableSize is the memtable size Open uses when
+// Options.MemTableSize is zero.
+//
+// Reads are served from memory, so the memtable only buffers writes before
+// they are flushed to tables; a larger one absorbs more repeated updates of
+// hot keys before they reach disk and cuts compaction work. It also sets
+// the disk the write-ahead log takes: one log file per memtable, holding up
+// to about the memtable's size, and Pebble keeps the current log, those of
+// memtables not yet flushed and up to three recycled ones. 8 MiB keeps that
+// to a few tens of megabytes; keyed counting over 1M keys wrote 1.4 times
+// the bytes to disk that a 64 MiB memtable did, for about the same CPU time.
+const DefaultMemTableSize = 8 << 20
 
-// openPebble locks dir and opens the Pebble store in it. sync selects real
-// fsyncs of the write-ahead log; without it, see processSafeFS.
-func openPebble(dir string, logger *slog.Logger, readOnly, sync bool) (*pebble.DB, *pebble.Lock, error) {
-	lock, err := pebble.LockDirectory(dir, vfs.Default)
+// Bounds of Options.MemTableSize.
+const (
+	MinMemTableSize = 256 << 10
+	MaxMemTableSize = 1 << 30
+)
+
+// pebbleConfig is what openPebble needs besides the directory.
+type pebbleConfig struct {
+	log      *slog.Logger
+	health   *health
+	readOnly bool
+	sync     bool // fsync the write-ahead log; see walFS
+	memTable int  // memtable size; 0: DefaultMemTableSize
+	fs       vfs.FS
+}
+
+// openPebble locks dir and opens the Pebble store in it. A failure Pebble
+// reports while opening (Fatalf, or background work that keeps failing) is
+// recorded in c.health; openPebble then returns that failure, or, if
+// Pebble's Open is stuck on a parked goroutine, never returns: callers wait
+// for it on another goroutine (see Open).
+func openPebble(dir string, c pebbleConfig) (_ *pebble.DB, _ *pebble.Lock, err error) {
+	base := c.fs
+	if base == nil {
+		base = vfs.Default
+	}
+	lock, err := pebble.LockDirectory(dir, base)
 	if err != nil {
 		return nil, nil, lockError(dir, err)
 	}
-	opts := &pebble.Options{
-		Lock:         lock,
-		Logger:       pebbleLogger{logger},
-		ReadOnly:     readOnly,
-		MemTableSize: memTableSize,
+	memTable := c.memTable
+	if memTable == 0 {
+		memTable = DefaultMemTableSize
 	}
-	if !readOnly {
+	opts := &pebble.Options{
+		Lock:          lock,
+		Logger:        pebbleLogger{c.log, c.health},
+		EventListener: c.health.listener(),
+		ReadOnly:      c.readOnly,
+		MemTableSize:  uint64(memTable),
+		FS:            walFS{base, !c.sync},
+	}
+	if !c.readOnly {
 		opts.FormatMajorVersion = pebble.FormatNewest
 	}
-	if !sync {
-		opts.FS = processSafeFS{vfs.Default}
-	}
+	defer func() {
+		if err != nil && c.health.Err() == nil {
+			_ = lock.Close()
+		}
+	}()
+	defer c.health.recoverFatal(&err, true)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
-		_ = lock.Close()
 		return nil, nil, fmt.Errorf("state: open Pebble store in %s: %w", dir, err)
 	}
 	return db, lock, nil
@@ -64,59 +100,102 @@ func lockError(dir string, err error) error {
 	return fmt.Errorf("state: lock data directory %s: %w", dir, err)
 }
 
-// processSafeFS is the file system Pebble runs on when Options.Sync is
-// false. Every Commit still asks Pebble for a synced write, so Pebble writes
-// the commit's log record to the WAL file with write(2) before Commit
-// returns; this file system then skips the fsync of WAL files. A commit
-// thus survives the crash of the process (the kernel holds the data) but
-// not of the machine, at the cost of one write(2) per Commit instead of one
-// fsync. Pebble's own NoSync mode would leave up to a 32 KiB log block in
-// process memory, so a killed process would lose commits whose input had
-// already been acknowledged.
+// walFS is the file system Pebble runs on. It changes how write-ahead log
+// files are written (walFile); other files (tables, manifest) pass through.
 //
-// A WAL file is still fsynced when it is closed (log rotation, Close): a
-// log that is not the newest must be complete for Pebble to open the store
-// after a machine crash. Other files (tables, manifest) keep real fsyncs;
-// they are written in the background.
-type processSafeFS struct{ vfs.FS }
+// Without Options.Sync (processSafe), it skips the fsync of log files.
+// Every Commit still asks Pebble for a synced write, so Pebble writes the
+// commit's log record to the log file with write(2) before Commit returns;
+// a commit thus survives the crash of the process (the kernel holds the
+// data) but not of the machine, at the cost of one write(2) per Commit
+// instead of one fsync. Pebble's own NoSync mode would leave up to a 32 KiB
+// log block in process memory, so a killed process would lose commits
+// whose input had already been acknowledged. A log file is still fsynced
+// when it is closed (log rotation, Close): a log that is not the newest
+// must be complete for Pebble to open the store after a machine crash.
+// Tables and the manifest keep real fsyncs; they are written in the
+// background.
+type walFS struct {
+	vfs.FS
+	processSafe bool
+}
 
 func isWAL(name string) bool { return strings.HasSuffix(name, ".log") }
 
 // Create implements vfs.FS.
-func (p processSafeFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := p.FS.Create(name, category)
+func (w walFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := w.FS.Create(name, category)
 	if err != nil || !isWAL(name) {
 		return f, err
 	}
-	return walFile{f}, nil
+	return walFile{f, w.processSafe}, nil
 }
 
-// ReuseForWrite implements vfs.FS (Pebble recycles WAL files).
-func (p processSafeFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := p.FS.ReuseForWrite(oldname, newname, category)
+// ReuseForWrite implements vfs.FS (Pebble recycles log files).
+func (w walFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := w.FS.ReuseForWrite(oldname, newname, category)
 	if err != nil || !isWAL(newname) {
 		return f, err
 	}
-	return walFile{f}, nil
+	return walFile{f, w.processSafe}, nil
 }
 
 // Unwrap implements vfs.FS.
-func (p processSafeFS) Unwrap() vfs.FS { return p.FS }
+func (w walFS) Unwrap() vfs.FS { return w.FS }
 
-// walFile skips fsync while the file is written and syncs it on Close.
-type walFile struct{ vfs.File }
+// walFile is a write-ahead log file being written. With processSafe it
+// skips fsync while the file is written and syncs it on Close.
+type walFile struct {
+	vfs.File
+	processSafe bool
+}
 
-func (w walFile) Sync() error                       { return nil }
-func (w walFile) SyncData() error                   { return nil }
-func (w walFile) SyncTo(length int64) (bool, error) { return false, nil }
+// Preallocate implements vfs.File. It allocates nothing: Pebble would
+// reserve 110% of the memtable size for every log file up front
+// (fallocate), whatever the log then holds, so that a stopped directory of
+// a few megabytes of state took hundreds. A log file takes the space of
+// what is written to it; commit latency with Options.Sync measured the
+// same either way.
+func (w walFile) Preallocate(off, n int64) error { return nil }
 
+// Sync implements vfs.File.
+func (w walFile) Sync() error {
+	if w.processSafe {
+		return nil
+	}
+	return w.File.Sync()
+}
+
+// SyncData implements vfs.File.
+func (w walFile) SyncData() error {
+	if w.processSafe {
+		return nil
+	}
+	return w.File.SyncData()
+}
+
+// SyncTo implements vfs.File.
+func (w walFile) SyncTo(length int64) (bool, error) {
+	if w.processSafe {
+		return false, nil
+	}
+	return w.File.SyncTo(length)
+}
+
+// Close implements vfs.File.
 func (w walFile) Close() error {
-	return errors.Join(w.File.Sync(), w.File.Close())
+	if w.processSafe {
+		return errors.Join(w.File.Sync(), w.File.Close())
+	}
+	return w.File.Close()
 }
 
 // pebbleLogger sends Pebble's log lines to slog: its informational lines
-// at Debug, its errors at Error.
-type pebbleLogger struct{ l *slog.Logger }
+// at Debug, its errors at Error. Its fatal errors fail the store (health).
+type pebbleLogger struct {
+	l *slog.Logger
+	h *health
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	if p.l.Enabled(context.Background(), slog.LevelDebug) {
@@ -128,12 +207,12 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
 
-// Fatalf is called by Pebble on an invariant violation it cannot continue
-// from (corruption); it must not return.
+// Fatalf is called by Pebble on an error it cannot continue from: a failed
+// write of the write-ahead log or the manifest, corruption, an invariant
+// violation. It must not return; see health.fatal.
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	p.l.Error(msg, "component", "pebble")
-	panic("state: pebble: " + msg)
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	p.h.fatal(format, args...)
 }
 
 // forEach calls fn for every key in [lower, upper) of r, in key order.

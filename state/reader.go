@@ -22,21 +22,25 @@ type Reader struct {
 	dir    string
 	db     *pebble.DB
 	lock   *pebble.Lock
+	health *health
 	meta   meta
 	closed bool
 }
 
 // OpenReadOnly opens the data directory dir for reading. The directory must
 // hold a Sluice store.
-func OpenReadOnly(dir string) (*Reader, error) {
+func OpenReadOnly(dir string) (_ *Reader, err error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("state: open data directory: %w", err)
 	}
-	db, lock, err := openPebble(dir, slog.New(slog.DiscardHandler), true, true)
+	log := slog.New(slog.DiscardHandler)
+	h := newHealth(dir, log)
+	defer h.recoverFatal(&err, false)
+	db, lock, err := openPebble(dir, pebbleConfig{log: log, health: h, readOnly: true, sync: true})
 	if err != nil {
 		return nil, err
 	}
-	r := &Reader{dir: dir, db: db, lock: lock}
+	r := &Reader{dir: dir, db: db, lock: lock, health: h}
 	m, found, err := readMeta(db, dir)
 	if err == nil && !found {
 		err = newError(ErrCorrupt, nil, "state: %s holds no Sluice state (no layout record)", dir)
@@ -59,7 +63,8 @@ func (r *Reader) Tables() []string { return slices.Sorted(maps.Keys(r.meta.table
 func (r *Reader) Positions() map[string]uint64 { return maps.Clone(r.meta.positions) }
 
 // Scan calls fn for every entry of table, in key order, as Store.Scan does.
-func (r *Reader) Scan(table string, fn func(key, value []byte) error) error {
+func (r *Reader) Scan(table string, fn func(key, value []byte) error) (err error) {
+	defer r.health.recoverFatal(&err, false)
 	if r.closed {
 		return newError(ErrClosed, nil, "state: scan table %q in %s", table, r.dir)
 	}
@@ -71,12 +76,17 @@ func (r *Reader) Scan(table string, fn func(key, value []byte) error) error {
 }
 
 // Close releases the directory. It is idempotent.
-func (r *Reader) Close() error {
+func (r *Reader) Close() (err error) {
+	defer r.health.recoverFatal(&err, false)
 	if r.closed {
 		return nil
 	}
 	r.closed = true
-	err := r.db.Close()
+	if err := r.health.Err(); err != nil {
+		return err
+	}
+	r.health.closing.Store(true)
+	err = r.db.Close()
 	if lerr := r.lock.Close(); err == nil {
 		err = lerr
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -15,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Options configure Open. The zero value is usable: it adopts the key group
@@ -34,6 +36,17 @@ type Options struct {
 	// Logger receives the store's and Pebble's log lines; nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// MemTableSize is the size of Pebble's memtable in bytes, from
+	// MinMemTableSize to MaxMemTableSize; zero means DefaultMemTableSize.
+	// Pebble holds up to three memtables in memory, and its write-ahead
+	// log takes up to about four times this size on disk, six at worst
+	// (see DefaultMemTableSize). A larger memtable absorbs more updates of the
+	// same keys before they reach disk.
+	MemTableSize int
+
+	// fs replaces the operating system's file system (tests inject
+	// faults with it).
+	fs vfs.FS
 }
 
 // DefaultOptions returns Options with KeyGroups set to DefaultKeyGroups and
@@ -59,6 +72,7 @@ type Store struct {
 	dir    string
 	db     *pebble.DB
 	lock   *pebble.Lock
+	health *health
 	log    *slog.Logger
 	groups int
 
@@ -85,10 +99,15 @@ type Store struct {
 // the directory open, in this process or another; with ErrKeyGroupMismatch
 // if the directory was created with a key group count other than a
 // non-zero opts.KeyGroups; with ErrCorrupt if it holds data Sluice cannot
-// read.
+// read; with ErrFailed if Pebble cannot write to the directory (a full or
+// read-only disk: Open gives up after a few seconds of failed retries; see
+// Store.Err for what is left behind).
 func Open(dir string, opts Options) (*Store, error) {
 	if opts.KeyGroups < 0 || opts.KeyGroups > MaxKeyGroups {
 		return nil, fmt.Errorf("state: open %s: key group count %d out of range 1..%d", dir, opts.KeyGroups, MaxKeyGroups)
+	}
+	if m := opts.MemTableSize; m != 0 && (m < MinMemTableSize || m > MaxMemTableSize) {
+		return nil, fmt.Errorf("state: open %s: memtable size %d out of range %d..%d", dir, m, MinMemTableSize, MaxMemTableSize)
 	}
 	logger := opts.Logger
 	if logger == nil {
@@ -97,8 +116,45 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state: create data directory: %w", err)
 	}
+	h := newHealth(dir, logger)
+	type result struct {
+		s   *Store
+		err error
+	}
+	// Pebble's Open waits for a flush of the replayed write-ahead log,
+	// which on a full disk fails for ever: wait for the store's failure
+	// too. A stuck Open goroutine is left parked (see health).
+	done := make(chan result, 1)
+	go func() {
+		s, err := open(dir, opts, logger, h)
+		if err == nil && h.Err() != nil {
+			// Failed in the background while loading; Open has returned.
+			_ = s.Close()
+			s, err = nil, h.Err()
+		}
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-h.failed:
+		select {
+		case r := <-done:
+			if r.s != nil {
+				_ = r.s.Close()
+			}
+		default:
+		}
+		return nil, h.Err()
+	}
+}
+
+// open is Open's work, on a goroutine of its own.
+func open(dir string, opts Options, logger *slog.Logger, h *health) (_ *Store, err error) {
 	start := time.Now()
-	db, lock, err := openPebble(dir, logger, false, opts.Sync)
+	db, lock, err := openPebble(dir, pebbleConfig{
+		log: logger, health: h, sync: opts.Sync, memTable: opts.MemTableSize, fs: opts.fs,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -106,13 +162,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		dir:    dir,
 		db:     db,
 		lock:   lock,
+		health: h,
 		log:    logger.With("component", "state", "dir", dir),
 		byName: map[string]*Table{},
 		nextID: 1,
 	}
 	entries, err := s.load(opts.KeyGroups)
 	if err != nil {
-		_ = s.closePebble()
+		_ = s.release()
 		return nil, err
 	}
 	s.log.Info("state store opened", "key_groups", s.groups, "tables", len(s.tables),
@@ -122,7 +179,8 @@ func Open(dir string, opts Options) (*Store, error) {
 
 // load reads metadata, creating it for a new store, and every committed
 // entry. It returns the number of entries loaded.
-func (s *Store) load(want int) (int, error) {
+func (s *Store) load(want int) (_ int, err error) {
+	defer s.health.recoverFatal(&err, true)
 	m, found, err := readMeta(s.db, s.dir)
 	if err != nil {
 		return 0, err
@@ -257,9 +315,11 @@ func (s *Store) Commit(positions map[string]uint64) error {
 	if s.closed {
 		return newError(ErrClosed, nil, "state: commit to %s", s.dir)
 	}
+	if err := s.health.Err(); err != nil {
+		return err
+	}
 	start := time.Now()
 	b := s.db.NewBatch()
-	defer b.Close()
 	// Batch writes fail only when the batch outgrows Pebble's 4 GiB limit;
 	// the first failure is kept and reported.
 	var berr error
@@ -299,13 +359,16 @@ func (s *Store) Commit(positions map[string]uint64) error {
 		set(s.keyBuf, val[:])
 	}
 	if berr != nil {
+		_ = b.Close()
 		return fmt.Errorf("state: commit %d entries to %s: %w", entries, s.dir, berr)
 	}
 	bytes := len(b.Repr())
-	if !b.Empty() {
-		if err := s.db.Apply(b, pebble.Sync); err != nil {
-			return fmt.Errorf("state: commit %d entries to %s: %w", entries, s.dir, err)
-		}
+	if b.Empty() {
+		_ = b.Close()
+	} else if err := s.apply(b); errors.Is(err, ErrFailed) {
+		return err
+	} else if err != nil {
+		return fmt.Errorf("state: commit %d entries to %s: %w", entries, s.dir, err)
 	}
 
 	// Durable: now forget the dirty marks and committed deletions.
@@ -334,6 +397,52 @@ func (s *Store) Commit(positions map[string]uint64) error {
 	}
 	return nil
 }
+
+// apply applies b with a synced write and closes it. The write runs on a
+// goroutine of its own: one stalled behind flushes that keep failing would
+// never return, so apply also returns when the store fails, with the
+// failure, leaving the write's goroutine parked.
+func (s *Store) apply(b *pebble.Batch) error {
+	done := make(chan error, 1)
+	go func() {
+		done <- s.applyBatch(b)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-s.health.failed:
+		select {
+		case err := <-done:
+			// The write finished as the store failed: its result stands.
+			return err
+		default:
+			return s.health.Err()
+		}
+	}
+}
+
+func (s *Store) applyBatch(b *pebble.Batch) (err error) {
+	defer s.health.recoverFatal(&err, true)
+	defer b.Close()
+	// A failed write of the log does not come back as an error: Pebble
+	// calls Fatalf, or panics, and recoverFatal makes it the failure.
+	return s.db.Apply(b, pebble.Sync)
+}
+
+// Err returns the error that failed the store, or nil while it is healthy.
+// A store fails when Pebble cannot write to the data directory (a full or
+// read-only disk, an I/O error) or reports an error it cannot continue
+// from; the error matches ErrFailed and names the directory and the cause.
+// A failed store refuses Commits with that error. What was committed is
+// intact and is recovered at the next Open; the failed Pebble instance is
+// abandoned, not closed, so the directory stays locked until the process
+// exits: the process should exit, and restart once the disk is fixed.
+func (s *Store) Err() error { return s.health.Err() }
+
+// Failed returns a channel that is closed when the store fails; Err then
+// returns why. A host watches it to stop when the disk fails while no
+// Commit runs (Pebble's flushes and compactions run in the background).
+func (s *Store) Failed() <-chan struct{} { return s.health.failed }
 
 // CommitStats describes one Commit, or a sum of Commits.
 type CommitStats struct {
@@ -389,7 +498,8 @@ func (s *Store) Stats() Stats {
 //
 // Scan merges one Pebble iterator per key group, since keys are stored
 // grouped by key group. It is meant for dumps and tests, not the hot path.
-func (s *Store) Scan(table string, fn func(key, value []byte) error) error {
+func (s *Store) Scan(table string, fn func(key, value []byte) error) (err error) {
+	defer s.health.recoverFatal(&err, false)
 	s.mu.Lock()
 	t, closed := s.byName[table], s.closed
 	s.mu.Unlock()
@@ -403,7 +513,9 @@ func (s *Store) Scan(table string, fn func(key, value []byte) error) error {
 }
 
 // Close closes the Pebble store and releases the data directory. Writes
-// not committed are lost. Close is idempotent.
+// not committed are lost. Close is idempotent. Closing a failed store (see
+// Err) returns its failure and leaves Pebble and the directory lock as they
+// are.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -411,15 +523,24 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	if err := s.closePebble(); err != nil {
+	if err := s.release(); errors.Is(err, ErrFailed) {
+		return err
+	} else if err != nil {
 		return fmt.Errorf("state: close %s: %w", s.dir, err)
 	}
 	s.log.Info("state store closed")
 	return nil
 }
 
-func (s *Store) closePebble() error {
-	err := s.db.Close()
+// release closes Pebble and releases the directory, unless the store failed
+// (see Err): it then returns the failure.
+func (s *Store) release() (err error) {
+	defer s.health.recoverFatal(&err, false)
+	if err := s.health.Err(); err != nil {
+		return err
+	}
+	s.health.closing.Store(true)
+	err = s.db.Close()
 	if lerr := s.lock.Close(); err == nil {
 		err = lerr
 	}

@@ -167,7 +167,7 @@ func TestOpenTwiceInProcessIsLocked(t *testing.T) {
 
 func TestOpenRefusesForeignPebbleStore(t *testing.T) {
 	dir := t.TempDir()
-	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{quietOptions(0).Logger}})
+	db, err := pebble.Open(dir, &pebble.Options{Logger: pebbleLogger{quietOptions(0).Logger, newHealth(dir, quietOptions(0).Logger)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -230,7 +230,7 @@ func TestPluginCheckShowsTheVersion(t *testing.T) {
 	if c, out, errOut := sluice(t, ".", "plugin", "check", "--json", file); c != 0 || !strings.Contains(out, `"Version": "1.5.0"`) {
 		t.Errorf("plugin check --json: exit %d\n%s%s", c, out, errOut)
 	}
-	if c, out, errOut := sluice(t, ".", "plugin", "check", filepath.Join(pluginsDir, "upper.wasm")); c != 0 || !strings.Contains(out, "version  none") {
+	if c, out, errOut := sluice(t, ".", "plugin", "check", filepath.Join(pluginsDir, "upper.wasm")); c != 0 || strings.Contains(out, "version  ") {
 		t.Errorf("plugin check of a module without a version: exit %d\n%s%s", c, out, errOut)
 	}
 }

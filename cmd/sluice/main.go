@@ -3,6 +3,7 @@
 //
 //	sluice demo                       a live word count on an embedded NATS server
 //	sluice run -c pipeline.yaml       run a pipeline
+//	sluice lint -c pipeline.yaml      check a pipeline and its plugins without running it
 //	sluice plugin new --lang L NAME   scaffold a plugin project (go, rust, c, assemblyscript, wat)
 //	sluice plugin build DIR           compile a plugin in any SDK language to Wasm
 //	sluice plugin test DIR            build a plugin and run its test cases through the host
@@ -126,5 +127,6 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate(versionLine())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(newVersionCmd(), newRunCmd(), newDemoCmd(), newPluginCmd(), newStateCmd(), newBenchCmd())
+	root.AddCommand(newLintCmd())
 	return root
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/registry"
 	wasm "github.com/sluicehq/sluice/runtime"
@@ -71,15 +72,15 @@ func (f *buildFlags) build(cmd *cobra.Command, dir, out, version string) (build.
 			return res, checked{}, fmt.Errorf("--version: %w", err)
 		}
 	}
-	r, err := checkFile(cmd, res.Output)
+	c, err := checkFile(cmd, res.Output)
 	if err != nil {
-		return res, r, err
+		return res, c, err
 	}
-	if !r.OK() {
-		printReport(cmd.ErrOrStderr(), r)
-		return res, r, fmt.Errorf("%s was built but the host would refuse it", res.Output)
+	if !c.OK() {
+		printReport(cmd.ErrOrStderr(), c)
+		return res, c, fmt.Errorf("%s was built but the host would refuse it", res.Output)
 	}
-	return res, r, nil
+	return res, c, nil
 }
 
 // stampVersion writes version into the module file's version section.
@@ -116,7 +117,13 @@ files (--lang overrides it):
   wat             DIR/<name of DIR>.wat: wat2wasm
 
 SDK is the Sluice checkout (--sdk). A missing toolchain is reported with the
-package that provides it; scripts/install-toolchains.sh installs them all.`,
+package that provides it; scripts/install-toolchains.sh installs them all.
+
+The module declares the operator kind of the handler the plugin registers
+in its sluice.kinds custom section (abi/ABI.md section 12), which Rust's
+SDK writes and the build writes for the others, from what the module's
+sluice_kinds export says: a pipeline that runs it as another kind is then
+refused when it loads. A plugin that registers no handler fails the build.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, r, err := bf.build(cmd, args[0], out, version)
@@ -146,9 +153,15 @@ func newPluginCheckCmd() *cobra.Command {
 		Use:   "check FILE.wasm",
 		Short: "Report a module's exports, imports and ABI version, and every problem the host would refuse it for",
 		Long: `Compile and inspect a module as the host does when a pipeline loads it, and
-report its exports and imports with their signatures, the ABI version it
-declares, the operator kinds it can serve, and every problem with it. Exits 1
-when the module has problems.`,
+report its version (custom section sluice.version), its exports and imports
+with their signatures, the ABI version it declares, the operator kinds it can
+serve, and every problem with it. Exits 1 when the module has problems.
+
+The kinds are those the module declares in its sluice.kinds custom section,
+which 'sluice plugin build' writes from the handler the plugin registers; a
+pipeline that runs it as another kind is refused when it loads. A module
+without the section (built otherwise, or before the section existed) is
+said to serve every kind whose exports it has: "inferred from its exports".`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := checkFile(cmd, args[0])
@@ -158,7 +171,8 @@ when the module has problems.`,
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				if err := enc.Encode(r); err != nil {
+				enc.SetEscapeHTML(false) // "(i32) -> i32", not "-\u003e"
+				if err := enc.Encode(r.json()); err != nil {
 					return err
 				}
 			} else {
@@ -174,21 +188,19 @@ when the module has problems.`,
 	return cmd
 }
 
-// checked is what plugin check reports of a module: the host's check, and
-// the version the module declares, as the registry shows it.
+// checked is what `sluice plugin check` reports on a module: what the host
+// found (plugin.Check) and the version the module declares.
 type checked struct {
 	plugin.Report
-	// Version is the text of the module's sluice.version custom section;
-	// empty when it has none.
-	Version string
+	Version string // its sluice.version custom section; "" when it has none
 }
 
+// checkFile checks the module file at path as the host would.
 func checkFile(cmd *cobra.Command, path string) (checked, error) {
 	code, err := plugin.ReadModule(path, 0)
 	if err != nil {
 		return checked{}, fmt.Errorf("plugin: %w", err)
 	}
-	version, verr := registry.ReadVersion(code)
 	ctx := cmd.Context()
 	cfg := wasm.NewConfig().WithHostModules(plugin.HostModule())
 	if dir, err := wasm.UserCacheDir(); err == nil {
@@ -200,14 +212,16 @@ func checkFile(cmd *cobra.Command, path string) (checked, error) {
 	}
 	defer eng.Close(ctx)
 	r, err := plugin.Check(ctx, eng, filepath.Base(path), code)
+	c := checked{Report: r}
 	if err != nil {
-		return checked{}, err
+		return c, err
 	}
-	if verr != nil {
-		// The registry refuses such a module, and so does the host.
-		r.Problems = append(r.Problems, verr.Error())
+	// The registry refuses a module whose version section it cannot
+	// read; a module that has other problems does not get that far.
+	if c.Version, err = registry.ReadVersion(code); err != nil && c.OK() {
+		c.Problems = append(c.Problems, fmt.Sprintf("custom section %s: %v: the registry (sluice plugin swap) refuses the module", registry.VersionSection, err))
 	}
-	return checked{Report: r, Version: version}, nil
+	return c, nil
 }
 
 func kindList(kinds []plugin.Kind) string {
@@ -225,8 +239,6 @@ func printReport(w io.Writer, r checked) {
 	fmt.Fprintf(w, "module   %s\n", r.Name)
 	if r.Version != "" {
 		fmt.Fprintf(w, "version  %s\n", r.Version)
-	} else {
-		fmt.Fprintf(w, "version  none (no %s custom section: shown as sha256:%s)\n", registry.VersionSection, r.SHA256[:min(12, len(r.SHA256))])
 	}
 	fmt.Fprintf(w, "size     %d bytes\n", r.Size)
 	fmt.Fprintf(w, "sha256   %s\n", r.SHA256)
@@ -236,17 +248,24 @@ func printReport(w io.Writer, r checked) {
 	if r.ABIVersion != 0 {
 		fmt.Fprintf(w, "abi      version %d\n", r.ABIVersion)
 	}
-	fmt.Fprintf(w, "kinds    %s\n", kindList(r.Kinds))
+	switch {
+	case r.KindsDeclared:
+		fmt.Fprintf(w, "kinds    %s (declared: custom section %s)\n", kindList(r.Kinds), abi.SectionKinds)
+	case len(r.Kinds) > 0:
+		fmt.Fprintf(w, "kinds    %s (inferred from its exports: the module has no %s custom section)\n", kindList(r.Kinds), abi.SectionKinds)
+	default:
+		fmt.Fprintf(w, "kinds    %s\n", kindList(r.Kinds))
+	}
 	if len(r.Exports) > 0 {
 		fmt.Fprintln(w, "exports")
 		for _, f := range r.Exports {
-			fmt.Fprintf(w, "  %s %s\n", f.Name, signature(f.Signature))
+			fmt.Fprintf(w, "  %s\n", f)
 		}
 	}
 	if len(r.Imports) > 0 {
 		fmt.Fprintln(w, "imports")
 		for _, f := range r.Imports {
-			fmt.Fprintf(w, "  %s.%s %s\n", f.Module, f.Name, signature(f.Signature))
+			fmt.Fprintf(w, "  %s\n", f)
 		}
 	}
 	for _, n := range r.Notes {
@@ -261,13 +280,46 @@ func printReport(w io.Writer, r checked) {
 	}
 }
 
-func signature(s wasm.Signature) string {
-	list := func(ts []wasm.ValueType) string {
-		parts := make([]string, len(ts))
-		for i, t := range ts {
-			parts[i] = t.String()
+// checkJSON is the JSON form of a check: plugin.Report's fields, the
+// module's version, and each function's signature as text ("(i32, i32) ->
+// i32"). Lists are never null.
+type checkJSON struct {
+	Name          string
+	Version       string `json:",omitempty"`
+	Size          int
+	SHA256        string
+	Memory        bool
+	Exports       []funcJSON
+	Imports       []funcJSON
+	ABIVersion    int32
+	Command       bool
+	Language      string
+	Kinds         []plugin.Kind
+	KindsDeclared bool
+	Notes         []string
+	Problems      []string
+}
+
+// funcJSON is an exported or imported function in a checkJSON.
+type funcJSON struct {
+	Module    string `json:",omitempty"` // the import module; none for an export
+	Name      string
+	Signature string
+}
+
+func (r checked) json() checkJSON {
+	funcs := func(fs []wasm.FuncInfo) []funcJSON {
+		out := make([]funcJSON, len(fs))
+		for i, f := range fs {
+			out[i] = funcJSON{Module: f.Module, Name: f.Name, Signature: f.Signature.String()}
 		}
-		return "(" + strings.Join(parts, ", ") + ")"
+		return out
 	}
-	return list(s.Params) + " -> " + list(s.Results)
+	nonNil := func(s []string) []string { return append([]string{}, s...) }
+	return checkJSON{
+		Name: r.Name, Version: r.Version, Size: r.Size, SHA256: r.SHA256, Memory: r.Memory,
+		Exports: funcs(r.Exports), Imports: funcs(r.Imports), ABIVersion: r.ABIVersion, Command: r.Command,
+		Language: r.Language, Kinds: append([]plugin.Kind{}, r.Kinds...), KindsDeclared: r.KindsDeclared,
+		Notes: nonNil(r.Notes), Problems: nonNil(r.Problems),
+	}
 }

@@ -143,7 +143,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	}
 
 	h.store, err = state.Open(filepath.Join(dataDir, "state"), state.Options{
-		KeyGroups: p.State.KeyGroups, Sync: p.State.Sync, Logger: h.log,
+		KeyGroups: p.State.KeyGroups, Sync: p.State.Sync, MemTableSize: int(p.State.MemTableSize), Logger: h.log,
 	})
 	if err != nil {
 		return nil, err
@@ -391,8 +391,13 @@ func (h *Host) connectNATS(ctx context.Context, dataDir, urlOverride string) err
 
 func (h *Host) source(ctx context.Context, s *pipeline.Source) (connectors.Source, error) {
 	switch s.Type {
-	case "file":
-		return file.NewSource(file.SourceConfig{Path: s.Path, Format: file.Format(s.Format), Name: s.Name})
+	case "file", "stdin":
+		cfg := file.SourceConfig{Path: s.Path, Format: file.Format(s.Format), KeyField: s.KeyField, TimeField: s.TimeField,
+			TimeUnit: file.TimeUnit(s.TimeUnit), MaxLine: int(s.MaxLineBytes), Name: s.Name}
+		if s.Type == "stdin" {
+			cfg.Reader = os.Stdin
+		}
+		return file.NewSource(cfg)
 	case "generator":
 		if s.Mode == string(generator.Txn) {
 			k, err := pipeline.Workload(s.App, s.Knobs)
@@ -426,7 +431,9 @@ func (h *Host) source(ctx context.Context, s *pipeline.Source) (connectors.Sourc
 func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, error) {
 	switch s.Type {
 	case "file":
-		return file.NewSink(file.SinkConfig{Path: s.Path, Name: s.Name})
+		return file.NewSink(file.SinkConfig{Path: s.Path, Format: file.Format(s.Format), Name: s.Name})
+	case "stdout":
+		return file.NewWriterSink(os.Stdout, file.WriterSinkConfig{Format: file.Format(s.Format), Name: s.Name})
 	case "nats":
 		h.log.Warn("a core NATS sink is at least once: after a crash, the outputs of the batch that was not committed are published again (a jetstream sink is exactly once)",
 			"sink", s.Name, "subject", s.Subject)
@@ -434,7 +441,7 @@ func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, err
 	case "jetstream":
 		cfg := natsconn.JetStreamSinkConfig{Subject: s.Subject, Stream: s.Stream, Name: s.Name, Logger: h.log}
 		for _, src := range h.p.Sources {
-			if src.Type == "nats" {
+			if src.Type == "nats" || src.Type == "stdin" {
 				cfg.NotReplayed = append(cfg.NotReplayed, h.p.Name+"/"+src.Name)
 			}
 		}
@@ -511,11 +518,43 @@ func (h *Host) Status() exec.Status { return h.job.Status() }
 func (h *Host) Metrics() *exec.Metrics { return h.metrics }
 
 // Run runs the job until its sources end or ctx is cancelled (then it
-// drains and commits), and closes everything.
+// drains and commits), and closes everything. If the state store fails
+// (a full or read-only disk: state.Store.Err), the job stops as if
+// cancelled and Run returns the store's failure.
 func (h *Host) Run(ctx context.Context) error {
-	err := h.job.Run(ctx)
+	err := runUntilFailed(ctx, h.store, h.log, h.job.Run)
 	if cerr := h.Close(context.WithoutCancel(ctx)); err == nil {
 		err = cerr
+	}
+	return err
+}
+
+// failing is what runUntilFailed watches: a state.Store.
+type failing interface {
+	Failed() <-chan struct{}
+	Err() error
+}
+
+// runUntilFailed runs run, cancelling its context early if store fails,
+// and returns run's error, joined with the store's failure unless the
+// error already is that failure.
+func runUntilFailed(ctx context.Context, store failing, log *slog.Logger, run func(context.Context) error) error {
+	runCtx, cancel := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-store.Failed():
+			log.Error("stopping: the state store failed", "err", store.Err())
+			cancel()
+		case <-runCtx.Done():
+		}
+	}()
+	err := run(runCtx)
+	cancel()
+	<-watched
+	if serr := store.Err(); serr != nil && !errors.Is(err, state.ErrFailed) {
+		err = errors.Join(serr, err)
 	}
 	return err
 }

@@ -167,7 +167,7 @@ func (l *nativeLedger) Apply(_ context.Context, _, _ int, o *txn.Op, a txn.Acces
 			v, _ := a.Read(0)
 			src = balance(v)
 		}
-		if src < amt {
+		if src < amt || (o.Fn == fnDebitIfFunded && own < amt) {
 			return txn.Effect{Abort: true}, nil
 		}
 		if o.Fn == fnCreditIfFunded {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -174,7 +175,10 @@ func genLedger(t *rapid.T) ledgerBatch {
 // deposits, conditional transfers, closings and non-deterministic
 // redirects, its change set, outcomes (as the guest describes them in its
 // outputs) and rejects equal those of the native logic under the serial
-// executor; so do the native logic's under the same strategy.
+// executor; so do the native logic's under the same strategy. The serial
+// run must follow the transfer's rule (checkTransfers); source accounts and
+// book entries are drawn independently and amounts exceed balances, so the
+// book entry's condition alone decides some transfers.
 func TestWasmMatchesSerialAndNative(t *testing.T) {
 	ctx := context.Background()
 	p := loadLedger(t, 0)
@@ -184,13 +188,14 @@ func TestWasmMatchesSerialAndNative(t *testing.T) {
 		nativeOps[w] = newOperator(t, &nativeLedger{}, w+1)
 	}
 	serial := strategy(t, "serial")
-	var seen struct{ aborted, nonDetGets, rejects, deletes, events int }
+	var seen struct{ aborted, bookAlone, nonDetGets, rejects, deletes, events int }
 	rapid.Check(t, func(rt *rapid.T) {
 		b := genLedger(rt)
 		want, err := process(ctx, nativeOps[0], serial, b.events, b.store)
 		if err != nil {
 			rt.Fatalf("native serial: %v", err)
 		}
+		seen.bookAlone += checkTransfers(rt, b.events, want)
 		seen.events += len(b.events)
 		seen.rejects += len(want.rejects)
 		seen.deletes += want.deletes
@@ -221,10 +226,52 @@ func TestWasmMatchesSerialAndNative(t *testing.T) {
 		}
 	})
 	// The generator must reach the cases that matter.
-	if seen.aborted == 0 || seen.nonDetGets == 0 || seen.rejects == 0 || seen.deletes == 0 {
+	if seen.aborted == 0 || seen.bookAlone == 0 || seen.nonDetGets == 0 || seen.rejects == 0 || seen.deletes == 0 {
 		t.Errorf("generator missed a case: %+v", seen)
 	}
 	t.Logf("%+v", seen)
+}
+
+// checkTransfers checks a serial run's transfers against the rule: one
+// commits exactly when the source account (its first operation's read) and
+// the source book entry (that operation's own key) both hold its amount;
+// and that no balance the run writes is negative. It returns the number of
+// transfers aborted by the book entry's condition alone.
+func checkTransfers(rt *rapid.T, events []abi.Record, o outcome) (bookAlone int) {
+	for _, r := range o.records {
+		var origin, time int
+		var key, kind, result, own, read string
+		if _, err := fmt.Sscanf(r, "%d %s %d: %s %s op0:own=%s r=%s", &origin, &key, &time, &kind, &result, &own, &read); err != nil || kind != "T" {
+			continue
+		}
+		amount := int64(field(events[origin].Value, 4))
+		book, account := shown(rt, own), shown(rt, read)
+		if (result == "committed") != (account >= amount && book >= amount) {
+			rt.Fatalf("transfer of %d from an account holding %d and a book entry holding %d: %q", amount, account, book, r)
+		}
+		if result == "aborted" && account >= amount {
+			bookAlone++
+		}
+	}
+	for _, c := range o.changes {
+		if i := strings.LastIndexByte(c, '='); i >= 0 && strings.HasPrefix(c[i+1:], "-") {
+			rt.Fatalf("change %s: a negative balance", c)
+		}
+	}
+	return bookAlone
+}
+
+// shown parses a balance as describe shows it ("none" for a missing key,
+// which holds 0).
+func shown(rt *rapid.T, s string) int64 {
+	if s == "none" {
+		return 0
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		rt.Fatalf("balance %q: %v", s, err)
+	}
+	return v
 }
 
 // TestWasmFailures checks that each way a guest can fail fails the batch

@@ -14,9 +14,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/plugins/internal/plugintest"
+	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/build"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
@@ -155,10 +157,68 @@ func TestConformance(t *testing.T) {
 		t.Skip("builds every operator in every language; skipped in -short mode")
 	}
 	prebuild()
+	t.Run("kinds", testKinds)
 	t.Run("upper", testUpper)
 	t.Run("enrich", testEnrich)
 	t.Run("wordcount", testWordcount)
 	t.Run("ledger", testLedger)
+}
+
+// ---- the kinds each module declares ----
+
+// exampleKinds are the kinds of the SDKs' examples, sdk/<language>/example.
+var exampleKinds = map[build.Language][]plugin.Kind{
+	build.Rust:           {plugin.KindKeyed},
+	build.C:              {plugin.KindFlatMap},
+	build.AssemblyScript: {plugin.KindFlatMap},
+}
+
+// testKinds checks that every module, in every language, declares the
+// kinds of the handler it registers in its sluice.kinds section, written
+// by its SDK (Rust) or by the build from what its sluice_kinds export says
+// (Go, C, AssemblyScript, WAT), as check reports them: the kind it is
+// loaded as (opKinds), so that the host refuses it as any other.
+func testKinds(t *testing.T) {
+	ctx := context.Background()
+	eng, err := runtime.NewWazero(ctx, runtime.NewConfig().WithHostModules(plugin.HostModule()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(ctx)
+	declares := func(t *testing.T, name string, wasm []byte, want []plugin.Kind) {
+		t.Helper()
+		r, err := plugin.Check(ctx, eng, name, wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.OK() || !r.KindsDeclared || !slices.Equal(r.Kinds, want) {
+			t.Errorf("%s: declared %v, kinds %v, problems %q; want %v declared", name, r.KindsDeclared, r.Kinds, r.Problems, want)
+		}
+	}
+	for _, lang := range append([]build.Language{build.Go}, languages...) {
+		t.Run(string(lang), func(t *testing.T) {
+			for _, op := range ops {
+				want := []plugin.Kind{opKinds[op]}
+				if lang == build.Rust && op == "enrich" {
+					// sluice::Operator serves any of the three.
+					want = []plugin.Kind{plugin.KindMap, plugin.KindFilter, plugin.KindFlatMap}
+				}
+				declares(t, op, module(t, lang, op), want)
+			}
+			if want, ok := exampleKinds[lang]; ok {
+				dir := filepath.Join("..", "..", "sdk", string(lang), "example")
+				res, err := build.Build(ctx, dir, build.Options{Output: filepath.Join(t.TempDir(), "example.wasm")})
+				if err != nil {
+					t.Fatalf("building %s: %v", dir, err)
+				}
+				wasm, err := os.ReadFile(res.Output)
+				if err != nil {
+					t.Fatal(err)
+				}
+				declares(t, dir, wasm, want)
+			}
+		})
+	}
 }
 
 // ---- the batch kinds: upper, enrich, wordcount ----
@@ -507,6 +567,28 @@ func ledgerWorkload(t testing.TB) plugintest.TxnWorkload {
 	return w
 }
 
+// bookEntryWorkload is the smallest case of the transfer's condition on
+// the source book entry: every balance starts at 100; the first transfer
+// empties book entry 2; the second, of 1 from account 4 (which holds 100)
+// and book entry 2 (which holds nothing), must abort.
+func bookEntryWorkload() plugintest.TxnWorkload {
+	w := plugintest.TxnWorkload{Tables: []string{event.AccountsTable, event.BookEntriesTable}, Initial: txn.MapStore{}}
+	for table := range uint32(2) {
+		for k := range uint32(6) {
+			w.Initial[txn.Key{Table: table, Key: string(event.AppendKey(nil, k))}] = event.AppendBalance(nil, 100)
+		}
+	}
+	var batch []abi.Record
+	for i, e := range []event.Event{
+		{Account: 0, Book: 2, DstAccount: 1, DstBook: 3, Amount: 100},
+		{Account: 4, Book: 2, DstAccount: 5, DstBook: 3, Amount: 1},
+	} {
+		batch = append(batch, abi.Record{Origin: uint32(i), Key: []byte("k"), Value: event.AppendEvent(nil, &e), Time: int64(i)})
+	}
+	w.Batches = [][]abi.Record{batch}
+	return w
+}
+
 func testLedger(t *testing.T) {
 	w := ledgerWorkload(t)
 	ctx := context.Background()
@@ -530,6 +612,11 @@ func testLedger(t *testing.T) {
 	if n := rejected(want[ledgerStrategies[0]]); n == 0 {
 		t.Fatal("no event was dead-lettered: the workload tests too little")
 	}
+	book := bookEntryWorkload()
+	wantBook := plugintest.RunTxn(t, book, ledgerStrategies[0], 2, keptOpen{goLogic})
+	if w := []string{"0 k transfer committed 100 100 100 100", "1 k transfer aborted 100 0 - -"}; !reflect.DeepEqual(wantBook.Outputs[0], w) {
+		t.Fatalf("the Go operator on the book entry's condition: outputs %q, want %q", wantBook.Outputs[0], w)
+	}
 	for _, lang := range languages {
 		t.Run(string(lang), func(t *testing.T) {
 			wasm := module(t, lang, "ledger")
@@ -542,6 +629,9 @@ func testLedger(t *testing.T) {
 				wt := want[s]
 				if got := plugintest.RunTxn(t, w, s, 2, keptOpen{l}); !reflect.DeepEqual(got, wt) {
 					t.Errorf("%s: %s", s, got.Diff(&wt))
+				}
+				if got := plugintest.RunTxn(t, book, s, 2, keptOpen{l}); !reflect.DeepEqual(got, wantBook) {
+					t.Errorf("%s, the book entry's condition: %s", s, got.Diff(&wantBook))
 				}
 			}
 			// A stored balance that does not decode fails the batch in

@@ -1,7 +1,8 @@
 // Command ledger is MorphStream's Streaming Ledger benchmark as a Sluice
 // transactional operator: deposits credit an account and a book entry;
 // transfers move an amount from an account and a book entry to others when
-// the source account's balance covers it, and abort otherwise. The logic
+// the source account's balance and the source book entry's both cover it,
+// and abort otherwise. The logic
 // is package ledgerop (see its documentation for the operations and the
 // output records), which the tests and benchmarks also run natively.
 //

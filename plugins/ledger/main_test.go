@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/plugins/internal/plugintest"
@@ -38,9 +40,12 @@ func ledgerWorkload(t testing.TB, abortRatio float64, events, batch int) plugint
 // and in WebAssembly, and requires the serial run's commits, change sets,
 // outputs and final state from each; then checks the serial run's
 // outputs against the rules (a transfer commits exactly when its source
-// balance covers it) and money conservation. Transfers abort two ways: drawn
-// to abort (the workload's abort amount), and on low balances, where
-// whether a transfer commits depends on the events before it.
+// account and its source book entry both cover it), money conservation and
+// that no balance is negative. Transfers abort two ways: drawn to abort
+// (the workload's abort amount), and on low balances, where whether a
+// transfer commits depends on the events before it; accounts and book
+// entries are drawn independently, so on low balances the book entry's
+// condition alone decides some transfers.
 func TestLedgerStrategies(t *testing.T) {
 	for _, c := range []struct {
 		name       string
@@ -56,16 +61,51 @@ func TestLedgerStrategies(t *testing.T) {
 				w.Initial[k] = event.AppendBalance(nil, c.initial)
 			}
 			tr := plugintest.CheckStrategies(t, w, native(w.Tables))
-			checkLedger(t, &w, &tr, c.initial)
+			bookAlone := checkLedger(t, &w, &tr, c.initial)
+			if c.initial < event.TransferAmount*4 && bookAlone == 0 {
+				t.Error("no transfer was decided by its book entry alone: the workload tests too little")
+			}
 		})
+	}
+}
+
+// TestLedgerBookEntryCondition runs the smallest case of the book entry's
+// condition natively and in WebAssembly, with every strategy: every
+// balance starts at 100; the first transfer empties book entry 2; the
+// second, of 1 from account 4 (which holds 100) and book entry 2 (which
+// holds nothing), aborts, and book entry 2 stays at 0.
+func TestLedgerBookEntryCondition(t *testing.T) {
+	w := plugintest.TxnWorkload{Tables: []string{event.AccountsTable, event.BookEntriesTable}, Initial: txn.MapStore{}}
+	for table := range uint32(2) {
+		for k := range uint32(6) {
+			w.Initial[txn.Key{Table: table, Key: string(event.AppendKey(nil, k))}] = event.AppendBalance(nil, 100)
+		}
+	}
+	var batch []abi.Record
+	for i, e := range []event.Event{
+		{Account: 0, Book: 2, DstAccount: 1, DstBook: 3, Amount: 100},
+		{Account: 4, Book: 2, DstAccount: 5, DstBook: 3, Amount: 1},
+	} {
+		batch = append(batch, abi.Record{Origin: uint32(i), Key: []byte("k"), Value: event.AppendEvent(nil, &e), Time: int64(i)})
+	}
+	w.Batches = [][]abi.Record{batch}
+	tr := plugintest.CheckStrategies(t, w, native(w.Tables))
+	want := []string{"0 k transfer committed 100 100 100 100", "1 k transfer aborted 100 0 - -"}
+	if !reflect.DeepEqual(tr.Outputs[0], want) {
+		t.Errorf("outputs %q, want %q", tr.Outputs[0], want)
+	}
+	if b, err := event.DecodeBalance(tr.Final[txn.Key{Table: event.BookEntries, Key: string(event.AppendKey(nil, 2))}]); err != nil || b != 0 {
+		t.Errorf("book entry 2 holds %d (%v), want 0", b, err)
 	}
 }
 
 // checkLedger checks a run's outputs against its events and final state:
 // one output per event, telling its outcome as the run's commits do; a
-// transfer committed exactly when the source balance it read covered its
-// amount; each table's sum is the initial sum plus the committed deposits.
-func checkLedger(t *testing.T, w *plugintest.TxnWorkload, tr *plugintest.TxnTrace, initial int64) {
+// transfer committed exactly when the source account and source book entry
+// it read both covered its amount; each table's sum is the initial sum plus
+// the committed deposits; no balance is negative. It returns the number of
+// transfers that the book entry's condition alone aborted.
+func checkLedger(t *testing.T, w *plugintest.TxnWorkload, tr *plugintest.TxnTrace, initial int64) (bookAlone int) {
 	t.Helper()
 	deposits, transfers, aborted := 0, 0, 0
 	for b, batch := range w.Batches {
@@ -87,14 +127,17 @@ func checkLedger(t *testing.T, w *plugintest.TxnWorkload, tr *plugintest.TxnTrac
 					t.Errorf("batch %d event %d: deposit aborted: %q", b, i, line)
 				}
 				deposits++
-			case !r.Balances[0].Read:
-				t.Errorf("batch %d event %d: transfer without its source balance: %q", b, i, line)
-			case r.Committed != (r.Balances[0].Value >= e.Amount):
-				t.Errorf("batch %d event %d: transfer of %d from a balance of %d: %q", b, i, e.Amount, r.Balances[0].Value, line)
+			case !r.Balances[0].Read || !r.Balances[1].Read:
+				t.Errorf("batch %d event %d: transfer without its source balances: %q", b, i, line)
+			case r.Committed != (r.Balances[0].Value >= e.Amount && r.Balances[1].Value >= e.Amount):
+				t.Errorf("batch %d event %d: transfer of %d from balances of %d and %d: %q", b, i, e.Amount, r.Balances[0].Value, r.Balances[1].Value, line)
 			case r.Committed:
 				transfers++
 			default:
 				aborted++
+				if r.Balances[0].Value >= e.Amount {
+					bookAlone++
+				}
 			}
 		}
 	}
@@ -113,12 +156,16 @@ func checkLedger(t *testing.T, w *plugintest.TxnWorkload, tr *plugintest.TxnTrac
 			if err != nil {
 				t.Fatal(err)
 			}
+			if b < 0 {
+				t.Errorf("%s %q holds %d", w.Tables[table], k.Key, b)
+			}
 			sum += b
 		}
 		if sum != want {
 			t.Errorf("%s sum to %d, want %d (initial %d plus %d committed deposits)", w.Tables[table], sum, want, int64(keys)*initial, deposits)
 		}
 	}
+	return bookAlone
 }
 
 // parseOutput parses a trace's output line "origin key value" of event i.

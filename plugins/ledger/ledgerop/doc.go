@@ -16,15 +16,20 @@
 // # Operations
 //
 // A deposit is two read-modify-writes: credit the account, then the book
-// entry (FnCredit). A transfer is four, declared in MorphStream's order,
-// each reading the source account's balance as a parametric dependency and
-// aborting the transaction when it is below the amount: debit the source
-// book entry (FnDebitIfFunded), credit the destination account and book
-// entry (FnCreditIfFunded), and last debit the source account itself
+// entry (FnCredit). A transfer commits only when the source account and
+// the source book entry both hold the amount; otherwise the whole transfer
+// aborts, so a transfer never takes a balance below zero. It is four
+// operations, declared in MorphStream's order, each reading the source
+// account's balance as a parametric dependency: debit the source book
+// entry (FnDebitIfFunded: it aborts unless both the source account and its
+// own balance, the book entry's, cover the amount), credit the destination
+// account and book entry (FnCreditIfFunded: it aborts unless the source
+// account covers the amount), and last debit the source account itself
 // (FnDebitIfFunded on its own balance), so that the three others read the
-// balance before the transfer. An operation whose result would overflow an
-// int64 aborts too, so a balance never wraps. Each operation first spins
-// for the event's busy-ns (plugins/internal/busy).
+// balances before the transfer. A transfer short of funds thus aborts at
+// its first operation. An operation whose result would overflow an int64
+// aborts too, so a balance never wraps. Each operation first spins for the
+// event's busy-ns (plugins/internal/busy).
 //
 // # Outputs
 //

@@ -17,8 +17,8 @@ const (
 	// balance (declared read 0) covers it, and aborts otherwise.
 	FnCreditIfFunded
 	// FnDebitIfFunded subtracts the amount from the own balance when the
-	// source balance (declared read 0, or the own balance without reads)
-	// covers it, and aborts otherwise.
+	// own balance covers it and so does the source balance of declared
+	// read 0, if any, and aborts otherwise.
 	FnDebitIfFunded
 )
 
@@ -149,13 +149,14 @@ func credit(c *sluice.Call) sluice.Effect {
 	return put(c, v, over)
 }
 
-func creditIfFunded(c *sluice.Call) sluice.Effect { return ifFunded(c, add) }
+func creditIfFunded(c *sluice.Call) sluice.Effect { return ifFunded(c, add, false) }
 
-func debitIfFunded(c *sluice.Call) sluice.Effect { return ifFunded(c, sub) }
+func debitIfFunded(c *sluice.Call) sluice.Effect { return ifFunded(c, sub, true) }
 
 // ifFunded applies op to the own balance and the amount when the source
-// balance covers the amount, and aborts the transfer otherwise.
-func ifFunded(c *sluice.Call, op func(balance, amount int64) (int64, bool)) sluice.Effect {
+// balance covers the amount, and for a debit the own balance too, and
+// aborts the transfer otherwise.
+func ifFunded(c *sluice.Call, op func(balance, amount int64) (int64, bool), debit bool) sluice.Effect {
 	amount, err := args(c)
 	if err != nil {
 		return sluice.Fail(err)
@@ -168,7 +169,7 @@ func ifFunded(c *sluice.Call, op func(balance, amount int64) (int64, bool)) slui
 	switch {
 	case err != nil:
 		return sluice.Fail(err)
-	case !ok:
+	case !ok, debit && b < amount:
 		return sluice.Abort()
 	}
 	v, over := op(b, amount)

@@ -15,9 +15,9 @@ import (
 )
 
 // run runs events as one batch, serially, over accounts and book entries
-// 0 to 2 holding the given balances, and returns the outputs' values and
-// the final state by table and key index.
-func run(t *testing.T, balances [3]int64, events ...event.Event) ([]string, map[[2]uint32]int64) {
+// 0 to len(balances)-1 holding the given balances, and returns the
+// outputs' values and the final state by table and key index.
+func run(t *testing.T, balances []int64, events ...event.Event) ([]string, map[[2]uint32]int64) {
 	t.Helper()
 	w := plugintest.TxnWorkload{Tables: []string{event.AccountsTable, event.BookEntriesTable}, Initial: txn.MapStore{}}
 	for table := range uint32(2) {
@@ -68,6 +68,11 @@ func TestOperations(t *testing.T) {
 			map[[2]uint32]int64{{0, 0}: 0, {1, 1}: 100, {0, 2}: 400, {1, 0}: 200}},
 		{"transfer over the balance", []event.Event{transfer(101)},
 			[]string{"transfer aborted 100 200 - -"}, nil},
+		{"transfer over the book entry's balance", []event.Event{{Account: 2, Book: 0, DstAccount: 1, DstBook: 2, Amount: 101}},
+			[]string{"transfer aborted 300 100 - -"}, nil},
+		{"transfer of the book entry's whole balance", []event.Event{{Account: 2, Book: 0, DstAccount: 1, DstBook: 2, Amount: 100}},
+			[]string{"transfer committed 300 100 200 300"},
+			map[[2]uint32]int64{{0, 2}: 200, {1, 0}: 0, {0, 1}: 300, {1, 2}: 400}},
 		{"transfer funded by a deposit before it", []event.Event{deposit, transfer(101), transfer(10)},
 			[]string{"deposit committed 100 200", "transfer committed 110 210 300 100", "transfer aborted 9 109 - -"},
 			map[[2]uint32]int64{{0, 0}: 9, {1, 1}: 109, {0, 2}: 401, {1, 0}: 201}},
@@ -80,7 +85,7 @@ func TestOperations(t *testing.T) {
 			map[[2]uint32]int64{{0, 1}: big + 200, {1, 0}: big + 100}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			initial := [3]int64{100, 200, 300}
+			initial := []int64{100, 200, 300}
 			outs, final := run(t, initial, c.events...)
 			if !reflect.DeepEqual(outs, c.outs) {
 				t.Errorf("outputs %q, want %q", outs, c.outs)
@@ -98,6 +103,32 @@ func TestOperations(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBookEntryCondition is the smallest case of the book entry's
+// condition: every balance starts at 100; the first transfer empties book
+// entry 2; the second, of 1 from account 4, which holds 100, and book
+// entry 2, which holds nothing, aborts, and book entry 2 stays at 0.
+func TestBookEntryCondition(t *testing.T) {
+	outs, final := run(t, []int64{100, 100, 100, 100, 100, 100},
+		event.Event{Account: 0, Book: 2, DstAccount: 1, DstBook: 3, Amount: 100},
+		event.Event{Account: 4, Book: 2, DstAccount: 5, DstBook: 3, Amount: 1})
+	want := []string{"transfer committed 100 100 100 100", "transfer aborted 100 0 - -"}
+	if !reflect.DeepEqual(outs, want) {
+		t.Errorf("outputs %q, want %q", outs, want)
+	}
+	for key, b := range final {
+		want := int64(100)
+		switch key {
+		case [2]uint32{0, 0}, [2]uint32{1, 2}:
+			want = 0
+		case [2]uint32{0, 1}, [2]uint32{1, 3}:
+			want = 200
+		}
+		if b != want {
+			t.Errorf("table %d key %d: %d, want %d", key[0], key[1], b, want)
+		}
 	}
 }
 

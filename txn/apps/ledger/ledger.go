@@ -2,13 +2,19 @@
 // Go: accounts and book entries; a deposit credits an account and a book
 // entry (two read-modify-writes); a transfer moves an amount from a source
 // account and book entry to a destination account and book entry (four
-// read-modify-writes, each conditioned on the source balance, aborting the
-// transaction when it is too low). Balances are int64, 8 bytes little endian.
+// read-modify-writes). A transfer commits only when the source account and
+// the source book entry both hold the amount; otherwise the whole transfer
+// aborts, so no balance goes negative. Balances are int64, 8 bytes little
+// endian.
 //
-// The transfer's four operations all read the source balance before the
-// transfer: the source account's own debit comes last, so the three others
-// see the pre-transfer balance as their condition source (a parametric
-// dependency on the source account's chain).
+// The transfer's operations read the source balances before the transfer:
+// the source book entry's debit comes first and reads the source account,
+// so it checks both conditions (its own balance is the book entry's); the
+// two credits read the source account; the source account's own debit
+// comes last, on its own balance. A transfer short of funds therefore
+// aborts at its first operation, and the three others, conditioned on the
+// source account as MorphStream declares them, keep the parametric
+// dependencies on the source account's chain.
 package ledger
 
 import (
@@ -31,8 +37,8 @@ const (
 	FnCredit uint32 = iota
 	// FnCreditIfFunded adds the amount if the read source balance covers it.
 	FnCreditIfFunded
-	// FnDebitIfFunded subtracts the amount if the read source balance (or
-	// the own balance, without reads) covers it.
+	// FnDebitIfFunded subtracts the amount if the own balance covers it
+	// and, with a read, the read source balance does too.
 	FnDebitIfFunded
 )
 
@@ -163,7 +169,7 @@ func Apply(events []Event) txn.Apply {
 				v, _ := a.Read(0)
 				src = Decode(v)
 			}
-			if src < amt {
+			if src < amt || (o.Fn == FnDebitIfFunded && bal < amt) {
 				return txn.Effect{Abort: true}, nil
 			}
 			if o.Fn == FnCreditIfFunded {

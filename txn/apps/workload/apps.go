@@ -31,7 +31,9 @@ func (a *ledgerApp) Initial(fn func(table int, key, value []byte) error) error {
 }
 
 // Event draws a deposit (DepositRatio) or a transfer; AbortRatio of the
-// transfers carry ledger.AbortAmount. The record key is the account.
+// transfers carry ledger.AbortAmount, which no balance covers, and the
+// others ledger.TransferAmount, which every balance does (Initial). The
+// record key is the account.
 func (a *ledgerApp) Event(i uint64, dst []byte) (key, value []byte) {
 	r := a.rand(i)
 	e := ledger.Event{BusyNanos: a.busy}

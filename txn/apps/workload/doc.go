@@ -36,11 +36,14 @@
 // # Applications
 //
 // Streaming Ledger: tables accounts and book_entries, every entry at
-// 1,000,000. DepositRatio of the events are deposits of 10 to an account
-// and a book entry; the others transfer 100 from an account and a book
-// entry to others, conditioned on the source account's balance; AbortRatio
-// of the transfers carry an amount no balance reaches (MorphStream's
-// generator uses 100,000,000), so they abort.
+// 10,000,000,000 (ledger.InitialBalance). DepositRatio of the events are
+// deposits of 10 to an account and a book entry; the others transfer 100
+// from an account and a book entry to others, conditioned on both source
+// balances; AbortRatio of the transfers carry an amount no balance reaches
+// (MorphStream's generator uses 100,000,000), so they abort, and they
+// alone: no balance runs out within 10^8 events, however skewed the keys,
+// so the abort ratio is the one asked for (MorphStream starts balances at
+// 1,000,000, which a hot key runs out of).
 //
 // GrepSum: table micro, key k starting at k. An event is TxnLength
 // operations; each writes a key drawn from the Zipf distribution and, for

@@ -14,8 +14,8 @@ var presets = map[string]map[string]string{
 		// After MorphStream's dynamic Streaming Ledger (13 phases): phases
 		// that raise skew, parametric dependencies (transfers read two
 		// accounts) and aborts in turn; then a hot key (Zipf 2.0: the
-		// hottest account's chain holds a fifth of a batch) with most
-		// transactions aborting, the one regime measured where serial
+		// hottest account's chain holds a fifth of a batch) with half then
+		// most transactions aborting, the one regime measured where serial
 		// execution beats the parallel strategies; then heavy operations
 		// with a few aborts (where re-running a whole batch costs most);
 		// then back.

@@ -12,7 +12,10 @@
 //	                              transfer: debit books[srcBook], credit
 //	                              accounts[dst] and books[dstBook], debit
 //	                              accounts[src], each conditional on the
-//	                              source balance (abort when too low)
+//	                              source account's balance, the debits on
+//	                              their own balances too: the transfer
+//	                              aborts unless accounts[src] and
+//	                              books[srcBook] both hold the amount
 //	'N' ptr amount mod            non-deterministic redirect over accounts:
 //	                              read accounts[ptr]; its balance v names
 //	                              the target account v mod mod; credit it,
@@ -386,7 +389,7 @@ func sluiceApply(ptr, n uint32) int32 {
 		if len(q.Reads) > 0 {
 			src = balance(q.Reads[0].Bytes)
 		}
-		if src < amt {
+		if src < amt || (q.Fn == fnDebitIfFunded && own < amt) {
 			return abi.ApplyAbort
 		}
 		if q.Fn == fnCreditIfFunded {

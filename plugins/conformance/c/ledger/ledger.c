@@ -13,7 +13,10 @@
  * account as a parametric dependency: debit the source book entry
  * (FN_DEBIT_IF_FUNDED), credit the destination account and book entry
  * (FN_CREDIT_IF_FUNDED), and last debit the source account
- * (FN_DEBIT_IF_FUNDED on its own balance). A condition that fails, or
+ * (FN_DEBIT_IF_FUNDED on its own balance). Each is conditioned on the
+ * source account holding the amount, a debit on its own balance holding it
+ * too, so a transfer commits only when both the source account and the
+ * source book entry hold the amount. A condition that fails, or
  * arithmetic that would overflow an int64, aborts the event. Every
  * operation first spins for the event's busy-ns. Post emits one record per
  * event, with its key and time:
@@ -328,8 +331,9 @@ static sluice_effect credit(sluice_call *c) {
 }
 
 /* if_funded applies op to the own balance when the source balance (read
- * 0, or the own balance without reads) covers the amount; else aborts. */
-static sluice_effect if_funded(sluice_call *c, int64_t (*op)(int64_t, int64_t, bool *)) {
+ * 0, or the own balance without reads) covers the amount, and for a debit
+ * the own balance too; else aborts. */
+static sluice_effect if_funded(sluice_call *c, int64_t (*op)(int64_t, int64_t, bool *), bool debit) {
     int64_t amount, b;
     sluice_effect fail;
     if (!args(c, &amount, &fail)) return fail;
@@ -341,14 +345,14 @@ static sluice_effect if_funded(sluice_call *c, int64_t (*op)(int64_t, int64_t, b
         if (!balance(v.bytes, &src)) return fail_balance(SLUICE_LIT("source account"), v.bytes.len);
         funded = src >= amount;
     }
-    if (!funded) return sluice_abort();
+    if (!funded || (debit && b < amount)) return sluice_abort();
     bool over;
     int64_t v = op(b, amount, &over);
     return put(c, v, over);
 }
 
-static sluice_effect credit_if_funded(sluice_call *c) { return if_funded(c, add); }
-static sluice_effect debit_if_funded(sluice_call *c) { return if_funded(c, sub); }
+static sluice_effect credit_if_funded(sluice_call *c) { return if_funded(c, add, false); }
+static sluice_effect debit_if_funded(sluice_call *c) { return if_funded(c, sub, true); }
 
 /* ---------------------------------------------------------------------- */
 /* Post. */

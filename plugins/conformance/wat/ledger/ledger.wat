@@ -19,8 +19,10 @@
 ;;   apply  each operation first spins for the event's busy-ns (the Go
 ;;          plugin's busy.Spin loop), then: credit adds the amount; the
 ;;          if-funded functions abort when the source balance (read 0, or
-;;          the own balance without reads) is below the amount; a result
-;;          that overflows int64 aborts. A balance that is not 0 or 8 bytes
+;;          the own balance without reads) is below the amount, and
+;;          debit-if-funded also when the own balance is, so a transfer
+;;          commits only when both the source account and the source book
+;;          entry hold the amount; a result that overflows int64 aborts. A balance that is not 0 or 8 bytes
 ;;          fails the batch with the Go plugin's message.
 ;;   post   one output per event, with the event's key and time and no
 ;;          headers, whose value is
@@ -156,6 +158,10 @@
   (global $dw (mut i32) (i32.const 0))
 
   (func (export "sluice_abi_version") (result i32) (i32.const 1))
+
+  ;; sluice_kinds (section 12): the module serves transactional operators (bit 16);
+  ;; `sluice plugin build` writes that into its sluice.kinds section.
+  (func (export "sluice_kinds") (result i32) (i32.const 16))
 
   (func $ensure (param $top i32)
     (local $need i32)
@@ -1077,6 +1083,9 @@
               (then (return (call $fail_balance (local.get $scratch) (global.get $S_SOURCE_ACCOUNT) (i32.const 14) (global.get $q_read0len)))))
             (local.set $src (global.get $bal))))
         (if (i64.lt_s (local.get $src) (local.get $amount)) (then (return (i32.const 3))))
+        ;; a debit also needs the own balance to cover it
+        (if (i32.and (i32.eq (global.get $q_fn) (i32.const 2)) (i64.lt_s (local.get $own) (local.get $amount)))
+          (then (return (i32.const 3))))
         (if (i32.eq (global.get $q_fn) (i32.const 1))
           (then
             (local.set $v (i64.add (local.get $own) (local.get $amount)))

@@ -147,8 +147,14 @@ func drawEvents(rt *rapid.T, l ledger, first, n int, label string) []abi.Record 
 // TestTxnLogicMatchesSerial runs random ledger workloads through the native
 // Logic with every strategy and a random number of workers, and requires
 // the serial executor's outcomes, change sets, outputs, rejects and final
-// state, batch after batch.
+// state, batch after batch; and of the serial run, that a transfer commits
+// exactly when both its source account and source book entry cover it and
+// that no balance ends negative. Source accounts and book entries are drawn
+// independently and amounts reach twice the initial balance, so the book
+// entry's condition alone decides some transfers; the test fails if none
+// did.
 func TestTxnLogicMatchesSerial(t *testing.T) {
+	bookAlone := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		l := ledger{accounts: rapid.IntRange(2, 10).Draw(rt, "accounts"), aliases: rapid.IntRange(1, 4).Draw(rt, "aliases"), initial: 50}
 		var batches [][]abi.Record
@@ -160,12 +166,104 @@ func TestTxnLogicMatchesSerial(t *testing.T) {
 		}
 		workers := rapid.IntRange(1, 4).Draw(rt, "workers")
 		want := runLedger(t, "serial", 1, nil, l, batches)
+		bookAlone += checkTransfers(rt, batches, want)
 		for _, s := range txn.StrategyNames() {
 			if got := runLedger(t, s, workers, nil, l, batches); !reflect.DeepEqual(got, want) {
 				rt.Fatalf("%s with %d workers differs from serial:\n got %+v\nwant %+v", s, workers, got, want)
 			}
 		}
 	})
+	if bookAlone == 0 {
+		t.Error("no transfer was aborted by its book entry's condition alone: the workloads test too little")
+	}
+}
+
+// checkTransfers checks a run's transfers against the rule: one commits
+// exactly when the source account (op 0's read) and the source book entry
+// (op 0's own balance) both hold its amount; and that no account or book
+// entry ends negative. It returns the number of transfers aborted by the
+// book entry's condition alone.
+func checkTransfers(rt *rapid.T, batches [][]abi.Record, tr trace) (bookAlone int) {
+	for b, events := range batches {
+		for _, line := range tr.Outputs[b] {
+			var origin int
+			var key, kind, outcome, own, read string
+			if _, err := fmt.Sscanf(line, "%d %s %s %s op0 own=%s read=%s", &origin, &key, &kind, &outcome, &own, &read); err != nil || kind != "T" {
+				continue
+			}
+			amount := ledgerop.Decode(events[origin].Value[17:])
+			var book, account int64
+			if _, err := fmt.Sscan(own, &book); err != nil {
+				rt.Fatalf("output %q: source book entry %q: %v", line, own, err)
+			}
+			if _, err := fmt.Sscan(read, &account); err != nil {
+				rt.Fatalf("output %q: source account %q: %v", line, read, err)
+			}
+			if (outcome == "committed") != (account >= amount && book >= amount) {
+				rt.Fatalf("transfer of %d from an account holding %d and a book entry holding %d: %q", amount, account, book, line)
+			}
+			if outcome == "aborted" && account >= amount {
+				bookAlone++
+			}
+		}
+	}
+	for k, v := range tr.Final {
+		if !strings.HasPrefix(k, fmt.Sprint(ledgerop.Aliases)+"/") {
+			if b := ledgerop.Decode(hexBytes(rt, v)); b < 0 {
+				rt.Fatalf("%s holds %d", k, b)
+			}
+		}
+	}
+	return bookAlone
+}
+
+// hexBytes decodes a trace's hexadecimal value.
+func hexBytes(rt *rapid.T, v string) []byte {
+	var b []byte
+	if v == "" {
+		return nil
+	}
+	if _, err := fmt.Sscanf(v, "%x", &b); err != nil {
+		rt.Fatalf("value %q: %v", v, err)
+	}
+	return b
+}
+
+// TestTxnLogicBookEntryCondition is the smallest case of the book entry's
+// condition, with every strategy: every balance starts at 100; the first
+// transfer empties book entry 2; the second, of 1 from account 4 (which
+// holds 100) and book entry 2 (which holds nothing), aborts at its first
+// operation, and book entry 2 stays at 0.
+func TestTxnLogicBookEntryCondition(t *testing.T) {
+	l, batch := bookEntryCase()
+	for _, s := range txn.StrategyNames() {
+		checkBookEntryCase(t, s, runLedger(t, s, 2, nil, l, batch))
+	}
+}
+
+// bookEntryCase is the workload of TestTxnLogicBookEntryCondition.
+func bookEntryCase() (ledger, [][]abi.Record) {
+	var batch []abi.Record
+	for i, r := range []sluice.Record{ledgerop.Transfer(0, 0, 2, 1, 3, 100), ledgerop.Transfer(1, 4, 2, 5, 3, 1)} {
+		batch = append(batch, abi.Record{Origin: uint32(i), Key: r.Key, Value: r.Value, Time: r.Time})
+	}
+	return ledger{accounts: 6, aliases: 1, initial: 100}, [][]abi.Record{batch}
+}
+
+// checkBookEntryCase checks a run of bookEntryCase.
+func checkBookEntryCase(t *testing.T, strategy string, tr trace) {
+	t.Helper()
+	want := []string{
+		"0 ev0 T committed op0 own=100 read=100 op1 own=100 read=100 op2 own=100 read=100 op3 own=100",
+		"1 ev1 T aborted op0 own=0 read=100 op1=skipped op2=skipped op3=skipped",
+	}
+	if !reflect.DeepEqual(tr.Outputs[0], want) {
+		t.Errorf("%s: outputs:\n%s\nwant\n%s", strategy, strings.Join(tr.Outputs[0], "\n"), strings.Join(want, "\n"))
+	}
+	book2 := txn.Key{Table: uint32(ledgerop.Books), Key: string(ledgerop.BookKey(2))}
+	if got := ledgerop.Decode(hexValue(t, tr.Final, book2)); got != 0 {
+		t.Errorf("%s: book entry 2 holds %d, want 0", strategy, got)
+	}
 }
 
 // TestTxnLogicConservesMoney: the sum of balances after a run equals the

@@ -130,6 +130,16 @@ func TestTxnWasmOutputs(t *testing.T) {
 	}
 }
 
+// TestTxnWasmBookEntryCondition runs TestTxnLogicBookEntryCondition's case
+// in WebAssembly.
+func TestTxnWasmBookEntryCondition(t *testing.T) {
+	wasm := loadTxnGuest(t, 2)
+	l, batch := bookEntryCase()
+	for _, s := range []string{"serial", "ns-op-eager", "bfs-chain-lazy"} {
+		checkBookEntryCase(t, s, runLedger(t, s, 2, wasm, l, batch))
+	}
+}
+
 // TestTxnWasmBatchFailures: a Plan error, a function's Fail and an access
 // outside the declaration fail the batch in WebAssembly as natively, with
 // the SDK's message or the host's refusal.

@@ -16,11 +16,12 @@
 //
 // A deposit credits Amount to Account and to Book: two read-modify-writes.
 // A transfer moves Amount from Account and Book to DstAccount and DstBook:
-// four read-modify-writes, each conditioned on the source account's balance
-// before the transfer; when that balance is below Amount every condition
-// fails and the transaction aborts. The generator realises its abort ratio
-// MorphStream's way: an aborting transfer carries AbortAmount, which no
-// balance reaches.
+// four read-modify-writes. It commits only when the source account and the
+// source book entry both hold Amount before the transfer; otherwise the
+// whole transaction aborts, so no balance goes negative. The generator
+// realises its abort ratio MorphStream's way: an aborting transfer carries
+// AbortAmount, which no balance reaches; and the others always commit,
+// since balances start high enough (InitialBalance) that none runs out.
 //
 // Encoding (v1), after the tag byte 'L': a flags byte (bit 0: deposit; the
 // other bits must be 0), then unsigned varints: account, book, and for a

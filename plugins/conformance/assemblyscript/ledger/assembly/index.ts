@@ -2,7 +2,10 @@
 // MorphStream's Streaming Ledger as a transactional operator. Deposits
 // credit an account and a book entry; transfers move an amount from an
 // account and a book entry to others when the source account's balance
-// covers it, and abort otherwise. Same tables (accounts, book_entries, in
+// and the source book entry's both cover it, and abort otherwise (the
+// debit of the source book entry, the first operation, checks both: it
+// reads the source account, and a debit needs its own balance to cover
+// the amount). Same tables (accounts, book_entries, in
 // that order), same events (txn/apps/ledger/event), same declarations,
 // same functions and the same output records as the Go operator:
 //
@@ -133,7 +136,7 @@ function ifFunded(c: Call, debit: bool): Effect {
     if (failure != null) return Effect.fail(failure!);
     ok = src >= amount;
   }
-  if (!ok) return Effect.abort();
+  if (!ok || (debit && b < amount)) return Effect.abort();
   const v = debit ? sub(b, amount) : add(b, amount);
   return put(c, v, over);
 }

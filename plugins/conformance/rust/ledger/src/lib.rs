@@ -9,8 +9,10 @@
 //! account, then the book entry. A transfer is four, each reading the
 //! source account's balance and aborting the transaction when it is below
 //! the amount: debit the source book entry, credit the destination account
-//! and book entry, and last debit the source account itself. An operation
-//! whose result would overflow an i64 aborts too. Each operation first
+//! and book entry, and last debit the source account itself; a debit also
+//! aborts when its own balance is below the amount, so a transfer commits
+//! only when both the source account and the source book entry hold the
+//! amount. An operation whose result would overflow an i64 aborts too. Each operation first
 //! spins for the event's busy-ns.
 //!
 //! One output per event, with its key and time, whose value is the result
@@ -86,8 +88,8 @@ impl Transactional for Ledger {
     fn apply<'c>(&self, c: &'c mut Call<'_>) -> Effect<'c> {
         let r = match c.func() {
             FN_CREDIT => credit(c),
-            FN_CREDIT_IF_FUNDED => if_funded(c, i64::checked_add),
-            _ => if_funded(c, i64::checked_sub),
+            FN_CREDIT_IF_FUNDED => if_funded(c, i64::checked_add, false),
+            _ => if_funded(c, i64::checked_sub, true),
         };
         match r {
             Ok(Some(v)) => c.write(&v.to_le_bytes()),
@@ -206,8 +208,9 @@ fn credit(c: &Call<'_>) -> Result<Option<i64>, Error> {
 }
 
 /// Applies `op` to the own balance and the amount when the source balance
-/// covers the amount; None aborts (not funded, or overflow).
-fn if_funded(c: &Call<'_>, op: fn(i64, i64) -> Option<i64>) -> Result<Option<i64>, Error> {
+/// covers the amount, and for a debit the own balance too; None aborts
+/// (not funded, or overflow).
+fn if_funded(c: &Call<'_>, op: fn(i64, i64) -> Option<i64>, debit: bool) -> Result<Option<i64>, Error> {
     let amount = args(c)?;
     let b = balance(c.key(), c.own())?;
     let funded = if c.reads() == 0 {
@@ -215,7 +218,7 @@ fn if_funded(c: &Call<'_>, op: fn(i64, i64) -> Option<i64>) -> Result<Option<i64
     } else {
         balance(b"source account", c.read(0))? >= amount
     };
-    if !funded {
+    if !funded || (debit && b < amount) {
         return Ok(None);
     }
     Ok(op(b, amount))
@@ -317,6 +320,30 @@ mod tests {
                 vec![transfer(101)],
                 vec!["transfer aborted 100 200 - -"],
                 [initial, initial],
+            ),
+            (
+                vec![Event {
+                    account: 2,
+                    book: 0,
+                    dst_account: 1,
+                    dst_book: 2,
+                    amount: 101,
+                    ..Event::default()
+                }],
+                vec!["transfer aborted 300 100 - -"],
+                [initial, initial],
+            ),
+            (
+                vec![Event {
+                    account: 2,
+                    book: 0,
+                    dst_account: 1,
+                    dst_book: 2,
+                    amount: 100,
+                    ..Event::default()
+                }],
+                vec!["transfer committed 300 100 200 300"],
+                [[100, 300, 200], [0, 200, 400]],
             ),
             (
                 vec![deposit, transfer(101), transfer(10)],

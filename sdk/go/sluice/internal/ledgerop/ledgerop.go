@@ -9,8 +9,10 @@
 //   - deposit: credits an account and a book entry (two read-modify-writes);
 //   - transfer: moves an amount from a source account and book entry to a
 //     destination account and book entry (four read-modify-writes, each
-//     conditioned on the source account's balance before the transfer, the
-//     transaction aborting when it is too low);
+//     conditioned on the source account's balance before the transfer,
+//     the debit of the source book entry on its own balance too); the
+//     transaction commits only when both source balances hold the amount,
+//     and aborts otherwise;
 //   - bind: binds an alias to an account;
 //   - pay: credits the account an alias is bound to: a non-deterministic
 //     operation over accounts, since the key it writes is a value it reads,
@@ -253,7 +255,8 @@ func credit(c *sluice.Call) sluice.Effect {
 }
 
 // funded reports whether the source balance covers the amount: the
-// declared read's, or the own key's without one.
+// declared read's, or the own key's without one. A debit also needs its
+// own balance to cover it (debitIfFunded).
 func funded(c *sluice.Call) bool {
 	src, _ := c.Own()
 	if c.Reads() > 0 {
@@ -270,10 +273,10 @@ func creditIfFunded(c *sluice.Call) sluice.Effect {
 }
 
 func debitIfFunded(c *sluice.Call) sluice.Effect {
-	if !funded(c) {
+	own, _ := c.Own()
+	if !funded(c) || Decode(own) < Decode(c.Arg()) {
 		return sluice.Abort()
 	}
-	own, _ := c.Own()
 	return put(c, Decode(own)-Decode(c.Arg()))
 }
 
