@@ -18,7 +18,7 @@ const (
 	FuncEmit = "emit"
 	// FuncReject: reject(origin i32, msg_ptr i32, msg_len i32). Marks input
 	// record number origin of the current batch as failed with a message; the
-	// host sends it to the dead-letter subject and keeps going.
+	// host sends it to the dead letters and keeps going.
 	FuncReject = "reject"
 	// FuncTableID: table_id(name_ptr i32, name_len i32) -> i32. Resolves a
 	// state table declared for the operator to its handle, or StatusNotFound.
@@ -63,6 +63,35 @@ const (
 	// ExportInitialize is the WASI reactor initialiser. When a module exports
 	// it, the host calls it once after instantiation, before anything else.
 	ExportInitialize = "_initialize"
+)
+
+// The declaration of the operator kinds a module serves (ABI.md section
+// 12). Both are optional: the host infers the kinds of a module without the
+// section from its exports.
+const (
+	// SectionKinds is the custom section in which a module declares the
+	// operator kinds its handler serves: their names ("map", "filter",
+	// "flatmap", "keyed", "transactional"), separated by commas, as text,
+	// for instance "map" or "map,filter,flatmap". The host refuses, at
+	// load, to run a module that has it as an operator of another kind.
+	SectionKinds = "sluice.kinds"
+	// ExportKinds: sluice_kinds() -> i32. Returns the operator kinds the
+	// module's registered handler serves, as a set of KindBit* bits, or 0
+	// when it has no usable handler, after logging why at LogError. For
+	// the SDKs whose plugins register their handler when the module starts
+	// (_initialize): a build tool calls it, on an instance of its own, and
+	// writes SectionKinds from its result. The host does not call it when
+	// it loads a module.
+	ExportKinds = "sluice_kinds"
+)
+
+// The bits of ExportKinds' result, one per operator kind.
+const (
+	KindBitMap           int32 = 1 << 0
+	KindBitFilter        int32 = 1 << 1
+	KindBitFlatMap       int32 = 1 << 2
+	KindBitKeyed         int32 = 1 << 3
+	KindBitTransactional int32 = 1 << 4
 )
 
 // Status codes returned by host functions and guest exports, as i32.

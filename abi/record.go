@@ -38,8 +38,8 @@ const (
 	// MinEncodedRecordSize is the fewest bytes a record takes in a batch,
 	// its size prefix included: one with no key, value or headers.
 	MinEncodedRecordSize = 4 + recordFixedSize
-	// MaxRecordSize bounds the encoded size of one record (16 MiB); the
-	// pipeline may set a lower limit.
+	// MaxRecordSize bounds the bytes one record carries (DataSize: 16
+	// MiB), the highest limit on them a pipeline may set.
 	MaxRecordSize = 16 << 20
 )
 
@@ -48,6 +48,17 @@ func EncodedSize(r *Record) int {
 	n := 4 + recordFixedSize + len(r.Key) + len(r.Value)
 	for i := range r.Headers {
 		n += 8 + len(r.Headers[i].Name) + len(r.Headers[i].Value)
+	}
+	return n
+}
+
+// DataSize returns the bytes r carries: its key, its value, and its
+// headers' names and values, without the framing EncodedSize adds. It is
+// the measure of an operator's limit on record size.
+func DataSize(r *Record) int {
+	n := len(r.Key) + len(r.Value)
+	for i := range r.Headers {
+		n += len(r.Headers[i].Name) + len(r.Headers[i].Value)
 	}
 	return n
 }

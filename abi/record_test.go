@@ -292,8 +292,8 @@ func FuzzDecoder(f *testing.F) {
 	})
 }
 
-// record64 is a record whose encoding is 64 bytes, as in DESIGN.md's cost
-// table.
+// record64 is a record whose encoding is 64 bytes, the size of the
+// per-record figures in BENCHMARKS.md.
 func record64(i int) Record {
 	return Record{Origin: uint32(i), Time: int64(i), Key: fmt.Appendf(nil, "key%05d", i), Value: bytes.Repeat([]byte{'v'}, 24)}
 }

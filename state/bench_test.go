@@ -143,7 +143,7 @@ func BenchmarkKeyedCounting(b *testing.B) {
 
 // BenchmarkPebbleBatches is the floor BenchmarkKeyedCounting is read
 // against: Pebble alone, batches of 1,000 8-byte values written without
-// fsync (DESIGN.md: about 1M writes/s).
+// fsync.
 func BenchmarkPebbleBatches(b *testing.B) {
 	const batch, space = 1000, 1_000_000
 	keys := benchKeys(space)

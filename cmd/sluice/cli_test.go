@@ -198,7 +198,7 @@ func TestPluginCheckAndVersion(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("plugin check exited %d: %s", code, errOut)
 	}
-	for _, want := range []string{"abi      version 1", "sluice_process (i32, i32) -> (i32)", "sluice.state_get", "ok: the host accepts this module"} {
+	for _, want := range []string{"abi      version 1", "sluice_process (i32, i32) -> i32", "sluice.state_get", "ok: the host accepts this module"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plugin check output lacks %q:\n%s", want, out)
 		}

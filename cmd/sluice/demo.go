@@ -57,6 +57,7 @@ func newDemoCmd() *cobra.Command {
 		rate     int
 		dataDir  string
 		httpAddr string
+		keep     bool
 		logs     logFlags
 	)
 	cmd := &cobra.Command{
@@ -65,7 +66,9 @@ func newDemoCmd() *cobra.Command {
 		Long: `Build the example plugins, start an embedded NATS server, and run a pipeline
 that counts words in sentences published to NATS, showing the most frequent
 words and the throughput every second. It stops after --duration (or on
-Ctrl-C), drains, commits, and says where the state is.`,
+Ctrl-C), drains and commits. Without --data-dir, it works in a new temporary
+directory, which it removes at exit unless --keep says to keep it (and then
+says how to read the committed counts).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logs.logger()
@@ -74,10 +77,18 @@ Ctrl-C), drains, commits, and says where the state is.`,
 			}
 			out := cmd.OutOrStdout()
 			ctx := cmd.Context()
-			if dataDir == "" {
+			temporary := dataDir == ""
+			if temporary {
 				dataDir, err = os.MkdirTemp("", "sluice-demo-")
 				if err != nil {
 					return err
+				}
+				if !keep {
+					defer func() {
+						if err := os.RemoveAll(dataDir); err != nil {
+							fmt.Fprintf(cmd.ErrOrStderr(), "sluice: removing the demo's directory: %v\n", err)
+						}
+					}()
 				}
 			}
 			fmt.Fprintln(out, "building the example plugins (wordsplit, wordcount) with the Go toolchain...")
@@ -92,6 +103,7 @@ Ctrl-C), drains, commits, and says where the state is.`,
 			if err != nil {
 				return err
 			}
+			fmt.Fprintln(out, "starting the pipeline: compiling the plugins, or loading them from the compile cache...")
 			h, err := runner.Start(ctx, p, runner.Options{Logger: log})
 			if err != nil {
 				return err
@@ -146,10 +158,19 @@ Ctrl-C), drains, commits, and says where the state is.`,
 			st := h.Status()
 			fmt.Fprintf(out, "\nstopped: %d lines published, %d processed and committed in %d batches, %d word counts emitted, %d dead letters\n",
 				published, st.RecordsIn, st.Batches, st.Outputs, st.Dead)
+			removed := temporary && !keep
 			if waiting := published - int64(st.RecordsIn); waiting > 0 {
 				// Stopping at the deadline leaves what arrived last unread;
 				// JetStream keeps it, unacknowledged, for the next run.
-				fmt.Fprintf(out, "%d lines published just before the stop were not read yet: they stay in the JetStream stream under the data directory\n", waiting)
+				fmt.Fprintf(out, "%d lines published just before the stop were not read yet", waiting)
+				if !removed {
+					fmt.Fprint(out, ": they stay in the JetStream stream under the data directory")
+				}
+				fmt.Fprintln(out)
+			}
+			if removed {
+				fmt.Fprintf(out, "the counts were committed in %s, removed now (--keep or --data-dir DIR keeps them)\n", dataDir)
+				return nil
 			}
 			fmt.Fprintf(out, "the counts are committed state; see them with:\n  %s state dump --data-dir %s --table counts\n", selfCommand(), p.DataDir)
 			return nil
@@ -157,7 +178,8 @@ Ctrl-C), drains, commits, and says where the state is.`,
 	}
 	cmd.Flags().DurationVar(&duration, "duration", 10*time.Second, "how long to run")
 	cmd.Flags().IntVar(&rate, "rate", 20000, "sentences published per second")
-	cmd.Flags().StringVar(&dataDir, "data-dir", "", "where to put the plugins, the pipeline file and its data (default: a new temporary directory)")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "where to put the plugins, the pipeline file and its data, kept at exit (default: a new temporary directory, removed at exit)")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the temporary directory at exit, to inspect the committed state")
 	cmd.Flags().StringVar(&httpAddr, "http", "127.0.0.1:0", "address of the HTTP API (port 0: a free port)")
 	logs.register(cmd, "warn")
 	return cmd

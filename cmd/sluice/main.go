@@ -3,7 +3,8 @@
 //
 //	sluice demo                       a live word count on an embedded NATS server
 //	sluice run -c pipeline.yaml       run a pipeline
-//	sluice plugin new --lang L NAME   scaffold a plugin project (go, rust, c, assemblyscript)
+//	sluice lint -c pipeline.yaml      check a pipeline and its plugins without running it
+//	sluice plugin new --lang L NAME   scaffold a plugin project (go, rust, c, assemblyscript, wat)
 //	sluice plugin build DIR           compile a plugin in any SDK language to Wasm
 //	sluice plugin test DIR            build a plugin and run its test cases through the host
 //	sluice plugin check FILE.wasm     inspect a module and report its problems
@@ -13,7 +14,7 @@
 //	sluice state dump --data-dir DIR  print committed state as JSON Lines
 //	sluice bench                      measure the user-level figures
 //	sluice bench txn --app sl         run a transactional workload under every strategy
-//	sluice version                    print the version
+//	sluice version                    print the version (or sluice --version)
 //
 // Run `sluice help COMMAND` for the flags of each.
 package main
@@ -34,8 +35,20 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// Exit statuses besides 0 (success) and 128 plus a signal's number (a
+// second SIGINT or SIGTERM).
+const (
+	exitFailure = 1
+	exitUsage   = 2
+	// exitDeadLetters: a run processed and committed everything, but
+	// dead-lettered records, with --fail-on-dead-letters or
+	// dead_letter.fail_run.
+	exitDeadLetters = 3
+)
+
 // run executes the command line and returns the process exit code: 0 on
-// success, 1 on failure, 2 on a usage error.
+// success, 1 on failure, 2 on a usage error, 3 for a run that dead-lettered
+// records when asked to fail for that.
 func run(args []string) int {
 	ctx, stop := signalContext()
 	defer stop()
@@ -48,9 +61,13 @@ func run(args []string) int {
 	fmt.Fprintln(os.Stderr, "sluice:", err)
 	var ue *usageError
 	if errors.As(err, &ue) {
-		return 2
+		return exitUsage
 	}
-	return 1
+	var de *deadLettersError
+	if errors.As(err, &de) {
+		return exitDeadLetters
+	}
+	return exitFailure
 }
 
 // signalContext is cancelled by the first SIGINT or SIGTERM, which asks the
@@ -103,10 +120,13 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "sluice",
 		Short:         "Stream processing with WebAssembly operators, fed by NATS",
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate(versionLine())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(newVersionCmd(), newRunCmd(), newDemoCmd(), newPluginCmd(), newStateCmd(), newBenchCmd())
+	root.AddCommand(newLintCmd())
 	return root
 }

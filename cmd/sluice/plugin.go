@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/registry"
 	wasm "github.com/sluicehq/sluice/runtime"
@@ -46,34 +47,40 @@ func (f *buildFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.sdk, "sdk", "", "the Sluice checkout whose SDK the plugin uses (C, AssemblyScript); default: DIR/.sluice-sdk, or the checkout containing DIR or the working directory")
 }
 
-// build compiles the plugin in dir to out ("" for DIR/<name>.wasm) and
-// checks the module as the host would; a module the host would refuse is
-// an error, after its report is printed to stderr.
-func (f *buildFlags) build(cmd *cobra.Command, dir, out string) (build.Result, plugin.Report, error) {
+// build compiles the plugin in dir to out ("" for DIR/<name>.wasm), writes
+// version into it unless it is "", and checks the module as the host
+// would; a module the host would refuse is an error, after its report is
+// printed to stderr.
+func (f *buildFlags) build(cmd *cobra.Command, dir, out, version string) (build.Result, checked, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return build.Result{}, plugin.Report{}, &usageError{fmt.Sprintf("%s is not a directory", dir)}
+		return build.Result{}, checked{}, &usageError{fmt.Sprintf("%s is not a directory", dir)}
 	}
 	opts := build.Options{Output: out, Root: f.sdk}
 	if f.lang != "" {
 		l, err := build.ParseLanguage(f.lang)
 		if err != nil {
-			return build.Result{}, plugin.Report{}, &usageError{err.Error()}
+			return build.Result{}, checked{}, &usageError{err.Error()}
 		}
 		opts.Language = l
 	}
 	res, err := build.Build(cmd.Context(), dir, opts)
 	if err != nil {
-		return res, plugin.Report{}, err
+		return res, checked{}, err
 	}
-	r, err := checkFile(cmd, res.Output)
+	if version != "" {
+		if err := stampVersion(res.Output, version); err != nil {
+			return res, checked{}, fmt.Errorf("--version: %w", err)
+		}
+	}
+	c, err := checkFile(cmd, res.Output)
 	if err != nil {
-		return res, r, err
+		return res, c, err
 	}
-	if !r.OK() {
-		printReport(cmd.ErrOrStderr(), r)
-		return res, r, fmt.Errorf("%s was built but the host would refuse it", res.Output)
+	if !c.OK() {
+		printReport(cmd.ErrOrStderr(), c)
+		return res, c, fmt.Errorf("%s was built but the host would refuse it", res.Output)
 	}
-	return res, r, nil
+	return res, c, nil
 }
 
 // stampVersion writes version into the module file's version section.
@@ -110,22 +117,27 @@ files (--lang overrides it):
   wat             DIR/<name of DIR>.wat: wat2wasm
 
 SDK is the Sluice checkout (--sdk). A missing toolchain is reported with the
-package that provides it; scripts/install-toolchains.sh installs them all.`,
+package that provides it; scripts/install-toolchains.sh installs them all.
+
+The module declares the operator kind of the handler the plugin registers
+in its sluice.kinds custom section (abi/ABI.md section 12), which Rust's
+SDK writes and the build writes for the others, from what the module's
+sluice_kinds export says: a pipeline that runs it as another kind is then
+refused when it loads. A plugin that registers no handler fails the build.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			res, r, err := bf.build(cmd, args[0], out)
+			res, r, err := bf.build(cmd, args[0], out, version)
 			if err != nil {
 				return fmt.Errorf("plugin build: %w", err)
 			}
 			if res.Log != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), res.Log)
 			}
-			if version != "" {
-				if err := stampVersion(res.Output, version); err != nil {
-					return fmt.Errorf("plugin build: --version: %w", err)
-				}
+			v := ""
+			if r.Version != "" {
+				v = ", version " + r.Version
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "built %s (%s, %d bytes, ABI version %d, serves %s)\n", res.Output, res.Language, r.Size, r.ABIVersion, kindList(r.Kinds))
+			fmt.Fprintf(cmd.OutOrStdout(), "built %s (%s, %d bytes%s, ABI version %d, serves %s)\n", res.Output, res.Language, r.Size, v, r.ABIVersion, kindList(r.Kinds))
 			return nil
 		},
 	}
@@ -141,9 +153,15 @@ func newPluginCheckCmd() *cobra.Command {
 		Use:   "check FILE.wasm",
 		Short: "Report a module's exports, imports and ABI version, and every problem the host would refuse it for",
 		Long: `Compile and inspect a module as the host does when a pipeline loads it, and
-report its exports and imports with their signatures, the ABI version it
-declares, the operator kinds it can serve, and every problem with it. Exits 1
-when the module has problems.`,
+report its version (custom section sluice.version), its exports and imports
+with their signatures, the ABI version it declares, the operator kinds it can
+serve, and every problem with it. Exits 1 when the module has problems.
+
+The kinds are those the module declares in its sluice.kinds custom section,
+which 'sluice plugin build' writes from the handler the plugin registers; a
+pipeline that runs it as another kind is refused when it loads. A module
+without the section (built otherwise, or before the section existed) is
+said to serve every kind whose exports it has: "inferred from its exports".`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := checkFile(cmd, args[0])
@@ -153,7 +171,8 @@ when the module has problems.`,
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				if err := enc.Encode(r); err != nil {
+				enc.SetEscapeHTML(false) // "(i32) -> i32", not "-\u003e"
+				if err := enc.Encode(r.json()); err != nil {
 					return err
 				}
 			} else {
@@ -169,10 +188,18 @@ when the module has problems.`,
 	return cmd
 }
 
-func checkFile(cmd *cobra.Command, path string) (plugin.Report, error) {
+// checked is what `sluice plugin check` reports on a module: what the host
+// found (plugin.Check) and the version the module declares.
+type checked struct {
+	plugin.Report
+	Version string // its sluice.version custom section; "" when it has none
+}
+
+// checkFile checks the module file at path as the host would.
+func checkFile(cmd *cobra.Command, path string) (checked, error) {
 	code, err := plugin.ReadModule(path, 0)
 	if err != nil {
-		return plugin.Report{}, fmt.Errorf("plugin: %w", err)
+		return checked{}, fmt.Errorf("plugin: %w", err)
 	}
 	ctx := cmd.Context()
 	cfg := wasm.NewConfig().WithHostModules(plugin.HostModule())
@@ -181,10 +208,20 @@ func checkFile(cmd *cobra.Command, path string) (plugin.Report, error) {
 	}
 	eng, err := wasm.NewWazero(ctx, cfg)
 	if err != nil {
-		return plugin.Report{}, err
+		return checked{}, err
 	}
 	defer eng.Close(ctx)
-	return plugin.Check(ctx, eng, filepath.Base(path), code)
+	r, err := plugin.Check(ctx, eng, filepath.Base(path), code)
+	c := checked{Report: r}
+	if err != nil {
+		return c, err
+	}
+	// The registry refuses a module whose version section it cannot
+	// read; a module that has other problems does not get that far.
+	if c.Version, err = registry.ReadVersion(code); err != nil && c.OK() {
+		c.Problems = append(c.Problems, fmt.Sprintf("custom section %s: %v: the registry (sluice plugin swap) refuses the module", registry.VersionSection, err))
+	}
+	return c, nil
 }
 
 func kindList(kinds []plugin.Kind) string {
@@ -198,8 +235,11 @@ func kindList(kinds []plugin.Kind) string {
 	return strings.Join(s, ", ")
 }
 
-func printReport(w io.Writer, r plugin.Report) {
+func printReport(w io.Writer, r checked) {
 	fmt.Fprintf(w, "module   %s\n", r.Name)
+	if r.Version != "" {
+		fmt.Fprintf(w, "version  %s\n", r.Version)
+	}
 	fmt.Fprintf(w, "size     %d bytes\n", r.Size)
 	fmt.Fprintf(w, "sha256   %s\n", r.SHA256)
 	if r.Language != "" {
@@ -208,17 +248,24 @@ func printReport(w io.Writer, r plugin.Report) {
 	if r.ABIVersion != 0 {
 		fmt.Fprintf(w, "abi      version %d\n", r.ABIVersion)
 	}
-	fmt.Fprintf(w, "kinds    %s\n", kindList(r.Kinds))
+	switch {
+	case r.KindsDeclared:
+		fmt.Fprintf(w, "kinds    %s (declared: custom section %s)\n", kindList(r.Kinds), abi.SectionKinds)
+	case len(r.Kinds) > 0:
+		fmt.Fprintf(w, "kinds    %s (inferred from its exports: the module has no %s custom section)\n", kindList(r.Kinds), abi.SectionKinds)
+	default:
+		fmt.Fprintf(w, "kinds    %s\n", kindList(r.Kinds))
+	}
 	if len(r.Exports) > 0 {
 		fmt.Fprintln(w, "exports")
 		for _, f := range r.Exports {
-			fmt.Fprintf(w, "  %s %s\n", f.Name, signature(f.Signature))
+			fmt.Fprintf(w, "  %s\n", f)
 		}
 	}
 	if len(r.Imports) > 0 {
 		fmt.Fprintln(w, "imports")
 		for _, f := range r.Imports {
-			fmt.Fprintf(w, "  %s.%s %s\n", f.Module, f.Name, signature(f.Signature))
+			fmt.Fprintf(w, "  %s\n", f)
 		}
 	}
 	for _, n := range r.Notes {
@@ -233,13 +280,46 @@ func printReport(w io.Writer, r plugin.Report) {
 	}
 }
 
-func signature(s wasm.Signature) string {
-	list := func(ts []wasm.ValueType) string {
-		parts := make([]string, len(ts))
-		for i, t := range ts {
-			parts[i] = t.String()
+// checkJSON is the JSON form of a check: plugin.Report's fields, the
+// module's version, and each function's signature as text ("(i32, i32) ->
+// i32"). Lists are never null.
+type checkJSON struct {
+	Name          string
+	Version       string `json:",omitempty"`
+	Size          int
+	SHA256        string
+	Memory        bool
+	Exports       []funcJSON
+	Imports       []funcJSON
+	ABIVersion    int32
+	Command       bool
+	Language      string
+	Kinds         []plugin.Kind
+	KindsDeclared bool
+	Notes         []string
+	Problems      []string
+}
+
+// funcJSON is an exported or imported function in a checkJSON.
+type funcJSON struct {
+	Module    string `json:",omitempty"` // the import module; none for an export
+	Name      string
+	Signature string
+}
+
+func (r checked) json() checkJSON {
+	funcs := func(fs []wasm.FuncInfo) []funcJSON {
+		out := make([]funcJSON, len(fs))
+		for i, f := range fs {
+			out[i] = funcJSON{Module: f.Module, Name: f.Name, Signature: f.Signature.String()}
 		}
-		return "(" + strings.Join(parts, ", ") + ")"
+		return out
 	}
-	return list(s.Params) + " -> " + list(s.Results)
+	nonNil := func(s []string) []string { return append([]string{}, s...) }
+	return checkJSON{
+		Name: r.Name, Version: r.Version, Size: r.Size, SHA256: r.SHA256, Memory: r.Memory,
+		Exports: funcs(r.Exports), Imports: funcs(r.Imports), ABIVersion: r.ABIVersion, Command: r.Command,
+		Language: r.Language, Kinds: append([]plugin.Kind{}, r.Kinds...), KindsDeclared: r.KindsDeclared,
+		Notes: nonNil(r.Notes), Problems: nonNil(r.Problems),
+	}
 }

@@ -27,8 +27,9 @@ import (
 // casesHelp documents the test case files of `sluice plugin test`.
 const casesHelp = `Test cases are YAML files in DIR/testdata (*.yaml), run in name order:
 
-  kind: map                # map | filter | flatmap | keyed; default keyed
-                           # when tables are declared, flatmap otherwise
+  kind: map                # map | filter | flatmap | keyed; default the kind
+                           # the module declares (custom section sluice.kinds),
+                           # else keyed when tables are declared, flatmap otherwise
   tables: [counts]         # keyed: state tables, the first the default
   config: {min: 3}         # the operator's config, as in a pipeline file
   config_json: '{"a":1}'   # or the exact JSON bytes (one of the two)
@@ -150,10 +151,14 @@ func loadCaseFile(path string) (*caseFile, error) {
 	return &f, nil
 }
 
-// kind returns the operator kind the file tests.
-func (f *caseFile) kind() (plugin.Kind, error) {
+// kind returns the operator kind the file tests, of a module that
+// declares the kinds declared (plugin.DeclaredKinds).
+func (f *caseFile) kind(declared []plugin.Kind) (plugin.Kind, error) {
 	if f.Kind == "" {
-		if len(f.Tables) > 0 {
+		switch {
+		case len(declared) == 1 && !declared[0].Transactional() && declared[0].Stateful() == (len(f.Tables) > 0):
+			return declared[0], nil
+		case len(f.Tables) > 0:
 			return plugin.KindKeyed, nil
 		}
 		return plugin.KindFlatMap, nil
@@ -303,7 +308,7 @@ type caseRun struct {
 // writing one line per case, and the differences of a failed one, to w.
 func runCaseFile(ctx context.Context, w io.Writer, path string, f *caseFile, name string, wasm []byte, filter *regexp.Regexp) (caseRun, error) {
 	var run caseRun
-	kind, err := f.kind()
+	kind, err := f.kind(plugin.DeclaredKinds(wasm))
 	if err != nil {
 		return run, fmt.Errorf("%s: %w", path, err)
 	}

@@ -82,7 +82,9 @@ func TestPluginNewThenTest(t *testing.T) {
 				t.Fatalf("plugin test exited %d:\n%s%s", code, out, errOut)
 			}
 			wasm := filepath.Join(dir, name, name+".wasm")
-			if code, out, errOut := sluice(t, dir, "plugin", "check", wasm); code != 0 {
+			// The build declared the kind of the handler the template
+			// registers, whatever the language.
+			if code, out, errOut := sluice(t, dir, "plugin", "check", wasm); code != 0 || !strings.Contains(out, "kinds    map (declared: custom section sluice.kinds)\n") {
 				t.Errorf("plugin check %s exited %d:\n%s%s", wasm, code, out, errOut)
 			}
 			if lang == build.Go {

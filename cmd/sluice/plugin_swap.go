@@ -117,7 +117,7 @@ type apiFlags struct {
 
 func (f *apiFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.operator, "operator", "", "the operator whose plugin changes (required)")
-	cmd.Flags().StringVar(&f.addr, "addr", "", "the host's HTTP API address (default: http.addr of -c PIPELINE, else "+pipeline.DefaultHTTPAddr+")")
+	cmd.Flags().StringVar(&f.addr, "addr", "", "the host's HTTP API address (default: the one the running host wrote to DATA-DIR/"+runner.AddrFile+", else http.addr of -c PIPELINE, else "+pipeline.DefaultHTTPAddr+")")
 	cmd.Flags().StringVar(&f.token, "token", "", "the API token (default: $"+runner.TokenEnv+", else DATA-DIR/"+runner.TokenFile+")")
 	cmd.Flags().StringVar(&f.dataDir, "data-dir", "", "the host's data directory, where it wrote its token (default: data_dir of -c PIPELINE)")
 	cmd.Flags().StringVarP(&f.config, "config", "c", "", "the running pipeline's file, for its address and data directory")
@@ -130,17 +130,26 @@ func (f *apiFlags) resolve(name string) error {
 	if f.operator == "" {
 		return &usageError{name + ": --operator is required"}
 	}
+	configured := ""
 	if f.config != "" {
 		p, err := pipeline.Load(f.config)
 		if err != nil {
 			return err
 		}
-		if f.addr == "" {
-			f.addr = p.HTTP.Addr
-		}
+		configured = p.HTTP.Addr
 		if f.dataDir == "" {
 			f.dataDir = p.DataDir
 		}
+	}
+	if f.addr == "" && f.dataDir != "" {
+		// The running host wrote where it listens: the configured
+		// address, one given with --http, or a free port it chose.
+		if addr, err := runner.ReadAddr(f.dataDir); err == nil && addr != "" {
+			f.addr = addr
+		}
+	}
+	if f.addr == "" {
+		f.addr = configured
 	}
 	if f.addr == "" {
 		f.addr = pipeline.DefaultHTTPAddr
@@ -203,7 +212,7 @@ func (f *apiFlags) post(ctx context.Context, w io.Writer, path string, body []by
 func newPluginSwapCmd() *cobra.Command {
 	var f apiFlags
 	cmd := &cobra.Command{
-		Use:   "swap --operator NAME FILE.wasm [-c PIPELINE | --data-dir DIR] [--addr HOST:PORT] [--token T]",
+		Use:   "swap --operator NAME [-c PIPELINE | --data-dir DIR] [--addr HOST:PORT] [--token T] [--timeout D] FILE.wasm",
 		Short: "Replace a running operator's plugin at the next batch boundary, keeping its state",
 		Long: `Swap sends FILE.wasm to the running host, which stores it in its registry,
 checks it (valid, same ABI version, has what the operator's kind needs),
@@ -231,7 +240,7 @@ host rolls back to the previous one by itself.`,
 func newPluginRollbackCmd() *cobra.Command {
 	var f apiFlags
 	cmd := &cobra.Command{
-		Use:   "rollback --operator NAME [-c PIPELINE | --data-dir DIR] [--addr HOST:PORT] [--token T]",
+		Use:   "rollback --operator NAME [-c PIPELINE | --data-dir DIR] [--addr HOST:PORT] [--token T] [--timeout D]",
 		Short: "Return a running operator to the plugin it ran before the current one",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {

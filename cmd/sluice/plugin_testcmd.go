@@ -38,7 +38,7 @@ the case expects. Exits 1 when a case fails.
 			if len(files) == 0 {
 				return fmt.Errorf("plugin test: %s has no test cases: write %s (see 'sluice help plugin test')", dir, filepath.Join(dir, "testdata", "cases.yaml"))
 			}
-			res, _, err := bf.build(cmd, dir, "")
+			res, _, err := bf.build(cmd, dir, "", "")
 			if err != nil {
 				return fmt.Errorf("plugin test: %w", err)
 			}

@@ -40,10 +40,11 @@ func (f *logFlags) logger() (*slog.Logger, error) {
 
 func newRunCmd() *cobra.Command {
 	var (
-		file     string
-		opts     runner.Options
-		logs     logFlags
-		progress time.Duration
+		file           string
+		opts           runner.Options
+		logs           logFlags
+		progress       time.Duration
+		failOnDeadLets bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run -c PIPELINE.yaml [--data-dir DIR] [--nats-url URL]",
@@ -57,7 +58,13 @@ A pipeline whose sources are all finite (files, a bounded generator) ends by its
 once every record is processed and committed, and the command exits 0. SIGINT or
 SIGTERM stops reading, finishes and commits what was read, and exits 0; a second
 signal exits at once, even with a sink that does not answer, with status 128 plus
-the signal's number (130 for SIGINT, 143 for SIGTERM).`,
+the signal's number (130 for SIGINT, 143 for SIGTERM).
+
+Dead letters (records an operator failed on, and input that could not be
+decoded) go to <data_dir>/dead-letters.jsonl unless dead_letter says otherwise;
+at exit the command says how many there were and where. With
+--fail-on-dead-letters (or dead_letter.fail_run: true), a run that
+dead-lettered records still processes and commits everything, then exits 3.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if file == "" {
@@ -81,20 +88,32 @@ the signal's number (130 for SIGINT, 143 for SIGTERM).`,
 			stopProgress := reportProgress(log, h, progress)
 			err = h.Run(ctx)
 			stopProgress()
+			st := h.Status()
 			if err != nil {
+				if st.Dead > 0 {
+					fmt.Fprintln(cmd.ErrOrStderr(), "sluice:", deadLetterSummary(st.Dead, h.DeadLetters()))
+				}
 				return err
 			}
-			st := h.Status()
 			log.Info("pipeline stopped", "batches", st.Batches, "records_in", st.RecordsIn,
 				"records_out", st.Outputs, "dead_letters", st.Dead)
+			if st.Dead == 0 {
+				return nil
+			}
+			msg := deadLetterSummary(st.Dead, h.DeadLetters())
+			if failOnDeadLets || p.DeadLetter.FailRun {
+				return &deadLettersError{msg}
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "sluice:", msg)
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&failOnDeadLets, "fail-on-dead-letters", false, "exit with status 3 if any record was dead-lettered (after processing and committing everything); as dead_letter.fail_run")
 	cmd.Flags().StringVarP(&file, "config", "c", "", "the pipeline file")
-	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "data directory (state, embedded NATS store, compiled plugins); overrides data_dir")
+	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "data directory (state, embedded NATS store, plugin registry, dead letters); overrides data_dir")
 	cmd.Flags().StringVar(&opts.NATSURL, "nats-url", "", "URL of a NATS server to use instead of the embedded one; overrides nats.url")
 	cmd.Flags().StringVar(&opts.HTTPAddr, "http", "", `address of the HTTP API (health, metrics, status), or "off"; overrides http.addr`)
-	cmd.Flags().DurationVar(&progress, "progress", 10*time.Second, "how often to log progress (records, rate, positions); 0 turns it off")
+	cmd.Flags().DurationVar(&progress, "progress", 10*time.Second, "how often to log progress (records, rate, source positions, sink offsets); 0 turns it off")
 	logs.register(cmd, "info")
 	return cmd
 }
@@ -118,12 +137,53 @@ func reportProgress(log *slog.Logger, h *runner.Host, interval time.Duration) fu
 				return
 			case <-t.C:
 				st := h.Status()
+				sources, sinks := splitPositions(st.Positions)
 				log.Info("progress", "records_in", st.RecordsIn,
 					"rate_per_s", float64(st.RecordsIn-last)/interval.Seconds(),
-					"records_out", st.Outputs, "dead_letters", st.Dead, "batches", st.Batches, "positions", st.Positions)
+					"records_out", st.Outputs, "dead_letters", st.Dead, "batches", st.Batches,
+					"source_positions", sources, "sink_offsets", sinks)
 				last = st.RecordsIn
 			}
 		}
 	}()
 	return func() { close(done); <-stopped }
+}
+
+// deadLetterSummary says how many records a run dead-lettered and where
+// they are: a file (a path) or a NATS subject.
+func deadLetterSummary(n uint64, where string) string {
+	if strings.HasPrefix(where, "NATS ") {
+		where = "published to " + where
+	} else {
+		where = "see " + where
+	}
+	if n == 1 {
+		return "1 record dead-lettered: " + where
+	}
+	return fmt.Sprintf("%d records dead-lettered: %s", n, where)
+}
+
+// deadLettersError ends a run that dead-lettered records when it was asked
+// to fail for that: exit status exitDeadLetters.
+type deadLettersError struct{ msg string }
+
+func (e *deadLettersError) Error() string { return e.msg }
+
+// sinkOffsetPrefix begins the names under which the committed positions
+// hold a sink's offset (the length of a file, the stream sequence of a
+// JetStream sink) rather than a source's position.
+const sinkOffsetPrefix = "sink/"
+
+// splitPositions splits committed positions into the sources' positions
+// and the sinks' offsets, by name.
+func splitPositions(all map[string]uint64) (sources, sinks map[string]uint64) {
+	sources, sinks = map[string]uint64{}, map[string]uint64{}
+	for name, v := range all {
+		if sink, ok := strings.CutPrefix(name, sinkOffsetPrefix); ok {
+			sinks[sink] = v
+		} else {
+			sources[name] = v
+		}
+	}
+	return sources, sinks
 }

@@ -145,9 +145,12 @@ func (f *dumpFlags) run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	positions := r.Positions()
-	for _, src := range slices.Sorted(maps.Keys(positions)) {
-		fmt.Fprintf(stderr, "position %s = %d\n", src, positions[src])
+	sources, sinks := splitPositions(r.Positions())
+	for _, src := range slices.Sorted(maps.Keys(sources)) {
+		fmt.Fprintf(stderr, "source %s position = %d\n", src, sources[src])
+	}
+	for _, snk := range slices.Sorted(maps.Keys(sinks)) {
+		fmt.Fprintf(stderr, "sink %s offset = %d\n", snk, sinks[snk])
 	}
 	return nil
 }

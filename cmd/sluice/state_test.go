@@ -126,7 +126,7 @@ func TestStateDumpRunningAndStopped(t *testing.T) {
 	stopped = true
 	// Stopped: the directory itself, with the positions.
 	stopped1, stderr := dumpLines(t, dir, "-c", p, "--data-dir", data, "--page-size", "5")
-	if len(stopped1) < len(running) || !strings.Contains(stderr, "position text = ") {
+	if len(stopped1) < len(running) || !strings.Contains(stderr, "source text position = ") {
 		t.Errorf("stopped: %d entries (running: %d), stderr %q", len(stopped1), len(running), stderr)
 	}
 	th, _ := dumpLines(t, dir, "--data-dir", data, "--prefix", "th")

@@ -23,13 +23,18 @@ func versionString() string {
 	return v
 }
 
+// versionLine is what `sluice version` and `sluice --version` print.
+func versionLine() string {
+	return fmt.Sprintf("sluice %s (plugin ABI version %d)\n", versionString(), abi.Version)
+}
+
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version of sluice and of the plugin ABI it speaks",
+		Short: "Print the version of sluice and of the plugin ABI it speaks (also: sluice --version)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "sluice %s (plugin ABI version %d)\n", versionString(), abi.Version)
+			_, err := fmt.Fprint(cmd.OutOrStdout(), versionLine())
 			return err
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -95,4 +96,49 @@ func BenchmarkSource(b *testing.B) {
 			b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "records/s")
 		})
 	}
+}
+
+// BenchmarkSourceJSON measures reading plain JSON lines and taking their
+// key and time from members.
+func BenchmarkSourceJSON(b *testing.B) {
+	var lines []byte
+	for i := range benchRecords {
+		lines = fmt.Appendf(lines, `{"user":{"id":"user-%d","plan":"free"},"ts":%d,"msg":"the quick brown fox jumps over the lazy dog %d"}`+"\n", i%50, 1_700_000_000_000+i, i)
+	}
+	path := filepath.Join(b.TempDir(), "in.json")
+	if err := os.WriteFile(path, lines, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]connectors.Message, 256)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	total := 0
+	for range b.N {
+		src, err := NewSource(SourceConfig{Path: path, Format: JSON, KeyField: "/user/id", TimeField: "ts"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := src.Open(ctx, 0); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			n, err := src.Read(ctx, buf)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, m := range buf[:n] {
+				if m.Err != nil {
+					b.Fatal(m.Err)
+				}
+			}
+			total += n
+		}
+		src.Close()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "records/s")
 }

@@ -180,7 +180,7 @@ func TestMalformedLinesNameFileAndLine(t *testing.T) {
 		4: `input.jsonl:4: missing "value"`,
 		5: `input.jsonl:5: both "value" and "value_base64"`,
 		6: `input.jsonl:6: "time": want integer nanoseconds or an RFC 3339 string, got 1.5`,
-		7: `input.jsonl:7: invalid JSON: json: unknown field "colour"`,
+		7: `input.jsonl:7: unknown field "colour": format jsonl reads Sluice's record envelope`,
 		8: "input.jsonl:8: invalid JSON: text after the object",
 		9: `input.jsonl:9: "time": "yesterday" is not an RFC 3339 time`,
 	}
@@ -223,7 +223,7 @@ func TestHugeLines(t *testing.T) {
 		if !errors.Is(m.Err, connectors.ErrTooLarge) || len(m.Record.Value) != 1024 {
 			t.Fatalf("message %d: err %v, value of %d bytes; want ErrTooLarge and the first 1024 bytes", i, m.Err, len(m.Record.Value))
 		}
-		want := fmt.Sprintf("input.jsonl:%d: line of 100000 bytes is over the 1024-byte limit", i+1)
+		want := fmt.Sprintf("input.jsonl:%d: line of 100000 bytes is over the limit of 1024 bytes (max_line_bytes)", i+1)
 		if !strings.Contains(m.Err.Error(), want) {
 			t.Fatalf("message %d: %q, want it to contain %q", i, m.Err, want)
 		}

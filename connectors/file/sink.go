@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -131,18 +133,13 @@ func (s *Sink) Write(_ context.Context, out []connectors.Out) error {
 		return fmt.Errorf("%s: write: %w", s.name, connectors.ErrClosed)
 	}
 	for i := range out {
-		rec := &out[i].Record
-		if s.cfg.Format == Lines {
-			if bytes.ContainsAny(rec.Value, "\r\n") {
-				return fmt.Errorf("%s: record %d: a value with a line break cannot be written in the %q format (use %q)", s.name, i, Lines, JSONL)
-			}
-			s.line = append(append(s.line[:0], rec.Value...), '\n')
-		} else {
-			id := ""
-			if s.cfg.WriteIDs {
-				id = out[i].ID
-			}
-			s.line = appendJSONRecord(s.line[:0], rec, id)
+		id := ""
+		if s.cfg.WriteIDs {
+			id = out[i].ID
+		}
+		var err error
+		if s.line, err = appendLine(s.line[:0], s.cfg.Format, &out[i].Record, id); err != nil {
+			return fmt.Errorf("%s: record %d: %w", s.name, i, err)
 		}
 		if _, err := s.w.Write(s.line); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
@@ -150,6 +147,118 @@ func (s *Sink) Write(_ context.Context, out []connectors.Out) error {
 		s.pending += uint64(len(s.line))
 	}
 	return nil
+}
+
+// appendLine appends rec as one line of format f, with the line ending;
+// id is written in format JSONL only, when it is not empty.
+func appendLine(dst []byte, f Format, rec *abi.Record, id string) ([]byte, error) {
+	switch f {
+	case Lines:
+		if bytes.ContainsAny(rec.Value, "\r\n") {
+			return dst, fmt.Errorf("a value with a line break cannot be written in the %q format (use %q)", Lines, JSONL)
+		}
+		return append(append(dst, rec.Value...), '\n'), nil
+	case JSON:
+		if !json.Valid(rec.Value) {
+			return dst, fmt.Errorf("format %q writes values that are JSON, and this one is not (use %q)", JSON, JSONL)
+		}
+		if !bytes.ContainsAny(rec.Value, "\r\n") {
+			return append(append(dst, rec.Value...), '\n'), nil
+		}
+		b := bytes.NewBuffer(dst)
+		if err := json.Compact(b, rec.Value); err != nil {
+			return dst, err
+		}
+		return append(b.Bytes(), '\n'), nil
+	}
+	return appendJSONRecord(dst, rec, id), nil
+}
+
+// WriterSinkConfig configures a WriterSink.
+type WriterSinkConfig struct {
+	// Format of the lines; empty: JSONL.
+	Format Format
+	// WriteIDs adds each record's Out.ID as "id" (JSONL only).
+	WriteIDs bool
+	// Name overrides the sink's name; empty: "stdout".
+	Name string
+}
+
+// WriterSink writes records to a stream, such as standard output, one per
+// line, in the formats of Sink. A stream cannot be taken back, so unlike
+// Sink it is not rewindable: after a crash, what a replay writes again
+// appears again (at least once).
+type WriterSink struct {
+	cfg    WriterSinkConfig
+	name   string
+	w      *bufio.Writer
+	line   []byte
+	closed bool
+}
+
+var _ connectors.IDUser = (*WriterSink)(nil)
+
+// NewWriterSink returns a sink that writes to w. Close does not close w.
+func NewWriterSink(w io.Writer, cfg WriterSinkConfig) (*WriterSink, error) {
+	format, err := cfg.Format.check()
+	if err != nil {
+		return nil, fmt.Errorf("stream sink: %w", err)
+	}
+	cfg.Format = format
+	name := cfg.Name
+	if name == "" {
+		name = "stdout"
+	}
+	return &WriterSink{cfg: cfg, name: name, w: bufio.NewWriterSize(w, 64<<10)}, nil
+}
+
+// Name returns the sink's name.
+func (s *WriterSink) Name() string { return s.name }
+
+// UsesIDs reports whether the sink writes each record's Out.ID (WriteIDs).
+func (s *WriterSink) UsesIDs() bool { return s.cfg.WriteIDs }
+
+// Write encodes out into the sink's buffer, which goes to the stream when
+// it fills and at Flush.
+func (s *WriterSink) Write(_ context.Context, out []connectors.Out) error {
+	if s.closed {
+		return fmt.Errorf("%s: write: %w", s.name, connectors.ErrClosed)
+	}
+	for i := range out {
+		id := ""
+		if s.cfg.WriteIDs {
+			id = out[i].ID
+		}
+		var err error
+		if s.line, err = appendLine(s.line[:0], s.cfg.Format, &out[i].Record, id); err != nil {
+			return fmt.Errorf("%s: record %d: %w", s.name, i, err)
+		}
+		if _, err := s.w.Write(s.line); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+// Flush writes the buffer to the stream.
+func (s *WriterSink) Flush(context.Context) error {
+	if s.closed {
+		return fmt.Errorf("%s: flush: %w", s.name, connectors.ErrClosed)
+	}
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	return nil
+}
+
+// Close flushes the buffer; it does not close the stream.
+func (s *WriterSink) Close() error {
+	if s.closed {
+		return nil
+	}
+	err := s.Flush(context.Background())
+	s.closed = true
+	return err
 }
 
 // Flush writes the buffer to the file and fsyncs it.

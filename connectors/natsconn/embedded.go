@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -36,6 +39,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// ErrPortInUse is the error of StartEmbedded, matched with errors.Is, when
+// the port it is to listen on is taken (by another process, or another
+// pipeline's embedded server).
+var ErrPortInUse = errors.New("port in use")
+
 // Embedded is a NATS server with JetStream running inside this process.
 type Embedded struct {
 	srv *server.Server
@@ -65,6 +73,21 @@ func StartEmbedded(ctx context.Context, opts Options) (*Embedded, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	if opts.Port > 0 {
+		// The server would report a port in use only in its log, after
+		// which the wait below would last ReadyTimeout.
+		hp := net.JoinHostPort(opts.Host, strconv.Itoa(opts.Port))
+		ln, err := net.Listen("tcp", hp)
+		if err != nil {
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return nil, fmt.Errorf("natsconn: embedded NATS server on %s: %w: %w", hp, ErrPortInUse, err)
+			}
+			return nil, fmt.Errorf("natsconn: embedded NATS server on %s: %w", hp, err)
+		}
+		if err := ln.Close(); err != nil {
+			return nil, fmt.Errorf("natsconn: embedded NATS server on %s: %w", hp, err)
+		}
+	}
 	sopts := &server.Options{
 		ServerName:             opts.Name,
 		Host:                   opts.Host,
@@ -86,6 +109,13 @@ func StartEmbedded(ctx context.Context, opts Options) (*Embedded, error) {
 
 	deadline := time.Now().Add(opts.ReadyTimeout)
 	for !srv.ReadyForConnections(50 * time.Millisecond) {
+		if fatal := sl.fatalError(); fatal != "" {
+			// The server gave up (its listener failed): it will not be
+			// ready however long this waits.
+			srv.Shutdown()
+			srv.WaitForShutdown()
+			return nil, fmt.Errorf("natsconn: embedded NATS server on %s:%d: %s", opts.Host, opts.Port, fatal)
+		}
 		if err := ctx.Err(); err != nil {
 			srv.Shutdown()
 			srv.WaitForShutdown()
@@ -141,9 +171,10 @@ func (e *Embedded) Shutdown(ctx context.Context) error {
 // serverLogger adapts the server's logger interface to slog and remembers
 // the last error, to explain a failed start.
 type serverLogger struct {
-	log  *slog.Logger
-	mu   sync.Mutex
-	last string
+	log   *slog.Logger
+	mu    sync.Mutex
+	last  string
+	fatal string // the last fatal error: the server stopped
 }
 
 var _ server.Logger = (*serverLogger)(nil)
@@ -152,8 +183,13 @@ func (l *serverLogger) Noticef(format string, v ...any) { l.emit(slog.LevelDebug
 func (l *serverLogger) Debugf(format string, v ...any)  { l.emit(slog.LevelDebug, format, v) }
 func (l *serverLogger) Tracef(format string, v ...any)  { l.emit(slog.LevelDebug, format, v) }
 func (l *serverLogger) Warnf(format string, v ...any)   { l.emit(slog.LevelWarn, format, v) }
-func (l *serverLogger) Errorf(format string, v ...any)  { l.emitError(format, v) }
-func (l *serverLogger) Fatalf(format string, v ...any)  { l.emitError(format, v) }
+func (l *serverLogger) Errorf(format string, v ...any)  { _ = l.emitError(format, v) }
+func (l *serverLogger) Fatalf(format string, v ...any) {
+	msg := l.emitError(format, v)
+	l.mu.Lock()
+	l.fatal = msg
+	l.mu.Unlock()
+}
 
 func (l *serverLogger) emit(level slog.Level, format string, v []any) {
 	ctx := context.Background()
@@ -162,12 +198,20 @@ func (l *serverLogger) emit(level slog.Level, format string, v []any) {
 	}
 }
 
-func (l *serverLogger) emitError(format string, v []any) {
+// emitError logs an error, remembers it as the last one and returns it.
+func (l *serverLogger) emitError(format string, v []any) string {
 	msg := fmt.Sprintf(format, v...)
 	l.mu.Lock()
 	l.last = msg
 	l.mu.Unlock()
 	l.log.Error(msg)
+	return msg
+}
+
+func (l *serverLogger) fatalError() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fatal
 }
 
 func (l *serverLogger) lastError() string {

@@ -90,6 +90,22 @@ func TestEmbeddedPortInUseFailsClearly(t *testing.T) {
 	if !strings.Contains(err.Error(), strconv.Itoa(port)) || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("err = %q, want the port and the cause", err)
 	}
+	if !errors.Is(err, ErrPortInUse) || !errors.Is(err, syscall.EADDRINUSE) {
+		t.Errorf("err = %q, want one matching ErrPortInUse and EADDRINUSE", err)
+	}
+}
+
+// A server whose listener fails (here on an address no interface has)
+// fails the start with the server's error as soon as it gives up, not
+// after ReadyTimeout with "not ready".
+func TestEmbeddedListenerFailureEndsTheWait(t *testing.T) {
+	_, err := StartEmbedded(testCtx(t), Options{Dir: t.TempDir(), Host: "192.0.2.1", Port: -1, ReadyTimeout: time.Minute, Logger: quiet()})
+	if err == nil {
+		t.Fatal("started on an address no interface has")
+	}
+	if !strings.Contains(err.Error(), "Error listening") || strings.Contains(err.Error(), "not ready") {
+		t.Errorf("err = %q, want the server's listener error", err)
+	}
 }
 
 func TestEmbeddedShutdownClosesPort(t *testing.T) {

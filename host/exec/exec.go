@@ -34,7 +34,9 @@ type Operator struct {
 	Tables []string
 	// StopOnError stops the job on a failed record instead of dead-lettering it.
 	StopOnError bool
-	// MaxRecordBytes refuses larger input records (dead-lettered); 0: no limit.
+	// MaxRecordBytes refuses input records that carry more bytes
+	// (abi.DataSize: key, value and headers), which are dead-lettered; 0:
+	// no limit.
 	MaxRecordBytes int
 	// Txn makes the operator transactional; Parallelism and Tables are
 	// then unused (the txnop.Operator has its workers and tables).
@@ -541,9 +543,9 @@ func (j *Job) add(b *batch, c chunk) {
 			continue
 		}
 		if limit > 0 {
-			if n := abi.EncodedSize(&m.Record); n > limit {
+			if n := abi.DataSize(&m.Record); n > limit {
 				b.dead = append(b.dead, deadLetter{rec: m.Record, src: c.src, pos: m.Position, stage: 0,
-					err: fmt.Errorf("record of %d bytes is over the operator's limit of %d bytes (limits.max_record_bytes)", n, limit)})
+					err: fmt.Errorf("record of %d bytes (key, value and headers) is over the operator's limit of %d bytes (limits.max_record_bytes)", n, limit)})
 				continue
 			}
 		}

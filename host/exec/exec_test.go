@@ -413,6 +413,42 @@ func TestOversizeAndUndecodableInputsAreDeadLettered(t *testing.T) {
 	}
 }
 
+// The size limit on inputs counts what a user counts: the bytes of the
+// key, the value and the headers, not the encoding's framing; the dead
+// letter says so.
+func TestInputLimitCountsKeyValueAndHeaders(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	recs := []abi.Record{
+		{Value: []byte(strings.Repeat("a", 100))},
+		{Key: []byte("k"), Value: []byte(strings.Repeat("b", 97)), Headers: []abi.Header{{Name: []byte("h"), Value: []byte("v")}}},
+		{Key: []byte("k"), Value: []byte(strings.Repeat("c", 100))},
+	}
+	sink, dead := &memSink{}, &memSink{}
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: recs}}},
+		Operators: []Operator{{Name: "up", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0), Parallelism: 1, MaxRecordBytes: 100}},
+		Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Store: store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sink.records()); n != 2 {
+		t.Errorf("%d outputs, want 2: the records of 100 bytes pass a limit of 100", n)
+	}
+	d := dead.records()
+	if len(d) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(d))
+	}
+	want := "record of 101 bytes (key, value and headers) is over the operator's limit of 100 bytes (limits.max_record_bytes)"
+	if header(d[0].Record, HeaderPosition) != "3" || header(d[0].Record, HeaderError) != want {
+		t.Errorf("dead letter at %s: %q, want at 3: %q", header(d[0].Record, HeaderPosition), header(d[0].Record, HeaderError), want)
+	}
+}
+
 // badSource marks the message at position badAt as undecodable.
 type badSource struct {
 	sliceSource

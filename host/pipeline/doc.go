@@ -7,7 +7,21 @@
 //	wordcount.yaml:14: operators[1].kind: unknown operator kind "keyd" (want map, filter, flatmap, keyed or transactional)
 //
 // Unknown keys are errors, not silently ignored: a misspelt key would
-// otherwise change what a pipeline does without a word.
+// otherwise change what a pipeline does without a word. So are the keys of
+// another source or sink type (rate on a file source), which would be
+// ignored. The keys a mapping holds are read from the yaml tags of the
+// struct it decodes into (and, for sources and sinks, the types tag that
+// says which types a key applies to), so the list of known keys an error
+// gives, and the nearest one it suggests, cannot drift from the decoder:
+//
+//	p.yaml:10: operators[0].retrys: unknown key "retrys" in an operator: did you mean "retries"? (known: name, plugin, ...)
+//	p.yaml:6: sources[0].rate: rate is a key of generator sources, not of a file source (its keys: ...)
+//
+// A value of the wrong type names its key (sources[0].count: "many" is not
+// a whole number of 0 or more), and a YAML syntax error is reported at the
+// line where the file stops parsing, with the mapping it is in: the YAML
+// library names the line where the enclosing block starts, so the line is
+// found by parsing ever longer prefixes of the file.
 //
 // The topology is a chain: every source feeds the first operator, each
 // operator feeds the next, and every sink receives what the last operator

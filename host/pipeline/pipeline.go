@@ -8,13 +8,17 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/connectors/file"
 	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
@@ -76,35 +80,53 @@ type Batch struct {
 	Linger Duration `yaml:"linger"`
 }
 
-// Source is one input of the pipeline.
+// Source is one input of the pipeline. A key tagged with types applies to
+// those source types only; a source of another type that sets it is
+// refused.
 type Source struct {
 	Name string `yaml:"name"`
-	// Type is file, generator, nats or jetstream.
+	// Type is file, stdin, generator, nats or jetstream.
 	Type string `yaml:"type"`
 
-	// file
-	Path   string `yaml:"path"`
-	Format string `yaml:"format"` // jsonl (default) or lines
+	// Path is the file a file source reads.
+	Path string `yaml:"path" types:"file"`
+	// Format of the lines of a file or stdin source: jsonl (the default:
+	// Sluice's record envelope), json (plain JSON, the line is the value)
+	// or lines (the line is the value).
+	Format string `yaml:"format" types:"file,stdin"`
+	// KeyField locates the member of a line of format json that gives the
+	// record's key: a JSON pointer (/user/id) or a dotted path (user.id).
+	KeyField string `yaml:"key_field" types:"file,stdin"`
+	// TimeField locates the member of a line of format json that gives the
+	// record's event time: an RFC 3339 string or a number of TimeUnit.
+	TimeField string `yaml:"time_field" types:"file,stdin"`
+	// TimeUnit is the unit of a numeric TimeField: ns, us, ms or s.
+	// Default ms.
+	TimeUnit string `yaml:"time_unit" types:"file,stdin"`
+	// MaxLineBytes is the longest line read, without its line ending; a
+	// longer one is dead-lettered. Default: the larger of 1 MiB and the
+	// first operator's max_record_bytes.
+	MaxLineBytes Size `yaml:"max_line_bytes" types:"file,stdin"`
 
 	// nats and jetstream
-	Subject  string   `yaml:"subject"`
-	Queue    string   `yaml:"queue"`
-	Stream   string   `yaml:"stream"`
-	Consumer string   `yaml:"consumer"`
-	Create   bool     `yaml:"create"`
-	Subjects []string `yaml:"subjects"`
+	Subject  string   `yaml:"subject" types:"nats,jetstream"`
+	Queue    string   `yaml:"queue" types:"nats"`
+	Stream   string   `yaml:"stream" types:"jetstream"`
+	Consumer string   `yaml:"consumer" types:"jetstream"`
+	Create   bool     `yaml:"create" types:"jetstream"`
+	Subjects []string `yaml:"subjects" types:"jetstream"`
 
 	// generator
-	Mode  string  `yaml:"mode"` // words, sequence, bytes or txn
-	Count uint64  `yaml:"count"`
-	Rate  float64 `yaml:"rate"`
-	Size  int     `yaml:"size"`
-	Keys  uint64  `yaml:"keys"`
-	Seed  uint64  `yaml:"seed"`
+	Mode  string  `yaml:"mode" types:"generator"` // words, sequence, bytes or txn
+	Count uint64  `yaml:"count" types:"generator"`
+	Rate  float64 `yaml:"rate" types:"generator"`
+	Size  int     `yaml:"size" types:"generator"`
+	Keys  uint64  `yaml:"keys" types:"generator"`
+	Seed  uint64  `yaml:"seed" types:"generator"`
 	// App is the transactional workload of mode txn (sl, gs, ...).
-	App string `yaml:"app"`
+	App string `yaml:"app" types:"generator"`
 	// Knobs are the workload's knobs in mode txn (key space, skew, seed...).
-	Knobs Knobs `yaml:"knobs"`
+	Knobs Knobs `yaml:"knobs" types:"generator"`
 }
 
 // Operator is one stage of the chain, run by a Wasm plugin.
@@ -182,32 +204,48 @@ type Limits struct {
 	// garbage collector, the HTTP API and the signal handling wait for it.
 	// Only with call_timeout: 0s.
 	DeadlineOffMayHangHost bool `yaml:"deadline_off_may_hang_host"`
-	// MaxRecordBytes is the largest record the operator accepts or emits.
-	// Default 1 MiB.
+	// MaxRecordBytes bounds the bytes of each record the operator accepts
+	// or emits: its key, value and headers. Default 1 MiB, at most 16 MiB.
 	MaxRecordBytes Size `yaml:"max_record_bytes"`
 	// TableEntries caps the entries of each of an instance's tables
 	// (table.grow fails past it). Default 1,048,576.
 	TableEntries uint32 `yaml:"table_entries"`
 }
 
-// Sink is one output of the pipeline.
+// Sink is one output of the pipeline. A key tagged with types applies to
+// those sink types only.
 type Sink struct {
 	Name string `yaml:"name"`
-	// Type is file, nats or jetstream.
-	Type    string `yaml:"type"`
-	Path    string `yaml:"path"`
-	Subject string `yaml:"subject"`
-	Stream  string `yaml:"stream"`
-	Create  bool   `yaml:"create"`
+	// Type is file, stdout, nats or jetstream.
+	Type string `yaml:"type"`
+	Path string `yaml:"path" types:"file"`
+	// Format of the lines of a file or stdout sink: jsonl (the default:
+	// Sluice's record envelope), json (each value, which must be JSON) or
+	// lines (each value).
+	Format  string `yaml:"format" types:"file,stdout"`
+	Subject string `yaml:"subject" types:"nats,jetstream"`
+	Stream  string `yaml:"stream" types:"jetstream"`
+	Create  bool   `yaml:"create" types:"jetstream"`
 }
 
 // DeadLetter says where records that an operator failed on go. With
-// neither set, they go to the NATS subject "sluice.<pipeline>.dead".
+// neither Subject nor Path set, they go to the JSON Lines file
+// DefaultDeadLetterFile in the data directory (the runner's, which
+// --data-dir may change).
 type DeadLetter struct {
+	// Subject publishes dead letters to this NATS subject instead.
 	Subject string `yaml:"subject"`
-	// Path writes dead letters to a JSON Lines file instead.
+	// Path writes dead letters to this JSON Lines file.
 	Path string `yaml:"path"`
+	// FailRun makes a run that dead-lettered records end in failure
+	// (sluice run exits with a status of its own), once it has processed
+	// and committed everything.
+	FailRun bool `yaml:"fail_run"`
 }
+
+// DefaultDeadLetterFile is the file, in the data directory, that dead
+// letters go to when dead_letter names no subject and no path.
+const DefaultDeadLetterFile = "dead-letters.jsonl"
 
 // HTTP configures the host's HTTP server (health, metrics, API).
 type HTTP struct {
@@ -401,13 +439,18 @@ func Load(path string) (*Pipeline, error) {
 func Parse(file, dir string, data []byte) (*Pipeline, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, yamlError(file, err)
+		return nil, syntaxError(file, data, err)
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{File: file, Msg: "the file is empty"}
 	}
 	if root.Content[0].Kind != yaml.MappingNode {
 		return nil, &Error{File: file, Line: root.Content[0].Line, Msg: "a pipeline file must be a mapping of keys (name, sources, operators, sinks...)"}
+	}
+	c := &checker{file: file}
+	c.walk(root.Content[0], reflect.TypeFor[Pipeline](), nil)
+	if len(c.errs) > 0 {
+		return nil, errors.Join(c.errs...)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -440,53 +483,90 @@ func lineError(file, s string) *Error {
 	s = strings.TrimPrefix(s, "yaml: ")
 	if m := yamlLineRE.FindStringSubmatch(s); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		msg := m[2]
-		// "field kidn not found in type pipeline.Operator" -> a user's words.
-		if f, ok := strings.CutPrefix(msg, "field "); ok {
-			if name, typ, ok := strings.Cut(f, " not found in type "); ok {
-				msg = fmt.Sprintf("unknown key %q in %s", name, typeWords(typ))
-			}
-		}
-		return &Error{File: file, Line: line, Msg: msg}
+		return &Error{File: file, Line: line, Msg: m[2]}
 	}
 	return &Error{File: file, Msg: s}
 }
 
-func typeWords(typ string) string {
-	switch strings.TrimPrefix(typ, "pipeline.") {
-	case "Pipeline":
-		return "the pipeline (known: name, nats, data_dir, compile_cache, state, batch, sources, operators, sinks, dead_letter, http, on_error)"
-	case "Source":
-		return "a source (known: name, type, path, format, subject, queue, stream, consumer, create, subjects, mode, count, rate, size, keys, seed, app, knobs)"
-	case "Operator":
-		return "an operator (known: name, plugin, kind, parallelism, state, config, limits, on_error, tables, punctuation, strategy, workers)"
-	case "Table":
-		return "a table (known: name, init)"
-	case "TableInit":
-		return "init (known: file, generator)"
-	case "Punctuation":
-		return "punctuation (known: events, interval)"
-	case "Sink":
-		return "a sink (known: name, type, path, subject, stream, create)"
-	case "Limits":
-		return "limits (known: memory_pages, call_timeout, deadline_off_may_hang_host, max_record_bytes, table_entries)"
-	case "Batch":
-		return "batch (known: size, linger)"
-	case "State":
-		return "state (known: key_groups, sync)"
-	case "NATS":
-		return "nats (known: url, port)"
-	case "DeadLetter":
-		return "dead_letter (known: subject, path)"
-	case "HTTP":
-		return "http (known: addr, token, auth, max_body_bytes, max_connections, read_timeout, write_timeout, idle_timeout)"
+// maxSyntaxScan is the most lines syntaxError reads the file again for.
+const maxSyntaxScan = 5000
+
+// syntaxError reports a YAML syntax error at the line where the file stops
+// parsing, with the key path of the mapping it is in. The YAML library
+// names the line where the block holding the problem starts (a key
+// indented wrong on line 9 of an operator that starts at line 7 is
+// reported at line 6), so the line is found as the first whose prefix of
+// the file fails the same way.
+func syntaxError(file string, data []byte, err error) error {
+	e := lineError(file, err.Error())
+	if lines := bytes.SplitAfter(data, []byte("\n")); len(lines) <= maxSyntaxScan {
+		end := 0
+		for i, l := range lines {
+			end += len(l)
+			var n yaml.Node
+			perr := yaml.Unmarshal(data[:end], &n)
+			if perr == nil || lineError(file, perr.Error()).Msg != e.Msg {
+				continue
+			}
+			e.Line = i + 1
+			var before yaml.Node
+			if yaml.Unmarshal(data[:end-len(l)], &before) == nil {
+				e.Path = pathString(lastMapping(&before, nil))
+			}
+			break
+		}
 	}
-	return typ
+	for problem, hint := range map[string]string{
+		"did not find expected key":                              "is this line indented like the keys it belongs with?",
+		"did not find expected '-' indicator":                    "is this line indented like the keys it belongs with?",
+		"mapping values are not allowed in this context":         `is this line indented too far, or does a value on it hold ": " and need quotes?`,
+		"block sequence entries are not allowed in this context": "is this - indented below its key?",
+	} {
+		if e.Msg == problem {
+			e.Msg += " (" + hint + ")"
+		}
+	}
+	return e
+}
+
+// lastMapping returns the path of the mapping that holds the last key of
+// n, in the order of the file.
+func lastMapping(n *yaml.Node, path []any) []any {
+	var last []any
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			last = lastMapping(c, path)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if l := lastMapping(c, append(slices.Clip(path), i)); l != nil {
+				last = l
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			last = path
+			if last == nil {
+				last = []any{}
+			}
+			if l := lastMapping(n.Content[i+1], append(slices.Clip(path), n.Content[i].Value)); l != nil {
+				last = l
+			}
+		}
+	}
+	return last
 }
 
 // errAt builds an *Error located at the node for path (keys and indexes
 // below the root), or at the nearest ancestor that exists.
-func (p *Pipeline) errAt(msg string, path ...any) error {
+func (p *Pipeline) errAt(msg string, path ...any) error { return p.ErrorAt(msg, path...) }
+
+// ErrorAt returns an *Error with msg, located at the key path (keys and
+// indexes below the root: "operators", 1, "plugin"), or at the line of its
+// nearest ancestor written in the file: for what is checked outside this
+// package, such as a plugin against its operator's kind.
+func (p *Pipeline) ErrorAt(msg string, path ...any) *Error {
 	return &Error{File: p.File, Line: p.lineOf(path...), Path: pathString(path), Msg: msg}
 }
 
@@ -592,8 +672,6 @@ func (p *Pipeline) validate() error {
 		if p.DeadLetter.Subject != "" {
 			add(p.errAt("set subject or path, not both", "dead_letter"))
 		}
-	} else if p.DeadLetter.Subject == "" {
-		p.DeadLetter.Subject = "sluice." + p.Name + ".dead"
 	}
 
 	names := map[string]string{}
@@ -633,6 +711,32 @@ func (p *Pipeline) validate() error {
 	for _, err := range p.validateTransactionalPipeline() {
 		add(err)
 	}
+	for i := range p.Sources {
+		if s := &p.Sources[i]; (s.Type == "file" || s.Type == "stdin") && s.MaxLineBytes == 0 {
+			s.MaxLineBytes = DefaultMaxLineBytes
+			if len(p.Operators) > 0 && p.Operators[0].Limits.MaxRecordBytes > s.MaxLineBytes {
+				s.MaxLineBytes = p.Operators[0].Limits.MaxRecordBytes
+			}
+		}
+	}
+	// Standard input and output are one stream each.
+	var stdin, stdout []int
+	for i := range p.Sources {
+		if p.Sources[i].Type == "stdin" {
+			stdin = append(stdin, i)
+		}
+	}
+	for i := range p.Sinks {
+		if p.Sinks[i].Type == "stdout" {
+			stdout = append(stdout, i)
+		}
+	}
+	for _, i := range stdin[min(1, len(stdin)):] {
+		add(p.errAt(fmt.Sprintf("source %q reads standard input already: a pipeline has one stdin source", p.Sources[stdin[0]].Name), "sources", i, "type"))
+	}
+	for _, i := range stdout[min(1, len(stdout)):] {
+		add(p.errAt(fmt.Sprintf("sink %q writes standard output already: a pipeline has one stdout sink", p.Sinks[stdout[0]].Name), "sinks", i, "type"))
+	}
 	if len(p.Sinks) == 0 {
 		add(p.errAt("a pipeline needs at least one sink", "sinks"))
 	}
@@ -667,18 +771,17 @@ func (p *Pipeline) validateSource(i int, s *Source) []error {
 		errs = append(errs, p.errAt(msg, append([]any{"sources", i}, key...)...))
 	}
 	switch s.Type {
-	case "file":
-		if s.Path == "" {
-			at("a file source needs a path", "path")
+	case "file", "stdin":
+		if s.Type == "file" {
+			switch s.Path {
+			case "":
+				at("a file source needs a path", "path")
+			case "-":
+				at(`"-" is not read as standard input: write type: stdin (and no path)`, "path")
+			}
+			s.Path = p.resolve(s.Path)
 		}
-		s.Path = p.resolve(s.Path)
-		switch s.Format {
-		case "":
-			s.Format = "jsonl"
-		case "jsonl", "lines":
-		default:
-			at(fmt.Sprintf("unknown format %q (want jsonl or lines)", s.Format), "format")
-		}
+		errs = append(errs, p.validateLines(i, s)...)
 	case "generator":
 		switch s.Mode {
 		case "":
@@ -723,9 +826,58 @@ func (p *Pipeline) validateSource(i int, s *Source) []error {
 			at("create: true needs the stream's subjects", "subjects")
 		}
 	case "":
-		at("a source needs a type (file, generator, nats or jetstream)", "type")
+		at("a source needs a type (file, stdin, generator, nats or jetstream)", "type")
 	default:
-		at(fmt.Sprintf("unknown source type %q (want file, generator, nats or jetstream)", s.Type), "type")
+		at(fmt.Sprintf("unknown source type %q (want file, stdin, generator, nats or jetstream)", s.Type), "type")
+	}
+	return errs
+}
+
+// Formats of file, stdin and stdout lines.
+const (
+	FormatJSONL = "jsonl"
+	FormatJSON  = "json"
+	FormatLines = "lines"
+)
+
+// DefaultMaxLineBytes is the least default of a source's max_line_bytes.
+const DefaultMaxLineBytes = file.DefaultMaxLine
+
+// validateLines checks the keys of a source that reads lines (file,
+// stdin): the format, the fields of format json, the line cap.
+func (p *Pipeline) validateLines(i int, s *Source) []error {
+	var errs []error
+	at := func(msg string, key ...any) {
+		errs = append(errs, p.errAt(msg, append([]any{"sources", i}, key...)...))
+	}
+	switch s.Format {
+	case "":
+		s.Format = FormatJSONL
+	case FormatJSONL, FormatJSON, FormatLines:
+	default:
+		at(fmt.Sprintf("unknown format %q (want jsonl: Sluice's record envelope; json: plain JSON, the line is the value; lines: the line is the value)", s.Format), "format")
+	}
+	for _, f := range []struct{ key, v string }{{"key_field", s.KeyField}, {"time_field", s.TimeField}} {
+		if f.v == "" {
+			if p.has("sources", i, f.key) {
+				at("empty: want a JSON pointer such as /user/id or a dotted path such as user.id, or leave it out", f.key)
+			}
+			continue
+		}
+		if s.Format != FormatJSON {
+			at(fmt.Sprintf("%s applies to format json (plain JSON lines), not %s", f.key, s.Format), f.key)
+		} else if _, err := file.ParseField(f.v); err != nil {
+			at(err.Error(), f.key)
+		}
+	}
+	if s.TimeUnit != "" {
+		if s.TimeField == "" {
+			at("time_unit applies with time_field only", "time_unit")
+		} else if _, err := file.CheckTimeUnit(file.TimeUnit(s.TimeUnit)); err != nil {
+			at(err.Error(), "time_unit")
+		}
+	} else if s.TimeField != "" {
+		s.TimeUnit = string(file.DefaultTimeUnit)
 	}
 	return errs
 }
@@ -782,10 +934,13 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 	case !off && o.Limits.DeadlineOffMayHangHost:
 		at("deadline_off_may_hang_host applies only with call_timeout: 0s", "limits", "deadline_off_may_hang_host")
 	}
-	if o.Limits.MaxRecordBytes == 0 {
+	switch m := o.Limits.MaxRecordBytes; {
+	case m == 0:
 		o.Limits.MaxRecordBytes = DefaultMaxRecordBytes
-	} else if o.Limits.MaxRecordBytes < 0 {
+	case m < 0:
 		at("max_record_bytes must be positive", "limits", "max_record_bytes")
+	case m > abi.MaxRecordSize:
+		at(fmt.Sprintf("max_record_bytes %d: at most 16MiB (%d), the plugin ABI's bound on one record", m, abi.MaxRecordSize), "limits", "max_record_bytes")
 	}
 	if o.OnError == "" {
 		o.OnError = p.OnError
@@ -848,11 +1003,23 @@ func (p *Pipeline) validateSink(i int, s *Sink) []error {
 		errs = append(errs, p.errAt(msg, append([]any{"sinks", i}, key...)...))
 	}
 	switch s.Type {
-	case "file":
-		if s.Path == "" {
-			at("a file sink needs a path", "path")
+	case "file", "stdout":
+		if s.Type == "file" {
+			switch s.Path {
+			case "":
+				at("a file sink needs a path", "path")
+			case "-":
+				at(`"-" is not standard output: write type: stdout (and no path)`, "path")
+			}
+			s.Path = p.resolve(s.Path)
 		}
-		s.Path = p.resolve(s.Path)
+		switch s.Format {
+		case "":
+			s.Format = FormatJSONL
+		case FormatJSONL, FormatJSON, FormatLines:
+		default:
+			at(fmt.Sprintf("unknown format %q (want jsonl: Sluice's record envelope; json: each value, which must be JSON; lines: each value)", s.Format), "format")
+		}
 	case "nats":
 		if s.Subject == "" {
 			at("a nats sink needs a subject", "subject")
@@ -865,15 +1032,16 @@ func (p *Pipeline) validateSink(i int, s *Sink) []error {
 			at("create: true needs the stream's name", "stream")
 		}
 	case "":
-		at("a sink needs a type (file, nats or jetstream)", "type")
+		at("a sink needs a type (file, stdout, nats or jetstream)", "type")
 	default:
-		at(fmt.Sprintf("unknown sink type %q (want file, nats or jetstream)", s.Type), "type")
+		at(fmt.Sprintf("unknown sink type %q (want file, stdout, nats or jetstream)", s.Type), "type")
 	}
 	return errs
 }
 
 // NeedsNATS reports whether any source, sink or the dead-letter destination
-// uses NATS.
+// uses NATS: a pipeline that does not runs without a NATS server or
+// connection.
 func (p *Pipeline) NeedsNATS() bool {
 	for _, s := range p.Sources {
 		if s.Type == "nats" || s.Type == "jetstream" {
@@ -885,5 +1053,5 @@ func (p *Pipeline) NeedsNATS() bool {
 			return true
 		}
 	}
-	return p.DeadLetter.Path == ""
+	return p.DeadLetter.Subject != ""
 }

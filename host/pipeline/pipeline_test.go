@@ -134,6 +134,36 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// Dead letters go, by default, to a file the runner places in the data
+// directory, so that a pipeline of files needs no NATS; a subject, and
+// only a subject, needs it.
+func TestParseDeadLetterDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name, dead string
+		want       DeadLetter
+		nats       bool
+	}{
+		{"default", "", DeadLetter{}, false},
+		{"path", "dead_letter: {path: dead.jsonl}\n", DeadLetter{Path: "/pipes/dead.jsonl"}, false},
+		{"subject", "dead_letter: {subject: wc.dead}\n", DeadLetter{Subject: "wc.dead"}, true},
+		{"fail run", "dead_letter: {fail_run: true}\n", DeadLetter{FailRun: true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			y := strings.Replace(good, "dead_letter:\n  path: dead.jsonl\n", tc.dead, 1)
+			p, err := Parse("p.yaml", "/pipes", []byte(y))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.DeadLetter != tc.want {
+				t.Errorf("dead_letter = %+v, want %+v", p.DeadLetter, tc.want)
+			}
+			if p.NeedsNATS() != tc.nats {
+				t.Errorf("NeedsNATS() = %v, want %v", p.NeedsNATS(), tc.nats)
+			}
+		})
+	}
+}
+
 // The deadline goes off only when the pipeline says it accepts that a
 // call that never returns hangs the host.
 func TestParseDeadlineOff(t *testing.T) {

@@ -123,8 +123,8 @@ func TestInstancesInParallel(t *testing.T) {
 }
 
 // BenchmarkProcessMap measures a batched map (the upper-casing guest) over
-// 64-byte values; ns/record is the figure to read against the floors in
-// DESIGN.md. timeout=on is the engine as deployed (a call timeout, which
+// 64-byte values; ns/record is the figure to read against those in
+// BENCHMARKS.md. timeout=on is the engine as deployed (a call timeout, which
 // makes wazero check for cancellation in guest loops and calls);
 // timeout=off shows what that checking costs.
 func BenchmarkProcessMap(b *testing.B) {

@@ -25,9 +25,14 @@ type Report struct {
 	ABIVersion int32              // the version the module declares; 0 when it could not be read
 	Command    bool               // a WASI command module (exports _start) rather than a reactor
 	Language   string             // the source language its custom sections name: "Go", "C", "Rust"...; "" if unknown
-	Kinds      []Kind             // the operator kinds the module can serve
-	Notes      []string           // observations that are not problems
-	Problems   []string           // why Load would refuse it; empty for a good module
+	// Kinds are the operator kinds the module can serve: Load accepts it
+	// as an operator of each. Those its sluice.kinds custom section
+	// declares (ABI.md section 12) when it has one, as KindsDeclared
+	// says; else every kind whose exports it has.
+	Kinds         []Kind
+	KindsDeclared bool     // whether the module declares its kinds (sluice.kinds)
+	Notes         []string // observations that are not problems
+	Problems      []string // why Load would refuse it; empty for a good module
 }
 
 // OK reports whether the module has no problems.
@@ -38,6 +43,13 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // Problems say why; Check fails only when the host does, not the module: a
 // compilation cache that eng cannot read or write (runtime.ErrCache).
 // Guest log messages during the check are discarded.
+//
+// The kinds a module serves (Report.Kinds) are those its sluice.kinds
+// custom section declares, when it has one (Report.KindsDeclared), as Load
+// refuses it as an operator of any other kind; otherwise they are inferred
+// from its exports, as before the section existed: a module built with an
+// SDK exports what every kind of its family needs, whatever handler it
+// registers.
 //
 // A module built for the wrong target gets problems that say what to change
 // in its build, in the terms of its source language where its custom
@@ -50,7 +62,8 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 // core module.
 func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (Report, error) {
 	sum := sha256.Sum256(wasm)
-	r := Report{Name: name, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Language: sourceLanguage(wasm)}
+	d := declaredKinds(wasm)
+	r := Report{Name: name, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]), Language: sourceLanguage(wasm), KindsDeclared: d.declared()}
 	mod, err := compile(ctx, eng, name, wasm)
 	var lerr *LoadError
 	switch {
@@ -73,27 +86,105 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 		st.version(v, err)
 	}
 	r.Memory, r.Exports, r.Imports, r.Command, r.ABIVersion = s.memory, s.exports, s.imports, s.command, s.abiVersion
-	// A module serves the batch kinds, the transactional kind, or both;
-	// it has problems only when it serves neither, and then both sets of
-	// missing exports are worth reading.
+	// A module serves the batch kinds, the transactional kind, or both,
+	// as far as its exports go; its declaration, when it has one, narrows
+	// them down. It has problems only when it serves none.
+	var served []Kind
 	if len(s.problems) == 0 {
-		r.Kinds = []Kind{KindMap, KindFilter, KindFlatMap, KindKeyed}
+		served = []Kind{KindMap, KindFilter, KindFlatMap, KindKeyed}
 	}
 	if len(st.problems) == 0 {
-		r.Kinds = append(r.Kinds, KindTransactional)
+		served = append(served, KindTransactional)
+	}
+	if !d.declared() {
+		r.Kinds = served
+		if len(r.Kinds) == 0 {
+			r.Problems = kindProblems(s, st)
+		}
+		if exports(s, abi.ExportKinds) {
+			r.Notes = append(r.Notes, fmt.Sprintf("the module exports %s but has no %s custom section, so the host cannot tell which kinds its handler serves: "+
+				"build it with `sluice plugin build`, which writes the section, and a pipeline that runs it as another kind is refused when it loads",
+				abi.ExportKinds, abi.SectionKinds))
+		}
+	} else {
+		r.Kinds = declaredServed(&d, served)
+		switch p := d.problem(); {
+		case p != "":
+			r.Kinds = nil
+			r.Problems = []string{p}
+		case len(r.Kinds) == 0:
+			r.Problems = declaredProblems(&d, s, st)
+		}
+		r.Notes = append(r.Notes, declarationNotes(&d, r.Kinds)...)
 	}
 	if len(r.Kinds) == 0 {
-		r.Problems = kindProblems(s, st)
 		if r.Language == "" && importsASAbort(s.imports) {
 			r.Language = langAssemblyScript
 		}
 		r.Problems = advise(r.Problems, r.Language, s)
 	}
-	if len(s.usesState) > 0 {
+	stateless := func(k Kind) bool { return !k.Stateful() && !k.Transactional() }
+	if len(s.usesState) > 0 && (!d.declared() || slices.ContainsFunc(r.Kinds, stateless)) {
 		r.Notes = append(r.Notes, fmt.Sprintf("imports %s: serving a map, filter or flatmap operator, any call to them fails the record; only keyed operators have state",
 			strings.Join(s.usesState, ", ")))
 	}
 	return r, nil
+}
+
+// exports reports whether a module of shape s exports a function name.
+func exports(s *shape, name string) bool {
+	return slices.ContainsFunc(s.exports, func(e runtime.FuncInfo) bool { return e.Name == name })
+}
+
+// declaredServed returns the kinds d declares that a module serving the
+// kinds served by its exports can serve.
+func declaredServed(d *declaration, served []Kind) []Kind {
+	var ks []Kind
+	for _, k := range d.kinds {
+		if slices.Contains(served, k) {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// declaredProblems returns the problems of a module that declares d and
+// serves none of its kinds, given its shape as a batch operator (batch)
+// and as a transactional one (txn): those of the kinds it declares.
+func declaredProblems(d *declaration, batch, txn *shape) []string {
+	isTxn := slices.Contains(d.kinds, KindTransactional)
+	isBatch := len(d.kinds) > 1 || !isTxn
+	switch {
+	case isBatch && !isTxn:
+		return batch.problems
+	case isTxn && !isBatch:
+		return txn.problems
+	}
+	return union(batch.problems, txn.problems)
+}
+
+// declarationNotes returns the notes on a module's declaration d, of which
+// it serves the kinds served: names that are no kind, and kinds it
+// declares without their exports.
+func declarationNotes(d *declaration, served []Kind) []string {
+	var notes []string
+	if len(d.unknown) > 0 && len(d.kinds) > 0 {
+		notes = append(notes, fmt.Sprintf("custom section %s names what this host knows as no operator kind, ignored: %s",
+			abi.SectionKinds, strings.Join(d.unknown, ", ")))
+	}
+	if len(served) > 0 {
+		var lacking []Kind
+		for _, k := range d.kinds {
+			if !slices.Contains(served, k) {
+				lacking = append(lacking, k)
+			}
+		}
+		if len(lacking) > 0 {
+			notes = append(notes, fmt.Sprintf("custom section %s declares %s, but the module lacks the exports of %s operators: the host refuses to run it as one",
+				abi.SectionKinds, orList(lacking), orList(lacking)))
+		}
+	}
+	return notes
 }
 
 // kindProblems returns the problems of a module that serves no operator
@@ -104,19 +195,21 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 // transactional: only that kind's problems are worth reading. Otherwise
 // both sets are, each problem once.
 func kindProblems(batch, txn *shape) []string {
-	has := func(name string) bool {
-		return slices.ContainsFunc(batch.exports, func(e runtime.FuncInfo) bool { return e.Name == name })
-	}
-	isBatch := has(abi.ExportProcess)
-	isTxn := has(abi.ExportPlan) || has(abi.ExportApply) || has(abi.ExportPost)
+	isBatch := exports(batch, abi.ExportProcess)
+	isTxn := exports(batch, abi.ExportPlan) || exports(batch, abi.ExportApply) || exports(batch, abi.ExportPost)
 	switch {
 	case isBatch && !isTxn:
 		return batch.problems
 	case isTxn && !isBatch:
 		return txn.problems
 	}
-	problems := slices.Clone(batch.problems)
-	for _, p := range txn.problems {
+	return union(batch.problems, txn.problems)
+}
+
+// union returns the problems of a followed by those of b that a lacks.
+func union(a, b []string) []string {
+	problems := slices.Clone(a)
+	for _, p := range b {
 		if !slices.Contains(problems, p) {
 			problems = append(problems, p)
 		}
@@ -264,34 +357,15 @@ func isComponent(wasm []byte) bool {
 // section; "" when there is no such section. It reads the sections'
 // framing only and never fails: a malformed module has no language.
 func sourceLanguage(wasm []byte) string {
-	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
-		return ""
-	}
 	lang, tool, goBuildID := "", "", false
-	r := byteReader(wasm[8:])
-	for len(r) > 0 {
-		id, ok := r.byte()
-		if !ok {
-			break
-		}
-		size, ok := r.uleb()
-		if !ok || uint64(len(r)) < size {
-			break
-		}
-		body := r[:size]
-		r = r[size:]
-		if id != 0 {
-			continue
-		}
-		name, ok := body.name()
-		switch {
-		case !ok:
-		case name == "go:buildid":
+	customSections(wasm, func(name string, body byteReader) {
+		switch name {
+		case "go:buildid":
 			goBuildID = true
-		case name == "producers":
+		case "producers":
 			lang, tool = producers(body)
 		}
-	}
+	})
 	switch {
 	case strings.HasPrefix(lang, "C_plus_plus"), strings.HasPrefix(lang, "C++"):
 		return langCPP
@@ -305,6 +379,35 @@ func sourceLanguage(wasm []byte) string {
 		return langC
 	}
 	return lang
+}
+
+// customSections calls fn with the name and contents of each custom
+// section of wasm, in order. It reads the sections' framing only, never
+// fails, and stops at the first section that is malformed: a module that
+// is not WebAssembly has no custom sections.
+func customSections(wasm []byte, fn func(name string, body byteReader)) {
+	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
+		return
+	}
+	r := byteReader(wasm[8:])
+	for len(r) > 0 {
+		id, ok := r.byte()
+		if !ok {
+			return
+		}
+		size, ok := r.uleb()
+		if !ok || uint64(len(r)) < size {
+			return
+		}
+		body := r[:size]
+		r = r[size:]
+		if id != 0 {
+			continue
+		}
+		if name, ok := body.name(); ok {
+			fn(name, body)
+		}
+	}
 }
 
 // producers returns the first value of the language and processed-by

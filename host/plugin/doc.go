@@ -11,6 +11,12 @@
 //     listing every problem, so a plugin author fixes them in one round;
 //     Check reports the same findings without failing, for
 //     `sluice plugin check`.
+//   - The declaration of a module's operator kinds (ABI.md, section 12):
+//     Load refuses a module whose sluice.kinds custom section does not name
+//     the kind it is asked to serve, and Check reports the kinds declared,
+//     or inferred from the exports of a module without the section.
+//     DeclareKinds writes the section for `sluice plugin build`, from what
+//     the module's sluice_kinds export reports.
 //   - HostModule: emit, reject, table_id, state_get, state_put, state_delete
 //     and log. Every pointer and length a guest passes is checked against its
 //     memory, including ptr+len overflow, and misuse of the ABI fails the

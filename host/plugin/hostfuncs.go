@@ -261,8 +261,8 @@ func hostEmit(ctx context.Context, mem runtime.Memory, stack []uint64) {
 		if r.Origin >= c.n {
 			hostFault(fn, "output record %d has Origin %d, but the input batch has %d records", i, r.Origin, c.n)
 		}
-		if size := abi.EncodedSize(r); size > c.limits.MaxRecordBytes {
-			hostFault(fn, "output record %d is %d bytes encoded, over the limit of %d bytes", i, size, c.limits.MaxRecordBytes)
+		if size := abi.DataSize(r); size > c.limits.MaxRecordBytes {
+			hostFault(fn, "output record %d holds %d bytes (key, value and headers), over the limit of %d bytes (limits.max_record_bytes)", i, size, c.limits.MaxRecordBytes)
 		}
 		c.out.addAliased(r, c.base)
 	}

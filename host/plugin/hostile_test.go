@@ -787,7 +787,7 @@ func TestHostileOutputLimits(t *testing.T) {
 		r := rec(1, "")
 		r.Value = bytes.Repeat([]byte("x"), 100)
 		err := rejectOf(t, f, r, abi.ExportProcess)
-		hostErrorOf(t, err, abi.FuncEmit, "output record 0 is 132 bytes encoded, over the limit of 64 bytes")
+		hostErrorOf(t, err, abi.FuncEmit, "output record 0 holds 100 bytes (key, value and headers), over the limit of 64 bytes (limits.max_record_bytes)")
 	})
 	t.Run("call", func(t *testing.T) {
 		f := newHostile(t, hostileConfig{module: "flood", limits: limits})

@@ -3,6 +3,9 @@ package plugin
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/sluicehq/sluice/abi"
 )
 
 // Kind is the kind of operator a plugin serves. It decides which exports a
@@ -54,4 +57,51 @@ func (k Kind) Transactional() bool { return k == KindTransactional }
 func (k Kind) valid() bool {
 	_, err := ParseKind(string(k))
 	return err == nil
+}
+
+// kinds returns every operator kind, in the order reports list them.
+func kinds() []Kind {
+	return []Kind{KindMap, KindFilter, KindFlatMap, KindKeyed, KindTransactional}
+}
+
+// bit returns k's bit in the result of the sluice_kinds export.
+func (k Kind) bit() int32 {
+	switch k {
+	case KindMap:
+		return abi.KindBitMap
+	case KindFilter:
+		return abi.KindBitFilter
+	case KindFlatMap:
+		return abi.KindBitFlatMap
+	case KindKeyed:
+		return abi.KindBitKeyed
+	case KindTransactional:
+		return abi.KindBitTransactional
+	}
+	return 0
+}
+
+// kindsOf returns the kinds whose bits are set in bits, in order; bits of
+// no kind are ignored.
+func kindsOf(bits int32) []Kind {
+	var ks []Kind
+	for _, k := range kinds() {
+		if bits&k.bit() != 0 {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// orList joins kinds for messages: "map", "map or keyed", "map, filter
+// or flatmap".
+func orList(ks []Kind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }

@@ -34,10 +34,13 @@ type Plugin struct {
 // Load compiles wasm and checks that it can serve as an operator of kind:
 // the exports and memory the ABI requires, with their signatures; imports
 // only from "sluice", with the signatures the host provides, and
-// "wasi_snapshot_preview1"; a reactor, not a WASI command; and, by
-// instantiating it once, the ABI version it declares. A module that fails
-// any check is refused with a *LoadError listing every problem, before it
-// sees any record. name identifies the plugin in errors and logs.
+// "wasi_snapshot_preview1"; a reactor, not a WASI command; kind among the
+// kinds it declares in its sluice.kinds custom section, when it has one
+// (ABI.md section 12; a module without it may serve any kind whose exports
+// it has); and, by instantiating it once, the ABI version it declares. A
+// module that fails any check is refused with a *LoadError listing every
+// problem, before it sees any record. name identifies the plugin in errors
+// and logs.
 //
 // eng must have HostModule() among its host modules.
 func Load(ctx context.Context, eng runtime.Engine, name string, wasm []byte, kind Kind, opts ...Option) (*Plugin, error) {
@@ -58,14 +61,26 @@ func Load(ctx context.Context, eng runtime.Engine, name string, wasm []byte, kin
 		tables: o.tables,
 		logger: o.logger.With(slog.String("plugin", name), slog.String("kind", string(kind))),
 	}
-	s := inspectKind(mod, kind, fmt.Sprintf("%s operators", kind))
+	// A module that declares its kinds (ABI.md section 12) and not kind
+	// is refused as such, with the problems it has as an operator of a
+	// kind it declares: those of kind's exports would only mislead.
+	var problems []string
+	inspectAs := kind
+	d := declaredKinds(wasm)
+	if p := d.problem(); p != "" {
+		problems = append(problems, p)
+	} else if d.declared() && !slices.Contains(d.kinds, kind) {
+		problems = append(problems, d.mismatch(kind))
+		inspectAs = d.kinds[0]
+	}
+	s := inspectKind(mod, inspectAs, fmt.Sprintf("%s operators", inspectAs))
 	if s.instantiable {
 		v, err := abiVersion(ctx, mod, p.newCall())
 		s.version(v, err)
 	}
-	if len(s.problems) > 0 {
+	if problems = append(problems, s.problems...); len(problems) > 0 {
 		_ = mod.Close(context.WithoutCancel(ctx))
-		return nil, &LoadError{Plugin: name, Problems: s.problems, causes: s.causes}
+		return nil, &LoadError{Plugin: name, Problems: problems, causes: s.causes}
 	}
 	return p, nil
 }
@@ -147,6 +162,7 @@ func abiExports(kind Kind) []exportSpec {
 		{abi.ExportApply, sig(2, 1), txn},
 		{abi.ExportPost, sig(4, 1), txn},
 		{abi.ExportConfigure, sig(2, 1), false},
+		{abi.ExportKinds, sig(0, 1), false},
 		{abi.ExportInitialize, sig(0, 0), false},
 	}
 }
@@ -258,36 +274,51 @@ func (s *shape) version(v int32, err error) {
 // A failure is a *problemError: its message is the problem as a LoadError
 // lists it, and it wraps the engine's error.
 func abiVersion(ctx context.Context, mod runtime.Module, c *call) (int32, error) {
-	c.begin(abi.ExportInitialize, nil, nil, 0, 0)
-	cctx := context.WithValue(ctx, callKey{}, c)
-	inst, err := mod.Instantiate(cctx)
-	c.end(ctx)
+	inst, err := instantiate(ctx, mod, c)
 	if err != nil {
-		var re *runtime.Error
-		switch {
-		case errors.As(err, &re) && re.Export != "":
-			// The module's initialiser failed (trap, timeout, exit).
-			return 0, &problemError{fmt.Sprintf("calling %s failed: %s", re.Export, innerError(err)), err}
-		case errors.Is(err, runtime.ErrLink) && strings.Contains(err.Error(), missingHostImport):
-			// inspect found every import provided by HostModule(): the
-			// engine lacks what it provides.
-			return 0, &problemError{fmt.Sprintf("instantiating the module failed: %s (is plugin.HostModule() registered with the engine?)", innerError(err)), err}
-		}
-		// A start function that failed, a data segment that does not fit
-		// its memory, a memory over the engine's limit...
-		return 0, &problemError{"instantiating the module failed: " + innerError(err), err}
+		return 0, err
 	}
 	defer func() { _ = inst.Close(context.WithoutCancel(ctx)) }()
-	f, ok := inst.Func(abi.ExportABIVersion)
+	return callI32(ctx, inst, c, abi.ExportABIVersion)
+}
+
+// instantiate instantiates mod, running its initialiser, for calls made
+// with c. A failure is a *problemError.
+func instantiate(ctx context.Context, mod runtime.Module, c *call) (runtime.Instance, error) {
+	c.begin(abi.ExportInitialize, nil, nil, 0, 0)
+	inst, err := mod.Instantiate(context.WithValue(ctx, callKey{}, c))
+	c.end(ctx)
+	if err == nil {
+		return inst, nil
+	}
+	var re *runtime.Error
+	switch {
+	case errors.As(err, &re) && re.Export != "":
+		// The module's initialiser failed (trap, timeout, exit).
+		return nil, &problemError{fmt.Sprintf("calling %s failed: %s", re.Export, innerError(err)), err}
+	case errors.Is(err, runtime.ErrLink) && strings.Contains(err.Error(), missingHostImport):
+		// inspect found every import provided by HostModule(): the
+		// engine lacks what it provides.
+		return nil, &problemError{fmt.Sprintf("instantiating the module failed: %s (is plugin.HostModule() registered with the engine?)", innerError(err)), err}
+	}
+	// A start function that failed, a data segment that does not fit its
+	// memory, a memory over the engine's limit...
+	return nil, &problemError{"instantiating the module failed: " + innerError(err), err}
+}
+
+// callI32 calls inst's export of signature () -> i32 with c and returns
+// its result. A failure is a *problemError.
+func callI32(ctx context.Context, inst runtime.Instance, c *call, export string) (int32, error) {
+	f, ok := inst.Func(export)
 	if !ok {
-		return 0, fmt.Errorf("missing export %s after instantiation", abi.ExportABIVersion)
+		return 0, fmt.Errorf("missing export %s after instantiation", export)
 	}
 	var stack [1]uint64
-	c.begin(abi.ExportABIVersion, nil, nil, 0, 0)
-	err = f.Call(cctx, stack[:])
+	c.begin(export, nil, nil, 0, 0)
+	err := f.Call(context.WithValue(ctx, callKey{}, c), stack[:])
 	c.end(ctx)
 	if err != nil {
-		return 0, &problemError{fmt.Sprintf("calling %s failed: %s", abi.ExportABIVersion, innerError(err)), err}
+		return 0, &problemError{fmt.Sprintf("calling %s failed: %s", export, innerError(err)), err}
 	}
 	return i32(stack[0]), nil
 }

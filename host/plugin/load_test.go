@@ -218,8 +218,8 @@ func TestCheckGoodModule(t *testing.T) {
 	if !slices.Contains(imports, "sluice.state_get (i32, i32, i32, i32, i32) -> i32") {
 		t.Errorf("imports %q lack state_get", imports)
 	}
-	if len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "only keyed operators have state") {
-		t.Errorf("notes = %q", r.Notes)
+	if r.KindsDeclared || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "only keyed operators have state") {
+		t.Errorf("declared %v, notes = %q", r.KindsDeclared, r.Notes)
 	}
 }
 

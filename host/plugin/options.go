@@ -9,8 +9,9 @@ import (
 // Limits bound what one guest call may hand the host. A zero field takes its
 // default.
 type Limits struct {
-	// MaxRecordBytes bounds the encoded size of one output record
-	// (abi.EncodedSize). Default and upper bound: abi.MaxRecordSize.
+	// MaxRecordBytes bounds the bytes one output record carries: its key,
+	// value and headers (abi.DataSize), the measure a user counts, without
+	// the encoding's framing. Default and upper bound: abi.MaxRecordSize.
 	MaxRecordBytes int
 	// MaxOutputBytes bounds the bytes a guest call may make the host keep:
 	// what it passes to emit, and in a transactional operator the

@@ -420,9 +420,14 @@ func TestEmitMisuse(t *testing.T) {
 	if he.Reason != "output record 0 has Origin 1000000, but the input batch has 1 records" {
 		t.Errorf("bad origin: reason = %q", he.Reason)
 	}
-	he, _ = hostFaultOf(t, f, "emit-big:2000", "emit")
-	if !strings.HasSuffix(he.Reason, "bytes encoded, over the limit of 1024 bytes") {
+	// The limit counts what a user counts, the key, value and headers:
+	// key "k1" and a value of 1022 bytes fit 1024, of 1023 do not.
+	he, _ = hostFaultOf(t, f, "emit-big:1023", "emit")
+	if he.Reason != "output record 0 holds 1025 bytes (key, value and headers), over the limit of 1024 bytes (limits.max_record_bytes)" {
 		t.Errorf("big record: reason = %q", he.Reason)
+	}
+	if out := f.process("emit-big:1022"); len(out.Rejects) != 0 || len(out.Records) != 1 || len(out.Records[0].Value) != 1022 {
+		t.Errorf("a record of exactly the limit: rejects %+v, %d records", out.Rejects, len(out.Records))
 	}
 	// 20 emits of ~550 bytes: under the record limit, over the output limit.
 	he, _ = hostFaultOf(t, f, "emit-many:20:500", "emit")

@@ -22,6 +22,21 @@ import (
 // API's bearer token.
 const TokenFile = "api-token"
 
+// AddrFile is the name, in the data directory, of the file holding the
+// address the running host's HTTP API listens on (host:port), for the
+// CLI; the host removes it when it stops.
+const AddrFile = "api-addr"
+
+// ReadAddr returns the address of the HTTP API of the host running in
+// dataDir, as it wrote it in AddrFile.
+func ReadAddr(dataDir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, AddrFile))
+	if err != nil {
+		return "", fmt.Errorf("api address: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
 // TokenEnv is the environment variable that sets the API's token when the
 // pipeline's http.token does not.
 const TokenEnv = "SLUICE_TOKEN"

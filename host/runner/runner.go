@@ -1,7 +1,9 @@
-// Package runner turns a pipeline file into a running host: it starts the
-// embedded NATS server (or connects to the one configured), opens the state
-// store, compiles and checks the plugins, builds the sources and sinks,
-// serves the HTTP API and runs the job until it ends.
+// Package runner turns a pipeline file into a running host: it compiles
+// and checks the plugins (saying in the log which it compiles and which it
+// finds in the compile cache), opens the state store, starts the embedded
+// NATS server or connects to the one configured (only for a pipeline that
+// uses NATS), builds the sources and sinks, serves the HTTP API and runs
+// the job until it ends.
 //
 // A transactional operator's plugin is loaded for that kind and runs as a
 // txnop.Operator with one plugin instance per scheduler worker. Its tables
@@ -18,7 +20,9 @@
 //	plugins/   the plugin registry: every module deployed, by SHA-256, and
 //	           the deployments log (package registry)
 //	api-token  the bearer token of the API (mode 0600)
+//	api-addr   the address the API listens on, while the host runs
 //	uploads/   swaps' modules while they arrive (emptied at start)
+//	dead-letters.jsonl  the dead letters, unless dead_letter says otherwise
 //
 // Plugins change at run time through the API (control.go): a swap checks
 // and loads the new module on the operator's own engine (its limits and
@@ -32,11 +36,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -83,6 +90,11 @@ type Host struct {
 	sinks    []connectors.Sink
 	http     *api.Server
 	natsURL  string
+	// deadLetters is where dead letters go (DeadLetters).
+	deadLetters string
+	// addrFile is the file the HTTP API's address was written to, removed
+	// by Close.
+	addrFile string
 	// txnOps are transactional operators built before the job: exec.New
 	// takes them over; until then Close closes them.
 	txnOps []*txnop.Operator
@@ -165,7 +177,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		h.sinks = append(h.sinks, snk)
 		outputs = append(outputs, exec.Output{Name: p.Sinks[i].Name, Sink: snk})
 	}
-	dead, err := h.deadLetterSink(ctx)
+	dead, err := h.deadLetterSink(dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: dead_letter: %w", p.File, err)
 	}
@@ -197,8 +209,12 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		if err := os.MkdirAll(uploads, 0o700); err != nil {
 			return nil, fmt.Errorf("data directory: %w", err)
 		}
+		ln, err := h.listen(addr, opts.HTTPAddr == "")
+		if err != nil {
+			return nil, err
+		}
 		c := p.HTTP
-		h.http, err = api.Listen(addr, api.NewHandler(api.Options{
+		h.http = api.Serve(ln, api.NewHandler(api.Options{
 			Registry:     h.metrics.Registry,
 			Status:       func() any { return h.job.Status() },
 			Decisions:    func(op string, n int) (any, error) { return h.job.Decisions(op, n) },
@@ -214,12 +230,35 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 			WriteTimeout:   time.Duration(c.WriteTimeout),
 			IdleTimeout:    time.Duration(c.IdleTimeout),
 		}, h.log)
-		if err != nil {
-			return nil, err
-		}
 		h.log.Info("http api listening", "addr", "http://"+h.http.Addr())
+		// Where the CLI finds the API (sluice plugin swap -c), even on a
+		// port chosen here.
+		path := filepath.Join(dataDir, AddrFile)
+		if err := os.WriteFile(path, []byte(h.http.Addr()+"\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		h.addrFile = path
 	}
 	return h, nil
+}
+
+// listen opens the HTTP API's listener on addr. When addr is the default
+// one, configured nowhere else (mayMove), and is taken, it listens on a
+// free port of the same interface instead and says so.
+func (h *Host) listen(addr string, mayMove bool) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	if mayMove && addr == pipeline.DefaultHTTPAddr && errors.Is(err, syscall.EADDRINUSE) {
+		host, _, _ := net.SplitHostPort(addr)
+		if ln, ferr := net.Listen("tcp", net.JoinHostPort(host, "0")); ferr == nil {
+			h.log.Warn("the default http api address is taken (by another pipeline?): listening on a free port instead; set http.addr to choose one",
+				"taken", addr, "addr", ln.Addr().String())
+			return ln, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: http api: listen on %s: %w (set http.addr in the pipeline or --http to another address, or off)", h.p.File, addr, err)
 }
 
 func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operator, error) {
@@ -272,8 +311,12 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 		if kind == plugin.KindTransactional {
 			popts = append(popts, plugin.WithTables(o.TableNames()))
 		}
+		// Adding a module new to the registry checks it, which compiles
+		// it; loading it compiles it again, from the cache by then.
+		report := startCompileReport(h.log.With("operator", o.Name, "plugin", o.Plugin), cacheDir, compileProgressEvery)
 		fileEntry, err := h.reg.Add(ctx, eng, o.Plugin, code)
 		if err != nil {
+			report.finish(err)
 			return nil, fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err)
 		}
 		entry, resumed, history, err := h.resume(o.Name, fileEntry)
@@ -285,6 +328,7 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 			code, name = resumed, entry.Name
 		}
 		pl, err := plugin.Load(ctx, eng, name, code, kind, popts...)
+		report.finish(err)
 		if err != nil {
 			if resumed != nil {
 				return nil, fmt.Errorf("operator %q: the module it ran last (%s, sha256 %s, deployed by a swap since the pipeline file's): %w",
@@ -328,6 +372,9 @@ func (h *Host) connectNATS(ctx context.Context, dataDir, urlOverride string) err
 		e, err := natsconn.StartEmbedded(ctx, natsconn.Options{
 			Dir: filepath.Join(dataDir, "nats"), Port: h.p.NATS.Port, Logger: h.log,
 		})
+		if errors.Is(err, natsconn.ErrPortInUse) {
+			return fmt.Errorf("%s: embedded NATS server: %w (another pipeline's embedded server? set nats.port in the pipeline to a free port, or -1 for any free one, or nats.url to use a running server)", h.p.File, err)
+		}
 		if err != nil {
 			return fmt.Errorf("embedded NATS server: %w", err)
 		}
@@ -345,8 +392,13 @@ func (h *Host) connectNATS(ctx context.Context, dataDir, urlOverride string) err
 
 func (h *Host) source(ctx context.Context, s *pipeline.Source) (connectors.Source, error) {
 	switch s.Type {
-	case "file":
-		return file.NewSource(file.SourceConfig{Path: s.Path, Format: file.Format(s.Format), Name: s.Name})
+	case "file", "stdin":
+		cfg := file.SourceConfig{Path: s.Path, Format: file.Format(s.Format), KeyField: s.KeyField, TimeField: s.TimeField,
+			TimeUnit: file.TimeUnit(s.TimeUnit), MaxLine: int(s.MaxLineBytes), Name: s.Name}
+		if s.Type == "stdin" {
+			cfg.Reader = os.Stdin
+		}
+		return file.NewSource(cfg)
 	case "generator":
 		if s.Mode == string(generator.Txn) {
 			k, err := pipeline.Workload(s.App, s.Knobs)
@@ -380,7 +432,9 @@ func (h *Host) source(ctx context.Context, s *pipeline.Source) (connectors.Sourc
 func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, error) {
 	switch s.Type {
 	case "file":
-		return file.NewSink(file.SinkConfig{Path: s.Path, Name: s.Name})
+		return file.NewSink(file.SinkConfig{Path: s.Path, Format: file.Format(s.Format), Name: s.Name})
+	case "stdout":
+		return file.NewWriterSink(os.Stdout, file.WriterSinkConfig{Format: file.Format(s.Format), Name: s.Name})
 	case "nats":
 		h.log.Warn("a core NATS sink is at least once: after a crash, the outputs of the batch that was not committed are published again (a jetstream sink is exactly once)",
 			"sink", s.Name, "subject", s.Subject)
@@ -388,7 +442,7 @@ func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, err
 	case "jetstream":
 		cfg := natsconn.JetStreamSinkConfig{Subject: s.Subject, Stream: s.Stream, Name: s.Name, Logger: h.log}
 		for _, src := range h.p.Sources {
-			if src.Type == "nats" {
+			if src.Type == "nats" || src.Type == "stdin" {
 				cfg.NotReplayed = append(cfg.NotReplayed, h.p.Name+"/"+src.Name)
 			}
 		}
@@ -400,12 +454,49 @@ func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, err
 	return nil, fmt.Errorf("unknown sink type %q", s.Type)
 }
 
-func (h *Host) deadLetterSink(ctx context.Context) (connectors.Sink, error) {
-	if h.p.DeadLetter.Path != "" {
-		return file.NewSink(file.SinkConfig{Path: h.p.DeadLetter.Path, Name: "dead_letter"})
+// deadLetterSink makes the sink of the dead letters: the configured
+// subject or file, by default DefaultDeadLetterFile in the data directory.
+func (h *Host) deadLetterSink(dataDir string) (connectors.Sink, error) {
+	if s := h.p.DeadLetter.Subject; s != "" {
+		h.deadLetters = "NATS subject " + s
+		return natsconn.NewCoreSink(h.nc, natsconn.CoreSinkConfig{Subject: s, Name: "dead_letter"})
 	}
-	return natsconn.NewCoreSink(h.nc, natsconn.CoreSinkConfig{Subject: h.p.DeadLetter.Subject, Name: "dead_letter"})
+	path := h.p.DeadLetter.Path
+	if path == "" {
+		path = filepath.Join(dataDir, pipeline.DefaultDeadLetterFile)
+	}
+	h.deadLetters = path
+	s, err := file.NewSink(file.SinkConfig{Path: path, Name: "dead_letter"})
+	if err != nil {
+		return nil, err
+	}
+	return deadLetterFile{Sink: s, path: path, log: h.log}, nil
 }
+
+// deadLetterFile is the file sink of the dead letters. Unlike an output,
+// the file is the user's to empty or remove once read, so a restart that
+// finds it shorter than its committed length appends to what is there
+// instead of refusing to start.
+type deadLetterFile struct {
+	*file.Sink
+	path string
+	log  *slog.Logger
+}
+
+// Rewind cuts the file back to offset, or leaves a file shorter than
+// offset as it is.
+func (d deadLetterFile) Rewind(offset uint64) error {
+	if size := d.Offset(); offset > size {
+		d.log.Info("the dead-letter file is shorter than its committed length (emptied or removed since the last run): appending to it",
+			"file", d.path, "bytes", size, "committed", offset)
+		return nil
+	}
+	return d.Sink.Rewind(offset)
+}
+
+// DeadLetters says where the dead letters go: the path of their file, or
+// "NATS subject " and the subject.
+func (h *Host) DeadLetters() string { return h.deadLetters }
 
 // NATSURL is the URL of the NATS server in use ("" when the pipeline needs none).
 func (h *Host) NATSURL() string { return h.natsURL }
@@ -479,6 +570,12 @@ func (h *Host) Close(ctx context.Context) error {
 		errs = append(errs, op.Close(ctx))
 	}
 	h.txnOps = nil
+	if h.addrFile != "" {
+		if err := os.Remove(h.addrFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		h.addrFile = ""
+	}
 	if h.http != nil {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		errs = append(errs, h.http.Close(sctx))

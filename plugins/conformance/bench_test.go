@@ -136,7 +136,8 @@ func upperBatch() []abi.Record {
 // BenchmarkUpper measures the batched map of upper in each language
 // through the host's batch path (plugin.Instance.Process): batches of 256
 // records of 64 bytes; ns/record is the figure to read against native,
-// the same function in Go without WebAssembly, and DESIGN.md's floors.
+// the same function in Go without WebAssembly, and the figures in
+// BENCHMARKS.md.
 func BenchmarkUpper(b *testing.B) {
 	const n = 256
 	b.Run("native", func(b *testing.B) {

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/plugins/internal/plugintest"
+	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/build"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
@@ -156,10 +157,68 @@ func TestConformance(t *testing.T) {
 		t.Skip("builds every operator in every language; skipped in -short mode")
 	}
 	prebuild()
+	t.Run("kinds", testKinds)
 	t.Run("upper", testUpper)
 	t.Run("enrich", testEnrich)
 	t.Run("wordcount", testWordcount)
 	t.Run("ledger", testLedger)
+}
+
+// ---- the kinds each module declares ----
+
+// exampleKinds are the kinds of the SDKs' examples, sdk/<language>/example.
+var exampleKinds = map[build.Language][]plugin.Kind{
+	build.Rust:           {plugin.KindKeyed},
+	build.C:              {plugin.KindFlatMap},
+	build.AssemblyScript: {plugin.KindFlatMap},
+}
+
+// testKinds checks that every module, in every language, declares the
+// kinds of the handler it registers in its sluice.kinds section, written
+// by its SDK (Rust) or by the build from what its sluice_kinds export says
+// (Go, C, AssemblyScript, WAT), as check reports them: the kind it is
+// loaded as (opKinds), so that the host refuses it as any other.
+func testKinds(t *testing.T) {
+	ctx := context.Background()
+	eng, err := runtime.NewWazero(ctx, runtime.NewConfig().WithHostModules(plugin.HostModule()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(ctx)
+	declares := func(t *testing.T, name string, wasm []byte, want []plugin.Kind) {
+		t.Helper()
+		r, err := plugin.Check(ctx, eng, name, wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.OK() || !r.KindsDeclared || !slices.Equal(r.Kinds, want) {
+			t.Errorf("%s: declared %v, kinds %v, problems %q; want %v declared", name, r.KindsDeclared, r.Kinds, r.Problems, want)
+		}
+	}
+	for _, lang := range append([]build.Language{build.Go}, languages...) {
+		t.Run(string(lang), func(t *testing.T) {
+			for _, op := range ops {
+				want := []plugin.Kind{opKinds[op]}
+				if lang == build.Rust && op == "enrich" {
+					// sluice::Operator serves any of the three.
+					want = []plugin.Kind{plugin.KindMap, plugin.KindFilter, plugin.KindFlatMap}
+				}
+				declares(t, op, module(t, lang, op), want)
+			}
+			if want, ok := exampleKinds[lang]; ok {
+				dir := filepath.Join("..", "..", "sdk", string(lang), "example")
+				res, err := build.Build(ctx, dir, build.Options{Output: filepath.Join(t.TempDir(), "example.wasm")})
+				if err != nil {
+					t.Fatalf("building %s: %v", dir, err)
+				}
+				wasm, err := os.ReadFile(res.Output)
+				if err != nil {
+					t.Fatal(err)
+				}
+				declares(t, dir, wasm, want)
+			}
+		})
+	}
 }
 
 // ---- the batch kinds: upper, enrich, wordcount ----

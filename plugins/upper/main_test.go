@@ -65,7 +65,7 @@ func BenchmarkUpperRecord(b *testing.B) {
 // path, plugin.Instance.Process, on an engine with the call timeout off (the
 // deadline is a separate cost, which host/bench measures): batches of 1024
 // records with 64-byte values; ns/record is the figure to read against
-// BenchmarkUpperRecord and DESIGN.md's cost floors.
+// BenchmarkUpperRecord and the figures in BENCHMARKS.md.
 func BenchmarkUpperWasm(b *testing.B) {
 	ctx := context.Background()
 	out := filepath.Join(b.TempDir(), "upper.wasm")

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 )
 
@@ -92,6 +94,11 @@ type Result struct {
 	Output   string   // the module file written, absolute
 	Command  []string // the build command that ran
 	Log      string   // what the build printed (warnings), trimmed
+	// Kinds are the operator kinds the build declared in the module's
+	// sluice.kinds custom section, from its sluice_kinds export (see
+	// Build); nil when it declared none: the module declares them itself
+	// (Rust, WAT) or not at all.
+	Kinds []plugin.Kind
 }
 
 // Build compiles the plugin in dir to a WebAssembly module with its
@@ -140,7 +147,45 @@ func Build(ctx context.Context, dir string, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Language: lang, Output: out, Command: b.cmd, Log: strings.TrimSpace(b.log)}, nil
+	kinds, err := b.declareKinds()
+	if err != nil {
+		// A module that serves no kind is no more use than one that did
+		// not compile.
+		_ = os.Remove(out)
+		return Result{}, err
+	}
+	return Result{Language: lang, Output: out, Command: b.cmd, Log: strings.TrimSpace(b.log), Kinds: kinds}, nil
+}
+
+// declareKinds writes the sluice.kinds custom section (abi/ABI.md section
+// 12) into the module built, from what its sluice_kinds export reports
+// (plugin.DeclareKinds), and returns the kinds it wrote. The SDKs of Go, C
+// and AssemblyScript register a plugin's handler when the module starts,
+// so only an instance of the module knows which it is; Rust's SDK and WAT
+// modules write the section when they compile, and are left as they are.
+// A plugin that registers no handler, or more than one, fails the build
+// with what its SDK says about it.
+func (b *builder) declareKinds() ([]plugin.Kind, error) {
+	wasm, err := plugin.ReadModule(b.out, 0)
+	if err != nil {
+		return nil, fmt.Errorf("build %s: %w", b.lang, err)
+	}
+	eng, err := runtime.NewWazero(b.ctx, runtime.NewConfig().WithHostModules(plugin.HostModule()))
+	if err != nil {
+		return nil, fmt.Errorf("build %s: declaring the operator kinds: %w", b.lang, err)
+	}
+	defer func() { _ = eng.Close(context.WithoutCancel(b.ctx)) }()
+	declared, kinds, err := plugin.DeclareKinds(b.ctx, eng, filepath.Base(b.out), wasm)
+	if err != nil {
+		return nil, fmt.Errorf("build %s in %s: %w", b.lang, b.dir, err)
+	}
+	if kinds == nil {
+		return nil, nil
+	}
+	if err := writeFile(b.out, declared); err != nil {
+		return nil, err
+	}
+	return kinds, nil
 }
 
 // builder is one build in progress.
@@ -420,6 +465,12 @@ func copyFile(src, dst string) error {
 	if err != nil {
 		return fmt.Errorf("build: %w", err)
 	}
+	return writeFile(dst, data)
+}
+
+// writeFile writes data to dst through a temporary file in dst's
+// directory, so that dst is never seen half-written.
+func writeFile(dst string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".build-*.wasm")
 	if err != nil {
 		return fmt.Errorf("build: %w", err)

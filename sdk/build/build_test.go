@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -402,5 +404,51 @@ func TestBuildCancelled(t *testing.T) {
 	cancel()
 	if _, err := Build(ctx, dir, Options{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Build with a cancelled context: %v", err)
+	}
+}
+
+// A module whose sluice_kinds export names its kinds gets them declared
+// in its sluice.kinds section; one whose sluice_kinds names none fails
+// the build with what it logged, and leaves no module behind.
+func TestBuildDeclaresKinds(t *testing.T) {
+	requireTool(t, "wat2wasm")
+	ctx := context.Background()
+	module := func(kinds int, log string) string {
+		return `(module
+  (import "sluice" "log" (func $log (param i32 i32 i32)))
+  (memory (export "memory") 1)
+  (data (i32.const 16) "` + log + `")
+  (func (export "sluice_abi_version") (result i32) i32.const 1)
+  (func (export "sluice_kinds") (result i32)
+    (call $log (i32.const 3) (i32.const 16) (i32.const ` + strconv.Itoa(len(log)) + `))
+    i32.const ` + strconv.Itoa(kinds) + `)
+  (func (export "sluice_alloc") (param i32) (result i32) i32.const 1024)
+  (func (export "sluice_process") (param i32 i32) (result i32) i32.const 0))
+`
+	}
+	dir := filepath.Join(t.TempDir(), "counter")
+	write(t, dir, map[string]string{"counter.wat": module(8, "")})
+	res, err := Build(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm, err := os.ReadFile(res.Output)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []plugin.Kind{plugin.KindKeyed}; !slices.Equal(res.Kinds, want) || !slices.Equal(plugin.DeclaredKinds(wasm), want) {
+		t.Errorf("kinds %v, declared in the module %v; want %v", res.Kinds, plugin.DeclaredKinds(wasm), want)
+	}
+	checkModule(t, res.Output)
+
+	dir = filepath.Join(t.TempDir(), "none")
+	write(t, dir, map[string]string{"none.wat": module(0, "no handler registered")})
+	_, err = Build(ctx, dir, Options{})
+	var le *plugin.LoadError
+	if !errors.As(err, &le) || !strings.Contains(err.Error(), `plugin "none.wasm": no handler registered`) {
+		t.Errorf("Build of a plugin without a handler: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "none.wasm")); err == nil {
+		t.Error("a failed build left a module behind")
 	}
 }

@@ -18,6 +18,14 @@
 //     assemblyscript  asc assembly/index.ts -O3 --runtime stub --noAssert --use abort= -o OUT
 //     wat     wat2wasm DIR.wat -o OUT
 //
+//   - The declaration of the operator kinds: after the build command, a
+//     module that exports sluice_kinds and has no sluice.kinds custom
+//     section (Go, C and AssemblyScript plugins, which register their
+//     handler when the module starts; WAT modules that export it) is
+//     instantiated once and the section is appended from what
+//     sluice_kinds reports (plugin.DeclareKinds). A plugin that registers
+//     no handler fails the build. Rust's SDK writes the section itself.
+//
 //   - The diagnosis of a missing toolchain: a ToolchainError (errors.Is
 //     ErrToolchainMissing) names the tool, the Debian or npm package that
 //     provides it, and scripts/install-toolchains.sh, which installs them

@@ -718,6 +718,23 @@ static bool usable(const char *export, bool txn) {
 
 SLUICE_EXPORT("sluice_abi_version") int32_t sluice_abi_version(void) { return SLUICE_ABI_VERSION; }
 
+/*
+ * sluice_kinds returns the bit of the operator kind SLUICE_OPERATOR gives
+ * (ABI.md section 12), which `sluice plugin build` writes into the
+ * module's sluice.kinds section, or 0, after logging why, when the
+ * definition is unusable.
+ */
+SLUICE_EXPORT("sluice_kinds") int32_t sluice_kinds(void) {
+    switch (check_operator()) {
+    case KIND_MAP: return SLUICE_KIND_MAP;
+    case KIND_FILTER: return SLUICE_KIND_FILTER;
+    case KIND_FLATMAP: return SLUICE_KIND_FLATMAP;
+    case KIND_KEYED: return SLUICE_KIND_KEYED;
+    case KIND_TXN: return SLUICE_KIND_TRANSACTIONAL;
+    default: log_buf(SLUICE_LOG_ERROR, &g.kind_err); return 0;
+    }
+}
+
 SLUICE_EXPORT("sluice_alloc") uint8_t *sluice_alloc(int32_t size) {
     if (size < 0 || size > MAX_ALLOC) return NULL;
     size_t n = (size_t)size;

@@ -5,8 +5,10 @@
  * SLUICE_OPERATOR definition; sluice.c, compiled with it, supplies every
  * export the host calls (sluice_abi_version, sluice_alloc,
  * sluice_configure, sluice_process, sluice_plan, sluice_apply, sluice_post)
- * and dispatches to the callbacks. Build a module with clang and wasi-libc,
- * as a WASI reactor:
+ * and dispatches to the callbacks, and sluice_kinds, from which `sluice
+ * plugin build` writes the module's sluice.kinds section (the operator
+ * kind its SLUICE_OPERATOR gives). Build a module with clang and
+ * wasi-libc, as a WASI reactor:
  *
  *     clang --target=wasm32-wasi -O2 -mexec-model=reactor -s \
  *         -I sdk/c -o op.wasm op.c sdk/c/sluice.c
@@ -80,6 +82,13 @@ extern "C" {
 #define SLUICE_STATUS_ERROR (-2)
 #define SLUICE_STATUS_BAD_CONFIG (-3)
 #define SLUICE_STATUS_UNDECLARED (-4)
+
+/* The bits of sluice_kinds' result, one per operator kind (ABI.md section 12). */
+#define SLUICE_KIND_MAP 1
+#define SLUICE_KIND_FILTER 2
+#define SLUICE_KIND_FLATMAP 4
+#define SLUICE_KIND_KEYED 8
+#define SLUICE_KIND_TRANSACTIONAL 16
 
 /* Callback results: SLUICE_OK, or SLUICE_ERR (what sluice_error returns). */
 #define SLUICE_OK 0
@@ -504,6 +513,7 @@ SLUICE_HOST_IMPORT("txn_delete") int32_t sluice_host_txn_delete(int32_t table, c
  * calls them; an operator does not.
  */
 int32_t sluice_abi_version(void);
+int32_t sluice_kinds(void);
 uint8_t *sluice_alloc(int32_t size);
 int32_t sluice_configure(uint8_t *config, uint32_t len);
 int32_t sluice_process(uint8_t *batch, uint32_t len);

@@ -64,7 +64,7 @@ type language struct {
 	Dir        string // its SDK's directory under sdk/
 	Title      string // its name in prose
 	Source     string // the project's source files
-	SDKRef     string // how the project refers to the checkout
+	SDKRef     string // how the project refers to the checkout; "" if it does not
 	Install    string // what to install besides sluice
 	Build      string // the build command sluice plugin build runs
 	NativeTest string // the native test command, if any
@@ -97,6 +97,11 @@ var languages = map[build.Language]language{
 		SDKRef:  "the relative imports of assembly/index.ts, and .sluice-sdk, where the build finds the compiler",
 		Install: "The compiler, asc, is the npm package assemblyscript@" + build.ASCVersion + ", installed in the checkout's sdk/assemblyscript by `npm ci` there (Debian: `apt-get install nodejs npm`; or `scripts/install-toolchains.sh` in the checkout).",
 		Build:   "asc assembly/index.ts -O3 --runtime stub --noAssert --use abort= -o {{.Name}}.wasm",
+	},
+	build.WAT: {
+		Dir: "wat", Title: "WebAssembly text", Source: "{{.Name}}.wat",
+		Install: "WebAssembly text needs `wat2wasm`, from the WebAssembly Binary Toolkit: `apt-get install wabt` (or `scripts/install-toolchains.sh` in the checkout).",
+		Build:   "wat2wasm {{.Name}}.wat -o {{.Name}}.wasm",
 	},
 }
 

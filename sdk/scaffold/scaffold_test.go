@@ -32,7 +32,7 @@ func checkout(t *testing.T) string {
 }
 
 func TestLanguages(t *testing.T) {
-	want := []build.Language{build.Go, build.Rust, build.C, build.AssemblyScript}
+	want := []build.Language{build.Go, build.Rust, build.C, build.AssemblyScript, build.WAT}
 	if got := Languages(); !slices.Equal(got, want) {
 		t.Errorf("Languages() = %v, want %v", got, want)
 	}
@@ -45,6 +45,7 @@ func TestCreate(t *testing.T) {
 		build.Rust:           {".gitignore", "Cargo.toml", "README.md", "src/lib.rs", "testdata/cases.yaml"},
 		build.C:              {".gitignore", ".sluice-sdk", "README.md", "op-c.c", "testdata/cases.yaml"},
 		build.AssemblyScript: {".gitignore", ".sluice-sdk", "README.md", "assembly/index.ts", "testdata/cases.yaml"},
+		build.WAT:            {".gitignore", "README.md", "op-wat.wat", "testdata/cases.yaml"},
 	}
 	for _, lang := range Languages() {
 		t.Run(string(lang), func(t *testing.T) {
@@ -69,7 +70,7 @@ func TestCreate(t *testing.T) {
 			if got, err := build.Detect(dir); got != lang || err != nil {
 				t.Errorf("Detect = %q, %v", got, err)
 			}
-			if root, err := build.Root(dir, ""); lang != build.Go && lang != build.Rust && (root != sdk || err != nil) {
+			if root, err := build.Root(dir, ""); lang != build.Go && lang != build.Rust && lang != build.WAT && (root != sdk || err != nil) {
 				t.Errorf("Root = %q, %v; want %s", root, err, sdk)
 			}
 			readme, _ := os.ReadFile(filepath.Join(dir, "README.md"))
@@ -163,7 +164,6 @@ func TestCreateErrors(t *testing.T) {
 		{"1op", build.Go, sdk, ErrBadName},
 		{"op.x", build.Go, sdk, ErrBadName},
 		{strings.Repeat("a", 65), build.Go, sdk, ErrBadName},
-		{"op", build.WAT, sdk, ErrNoTemplate},
 		{"op", "cobol", sdk, ErrNoTemplate},
 		{"op", build.Go, top, build.ErrNoRoot},
 		{"full", build.Go, sdk, ErrExists},

@@ -5,6 +5,13 @@
 /** The ABI version this SDK implements; sluice_abi_version returns it. */
 export const ABI_VERSION: i32 = 1;
 
+/** The bits of sluice_kinds' result, one per operator kind (ABI.md section 12). */
+export const KIND_BIT_MAP: i32 = 1;
+export const KIND_BIT_FILTER: i32 = 2;
+export const KIND_BIT_FLATMAP: i32 = 4;
+export const KIND_BIT_KEYED: i32 = 8;
+export const KIND_BIT_TRANSACTIONAL: i32 = 16;
+
 /** Status codes of host functions and guest exports (ABI.md section 8). */
 export const STATUS_OK: i32 = 0;
 export const STATUS_NOT_FOUND: i32 = -1;

@@ -3,7 +3,10 @@
 // rejects, and sluice_configure.
 
 import * as host from "./host";
-import { BATCH_HEADER_SIZE, STATUS_BAD_CONFIG, STATUS_OK } from "./abi";
+import {
+  BATCH_HEADER_SIZE, KIND_BIT_FILTER, KIND_BIT_FLATMAP, KIND_BIT_KEYED, KIND_BIT_MAP, KIND_BIT_TRANSACTIONAL,
+  STATUS_BAD_CONFIG, STATUS_OK,
+} from "./abi";
 import { Bytes } from "./bytes";
 import { endConfigure } from "./arena";
 import { Level, log, panic } from "./log";
@@ -64,6 +67,25 @@ export function misregistered(): bool {
   if (e == null) return false;
   log(Level.Error, e);
   return true;
+}
+
+/**
+ * Returns the bit of the operator kind the registered handler serves, for
+ * sluice_kinds (from which `sluice plugin build` writes the module's
+ * sluice.kinds section), or 0 after logging why when no handler, or more
+ * than one, is registered.
+ */
+export function kindBits(): i32 {
+  if (misregistered()) return 0;
+  switch (kind) {
+    case KIND_MAP: return KIND_BIT_MAP;
+    case KIND_FILTER: return KIND_BIT_FILTER;
+    case KIND_FLATMAP: return KIND_BIT_FLATMAP;
+    case KIND_KEYED: return KIND_BIT_KEYED;
+    case KIND_TXN: return KIND_BIT_TRANSACTIONAL;
+  }
+  log(Level.Error, "no handler registered: call map, filter, flatMap, keyed or transactional from the module's top level");
+  return 0;
 }
 
 // ---- Output records ------------------------------------------------------

@@ -544,6 +544,8 @@ static void test_definitions(void) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         use(&bad[i].op);
+        CHECK(sluice_kinds() == 0 && strstr(host.last_log, bad[i].want) != NULL);
+        use(&bad[i].op);
         CHECK(call_configure("") == SLUICE_STATUS_BAD_CONFIG && strstr(host.last_log, bad[i].want) != NULL);
         tbuf b = batch_of(&(trec){"k", "v", 0, NULL, NULL}, 1);
         CHECK(call_process(&b) == SLUICE_STATUS_ERROR && strstr(host.last_log, bad[i].want) != NULL);
@@ -560,6 +562,26 @@ static void test_definitions(void) {
     use(&t);
     CHECK(call_process(&b) == SLUICE_STATUS_ERROR && strstr(host.last_log, "transactional") != NULL);
     free(b.p);
+}
+
+/* sluice_kinds reports the kind SLUICE_OPERATOR gives, as its bit. */
+static void test_kinds(void) {
+    static const sluice_txn_fn fns[] = {keep_fn};
+    struct {
+        sluice_operator op;
+        int32_t want;
+    } cases[] = {
+        {{.map = identity}, SLUICE_KIND_MAP},
+        {{.filter = keep_odd_time}, SLUICE_KIND_FILTER},
+        {{.flatmap = twice, .configure = configure}, SLUICE_KIND_FLATMAP},
+        {{.keyed = count}, SLUICE_KIND_KEYED},
+        {{.plan = plan_nothing, .funcs = fns, .func_count = 1}, SLUICE_KIND_TRANSACTIONAL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        use(&cases[i].op);
+        int nlogs = host.nlogs;
+        CHECK(sluice_kinds() == cases[i].want && host.nlogs == nlogs);
+    }
 }
 
 static void test_alloc(void) {
@@ -913,6 +935,7 @@ int main(void) {
     test_keyed();
     test_configure();
     test_definitions();
+    test_kinds();
     test_alloc();
     test_txn();
     test_txn_access();

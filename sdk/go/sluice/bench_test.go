@@ -30,7 +30,7 @@ var benchHandlers = []string{"Map", "MapInPlace", "Filter", "FlatMap", "Keyed"}
 
 // benchGuest returns a guest running the handler called name (one of
 // benchHandlers) and a batch of n records of 64 bytes (encoded size), as in
-// DESIGN.md's cost table.
+// the per-record figures of BENCHMARKS.md.
 func benchGuest(name string, n int) (*guest, []byte) {
 	var h *handlers
 	switch name {

@@ -164,7 +164,12 @@
 // tag, so a plugin author writes none of the ABI. Every module therefore
 // exports all of them and imports the transactional host functions too; the
 // host calls only those of the operator's kind, and the guest answers a
-// call for another kind with an error naming the handler it registered. A module is one operator instance
+// call for another kind with an error naming the handler it registered.
+// Since the exports cannot say which handler that is, the module also
+// exports sluice_kinds, which reports it: `sluice plugin build` writes its
+// answer into the module's sluice.kinds custom section, and the host then
+// refuses, at load, a pipeline that gives the operator another kind
+// (abi/ABI.md section 12). A module is one operator instance
 // with its own memory, so the handler registry and the guest state are
 // process-wide by nature: the one place this code base keeps package-level
 // state. In native builds, sluicetest reaches the same guest core through an

@@ -127,6 +127,31 @@ func (g *guest) consumed() {
 	}
 }
 
+// kinds implements sluice_kinds: the operator kind of the registered
+// handler, as its abi.KindBit, or 0 after logging why when none is. A
+// plugin's init functions have run by then (they run in _initialize), so
+// what they registered is what the module serves: `sluice plugin build`
+// writes it into the module's sluice.kinds section.
+func (g *guest) kinds() int32 {
+	switch g.h.kind {
+	case kindMap:
+		return abi.KindBitMap
+	case kindFilter:
+		return abi.KindBitFilter
+	case kindFlatMap:
+		return abi.KindBitFlatMap
+	case kindKeyed:
+		return abi.KindBitKeyed
+	case kindTxn:
+		return abi.KindBitTransactional
+	}
+	g.host.Log(abi.LogError, noHandler)
+	return 0
+}
+
+// noHandler is the error of a module whose plugin registers no handler.
+const noHandler = "no handler registered: call sluice.Map, MapInPlace, Filter, FlatMap, Keyed or Transactional from an init function of package main (a plugin's main function never runs)"
+
 // configure implements sluice_configure.
 func (g *guest) configure(config []byte) int32 {
 	defer g.consumed()
@@ -169,7 +194,7 @@ func (g *guest) process(batch []byte) int32 {
 func (g *guest) processBatch(batch []byte) int32 {
 	switch g.h.kind {
 	case kindNone:
-		g.host.Log(abi.LogError, "no handler registered: call sluice.Map, MapInPlace, Filter, FlatMap, Keyed or Transactional from an init function of package main (a plugin's main function never runs)")
+		g.host.Log(abi.LogError, noHandler)
 		return abi.StatusError
 	case kindTxn:
 		g.host.Log(abi.LogError, "this plugin registers a Transactional handler: it serves transactional operators (sluice_plan, sluice_apply, sluice_post), not "+abi.ExportProcess)

@@ -701,3 +701,28 @@ func FuzzProcess(f *testing.F) {
 		}
 	})
 }
+
+// sluice_kinds reports the kind of the registered handler, the one
+// `sluice plugin build` writes into the module's sluice.kinds section, and
+// no kind, with the reason logged, when none is registered.
+func TestKinds(t *testing.T) {
+	for _, tc := range []struct {
+		h    handlers
+		want int32
+	}{
+		{handlers{kind: kindMap}, abi.KindBitMap},
+		{handlers{kind: kindFilter}, abi.KindBitFilter},
+		{handlers{kind: kindFlatMap}, abi.KindBitFlatMap},
+		{handlers{kind: kindKeyed}, abi.KindBitKeyed},
+		{handlers{kind: kindTxn}, abi.KindBitTransactional},
+	} {
+		host := newRecHost()
+		if got := newGuest(&tc.h, host).kinds(); got != tc.want || len(host.logs) != 0 {
+			t.Errorf("%s handler: kinds %#x, logs %v; want %#x and no log", tc.h.kind, got, host.logs, tc.want)
+		}
+	}
+	host := newRecHost()
+	if got := newGuest(&handlers{}, host).kinds(); got != 0 || len(host.logs) != 1 || !strings.Contains(host.logs[0], "3:no handler registered") {
+		t.Errorf("no handler: kinds %#x, logs %v; want 0 and the error logged", got, host.logs)
+	}
+}

@@ -1,7 +1,9 @@
 //! The export macros: one per operator kind, invoked once per operator
 //! crate with the operator's type. Each expands, in a WebAssembly build
-//! only, to the exports of ABI sections 2 and 10 and to the static that
-//! holds the instance's operator, made with `Default` at the first call.
+//! only, to the exports of ABI sections 2 and 10, to the `sluice.kinds`
+//! custom section that declares the operator kinds they serve (ABI section
+//! 12), and to the static that holds the instance's operator, made with
+//! `Default` at the first call.
 //! In a native build (`cargo test`) they expand to nothing.
 
 /// The exports every operator has: `_initialize`, `sluice_abi_version`,
@@ -36,6 +38,19 @@ macro_rules! __sluice_exports_common {
     };
 }
 
+/// The module's `sluice.kinds` custom section (ABI section 12): the
+/// operator kinds its handler serves, names separated by commas, which the
+/// host checks against the kind a pipeline gives the operator.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __sluice_kinds {
+    ($kinds:literal) => {
+        #[link_section = "sluice.kinds"]
+        #[used]
+        static SLUICE_KINDS: [u8; $kinds.len()] = *$kinds;
+    };
+}
+
 /// The static holding the guest core of operator type `$t`, and the
 /// function that makes it.
 #[doc(hidden)]
@@ -62,6 +77,7 @@ macro_rules! export_operator {
     ($t:ty) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
+            $crate::__sluice_kinds!(b"map,filter,flatmap");
             $crate::__sluice_slot!(GUEST, new_guest, $t);
             $crate::__sluice_exports_common!(GUEST, new_guest, $t, $crate::Operator);
 
@@ -88,6 +104,7 @@ macro_rules! export_map_in_place {
     ($t:ty) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
+            $crate::__sluice_kinds!(b"map");
             $crate::__sluice_slot!(GUEST, new_guest, $t);
             $crate::__sluice_exports_common!(GUEST, new_guest, $t, $crate::MapInPlace);
 
@@ -114,6 +131,7 @@ macro_rules! export_filter {
     ($t:ty) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
+            $crate::__sluice_kinds!(b"filter");
             $crate::__sluice_slot!(GUEST, new_guest, $t);
             $crate::__sluice_exports_common!(GUEST, new_guest, $t, $crate::Filter);
 
@@ -140,6 +158,7 @@ macro_rules! export_keyed {
     ($t:ty) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
+            $crate::__sluice_kinds!(b"keyed");
             $crate::__sluice_slot!(GUEST, new_guest, $t);
             $crate::__sluice_exports_common!(GUEST, new_guest, $t, $crate::Keyed);
 
@@ -167,6 +186,7 @@ macro_rules! export_transactional {
     ($t:ty) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
+            $crate::__sluice_kinds!(b"transactional");
             $crate::__sluice_slot!(GUEST, new_guest, $t);
             $crate::__sluice_exports_common!(GUEST, new_guest, $t, $crate::Transactional);
 

@@ -70,6 +70,10 @@
 
   (func (export "sluice_abi_version") (result i32) (i32.const 1))
 
+  ;; sluice_kinds (section 12): the module serves keyed operators (bit 8);
+  ;; `sluice plugin build` writes that into its sluice.kinds section.
+  (func (export "sluice_kinds") (result i32) (i32.const 8))
+
   ;; The allocator of stateless.wat.
   (global $heap_base i32 (i32.const 65536))
   (global $brk (mut i32) (i32.const 65536))

@@ -11,7 +11,9 @@
 ;;   wat2wasm stateless.wat -o stateless.wasm
 ;;   sluice plugin check stateless.wasm
 ;;
-;; Pipeline (kind map, filter or flatmap all call sluice_process):
+;; Pipeline (map, filter and flatmap operators all call sluice_process;
+;; its sluice_kinds export declares it a map, and a module built with
+;; `sluice plugin build` is refused as any other kind):
 ;;   operators:
 ;;     - name: shout
 ;;       plugin: stateless.wasm
@@ -70,6 +72,17 @@
   ;; ---------------------------------------------------------------------
   (func (export "sluice_abi_version") (result i32)
     (i32.const 1))
+
+  ;; ---------------------------------------------------------------------
+  ;; sluice_kinds() -> i32 (section 12, optional): the operator kinds the
+  ;; module serves, one bit each (map 1, filter 2, flatmap 4, keyed 8,
+  ;; transactional 16). `sluice plugin build` calls it once and writes the
+  ;; answer into the module's sluice.kinds custom section, from which the
+  ;; host refuses, at load, a pipeline that runs the module as another
+  ;; kind. The host itself does not call it.
+  ;; ---------------------------------------------------------------------
+  (func (export "sluice_kinds") (result i32)
+    (i32.const 1))   ;; map
 
   ;; ---------------------------------------------------------------------
   ;; sluice_alloc(size) -> ptr (section 2.2): size writable bytes for the

@@ -77,6 +77,10 @@
 
   (func (export "sluice_abi_version") (result i32) (i32.const 1))
 
+  ;; sluice_kinds (section 12): the module serves transactional operators (bit 16);
+  ;; `sluice plugin build` writes that into its sluice.kinds section.
+  (func (export "sluice_kinds") (result i32) (i32.const 16))
+
   ;; The allocator of stateless.wat. Its last rule matters here: the host
   ;; writes apply request after apply request into one region without
   ;; asking again (section 10.6), so a region must stay valid, and unused

@@ -216,6 +216,10 @@
 
   (func (export "sluice_abi_version") (result i32) (i32.const 1))
 
+  ;; sluice_kinds (section 12): the module serves flatmap operators (bit 4);
+  ;; `sluice plugin build` writes that into its sluice.kinds section.
+  (func (export "sluice_kinds") (result i32) (i32.const 4))
+
   ;; ensure grows memory so that [0, top) is addressable, or traps.
   (func $ensure (param $top i32)
     (local $need i32)

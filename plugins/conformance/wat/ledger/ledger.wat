@@ -159,6 +159,10 @@
 
   (func (export "sluice_abi_version") (result i32) (i32.const 1))
 
+  ;; sluice_kinds (section 12): the module serves transactional operators (bit 16);
+  ;; `sluice plugin build` writes that into its sluice.kinds section.
+  (func (export "sluice_kinds") (result i32) (i32.const 16))
+
   (func $ensure (param $top i32)
     (local $need i32)
     (local.set $need (i32.shr_u (i32.add (local.get $top) (i32.const 65535)) (i32.const 16)))

@@ -36,6 +36,10 @@
 
   (func (export "sluice_abi_version") (result i32) (i32.const 1))
 
+  ;; sluice_kinds (section 12): the module serves map operators (bit 1);
+  ;; `sluice plugin build` writes that into its sluice.kinds section.
+  (func (export "sluice_kinds") (result i32) (i32.const 1))
+
   ;; ensure grows memory so that [0, top) is addressable; 0 on failure.
   (func $ensure (param $top i32) (result i32)
     (local $need i32)

@@ -62,6 +62,10 @@
 
   (func (export "sluice_abi_version") (result i32) (i32.const 1))
 
+  ;; sluice_kinds (section 12): the module serves keyed operators (bit 8);
+  ;; `sluice plugin build` writes that into its sluice.kinds section.
+  (func (export "sluice_kinds") (result i32) (i32.const 8))
+
   ;; ensure grows memory so that [0, top) is addressable, or traps: like a
   ;; Go guest that runs out of memory.
   (func $ensure (param $top i32)

@@ -1,14 +1,19 @@
-// The exports every Sluice module has: sluice_abi_version, sluice_alloc and
-// sluice_configure. An operator re-exports them through exports/stream.ts
-// or exports/txn.ts, never directly.
+// The exports every Sluice module has: sluice_abi_version, sluice_kinds,
+// sluice_alloc and sluice_configure. An operator re-exports them through
+// exports/stream.ts or exports/txn.ts, never directly.
 
 import { ABI_VERSION } from "../abi";
 import { allocInput } from "../arena";
-import { doConfigure } from "../core";
+import { doConfigure, kindBits } from "../core";
 
 /** sluice_abi_version: the ABI version this module was built for. */
 export function sluice_abi_version(): i32 {
   return ABI_VERSION;
+}
+
+/** sluice_kinds: the operator kind of the registered handler, as its bit; 0 when none is usable. */
+export function sluice_kinds(): i32 {
+  return kindBits();
 }
 
 /** sluice_alloc: size bytes for the host to write the next call's input into, or 0. */
