@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/runner"
 	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/spf13/cobra"
 )
@@ -112,17 +112,7 @@ func lintPlugins(ctx context.Context, w io.Writer, p *pipeline.Pipeline) (errs, 
 			errs = append(errs, at(strings.ReplaceAll(err.Error(), o.Plugin, name), "plugin"))
 			continue
 		}
-		cfg := wasm.NewConfig().WithCacheDir(cacheDir).WithHostModules(plugin.HostModule())
-		if o.Limits.MemoryPages > 0 {
-			cfg = cfg.WithMemoryLimitPages(o.Limits.MemoryPages)
-		}
-		if o.Limits.CallTimeout != nil {
-			cfg = cfg.WithCallTimeout(time.Duration(*o.Limits.CallTimeout))
-		}
-		if o.Limits.TableEntries > 0 {
-			cfg = cfg.WithTableLimit(o.Limits.TableEntries)
-		}
-		eng, err := wasm.NewWazero(ctx, cfg)
+		eng, err := wasm.NewWazero(ctx, runner.EngineConfig(o, cacheDir))
 		if err != nil {
 			errs = append(errs, at(err.Error(), "limits"))
 			continue

@@ -193,24 +193,40 @@ func (f *dumpFlags) fromReader(r *state.Reader, out *dumpWriter) error {
 	if f.keyGroup >= r.KeyGroups() {
 		return fmt.Errorf("state dump: --key-group %d: %s has key groups 0..%d", f.keyGroup, f.dataDir, r.KeyGroups()-1)
 	}
+	return f.dumpPages(tables, out, func(q state.Query) ([]api.StateEntry, string, error) {
+		p, err := r.Read(q)
+		if err != nil {
+			return nil, "", err
+		}
+		entries := make([]api.StateEntry, len(p.Entries))
+		for i, e := range p.Entries {
+			entries[i] = api.NewStateEntry(e)
+		}
+		return entries, p.Next, nil
+	})
+}
+
+// dumpPages writes the entries of each table, page by page as page reads
+// them, until the last page or the --limit.
+func (f *dumpFlags) dumpPages(tables []string, out *dumpWriter, page func(state.Query) ([]api.StateEntry, string, error)) error {
 	for _, t := range tables {
 		q := f.query(t)
 		for {
-			p, err := r.Read(q)
+			entries, next, err := page(q)
 			if err != nil {
 				return err
 			}
-			for _, e := range p.Entries {
-				if err := out.write(api.NewStateEntry(e), f.limit > 0); errors.Is(err, errDumpDone) {
+			for _, e := range entries {
+				if err := out.write(e, f.limit > 0); errors.Is(err, errDumpDone) {
 					return nil
 				} else if err != nil {
 					return err
 				}
 			}
-			if p.Next == "" {
+			if next == "" {
 				break
 			}
-			q.After = p.Next
+			q.After = next
 		}
 	}
 	return nil
@@ -234,27 +250,10 @@ func (f *dumpFlags) fromAPI(ctx context.Context, out *dumpWriter) error {
 	if len(tables) == 0 {
 		tables = []string{""}
 	}
-	for _, t := range tables {
-		q := f.query(t)
-		for {
-			p, err := f.page(ctx, base, q)
-			if err != nil {
-				return err
-			}
-			for _, e := range p.Entries {
-				if err := out.write(e, f.limit > 0); errors.Is(err, errDumpDone) {
-					return nil
-				} else if err != nil {
-					return err
-				}
-			}
-			if p.Next == "" {
-				break
-			}
-			q.After = p.Next
-		}
-	}
-	return nil
+	return f.dumpPages(tables, out, func(q state.Query) ([]api.StateEntry, string, error) {
+		p, err := f.page(ctx, base, q)
+		return p.Entries, p.Next, err
+	})
 }
 
 // page asks the host at base for one page of q.

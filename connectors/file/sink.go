@@ -132,21 +132,30 @@ func (s *Sink) Write(_ context.Context, out []connectors.Out) error {
 	if s.closed {
 		return fmt.Errorf("%s: write: %w", s.name, connectors.ErrClosed)
 	}
+	n, err := writeLines(s.w, &s.line, s.name, s.cfg.Format, s.cfg.WriteIDs, out)
+	s.pending += n
+	return err
+}
+
+// writeLines encodes each of out as a line of format f into w, through the
+// reused buffer line, and returns the bytes written. Errors name the sink.
+func writeLines(w *bufio.Writer, line *[]byte, name string, f Format, writeIDs bool, out []connectors.Out) (uint64, error) {
+	var n uint64
 	for i := range out {
 		id := ""
-		if s.cfg.WriteIDs {
+		if writeIDs {
 			id = out[i].ID
 		}
 		var err error
-		if s.line, err = appendLine(s.line[:0], s.cfg.Format, &out[i].Record, id); err != nil {
-			return fmt.Errorf("%s: record %d: %w", s.name, i, err)
+		if *line, err = appendLine((*line)[:0], f, &out[i].Record, id); err != nil {
+			return n, fmt.Errorf("%s: record %d: %w", name, i, err)
 		}
-		if _, err := s.w.Write(s.line); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
+		if _, err := w.Write(*line); err != nil {
+			return n, fmt.Errorf("%s: %w", name, err)
 		}
-		s.pending += uint64(len(s.line))
+		n += uint64(len(*line))
 	}
-	return nil
+	return n, nil
 }
 
 // appendLine appends rec as one line of format f, with the line ending;
@@ -224,20 +233,8 @@ func (s *WriterSink) Write(_ context.Context, out []connectors.Out) error {
 	if s.closed {
 		return fmt.Errorf("%s: write: %w", s.name, connectors.ErrClosed)
 	}
-	for i := range out {
-		id := ""
-		if s.cfg.WriteIDs {
-			id = out[i].ID
-		}
-		var err error
-		if s.line, err = appendLine(s.line[:0], s.cfg.Format, &out[i].Record, id); err != nil {
-			return fmt.Errorf("%s: record %d: %w", s.name, i, err)
-		}
-		if _, err := s.w.Write(s.line); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-	}
-	return nil
+	_, err := writeLines(s.w, &s.line, s.name, s.cfg.Format, s.cfg.WriteIDs, out)
+	return err
 }
 
 // Flush writes the buffer to the stream.

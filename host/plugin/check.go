@@ -153,14 +153,7 @@ func declaredServed(d *declaration, served []Kind) []Kind {
 // and as a transactional one (txn): those of the kinds it declares.
 func declaredProblems(d *declaration, batch, txn *shape) []string {
 	isTxn := slices.Contains(d.kinds, KindTransactional)
-	isBatch := len(d.kinds) > 1 || !isTxn
-	switch {
-	case isBatch && !isTxn:
-		return batch.problems
-	case isTxn && !isBatch:
-		return txn.problems
-	}
-	return union(batch.problems, txn.problems)
+	return problemsOf(len(d.kinds) > 1 || !isTxn, isTxn, batch, txn)
 }
 
 // declarationNotes returns the notes on a module's declaration d, of which
@@ -197,6 +190,13 @@ func declarationNotes(d *declaration, served []Kind) []string {
 func kindProblems(batch, txn *shape) []string {
 	isBatch := exports(batch, abi.ExportProcess)
 	isTxn := exports(batch, abi.ExportPlan) || exports(batch, abi.ExportApply) || exports(batch, abi.ExportPost)
+	return problemsOf(isBatch, isTxn, batch, txn)
+}
+
+// problemsOf returns the problems worth reading of a module meant for the
+// batch kinds (isBatch), the transactional kind (isTxn) or, when it is
+// both or neither, any: those of its shape as each.
+func problemsOf(isBatch, isTxn bool, batch, txn *shape) []string {
 	switch {
 	case isBatch && !isTxn:
 		return batch.problems

@@ -277,20 +277,8 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: plugin: %w", h.p.File, o.Name, err)
 		}
-		cfg := wasm.NewConfig().
-			WithCacheDir(cacheDir).
-			WithHostModules(plugin.HostModule())
-		if o.Limits.MemoryPages > 0 {
-			cfg = cfg.WithMemoryLimitPages(o.Limits.MemoryPages)
-		}
-		if o.Limits.CallTimeout != nil {
-			cfg = cfg.WithCallTimeout(time.Duration(*o.Limits.CallTimeout))
-		}
-		if o.Limits.TableEntries > 0 {
-			cfg = cfg.WithTableLimit(o.Limits.TableEntries)
-		}
+		cfg := EngineConfig(o, cacheDir)
 		if g := o.Grants; g != nil {
-			cfg = cfg.WithGrants(grants(g))
 			if g.Nondeterministic() && o.Kind == pipeline.KindTransactional {
 				h.log.Warn("a transactional operator is granted a clock, entropy or a writable directory: an operation re-executed after an abort may give another result, and the serial equivalence holds only for what does not depend on them",
 					"operator", o.Name)
@@ -616,4 +604,26 @@ func grants(g *pipeline.Grants) wasm.Grants {
 		out.Dirs = append(out.Dirs, wasm.Dir{Host: d.Host, Guest: d.Guest, Writable: d.Writable})
 	}
 	return out
+}
+
+// EngineConfig is the configuration of the engine an operator's plugin runs
+// on: the compilation cache in cacheDir, the host functions, and the
+// operator's limits and grants.
+func EngineConfig(o *pipeline.Operator, cacheDir string) wasm.Config {
+	cfg := wasm.NewConfig().
+		WithCacheDir(cacheDir).
+		WithHostModules(plugin.HostModule())
+	if o.Limits.MemoryPages > 0 {
+		cfg = cfg.WithMemoryLimitPages(o.Limits.MemoryPages)
+	}
+	if o.Limits.CallTimeout != nil {
+		cfg = cfg.WithCallTimeout(time.Duration(*o.Limits.CallTimeout))
+	}
+	if o.Limits.TableEntries > 0 {
+		cfg = cfg.WithTableLimit(o.Limits.TableEntries)
+	}
+	if o.Grants != nil {
+		cfg = cfg.WithGrants(grants(o.Grants))
+	}
+	return cfg
 }
