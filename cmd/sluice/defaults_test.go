@@ -105,15 +105,7 @@ func TestRunDeadLetters(t *testing.T) {
 func TestRunProgressNamesSinkOffsets(t *testing.T) {
 	dir := t.TempDir()
 	p := writePipeline(t, dir, strings.Replace(upperFilePipeline, "type: file\n    path: in.jsonl", "type: generator\n    mode: words\n    rate: 1000", 1))
-	cmd := exec.Command(sluiceBin, "run", "-c", p, "--progress", "20ms")
-	cmd.Dir = dir
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	cmd, stderr, exited := startSluice(t, dir, "run", "-c", p, "--progress", "20ms")
 	offsets := regexp.MustCompile(`source_positions=map\[in:\d+\] sink_offsets="map\[dead_letter:\d+ out:\d+\]"`)
 	for deadline := time.Now().Add(time.Minute); !offsets.MatchString(stderr.String()); {
 		select {
@@ -122,8 +114,6 @@ func TestRunProgressNamesSinkOffsets(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-exited
 			t.Fatalf("no progress line with the sources' positions and the sinks' offsets in a minute:\n%s", stderr)
 		}
 	}
@@ -154,32 +144,8 @@ func TestPluginSwapFindsTheAPIOnAFreePort(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := writePipeline(t, dir, strings.Replace(swapPipeline, "http:\n  addr: ADDR\n", "", 1))
-	code, err := os.ReadFile(filepath.Join(pluginsDir, "upper.wasm"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2, err := registry.AppendVersion(code, "2.0.0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "upper-2.wasm"), v2, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run := exec.Command(sluiceBin, "run", "-c", p)
-	run.Dir = dir
-	stderr := &lockedBuffer{}
-	run.Stderr = stderr
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- run.Wait() }()
-	defer func() {
-		if run.ProcessState == nil {
-			_ = run.Process.Kill()
-			<-exited
-		}
-	}()
+	writeUpperV2(t, dir)
+	run, stderr, exited := startSluice(t, dir, "run", "-c", p)
 	data := filepath.Join(dir, ".sluice", "swap")
 	for deadline := time.Now().Add(time.Minute); ; {
 		if _, err := runner.ReadAddr(data); err == nil {

@@ -73,3 +73,33 @@ func sluice(t *testing.T, dir string, args ...string) (int, string, string) {
 	}
 	return code, stdout.String(), stderr.String()
 }
+
+// startSluice starts the binary with args in dir, its stderr captured, and
+// returns it with a channel that receives its exit. A process still running
+// when the test ends is killed.
+func startSluice(t *testing.T, dir string, args ...string) (*exec.Cmd, *lockedBuffer, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(sluiceBin, args...)
+	cmd.Dir = dir
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		err := cmd.Wait()
+		close(done)
+		exited <- err
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	return cmd, stderr, exited
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -48,12 +49,27 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// TestPluginSwapListRollback runs a pipeline and swaps, lists and rolls
-// back its plugin with the CLI, the token read from the data directory.
-func TestPluginSwapListRollback(t *testing.T) {
-	dir := t.TempDir()
-	addr := freeAddr(t)
-	p := writePipeline(t, dir, strings.Replace(swapPipeline, "ADDR", addr, 1))
+// waitHealthy waits, a minute at most, until the host at addr answers
+// /healthz; what the host wrote to stderr explains a failure.
+func waitHealthy(t *testing.T, addr string, stderr fmt.Stringer) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the host did not start: %s", stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// writeUpperV2 writes the upper plugin, versioned 2.0.0, to dir/upper-2.wasm.
+func writeUpperV2(t *testing.T, dir string) {
+	t.Helper()
 	code, err := os.ReadFile(filepath.Join(pluginsDir, "upper.wasm"))
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +81,15 @@ func TestPluginSwapListRollback(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "upper-2.wasm"), v2, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPluginSwapListRollback runs a pipeline and swaps, lists and rolls
+// back its plugin with the CLI, the token read from the data directory.
+func TestPluginSwapListRollback(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	p := writePipeline(t, dir, strings.Replace(swapPipeline, "ADDR", addr, 1))
+	writeUpperV2(t, dir)
 	data := filepath.Join(dir, "data")
 	run := exec.Command(sluiceBin, "run", "-c", p, "--data-dir", data)
 	run.Dir = dir
@@ -77,18 +102,7 @@ func TestPluginSwapListRollback(t *testing.T) {
 		run.Process.Signal(syscall.SIGINT)
 		run.Wait()
 	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the host did not start: %s", runErr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitHealthy(t, addr, &runErr)
 
 	if c, _, stderr := sluice(t, dir, "plugin", "swap", "--operator", "case", "--addr", addr, "--token", "wrong", "upper-2.wasm"); c == 0 || !strings.Contains(stderr, "401") {
 		t.Errorf("swap with a wrong token: exit %d, %s", c, stderr)

@@ -87,21 +87,7 @@ func TestSecondSignalExitsWhileASinkIsStuck(t *testing.T) {
 	defer r.Close()
 	p := writePipeline(t, dir, stuckSinkPipeline)
 
-	cmd := exec.Command(sluiceBin, "run", "-c", p)
-	cmd.Dir = dir
-	stderr := &lockedBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	}()
+	cmd, stderr, exited := startSluice(t, dir, "run", "-c", p)
 
 	// One byte in the pipe: the sink is in its first write, which can
 	// never complete, and the signal handler is long installed.

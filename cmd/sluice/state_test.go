@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -74,18 +73,8 @@ func TestStateDumpRunningAndStopped(t *testing.T) {
 			run.Wait()
 		}
 	}()
+	waitHealthy(t, addr, &runErr)
 	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the host did not start: %s", runErr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 
 	// While it runs: through the API, in pages of 7.
 	var running []api.StateEntry
