@@ -48,14 +48,7 @@ func startSwapPipeline(t *testing.T, dir string) (*Host, []byte) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "p.yaml"), "compile_cache: cache\n"+swapPipeline)
-	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := Start(ctx, p, Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := startPipeline(ctx, t, dir, Options{DataDir: filepath.Join(dir, "data")})
 	return h, versioned(t, mods["lower"], "lower-2.0")
 }
 

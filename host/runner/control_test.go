@@ -60,15 +60,8 @@ func TestSwapAndRollbackThroughTheAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "p.yaml"), swapPipeline)
-	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	data := filepath.Join(dir, "data")
-	h, err := Start(ctx, p, Options{DataDir: data, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := startPipeline(ctx, t, dir, Options{DataDir: data})
 	stop := runInBackground(ctx, h)
 	defer stop()
 
@@ -280,6 +273,24 @@ func versioned(t *testing.T, module []byte, v string) []byte {
 
 // runInBackground runs h until the returned stop is called; stop returns
 // Run's error, and may be called again (it then returns nil).
+// startPipeline loads the pipeline file dir/p.yaml and starts a host for
+// it with opts, logging nowhere unless opts say otherwise.
+func startPipeline(ctx context.Context, t *testing.T, dir string, opts Options) *Host {
+	t.Helper()
+	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	h, err := Start(ctx, p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func runInBackground(ctx context.Context, h *Host) (stop func() error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -2,13 +2,11 @@ package runner
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 	"github.com/sluicehq/sluice/txn/apps/ledger/event"
 )
@@ -52,15 +50,8 @@ func TestSwapTransactionalOperator(t *testing.T) {
 	}
 	v2 := versioned(t, mods["ledger"], "ledger-2")
 	writeFile(t, filepath.Join(dir, "p.yaml"), ledgerSwapPipeline)
-	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	data := filepath.Join(dir, "data")
-	h, err := Start(ctx, p, Options{DataDir: data, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := startPipeline(ctx, t, dir, Options{DataDir: data})
 	stop := runInBackground(ctx, h)
 	waitBatches := func(n uint64) {
 		t.Helper()

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 )
 
@@ -40,14 +38,7 @@ func TestMaxRecordBytesBoundsOutputs(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "p.yaml"), limitsPipeline)
 	big := strings.Repeat("x", 2000)
 	writeFile(t, filepath.Join(dir, "in.jsonl"), fmt.Sprintf("{\"key\":\"big\",\"value\":%q}\n{\"key\":\"small\",\"value\":\"ok\"}\n", big))
-	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := Start(ctx, p, Options{DataDir: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := startPipeline(ctx, t, dir, Options{DataDir: filepath.Join(dir, "data")})
 	if err := h.Run(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/host/api"
-	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 )
 
@@ -52,15 +50,8 @@ func TestStateThroughTheAPI(t *testing.T) {
 		}
 	}
 	writeFile(t, filepath.Join(dir, "p.yaml"), fmt.Sprintf(statePipeline, "all"))
-	p, err := pipeline.Load(filepath.Join(dir, "p.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	data := filepath.Join(dir, "data")
-	h, err := Start(ctx, p, Options{DataDir: data, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := startPipeline(ctx, t, dir, Options{DataDir: data})
 	stop := runInBackground(ctx, h)
 	defer stop()
 	token, err := ReadToken(data)
