@@ -11,7 +11,7 @@
 //	sluice plugin list                the plugin registry of a data directory
 //	sluice plugin swap --operator OP FILE.wasm   replace an operator's plugin while it runs
 //	sluice plugin rollback --operator OP         return to the plugin that ran before
-//	sluice state dump --data-dir DIR  print committed state as JSON Lines
+//	sluice state dump -c pipeline.yaml  print committed state as JSON Lines (running or stopped)
 //	sluice bench                      measure the user-level figures
 //	sluice bench txn --app sl         run a transactional workload under every strategy
 //	sluice version                    print the version (or sluice --version)
