@@ -21,6 +21,9 @@ type Record struct {
 	// Origin is the index, within the input batch, of the record this one
 	// was produced from. In an input batch it is the record's own index.
 	Origin uint32
+	// Input is the position, in the operator's inputs, of the input the
+	// record arrived on (0 for an operator with one input).
+	Input uint16
 	// Time is the event time in nanoseconds since the Unix epoch.
 	Time    int64
 	Key     []byte

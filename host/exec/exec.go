@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,10 +20,15 @@ import (
 	"github.com/sluicehq/sluice/txn/adapt"
 )
 
-// Operator is one stage of the chain.
+// Operator is one operator of the pipeline's graph.
 type Operator struct {
 	Name string
 	Kind plugin.Kind
+	// Inputs name the sources and operators whose records the operator
+	// reads; a record's abi.Record.Input is the position of its input
+	// here. None: the operator before it, or every source for the first
+	// (a chain).
+	Inputs []string
 	// Plugin runs the operator; for a transactional operator it only names
 	// the plugin in dead letters and the status (its instances belong to
 	// Txn.Operator), and may be nil for a native one.
@@ -78,6 +85,10 @@ type Input struct {
 type Output struct {
 	Name string
 	Sink connectors.Sink
+	// Inputs name the operators (or sources) whose records the sink
+	// writes. None: the last operator, or every source when there are no
+	// operators.
+	Inputs []string
 }
 
 // Config is what a Job runs.
@@ -105,13 +116,20 @@ type Config struct {
 
 // Job is a running pipeline.
 type Job struct {
-	cfg    Config
-	log    *slog.Logger
-	m      *Metrics
-	stages []*stage
-	// byName maps each operator's name to its stage, set by New and never
-	// changed, for the readers of Decisions.
-	byName map[string]*stage
+	cfg   Config
+	log   *slog.Logger
+	m     *Metrics
+	graph *graph
+	// nodes are the operators in Config order; order is the order they
+	// run in (each after its inputs).
+	nodes []*node
+	order []*node
+	// byName maps each operator's name to its node, set by New and never
+	// changed, for Swap, SetWorkers and Decisions.
+	byName map[string]*node
+	// sinkSets are the sinks grouped by the streams they write, so that
+	// sinks reading the same operators share one set of outputs.
+	sinkSets []*sinkSet
 	// needIDs is whether any sink uses output ids (connectors.IDUser).
 	needIDs bool
 	// batchSize and linger cut batches (linger 0: no time bound).
@@ -121,12 +139,14 @@ type Job struct {
 	mu     sync.Mutex
 	status Status
 
-	// Swaps queued for the next batch boundary (swap.go); wake tells the
-	// executor one is queued; ended is set when Run returns.
-	swapMu sync.Mutex
-	swaps  []*swapReq
-	ended  bool
-	wake   chan struct{}
+	// Changes queued for the next batch boundary (swap.go); wake tells
+	// the executor one is queued; ended is set when Run returns. changeMu
+	// also guards the stages' worker lists, which Swap and SetWorkers read
+	// while they prepare.
+	changeMu sync.Mutex
+	changes  []*queued
+	ended    bool
+	wake     chan struct{}
 	// runCtx is Run's context, for the waits of a quarantine.
 	runCtx context.Context
 }
@@ -165,8 +185,23 @@ type OperatorStatus struct {
 	TrialBatches int `json:"trial_batches"`
 	// Quarantined is set while the operator waits for a swap.
 	Quarantined bool `json:"quarantined"`
+	// Workers are the operator's workers (stateless and keyed operators).
+	Workers []WorkerStatus `json:"workers,omitempty"`
+	// Assignment is the version of a keyed operator's assignment of key
+	// groups to workers (it changes with the worker count).
+	Assignment uint64 `json:"assignment_version,omitempty"`
 	// Txn is set for a transactional operator.
 	Txn *TxnStatus `json:"txn,omitempty"`
+}
+
+// WorkerStatus describes one worker of an operator: what it ran and for
+// how long, so that a straggler shows.
+type WorkerStatus struct {
+	ID          int     `json:"id"`
+	Records     uint64  `json:"records"`
+	BusySeconds float64 `json:"busy_seconds"`
+	// KeyGroups is how many key groups a keyed operator's worker owns.
+	KeyGroups int `json:"key_groups,omitempty"`
 }
 
 // New prepares a job: it makes every worker's plugin instance (so a plugin
@@ -221,26 +256,38 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 			j.needIDs = true
 		}
 	}
+	g, err := resolve(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	if unread := g.unread(&cfg); len(unread) > 0 {
+		return nil, fmt.Errorf("%w: nothing reads the records of %s", ErrGraph, strings.Join(unread, ", "))
+	}
+	j.graph = g
+	j.byName = map[string]*node{}
 	for i := range cfg.Operators {
-		st, err := newStage(ctx, &cfg.Operators[i], cfg.Store)
+		op := &cfg.Operators[i]
+		if op.Parallelism < 1 {
+			op.Parallelism = 1
+		}
+		om := j.m.operator(op.Name)
+		code, err := newStage(ctx, op, cfg.Store, j.m, om)
 		if err != nil {
 			j.closeStages(ctx)
 			return nil, err
 		}
 		staged = i + 1
-		j.stages = append(j.stages, st)
-		if j.byName == nil {
-			j.byName = map[string]*stage{}
-		}
-		j.byName[st.op.Name] = st
-		j.m.addOperator(st.op.Name, st.txn != nil)
-		os := OperatorStatus{Name: st.op.Name, Kind: string(st.op.Kind), Plugin: st.op.pluginName(), Parallelism: st.parallelism(), Version: st.version}
-		if st.txn != nil {
-			t := st.txn.status
-			os.Txn = &t
-		}
+		n := &node{op: op, code: code, m: om, inputs: g.opInputs[i], version: op.Version}
+		j.nodes = append(j.nodes, n)
+		j.byName[op.Name] = n
+		var os OperatorStatus
+		n.status(&os)
 		j.status.Operators = append(j.status.Operators, os)
 	}
+	for _, i := range g.order {
+		j.order = append(j.order, j.nodes[i])
+	}
+	j.sinkSets = groupSinks(cfg.Sinks, g.sinkInputs)
 	committed := cfg.Store.Positions()
 	var first map[string]uint64
 	for _, out := range j.rewindable() {
@@ -337,14 +384,15 @@ var (
 // what each measured and the decision taken after it. It may be called
 // while the job runs.
 func (j *Job) Decisions(operator string, n int) ([]adapt.Record, error) {
-	st, ok := j.byName[operator]
-	switch {
-	case !ok:
+	nd, ok := j.byName[operator]
+	if !ok {
 		return nil, fmt.Errorf("%w %q", ErrUnknownOperator, operator)
-	case st.txn == nil:
+	}
+	d, ok := nd.code.(decider)
+	if !ok {
 		return nil, fmt.Errorf("%w: operator %q is not transactional", ErrNotAdaptive, operator)
 	}
-	recs, err := st.txn.decisions(n)
+	recs, err := d.decisions(n)
 	if err != nil {
 		return nil, fmt.Errorf("operator %q: %w", operator, err)
 	}
@@ -374,7 +422,7 @@ type chunk struct {
 func (j *Job) Run(ctx context.Context) (err error) {
 	j.runCtx = ctx
 	defer func() {
-		j.failSwaps(context.WithoutCancel(ctx))
+		j.failChanges(context.WithoutCancel(ctx))
 		j.closeStages(context.WithoutCancel(ctx))
 		if errors.Is(err, errQuarantineStop) {
 			j.log.Warn("stopped on request while an operator was quarantined; the batch in hand was not committed and will be read again")
@@ -487,7 +535,7 @@ func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, 
 			}
 			b.spill = c
 		case <-j.wake:
-			j.installSwaps(ctx)
+			j.applyChanges(ctx)
 		}
 	}
 	j.add(b, j.take(b))
@@ -528,13 +576,8 @@ func (j *Job) take(b *batch) chunk {
 }
 
 // add appends a chunk's messages to the batch. Messages the source could not
-// decode, and records over the first operator's size limit, go straight to
-// the dead letters.
+// decode go straight to the dead letters.
 func (j *Job) add(b *batch, c chunk) {
-	limit := 0
-	if len(j.stages) > 0 {
-		limit = j.stages[0].op.MaxRecordBytes
-	}
 	for i := range c.msgs {
 		m := &c.msgs[i]
 		b.advance(c.src, m.Position)
@@ -542,68 +585,68 @@ func (j *Job) add(b *batch, c chunk) {
 			b.dead = append(b.dead, deadLetter{rec: m.Record, src: c.src, pos: m.Position, stage: -1, err: m.Err})
 			continue
 		}
-		if limit > 0 {
-			if n := abi.DataSize(&m.Record); n > limit {
-				b.dead = append(b.dead, deadLetter{rec: m.Record, src: c.src, pos: m.Position, stage: 0,
-					err: fmt.Errorf("record of %d bytes (key, value and headers) is over the operator's limit of %d bytes (limits.max_record_bytes)", n, limit)})
-				continue
-			}
-		}
 		m.Record.Origin = uint32(len(b.in))
 		b.in = append(b.in, m.Record)
 		b.prov = append(b.prov, origin{src: int32(c.src), pos: m.Position})
 	}
 }
 
-// process runs one batch through the operators, writes the sinks, commits
+// process runs one batch through the graph, writes the sinks, commits
 // and acknowledges.
 func (j *Job) process(ctx context.Context, b *batch) error {
 	start := time.Now()
-	j.installSwaps(ctx)
-	recs := b.in
-	// idx[i] is the batch input that recs[i] descends from.
+	j.applyChanges(ctx)
 	idx := b.idx0()
-	for si, st := range j.stages {
-		out, outIdx, rejects, err := j.runStage(ctx, si, recs, idx)
+	for _, n := range j.order {
+		recs, idx := j.gather(b, n.inputs, &n.merged, &n.mergedIdx, idx)
+		recs, idx = j.fit(b, n, recs, idx)
+		n.in += uint64(len(recs))
+		n.m.in.Add(float64(len(recs)))
+		out, rejects, err := j.runNode(ctx, n, recs)
 		if err != nil {
 			return err
 		}
-		om := &j.m.ops[si]
-		om.in.Add(float64(len(recs)))
-		om.out.Add(float64(len(out)))
 		for _, r := range rejects {
 			o := b.prov[idx[r.Index]]
-			if st.op.StopOnError {
+			if n.op.StopOnError {
 				return fmt.Errorf("exec: operator %q failed on record %d of source %q and its error policy is stop: %w",
-					st.op.Name, o.pos, j.cfg.Sources[o.src].Name, r.Err)
+					n.op.Name, o.pos, j.cfg.Sources[o.src].Name, r.Err)
 			}
-			b.dead = append(b.dead, deadLetter{rec: recs[r.Index], src: int(o.src), pos: o.pos, stage: si, err: r.Err,
-				plugin: st.op.pluginName(), version: st.version})
+			b.dead = append(b.dead, deadLetter{rec: recs[r.Index], src: int(o.src), pos: o.pos, stage: slices.Index(j.nodes, n), err: r.Err,
+				plugin: n.op.pluginName(), version: n.version})
 		}
-		recs, idx = out, outIdx
+		n.outIdx = n.outIdx[:0]
+		for i := range out {
+			n.outIdx = append(n.outIdx, idx[out[i].Origin])
+		}
+		n.recs, n.idx = out, n.outIdx
+		n.out += uint64(len(out))
+		n.m.out.Add(float64(len(out)))
 	}
 
 	// Outputs, with ids derived from the input they came from.
-	b.outs = slices.Grow(b.outs[:0], len(recs))
-	for k := range b.ordinal {
-		b.ordinal[k] = 0
-	}
-	for i := range recs {
-		in := idx[i]
-		o := b.prov[in]
-		n := b.ordinal[in]
-		b.ordinal[in]++
-		r := recs[i]
-		r.Origin = 0
-		out := connectors.Out{Record: r}
-		if j.needIDs {
-			out.ID = j.outputID(o, n)
+	total := 0
+	for _, set := range j.sinkSets {
+		recs, idx := j.gather(b, set.inputs, &set.merged, &set.mergedIdx, b.idx)
+		set.outs = slices.Grow(set.outs[:0], len(recs))
+		clear(b.ordinal)
+		for i := range recs {
+			in := idx[i]
+			n := b.ordinal[in]
+			b.ordinal[in]++
+			r := recs[i]
+			r.Origin = 0
+			out := connectors.Out{Record: r}
+			if j.needIDs {
+				out.ID = j.outputID(b.prov[in], n)
+			}
+			set.outs = append(set.outs, out)
 		}
-		b.outs = append(b.outs, out)
-	}
-	for _, s := range j.cfg.Sinks {
-		if err := s.Sink.Write(ctx, b.outs); err != nil {
-			return fmt.Errorf("exec: sink %q: %w", s.Name, err)
+		total += len(set.outs)
+		for _, s := range set.sinks {
+			if err := s.Sink.Write(ctx, set.outs); err != nil {
+				return fmt.Errorf("exec: sink %q: %w", s.Name, err)
+			}
 		}
 	}
 	if err := j.writeDead(ctx, b); err != nil {
@@ -620,16 +663,16 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 	}
 	// Transactional change sets are applied now, after the outputs are
 	// written: an output may alias a value a change overwrites.
-	for _, st := range j.stages {
-		if err := st.apply(); err != nil {
+	for _, n := range j.nodes {
+		if err := n.code.apply(); err != nil {
 			return err
 		}
 	}
 	if err := j.cfg.Store.Commit(b.positions); err != nil {
 		return fmt.Errorf("exec: commit: %w", err)
 	}
-	for _, st := range j.stages {
-		st.committed()
+	for _, n := range j.nodes {
+		n.code.committed()
 	}
 	for si, in := range j.cfg.Sources {
 		if !b.touched[si] {
@@ -644,26 +687,135 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 
 	j.m.batches.Inc()
 	j.m.batchSeconds.Observe(time.Since(start).Seconds())
-	j.m.outputs.Add(float64(len(b.outs)))
+	j.m.outputs.Add(float64(total))
 	j.m.dead.Add(float64(len(b.dead)))
 	j.mu.Lock()
 	j.status.Batches++
 	j.status.RecordsIn += uint64(len(b.in))
-	j.status.Outputs += uint64(len(b.outs))
+	j.status.Outputs += uint64(total)
 	j.status.Dead += uint64(len(b.dead))
 	for k, v := range b.positions {
 		j.status.Positions[k] = v
 	}
-	for si, st := range j.stages {
-		os := &j.status.Operators[si]
-		os.RecordsIn, os.RecordsOut, os.Dead = st.in, st.out, st.dead
-		os.Plugin, os.Version, os.TrialBatches, os.Quarantined = st.op.pluginName(), st.version, st.probation, st.quarantined
-		if st.txn != nil {
-			*os.Txn = st.txn.status
-		}
+	for i, n := range j.nodes {
+		n.status(&j.status.Operators[i])
 	}
 	j.mu.Unlock()
 	return nil
+}
+
+// gather returns the stream of records that inputs name, with the batch
+// input each descends from, in batch input order (ties in the order of
+// inputs), each record's Input set to the position of its input in
+// inputs. One operator's stream is returned as it is; several are merged
+// into *merged and *mergedIdx. idx0 is the batch's identity mapping.
+func (j *Job) gather(b *batch, inputs []ref, merged *[]abi.Record, mergedIdx *[]int32, idx0 []int32) ([]abi.Record, []int32) {
+	if allSources(inputs, len(j.cfg.Sources)) {
+		if len(inputs) > 1 {
+			// The batch as read; each record's input is its source's position.
+			*merged = append((*merged)[:0], b.in...)
+			for i := range *merged {
+				(*merged)[i].Input = uint16(b.prov[i].src)
+			}
+			return *merged, idx0
+		}
+		return b.in, idx0
+	}
+	streams := make([]stream, len(inputs))
+	for k, r := range inputs {
+		streams[k] = j.stream(b, r)
+	}
+	if len(streams) == 1 {
+		return streams[0].recs, streams[0].idx
+	}
+	*merged, *mergedIdx = (*merged)[:0], (*mergedIdx)[:0]
+	next := make([]int, len(streams))
+	for {
+		best := -1
+		for k, s := range streams {
+			if next[k] < len(s.recs) && (best < 0 || s.idx[next[k]] < streams[best].idx[next[best]]) {
+				best = k
+			}
+		}
+		if best < 0 {
+			return *merged, *mergedIdx
+		}
+		s := streams[best]
+		r := s.recs[next[best]]
+		r.Input = uint16(best)
+		*merged = append(*merged, r)
+		*mergedIdx = append(*mergedIdx, s.idx[next[best]])
+		next[best]++
+	}
+}
+
+// stream is a stream of records with the batch input each descends from.
+type stream struct {
+	recs []abi.Record
+	idx  []int32
+}
+
+// stream returns r's records in this batch.
+func (j *Job) stream(b *batch, r ref) stream {
+	if r.op >= 0 {
+		n := j.nodes[r.op]
+		return stream{n.recs, n.idx}
+	}
+	return b.source(r.src)
+}
+
+// fit sends the records over n's size limit (abi.DataSize: key, value and
+// headers) to the dead letters and returns the others.
+func (j *Job) fit(b *batch, n *node, recs []abi.Record, idx []int32) ([]abi.Record, []int32) {
+	limit := n.op.MaxRecordBytes
+	if limit <= 0 {
+		return recs, idx
+	}
+	over := false
+	for i := range recs {
+		if abi.DataSize(&recs[i]) > limit {
+			over = true
+			break
+		}
+	}
+	if !over {
+		return recs, idx
+	}
+	n.fit, n.fitIdx = n.fit[:0], n.fitIdx[:0]
+	for i := range recs {
+		if size := abi.DataSize(&recs[i]); size > limit {
+			o := b.prov[idx[i]]
+			b.dead = append(b.dead, deadLetter{rec: recs[i], src: int(o.src), pos: o.pos, stage: slices.Index(j.nodes, n),
+				err: fmt.Errorf("record of %d bytes (key, value and headers) is over the operator's limit of %d bytes (limits.max_record_bytes)", size, limit)})
+			continue
+		}
+		n.fit, n.fitIdx = append(n.fit, recs[i]), append(n.fitIdx, idx[i])
+	}
+	return n.fit, n.fitIdx
+}
+
+// sinkSet is the sinks that write the same streams.
+type sinkSet struct {
+	inputs []ref
+	sinks  []Output
+	// Scratch reused from batch to batch.
+	merged    []abi.Record
+	mergedIdx []int32
+	outs      []connectors.Out
+}
+
+// groupSinks groups sinks by the streams they read, in sink order.
+func groupSinks(sinks []Output, inputs [][]ref) []*sinkSet {
+	var sets []*sinkSet
+	for i, s := range sinks {
+		k := slices.IndexFunc(sets, func(set *sinkSet) bool { return slices.Equal(set.inputs, inputs[i]) })
+		if k < 0 {
+			sets = append(sets, &sinkSet{inputs: inputs[i]})
+			k = len(sets) - 1
+		}
+		sets[k].sinks = append(sets[k].sinks, s)
+	}
+	return sets
 }
 
 func (j *Job) outputID(o origin, n uint32) string {
@@ -693,18 +845,24 @@ func (j *Job) writeDead(ctx context.Context, b *batch) error {
 	if len(b.dead) == 0 {
 		return nil
 	}
+	// In the order the sources delivered them, whichever operator failed
+	// on them (or none: undecodable input).
+	slices.SortStableFunc(b.dead, func(x, y deadLetter) int {
+		return cmp.Or(cmp.Compare(x.src, y.src), cmp.Compare(x.pos, y.pos))
+	})
 	outs := make([]connectors.Out, 0, len(b.dead))
 	for i, d := range b.dead {
 		r := d.rec
 		r.Origin = 0
 		op, plug, version := "", d.plugin, d.version
-		if d.stage >= 0 && d.stage < len(j.stages) {
-			op = j.stages[d.stage].op.Name
+		if d.stage >= 0 && d.stage < len(j.nodes) {
+			n := j.nodes[d.stage]
+			op = n.op.Name
 			if plug == "" {
-				plug, version = j.stages[d.stage].op.pluginName(), j.stages[d.stage].version
+				plug, version = n.op.pluginName(), n.version
 			}
-			j.stages[d.stage].dead++
-			j.m.ops[d.stage].dead.Inc()
+			n.dead++
+			n.m.dead.Inc()
 		}
 		src := j.cfg.Sources[d.src].Name
 		r.Headers = append(append([]abi.Header(nil), r.Headers...),
@@ -735,22 +893,22 @@ func (j *Job) writeDead(ctx context.Context, b *batch) error {
 // and Close after that does nothing. Close must not be called while Run
 // is running.
 func (j *Job) Close(ctx context.Context) error {
-	j.failSwaps(ctx)
+	j.failChanges(ctx)
 	var errs []error
-	for _, st := range j.stages {
-		errs = append(errs, st.close(ctx))
+	for _, n := range j.nodes {
+		errs = append(errs, n.close(ctx))
 	}
-	j.stages = nil
+	j.nodes, j.order = nil, nil
 	return errors.Join(errs...)
 }
 
 func (j *Job) closeStages(ctx context.Context) {
-	for _, st := range j.stages {
-		if err := st.close(ctx); err != nil {
+	for _, n := range j.nodes {
+		if err := n.close(ctx); err != nil {
 			j.log.Warn("closing an operator failed", "err", err)
 		}
 	}
-	j.stages = nil
+	j.nodes, j.order = nil, nil
 }
 
 // origin is where a batch input came from.
@@ -783,10 +941,15 @@ type batch struct {
 	positions map[string]uint64
 	touched   []bool
 	srcNames  []string
+	// srcs are the per-source streams, made when the graph reads a source
+	// on its own (made is whether srcs[i] is this batch's).
+	srcs []stream
+	made []bool
 }
 
 func newBatch(sources []Input) *batch {
-	b := &batch{positions: map[string]uint64{}, touched: make([]bool, len(sources))}
+	b := &batch{positions: map[string]uint64{}, touched: make([]bool, len(sources)),
+		srcs: make([]stream, len(sources)), made: make([]bool, len(sources))}
 	for _, s := range sources {
 		b.srcNames = append(b.srcNames, s.Name)
 	}
@@ -797,6 +960,21 @@ func (b *batch) reset() {
 	b.in, b.prov, b.dead = b.in[:0], b.prov[:0], b.dead[:0]
 	clear(b.positions)
 	clear(b.touched)
+	clear(b.made)
+}
+
+// source returns source src's records in this batch.
+func (b *batch) source(src int) stream {
+	if !b.made[src] {
+		s := stream{b.srcs[src].recs[:0], b.srcs[src].idx[:0]}
+		for i := range b.in {
+			if int(b.prov[i].src) == src {
+				s.recs, s.idx = append(s.recs, b.in[i]), append(s.idx, int32(i))
+			}
+		}
+		b.srcs[src], b.made[src] = s, true
+	}
+	return b.srcs[src]
 }
 
 // advance records that source src has been read up to pos.

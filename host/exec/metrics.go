@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -34,7 +36,8 @@ type Metrics struct {
 	retries       *prometheus.CounterVec
 	quarantines   *prometheus.CounterVec
 	quarantined   *prometheus.GaugeVec
-	ops           []opMetrics
+	workerRecords *prometheus.CounterVec
+	workerBusy    *prometheus.CounterVec
 }
 
 type opMetrics struct {
@@ -44,7 +47,49 @@ type opMetrics struct {
 	swaps, rollbacks, retries, quarantines prometheus.Counter
 	quarantined                            prometheus.Gauge
 
-	// Transactional operators only.
+	workers *workerMetrics
+}
+
+// workerMetrics are the per-worker series of one operator.
+type workerMetrics struct {
+	operator      string
+	records, busy *prometheus.CounterVec
+	// seen is each worker's totals already added to the counters.
+	seen map[int]workerTotals
+}
+
+type workerTotals struct {
+	records uint64
+	busy    float64
+}
+
+// observe adds what w did since the last observation to its series.
+func (wm *workerMetrics) observe(w *worker) {
+	if wm == nil {
+		return
+	}
+	id := w.id
+	s := wm.seen[id]
+	label := strconv.Itoa(id)
+	busy := w.busy.Seconds()
+	wm.records.WithLabelValues(wm.operator, label).Add(float64(w.records - s.records))
+	wm.busy.WithLabelValues(wm.operator, label).Add(busy - s.busy)
+	wm.seen[id] = workerTotals{records: w.records, busy: busy}
+}
+
+// drop removes a worker's series when the worker goes away.
+func (wm *workerMetrics) drop(id int) {
+	if wm == nil {
+		return
+	}
+	label := strconv.Itoa(id)
+	wm.records.DeleteLabelValues(wm.operator, label)
+	wm.busy.DeleteLabelValues(wm.operator, label)
+	delete(wm.seen, id)
+}
+
+// txnMetrics are a transactional operator's series.
+type txnMetrics struct {
 	txnCommitted, txnAborted, txnReExec, txnFailed                prometheus.Counter
 	txnPlan, txnExplore, txnUseful, txnAbort, txnFinish, txnGuest prometheus.Counter
 	txnBatch                                                      prometheus.Observer
@@ -119,7 +164,12 @@ func NewMetrics() *Metrics {
 		Name: "sluice_operator_quarantines_total", Help: "Times an operator was quarantined for failing batch after batch."}, []string{"operator"})
 	m.quarantined = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "sluice_operator_quarantined", Help: "1 while the operator is quarantined, waiting for a swap; alert on it."}, []string{"operator"})
-	r.MustRegister(m.swaps, m.rollbacks, m.retries, m.quarantines, m.quarantined)
+	m.workerRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_worker_records_total", Help: "Records each worker of a stateless or keyed operator ran."}, []string{"operator", "worker"})
+	m.workerBusy = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_worker_busy_seconds_total", Help: "Time each worker of a stateless or keyed operator spent running its records (not waiting for the batch's other workers): a straggler shows as more seconds per record than its peers."},
+		[]string{"operator", "worker"})
+	r.MustRegister(m.swaps, m.rollbacks, m.retries, m.quarantines, m.quarantined, m.workerRecords, m.workerBusy)
 	r.MustRegister(m.batches, m.batchSeconds, m.outputs, m.dead, m.sourceRecords, m.opIn, m.opOut,
 		m.opDead, m.txnOutcomes, m.txnReExec, m.txnFailed, m.txnSeconds, m.txnBatch,
 		m.txnStrategy, m.txnSwitches, m.txnMispredict, m.txnDecide, m.txnDeps, m.txnShape,
@@ -127,12 +177,20 @@ func NewMetrics() *Metrics {
 	return m
 }
 
-func (m *Metrics) addOperator(name string, transactional bool) {
-	om := opMetrics{in: m.opIn.WithLabelValues(name), out: m.opOut.WithLabelValues(name), dead: m.opDead.WithLabelValues(name),
+// operator makes an operator's series.
+func (m *Metrics) operator(name string) *opMetrics {
+	om := &opMetrics{in: m.opIn.WithLabelValues(name), out: m.opOut.WithLabelValues(name), dead: m.opDead.WithLabelValues(name),
 		swaps: m.swaps.WithLabelValues(name), rollbacks: m.rollbacks.WithLabelValues(name), retries: m.retries.WithLabelValues(name),
-		quarantines: m.quarantines.WithLabelValues(name), quarantined: m.quarantined.WithLabelValues(name)}
+		quarantines: m.quarantines.WithLabelValues(name), quarantined: m.quarantined.WithLabelValues(name),
+		workers: &workerMetrics{operator: name, records: m.workerRecords, busy: m.workerBusy, seen: map[int]workerTotals{}}}
 	om.quarantined.Set(0)
-	if transactional {
+	return om
+}
+
+// txnOperator makes a transactional operator's series.
+func (m *Metrics) txnOperator(name string) *txnMetrics {
+	om := &txnMetrics{}
+	{
 		om.txnCommitted = m.txnOutcomes.WithLabelValues(name, "committed")
 		om.txnAborted = m.txnOutcomes.WithLabelValues(name, "aborted")
 		om.txnReExec = m.txnReExec.WithLabelValues(name)
@@ -158,5 +216,5 @@ func (m *Metrics) addOperator(name string, transactional bool) {
 		om.txnOpCost = m.txnShape.WithLabelValues(name, "op_cost_seconds")
 		om.txnRate = m.txnShape.WithLabelValues(name, "events_per_second")
 	}
-	m.ops = append(m.ops, om)
+	return om
 }

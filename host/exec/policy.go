@@ -9,7 +9,6 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
-	"github.com/sluicehq/sluice/state"
 )
 
 // errQuarantineStop is returned by process when the job is asked to stop
@@ -33,11 +32,12 @@ func failure(err error, rejects []plugin.Reject) error {
 	return nil
 }
 
-// runStage runs stage si on recs under the operator's lifecycle and
-// failure policy:
+// runNode runs n's stage on recs under the operator's lifecycle and
+// failure policy, and returns the outputs (Origin: index in recs, in
+// input order) and the records that failed:
 //
 //   - during a swapped-in module's trial (Operator.RollbackBatches), a run
-//     that fails is undone (keyed state rolled back to before it), the
+//     that fails is undone (the stage rolled back to its savepoint), the
 //     previous code is put back and the run made again;
 //   - records that failed (not rejected on purpose) are retried alone up
 //     to Operator.Retries times before the error policy applies;
@@ -45,79 +45,46 @@ func failure(err error, rejects []plugin.Reject) error {
 //     the run is undone and the operator quarantined: the executor calls
 //     it no more and waits, holding the batch uncommitted, until a swap
 //     brings new code, then runs the batch with it.
-func (j *Job) runStage(ctx context.Context, si int, recs []abi.Record, idx []int32) ([]abi.Record, []int32, []plugin.Reject, error) {
-	st := j.stages[si]
-	m := &j.m.ops[si]
+func (j *Job) runNode(ctx context.Context, n *node, recs []abi.Record) ([]abi.Record, []plugin.Reject, error) {
 	for {
-		if st.quarantined {
-			if err := j.awaitSwap(st); err != nil {
-				return nil, nil, nil, err
+		if n.quarantined {
+			if err := j.awaitSwap(n); err != nil {
+				return nil, nil, err
 			}
 		}
-		sps := st.savepoints()
-		in, out := st.in, st.out
-		outRecs, outIdx, rejects, err := st.run(ctx, recs, idx, m)
-		if err == nil && st.txn == nil && st.op.Retries > 0 && failure(nil, rejects) != nil {
-			outRecs, outIdx, rejects = st.retry(ctx, recs, idx, outRecs, outIdx, rejects, m)
+		sp := n.code.savepoint()
+		out, rejects, err := n.code.run(ctx, recs)
+		if err == nil && n.op.Retries > 0 && failure(nil, rejects) != nil {
+			out, rejects = n.retry(ctx, recs, out, rejects)
 		}
 		reason := failure(err, rejects)
 		if reason == nil || ctx.Err() != nil {
-			st.failStreak = 0
-			if st.probation > 0 {
-				if st.probation--; st.probation == 0 {
-					j.retire(ctx, st)
-					j.log.Info("new plugin passed its trial", slog.String("operator", st.op.Name), slog.String("version", st.version))
+			n.failStreak = 0
+			if n.probation > 0 {
+				if n.probation--; n.probation == 0 {
+					j.retire(ctx, n)
+					j.log.Info("new plugin passed its trial", slog.String("operator", n.op.Name), slog.String("version", n.version))
 				}
-				j.syncOperatorStatus(st)
+				j.syncStatus(n)
 			}
-			return outRecs, outIdx, rejects, err
+			return out, rejects, err
 		}
-		if st.prev != nil && st.probation > 0 {
-			st.rollbackState(sps)
-			st.in, st.out = in, out
-			j.rollback(ctx, si, reason)
+		if n.prev != nil && n.probation > 0 {
+			n.code.rollback(sp)
+			j.rollback(ctx, n, reason)
 			continue
 		}
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
-		st.failStreak++
-		if q := st.op.QuarantineAfter; q > 0 && st.failStreak >= q {
-			st.rollbackState(sps)
-			st.in, st.out = in, out
-			j.quarantine(si, reason)
+		n.failStreak++
+		if q := n.op.QuarantineAfter; q > 0 && n.failStreak >= q {
+			n.code.rollback(sp)
+			j.quarantine(n, reason)
 			continue
 		}
-		return outRecs, outIdx, rejects, nil
+		return out, rejects, nil
 	}
-}
-
-// savepoints marks the undo log of each keyed worker's session.
-func (st *stage) savepoints() []int {
-	if !st.keyed {
-		return nil
-	}
-	st.sps = st.sps[:0]
-	for _, w := range st.workers {
-		st.sps = append(st.sps, w.sess.Savepoint())
-	}
-	return st.sps
-}
-
-// rollbackState undoes the keyed workers' writes after sps.
-func (st *stage) rollbackState(sps []int) {
-	for i, sp := range sps {
-		st.workers[i].sess.RollbackTo(sp)
-	}
-}
-
-// workerFor returns the worker a lone record is retried on: the owner of
-// its key group for a keyed operator, the first worker otherwise.
-func (st *stage) workerFor(r *abi.Record) *worker {
-	if st.keyed {
-		return st.workers[state.KeyGroup(r.Key, st.groups)%len(st.workers)]
-	}
-	return st.workers[0]
 }
 
 // retry runs each record that failed (not one rejected on purpose) again,
@@ -125,78 +92,88 @@ func (st *stage) workerFor(r *abi.Record) *worker {
 // of the records that then succeeded merged in input order, and the
 // rejects that remain. A keyed record's retry runs after the rest of its
 // batch, so it sees the state the batch left.
-func (st *stage) retry(ctx context.Context, recs []abi.Record, idx []int32, out []abi.Record, outIdx []int32, rejects []plugin.Reject, m *opMetrics) ([]abi.Record, []int32, []plugin.Reject) {
+func (n *node) retry(ctx context.Context, recs []abi.Record, out []abi.Record, rejects []plugin.Reject) ([]abi.Record, []plugin.Reject) {
 	var kept []plugin.Reject
 	var extra []abi.Record
-	var extraIdx []int32
 	for _, r := range rejects {
 		if errors.Is(r.Err, plugin.ErrRejected) {
 			kept = append(kept, r)
 			continue
 		}
-		w := st.workerFor(&recs[r.Index])
 		err, ok := r.Err, false
-		for a := 0; a < st.op.Retries && !ok && !errors.Is(err, plugin.ErrRejected); a++ {
-			m.retries.Inc()
-			var o plugin.Output
-			if perr := w.inst.Process(ctx, recs[r.Index:r.Index+1], w.state, &o); perr != nil {
-				err = perr
-				continue
-			}
-			if len(o.Rejects) > 0 {
-				err = o.Rejects[0].Err
+		for a := 0; a < n.op.Retries && !ok && !errors.Is(err, plugin.ErrRejected) && !errors.Is(err, errNoRetry); a++ {
+			n.m.retries.Inc()
+			outs, rerr := n.code.retry(ctx, &recs[r.Index])
+			if rerr != nil {
+				err = rerr
 				continue
 			}
 			ok = true
-			for _, rec := range o.Records {
+			for _, rec := range outs {
 				rec.Origin = uint32(r.Index)
-				extra = append(extra, rec)
-				extraIdx = append(extraIdx, idx[r.Index])
+				extra = append(extra, copyRecord(rec))
 			}
 		}
 		if !ok {
-			kept = append(kept, plugin.Reject{Index: r.Index, Err: fmt.Errorf("after %d retries: %w", st.op.Retries, err)})
+			kept = append(kept, plugin.Reject{Index: r.Index, Err: fmt.Errorf("after %d retries: %w", n.op.Retries, err)})
 		}
 	}
 	if len(extra) == 0 {
-		return out, outIdx, kept
+		return out, kept
 	}
-	st.out += uint64(len(extra))
 	// Merge by batch input, the earlier outputs first on a tie.
-	mr := make([]abi.Record, 0, len(out)+len(extra))
-	mi := make([]int32, 0, len(out)+len(extra))
+	merged := make([]abi.Record, 0, len(out)+len(extra))
 	a, b := 0, 0
 	for a < len(out) || b < len(extra) {
-		if b == len(extra) || (a < len(out) && outIdx[a] <= extraIdx[b]) {
-			mr, mi = append(mr, out[a]), append(mi, outIdx[a])
+		if b == len(extra) || (a < len(out) && out[a].Origin <= extra[b].Origin) {
+			merged = append(merged, out[a])
 			a++
 			continue
 		}
-		mr, mi = append(mr, extra[b]), append(mi, extraIdx[b])
+		merged = append(merged, extra[b])
 		b++
 	}
-	return mr, mi, kept
+	return merged, kept
 }
 
-// quarantine stops calling stage si's code until a swap replaces it.
-func (j *Job) quarantine(si int, reason error) {
-	st := j.stages[si]
-	st.quarantined = true
-	j.m.ops[si].quarantined.Set(1)
-	j.m.ops[si].quarantines.Inc()
+// copyRecord copies r's bytes, for a record that must outlive the buffer
+// it points into.
+func copyRecord(r abi.Record) abi.Record {
+	c := abi.Record{Origin: r.Origin, Time: r.Time, Key: clone(r.Key), Value: clone(r.Value)}
+	if len(r.Headers) > 0 {
+		c.Headers = make([]abi.Header, len(r.Headers))
+		for i, h := range r.Headers {
+			c.Headers[i] = abi.Header{Name: clone(h.Name), Value: clone(h.Value)}
+		}
+	}
+	return c
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}
+
+// quarantine stops calling n's code until a swap replaces it.
+func (j *Job) quarantine(n *node, reason error) {
+	n.quarantined = true
+	n.m.quarantined.Set(1)
+	n.m.quarantines.Inc()
 	j.log.Error("operator quarantined: its plugin kept failing; the batch waits uncommitted (its input unacknowledged) until a swap replaces the plugin",
-		slog.String("operator", st.op.Name), slog.String("version", st.version),
-		slog.Int("failed_batches", st.failStreak), slog.Any("err", reason))
-	j.syncOperatorStatus(st)
+		slog.String("operator", n.op.Name), slog.String("version", n.version),
+		slog.Int("failed_batches", n.failStreak), slog.Any("err", reason))
+	j.syncStatus(n)
 }
 
-// awaitSwap waits until a swap lifts st's quarantine, installing swaps as
+// awaitSwap waits until a swap lifts n's quarantine, applying changes as
 // they come, or the job is asked to stop (errQuarantineStop).
-func (j *Job) awaitSwap(st *stage) error {
+func (j *Job) awaitSwap(n *node) error {
 	ctx := j.runCtx
-	for st.quarantined {
-		j.installSwaps(context.WithoutCancel(ctx))
-		if !st.quarantined {
+	for n.quarantined {
+		j.applyChanges(context.WithoutCancel(ctx))
+		if !n.quarantined {
 			break
 		}
 		select {

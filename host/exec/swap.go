@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
+	"github.com/sluicehq/sluice/state"
 )
 
 // Replacement is the new code of an operator, for Job.Swap.
@@ -33,51 +34,96 @@ type Replacement struct {
 	Txn *txnop.Operator
 }
 
-// Errors of Swap.
+// Errors of Swap and SetWorkers.
 var (
 	// ErrSwapRefused is wrapped by the error of a swap refused before it
 	// started: the replacement does not fit the operator.
 	ErrSwapRefused = errors.New("exec: swap refused")
-	// ErrNotRunning is wrapped by the error of a swap asked of a job that
-	// has stopped, or stops before the swap could be made.
+	// ErrNotRunning is wrapped by the error of a change asked of a job
+	// that has stopped, or stops before the change could be made.
 	ErrNotRunning = errors.New("exec: the job is not running")
+	// ErrChangeRefused is wrapped by the error of a change of workers the
+	// operator cannot take (its kind has no workers of its own, a trial
+	// is in progress, its code changed while the change was prepared).
+	ErrChangeRefused = errors.New("exec: change refused")
 )
 
-// generation is one version of an operator's code with what runs it: the
-// workers' instances, or the transactional operator.
-type generation struct {
-	plugin  *plugin.Plugin
-	owned   bool // close plugin with the generation
-	version string
-	insts   []*plugin.Instance // one per worker, in worker order
-	txn     *txnop.Operator
+// change is a change to a running job, prepared off the executor's
+// goroutine and applied by it at a batch boundary: a swap of an
+// operator's code, a change of its worker count, and the changes to come
+// (assignments, timers).
+type change interface {
+	// apply makes the change; it runs on the executor's goroutine between
+	// batches, so no worker is running.
+	apply(ctx context.Context, j *Job) error
+	// abandon releases what a change that will not be applied holds.
+	abandon(ctx context.Context)
+	// describe names the change in errors.
+	describe() string
 }
 
-// close releases the generation's instances or transactional operator.
-func (g *generation) close(ctx context.Context) error {
-	var errs []error
-	for _, in := range g.insts {
-		if in != nil {
-			errs = append(errs, in.Close(ctx))
-		}
-	}
-	g.insts = nil
-	if g.txn != nil {
-		errs = append(errs, g.txn.Close(ctx))
-		g.txn = nil
-	}
-	if g.owned && g.plugin != nil {
-		errs = append(errs, g.plugin.Close(ctx))
-		g.plugin = nil
-	}
-	return errors.Join(errs...)
+// queued is a change waiting for the executor, with its answer.
+type queued struct {
+	c    change
+	done chan error // receives nil once applied, or why it was not
 }
 
-// swapReq is a swap waiting for the executor's next batch boundary.
-type swapReq struct {
-	st   *stage
-	gen  *generation
-	done chan error // receives nil once installed, or why it was not
+// submit queues c for the next batch boundary and waits for its answer.
+// When ctx ends first, the change is withdrawn (if it was not made) and
+// ctx's error returned.
+func (j *Job) submit(ctx context.Context, c change) error {
+	q := &queued{c: c, done: make(chan error, 1)}
+	j.changeMu.Lock()
+	if j.ended {
+		j.changeMu.Unlock()
+		c.abandon(context.WithoutCancel(ctx))
+		return fmt.Errorf("%w: cannot %s", ErrNotRunning, c.describe())
+	}
+	j.changes = append(j.changes, q)
+	j.changeMu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case err := <-q.done:
+		return err
+	case <-ctx.Done():
+	}
+	j.changeMu.Lock()
+	if i := slices.Index(j.changes, q); i >= 0 {
+		j.changes = slices.Delete(j.changes, i, i+1)
+		j.changeMu.Unlock()
+		c.abandon(context.WithoutCancel(ctx))
+		return fmt.Errorf("exec: %s withdrawn: %w", c.describe(), context.Cause(ctx))
+	}
+	j.changeMu.Unlock()
+	return <-q.done // taken: the executor answers at once
+}
+
+// applyChanges makes the queued changes. It runs on the executor's
+// goroutine, between batches, so no worker is running.
+func (j *Job) applyChanges(ctx context.Context) {
+	j.changeMu.Lock()
+	qs := j.changes
+	j.changes = nil
+	j.changeMu.Unlock()
+	for _, q := range qs {
+		q.done <- q.c.apply(ctx, j)
+	}
+}
+
+// failChanges answers the queued changes when the job ends.
+func (j *Job) failChanges(ctx context.Context) {
+	j.changeMu.Lock()
+	j.ended = true
+	qs := j.changes
+	j.changes = nil
+	j.changeMu.Unlock()
+	for _, q := range qs {
+		q.c.abandon(ctx)
+		q.done <- fmt.Errorf("%w: could not %s", ErrNotRunning, q.c.describe())
+	}
 }
 
 // Swap replaces the code of operator with r at the next batch boundary,
@@ -106,182 +152,182 @@ func (j *Job) Swap(ctx context.Context, operator string, r Replacement) (err err
 			_ = r.Plugin.Close(context.WithoutCancel(ctx)) // closing twice is harmless
 		}
 	}()
-	st, ok := j.byName[operator]
-	switch {
-	case !ok:
+	n, ok := j.byName[operator]
+	if !ok {
 		return fmt.Errorf("%w: %w %q", ErrSwapRefused, ErrUnknownOperator, operator)
-	case r.Plugin == nil && st.txn == nil:
-		return fmt.Errorf("%w: operator %q: no plugin", ErrSwapRefused, operator)
-	case r.Plugin != nil && r.Plugin.Kind() != st.op.Kind:
-		return fmt.Errorf("%w: operator %q is %s and the new module was loaded as %s", ErrSwapRefused, operator, st.op.Kind, r.Plugin.Kind())
-	case st.txn != nil && r.Txn == nil:
-		return fmt.Errorf("%w: operator %q is transactional: the replacement needs its txnop.Operator", ErrSwapRefused, operator)
-	case st.txn == nil && r.Txn != nil:
-		return fmt.Errorf("%w: operator %q is not transactional", ErrSwapRefused, operator)
-	case st.txn != nil && !slices.Equal(r.Txn.Tables(), st.txn.names):
-		return fmt.Errorf("%w: operator %q: the replacement's tables %q differ from the operator's %q", ErrSwapRefused, operator, r.Txn.Tables(), st.txn.names)
 	}
-	gen := &generation{plugin: r.Plugin, owned: r.ClosePlugin, version: r.Version, txn: r.Txn}
-	r.Txn = nil // the generation owns it now
-	if st.txn == nil {
-		for w := range st.workers {
-			inst, err := r.Plugin.NewInstance(ctx, st.op.Config)
-			if err != nil {
-				_ = gen.close(context.WithoutCancel(ctx))
-				return fmt.Errorf("%w: operator %q: worker %d: %w", ErrSwapRefused, operator, w, err)
-			}
-			gen.insts = append(gen.insts, inst)
-		}
-	}
-	req := &swapReq{st: st, gen: gen, done: make(chan error, 1)}
-	j.swapMu.Lock()
+	// The stage's prepare reads only what stays fixed for the job (its
+	// worker count is changed by the executor, hence the lock).
+	j.changeMu.Lock()
 	if j.ended {
-		j.swapMu.Unlock()
-		_ = gen.close(context.WithoutCancel(ctx))
+		j.changeMu.Unlock()
 		return fmt.Errorf("%w: cannot swap operator %q", ErrNotRunning, operator)
 	}
-	j.swaps = append(j.swaps, req)
-	j.swapMu.Unlock()
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
-	select {
-	case err := <-req.done:
+	gen, err := n.code.prepare(ctx, n.op, &r)
+	j.changeMu.Unlock()
+	if err != nil {
 		return err
-	case <-ctx.Done():
 	}
-	j.swapMu.Lock()
-	if i := slices.Index(j.swaps, req); i >= 0 {
-		j.swaps = slices.Delete(j.swaps, i, i+1)
-		j.swapMu.Unlock()
-		_ = gen.close(context.WithoutCancel(ctx))
-		return fmt.Errorf("exec: swap of operator %q withdrawn: %w", operator, context.Cause(ctx))
-	}
-	j.swapMu.Unlock()
-	return <-req.done // taken: the executor answers at once
+	gen.plugin, gen.owned, gen.version = r.Plugin, r.ClosePlugin, r.Version
+	r.ClosePlugin = false // the generation closes it now
+	return j.submit(ctx, &swap{n: n, gen: gen})
 }
 
-// installSwaps puts the queued swaps in place. It runs on the executor's
-// goroutine, between batches, so no worker is running.
-func (j *Job) installSwaps(ctx context.Context) {
-	j.swapMu.Lock()
-	reqs := j.swaps
-	j.swaps = nil
-	j.swapMu.Unlock()
-	for _, req := range reqs {
-		st := req.st
-		from := st.version
-		if st.prev != nil {
-			// A swap during another's trial: the oldest code goes.
-			if err := st.prev.close(ctx); err != nil {
-				j.log.Warn("closing a replaced plugin failed", "operator", st.op.Name, "err", err)
-			}
+// swap is a queued Swap.
+type swap struct {
+	n   *node
+	gen *generation
+}
+
+func (s *swap) describe() string { return fmt.Sprintf("swap operator %q", s.n.op.Name) }
+
+func (s *swap) abandon(ctx context.Context) { _ = s.gen.close(ctx) }
+
+func (s *swap) apply(ctx context.Context, j *Job) error {
+	n := s.n
+	if n.code.parallelism() != len(s.gen.insts) && s.gen.insts != nil {
+		// The worker count changed after the instances were made.
+		s.abandon(ctx)
+		return fmt.Errorf("%w: operator %q: its worker count changed while the swap was prepared; swap again", ErrSwapRefused, n.op.Name)
+	}
+	from := n.version
+	if n.prev != nil {
+		// A swap during another's trial: the oldest code goes.
+		if err := n.prev.close(ctx); err != nil {
+			j.log.Warn("closing a replaced plugin failed", "operator", n.op.Name, "err", err)
 		}
-		st.prev = st.install(req.gen)
-		st.probation = st.op.RollbackBatches
-		st.quarantined, st.failStreak = false, 0
-		st.swaps++
-		om := &j.m.ops[slices.Index(j.stages, st)]
-		om.swaps.Inc()
-		om.quarantined.Set(0)
-		if st.probation == 0 {
-			j.retire(ctx, st)
-		}
-		j.log.Info("operator swapped", slog.String("operator", st.op.Name),
-			slog.String("from", from), slog.String("to", st.version), slog.Int("trial_batches", st.probation))
-		j.syncOperatorStatus(st)
-		req.done <- nil
 	}
+	j.changeMu.Lock()
+	n.prev = n.install(s.gen)
+	j.changeMu.Unlock()
+	n.probation = n.op.RollbackBatches
+	n.quarantined, n.failStreak = false, 0
+	n.swaps++
+	n.m.swaps.Inc()
+	n.m.quarantined.Set(0)
+	if n.probation == 0 {
+		j.retire(ctx, n)
+	}
+	j.log.Info("operator swapped", slog.String("operator", n.op.Name),
+		slog.String("from", from), slog.String("to", n.version), slog.Int("trial_batches", n.probation))
+	j.syncStatus(n)
+	return nil
 }
 
-// failSwaps answers the queued swaps when the job ends.
-func (j *Job) failSwaps(ctx context.Context) {
-	j.swapMu.Lock()
-	j.ended = true
-	reqs := j.swaps
-	j.swaps = nil
-	j.swapMu.Unlock()
-	for _, req := range reqs {
-		_ = req.gen.close(ctx)
-		req.done <- fmt.Errorf("%w: operator %q was not swapped", ErrNotRunning, req.st.op.Name)
-	}
-}
-
-// install makes gen the stage's code and returns the generation it
-// replaces.
-func (st *stage) install(gen *generation) *generation {
-	old := &generation{plugin: st.op.Plugin, owned: st.ownsPlugin, version: st.version}
-	if st.txn != nil {
-		old.txn = st.txn.op
-		// The adaptive model carries over: what it learned of the
-		// workload, and one history of decisions.
-		gen.txn.TakeModel(old.txn)
-		st.txn.op = gen.txn
-		st.txn.model.Store(gen.txn.Model())
-		st.txn.status.Strategy = gen.txn.Strategy().String()
-		st.txn.status.Workers = gen.txn.Workers()
-		gen.txn = nil
-	} else {
-		for i, w := range st.workers {
-			old.insts = append(old.insts, w.inst)
-			w.inst = gen.insts[i]
-		}
-		gen.insts = nil
-	}
-	st.op.Plugin, st.ownsPlugin, st.version = gen.plugin, gen.owned, gen.version
-	gen.plugin = nil
-	return old
-}
-
-// retire ends the trial of the stage's code: the previous code is closed.
-func (j *Job) retire(ctx context.Context, st *stage) {
-	st.probation = 0
-	if st.prev == nil {
+// retire ends the trial of n's code: the previous code is closed.
+func (j *Job) retire(ctx context.Context, n *node) {
+	n.probation = 0
+	if n.prev == nil {
 		return
 	}
-	if err := st.prev.close(ctx); err != nil {
-		j.log.Warn("closing a replaced plugin failed", "operator", st.op.Name, "err", err)
+	if err := n.prev.close(ctx); err != nil {
+		j.log.Warn("closing a replaced plugin failed", "operator", n.op.Name, "err", err)
 	}
-	st.prev = nil
+	n.prev = nil
 }
 
 // rollback puts the previous code back after the new code failed in its
 // trial, closing the new code.
-func (j *Job) rollback(ctx context.Context, si int, reason error) {
-	st := j.stages[si]
-	failed := st.version
-	bad := st.install(st.prev)
-	st.prev = nil
-	st.probation = 0
-	st.rollbacks++
-	st.lastRollback = reason.Error()
-	j.m.ops[si].rollbacks.Inc()
+func (j *Job) rollback(ctx context.Context, n *node, reason error) {
+	failed := n.version
+	j.changeMu.Lock()
+	bad := n.install(n.prev)
+	j.changeMu.Unlock()
+	n.prev = nil
+	n.probation = 0
+	n.rollbacks++
+	n.lastRollback = reason.Error()
+	n.m.rollbacks.Inc()
 	if err := bad.close(ctx); err != nil {
-		j.log.Warn("closing a rolled-back plugin failed", "operator", st.op.Name, "err", err)
+		j.log.Warn("closing a rolled-back plugin failed", "operator", n.op.Name, "err", err)
 	}
 	j.log.Error("new plugin failed during its trial; rolled back to the previous one and processing the batch again",
-		slog.String("operator", st.op.Name), slog.String("failed", failed), slog.String("restored", st.version), slog.Any("err", reason))
+		slog.String("operator", n.op.Name), slog.String("failed", failed), slog.String("restored", n.version), slog.Any("err", reason))
 	if j.cfg.OnRollback != nil {
-		j.cfg.OnRollback(st.op.Name, failed, st.version, reason)
+		j.cfg.OnRollback(n.op.Name, failed, n.version, reason)
 	}
-	j.syncOperatorStatus(st)
+	j.syncStatus(n)
 }
 
-// syncOperatorStatus copies the stage's code and lifecycle into the status.
-func (j *Job) syncOperatorStatus(st *stage) {
-	si := slices.Index(j.stages, st)
-	if si < 0 {
+// SetWorkers changes the number of workers of a stateless or keyed
+// operator at the next batch boundary, and returns once the change is
+// made. The new workers' instances are made first, on the caller's
+// goroutine, so a module that fails to start is refused while the job
+// runs on. A keyed operator's key groups are reassigned: those of the
+// workers that go away, and shares for the new ones (no other group
+// moves); state stays in place, and the new assignment is committed with
+// the next batch.
+//
+// It is refused (ErrChangeRefused) for a transactional operator, whose
+// scheduler has its own workers, and during a swapped-in module's trial.
+func (j *Job) SetWorkers(ctx context.Context, operator string, workers int) error {
+	n, ok := j.byName[operator]
+	if !ok {
+		return fmt.Errorf("%w: %w %q", ErrChangeRefused, ErrUnknownOperator, operator)
+	}
+	rs, ok := n.code.(resizer)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: operator %q has no workers of its own to change", ErrChangeRefused, operator)
+	case workers < 1 || workers > state.MaxKeyGroups:
+		return fmt.Errorf("%w: operator %q: %d workers, want 1 to %d", ErrChangeRefused, operator, workers, state.MaxKeyGroups)
+	}
+	j.changeMu.Lock()
+	if j.ended {
+		j.changeMu.Unlock()
+		return fmt.Errorf("%w: cannot change operator %q", ErrNotRunning, operator)
+	}
+	code := n.op.Plugin
+	r, err := rs.prepareResize(ctx, n.op, code, workers)
+	j.changeMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrChangeRefused, err)
+	}
+	return j.submit(ctx, &workerChange{n: n, rs: rs, r: r})
+}
+
+// workerChange is a queued SetWorkers.
+type workerChange struct {
+	n  *node
+	rs resizer
+	r  *resize
+}
+
+func (c *workerChange) describe() string {
+	return fmt.Sprintf("change the workers of operator %q to %d", c.n.op.Name, c.r.workers)
+}
+
+func (c *workerChange) abandon(ctx context.Context) { c.r.close(ctx) }
+
+func (c *workerChange) apply(ctx context.Context, j *Job) error {
+	n := c.n
+	switch {
+	case n.prev != nil:
+		c.abandon(ctx)
+		return fmt.Errorf("%w: operator %q: a swapped-in plugin is on trial (%d batches left)", ErrChangeRefused, n.op.Name, n.probation)
+	case n.op.Plugin != c.r.code:
+		c.abandon(ctx)
+		return fmt.Errorf("%w: operator %q: its plugin was swapped while the change was prepared; change again", ErrChangeRefused, n.op.Name)
+	}
+	from := n.code.parallelism()
+	j.changeMu.Lock()
+	err := c.rs.resize(ctx, c.r)
+	j.changeMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("exec: operator %q: %w", n.op.Name, err)
+	}
+	j.log.Info("operator's workers changed", slog.String("operator", n.op.Name), slog.Int("from", from), slog.Int("to", c.r.workers))
+	j.syncStatus(n)
+	return nil
+}
+
+// syncStatus copies n's code and lifecycle into the status.
+func (j *Job) syncStatus(n *node) {
+	i := slices.Index(j.nodes, n)
+	if i < 0 {
 		return
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	os := &j.status.Operators[si]
-	os.Plugin, os.Version = st.op.pluginName(), st.version
-	os.Swaps, os.Rollbacks, os.LastRollback = st.swaps, st.rollbacks, st.lastRollback
-	os.TrialBatches, os.Quarantined = st.probation, st.quarantined
-	if st.txn != nil && os.Txn != nil {
-		os.Txn.Strategy, os.Txn.Workers = st.txn.status.Strategy, st.txn.status.Workers
-		os.Parallelism = st.parallelism()
-	}
+	n.status(&j.status.Operators[i])
 }

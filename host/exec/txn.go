@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -69,11 +70,16 @@ type TxnStatus struct {
 	DecideSeconds  float64 `json:"adaptive_decide_seconds,omitempty"`
 }
 
-// txnStage is the transactional part of a stage: the operator, a session
-// over its tables, and the change sets of the batch in progress, applied
-// to the tables when the batch commits.
+// txnStage runs a transactional operator. It has no workers of its own:
+// its txnop.Operator plans each batch through the guest, schedules the
+// transactions on package txn's workers and hands the outcomes back for
+// the guest to emit outputs. It holds a session over the operator's
+// tables and the change sets of the batch in progress, applied to the
+// tables when the batch commits.
 type txnStage struct {
+	exop   *Operator
 	op     *txnop.Operator
+	m      *txnMetrics
 	events int
 	// names are the operator's tables, fixed for the job (read by Swap
 	// off the executor's goroutine, unlike op, which a swap replaces).
@@ -93,6 +99,9 @@ type txnStage struct {
 	copied []abi.Record
 	arena  []byte
 
+	outRecs []abi.Record
+	rejects []plugin.Reject
+
 	status TxnStatus
 	// model is the operator's adaptive decision model (nil under a static
 	// strategy), kept apart from op, which Close clears, for Decisions.
@@ -105,7 +114,7 @@ type carried struct {
 	del   bool
 }
 
-func newTxnStage(op *Operator, store *state.Store) (*txnStage, error) {
+func newTxnStage(op *Operator, store *state.Store, m *Metrics) (*txnStage, error) {
 	t := op.Txn
 	if t.Operator == nil {
 		return nil, fmt.Errorf("exec: operator %q: transactional without a txnop.Operator", op.Name)
@@ -113,7 +122,10 @@ func newTxnStage(op *Operator, store *state.Store) (*txnStage, error) {
 	if t.Events < 1 {
 		return nil, fmt.Errorf("exec: operator %q: punctuation of %d events, want at least 1", op.Name, t.Events)
 	}
-	ts := &txnStage{op: t.Operator, events: t.Events, sess: store.NewSession(), names: t.Operator.Tables()}
+	if op.Retries > 0 {
+		return nil, fmt.Errorf("exec: operator %q: a transactional operator does not retry records (its events run again only by the scheduler)", op.Name)
+	}
+	ts := &txnStage{exop: op, op: t.Operator, m: m.txnOperator(op.Name), events: t.Events, sess: store.NewSession(), names: t.Operator.Tables()}
 	for _, name := range t.Operator.Tables() {
 		ts.tables = append(ts.tables, store.Table(name))
 	}
@@ -160,10 +172,10 @@ func keyBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s
 // events events. A failed run (Process error) fails the job under the stop
 // policy, and otherwise rejects each of its events with the error, leaving
 // the state as the runs before it made it.
-func (st *stage) runTxn(ctx context.Context, recs []abi.Record, idx []int32, m *opMetrics) ([]abi.Record, []int32, []plugin.Reject, error) {
-	ts := st.txn
-	st.in += uint64(len(recs))
-	st.outRecs, st.outIdx, st.rejects = st.outRecs[:0], st.outIdx[:0], st.rejects[:0]
+func (ts *txnStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, []plugin.Reject, error) {
+	st, m := ts, ts.m
+	name := ts.exop.Name
+	st.outRecs, st.rejects = st.outRecs[:0], st.rejects[:0]
 	ts.res = nil
 	clear(ts.carried)
 	ts.view.carried = nil
@@ -180,12 +192,12 @@ func (st *stage) runTxn(ctx context.Context, recs []abi.Record, idx []int32, m *
 		elapsed := time.Since(start)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, nil, nil, fmt.Errorf("exec: operator %q: %w", st.op.Name, err)
+				return nil, nil, fmt.Errorf("exec: operator %q: %w", name, err)
 			}
 			ts.status.FailedBatch++
 			m.txnFailed.Inc()
-			if st.op.StopOnError {
-				return nil, nil, nil, fmt.Errorf("exec: operator %q: a batch of %d events failed and its error policy is stop: %w", st.op.Name, hi-lo, err)
+			if ts.exop.StopOnError {
+				return nil, nil, fmt.Errorf("exec: operator %q: a batch of %d events failed and its error policy is stop: %w", name, hi-lo, err)
 			}
 			for i := lo; i < hi; i++ {
 				st.rejects = append(st.rejects, plugin.Reject{Index: i, Err: err})
@@ -202,18 +214,73 @@ func (st *stage) runTxn(ctx context.Context, recs []abi.Record, idx []int32, m *
 			r := ts.out.Records[i]
 			g := lo + int(r.Origin)
 			if g >= hi {
-				return nil, nil, nil, fmt.Errorf("exec: operator %q: an output names event %d of a batch of %d", st.op.Name, r.Origin, hi-lo)
+				return nil, nil, fmt.Errorf("exec: operator %q: an output names event %d of a batch of %d", name, r.Origin, hi-lo)
 			}
 			if !last {
 				r = ts.keep(r)
 			}
 			r.Origin = uint32(g)
 			st.outRecs = append(st.outRecs, r)
-			st.outIdx = append(st.outIdx, idx[g])
 		}
 	}
-	st.out += uint64(len(st.outRecs))
-	return st.outRecs, st.outIdx, st.rejects, nil
+	return st.outRecs, st.rejects, nil
+}
+
+func (ts *txnStage) retry(context.Context, *abi.Record) ([]abi.Record, error) { return nil, errNoRetry }
+
+// A run's changes are applied only at commit, so there is nothing to undo.
+func (ts *txnStage) savepoint() savepoint { return nil }
+func (ts *txnStage) rollback(savepoint)   {}
+
+func (ts *txnStage) committed() { ts.sess.Reset() }
+
+func (ts *txnStage) parallelism() int { return ts.op.Workers() }
+
+func (ts *txnStage) report(os *OperatorStatus) {
+	os.Parallelism = ts.status.Workers
+	t := ts.status
+	os.Txn = &t
+}
+
+// prepare checks that r is a transactional operator over the same tables.
+func (ts *txnStage) prepare(_ context.Context, op *Operator, r *Replacement) (*generation, error) {
+	switch {
+	case r.Txn == nil:
+		return nil, fmt.Errorf("%w: operator %q is transactional: the replacement needs its txnop.Operator", ErrSwapRefused, op.Name)
+	case r.Plugin != nil && r.Plugin.Kind() != op.Kind:
+		return nil, fmt.Errorf("%w: operator %q is %s and the new module was loaded as %s", ErrSwapRefused, op.Name, op.Kind, r.Plugin.Kind())
+	case !slices.Equal(r.Txn.Tables(), ts.names):
+		return nil, fmt.Errorf("%w: operator %q: the replacement's tables %q differ from the operator's %q", ErrSwapRefused, op.Name, r.Txn.Tables(), ts.names)
+	}
+	gen := &generation{txn: r.Txn}
+	r.Txn = nil // the generation owns it now
+	return gen, nil
+}
+
+// install makes gen's operator the stage's; the adaptive model carries
+// over: what it learned of the workload, and one history of decisions.
+func (ts *txnStage) install(gen *generation) *generation {
+	old := &generation{txn: ts.op}
+	gen.txn.TakeModel(old.txn)
+	ts.op = gen.txn
+	ts.model.Store(gen.txn.Model())
+	ts.status.Strategy = gen.txn.Strategy().String()
+	ts.status.Workers = gen.txn.Workers()
+	gen.txn = nil
+	return old
+}
+
+// close closes the transactional operator.
+func (ts *txnStage) close(ctx context.Context) error {
+	if ts.op == nil {
+		return nil
+	}
+	err := ts.op.Close(ctx)
+	ts.op = nil
+	if err != nil {
+		return fmt.Errorf("exec: operator %q: close: %w", ts.exop.Name, err)
+	}
+	return nil
 }
 
 // carry copies the last run's changes into carried, so that the next run
@@ -235,26 +302,10 @@ func (ts *txnStage) carry() {
 
 // keep copies an output record of a run that is not the batch's last, whose
 // bytes would not outlive the next Process.
-func (ts *txnStage) keep(r abi.Record) abi.Record {
-	c := abi.Record{Origin: r.Origin, Time: r.Time, Key: clone(r.Key), Value: clone(r.Value)}
-	if len(r.Headers) > 0 {
-		c.Headers = make([]abi.Header, len(r.Headers))
-		for i, h := range r.Headers {
-			c.Headers[i] = abi.Header{Name: clone(h.Name), Value: clone(h.Value)}
-		}
-	}
-	return c
-}
-
-func clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte(nil), b...)
-}
+func (ts *txnStage) keep(r abi.Record) abi.Record { return copyRecord(r) }
 
 // account adds a run's statistics to the status and the metrics.
-func (ts *txnStage) account(res *txn.Result, elapsed time.Duration, m *opMetrics) {
+func (ts *txnStage) account(res *txn.Result, elapsed time.Duration, m *txnMetrics) {
 	s := &res.Stats
 	committed := uint64(s.Txns - s.Aborted)
 	guest := max(elapsed-s.Wall, 0)
@@ -366,7 +417,7 @@ func (ts *txnStage) apply() error {
 
 func (ts *txnStage) put(k txn.Key, v []byte, del bool) error {
 	if int(k.Table) >= len(ts.tables) {
-		return fmt.Errorf("exec: operator %q: a change names table handle %d of %d", ts.op.Name(), k.Table, len(ts.tables))
+		return fmt.Errorf("exec: operator %q: a change names table handle %d of %d", ts.exop.Name, k.Table, len(ts.tables))
 	}
 	t := ts.tables[k.Table]
 	var err error
@@ -376,7 +427,7 @@ func (ts *txnStage) put(k txn.Key, v []byte, del bool) error {
 		err = ts.sess.Put(t, keyBytes(k.Key), v)
 	}
 	if err != nil {
-		return fmt.Errorf("exec: operator %q: table %q: %w", ts.op.Name(), t.Name(), err)
+		return fmt.Errorf("exec: operator %q: table %q: %w", ts.exop.Name, t.Name(), err)
 	}
 	return nil
 }

@@ -539,20 +539,19 @@ func TestTransactionalRunsOfAtMostEvents(t *testing.T) {
 	store := openStore(t, t.TempDir())
 	defer store.Close()
 	op := bankOperator(t, "bank", "ns-chain-lazy", 2, 3, false)
-	st, err := newStage(context.Background(), &op, store)
+	m := NewMetrics()
+	st, err := newStage(context.Background(), &op, store, m, m.operator("bank"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.close(context.Background())
-	m := NewMetrics()
-	m.addOperator("bank", true)
 	values := []string{"dep a 5", "xfer a b 3", "xfer b c 2", "dep c 1", "xfer a b 2", "fail", "xfer c a 3", "dep b 1", "reject b"}
 	recs := bankRecords(values)
 	idx := make([]int32, len(recs))
 	for i := range idx {
 		idx[i] = int32(100 + i)
 	}
-	out, outIdx, rejects, err := st.run(context.Background(), recs, idx, &m.ops[0])
+	out, rejects, err := st.run(context.Background(), recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,8 +564,8 @@ func TestTransactionalRunsOfAtMostEvents(t *testing.T) {
 		t.Errorf("rejects %v, want [3 4 5 8]", gotRej)
 	}
 	var got []string
-	for i, r := range out {
-		got = append(got, fmt.Sprintf("%d:%s", outIdx[i], r.Value))
+	for _, r := range out {
+		got = append(got, fmt.Sprintf("%d:%s", idx[r.Origin], r.Value))
 	}
 	// c holds 2 after run 1, so the transfer of 3 from c aborts.
 	want := []string{"100:ok 0", "101:ok 0", "102:ok 0", "106:aborted", "107:ok 1"}
@@ -682,17 +681,16 @@ func BenchmarkTransactionalBatch(b *testing.B) {
 	for _, strategy := range []string{"serial", "dfs-op-eager"} {
 		b.Run(strategy, func(b *testing.B) {
 			op := bankOperator(b, "bank", strategy, 2, events, false)
-			st, err := newStage(context.Background(), &op, store)
+			m := NewMetrics()
+			st, err := newStage(context.Background(), &op, store, m, m.operator("bank"))
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer st.close(context.Background())
-			m := NewMetrics()
-			m.addOperator("bank", true)
 			var run, apply, commit time.Duration
 			for b.Loop() {
 				t0 := time.Now()
-				if _, _, _, err := st.run(context.Background(), recs, idx, &m.ops[0]); err != nil {
+				if _, _, err := st.run(context.Background(), recs); err != nil {
 					b.Fatal(err)
 				}
 				t1 := time.Now()
