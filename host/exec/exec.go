@@ -149,6 +149,9 @@ type Job struct {
 	wake     chan struct{}
 	// runCtx is Run's context, for the waits of a quarantine.
 	runCtx context.Context
+	// spill is what the last chunk read held beyond the previous batch
+	// (executor goroutine only).
+	spill chunk
 }
 
 // Status is a snapshot of a job's progress, for the API.
@@ -460,20 +463,31 @@ func (j *Job) Run(ctx context.Context) (err error) {
 	// A batch read before a stop request is processed to the end: guest
 	// calls must not be cut short by the cancellation that asked for a drain.
 	procCtx := context.WithoutCancel(ctx)
-	b := newBatch(j.cfg.Sources)
-	for {
+	c := j.startCommitter(procCtx)
+	defer c.stop()
+	// Two batches: one processed while the other is written and committed.
+	batches := [2]*batch{newBatch(j.cfg.Sources), newBatch(j.cfg.Sources)}
+	for k := 0; ; k++ {
+		b := batches[k%2]
 		more, err := j.collect(procCtx, queue, b)
 		if err != nil {
-			return err
+			return errors.Join(err, c.wait())
 		}
 		if len(b.in) > 0 || len(b.dead) > 0 {
-			if err := j.process(procCtx, b); err != nil {
+			h, err := j.process(procCtx, b)
+			if err != nil {
+				return errors.Join(err, c.wait())
+			}
+			if err := c.submit(h); err != nil {
 				return err
 			}
 		}
 		if !more {
 			break
 		}
+	}
+	if err := c.wait(); err != nil {
+		return err
 	}
 	close(readErr)
 	for err := range readErr {
@@ -519,7 +533,7 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 // and drained.
 //
 // A batch is never larger than batchSize: the rest of a chunk that would
-// overflow it is kept in b.spill for the next batch, so that a
+// overflow it is kept in j.spill for the next batch, so that a
 // transactional operator's punctuation holds however sources chunk their
 // reads.
 //
@@ -527,13 +541,13 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 // between batches is a batch boundary.
 func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, error) {
 	b.reset()
-	for len(b.spill.msgs) == 0 {
+	for len(j.spill.msgs) == 0 {
 		select {
 		case c, ok := <-queue:
 			if !ok {
 				return false, nil
 			}
-			b.spill = c
+			j.spill = c
 		case <-j.wake:
 			j.applyChanges(ctx)
 		}
@@ -546,7 +560,7 @@ func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, 
 		expired = timer.C
 	}
 	for len(b.in)+len(b.dead) < j.batchSize {
-		if len(b.spill.msgs) > 0 {
+		if len(j.spill.msgs) > 0 {
 			j.add(b, j.take(b))
 			continue
 		}
@@ -555,7 +569,7 @@ func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, 
 			if !ok {
 				return false, nil
 			}
-			b.spill = c
+			j.spill = c
 		case <-expired:
 			return true, nil
 		}
@@ -563,15 +577,15 @@ func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, 
 	return true, nil
 }
 
-// take returns as much of b.spill as fits in the batch and keeps the rest.
+// take returns as much of j.spill as fits in the batch and keeps the rest.
 func (j *Job) take(b *batch) chunk {
-	c := b.spill
+	c := j.spill
 	room := j.batchSize - len(b.in) - len(b.dead)
 	if room >= len(c.msgs) {
-		b.spill = chunk{}
+		j.spill = chunk{}
 		return c
 	}
-	b.spill = chunk{src: c.src, msgs: c.msgs[room:]}
+	j.spill = chunk{src: c.src, msgs: c.msgs[room:]}
 	return chunk{src: c.src, msgs: c.msgs[:room]}
 }
 
@@ -591,9 +605,9 @@ func (j *Job) add(b *batch, c chunk) {
 	}
 }
 
-// process runs one batch through the graph, writes the sinks, commits
-// and acknowledges.
-func (j *Job) process(ctx context.Context, b *batch) error {
+// process runs one batch through the graph and prepares it for finish:
+// its outputs copied, its state captured for the commit.
+func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 	start := time.Now()
 	j.applyChanges(ctx)
 	idx := b.idx0()
@@ -604,12 +618,12 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 		n.m.in.Add(float64(len(recs)))
 		out, rejects, err := j.runNode(ctx, n, recs)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, r := range rejects {
 			o := b.prov[idx[r.Index]]
 			if n.op.StopOnError {
-				return fmt.Errorf("exec: operator %q failed on record %d of source %q and its error policy is stop: %w",
+				return nil, fmt.Errorf("exec: operator %q failed on record %d of source %q and its error policy is stop: %w",
 					n.op.Name, o.pos, j.cfg.Sources[o.src].Name, r.Err)
 			}
 			b.dead = append(b.dead, deadLetter{rec: recs[r.Index], src: int(o.src), pos: o.pos, stage: slices.Index(j.nodes, n), err: r.Err,
@@ -624,61 +638,105 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 		n.m.out.Add(float64(len(out)))
 	}
 
-	// Outputs, with ids derived from the input they came from.
-	total := 0
+	// Outputs, with ids derived from the input they came from, copied
+	// out of the operators' buffers (which the next batch reuses while
+	// this one is written).
+	h := &handoff{b: b, start: start}
+	b.arena, b.hdrs = b.arena[:0], b.hdrs[:0]
 	for _, set := range j.sinkSets {
 		recs, idx := j.gather(b, set.inputs, &set.merged, &set.mergedIdx, b.idx)
-		set.outs = slices.Grow(set.outs[:0], len(recs))
+		outs := slices.Grow(b.outs[len(b.outs):], len(recs))[:0]
 		clear(b.ordinal)
 		for i := range recs {
 			in := idx[i]
 			n := b.ordinal[in]
 			b.ordinal[in]++
-			r := recs[i]
-			r.Origin = 0
-			out := connectors.Out{Record: r}
+			out := connectors.Out{Record: b.copy(&recs[i])}
 			if j.needIDs {
 				out.ID = j.outputID(b.prov[in], n)
 			}
-			set.outs = append(set.outs, out)
+			outs = append(outs, out)
 		}
-		total += len(set.outs)
+		b.outs = append(b.outs, outs...)
+		h.sets = append(h.sets, setOuts{sinks: set.sinks, n: len(outs)})
+		h.total += len(outs)
+	}
+	h.dead = j.deadLetters(b)
+	// Transactional change sets are applied now, after the outputs are
+	// copied: an output may alias a value a change overwrites.
+	for _, n := range j.nodes {
+		if err := n.code.apply(); err != nil {
+			return nil, err
+		}
+	}
+	pending, err := j.cfg.Store.Prepare()
+	if err != nil {
+		return nil, fmt.Errorf("exec: commit: %w", err)
+	}
+	h.pending = pending
+	for _, n := range j.nodes {
+		n.code.committed()
+	}
+	h.ops = make([]OperatorStatus, len(j.nodes))
+	for i, n := range j.nodes {
+		n.status(&h.ops[i])
+	}
+	return h, nil
+}
+
+// handoff is a processed batch on its way to the sinks and the commit.
+type handoff struct {
+	b       *batch
+	start   time.Time
+	sets    []setOuts // b.outs in runs, one per sink set
+	total   int
+	dead    []connectors.Out
+	pending *state.PendingCommit
+	// ops is the operators' status after the batch.
+	ops []OperatorStatus
+}
+
+// setOuts is the run of a handoff's outputs that some sinks write.
+type setOuts struct {
+	sinks []Output
+	n     int
+}
+
+// finish writes a processed batch's outputs and dead letters, flushes the
+// sinks, commits the batch's state with the source positions and the
+// sinks' offsets, acknowledges the sources and updates the status. It
+// runs on the committer's goroutine while the executor processes the next
+// batch, one batch at a time, in order.
+func (j *Job) finish(ctx context.Context, h *handoff) error {
+	b := h.b
+	outs := b.outs
+	for _, set := range h.sets {
 		for _, s := range set.sinks {
-			if err := s.Sink.Write(ctx, set.outs); err != nil {
+			if err := s.Sink.Write(ctx, outs[:set.n]); err != nil {
 				return fmt.Errorf("exec: sink %q: %w", s.Name, err)
 			}
 		}
+		outs = outs[set.n:]
 	}
-	if err := j.writeDead(ctx, b); err != nil {
+	if err := j.writeDead(ctx, h.dead); err != nil {
 		return err
 	}
-	flushCtx := context.WithoutCancel(ctx) // a drain must finish its flush
 	for _, s := range j.cfg.Sinks {
-		if err := s.Sink.Flush(flushCtx); err != nil {
+		if err := s.Sink.Flush(ctx); err != nil {
 			return fmt.Errorf("exec: sink %q: flush: %w", s.Name, err)
 		}
 	}
 	for _, out := range j.rewindable() {
 		b.positions[sinkKey(out.Name)] = out.Sink.(connectors.Rewindable).Offset()
 	}
-	// Transactional change sets are applied now, after the outputs are
-	// written: an output may alias a value a change overwrites.
-	for _, n := range j.nodes {
-		if err := n.code.apply(); err != nil {
-			return err
-		}
-	}
-	if err := j.cfg.Store.Commit(b.positions); err != nil {
+	if err := h.pending.Commit(ctx, b.positions); err != nil {
 		return fmt.Errorf("exec: commit: %w", err)
-	}
-	for _, n := range j.nodes {
-		n.code.committed()
 	}
 	for si, in := range j.cfg.Sources {
 		if !b.touched[si] {
 			continue
 		}
-		if err := in.Source.Ack(flushCtx, b.positions[in.Name]); err != nil {
+		if err := in.Source.Ack(ctx, b.positions[in.Name]); err != nil {
 			// The commit holds; the source will redeliver and skip.
 			j.log.Warn("acknowledging the source failed; it will redeliver committed records, which are skipped",
 				"source", in.Name, "position", b.positions[in.Name], "err", err)
@@ -686,22 +744,74 @@ func (j *Job) process(ctx context.Context, b *batch) error {
 	}
 
 	j.m.batches.Inc()
-	j.m.batchSeconds.Observe(time.Since(start).Seconds())
-	j.m.outputs.Add(float64(total))
-	j.m.dead.Add(float64(len(b.dead)))
+	j.m.batchSeconds.Observe(time.Since(h.start).Seconds())
+	j.m.outputs.Add(float64(h.total))
+	j.m.dead.Add(float64(len(h.dead)))
 	j.mu.Lock()
 	j.status.Batches++
 	j.status.RecordsIn += uint64(len(b.in))
-	j.status.Outputs += uint64(total)
-	j.status.Dead += uint64(len(b.dead))
+	j.status.Outputs += uint64(h.total)
+	j.status.Dead += uint64(len(h.dead))
 	for k, v := range b.positions {
 		j.status.Positions[k] = v
 	}
-	for i, n := range j.nodes {
-		n.status(&j.status.Operators[i])
+	// The counters of the batch; the code's lifecycle (version, trial,
+	// quarantine) is the executor's, kept current by syncStatus.
+	for i := range h.ops {
+		os, o := &j.status.Operators[i], &h.ops[i]
+		os.RecordsIn, os.RecordsOut, os.Dead = o.RecordsIn, o.RecordsOut, o.Dead
+		os.Workers, os.Txn = o.Workers, o.Txn
 	}
 	j.mu.Unlock()
 	return nil
+}
+
+// committer runs finish on its own goroutine, one batch at a time: the
+// executor hands it a batch and goes on with the next, and hands it that
+// one once the first is committed, so commits stay in batch order and at
+// most one batch waits for its commit.
+type committer struct {
+	todo chan *handoff
+	done chan error
+	busy bool
+	exit chan struct{}
+}
+
+func (j *Job) startCommitter(ctx context.Context) *committer {
+	c := &committer{todo: make(chan *handoff), done: make(chan error, 1), exit: make(chan struct{})}
+	go func() {
+		defer close(c.exit)
+		for h := range c.todo {
+			c.done <- j.finish(ctx, h)
+		}
+	}()
+	return c
+}
+
+// submit waits for the batch in flight to be committed, and returns its
+// error, or hands h over.
+func (c *committer) submit(h *handoff) error {
+	if err := c.wait(); err != nil {
+		return err
+	}
+	c.todo <- h
+	c.busy = true
+	return nil
+}
+
+// wait waits for the batch in flight, if any, and returns its error.
+func (c *committer) wait() error {
+	if !c.busy {
+		return nil
+	}
+	c.busy = false
+	return <-c.done
+}
+
+// stop ends the committer's goroutine (after a wait).
+func (c *committer) stop() {
+	close(c.todo)
+	<-c.exit
 }
 
 // gather returns the stream of records that inputs name, with the batch
@@ -841,7 +951,9 @@ const (
 	HeaderPosition = "Sluice-Position"
 )
 
-func (j *Job) writeDead(ctx context.Context, b *batch) error {
+// deadLetters makes the batch's dead letters, their bytes copied, with
+// the error and where the record came from in headers, and counts them.
+func (j *Job) deadLetters(b *batch) []connectors.Out {
 	if len(b.dead) == 0 {
 		return nil
 	}
@@ -852,8 +964,8 @@ func (j *Job) writeDead(ctx context.Context, b *batch) error {
 	})
 	outs := make([]connectors.Out, 0, len(b.dead))
 	for i, d := range b.dead {
-		r := d.rec
-		r.Origin = 0
+		r := copyRecord(d.rec)
+		r.Origin, r.Input = 0, 0
 		op, plug, version := "", d.plugin, d.version
 		if d.stage >= 0 && d.stage < len(j.nodes) {
 			n := j.nodes[d.stage]
@@ -865,7 +977,7 @@ func (j *Job) writeDead(ctx context.Context, b *batch) error {
 			n.m.dead.Inc()
 		}
 		src := j.cfg.Sources[d.src].Name
-		r.Headers = append(append([]abi.Header(nil), r.Headers...),
+		r.Headers = append(r.Headers,
 			abi.Header{Name: []byte(HeaderError), Value: []byte(d.err.Error())},
 			abi.Header{Name: []byte(HeaderOperator), Value: []byte(op)},
 			abi.Header{Name: []byte(HeaderPlugin), Value: []byte(plug)},
@@ -876,16 +988,34 @@ func (j *Job) writeDead(ctx context.Context, b *batch) error {
 		j.log.Warn("record dead-lettered", "operator", op, "source", src, "position", d.pos, "err", d.err)
 		outs = append(outs, connectors.Out{Record: r, ID: j.cfg.Name + "/dead/" + src + "/" + strconv.FormatUint(d.pos, 10) + "/" + strconv.Itoa(i)})
 	}
+	return outs
+}
+
+// writeDead writes and flushes dead letters.
+func (j *Job) writeDead(ctx context.Context, outs []connectors.Out) error {
+	if len(outs) == 0 {
+		return nil
+	}
 	if j.cfg.DeadLetter == nil {
-		return fmt.Errorf("exec: %d records failed and the job has no dead-letter sink: %w", len(b.dead), b.dead[0].err)
+		return fmt.Errorf("exec: %d records failed and the job has no dead-letter sink: %s", len(outs), header(outs[0].Record, HeaderError))
 	}
 	if err := j.cfg.DeadLetter.Write(ctx, outs); err != nil {
 		return fmt.Errorf("exec: dead-letter sink: %w", err)
 	}
-	if err := j.cfg.DeadLetter.Flush(context.WithoutCancel(ctx)); err != nil {
+	if err := j.cfg.DeadLetter.Flush(ctx); err != nil {
 		return fmt.Errorf("exec: dead-letter sink: flush: %w", err)
 	}
 	return nil
+}
+
+// header returns the value of r's header name, "" when it has none.
+func header(r abi.Record, name string) string {
+	for _, h := range r.Headers {
+		if string(h.Name) == name {
+			return string(h.Value)
+		}
+	}
+	return ""
 }
 
 // Close releases the operators' plugin instances and transactional
@@ -930,8 +1060,6 @@ type deadLetter struct {
 
 // batch holds one batch's data; it is reused from batch to batch.
 type batch struct {
-	// spill is what the last chunk read held beyond the previous batch.
-	spill     chunk
 	in        []abi.Record
 	prov      []origin
 	dead      []deadLetter
@@ -941,6 +1069,10 @@ type batch struct {
 	positions map[string]uint64
 	touched   []bool
 	srcNames  []string
+	// arena and hdrs hold the bytes and headers of the batch's outputs,
+	// copied out of the operators' buffers.
+	arena []byte
+	hdrs  []abi.Header
 	// srcs are the per-source streams, made when the graph reads a source
 	// on its own (made is whether srcs[i] is this batch's).
 	srcs []stream
@@ -957,10 +1089,43 @@ func newBatch(sources []Input) *batch {
 }
 
 func (b *batch) reset() {
-	b.in, b.prov, b.dead = b.in[:0], b.prov[:0], b.dead[:0]
+	b.in, b.prov, b.dead, b.outs = b.in[:0], b.prov[:0], b.dead[:0], b.outs[:0]
 	clear(b.positions)
 	clear(b.touched)
 	clear(b.made)
+}
+
+// copy returns r with its bytes copied into the batch's arenas. A copy
+// that outgrows them moves to new ones; the records copied before keep
+// pointing into the old ones, which stay alive through them.
+func (b *batch) copy(r *abi.Record) abi.Record {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Name) + len(h.Value)
+	}
+	if cap(b.arena)-len(b.arena) < n {
+		b.arena = make([]byte, 0, max(2*cap(b.arena), n, 64<<10))
+	}
+	bytes := func(v []byte) []byte {
+		if v == nil {
+			return nil
+		}
+		at := len(b.arena)
+		b.arena = append(b.arena, v...)
+		return b.arena[at:len(b.arena):len(b.arena)]
+	}
+	c := abi.Record{Time: r.Time, Key: bytes(r.Key), Value: bytes(r.Value)}
+	if len(r.Headers) > 0 {
+		if cap(b.hdrs)-len(b.hdrs) < len(r.Headers) {
+			b.hdrs = make([]abi.Header, 0, max(2*cap(b.hdrs), len(r.Headers), 256))
+		}
+		at := len(b.hdrs)
+		for _, h := range r.Headers {
+			b.hdrs = append(b.hdrs, abi.Header{Name: bytes(h.Name), Value: bytes(h.Value)})
+		}
+		c.Headers = b.hdrs[at:len(b.hdrs):len(b.hdrs)]
+	}
+	return c
 }
 
 // source returns source src's records in this batch.

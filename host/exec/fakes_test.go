@@ -98,14 +98,6 @@ func (s *memSink) records() []connectors.Out {
 	return append([]connectors.Out(nil), s.out...)
 }
 
-func header(r abi.Record, name string) string {
-	for _, h := range r.Headers {
-		if string(h.Name) == name {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
 
 // gap is the time d between two consecutive writes, the second at at.
 type gap struct {

@@ -129,9 +129,14 @@ type Source struct {
 	Knobs Knobs `yaml:"knobs" types:"generator"`
 }
 
-// Operator is one stage of the chain, run by a Wasm plugin.
+// Operator is one operator of the pipeline's graph, run by a Wasm plugin.
 type Operator struct {
 	Name string `yaml:"name"`
+	// Inputs name the sources and operators the operator reads; a record
+	// tells the plugin the position, in this list, of the input it came
+	// from. None: the operator before it in the file, or every source for
+	// the first (a chain).
+	Inputs []string `yaml:"inputs"`
 	// Plugin is the path of the .wasm module.
 	Plugin string `yaml:"plugin"`
 	// Kind is map, filter, flatmap, keyed or transactional.
@@ -216,6 +221,10 @@ type Limits struct {
 // those sink types only.
 type Sink struct {
 	Name string `yaml:"name"`
+	// Inputs name the operators (or sources) whose records the sink
+	// writes. None: the last operator in the file, or every source when
+	// there is none.
+	Inputs []string `yaml:"inputs"`
 	// Type is file, stdout, nats or jetstream.
 	Type string `yaml:"type"`
 	Path string `yaml:"path" types:"file"`
@@ -746,6 +755,9 @@ func (p *Pipeline) validate() error {
 		for _, err := range p.validateSink(i, s) {
 			add(err)
 		}
+	}
+	for _, err := range p.validateGraph() {
+		add(err)
 	}
 	return errors.Join(errs...)
 }

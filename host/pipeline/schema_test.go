@@ -126,7 +126,7 @@ func TestKeysOfAnotherType(t *testing.T) {
 		{"    type: file\n    path: in.jsonl\n", "    type: generator\n    path: in.jsonl\n", `p.yaml:5: sources[0].path: path is a key of file sources, not of a generator source`},
 		{"    type: file\n    path: in.jsonl\n", "    type: stdin\n    path: in.jsonl\n", `p.yaml:5: sources[0].path: path is a key of file sources, not of a stdin source`},
 		{"    type: file\n    path: in.jsonl\n", "    type: nats\n    subject: s\n    queue: q\n    stream: S\n", `p.yaml:7: sources[0].stream: stream is a key of jetstream sources, not of a nats source`},
-		{"    path: out.jsonl\n", "    path: out.jsonl\n    subject: x\n", `p.yaml:14: sinks[0].subject: subject is a key of nats and jetstream sinks, not of a file sink (its keys: name, type, path, format)`},
+		{"    path: out.jsonl\n", "    path: out.jsonl\n    subject: x\n", `p.yaml:14: sinks[0].subject: subject is a key of nats and jetstream sinks, not of a file sink (its keys: name, inputs, type, path, format)`},
 		{"    type: file\n    path: out.jsonl\n", "    type: stdout\n    path: out.jsonl\n", `sinks[0].path: path is a key of file sinks, not of a stdout sink`},
 	} {
 		if !strings.Contains(small, tc.old) {

@@ -175,7 +175,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 			return nil, fmt.Errorf("%s: sink %q: %w", p.File, p.Sinks[i].Name, err)
 		}
 		h.sinks = append(h.sinks, snk)
-		outputs = append(outputs, exec.Output{Name: p.Sinks[i].Name, Sink: snk})
+		outputs = append(outputs, exec.Output{Name: p.Sinks[i].Name, Sink: snk, Inputs: p.Sinks[i].Inputs})
 	}
 	dead, err := h.deadLetterSink(dataDir)
 	if err != nil {
@@ -341,7 +341,7 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 			par = runtime.GOMAXPROCS(0)
 		}
 		ops = append(ops, exec.Operator{
-			Name: o.Name, Kind: kind, Plugin: pl, Config: o.ConfigJSON, Parallelism: par,
+			Name: o.Name, Inputs: o.Inputs, Kind: kind, Plugin: pl, Config: o.ConfigJSON, Parallelism: par,
 			Tables: o.State, StopOnError: o.OnError == pipeline.PolicyStop,
 			MaxRecordBytes: int(o.Limits.MaxRecordBytes),
 			Version:        entry.Label(), RollbackBatches: *o.RollbackBatches,

@@ -34,7 +34,7 @@ func (h *Host) transactional(ctx context.Context, o *pipeline.Operator, pl *plug
 	workers := op.Workers()
 	h.txnOps = append(h.txnOps, op)
 	return exec.Operator{
-		Name: o.Name, Kind: plugin.KindTransactional, Plugin: pl, Config: o.ConfigJSON, Parallelism: workers,
+		Name: o.Name, Inputs: o.Inputs, Kind: plugin.KindTransactional, Plugin: pl, Config: o.ConfigJSON, Parallelism: workers,
 		StopOnError: o.OnError == pipeline.PolicyStop, MaxRecordBytes: int(o.Limits.MaxRecordBytes),
 		Txn: &exec.Txn{Operator: op, Events: o.Punctuation.Events, Interval: time.Duration(o.Punctuation.Interval)},
 	}, nil
