@@ -21,6 +21,16 @@ var (
 	// ErrCorrupt: the data directory holds data this package did not write
 	// or cannot read.
 	ErrCorrupt = errors.New("corrupt state")
+	// ErrLayout: the data directory uses a layout version this build does
+	// not read (written by a newer build), or an old one that only a
+	// writable Open migrates (OpenReadOnly refuses it).
+	ErrLayout = errors.New("unsupported state layout")
+	// ErrUncommitted: a key group cannot be exported because it has writes
+	// not yet committed.
+	ErrUncommitted = errors.New("uncommitted state")
+	// ErrBadExport: data given to ImportKeyGroup is not an export this
+	// build reads, or not one of the key group and key group count asked.
+	ErrBadExport = errors.New("bad key group export")
 	// ErrClosed: the Store or Reader was closed.
 	ErrClosed = errors.New("store closed")
 	// ErrFailed: Pebble cannot write to the data directory (a full or

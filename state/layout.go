@@ -11,19 +11,40 @@ const (
 	prefixMeta     byte = 0x00
 	prefixPosition byte = 0x01
 	prefixState    byte = 0x02
+	prefixTimer    byte = 0x03
 
-	// layoutVersion is stored under metaLayout and checked at open.
-	layoutVersion uint32 = 1
+	// layoutVersion is stored under metaLayout and checked at open. Layout
+	// 1 stored a state key as is after its table and key group; layout 2
+	// stores the key encoding of key.go, and adds timers and user metadata.
+	// Open migrates a directory of layout 1 (migrate.go).
+	layoutVersion uint32 = 2
+	layoutV1      uint32 = 1
 
 	// stateHeaderLen is prefixState + table id (u32) + key group (u16).
 	stateHeaderLen = 1 + 4 + 2
+	// timerPrefixLen is prefixTimer + key group (u16).
+	timerPrefixLen = 1 + 2
 )
 
 var (
 	metaLayout      = []byte{prefixMeta, 'l', 'a', 'y', 'o', 'u', 't'}
 	metaKeyGroups   = []byte{prefixMeta, 'k', 'e', 'y', '-', 'g', 'r', 'o', 'u', 'p', 's'}
 	metaTablePrefix = []byte{prefixMeta, 't', 'a', 'b', 'l', 'e', '/'}
+	metaUserPrefix  = []byte{prefixMeta, 'm', 'e', 't', 'a', '/'}
 )
+
+// metaUserKey is the metadata key of the user metadata name (Store.SetMeta).
+func metaUserKey(name string) []byte {
+	k := make([]byte, 0, len(metaUserPrefix)+len(name))
+	k = append(k, metaUserPrefix...)
+	return append(k, name...)
+}
+
+// appendTimerGroupPrefix appends the prefix of every timer of key group kg.
+func appendTimerGroupPrefix(dst []byte, kg int) []byte {
+	dst = append(dst, prefixTimer)
+	return binary.BigEndian.AppendUint16(dst, uint16(kg))
+}
 
 // metaTableKey is the metadata key recording the id of table name.
 func metaTableKey(name string) []byte {
@@ -46,13 +67,18 @@ func appendGroupPrefix(dst []byte, table uint32, kg int) []byte {
 	return binary.BigEndian.AppendUint16(dst, uint16(kg))
 }
 
-// appendStateKey appends the Pebble key of key in key group kg of table.
-func appendStateKey(dst []byte, table uint32, kg int, key string) []byte {
+// appendStateKey appends the Pebble key of the entry e in key group kg of
+// table.
+func appendStateKey(dst []byte, table uint32, kg int, e *entry) []byte {
 	dst = appendGroupPrefix(dst, table, kg)
-	return append(dst, key...)
+	if e.ord {
+		return append(dst, e.key...)
+	}
+	return appendRouteKey(dst, e.key)
 }
 
-// parseStateKey splits a Pebble state key.
+// parseStateKey splits a Pebble state key; key is the key encoding (layout
+// 2) or the plain key (layout 1).
 func parseStateKey(k []byte) (table uint32, kg int, key []byte, err error) {
 	if len(k) < stateHeaderLen || k[0] != prefixState {
 		return 0, 0, nil, fmt.Errorf("state key %x is too short", k)

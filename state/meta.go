@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -9,9 +10,11 @@ import (
 
 // meta is what a data directory records besides state entries.
 type meta struct {
+	version   uint32
 	groups    int
 	tables    map[string]uint32
 	positions map[string]uint64
+	user      map[string][]byte // Store.SetMeta
 }
 
 // readMeta reads the metadata and positions of the store in db. found is
@@ -32,9 +35,10 @@ func readMeta(db pebble.Reader, dir string) (m meta, found bool, err error) {
 	if err != nil {
 		return meta{}, false, corrupt(err)
 	}
-	if version != layoutVersion {
-		return meta{}, false, newError(ErrCorrupt, nil,
-			"state: data directory %s uses layout version %d; this build reads version %d", dir, version, layoutVersion)
+	if version != layoutVersion && version != layoutV1 {
+		return meta{}, false, newError(ErrLayout, nil,
+			"state: data directory %s uses layout version %d; this build reads versions %d and %d (a newer sluice wrote it)",
+			dir, version, layoutV1, layoutVersion)
 	}
 
 	v, closer, err = db.Get(metaKeyGroups)
@@ -49,7 +53,8 @@ func readMeta(db pebble.Reader, dir string) (m meta, found bool, err error) {
 	if groups == 0 || groups > MaxKeyGroups {
 		return meta{}, false, corrupt(fmt.Errorf("key group count %d out of range", groups))
 	}
-	m = meta{groups: int(groups), tables: map[string]uint32{}, positions: map[string]uint64{}}
+	m = meta{version: version, groups: int(groups), tables: map[string]uint32{},
+		positions: map[string]uint64{}, user: map[string][]byte{}}
 
 	ids := map[uint32]string{}
 	err = forEach(db, metaTablePrefix, prefixEnd(metaTablePrefix), func(k, v []byte) error {
@@ -63,6 +68,14 @@ func readMeta(db pebble.Reader, dir string) (m meta, found bool, err error) {
 		}
 		ids[id] = name
 		m.tables[name] = id
+		return nil
+	})
+	if err != nil {
+		return meta{}, false, corrupt(err)
+	}
+
+	err = forEach(db, metaUserPrefix, prefixEnd(metaUserPrefix), func(k, v []byte) error {
+		m.user[string(k[len(metaUserPrefix):])] = bytes.Clone(v)
 		return nil
 	})
 	if err != nil {

@@ -22,7 +22,7 @@ const MaxQueryLimit = 10000
 type Query struct {
 	// Table names the one table to read; "": every table.
 	Table string
-	// Prefix keeps only the keys that start with it.
+	// Prefix keeps only the keys whose routing key starts with it.
 	Prefix []byte
 	// KeyGroup keeps only the keys of that key group; -1: every group.
 	KeyGroup int
@@ -32,12 +32,15 @@ type Query struct {
 	Limit int
 }
 
-// Entry is one committed key of a table.
+// Entry is one committed key of a table. Key is the routing key; a
+// namespaced key also has a Namespace or User (nil for a plain key).
 type Entry struct {
-	Table    string
-	Key      []byte
-	Value    []byte
-	KeyGroup int
+	Table     string
+	Key       []byte
+	Namespace []byte
+	User      []byte
+	Value     []byte
+	KeyGroup  int
 }
 
 // Page is one answer of Read: entries in the order Read documents, and
@@ -127,9 +130,10 @@ func readPage(db *pebble.DB, dir string, tables map[string]uint32, groups int, q
 	}()
 	var page Page
 	var lastKey []byte
+	var derr error // a key that does not decode
 	for _, id := range ids {
 		for kg := first; kg <= last; kg++ {
-			lower := append(appendGroupPrefix(nil, id, kg), q.Prefix...)
+			lower := appendEscaped(appendGroupPrefix(nil, id, kg), q.Prefix)
 			upper := prefixEnd(lower)
 			if after != nil {
 				if upper != nil && bytes.Compare(after, upper) >= 0 {
@@ -145,15 +149,31 @@ func readPage(db *pebble.DB, dir string, tables map[string]uint32, groups int, q
 					page.Next = base64.RawURLEncoding.EncodeToString(lastKey)
 					return false
 				}
-				_, _, key, _ := parseStateKey(k)
-				page.Entries = append(page.Entries, Entry{
-					Table: names[id], Key: bytes.Clone(key), Value: bytes.Clone(v), KeyGroup: kg,
-				})
+				_, _, enc, _ := parseStateKey(k)
+				var key Key
+				key, derr = decodeKey(enc)
+				if derr != nil {
+					return false
+				}
+				e := Entry{Table: names[id], Key: bytes.Clone(key.Route), Value: bytes.Clone(v), KeyGroup: kg}
+				if !key.plain() {
+					e.Namespace, e.User = bytes.Clone(key.Namespace), bytes.Clone(key.User)
+					if e.Namespace == nil {
+						e.Namespace = []byte{}
+					}
+					if e.User == nil {
+						e.User = []byte{}
+					}
+				}
+				page.Entries = append(page.Entries, e)
 				lastKey = append(lastKey[:0], k...)
 				return true
 			})
 			if err != nil {
 				return Page{}, fmt.Errorf("state: read %s: %w", dir, err)
+			}
+			if derr != nil {
+				return Page{}, newError(ErrCorrupt, derr, "state: read %s", dir)
 			}
 			if !full {
 				return page, nil

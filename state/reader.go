@@ -48,6 +48,11 @@ func OpenReadOnly(dir string) (_ *Reader, err error) {
 	if err == nil && !found {
 		err = newError(ErrCorrupt, nil, "state: %s holds no Sluice state (no layout record)", dir)
 	}
+	if err == nil && m.version != layoutVersion {
+		err = newError(ErrLayout, nil,
+			"state: %s uses layout version %d of an older sluice, which read-only access cannot migrate; "+
+				"open it once with a writable store (`sluice run` on it migrates it), then read it", dir, m.version)
+	}
 	if err != nil {
 		_ = r.Close()
 		return nil, err
@@ -65,8 +70,19 @@ func (r *Reader) Tables() []string { return slices.Sorted(maps.Keys(r.meta.table
 // Positions returns the committed source positions.
 func (r *Reader) Positions() map[string]uint64 { return maps.Clone(r.meta.positions) }
 
-// Scan calls fn for every entry of table, in key order, as Store.Scan does.
-func (r *Reader) Scan(table string, fn func(key, value []byte) error) (err error) {
+// Scan calls fn for every plain key of table, in key order, as Store.Scan
+// does.
+func (r *Reader) Scan(table string, fn func(key, value []byte) error) error {
+	return r.ScanKeys(table, func(k Key, v []byte) error {
+		if !k.plain() {
+			return nil
+		}
+		return fn(k.Route, v)
+	})
+}
+
+// ScanKeys calls fn for every key of table, as Store.ScanKeys does.
+func (r *Reader) ScanKeys(table string, fn func(key Key, value []byte) error) (err error) {
 	defer r.health.recoverFatal(&err, false)
 	if r.closed {
 		return newError(ErrClosed, nil, "state: scan table %q in %s", table, r.dir)

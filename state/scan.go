@@ -9,9 +9,10 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// scanTable calls fn for every entry of table id in Pebble, in key order,
-// by merging one iterator per key group over one snapshot.
-func scanTable(db *pebble.DB, dir, name string, id uint32, groups int, fn func(key, value []byte) error) (err error) {
+// scanTable calls fn for every entry of table id in Pebble, in key order
+// (route, namespace, user key), by merging one iterator per key group over
+// one snapshot.
+func scanTable(db *pebble.DB, dir, name string, id uint32, groups int, fn func(key Key, value []byte) error) (err error) {
 	snap := db.NewSnapshot()
 	var h cursorHeap
 	fail := func(e error) error { return fmt.Errorf("state: scan table %q in %s: %w", name, dir, e) }
@@ -50,7 +51,11 @@ func scanTable(db *pebble.DB, dir, name string, id uint32, groups int, fn func(k
 		if err != nil {
 			return fail(err)
 		}
-		if err := fn(c.key(), v); err != nil {
+		key, err := decodeKey(c.key())
+		if err != nil {
+			return fail(err)
+		}
+		if err := fn(key, v); err != nil {
 			return err
 		}
 		if c.it.Next() {
@@ -70,7 +75,7 @@ type cursor struct{ it *pebble.Iterator }
 
 func (c *cursor) key() []byte { return c.it.Key()[stateHeaderLen:] }
 
-// cursorHeap orders cursors by their current user key.
+// cursorHeap orders cursors by their current key encoding.
 type cursorHeap []*cursor
 
 func (h cursorHeap) Len() int           { return len(h) }

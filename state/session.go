@@ -1,6 +1,11 @@
 package state
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/RaduBerinde/btreemap"
+)
 
 // Session is one worker's access to the store's tables: it routes each key
 // to its key group, checks that the worker owns that group, and records an
@@ -21,7 +26,8 @@ type Session struct {
 	owned func(kg int) bool
 	log   []undo
 	arena []byte
-	epoch uint64 // store.commits when the log was started
+	epoch uint64 // store.epoch when the log was started
+	enc   []byte // scratch for key encodings
 }
 
 // undo records the state of one entry before a write: whether it had a
@@ -37,7 +43,7 @@ type undo struct {
 // NewSession returns a session over the store's tables that owns every key
 // group until SetOwned says otherwise.
 func (s *Store) NewSession() *Session {
-	return &Session{store: s, epoch: s.commits}
+	return &Session{store: s, epoch: s.epoch}
 }
 
 // SetOwned sets the predicate that says which key groups the session may
@@ -100,6 +106,123 @@ func (se *Session) Delete(t *Table, key []byte) error {
 	return nil
 }
 
+// GetKey returns the value of the namespaced key k in t, with Group.Get's
+// aliasing rules. Ownership is checked on the key group of k.Route.
+func (se *Session) GetKey(t *Table, k Key) ([]byte, bool, error) {
+	if k.plain() {
+		return se.Get(t, k.Route)
+	}
+	g, err := se.group(t, k.Route)
+	if err != nil {
+		return nil, false, err
+	}
+	se.enc = appendKey(se.enc[:0], k.Route, k.Namespace, k.User)
+	v, ok := g.getOrd(se.enc)
+	return v, ok, nil
+}
+
+// PutKey sets the value of the namespaced key k in t to a copy of value,
+// as Put does.
+func (se *Session) PutKey(t *Table, k Key, value []byte) error {
+	if k.plain() {
+		return se.Put(t, k.Route, value)
+	}
+	g, err := se.group(t, k.Route)
+	if err != nil {
+		return err
+	}
+	se.enc = appendKey(se.enc[:0], k.Route, k.Namespace, k.User)
+	se.putOrd(g, se.enc, value)
+	return nil
+}
+
+// DeleteKey removes the namespaced key k from t, as Delete does.
+func (se *Session) DeleteKey(t *Table, k Key) error {
+	if k.plain() {
+		return se.Delete(t, k.Route)
+	}
+	g, err := se.group(t, k.Route)
+	if err != nil {
+		return err
+	}
+	se.enc = appendKey(se.enc[:0], k.Route, k.Namespace, k.User)
+	se.delOrd(g, se.enc)
+	return nil
+}
+
+// putOrd writes the namespaced entry whose encoding is enc, logging undo.
+func (se *Session) putOrd(g *Group, enc, value []byte) {
+	se.sync()
+	slot, ok := g.ordered().index[string(enc)]
+	if ok {
+		se.record(g, slot)
+	} else {
+		slot = g.insertOrd(enc)
+		se.log = append(se.log, undo{g: g, slot: slot, off: len(se.arena)})
+	}
+	g.set(slot, value)
+}
+
+// delOrd deletes the namespaced entry whose encoding is enc, logging undo.
+// It reports whether there was one.
+func (se *Session) delOrd(g *Group, enc []byte) bool {
+	if g.ord == nil {
+		return false
+	}
+	slot, ok := g.ord.index[string(enc)]
+	if !ok || !g.entries[slot].present {
+		return false
+	}
+	se.sync()
+	se.record(g, slot)
+	g.del(slot)
+	return true
+}
+
+// Scan calls fn for every key of t with routing key route and, unless
+// namespace is empty, namespace namespace, with its value, in order of
+// (namespace, user key), committed or not, until fn returns false. With an
+// empty namespace it visits every namespace of route, the plain key
+// Key{Route: route} first. Its cost is proportional to the entries it
+// visits plus the logarithm of the group's size.
+//
+// The Key and value passed to fn are valid only during the call and must
+// not be modified; fn must not write to t. Ownership is checked on route's
+// key group.
+func (se *Session) Scan(t *Table, route, namespace []byte, fn func(k Key, value []byte) bool) error {
+	g, err := se.group(t, route)
+	if err != nil {
+		return err
+	}
+	if len(namespace) == 0 {
+		if v, ok := g.Get(route); ok && !fn(Key{Route: route}, v) {
+			return nil
+		}
+	}
+	if g.ord == nil {
+		return nil
+	}
+	se.enc = appendComponent(se.enc[:0], route)
+	if len(namespace) > 0 {
+		se.enc = appendComponent(se.enc, namespace)
+	}
+	prefix := string(se.enc)
+	for enc, slot := range g.ord.tree.Ascend(btreemap.GE(prefix), btreemap.Max[string]()) {
+		if !strings.HasPrefix(enc, prefix) {
+			break
+		}
+		k, err := decodeKey(bytesOf(enc))
+		if err != nil {
+			panic(fmt.Sprintf("state: Scan: %v", err)) // encoded by this package
+		}
+		k.Route = route
+		if !fn(k, g.entries[slot].val) {
+			break
+		}
+	}
+	return nil
+}
+
 // record appends the current state of an existing entry to the undo log.
 func (se *Session) record(g *Group, slot int32) {
 	e := &g.entries[slot]
@@ -113,7 +236,7 @@ func (se *Session) record(g *Group, slot int32) {
 
 // sync forgets an undo log that a Commit has made obsolete.
 func (se *Session) sync() {
-	if se.epoch != se.store.commits {
+	if se.epoch != se.store.epoch {
 		se.Reset()
 	}
 }
@@ -130,7 +253,7 @@ func (se *Session) Savepoint() int {
 // until the next write. It panics if sp is not a savepoint of the current
 // undo log (the caller's bug: state would silently diverge otherwise).
 func (se *Session) RollbackTo(sp int) {
-	if se.epoch != se.store.commits {
+	if se.epoch != se.store.epoch {
 		if sp == 0 {
 			se.Reset()
 			return
@@ -155,16 +278,11 @@ func (se *Session) undo(u *undo) {
 	e := &g.entries[u.slot]
 	if u.wasPresent {
 		e.val = assign(e.val, se.arena[u.off:u.off+u.n])
-		if !e.present {
-			e.present = true
-			g.live++
-		}
 	} else {
 		e.val = e.val[:0]
-		if e.present {
-			e.present = false
-			g.live--
-		}
+	}
+	if e.present != u.wasPresent {
+		g.setPresent(u.slot, u.wasPresent)
 	}
 	if u.wasDirty {
 		g.markDirty(u.slot)
@@ -189,7 +307,7 @@ func (se *Session) Reset() {
 		se.arena = nil // one huge batch should not pin its memory
 	}
 	se.arena = se.arena[:0]
-	se.epoch = se.store.commits
+	se.epoch = se.store.epoch
 }
 
 // maxRetainedArena bounds the old-value arena a Session keeps between

@@ -2,7 +2,6 @@ package state
 
 import (
 	"cmp"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -63,12 +62,14 @@ func DefaultOptions() Options {
 // memory (like Flink's heap state backend). Pebble is the durable copy, read
 // at Open and by Scan, and written only by Commit.
 //
-// Concurrency: Table, Tables, Positions, Stats, Scan, Read, Commit and
-// Close are safe for concurrent use with each other; Close waits for the
-// Scans and Reads in flight. Writers (Sessions, Groups) need no
-// lock as long as each key group has one writer at a time, and Commit and
-// Stats must not run while a writer runs: the executor calls them at the
-// barrier between batches.
+// Concurrency: Table, Tables, Positions, Meta, SetMeta, Stats, Scan,
+// Read, Commit and Close are safe for concurrent use with each other;
+// Close waits for the Scans, Reads and PendingCommit writes in flight.
+// Writers (Sessions, Groups) need no lock as long as each key group has
+// one writer at a time, and Prepare, Commit, Stats, ImportKeyGroup and
+// DropKeyGroup must not run while a writer runs: the executor calls them
+// at the barrier between batches. PendingCommit.Commit may run while
+// writers run.
 type Store struct {
 	dir    string
 	db     *pebble.DB
@@ -77,10 +78,19 @@ type Store struct {
 	log    *slog.Logger
 	groups int
 
-	// commits counts successful Commits. Sessions compare it to their own
-	// count to notice a Commit they were not reset after. Written by Commit
-	// only, read by sessions across the executor's barrier.
-	commits uint64
+	// epoch counts Prepares, imports and drops: the events that end the
+	// sessions' undo logs. Sessions compare it to their own count to
+	// notice one they were not reset after. Written at the executor's
+	// barrier, read by sessions across it.
+	epoch uint64
+
+	// timers is the timer index: a table outside tables and byName whose
+	// groups hold timer keys (timer.go) as namespaced entries.
+	timers *Table
+
+	// applyMu is held while a prepared commit writes to Pebble, and by
+	// Close, which thus waits for it.
+	applyMu sync.Mutex
 
 	// readers is held shared by Read and Scan while they use Pebble and
 	// exclusively by Close, so that Pebble is not closed under a read.
@@ -95,6 +105,10 @@ type Store struct {
 	last      CommitStats
 	total     CommitStats
 	keyBuf    []byte
+	meta      map[string][]byte // user metadata, staged or committed
+	staged    map[string][]byte // user metadata set since the last Prepare
+	drops     map[int]bool      // key groups dropped since the last Prepare
+	tail      *PendingCommit    // the last prepared commit
 }
 
 // Open opens the data directory dir, creating it and a new store in it if
@@ -171,6 +185,8 @@ func open(dir string, opts Options, logger *slog.Logger, h *health) (_ *Store, e
 		log:    logger.With("component", "state", "dir", dir),
 		byName: map[string]*Table{},
 		nextID: 1,
+		staged: map[string][]byte{},
+		drops:  map[int]bool{},
 	}
 	entries, err := s.load(opts.KeyGroups)
 	if err != nil {
@@ -202,6 +218,13 @@ func (s *Store) load(want int) (_ int, err error) {
 	}
 	s.groups = m.groups
 	s.positions = m.positions
+	s.meta = m.user
+	s.timers = newTable(s, timerTableName, 0, s.groups)
+	if m.version == layoutV1 {
+		if err := s.migrate(); err != nil {
+			return 0, err
+		}
+	}
 	byID := make(map[uint32]*Table, len(m.tables))
 	for name, id := range m.tables {
 		t := newTable(s, name, id, s.groups)
@@ -216,7 +239,7 @@ func (s *Store) load(want int) (_ int, err error) {
 	entries := 0
 	lower := []byte{prefixState}
 	err = forEach(s.db, lower, prefixEnd(lower), func(k, v []byte) error {
-		id, kg, key, err := parseStateKey(k)
+		id, kg, enc, err := parseStateKey(k)
 		if err != nil {
 			return err
 		}
@@ -227,13 +250,40 @@ func (s *Store) load(want int) (_ int, err error) {
 		if kg >= s.groups {
 			return fmt.Errorf("state key %x of table %q: key group %d out of range (%d groups)", k, t.name, kg, s.groups)
 		}
-		if want := KeyGroup(key, s.groups); kg != want {
+		key, err := decodeKey(enc)
+		if err != nil {
+			return fmt.Errorf("state key %x of table %q: %w", k, t.name, err)
+		}
+		if want := KeyGroup(key.Route, s.groups); kg != want {
 			return fmt.Errorf("state key %x of table %q: stored in key group %d, belongs to %d", k, t.name, kg, want)
 		}
-		t.groups[kg].load(alloc.str(key), alloc.copy(v))
+		if key.plain() {
+			t.groups[kg].load(alloc.str(key.Route), false, alloc.copy(v))
+		} else {
+			t.groups[kg].load(alloc.str(enc), true, alloc.copy(v))
+		}
 		entries++
 		return nil
 	})
+	if err == nil {
+		lower = []byte{prefixTimer}
+		err = forEach(s.db, lower, prefixEnd(lower), func(k, _ []byte) error {
+			if len(k) < timerPrefixLen {
+				return fmt.Errorf("timer key %x is too short", k)
+			}
+			kg := int(binary.BigEndian.Uint16(k[1:3]))
+			tm, err := decodeTimer(k[timerPrefixLen:])
+			if err != nil {
+				return err
+			}
+			if kg >= s.groups || KeyGroup(tm.Route, s.groups) != kg {
+				return fmt.Errorf("timer key %x: stored in key group %d, belongs to %d", k, kg, KeyGroup(tm.Route, s.groups))
+			}
+			s.timers.groups[kg].load(alloc.str(k[timerPrefixLen:]), true, nil)
+			entries++
+			return nil
+		})
+	}
 	if err != nil {
 		return 0, newError(ErrCorrupt, err, "state: load %s", s.dir)
 	}
@@ -261,6 +311,8 @@ func (s *Store) create(groups int) error {
 	}
 	s.groups = groups
 	s.positions = map[string]uint64{}
+	s.meta = map[string][]byte{}
+	s.timers = newTable(s, timerTableName, 0, s.groups)
 	return nil
 }
 
@@ -275,6 +327,11 @@ func (s *Store) KeyGroups() int { return s.groups }
 func (s *Store) Table(name string) *Table {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.tableLocked(name)
+}
+
+// tableLocked is Table, with s.mu held.
+func (s *Store) tableLocked(name string) *Table {
 	if t := s.byName[name]; t != nil {
 		return t
 	}
@@ -299,139 +356,6 @@ func (s *Store) Positions() map[string]uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.positions)
-}
-
-// Commit makes durable, in one atomic Pebble batch, every entry written or
-// deleted since the last Commit, in every table and key group, the ids of
-// new tables, and positions (source name -> last position whose effects
-// the state includes). Sources not in positions keep their last committed
-// position. The batch is fsynced when Options.Sync is set; in any case
-// Commit returns after the batch is in the operating system's hands.
-//
-// After a crash at any point, Open finds the state and positions of one
-// Commit, never a mix. If Commit fails, memory is unchanged (entries stay
-// dirty) and the Commit can be retried.
-//
-// Commit must not run while any Session or Group is writing; sessions
-// should be Reset afterwards.
-func (s *Store) Commit(positions map[string]uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return newError(ErrClosed, nil, "state: commit to %s", s.dir)
-	}
-	if err := s.health.Err(); err != nil {
-		return err
-	}
-	start := time.Now()
-	b := s.db.NewBatch()
-	// Batch writes fail only when the batch outgrows Pebble's 4 GiB limit;
-	// the first failure is kept and reported.
-	var berr error
-	set := func(k, v []byte) {
-		if berr == nil {
-			berr = b.Set(k, v, nil)
-		}
-	}
-	entries := 0
-	for _, t := range s.tables {
-		if !t.persisted {
-			set(metaTableKey(t.name), encodeU32(t.id))
-		}
-		for kg := range t.groups {
-			g := &t.groups[kg]
-			// In key order, so that the whole batch is (tables in id
-			// order, groups in order): Pebble inserts sorted keys into
-			// its memtable faster, each search starting where the last
-			// ended, than keys in the order a workload wrote them.
-			slices.SortFunc(g.dirty, func(a, b int32) int { return strings.Compare(g.entries[a].key, g.entries[b].key) })
-			for _, slot := range g.dirty {
-				e := &g.entries[slot]
-				s.keyBuf = appendStateKey(s.keyBuf[:0], t.id, kg, e.key)
-				if e.present {
-					set(s.keyBuf, e.val)
-				} else if berr == nil {
-					berr = b.Delete(s.keyBuf, nil)
-				}
-			}
-			entries += len(g.dirty)
-		}
-	}
-	var val [8]byte
-	for source, pos := range positions {
-		s.keyBuf = appendPositionKey(s.keyBuf[:0], source)
-		binary.BigEndian.PutUint64(val[:], pos)
-		set(s.keyBuf, val[:])
-	}
-	if berr != nil {
-		_ = b.Close()
-		return fmt.Errorf("state: commit %d entries to %s: %w", entries, s.dir, berr)
-	}
-	bytes := len(b.Repr())
-	if b.Empty() {
-		_ = b.Close()
-	} else if err := s.apply(b); errors.Is(err, ErrFailed) {
-		return err
-	} else if err != nil {
-		return fmt.Errorf("state: commit %d entries to %s: %w", entries, s.dir, err)
-	}
-
-	// Durable: now forget the dirty marks and committed deletions.
-	for _, t := range s.tables {
-		t.persisted = true
-		for kg := range t.groups {
-			g := &t.groups[kg]
-			for _, slot := range g.dirty {
-				e := &g.entries[slot]
-				e.dirty = false
-				if !e.present {
-					g.remove(slot)
-				}
-			}
-			g.dirty = g.dirty[:0]
-		}
-	}
-	maps.Copy(s.positions, positions)
-	s.commits++
-	s.last = CommitStats{Commits: 1, Entries: uint64(entries), Positions: uint64(len(positions)),
-		Bytes: uint64(bytes), Duration: time.Since(start)}
-	s.total.add(s.last)
-	if s.log.Enabled(context.Background(), slog.LevelDebug) {
-		s.log.Debug("state committed", "entries", entries, "positions", len(positions),
-			"bytes", bytes, "duration", s.last.Duration)
-	}
-	return nil
-}
-
-// apply applies b with a synced write and closes it. The write runs on a
-// goroutine of its own: one stalled behind flushes that keep failing would
-// never return, so apply also returns when the store fails, with the
-// failure, leaving the write's goroutine parked.
-func (s *Store) apply(b *pebble.Batch) error {
-	done := make(chan error, 1)
-	go func() {
-		done <- s.applyBatch(b)
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-s.health.failed:
-		select {
-		case err := <-done:
-			// The write finished as the store failed: its result stands.
-			return err
-		default:
-			return s.health.Err()
-		}
-	}
-}
-
-func (s *Store) applyBatch(b *pebble.Batch) (err error) {
-	defer s.health.recoverFatal(&err, true)
-	defer b.Close()
-	// A failed write of the log does not come back as an error: Pebble
-	// calls Fatalf, or panics, and recoverFatal makes it the failure.
-	return s.db.Apply(b, pebble.Sync)
 }
 
 // Err returns the error that failed the store, or nil while it is healthy.
@@ -495,15 +419,27 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
-// Scan calls fn for every committed entry of table, in key order, from a
-// consistent snapshot of Pebble: writes not yet committed are not seen,
-// and a Commit running at the same time is seen entirely or not at all.
-// key and value are valid only during the call. Scan stops at the first
-// error fn returns and returns it unchanged.
+// Scan calls fn for every committed plain key of table (Key{Route: key})
+// and its value, in key order, from a consistent snapshot of Pebble:
+// writes not yet committed are not seen, and a Commit running at the same
+// time is seen entirely or not at all. Namespaced keys are skipped
+// (ScanKeys visits them). key and value are valid only during the call.
+// Scan stops at the first error fn returns and returns it unchanged.
 //
 // Scan merges one Pebble iterator per key group, since keys are stored
 // grouped by key group. It is meant for dumps and tests, not the hot path.
-func (s *Store) Scan(table string, fn func(key, value []byte) error) (err error) {
+func (s *Store) Scan(table string, fn func(key, value []byte) error) error {
+	return s.ScanKeys(table, func(k Key, v []byte) error {
+		if !k.plain() {
+			return nil
+		}
+		return fn(k.Route, v)
+	})
+}
+
+// ScanKeys is Scan for every committed key of table, plain and namespaced,
+// in (route, namespace, user key) order.
+func (s *Store) ScanKeys(table string, fn func(key Key, value []byte) error) (err error) {
 	defer s.health.recoverFatal(&err, false)
 	s.readers.RLock()
 	defer s.readers.RUnlock()
@@ -519,11 +455,14 @@ func (s *Store) Scan(table string, fn func(key, value []byte) error) (err error)
 	return scanTable(s.db, s.dir, t.name, t.id, s.groups, fn)
 }
 
-// Close closes the Pebble store and releases the data directory. Writes
-// not committed are lost. Close is idempotent. Closing a failed store (see
+// Close closes the Pebble store and releases the data directory, after
+// waiting for a PendingCommit that is writing. Writes not committed are
+// lost, prepared ones included. Close is idempotent. Closing a failed store (see
 // Err) returns its failure and leaves Pebble and the directory lock as they
 // are.
 func (s *Store) Close() error {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
 	s.readers.Lock()
 	defer s.readers.Unlock()
 	s.mu.Lock()

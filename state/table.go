@@ -1,5 +1,11 @@
 package state
 
+import (
+	"strings"
+
+	"github.com/RaduBerinde/btreemap"
+)
+
 // Table is a named keyed state table: one Group per key group. A Table is
 // created by Store.Table and lives as long as its Store.
 //
@@ -21,9 +27,14 @@ type Table struct {
 func newTable(s *Store, name string, id uint32, groups int) *Table {
 	t := &Table{store: s, name: name, id: id, groups: make([]Group, groups)}
 	for kg := range t.groups {
-		t.groups[kg] = Group{table: t, kg: kg, index: make(map[string]int32)}
+		t.groups[kg].reset(t, kg)
 	}
 	return t
+}
+
+// reset makes g an empty group kg of t.
+func (g *Group) reset(t *Table, kg int) {
+	*g = Group{table: t, kg: kg, index: make(map[string]int32)}
 }
 
 // Name returns the table's name.
@@ -62,9 +73,12 @@ func (t *Table) Dirty() int {
 // Group is the state of one key group of one table, held in memory.
 //
 // Invariants, relied on by Session's undo log and by Commit:
-//   - index maps every key in memory to its slot in entries; a slot in
-//     index holds either a value (present) or a deletion not yet committed
+//   - index maps every plain key in memory to its slot in entries, and
+//     ord.index every namespaced key (by its encoding, key.go); a slot in
+//     either holds a value (present) or a deletion not yet committed
 //     (dirty and not present). Committed deletions leave memory.
+//   - ord.tree holds exactly the present namespaced entries, ordered by
+//     their encoding, for Session.Scan (and the timers' order).
 //   - dirty lists exactly the slots whose entry is dirty, each once.
 //   - free lists the slots of entries, unused by any key, that can be reused.
 //   - live counts the present entries.
@@ -80,13 +94,32 @@ type Group struct {
 	free    []int32
 	dirty   []int32
 	live    int
+	ord     *ordIndex // namespaced entries; nil until the first
 }
 
+// ordIndex indexes a group's namespaced entries by their key encoding.
+type ordIndex struct {
+	index map[string]int32
+	tree  *btreemap.BTreeMap[string, int32]
+}
+
+// ordDegree is the degree of the B-trees of namespaced entries.
+const ordDegree = 16
+
 type entry struct {
-	key     string
+	key     string // the plain key, or the encoding of a namespaced key
 	val     []byte
 	present bool
 	dirty   bool
+	ord     bool // a namespaced entry, indexed in Group.ord
+}
+
+// ordered returns g's index of namespaced entries, creating it.
+func (g *Group) ordered() *ordIndex {
+	if g.ord == nil {
+		g.ord = &ordIndex{index: make(map[string]int32), tree: btreemap.New[string, int32](ordDegree, strings.Compare)}
+	}
+	return g.ord
 }
 
 // KeyGroup returns the group's key group number.
@@ -95,7 +128,8 @@ func (g *Group) KeyGroup() int { return g.kg }
 // Table returns the table the group belongs to.
 func (g *Group) Table() *Table { return g.table }
 
-// Len returns the number of keys with a value in the group.
+// Len returns the number of keys with a value in the group, plain and
+// namespaced.
 func (g *Group) Len() int { return g.live }
 
 // Dirty returns the number of entries written or deleted since the last
@@ -138,13 +172,14 @@ func (g *Group) Delete(key []byte) {
 	g.del(slot)
 }
 
-// Range calls fn for every key with a value in the group, committed or
-// not, in no particular order, until fn returns false. fn must not write to
+// Range calls fn for every plain key with a value in the group, committed
+// or not, in no particular order, until fn returns false. Namespaced keys
+// are visited by Session.Scan. fn must not write to
 // the group; value is valid only during the call.
 func (g *Group) Range(fn func(key, value []byte) bool) {
 	for i := range g.entries {
 		e := &g.entries[i]
-		if e.present && !fn([]byte(e.key), e.val) {
+		if e.present && !e.ord && !fn([]byte(e.key), e.val) {
 			return
 		}
 	}
@@ -158,6 +193,63 @@ func (g *Group) insert(key []byte) int32 {
 	g.entries[slot].key = k
 	g.index[k] = slot
 	return slot
+}
+
+// insertOrd adds the namespaced key whose encoding is enc, as insert does.
+func (g *Group) insertOrd(enc []byte) int32 {
+	o := g.ordered()
+	slot := g.newSlot()
+	k := string(enc)
+	e := &g.entries[slot]
+	e.key, e.ord = k, true
+	o.index[k] = slot
+	return slot
+}
+
+// putOrd sets the namespaced key whose encoding is enc, as Put does.
+func (g *Group) putOrd(enc, value []byte) {
+	slot, ok := g.ordered().index[string(enc)]
+	if !ok {
+		slot = g.insertOrd(enc)
+	}
+	g.set(slot, value)
+}
+
+// getOrd returns the value of the namespaced key whose encoding is enc.
+func (g *Group) getOrd(enc []byte) ([]byte, bool) {
+	if g.ord == nil {
+		return nil, false
+	}
+	slot, ok := g.ord.index[string(enc)]
+	if !ok {
+		return nil, false
+	}
+	e := &g.entries[slot]
+	if !e.present {
+		return nil, false
+	}
+	return e.val, true
+}
+
+// setPresent marks the entry in slot present or absent, keeping live and
+// the B-tree of namespaced entries in step.
+func (g *Group) setPresent(slot int32, present bool) {
+	e := &g.entries[slot]
+	if e.present == present {
+		return
+	}
+	e.present = present
+	if present {
+		g.live++
+		if e.ord {
+			g.ord.tree.ReplaceOrInsert(e.key, slot)
+		}
+	} else {
+		g.live--
+		if e.ord {
+			g.ord.tree.Delete(e.key)
+		}
+	}
 }
 
 // newSlot returns an unused slot, reusing a freed one first.
@@ -175,7 +267,12 @@ func (g *Group) newSlot() int32 {
 // and makes it reusable, keeping its value buffer for the next key.
 func (g *Group) remove(slot int32) {
 	e := &g.entries[slot]
-	delete(g.index, e.key)
+	if e.ord {
+		delete(g.ord.index, e.key)
+		e.ord = false
+	} else {
+		delete(g.index, e.key)
+	}
 	e.key = ""
 	e.val = e.val[:0]
 	g.free = append(g.free, slot)
@@ -187,8 +284,7 @@ func (g *Group) set(slot int32, value []byte) {
 	e := &g.entries[slot]
 	e.val = assign(e.val, value)
 	if !e.present {
-		e.present = true
-		g.live++
+		g.setPresent(slot, true)
 	}
 	g.markDirty(slot)
 }
@@ -198,8 +294,7 @@ func (g *Group) del(slot int32) {
 	e := &g.entries[slot]
 	e.val = e.val[:0]
 	if e.present {
-		e.present = false
-		g.live--
+		g.setPresent(slot, false)
 	}
 	g.markDirty(slot)
 }
@@ -243,19 +338,21 @@ func assign(buf, value []byte) []byte {
 	return append(make([]byte, 0, len(value)), value...)
 }
 
-// load adds a committed entry read from Pebble; key and value are owned by
+// load adds a committed entry read from Pebble: the plain key key, or with
+// ord the namespaced key whose encoding is key. key and value are owned by
 // the group (see slab).
-func (g *Group) load(key string, value []byte) {
-	slot, ok := g.index[key]
+func (g *Group) load(key string, ord bool, value []byte) {
+	index := g.index
+	if ord {
+		index = g.ordered().index
+	}
+	slot, ok := index[key]
 	if !ok {
 		slot = g.newSlot()
-		g.entries[slot].key = key
-		g.index[key] = slot
+		e := &g.entries[slot]
+		e.key, e.ord = key, ord
+		index[key] = slot
 	}
-	e := &g.entries[slot]
-	e.val = value
-	if !e.present {
-		e.present = true
-		g.live++
-	}
+	g.entries[slot].val = value
+	g.setPresent(slot, true)
 }

@@ -1,0 +1,324 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// PendingCommit is what Store.Prepare captured: every change to the store
+// since the previous Prepare, copied into a Pebble batch, waiting to be
+// written by Commit. It holds no reference to the tables, so Sessions may
+// write them while it commits.
+type PendingCommit struct {
+	s       *Store
+	seq     uint64 // 1 for the store's first Prepare
+	b       *pebble.Batch
+	entries int
+	prep    time.Duration // time Prepare took
+	prev    *PendingCommit
+
+	mu        sync.Mutex // serialises Commit calls of this pending commit
+	committed bool       // Commit ran to its end, with success or not
+	err       error      // the failure of a Commit that ran to its end
+	done      chan struct{}
+}
+
+// Prepare ends the current batch of changes: it copies every entry written
+// or deleted since the last Prepare, in every table and key group, the
+// timers set and deleted, the ids of new tables, the key groups dropped
+// or imported, and the metadata set, into a PendingCommit, then clears
+// the dirty marks, forgets committed deletions and ends the Sessions'
+// undo epoch (sessions should be Reset). Memory then holds the state the
+// PendingCommit will make durable.
+//
+// Prepare must not run while any Session or Group is writing (it runs at
+// the executor's barrier); the PendingCommit's Commit may. If Prepare
+// fails, memory is unchanged. Every PendingCommit must be committed, in
+// the order Prepare returned them: a later one waits for the earlier ones.
+func (s *Store) Prepare() (*PendingCommit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, newError(ErrClosed, nil, "state: prepare a commit to %s", s.dir)
+	}
+	if err := s.health.Err(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	b := s.db.NewBatch()
+	// Batch writes fail only when the batch outgrows Pebble's 4 GiB limit;
+	// the first failure is kept and reported.
+	var berr error
+	keep := func(err error) {
+		if berr == nil {
+			berr = err
+		}
+	}
+	// Dropped key groups first: the range deletions come before the
+	// writes of this batch to the same groups, which therefore survive.
+	for _, kg := range slices.Sorted(maps.Keys(s.drops)) {
+		for _, t := range s.tables {
+			lower := appendGroupPrefix(nil, t.id, kg)
+			keep(b.DeleteRange(lower, prefixEnd(lower), nil))
+		}
+		lower := appendTimerGroupPrefix(nil, kg)
+		keep(b.DeleteRange(lower, prefixEnd(lower), nil))
+	}
+	entries := 0
+	for _, t := range s.tables {
+		if !t.persisted {
+			keep(b.Set(metaTableKey(t.name), encodeU32(t.id), nil))
+		}
+		for kg := range t.groups {
+			entries += s.prepareGroup(b, &t.groups[kg], func(dst []byte, e *entry) []byte {
+				return appendStateKey(dst, t.id, kg, e)
+			}, keep)
+		}
+	}
+	for kg := range s.timers.groups {
+		entries += s.prepareGroup(b, &s.timers.groups[kg], func(dst []byte, e *entry) []byte {
+			return append(appendTimerGroupPrefix(dst, kg), e.key...)
+		}, keep)
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.staged)) {
+		if v := s.staged[name]; v != nil {
+			keep(b.Set(metaUserKey(name), v, nil))
+		} else {
+			keep(b.Delete(metaUserKey(name), nil))
+		}
+	}
+	if berr != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("state: prepare a commit of %d entries to %s: %w", entries, s.dir, berr)
+	}
+
+	// Captured: now forget the dirty marks and deletions.
+	for _, t := range append(slices.Clip(s.tables), s.timers) {
+		t.persisted = true
+		for kg := range t.groups {
+			g := &t.groups[kg]
+			for _, slot := range g.dirty {
+				e := &g.entries[slot]
+				e.dirty = false
+				if !e.present {
+					g.remove(slot)
+				}
+			}
+			g.dirty = g.dirty[:0]
+		}
+	}
+	clear(s.staged)
+	clear(s.drops)
+	s.epoch++
+	p := &PendingCommit{s: s, b: b, entries: entries, prev: s.tail, done: make(chan struct{}), prep: time.Since(start)}
+	p.seq = 1
+	if p.prev != nil {
+		p.seq = p.prev.seq + 1
+	}
+	s.tail = p
+	return p, nil
+}
+
+// prepareGroup writes g's dirty entries to b, keyed by key, and returns
+// their number.
+func (s *Store) prepareGroup(b *pebble.Batch, g *Group, key func([]byte, *entry) []byte, keep func(error)) int {
+	// In key order, so that the whole batch is (tables in id order, groups
+	// in order): Pebble inserts sorted keys into its memtable faster, each
+	// search starting where the last ended, than keys in the order a
+	// workload wrote them. Plain and namespaced keys of one group sort by
+	// their own strings here; the batch accepts any order.
+	slices.SortFunc(g.dirty, func(a, b int32) int { return strings.Compare(g.entries[a].key, g.entries[b].key) })
+	for _, slot := range g.dirty {
+		e := &g.entries[slot]
+		s.keyBuf = key(s.keyBuf[:0], e)
+		if e.present {
+			keep(b.Set(s.keyBuf, e.val, nil))
+		} else {
+			keep(b.Delete(s.keyBuf, nil))
+		}
+	}
+	return len(g.dirty)
+}
+
+// Commit writes the prepared changes and positions (source name -> last
+// position whose effects the state includes) to Pebble in one atomic
+// batch, fsynced when Options.Sync is set; in any case it returns after the
+// batch is in the operating system's hands. Sources not in positions keep
+// their last committed position.
+//
+// Commit may run on any goroutine, while Sessions write the tables and
+// the next batch is prepared. It first waits, until ctx is done, for the
+// pending commits prepared before this one to finish: pending commits are
+// written in Prepare order. If ctx ends the wait, Commit returns its error
+// and may be called again.
+//
+// If the write fails, the store fails (Store.Err, Store.Failed): the
+// prepared changes are no longer marked dirty in memory, so no later
+// Commit could make them durable; later Commits return the failure. After
+// a crash at any point, Open finds the state and positions of one Commit,
+// never a mix. Commit of a pending commit that already committed returns
+// the result of that Commit.
+func (p *PendingCommit) Commit(ctx context.Context, positions map[string]uint64) error {
+	s := p.s
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.committed {
+		return p.err
+	}
+	if p.prev != nil {
+		select {
+		case <-p.prev.done:
+		case <-ctx.Done():
+			return fmt.Errorf("state: commit %d to %s: waiting for commit %d: %w", p.seq, s.dir, p.prev.seq, ctx.Err())
+		}
+	}
+	p.err = p.write(positions)
+	p.committed = true
+	p.prev = nil // let the chain be collected
+	close(p.done)
+	return p.err
+}
+
+// write applies the batch with positions and records the outcome.
+func (p *PendingCommit) write(positions map[string]uint64) error {
+	s := p.s
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		_ = p.b.Close()
+		return newError(ErrClosed, nil, "state: commit to %s", s.dir)
+	}
+	if err := s.health.Err(); err != nil {
+		_ = p.b.Close()
+		return err
+	}
+	start := time.Now()
+	b := p.b
+	var berr error
+	var val [8]byte
+	var key []byte
+	for source, pos := range positions {
+		key = appendPositionKey(key[:0], source)
+		binary.BigEndian.PutUint64(val[:], pos)
+		if err := b.Set(key, val[:], nil); err != nil && berr == nil {
+			berr = err
+		}
+	}
+	bytes := len(b.Repr())
+	var err error
+	switch {
+	case berr != nil:
+		_ = b.Close()
+		err = berr
+	case b.Empty():
+		_ = b.Close()
+	default:
+		err = s.apply(b)
+	}
+	if err != nil {
+		if !errors.Is(err, ErrFailed) {
+			s.health.fail(fmt.Errorf("commit %d entries: %w", p.entries, err))
+			err = s.health.Err()
+		}
+		return err
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	maps.Copy(s.positions, positions)
+	s.last = CommitStats{Commits: 1, Entries: uint64(p.entries), Positions: uint64(len(positions)),
+		Bytes: uint64(bytes), Duration: p.prep + time.Since(start)}
+	s.total.add(s.last)
+	if s.log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log.Debug("state committed", "entries", p.entries, "positions", len(positions),
+			"bytes", bytes, "duration", s.last.Duration)
+	}
+	return nil
+}
+
+// Commit makes durable, in one atomic Pebble batch, every change since the
+// last Prepare (entries written or deleted in every table and key group,
+// timers, new tables' ids, key groups dropped or imported, metadata) and
+// positions: it is Prepare followed by PendingCommit.Commit, whose
+// documentation says what a failure does. It waits for pending commits
+// prepared earlier.
+//
+// Commit must not run while any Session or Group is writing; sessions
+// should be Reset afterwards.
+func (s *Store) Commit(positions map[string]uint64) error {
+	p, err := s.Prepare()
+	if err != nil {
+		return err
+	}
+	return p.Commit(context.Background(), positions)
+}
+
+// apply applies b with a synced write and closes it. The write runs on a
+// goroutine of its own: one stalled behind flushes that keep failing would
+// never return, so apply also returns when the store fails, with the
+// failure, leaving the write's goroutine parked.
+func (s *Store) apply(b *pebble.Batch) error {
+	done := make(chan error, 1)
+	go func() {
+		done <- s.applyBatch(b)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-s.health.failed:
+		select {
+		case err := <-done:
+			// The write finished as the store failed: its result stands.
+			return err
+		default:
+			return s.health.Err()
+		}
+	}
+}
+
+func (s *Store) applyBatch(b *pebble.Batch) (err error) {
+	defer s.health.recoverFatal(&err, true)
+	defer b.Close()
+	// A failed write of the log does not come back as an error: Pebble
+	// calls Fatalf, or panics, and recoverFatal makes it the failure.
+	return s.db.Apply(b, pebble.Sync)
+}
+
+// SetMeta sets the metadata value of name to a copy of value, or removes
+// it when value is nil. The change is staged: Meta returns it at once,
+// and the next Prepare (Commit) writes it atomically with the state.
+// Open restores the committed metadata.
+func (s *Store) SetMeta(name string, value []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if value != nil {
+		value = bytes.Clone(value)
+		s.meta[name] = value
+	} else {
+		delete(s.meta, name)
+	}
+	s.staged[name] = value
+}
+
+// Meta returns a copy of the metadata value of name, staged or committed,
+// and whether it has one.
+func (s *Store) Meta(name string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.meta[name]
+	return bytes.Clone(v), ok
+}

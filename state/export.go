@@ -1,0 +1,309 @@
+package state
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"slices"
+)
+
+// The key group export format, version 1. Integers are big-endian;
+// uvarint is encoding/binary's.
+//
+//	"SLUICEKG"                     magic, 8 bytes
+//	u8  version (1)
+//	u32 key group count of the store exported from
+//	u32 key group
+//	sections, each:
+//	  u8 1 (table)  uvarint len, table name, entries
+//	  u8 2 (timers) entries
+//	  entries: (uvarint len, key, uvarint len, value)*, then uvarint 0
+//	u8 0                           end of sections
+//	u32 CRC-32 (Castagnoli) of everything before
+//
+// A table's keys are key encodings (key.go), a timer's key is a timer key
+// (timer.go) with an empty value; both are what Pebble stores after the
+// table and key group, so an export is a copy of the group's key ranges.
+const (
+	exportMagic   = "SLUICEKG"
+	exportVersion = 1
+
+	sectionEnd    = 0
+	sectionTable  = 1
+	sectionTimers = 2
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// ExportKeyGroup returns the committed state of key group kg, every
+// table's entries and its timers, in a self-describing, versioned format
+// that ImportKeyGroup reads.
+//
+// It exports committed state only and refuses, with an error matching
+// ErrUncommitted, a key group that has changes not yet prepared (dirty
+// entries or timers, a drop or import) or while a PendingCommit has not
+// finished: export after the Commit that follows the group's last write.
+// It reads a Pebble snapshot, not memory, but checks the group's dirty
+// marks: no writer of kg may run meanwhile; writers of other groups may.
+func (s *Store) ExportKeyGroup(kg int) (_ []byte, err error) {
+	defer s.health.recoverFatal(&err, false)
+	if kg < 0 || kg >= s.groups {
+		return nil, fmt.Errorf("state: export key group %d of %s: out of range 0..%d", kg, s.dir, s.groups-1)
+	}
+	s.readers.RLock()
+	defer s.readers.RUnlock()
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, newError(ErrClosed, nil, "state: export key group %d of %s", kg, s.dir)
+	}
+	why := ""
+	switch {
+	case s.tail != nil && !s.tail.finished():
+		why = "a prepared commit has not finished"
+	case s.drops[kg]:
+		why = "it was dropped or imported since the last commit"
+	case s.timers.groups[kg].Dirty() > 0:
+		why = "it has uncommitted timers"
+	}
+	type tab struct {
+		name string
+		id   uint32
+	}
+	var tables []tab
+	for _, t := range s.tables {
+		if why == "" && t.groups[kg].Dirty() > 0 {
+			why = fmt.Sprintf("table %q has uncommitted entries", t.name)
+		}
+		tables = append(tables, tab{t.name, t.id})
+	}
+	s.mu.Unlock()
+	if why != "" {
+		return nil, newError(ErrUncommitted, nil, "state: export key group %d of %s: %s", kg, s.dir, why)
+	}
+
+	snap := s.db.NewSnapshot()
+	defer func() {
+		if cerr := snap.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("state: export key group %d of %s: %w", kg, s.dir, cerr)
+		}
+	}()
+	out := []byte(exportMagic)
+	out = append(out, exportVersion)
+	out = binary.BigEndian.AppendUint32(out, uint32(s.groups))
+	out = binary.BigEndian.AppendUint32(out, uint32(kg))
+	section := func(lower []byte) error {
+		_, err := scanRange(snap, lower, prefixEnd(lower), func(k, v []byte) bool {
+			suffix := k[len(lower):]
+			out = binary.AppendUvarint(out, uint64(len(suffix)))
+			out = append(out, suffix...)
+			out = binary.AppendUvarint(out, uint64(len(v)))
+			out = append(out, v...)
+			return true
+		})
+		out = binary.AppendUvarint(out, 0)
+		return err
+	}
+	for _, t := range tables {
+		out = append(out, sectionTable)
+		out = binary.AppendUvarint(out, uint64(len(t.name)))
+		out = append(out, t.name...)
+		if err := section(appendGroupPrefix(nil, t.id, kg)); err != nil {
+			return nil, fmt.Errorf("state: export key group %d of %s: %w", kg, s.dir, err)
+		}
+	}
+	out = append(out, sectionTimers)
+	if err := section(appendTimerGroupPrefix(nil, kg)); err != nil {
+		return nil, fmt.Errorf("state: export key group %d of %s: %w", kg, s.dir, err)
+	}
+	out = append(out, sectionEnd)
+	return binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli)), nil
+}
+
+// finished reports whether p's Commit has run to its end.
+func (p *PendingCommit) finished() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// exported is a decoded export.
+type exported struct {
+	tables []exportedTable
+	timers [][]byte
+}
+
+type exportedTable struct {
+	name    string
+	entries [][2][]byte // key encoding, value
+}
+
+// parseExport decodes and checks an export of key group kg among groups.
+func parseExport(data []byte, kg, groups int) (*exported, error) {
+	bad := func(format string, args ...any) error {
+		return newError(ErrBadExport, nil, "state: import key group %d: "+format, append([]any{kg}, args...)...)
+	}
+	head := len(exportMagic) + 1 + 4 + 4
+	if len(data) < head+1+4 || string(data[:len(exportMagic)]) != exportMagic {
+		return nil, bad("not a key group export")
+	}
+	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, bad("checksum mismatch: the export is damaged")
+	}
+	if v := body[len(exportMagic)]; v != exportVersion {
+		return nil, bad("export format version %d; this build reads version %d", v, exportVersion)
+	}
+	if n := binary.BigEndian.Uint32(body[len(exportMagic)+1:]); int(n) != groups {
+		return nil, bad("exported from a store of %d key groups; this one has %d", n, groups)
+	}
+	if g := binary.BigEndian.Uint32(body[len(exportMagic)+5:]); int(g) != kg {
+		return nil, bad("the export holds key group %d", g)
+	}
+	r := body[head:]
+	next := func() ([]byte, bool) {
+		n, w := binary.Uvarint(r)
+		if w <= 0 || n > uint64(len(r)-w) {
+			return nil, false
+		}
+		b := r[w : w+int(n)]
+		r = r[w+int(n):]
+		return b, true
+	}
+	x := &exported{}
+	for {
+		if len(r) == 0 {
+			return nil, bad("truncated")
+		}
+		kind := r[0]
+		r = r[1:]
+		switch kind {
+		case sectionEnd:
+			if len(r) != 0 {
+				return nil, bad("%d bytes after the end", len(r))
+			}
+			return x, nil
+		case sectionTable:
+			name, ok := next()
+			if !ok {
+				return nil, bad("truncated table name")
+			}
+			t := exportedTable{name: string(name)}
+			for {
+				k, ok := next()
+				if !ok {
+					return nil, bad("table %q: truncated", name)
+				}
+				if len(k) == 0 {
+					break
+				}
+				v, ok := next()
+				if !ok {
+					return nil, bad("table %q: truncated", name)
+				}
+				key, err := decodeKey(k)
+				if err != nil {
+					return nil, bad("table %q: %v", name, err)
+				}
+				if got := KeyGroup(key.Route, groups); got != kg {
+					return nil, bad("table %q: key %s belongs to key group %d", name, key, got)
+				}
+				t.entries = append(t.entries, [2][]byte{k, v})
+			}
+			x.tables = append(x.tables, t)
+		case sectionTimers:
+			for {
+				k, ok := next()
+				if !ok {
+					return nil, bad("timers: truncated")
+				}
+				if len(k) == 0 {
+					break
+				}
+				if _, ok := next(); !ok {
+					return nil, bad("timers: truncated")
+				}
+				tm, err := decodeTimer(k)
+				if err != nil {
+					return nil, bad("timers: %v", err)
+				}
+				if got := KeyGroup(tm.Route, groups); got != kg {
+					return nil, bad("timer %q of route %q belongs to key group %d", tm.Name, tm.Route, got)
+				}
+				x.timers = append(x.timers, k)
+			}
+		default:
+			return nil, bad("unknown section %d", kind)
+		}
+	}
+}
+
+// ImportKeyGroup replaces the content of key group kg, in every table and
+// the timer index, with data, an ExportKeyGroup of kg from a store with
+// the same key group count; tables it names are created. The change is
+// made in memory, marked dirty, and made durable by the next Commit, which
+// also deletes what the group held in Pebble.
+//
+// It fails with an error matching ErrBadExport, changing nothing, if data
+// is not such an export. Like Prepare, it must not run while a writer
+// runs, and it ends the Sessions' undo epoch.
+func (s *Store) ImportKeyGroup(kg int, data []byte) error {
+	if kg < 0 || kg >= s.groups {
+		return fmt.Errorf("state: import key group %d into %s: out of range 0..%d", kg, s.dir, s.groups-1)
+	}
+	x, err := parseExport(data, kg, s.groups)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return newError(ErrClosed, nil, "state: import key group %d into %s", kg, s.dir)
+	}
+	s.dropLocked(kg)
+	for _, xt := range x.tables {
+		g := s.tableLocked(xt.name).Group(kg)
+		for _, e := range xt.entries {
+			key, _ := decodeKey(e[0]) // checked by parseExport
+			if key.plain() {
+				g.Put(key.Route, e[1])
+			} else {
+				g.putOrd(e[0], e[1])
+			}
+		}
+	}
+	g := &s.timers.groups[kg]
+	for _, k := range x.timers {
+		g.putOrd(k, nil)
+	}
+	return nil
+}
+
+// DropKeyGroup removes every entry and timer of key group kg from memory
+// and stages a range deletion of the group's keys in Pebble, made durable
+// by the next Commit. Like Prepare, it must not run while a writer runs,
+// and it ends the Sessions' undo epoch.
+func (s *Store) DropKeyGroup(kg int) error {
+	if kg < 0 || kg >= s.groups {
+		return fmt.Errorf("state: drop key group %d of %s: out of range 0..%d", kg, s.dir, s.groups-1)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return newError(ErrClosed, nil, "state: drop key group %d of %s", kg, s.dir)
+	}
+	s.dropLocked(kg)
+	return nil
+}
+
+// dropLocked empties key group kg in memory and stages its range deletion.
+func (s *Store) dropLocked(kg int) {
+	for _, t := range append(slices.Clip(s.tables), s.timers) {
+		t.groups[kg].reset(t, kg)
+	}
+	s.drops[kg] = true
+	s.epoch++
+}
