@@ -150,27 +150,18 @@ func decodeAssignment(b []byte) (*assignment, error) {
 	return a, nil
 }
 
-// metaStore is the part of the state store that keeps metadata committed
-// with the state.
-type metaStore interface {
-	SetMeta(name string, value []byte)
-	Meta(name string) ([]byte, bool)
-}
-
 // loadAssignment returns the operator's committed assignment, rebalanced
 // to workers if the pipeline file changed its parallelism, or a new one.
 // The result is staged for the next commit.
 func loadAssignment(store *state.Store, operator string, workers int) (*assignment, error) {
 	var a *assignment
-	if ms, ok := any(store).(metaStore); ok {
-		if b, ok := ms.Meta(assignmentMeta(operator)); ok {
-			d, err := decodeAssignment(b)
-			if err != nil {
-				return nil, fmt.Errorf("exec: operator %q: %w", operator, err)
-			}
-			if len(d.owners) == store.KeyGroups() {
-				a = d
-			}
+	if b, ok := store.Meta(assignmentMeta(operator)); ok {
+		d, err := decodeAssignment(b)
+		if err != nil {
+			return nil, fmt.Errorf("exec: operator %q: %w", operator, err)
+		}
+		if len(d.owners) == store.KeyGroups() {
+			a = d
 		}
 	}
 	switch {
@@ -181,13 +172,11 @@ func loadAssignment(store *state.Store, operator string, workers int) (*assignme
 	default:
 		return a, nil
 	}
-	return a, a.save(store, operator)
+	a.save(store, operator)
+	return a, nil
 }
 
 // save stages a for the store's next commit.
-func (a *assignment) save(store *state.Store, operator string) error {
-	if ms, ok := any(store).(metaStore); ok {
-		ms.SetMeta(assignmentMeta(operator), a.encode())
-	}
-	return nil
+func (a *assignment) save(store *state.Store, operator string) {
+	store.SetMeta(assignmentMeta(operator), a.encode())
 }

@@ -98,7 +98,6 @@ func (s *memSink) records() []connectors.Out {
 	return append([]connectors.Out(nil), s.out...)
 }
 
-
 // gap is the time d between two consecutive writes, the second at at.
 type gap struct {
 	at time.Time

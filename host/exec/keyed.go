@@ -129,9 +129,7 @@ func (st *keyedStage) resize(ctx context.Context, r *resize) error {
 	}
 	err := st.grow(ctx, r, st.addWorker)
 	st.assign = next
-	if serr := st.assign.save(st.store, st.op.Name); serr != nil && err == nil {
-		err = serr
-	}
+	st.assign.save(st.store, st.op.Name)
 	return err
 }
 
