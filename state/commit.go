@@ -200,14 +200,17 @@ func (p *PendingCommit) write(positions map[string]uint64) error {
 	s.mu.Unlock()
 	if closed {
 		_ = p.b.Close()
+		p.b = nil
 		return newError(ErrClosed, nil, "state: commit to %s", s.dir)
 	}
 	if err := s.health.Err(); err != nil {
 		_ = p.b.Close()
+		p.b = nil
 		return err
 	}
 	start := time.Now()
 	b := p.b
+	p.b = nil // closed below, by whichever path
 	var berr error
 	var val [8]byte
 	var key []byte

@@ -109,8 +109,8 @@ func TestPendingCommitsInPrepareOrder(t *testing.T) {
 	for _, i := range []int{2, 1} {
 		wg.Go(func() { errs[i] = ps[i].Commit(context.Background(), map[string]uint64{"src": uint64(i)}) })
 	}
-	// Commits 2 and 3 wait for 1: poll, with a generous deadline, that
-	// neither has finished, then let 1 go.
+	// Commits 2 and 3 wait for 1: give them a moment to run ahead, which
+	// they must not, then let 1 go.
 	time.Sleep(10 * time.Millisecond)
 	if ps[1].finished() || ps[2].finished() {
 		t.Fatal("a commit finished before the one prepared before it")

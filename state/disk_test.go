@@ -115,7 +115,7 @@ func diskChild(mode, dir string) (code int, ok bool) {
 	switch mode {
 	case "fill":
 		// Commit until the disk is full.
-		return writeUntilFailure(dir, opts, 10_000, nil, syscall.ENOSPC), true
+		return writeUntilFailure(dir, opts, 10_000, nil, syscall.ENOSPC, false), true
 	case "open-full":
 		// Open a directory on a full disk whose log needs a flush.
 		s, err := Open(dir, opts)
@@ -130,15 +130,16 @@ func diskChild(mode, dir string) (code int, ok bool) {
 			return 3, true
 		}
 		return 0, true
-	case "read-only":
-		// The file system turns read-only after a few commits.
+	case "read-only", "read-only-async":
+		// The file system turns read-only after a few commits, which are
+		// written by a PendingCommit on another goroutine in the async mode.
 		ffs := &faultFS{FS: vfs.Default, errno: syscall.EROFS}
 		opts.fs = ffs
 		return writeUntilFailure(dir, opts, 10_000, func(i uint64) {
 			if i == 3 {
 				ffs.failFiles(func(string) bool { return true })
 			}
-		}, syscall.EROFS), true
+		}, syscall.EROFS, mode == "read-only-async"), true
 	case "flush-fails":
 		// Tables cannot be written, the log can: flushes fail in the
 		// background while commits go on, then stall.
@@ -146,15 +147,16 @@ func diskChild(mode, dir string) (code int, ok bool) {
 		ffs.failFiles(func(name string) bool { return strings.HasSuffix(name, ".sst") })
 		opts.fs = ffs
 		opts.MemTableSize = MinMemTableSize
-		return writeUntilFailure(dir, opts, 100_000, nil, syscall.ENOSPC), true
+		return writeUntilFailure(dir, opts, 100_000, nil, syscall.ENOSPC, false), true
 	}
 	return 0, false
 }
 
 // writeUntilFailure opens dir and commits until a Commit fails, at most
 // max times, calling before (if not nil) before each Commit. The failure
-// must be the store's, caused by errno.
-func writeUntilFailure(dir string, opts Options, max uint64, before func(uint64), errno syscall.Errno) int {
+// must be the store's, caused by errno. With async, each commit is a
+// Prepare followed by PendingCommit.Commit on another goroutine.
+func writeUntilFailure(dir string, opts Options, max uint64, before func(uint64), errno syscall.Errno, async bool) int {
 	s, err := Open(dir, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -177,7 +179,18 @@ func writeUntilFailure(dir string, opts Options, max uint64, before func(uint64)
 		if before != nil {
 			before(i)
 		}
-		err := s.Commit(map[string]uint64{"src": i})
+		positions := map[string]uint64{"src": i}
+		var err error
+		if async {
+			var p *PendingCommit
+			if p, err = s.Prepare(); err == nil {
+				done := make(chan error, 1)
+				go func() { done <- p.Commit(context.Background(), positions) }()
+				err = <-done
+			}
+		} else {
+			err = s.Commit(positions)
+		}
 		if err == nil {
 			se.Reset()
 			fmt.Println("committed", i)
@@ -298,6 +311,17 @@ func (f faultFile) SyncData() error {
 func TestReadOnlyDiskMidCommit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
 	out := runDiskChild(t, "read-only", dir)
+	if last := lastCommitted(t, out); last != 2 {
+		t.Fatalf("the child committed up to %d; the file system failed from the third commit", last)
+	}
+	checkRecovered(t, dir, 2)
+}
+
+// TestReadOnlyDiskMidPendingCommit is TestReadOnlyDiskMidCommit with the
+// commits written by PendingCommits on another goroutine.
+func TestReadOnlyDiskMidPendingCommit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	out := runDiskChild(t, "read-only-async", dir)
 	if last := lastCommitted(t, out); last != 2 {
 		t.Fatalf("the child committed up to %d; the file system failed from the third commit", last)
 	}

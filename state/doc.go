@@ -6,21 +6,38 @@
 // # Model
 //
 // A Store opens one data directory. Its tables are created by name on first
-// use; each table has one Group per key group, and a key belongs to the key
-// group KeyGroup(key, n). The number of key groups n is chosen when the
+// use; each table has one Group per key group. A state key is a Key:
+// (routing key, namespace, user key). The routing key alone picks the key
+// group, KeyGroup(route, n), so that everything kept for one routing key
+// (its plain value, window contents, join buffers, timers) lives in one
+// key group and moves with it; the namespace separates those uses, and the
+// user key orders entries within a namespace. A plain key k, the one
+// Session.Get, Put and Delete take, is Key{Route: k}. The number of key groups n is chosen when the
 // directory is created (DefaultKeyGroups) and is recorded there: it can
 // never change, because both the persisted layout and the assignment of
 // keys to workers depend on it, so Open refuses a different count.
 //
 // Key groups are the unit of ownership: the executor gives each key group
 // to exactly one worker at a time, so a Group is read and written without
-// locks. Between batches the executor reaches a barrier, calls Commit, and
-// resets its Sessions. A Session is a worker's handle: it routes a key to
+// locks. Between batches the executor reaches a barrier, calls Prepare (or
+// Commit), and resets its Sessions. A Session is a worker's handle: it routes a key to
 // its group, enforces the worker's ownership (ErrNotOwned, which the state
 // host functions surface to the guest as a trap), and keeps an undo log so
 // that the writes since a savepoint can be taken back exactly, dirty marks
 // included (a failed record, an aborted operation). The undo log reuses an
 // arena for old values, so steady-state processing does not allocate.
+//
+// Session.Scan visits the entries of one routing key (and namespace) in
+// order, committed or not, at a cost proportional to what it visits: plain
+// keys sit in a hash map per group, namespaced ones also in a B-tree per
+// group ordered by their encoding.
+//
+// Timers are state too. Each key group has a timer index, ordered by (time
+// domain, time, routing key, namespace, name): Session.SetTimer and
+// DeleteTimer register and remove them, Timers and PopTimers visit or take
+// the due ones of a key group up to a time. Timer writes go through the
+// undo log, and are committed, restored, exported and dropped with their
+// key group.
 //
 // This package provides the committed, single-version tables. The
 // transactional scheduler keeps its multi-versioned values on top of them
@@ -41,8 +58,16 @@
 //
 // # Durability and crash consistency
 //
-// Commit writes every dirty entry (a value, or a deletion), the ids of new
-// tables, and the source positions in one Pebble batch. Pebble applies a
+// A commit has two steps. Prepare, at the barrier, copies every dirty entry
+// (a value, or a deletion) and timer, the ids of new tables, the range
+// deletions of dropped or imported key groups and the metadata set with
+// SetMeta into a Pebble batch, clears the dirty marks and ends the
+// sessions' undo epoch. The PendingCommit it returns then writes that batch
+// and the source positions, on any goroutine, while the next batch is
+// processed: it never reads the tables. Pending commits are written in
+// Prepare order (a later one waits for the earlier ones). A failed write
+// fails the store, since its changes are no longer marked dirty. Commit is
+// Prepare followed by the write. Pebble applies a
 // batch atomically and replays its write-ahead log at open, so after a
 // crash at any point Open yields the state and positions of exactly one
 // Commit, never a mix; memory is written to disk only by Commit, so
@@ -80,27 +105,50 @@
 //
 // All integers are big-endian, so Pebble's byte order is numeric order.
 //
-//	0x00 "layout"            -> u32 layout version (1)
+//	0x00 "layout"            -> u32 layout version (2)
 //	0x00 "key-groups"        -> u32 key group count
 //	0x00 "table/" name       -> u32 table id (from 1, never reused)
+//	0x00 "meta/" name        -> metadata value (Store.SetMeta)
 //	0x01 source name         -> u64 last committed position of the source
-//	0x02 u32 table, u16 kg, key -> value
+//	0x02 u32 table, u16 kg, key encoding -> value
+//	0x03 u16 kg, u8 domain, u64 time^(1<<63), key encoding -> (empty): a timer
+//
+// The key encoding of (route, namespace, user) escapes each zero byte of
+// the route and of the namespace as 0x00 0xff, ends each with 0x00 0x01,
+// and appends the user key as is. Byte order of encodings is (route,
+// namespace, user) order, and the keys of one route, or of one route and
+// namespace, form one contiguous range. A timer's encoding is the key
+// encoding of (route, namespace, name) after its domain and time.
+//
+// Layout 1 stored a state key as is after the table and key group, and had
+// no timers or metadata. Open migrates a directory of layout 1 in one
+// atomic batch (every state key rewritten, the count logged); OpenReadOnly
+// cannot, and refuses such a directory with ErrLayout.
 //
 // Metadata is written when the directory is created (layout, key groups)
-// and by the Commit that first writes to a table (its id). Table ids, not
+// and by the commit that first writes to a table (its id). Table ids, not
 // names, prefix state keys, so keys stay short and a table could be renamed
 // by rewriting one metadata key.
 //
 // A key group's entries of one table form one contiguous key range,
-// 0x02|table|kg. That is what migration needs: exporting a key group is a
-// range scan, importing one is a batch of writes into an empty range (or an
-// ingested sstable), and dropping one after it moved is a range deletion,
-// all without touching other groups. Export and import are not written yet;
-// in memory they map to replacing one Group of each table.
+// 0x02|table|kg, and its timers another, 0x03|kg. That is what migration
+// needs: ExportKeyGroup scans those ranges from a snapshot into a
+// versioned, checksummed byte format (export.go) naming tables by name;
+// ImportKeyGroup replaces one Group of each table, and the timers, in
+// memory, and DropKeyGroup empties them; the next commit writes a range
+// deletion per table for the group, then the imported entries, without
+// touching other groups. Export takes committed state only: it refuses a
+// key group with uncommitted changes (ErrUncommitted).
 //
-// Store.Scan and Reader.Scan return a table in key order by merging the
-// per-group ranges; Group.Range walks the in-memory entries, committed or
-// not, in no order.
+// Store.Scan and Reader.Scan return a table's plain keys in key order by
+// merging the per-group ranges, ScanKeys every key; Group.Range walks the
+// in-memory plain entries, committed or not, in no order.
+//
+// Dumps (Store.Read, Reader.Read, `sluice state dump`, GET /api/v1/state)
+// give an entry's routing key as its key, exactly as before namespaces; a
+// namespaced entry also carries its namespace and user key (Entry.Namespace,
+// Entry.User; "namespace" and "user" in JSON). Query.Prefix selects on the
+// routing key.
 //
 // # Read-only access
 //

@@ -194,3 +194,43 @@ func TestReadWhileClosing(t *testing.T) {
 		}
 	}
 }
+
+// TestReadNamespacedKeys: Read gives a plain key as before (routing key,
+// no namespace or user key) and a namespaced one with its parts; a prefix
+// selects on the routing key.
+func TestReadNamespacedKeys(t *testing.T) {
+	s := openTest(t, t.TempDir(), 2)
+	se := s.NewSession()
+	tab := s.Table("t")
+	mustPut(t, se, tab, []byte("r\x00a"), []byte("plain"))
+	if err := se.PutKey(tab, Key{[]byte("r\x00a"), []byte("win"), []byte("\x00u")}, []byte("ns")); err != nil {
+		t.Fatal(err)
+	}
+	if err := se.PutKey(tab, Key{[]byte("q"), nil, []byte("u")}, []byte("user only")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Read(Query{Table: "t", Prefix: []byte("r\x00"), KeyGroup: -1, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Entries) != 2 {
+		t.Fatalf("prefix r\\x00: %d entries, want 2", len(p.Entries))
+	}
+	plain, ns := p.Entries[0], p.Entries[1]
+	if string(plain.Key) != "r\x00a" || plain.Namespace != nil || plain.User != nil || string(plain.Value) != "plain" {
+		t.Fatalf("plain entry %+v", plain)
+	}
+	if string(ns.Key) != "r\x00a" || string(ns.Namespace) != "win" || string(ns.User) != "\x00u" || string(ns.Value) != "ns" {
+		t.Fatalf("namespaced entry %+v", ns)
+	}
+	p, err = s.Read(Query{Table: "t", Prefix: []byte("q"), KeyGroup: -1, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Entries) != 1 || p.Entries[0].Namespace == nil || len(p.Entries[0].Namespace) != 0 || string(p.Entries[0].User) != "u" {
+		t.Fatalf("key with an empty namespace: %+v", p.Entries)
+	}
+}

@@ -17,10 +17,10 @@ import (
 // state (a write of a key not yet in memory allocates its entry, as any
 // insert must).
 //
-// The undo log covers writes since the last Commit only: call Reset after
-// each Commit. A Session that sees a Commit it was not reset after forgets
-// its log at its next write or Savepoint, and RollbackTo to a savepoint
-// taken before that Commit panics.
+// The undo log covers writes since the last Prepare (or Commit, import or
+// drop of a key group) only: call Reset after each. A Session that sees one
+// it was not reset after forgets its log at its next write or Savepoint,
+// and RollbackTo to a savepoint taken before it panics.
 type Session struct {
 	store *Store
 	owned func(kg int) bool
@@ -299,7 +299,7 @@ func (se *Session) undo(u *undo) {
 func (se *Session) Len() int { return len(se.log) }
 
 // Reset forgets the undo log, keeping its storage for reuse. The executor
-// calls it after each Commit.
+// calls it after each Prepare or Commit.
 func (se *Session) Reset() {
 	clear(se.log)
 	se.log = se.log[:0]

@@ -57,7 +57,8 @@ func newStateDumpCmd() *cobra.Command {
 		Long: `Print the committed state of a pipeline as JSON Lines, one object per key:
 {"table": "counts", "key": "word", "value": "42", "key_group": 3}. Keys and values
 that are not valid UTF-8 appear base64-encoded as key_base64 and value_base64.
-Entries come by table, then key group, then key.
+A namespaced key (window or join state) adds "namespace" and "user" fields;
+"key" is then its routing key. Entries come by table, then key group, then key.
 
 While the pipeline runs, its data directory is locked and the state is read
 from the host's HTTP API (GET /api/v1/state), page by page: -c PIPELINE gives

@@ -24,20 +24,30 @@ const DefaultStateLimit = 100
 // StateEntry is one entry of GET /api/v1/state and one line of `sluice
 // state dump`. A key or value that is valid UTF-8 is given as text (key,
 // value), any other in standard base64 (key_base64, value_base64), the
-// convention of the file source's records.
+// convention of the file source's records. The key is the routing key; a
+// namespaced key (state.Key) also has its namespace and user key, in the
+// same convention, both absent for a plain key.
 type StateEntry struct {
-	Table       string  `json:"table"`
-	Key         *string `json:"key,omitempty"` // nil only when KeyBase64 holds the key
-	KeyBase64   string  `json:"key_base64,omitempty"`
-	Value       *string `json:"value,omitempty"` // nil only when ValueBase64 holds the value
-	ValueBase64 string  `json:"value_base64,omitempty"`
-	KeyGroup    int     `json:"key_group"`
+	Table           string  `json:"table"`
+	Key             *string `json:"key,omitempty"` // nil only when KeyBase64 holds the key
+	KeyBase64       string  `json:"key_base64,omitempty"`
+	Namespace       *string `json:"namespace,omitempty"`
+	NamespaceBase64 string  `json:"namespace_base64,omitempty"`
+	User            *string `json:"user,omitempty"`
+	UserBase64      string  `json:"user_base64,omitempty"`
+	Value           *string `json:"value,omitempty"` // nil only when ValueBase64 holds the value
+	ValueBase64     string  `json:"value_base64,omitempty"`
+	KeyGroup        int     `json:"key_group"`
 }
 
 // NewStateEntry encodes e.
 func NewStateEntry(e state.Entry) StateEntry {
 	s := StateEntry{Table: e.Table, KeyGroup: e.KeyGroup}
 	s.Key, s.KeyBase64 = encodeField(e.Key)
+	if e.Namespace != nil || e.User != nil {
+		s.Namespace, s.NamespaceBase64 = encodeField(e.Namespace)
+		s.User, s.UserBase64 = encodeField(e.User)
+	}
 	s.Value, s.ValueBase64 = encodeField(e.Value)
 	return s
 }

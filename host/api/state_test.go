@@ -138,3 +138,27 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// TestStateEntryNamespacedKeys: a plain key's JSON has no namespace or
+// user field, as before namespaced keys; a namespaced key's has both.
+func TestStateEntryNamespacedKeys(t *testing.T) {
+	for _, c := range []struct {
+		e    state.Entry
+		want string
+	}{
+		{state.Entry{Table: "t", Key: []byte("k"), Value: []byte("v"), KeyGroup: 1},
+			`{"table":"t","key":"k","value":"v","key_group":1}`},
+		{state.Entry{Table: "t", Key: []byte("k"), Namespace: []byte("win"), User: []byte{0xff}, Value: []byte("v")},
+			`{"table":"t","key":"k","namespace":"win","user_base64":"/w==","value":"v","key_group":0}`},
+		{state.Entry{Table: "t", Key: []byte("k"), Namespace: []byte{}, User: []byte("u"), Value: []byte("v")},
+			`{"table":"t","key":"k","namespace":"","user":"u","value":"v","key_group":0}`},
+	} {
+		b, err := json.Marshal(NewStateEntry(c.e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != c.want {
+			t.Errorf("%+v:\n got %s\nwant %s", c.e, b, c.want)
+		}
+	}
+}
