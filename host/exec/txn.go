@@ -135,21 +135,19 @@ type tableView struct {
 	carried map[txn.Key]carried
 }
 
-// Get returns the value of k.
-func (v *tableView) Get(k txn.Key) ([]byte, bool) {
+// Get returns the value of k. The session's error (a key group it does not
+// own: state.ErrNotOwned) is returned, never taken for an absent key.
+func (v *tableView) Get(k txn.Key) ([]byte, bool, error) {
 	if v.carried != nil {
 		if c, ok := v.carried[k]; ok {
-			return c.value, !c.del
+			return c.value, !c.del, nil
 		}
 	}
 	if int(k.Table) >= len(v.tables) {
-		return nil, false // txnop refuses such handles before scheduling
+		// txnop refuses such handles before scheduling.
+		return nil, false, fmt.Errorf("exec: key %v: table %d of an operator with %d tables", k, k.Table, len(v.tables))
 	}
-	val, ok, err := v.sess.Get(v.tables[k.Table], keyBytes(k.Key))
-	if err != nil {
-		return nil, false // the session owns every key group
-	}
-	return val, ok
+	return v.sess.Get(v.tables[k.Table], keyBytes(k.Key))
 }
 
 // keyBytes views s as bytes without copying; the bytes must not be
