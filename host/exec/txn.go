@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/state"
@@ -36,38 +37,7 @@ type Txn struct {
 
 // TxnStatus is a transactional operator's part of an OperatorStatus:
 // totals since the job started.
-type TxnStatus struct {
-	Strategy     string `json:"strategy"`
-	Workers      int    `json:"workers"`
-	Batches      uint64 `json:"batches"`
-	FailedBatch  uint64 `json:"failed_batches"`
-	Committed    uint64 `json:"committed"`
-	Aborted      uint64 `json:"aborted"`
-	ReExecutions uint64 `json:"re_executions"`
-	// Seconds spent per phase, summed over the scheduler's workers: plan
-	// (TPG construction), explore (scheduling), useful (inside the
-	// operations' functions), abort (passes after the first), finish
-	// (assembling the change set), guest (the operator's plan and post
-	// calls, outside the scheduler).
-	PlanSeconds    float64 `json:"plan_seconds"`
-	ExploreSeconds float64 `json:"explore_seconds"`
-	UsefulSeconds  float64 `json:"useful_seconds"`
-	AbortSeconds   float64 `json:"abort_seconds"`
-	FinishSeconds  float64 `json:"finish_seconds"`
-	GuestSeconds   float64 `json:"guest_seconds"`
-	// Running is the strategy that ran the last batch: Strategy itself,
-	// or the adaptive strategy's choice.
-	Running string `json:"running,omitempty"`
-	// Last is what the last batch measured, with the adaptive strategy's
-	// decision after it under that strategy.
-	Last *adapt.Record `json:"last_batch,omitempty"`
-	// Switches and Mispredictions count the adaptive strategy's changes
-	// of strategy and the batches after a change that ran slower than it
-	// predicted; DecideSeconds is the time it spent deciding.
-	Switches       uint64  `json:"adaptive_switches,omitempty"`
-	Mispredictions uint64  `json:"adaptive_mispredictions,omitempty"`
-	DecideSeconds  float64 `json:"adaptive_decide_seconds,omitempty"`
-}
+type TxnStatus = schema.TxnStatus
 
 // txnStage is the transactional part of a stage: the operator, a session
 // over its tables, and the change sets of the batch in progress, applied
