@@ -93,7 +93,8 @@ func TestStoreErrorFailsBatch(t *testing.T) {
 
 // TestStoreErrorFailsRandomBatch: on random batches, a Store failing on the
 // first key the serial executor reads fails the batch under every strategy
-// with that error.
+// with that error, and the scheduler then runs the batch over a Store that
+// does not fail to the oracle's result.
 func TestStoreErrorFailsRandomBatch(t *testing.T) {
 	ss := schedulers(t)
 	oracle, _ := txn.ParseStrategy("serial")
@@ -129,6 +130,14 @@ func TestStoreErrorFailsRandomBatch(t *testing.T) {
 			res, err := s.Run(ctx, st, w.batch, store, apply)
 			if d := checkStoreError(res, err, bad); d != "" {
 				rt.Fatalf("%s, %d workers, key %v: %s", name, s.Workers(), bad, d)
+			}
+			// The failed batch leaves nothing behind for the next one.
+			got, err := s.Run(ctx, st, w.batch, w.store, apply)
+			if err != nil {
+				rt.Fatalf("%s, %d workers, after a Store error: %v", name, s.Workers(), err)
+			}
+			if d := same(w, clean, got); d != "" {
+				rt.Fatalf("%s, %d workers, after a Store error: %s", name, s.Workers(), d)
 			}
 		}
 	})
