@@ -228,10 +228,13 @@ func (x *run) unchanged(o *opState) bool {
 		}
 	}
 	for _, g := range o.obs.Gets {
-		ks := x.lookup(g.Key, false)
+		ks, _ := x.lookup(g.Key, false) // never fails: it creates nothing
 		var v Value
 		if ks == nil {
-			v.Bytes, v.Found = x.store.Get(g.Key)
+			var err error
+			if v.Bytes, v.Found, err = x.store.Get(g.Key); err != nil {
+				return false // re-executed, the operation meets the error
+			}
 		} else {
 			v = x.read(ks, x.latestBefore(ks, o.ts), o.ts, o.txn)
 		}

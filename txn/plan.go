@@ -127,6 +127,7 @@ type planBuf struct {
 	logical        []int
 	chains         []int32 // per partition: chains
 	maxChain       []int32 // per partition: the longest chain
+	loadErr        []error // per partition: the first Store error
 	cursor         []int32
 	edges          []edge
 	readKS         []*keyState
@@ -191,7 +192,7 @@ const parallelPlanMin = 2048
 const created = -2
 
 // buildPlan builds the TPG of a batch and, when store is not nil, loads the
-// committed value of every key.
+// committed value of every key; a Store error fails it (a *StoreError).
 //
 // buf, when not nil, lends memory from an earlier batch; the plan's memory
 // stays in it, for the next batch. The keys are split by hash into nparts
@@ -297,7 +298,14 @@ func buildPlan(batch []Txn, buf *planBuf, store Store, nparts int, dispatch func
 		}
 	}
 	run(p.setUp)
+	buf.loadErr = reuse(buf.loadErr, nparts)
 	run(func(w int) { p.intern(w, store) })
+	for _, err := range buf.loadErr[:nparts] {
+		if err != nil {
+			clear(buf.loadErr)
+			return nil, err
+		}
+	}
 	p.link()
 	return p, nil
 }
@@ -362,17 +370,18 @@ func (p *plan) intern(w int, store Store) {
 	outKS, outPos := grow(b.outKS[w], n), grow(b.outPos[w], n)
 	wh, rh, rstart, wk, rk := b.wh, b.rh, b.rstart, b.wk, b.rk
 	k, chains, longest := 0, int32(0), int32(0)
+	var loadErr error
 	for id := int32(0); id < int32(len(p.ops)); id++ {
 		r0, r1 := rstart[id], rstart[id+1]
 		var own *keyState
 		if h := wh[id]; h != 0 && partOf(h, np) == w {
-			own, outPos[k] = internKey(tab, &slab, wk[id], h, store)
+			own, outPos[k] = internKey(tab, &slab, wk[id], h, store, &loadErr)
 			outKS[k] = own
 			k++
 		}
 		for r := r0; r < r1; r++ {
 			if h := rh[r]; partOf(h, np) == w {
-				outKS[k], outPos[k] = internKey(tab, &slab, rk[r], h, store)
+				outKS[k], outPos[k] = internKey(tab, &slab, rk[r], h, store, &loadErr)
 				k++
 			}
 		}
@@ -392,12 +401,14 @@ func (p *plan) intern(w int, store Store) {
 	b.slabs[w], b.outKS[w], b.outPos[w] = slab, outKS, outPos
 	b.chains[w] = chains
 	b.maxChain[w] = longest
+	b.loadErr[w] = loadErr
 }
 
 // internKey returns the state of k (hash h) and its latest writer so far,
 // or created if the key is new; a new key's committed value is loaded from
-// store. slab has room for every key of the partition.
-func internKey(tab *keyTable, slab *[]keyState, k Key, h uint64, store Store) (*keyState, int32) {
+// store, and *loadErr receives the first error of the Store. slab has room
+// for every key of the partition.
+func internKey(tab *keyTable, slab *[]keyState, k Key, h uint64, store Store, loadErr *error) (*keyState, int32) {
 	i, added := tab.intern(k, h, slab)
 	ks := &(*slab)[i]
 	if !added {
@@ -405,7 +416,11 @@ func internKey(tab *keyTable, slab *[]keyState, k Key, h uint64, store Store) (*
 	}
 	ks.last, ks.chain, ks.unit, ks.writes = -1, -1, -1, 0
 	if store != nil {
-		ks.committed, ks.committedOK = store.Get(k)
+		var err error
+		ks.committed, ks.committedOK, err = store.Get(k)
+		if err != nil && *loadErr == nil {
+			*loadErr = &StoreError{Key: k, Err: err}
+		}
 	}
 	return ks, created
 }

@@ -119,8 +119,15 @@ func (s *Scheduler) Close() error {
 //
 // An Apply error, or an access outside an operation's declaration, fails the
 // batch with an *OpError for the earliest such operation that the serial
-// executor reaches; the caller decides what to do with the batch. Run
-// returns ctx's error if ctx ends first. The Result's slices alias the
+// executor reaches; the caller decides what to do with the batch. A Store
+// error fails the batch too, with an error wrapping a *StoreError (and the
+// Store's error): never is a key that could not be read taken for absent.
+// Which keys a strategy reads from the Store differs (TPG strategies load
+// every declared key before executing, the serial executor and S-Store a
+// key when an operation first reads it), so an error on a key that only
+// operations the serial executor never reaches declare fails the batch
+// under some strategies and not under others. Run returns ctx's error if
+// ctx ends first. The Result's slices alias the
 // values Apply returned and the Store's values.
 func (s *Scheduler) Run(ctx context.Context, st Strategy, batch []Txn, store Store, apply Apply) (*Result, error) {
 	s.mu.Lock()

@@ -25,7 +25,7 @@ type keyEntry struct {
 // then state through get; it stops at the first abort or error. writes
 // receives the transaction's writes, in order, when it commits.
 type txnExec struct {
-	get    func(Key) Value
+	get    func(Key) (Value, error)
 	apply  Apply
 	local  []keyEntry
 	acc    serialAccess
@@ -39,11 +39,16 @@ func (e *txnExec) exec(t int, tx *Txn, obs []Observed) (committed bool, err erro
 		op := &tx.Ops[m]
 		o := &obs[m]
 		o.Executed = true
+		var err error
 		if !op.NonDet {
-			o.Own = e.lookup(op.Write)
+			if o.Own, err = e.lookup(op.Write); err != nil {
+				return false, &OpError{Txn: t, Op: m, Err: err}
+			}
 		}
 		for i, k := range op.Reads {
-			o.Reads[i] = e.lookup(k)
+			if o.Reads[i], err = e.lookup(k); err != nil {
+				return false, &OpError{Txn: t, Op: m, Err: err}
+			}
 		}
 		a := &e.acc
 		a.e, a.op, a.o, a.buf, a.err = e, op, o, a.buf[:0], nil
@@ -72,10 +77,10 @@ func (e *txnExec) exec(t int, tx *Txn, obs []Observed) (committed bool, err erro
 	return true, nil
 }
 
-func (e *txnExec) lookup(k Key) Value {
+func (e *txnExec) lookup(k Key) (Value, error) {
 	for i := len(e.local) - 1; i >= 0; i-- {
 		if e.local[i].key == k {
-			return Value{Bytes: e.local[i].value, Found: !e.local[i].del}
+			return Value{Bytes: e.local[i].value, Found: !e.local[i].del}, nil
 		}
 	}
 	return e.get(k)
@@ -92,7 +97,12 @@ type serialAccess struct {
 }
 
 func (a *serialAccess) fail(err error) error {
-	err = fmt.Errorf("%w: %v", ErrUndeclared, err)
+	return a.failWith(fmt.Errorf("%w: %v", ErrUndeclared, err))
+}
+
+// failWith fails the operation with err (the first error counts) and
+// returns it.
+func (a *serialAccess) failWith(err error) error {
 	if a.err == nil {
 		a.err = err
 	}
@@ -132,7 +142,10 @@ func (a *serialAccess) Get(k Key) ([]byte, bool, error) {
 	case idx >= 0:
 		return a.o.Reads[idx].Bytes, a.o.Reads[idx].Found, nil
 	}
-	v := a.e.lookup(k)
+	v, err := a.e.lookup(k)
+	if err != nil {
+		return nil, false, a.failWith(err)
+	}
 	a.o.Gets = append(a.o.Gets, KeyValue{Key: k, Value: v})
 	return v.Bytes, v.Found, nil
 }
@@ -179,12 +192,11 @@ func runSerial(ctx context.Context, batch []Txn, store Store, apply Apply) (*Res
 	obs, first := newObserved(batch)
 	res := &Result{Committed: make([]bool, len(batch)), obs: obs, first: first}
 	state := map[Key]entry{}
-	e := &txnExec{apply: apply, get: func(k Key) Value {
+	e := &txnExec{apply: apply, get: func(k Key) (Value, error) {
 		if v, ok := state[k]; ok {
-			return Value{Bytes: v.value, Found: !v.del}
+			return Value{Bytes: v.value, Found: !v.del}, nil
 		}
-		b, ok := store.Get(k)
-		return Value{Bytes: b, Found: ok}
+		return storeGet(store, k)
 	}}
 	for t := range batch {
 		if t&1023 == 0 {
@@ -213,6 +225,15 @@ func runSerial(ctx context.Context, batch []Txn, store Store, apply Apply) (*Res
 	res.Stats.Wall = time.Since(t0)
 	res.Stats.Explore = max(res.Stats.Wall-e.useful, 0)
 	return res, nil
+}
+
+// storeGet reads k's committed value from store; an error is a *StoreError.
+func storeGet(store Store, k Key) (Value, error) {
+	b, ok, err := store.Get(k)
+	if err != nil {
+		return Value{}, &StoreError{Key: k, Err: err}
+	}
+	return Value{Bytes: b, Found: ok}, nil
 }
 
 // clearUnexecuted leaves the Observed of operations that never ran zero.
@@ -320,12 +341,11 @@ func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, app
 	plan := time.Since(t0)
 	var useful atomic.Int64
 	s.dispatch(func(w int) {
-		e := &txnExec{acc: serialAccess{w: w}, apply: apply, get: func(k Key) Value {
+		e := &txnExec{acc: serialAccess{w: w}, apply: apply, get: func(k Key) (Value, error) {
 			if v, ok := states[part(k)][k]; ok {
-				return Value{Bytes: v.value, Found: !v.del}
+				return Value{Bytes: v.value, Found: !v.del}, nil
 			}
-			b, ok := store.Get(k)
-			return Value{Bytes: b, Found: ok}
+			return storeGet(store, k)
 		}}
 		defer func() { useful.Add(int64(e.useful)) }()
 		for !stop.Load() {

@@ -63,18 +63,22 @@ func (x *run) latestBefore(ks *keyState, ts uint64) int32 {
 // lookup finds the state of k for a non-deterministic operation, creating it
 // (and loading its committed value) if the batch has not seen it. create is
 // only set for keys of the operation's own table, which it holds exclusively.
-func (x *run) lookup(k Key, create bool) *keyState {
+// A Store error (a *StoreError) creates nothing: a later lookup tries again.
+func (x *run) lookup(k Key, create bool) (*keyState, error) {
 	if ks := x.plan.lookup(k); ks != nil {
-		return ks
+		return ks, nil
 	}
 	m := x.dyn[k.Table]
 	if ks := m[k.Key]; ks != nil || !create {
-		return ks
+		return ks, nil
 	}
-	v, ok := x.store.Get(k)
+	v, ok, err := x.store.Get(k)
+	if err != nil {
+		return nil, &StoreError{Key: k, Err: err}
+	}
 	ks := &keyState{key: k, committed: v, committedOK: ok, chain: -1, last: -1}
 	m[k.Key] = ks
-	return ks
+	return ks, nil
 }
 
 type ndWrite struct {
@@ -93,7 +97,12 @@ type access struct {
 }
 
 func (a *access) fail(err error) error {
-	err = fmt.Errorf("%w: %v", ErrUndeclared, err)
+	return a.failWith(fmt.Errorf("%w: %v", ErrUndeclared, err))
+}
+
+// failWith fails the operation with err (the first error counts) and
+// returns it.
+func (a *access) failWith(err error) error {
 	if a.err == nil {
 		a.err = err
 	}
@@ -136,7 +145,10 @@ func (a *access) Get(k Key) ([]byte, bool, error) {
 		v := a.o.obs.Reads[idx]
 		return v.Bytes, v.Found, nil
 	}
-	ks := a.x.lookup(k, true)
+	ks, err := a.x.lookup(k, true)
+	if err != nil {
+		return nil, false, a.failWith(err)
+	}
 	v := a.x.read(ks, a.x.latestBefore(ks, a.o.ts), a.o.ts, a.o.txn)
 	a.o.obs.Gets = append(a.o.obs.Gets, KeyValue{Key: k, Value: v})
 	return v.Bytes, v.Found, nil
@@ -156,7 +168,11 @@ func (a *access) write(k Key, v []byte, del bool) error {
 			return nil
 		}
 	}
-	a.buf = append(a.buf, ndWrite{ks: a.x.lookup(k, true), value: v, del: del})
+	ks, err := a.x.lookup(k, true)
+	if err != nil {
+		return a.failWith(err)
+	}
+	a.buf = append(a.buf, ndWrite{ks: ks, value: v, del: del})
 	return nil
 }
 

@@ -104,16 +104,19 @@ type Apply func(txn, op int, o *Op, a Access) (Effect, error)
 // Store is the committed state before the batch. It is read-only during Run
 // and its Get may be called concurrently; the returned slice must not change.
 type Store interface {
-	Get(k Key) ([]byte, bool)
+	// Get returns the committed value of k and whether k exists. An error
+	// (an I/O error, a key the caller may not read) is never taken for an
+	// absent key: it fails the batch, and Run returns an error wrapping it.
+	Get(k Key) ([]byte, bool, error)
 }
 
 // MapStore is a Store over a Go map, for tests and tools.
 type MapStore map[Key][]byte
 
-// Get returns the value of k.
-func (m MapStore) Get(k Key) ([]byte, bool) {
+// Get returns the value of k; it never fails.
+func (m MapStore) Get(k Key) ([]byte, bool, error) {
 	v, ok := m[k]
-	return v, ok
+	return v, ok, nil
 }
 
 // Value is a value read, with whether the key existed.
@@ -198,8 +201,9 @@ var (
 	ErrNoConvergence = errors.New("txn: abort handling did not converge")
 )
 
-// OpError is the error of one operation: its Apply error, or an access
-// outside its declaration (wrapping ErrUndeclared).
+// OpError is the error of one operation: its Apply error, an access
+// outside its declaration (wrapping ErrUndeclared), or a Store error on a
+// key it read (wrapping a *StoreError).
 type OpError struct {
 	Txn, Op int
 	Err     error
@@ -211,3 +215,17 @@ func (e *OpError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *OpError) Unwrap() error { return e.Err }
+
+// StoreError is a Store's error reading one key. Run returns it (wrapped in
+// an *OpError when an operation's read hit it) instead of a result.
+type StoreError struct {
+	Key Key
+	Err error
+}
+
+func (e *StoreError) Error() string {
+	return fmt.Sprintf("txn: reading %v from the store: %v", e.Key, e.Err)
+}
+
+// Unwrap returns the Store's error.
+func (e *StoreError) Unwrap() error { return e.Err }

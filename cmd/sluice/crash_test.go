@@ -4,10 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/connectors/natsconn"
+	"github.com/sluicehq/sluice/host/api"
 )
 
 const jetStreamWordCount = `
@@ -111,13 +113,12 @@ func drain(c chan string) string {
 // position returns the committed position of the source, from the API.
 func (h *host) position(t *testing.T, source string) uint64 {
 	t.Helper()
-	resp, err := http.Get("http://" + h.addr + "/api/v1/pipeline")
-	if err != nil {
+	st, err := (&api.Client{Addr: h.addr}).Status(context.Background())
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ue):
 		return 0 // not up yet, or gone
-	}
-	defer resp.Body.Close()
-	var st struct{ Positions map[string]uint64 }
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+	case err != nil:
 		t.Fatal(err)
 	}
 	return st.Positions[source]

@@ -1,19 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/sluicehq/sluice/host/api"
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/registry"
@@ -170,43 +169,16 @@ func (f *apiFlags) resolve(name string) error {
 	return nil
 }
 
-// post sends body to the host's path and prints its JSON answer.
-func (f *apiFlags) post(ctx context.Context, w io.Writer, path string, body []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	base := f.addr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
+// client returns the API client the flags point at.
+func (f *apiFlags) client() *api.Client { return &api.Client{Addr: f.addr, Token: f.token} }
+
+// printSwap prints the answer of a swap or rollback.
+func printSwap(w io.Writer, res schema.SwapResult, err error) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+f.token)
-	req.Header.Set("Content-Type", "application/wasm")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("reaching the host at %s: %w", f.addr, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("reading the host's answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return fmt.Errorf("the host answered %s: %s", resp.Status, e.Error)
-		}
-		return fmt.Errorf("the host answered %s: %s", resp.Status, bytes.TrimSpace(b))
-	}
-	var res runner.SwapResult
-	if err := json.Unmarshal(b, &res); err != nil {
-		_, werr := w.Write(b)
-		return werr
-	}
-	fmt.Fprintf(w, "operator %s: %s -> %s (sha256 %s)\n", res.Operator, res.From.Label(), res.To.Label(), res.To.SHA256)
-	return nil
+	_, err = fmt.Fprintf(w, "operator %s: %s -> %s (sha256 %s)\n", res.Operator, res.From.Label(), res.To.Label(), res.To.SHA256)
+	return err
 }
 
 func newPluginSwapCmd() *cobra.Command {
@@ -229,8 +201,10 @@ host rolls back to the previous one by itself.`,
 			if err != nil {
 				return fmt.Errorf("plugin swap: %w", err)
 			}
-			path := "/api/v1/operators/" + url.PathEscape(f.operator) + "/swap?file=" + url.QueryEscape(filepath.Base(args[0]))
-			return f.post(cmd.Context(), cmd.OutOrStdout(), path, module)
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			res, err := f.client().Swap(ctx, f.operator, filepath.Base(args[0]), module)
+			return printSwap(cmd.OutOrStdout(), res, err)
 		},
 	}
 	f.register(cmd)
@@ -247,7 +221,10 @@ func newPluginRollbackCmd() *cobra.Command {
 			if err := f.resolve("plugin rollback"); err != nil {
 				return err
 			}
-			return f.post(cmd.Context(), cmd.OutOrStdout(), "/api/v1/operators/"+url.PathEscape(f.operator)+"/rollback", nil)
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			res, err := f.client().Rollback(ctx, f.operator)
+			return printSwap(cmd.OutOrStdout(), res, err)
 		},
 	}
 	f.register(cmd)

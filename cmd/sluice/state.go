@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -243,68 +242,32 @@ func (f *dumpFlags) fromAPI(ctx context.Context, out *dumpWriter) error {
 			f.token = tok
 		}
 	}
-	base := f.addr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
+	c := &api.Client{Addr: f.addr, Token: f.token}
 	tables := f.tables
 	if len(tables) == 0 {
 		tables = []string{""}
 	}
 	return f.dumpPages(tables, out, func(q state.Query) ([]api.StateEntry, string, error) {
-		p, err := f.page(ctx, base, q)
+		p, err := f.page(ctx, c, q)
 		return p.Entries, p.Next, err
 	})
 }
 
-// page asks the host at base for one page of q.
-func (f *dumpFlags) page(ctx context.Context, base string, q state.Query) (api.StatePage, error) {
+// page asks the host for one page of q.
+func (f *dumpFlags) page(ctx context.Context, c *api.Client, q state.Query) (api.StatePage, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	v := url.Values{}
-	if q.Table != "" {
-		v.Set("table", q.Table)
-	}
-	if len(q.Prefix) > 0 {
-		v.Set("prefix", string(q.Prefix))
-	}
-	if q.KeyGroup >= 0 {
-		v.Set("key_group", strconv.Itoa(q.KeyGroup))
-	}
-	v.Set("limit", strconv.Itoa(q.Limit))
-	if q.After != "" {
-		v.Set("after", q.After)
-	}
-	var p api.StatePage
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/state?"+v.Encode(), nil)
-	if err != nil {
-		return p, fmt.Errorf("state dump: --addr %s: %w", f.addr, err)
-	}
-	if f.token != "" {
-		req.Header.Set("Authorization", "Bearer "+f.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return p, fmt.Errorf("state dump: reaching the host at %s: %w", f.addr, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return p, fmt.Errorf("state dump: reading the host's answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		msg := strings.TrimSpace(string(b))
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		if resp.StatusCode == http.StatusUnauthorized && f.token == "" {
+	p, err := c.State(ctx, q)
+	var se *api.StatusError
+	switch {
+	case errors.As(err, &se):
+		msg := se.Message
+		if se.Code == http.StatusUnauthorized && f.token == "" {
 			msg += " (give --token, $" + runner.TokenEnv + ", --data-dir DIR or -c PIPELINE)"
 		}
-		return p, fmt.Errorf("state dump: the host at %s answered %s: %s", f.addr, resp.Status, msg)
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return p, fmt.Errorf("state dump: the host at %s answered what is not a state page: %w", f.addr, err)
+		return p, fmt.Errorf("state dump: the host at %s answered %s: %s", f.addr, se.Status, msg)
+	case err != nil:
+		return p, fmt.Errorf("state dump: %w", err)
 	}
 	return p, nil
 }

@@ -36,29 +36,31 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicehq/sluice/host/api/schema"
 )
 
-// StatusFunc returns what /api/v1/pipeline reports, encoded as JSON.
-type StatusFunc func() any
+// StatusFunc returns what /api/v1/pipeline reports.
+type StatusFunc func() schema.Status
 
 // DecisionsFunc returns what /api/v1/operators/{name}/decisions reports:
 // up to n (all kept when n is 0) of the latest batches of a transactional
 // operator under the adaptive strategy, with the decision taken after
 // each. An error (no such operator, not adaptive) is answered 404 with
 // its message.
-type DecisionsFunc func(operator string, n int) (any, error)
+type DecisionsFunc func(operator string, n int) (schema.Decisions, error)
 
 // Control is what the plugin routes act on; the host implements it. Its
 // errors are answered with the status their sentinel says: ErrNotFound
 // 404, ErrRefused 422, ErrConflict 409, anything else 500.
 type Control interface {
 	// Plugins returns the registry's modules and each operator's history.
-	Plugins(ctx context.Context) (any, error)
+	Plugins(ctx context.Context) (schema.Plugins, error)
 	// Swap replaces operator's plugin with module (file names it) and
 	// returns once it is in place.
-	Swap(ctx context.Context, operator, file string, module []byte) (any, error)
+	Swap(ctx context.Context, operator, file string, module []byte) (schema.SwapResult, error)
 	// Rollback returns operator to its previous plugin.
-	Rollback(ctx context.Context, operator string) (any, error)
+	Rollback(ctx context.Context, operator string) (schema.SwapResult, error)
 }
 
 // Errors a Control wraps to choose the answer's status.
@@ -144,7 +146,17 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 //	POST /api/v1/operators/{name}/swap?file=F.wasm body: the module; swaps
 //	                                              it in at the next batch
 //	POST /api/v1/operators/{name}/rollback        back to the previous one
+//
+// docs/api.md documents every route and the JSON of its answer, one type
+// of package schema each; Client reads them.
 func NewHandler(o Options) http.Handler {
+	h, _ := newMux(o)
+	return h
+}
+
+// newMux returns NewHandler's routes and their patterns, in the order
+// they are registered (docs/api.md documents each).
+func newMux(o Options) (http.Handler, []string) {
 	reg, status, decisions := o.Registry, o.Status, o.Decisions
 	maxBody := o.MaxBodyBytes
 	if maxBody <= 0 {
@@ -157,7 +169,7 @@ func NewHandler(o Options) http.Handler {
 		}
 		return h
 	}
-	mux := http.NewServeMux()
+	mux := &patternMux{ServeMux: http.NewServeMux()}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
@@ -171,14 +183,14 @@ func NewHandler(o Options) http.Handler {
 		if v := r.URL.Query().Get("last"); v != "" {
 			x, err := strconv.Atoi(v)
 			if err != nil || x < 0 {
-				writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("last=%q: want a whole number at least 0", v)})
+				writeJSON(w, http.StatusBadRequest, schema.Error{Error: fmt.Sprintf("last=%q: want a whole number at least 0", v)})
 				return
 			}
 			n = x
 		}
 		recs, err := decisions(r.PathValue("name"), n)
 		if err != nil {
-			writeJSON(w, http.StatusNotFound, errorBody{err.Error()})
+			writeJSON(w, http.StatusNotFound, schema.Error{Error: err.Error()})
 			return
 		}
 		writeJSON(w, http.StatusOK, recs)
@@ -191,7 +203,8 @@ func NewHandler(o Options) http.Handler {
 		// and hand it over; the others wait on disk.
 		turn := make(chan struct{}, 1)
 		mux.Handle("GET /api/v1/plugins", read(func(w http.ResponseWriter, r *http.Request) {
-			answer(w, http.StatusOK)(c.Plugins(r.Context()))
+			v, err := c.Plugins(r.Context())
+			answer(w, v, err)
 		}))
 		mux.Handle("POST /api/v1/operators/{name}/swap", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
 			f, err := receive(w, r, o.UploadDir, maxBody)
@@ -210,7 +223,7 @@ func NewHandler(o Options) http.Handler {
 			}
 			module, err := readFile(f)
 			if err != nil {
-				writeJSON(w, http.StatusInternalServerError, errorBody{fmt.Sprintf("reading the module back: %v", err)})
+				writeJSON(w, http.StatusInternalServerError, schema.Error{Error: fmt.Sprintf("reading the module back: %v", err)})
 				return
 			}
 			file := r.URL.Query().Get("file")
@@ -218,14 +231,31 @@ func NewHandler(o Options) http.Handler {
 				file = "module.wasm"
 			}
 			v, err := c.Swap(r.Context(), r.PathValue("name"), file, module)
-			answerAfterWait(w, r)(v, err)
+			answerAfterWait(w, r, v, err)
 		}))
 		mux.Handle("POST /api/v1/operators/{name}/rollback", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
 			v, err := c.Rollback(r.Context(), r.PathValue("name"))
-			answerAfterWait(w, r)(v, err)
+			answerAfterWait(w, r, v, err)
 		}))
 	}
-	return mux
+	return mux.ServeMux, mux.patterns
+}
+
+// patternMux is a ServeMux that lists the patterns it was given.
+type patternMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+// Handle registers h for pattern.
+func (m *patternMux) Handle(pattern string, h http.Handler) {
+	m.ServeMux.Handle(pattern, h)
+	m.patterns = append(m.patterns, pattern)
+}
+
+// HandleFunc registers h for pattern.
+func (m *patternMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(h))
 }
 
 // receive streams r's body to a new file in dir, at most limit bytes of it,
@@ -236,7 +266,7 @@ func receive(w http.ResponseWriter, r *http.Request, dir string, limit int64) (*
 	tooLarge := func() error {
 		rearmWrite(w, r)
 		dropBody(w)
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("the body is longer than the host takes (http.max_body_bytes: %d bytes)", limit)})
+		writeJSON(w, http.StatusRequestEntityTooLarge, schema.Error{Error: fmt.Sprintf("the body is longer than the host takes (http.max_body_bytes: %d bytes)", limit)})
 		return &http.MaxBytesError{Limit: limit}
 	}
 	if r.ContentLength > limit {
@@ -245,7 +275,7 @@ func receive(w http.ResponseWriter, r *http.Request, dir string, limit int64) (*
 	f, err := os.CreateTemp(dir, "upload-*")
 	if err != nil {
 		dropBody(w)
-		writeJSON(w, http.StatusInternalServerError, errorBody{fmt.Sprintf("storing the body: %v", err)})
+		writeJSON(w, http.StatusInternalServerError, schema.Error{Error: fmt.Sprintf("storing the body: %v", err)})
 		return nil, err
 	}
 	fail := func(code int, msg string, err error) (*os.File, error) {
@@ -253,7 +283,7 @@ func receive(w http.ResponseWriter, r *http.Request, dir string, limit int64) (*
 		os.Remove(f.Name())
 		rearmWrite(w, r)
 		dropBody(w)
-		writeJSON(w, code, errorBody{fmt.Sprintf("%s: %v", msg, err)})
+		writeJSON(w, code, schema.Error{Error: fmt.Sprintf("%s: %v", msg, err)})
 		return nil, err
 	}
 	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, limit)}
@@ -311,9 +341,9 @@ func readFile(f *os.File) ([]byte, error) {
 
 // answerAfterWait is answer for a route that waited for its body or for
 // the pipeline: its answer has the server's whole WriteTimeout again.
-func answerAfterWait(w http.ResponseWriter, r *http.Request) func(v any, err error) {
+func answerAfterWait(w http.ResponseWriter, r *http.Request, v schema.SwapResult, err error) {
 	rearmWrite(w, r)
-	return answer(w, http.StatusOK)
+	answer(w, v, err)
 }
 
 // rearmWrite gives the answer to r the server's whole WriteTimeout from
@@ -333,38 +363,31 @@ func authorized(token string, h http.HandlerFunc) http.Handler {
 				dropBody(w)
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sluice"`)
-			writeJSON(w, http.StatusUnauthorized, errorBody{"this route needs the host's token: Authorization: Bearer TOKEN (the token is in <data-dir>/api-token)"})
+			writeJSON(w, http.StatusUnauthorized, schema.Error{Error: "this route needs the host's token: Authorization: Bearer TOKEN (the token is in <data-dir>/api-token)"})
 			return
 		}
 		h(w, r)
 	})
 }
 
-// answer writes v with code, or err with the status its sentinel says.
-func answer(w http.ResponseWriter, code int) func(v any, err error) {
-	return func(v any, err error) {
-		switch {
-		case err == nil:
-			writeJSON(w, code, v)
-		case errors.Is(err, ErrNotFound):
-			writeJSON(w, http.StatusNotFound, errorBody{err.Error()})
-		case errors.Is(err, ErrRefused):
-			writeJSON(w, http.StatusUnprocessableEntity, errorBody{err.Error()})
-		case errors.Is(err, ErrConflict):
-			writeJSON(w, http.StatusConflict, errorBody{err.Error()})
-		default:
-			writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
-		}
+// answer writes v with 200, or err with the status its sentinel says.
+func answer[T any](w http.ResponseWriter, v T, err error) {
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, v)
+	case errors.Is(err, ErrNotFound):
+		writeJSON(w, http.StatusNotFound, schema.Error{Error: err.Error()})
+	case errors.Is(err, ErrRefused):
+		writeJSON(w, http.StatusUnprocessableEntity, schema.Error{Error: err.Error()})
+	case errors.Is(err, ErrConflict):
+		writeJSON(w, http.StatusConflict, schema.Error{Error: err.Error()})
+	default:
+		writeJSON(w, http.StatusInternalServerError, schema.Error{Error: err.Error()})
 	}
 }
 
-// errorBody is the JSON of an error answer.
-type errorBody struct {
-	Error string `json:"error"`
-}
-
 // writeJSON answers with v as indented JSON.
-func writeJSON(w http.ResponseWriter, code int, v any) {
+func writeJSON[T any](w http.ResponseWriter, code int, v T) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)

@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/host/api/schema"
+	"github.com/sluicehq/sluice/txn/adapt"
 	"go.uber.org/goleak"
 )
 
@@ -21,13 +24,13 @@ func TestEndpoints(t *testing.T) {
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_test_total", Help: "test"})
 	reg.MustRegister(c)
 	c.Add(3)
-	decisions := func(op string, n int) (any, error) {
+	decisions := func(op string, n int) (schema.Decisions, error) {
 		if op != "ledger" {
 			return nil, fmt.Errorf("no such operator %q", op)
 		}
-		return []int{n}, nil
+		return schema.Decisions{{Measurement: adapt.Measurement{Batch: uint64(n)}}}, nil
 	}
-	srv, err := Listen("127.0.0.1:0", Handler(reg, func() any { return map[string]int{"batches": 7} }, decisions), Limits{}, slog.New(slog.DiscardHandler))
+	srv, err := Listen("127.0.0.1:0", Handler(reg, func() schema.Status { return schema.Status{Batches: 7} }, decisions), Limits{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,16 +51,16 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("/metrics: %d %q", code, body)
 	}
 	code, body := get("/api/v1/pipeline")
-	var st map[string]int
-	if code != 200 || json.Unmarshal([]byte(body), &st) != nil || st["batches"] != 7 {
+	var st schema.Status
+	if code != 200 || json.Unmarshal([]byte(body), &st) != nil || st.Batches != 7 {
 		t.Errorf("/api/v1/pipeline: %d %q", code, body)
 	}
 	for path, want := range map[string]struct {
 		code int
 		body string
 	}{
-		"/api/v1/operators/ledger/decisions":         {200, "[\n  0\n]\n"},
-		"/api/v1/operators/ledger/decisions?last=5":  {200, "[\n  5\n]\n"},
+		"/api/v1/operators/ledger/decisions":         {200, `"batch": 0,`},
+		"/api/v1/operators/ledger/decisions?last=5":  {200, `"batch": 5,`},
 		"/api/v1/operators/ledger/decisions?last=-1": {400, `"error": "last=\"-1\": want a whole number at least 0"`},
 		"/api/v1/operators/other/decisions":          {404, `"error": "no such operator \"other\""`},
 	} {

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/host/api/schema"
 )
 
 // fakeControl records what the routes asked of it.
@@ -18,28 +20,28 @@ type fakeControl struct {
 	swapped []string
 }
 
-func (f *fakeControl) Plugins(context.Context) (any, error) {
-	return []string{"upper"}, nil
+func (f *fakeControl) Plugins(context.Context) (schema.Plugins, error) {
+	return schema.Plugins{Modules: []schema.Module{{Name: "upper"}}}, nil
 }
 
-func (f *fakeControl) Swap(_ context.Context, op, file string, module []byte) (any, error) {
+func (f *fakeControl) Swap(_ context.Context, op, file string, module []byte) (schema.SwapResult, error) {
 	switch op {
 	case "nope":
-		return nil, fmt.Errorf("operator %q: %w", op, ErrNotFound)
+		return schema.SwapResult{}, fmt.Errorf("operator %q: %w", op, ErrNotFound)
 	case "bad":
-		return nil, fmt.Errorf("module %s: %w", file, ErrRefused)
+		return schema.SwapResult{}, fmt.Errorf("module %s: %w", file, ErrRefused)
 	}
 	f.swapped = append(f.swapped, op+" "+file+" "+string(module))
-	return map[string]string{"to": "v2"}, nil
+	return schema.SwapResult{Operator: op, To: schema.Module{Version: "v2"}}, nil
 }
 
-func (f *fakeControl) Rollback(_ context.Context, op string) (any, error) {
-	return nil, fmt.Errorf("operator %q has no previous plugin: %w", op, ErrConflict)
+func (f *fakeControl) Rollback(_ context.Context, op string) (schema.SwapResult, error) {
+	return schema.SwapResult{}, fmt.Errorf("operator %q has no previous plugin: %w", op, ErrConflict)
 }
 
 func TestControlRoutes(t *testing.T) {
 	c := &fakeControl{}
-	srv := httptest.NewServer(NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() any { return nil }, Control: c, Token: "tok"}))
+	srv := httptest.NewServer(NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} }, Control: c, Token: "tok"}))
 	defer srv.Close()
 	do := func(method, path, token, body string) (int, string) {
 		req, err := http.NewRequest(method, srv.URL+path, bytes.NewBufferString(body))
@@ -65,7 +67,7 @@ func TestControlRoutes(t *testing.T) {
 		{"GET", "/api/v1/plugins", "", "", 200, "upper"},
 		{"POST", "/api/v1/operators/up/swap?file=v2.wasm", "", "MOD", 401, "Bearer"},
 		{"POST", "/api/v1/operators/up/swap?file=v2.wasm", "wrong", "MOD", 401, "api-token"},
-		{"POST", "/api/v1/operators/up/swap?file=v2.wasm", "tok", "MOD", 200, `"to": "v2"`},
+		{"POST", "/api/v1/operators/up/swap?file=v2.wasm", "tok", "MOD", 200, `"version": "v2"`},
 		{"POST", "/api/v1/operators/nope/swap", "tok", "MOD", 404, "nope"},
 		{"POST", "/api/v1/operators/bad/swap", "tok", "MOD", 422, "module.wasm"},
 		{"POST", "/api/v1/operators/up/rollback", "tok", "", 409, "no previous plugin"},
@@ -82,7 +84,7 @@ func TestControlRoutes(t *testing.T) {
 }
 
 func TestNoTokenRefusesEveryPost(t *testing.T) {
-	srv := httptest.NewServer(NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() any { return nil }, Control: &fakeControl{}}))
+	srv := httptest.NewServer(NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} }, Control: &fakeControl{}}))
 	defer srv.Close()
 	req, _ := http.NewRequest("POST", srv.URL+"/api/v1/operators/up/rollback", nil)
 	req.Header.Set("Authorization", "Bearer ")

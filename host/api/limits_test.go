@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/host/api/schema"
 )
 
 // deadline bounds every wait for something the server must do.
@@ -32,23 +34,27 @@ type recordingControl struct {
 	wait    time.Duration // each Swap waits this long, unless its context ends
 }
 
-func (c *recordingControl) Plugins(context.Context) (any, error) { return []string{"upper"}, nil }
+func (c *recordingControl) Plugins(context.Context) (schema.Plugins, error) {
+	return schema.Plugins{Modules: []schema.Module{{Name: "upper"}}}, nil
+}
 
-func (c *recordingControl) Swap(ctx context.Context, _, _ string, module []byte) (any, error) {
+func (c *recordingControl) Swap(ctx context.Context, _, _ string, module []byte) (schema.SwapResult, error) {
 	if c.wait > 0 {
 		select {
 		case <-time.After(c.wait):
 		case <-ctx.Done():
-			return nil, fmt.Errorf("the request's context ended while the swap waited: %w", ctx.Err())
+			return schema.SwapResult{}, fmt.Errorf("the request's context ended while the swap waited: %w", ctx.Err())
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.modules = append(c.modules, module)
-	return map[string]int{"bytes": len(module)}, nil
+	return schema.SwapResult{To: schema.Module{Size: len(module)}}, nil
 }
 
-func (c *recordingControl) Rollback(context.Context, string) (any, error) { return "back", nil }
+func (c *recordingControl) Rollback(context.Context, string) (schema.SwapResult, error) {
+	return schema.SwapResult{Operator: "back"}, nil
+}
 
 func (c *recordingControl) swaps() [][]byte {
 	c.mu.Lock()
@@ -149,9 +155,9 @@ func closedByServer(c net.Conn, r *bufio.Reader) error {
 }
 
 func controlHandler(c Control, o Options) http.Handler {
-	o.Registry, o.Status, o.Control = prometheus.NewRegistry(), func() any { return nil }, c
+	o.Registry, o.Status, o.Control = prometheus.NewRegistry(), func() schema.Status { return schema.Status{} }, c
 	if o.Decisions == nil {
-		o.Decisions = func(string, int) (any, error) { return []int{}, nil }
+		o.Decisions = func(string, int) (schema.Decisions, error) { return schema.Decisions{}, nil }
 	}
 	return NewHandler(o)
 }

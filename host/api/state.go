@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/state"
 )
 
@@ -22,23 +23,8 @@ type StateReader interface {
 const DefaultStateLimit = 100
 
 // StateEntry is one entry of GET /api/v1/state and one line of `sluice
-// state dump`. A key or value that is valid UTF-8 is given as text (key,
-// value), any other in standard base64 (key_base64, value_base64), the
-// convention of the file source's records. The key is the routing key; a
-// namespaced key (state.Key) also has its namespace and user key, in the
-// same convention, both absent for a plain key.
-type StateEntry struct {
-	Table           string  `json:"table"`
-	Key             *string `json:"key,omitempty"` // nil only when KeyBase64 holds the key
-	KeyBase64       string  `json:"key_base64,omitempty"`
-	Namespace       *string `json:"namespace,omitempty"`
-	NamespaceBase64 string  `json:"namespace_base64,omitempty"`
-	User            *string `json:"user,omitempty"`
-	UserBase64      string  `json:"user_base64,omitempty"`
-	Value           *string `json:"value,omitempty"` // nil only when ValueBase64 holds the value
-	ValueBase64     string  `json:"value_base64,omitempty"`
-	KeyGroup        int     `json:"key_group"`
-}
+// state dump` (schema.StateEntry).
+type StateEntry = schema.StateEntry
 
 // NewStateEntry encodes e.
 func NewStateEntry(e state.Entry) StateEntry {
@@ -61,12 +47,8 @@ func encodeField(b []byte) (*string, string) {
 	return nil, base64.StdEncoding.EncodeToString(b)
 }
 
-// StatePage is the answer of GET /api/v1/state: Next is the after of the
-// next page, "" when this one is the last.
-type StatePage struct {
-	Entries []StateEntry `json:"entries"`
-	Next    string       `json:"next"`
-}
+// StatePage is the answer of GET /api/v1/state (schema.StatePage).
+type StatePage = schema.StatePage
 
 // parseStateQuery reads the query of GET /api/v1/state. Its error names
 // the parameter at fault.
@@ -108,22 +90,22 @@ func serveState(st StateReader) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseStateQuery(r)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, errorBody{err.Error()})
+			writeJSON(w, http.StatusBadRequest, schema.Error{Error: err.Error()})
 			return
 		}
 		p, err := st.Read(q)
 		switch {
 		case errors.Is(err, state.ErrBadQuery):
-			writeJSON(w, http.StatusBadRequest, errorBody{err.Error()})
+			writeJSON(w, http.StatusBadRequest, schema.Error{Error: err.Error()})
 			return
 		case errors.Is(err, state.ErrUnknownTable):
-			writeJSON(w, http.StatusNotFound, errorBody{err.Error()})
+			writeJSON(w, http.StatusNotFound, schema.Error{Error: err.Error()})
 			return
 		case errors.Is(err, state.ErrClosed):
-			writeJSON(w, http.StatusServiceUnavailable, errorBody{err.Error()})
+			writeJSON(w, http.StatusServiceUnavailable, schema.Error{Error: err.Error()})
 			return
 		case err != nil:
-			writeJSON(w, http.StatusInternalServerError, errorBody{err.Error()})
+			writeJSON(w, http.StatusInternalServerError, schema.Error{Error: err.Error()})
 			return
 		}
 		page := StatePage{Entries: make([]StateEntry, 0, len(p.Entries)), Next: p.Next}

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/state"
 )
 
@@ -43,7 +45,7 @@ func TestStateRoute(t *testing.T) {
 	}
 	for _, authReads := range []bool{false, true} {
 		t.Run(fmt.Sprintf("auth_reads=%v", authReads), func(t *testing.T) {
-			h := NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() any { return nil }, State: st, Token: "tok", AuthReads: authReads})
+			h := NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} }, State: st, Token: "tok", AuthReads: authReads})
 			srv, err := Listen("127.0.0.1:0", h, Limits{}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/state"
 	"github.com/sluicehq/sluice/txn/adapt"
@@ -154,58 +155,15 @@ type Job struct {
 	spill chunk
 }
 
-// Status is a snapshot of a job's progress, for the API.
-type Status struct {
-	Pipeline  string            `json:"pipeline"`
-	State     string            `json:"state"` // starting, running, draining, stopped, failed
-	Batches   uint64            `json:"batches"`
-	RecordsIn uint64            `json:"records_in"`
-	Outputs   uint64            `json:"records_out"`
-	Dead      uint64            `json:"dead_letters"`
-	Positions map[string]uint64 `json:"positions"`
-	Operators []OperatorStatus  `json:"operators"`
-	Error     string            `json:"error,omitempty"`
-}
+// Status is a snapshot of a job's progress, the answer of the API's
+// GET /api/v1/pipeline.
+type Status = schema.Status
 
 // OperatorStatus describes one operator in a Status.
-type OperatorStatus struct {
-	Name        string `json:"name"`
-	Kind        string `json:"kind"`
-	Plugin      string `json:"plugin"`
-	Parallelism int    `json:"parallelism"`
-	RecordsIn   uint64 `json:"records_in"`
-	RecordsOut  uint64 `json:"records_out"`
-	Dead        uint64 `json:"dead_letters"`
-	// Version is the running plugin's version (Operator.Version).
-	Version string `json:"version,omitempty"`
-	// Swaps and Rollbacks count the swaps made and the automatic
-	// rollbacks; LastRollback says why the last rollback was made.
-	Swaps        uint64 `json:"swaps"`
-	Rollbacks    uint64 `json:"rollbacks"`
-	LastRollback string `json:"last_rollback,omitempty"`
-	// TrialBatches is how many batches remain of a swapped-in plugin's
-	// trial (0: none in progress).
-	TrialBatches int `json:"trial_batches"`
-	// Quarantined is set while the operator waits for a swap.
-	Quarantined bool `json:"quarantined"`
-	// Workers are the operator's workers (stateless and keyed operators).
-	Workers []WorkerStatus `json:"workers,omitempty"`
-	// Assignment is the version of a keyed operator's assignment of key
-	// groups to workers (it changes with the worker count).
-	Assignment uint64 `json:"assignment_version,omitempty"`
-	// Txn is set for a transactional operator.
-	Txn *TxnStatus `json:"txn,omitempty"`
-}
+type OperatorStatus = schema.OperatorStatus
 
-// WorkerStatus describes one worker of an operator: what it ran and for
-// how long, so that a straggler shows.
-type WorkerStatus struct {
-	ID          int     `json:"id"`
-	Records     uint64  `json:"records"`
-	BusySeconds float64 `json:"busy_seconds"`
-	// KeyGroups is how many key groups a keyed operator's worker owns.
-	KeyGroups int `json:"key_groups,omitempty"`
-}
+// WorkerStatus describes one worker of an operator.
+type WorkerStatus = schema.WorkerStatus
 
 // New prepares a job: it makes every worker's plugin instance (so a plugin
 // that fails to configure stops the job before any record is read) and

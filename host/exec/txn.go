@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/state"
@@ -37,38 +38,7 @@ type Txn struct {
 
 // TxnStatus is a transactional operator's part of an OperatorStatus:
 // totals since the job started.
-type TxnStatus struct {
-	Strategy     string `json:"strategy"`
-	Workers      int    `json:"workers"`
-	Batches      uint64 `json:"batches"`
-	FailedBatch  uint64 `json:"failed_batches"`
-	Committed    uint64 `json:"committed"`
-	Aborted      uint64 `json:"aborted"`
-	ReExecutions uint64 `json:"re_executions"`
-	// Seconds spent per phase, summed over the scheduler's workers: plan
-	// (TPG construction), explore (scheduling), useful (inside the
-	// operations' functions), abort (passes after the first), finish
-	// (assembling the change set), guest (the operator's plan and post
-	// calls, outside the scheduler).
-	PlanSeconds    float64 `json:"plan_seconds"`
-	ExploreSeconds float64 `json:"explore_seconds"`
-	UsefulSeconds  float64 `json:"useful_seconds"`
-	AbortSeconds   float64 `json:"abort_seconds"`
-	FinishSeconds  float64 `json:"finish_seconds"`
-	GuestSeconds   float64 `json:"guest_seconds"`
-	// Running is the strategy that ran the last batch: Strategy itself,
-	// or the adaptive strategy's choice.
-	Running string `json:"running,omitempty"`
-	// Last is what the last batch measured, with the adaptive strategy's
-	// decision after it under that strategy.
-	Last *adapt.Record `json:"last_batch,omitempty"`
-	// Switches and Mispredictions count the adaptive strategy's changes
-	// of strategy and the batches after a change that ran slower than it
-	// predicted; DecideSeconds is the time it spent deciding.
-	Switches       uint64  `json:"adaptive_switches,omitempty"`
-	Mispredictions uint64  `json:"adaptive_mispredictions,omitempty"`
-	DecideSeconds  float64 `json:"adaptive_decide_seconds,omitempty"`
-}
+type TxnStatus = schema.TxnStatus
 
 // txnStage runs a transactional operator. It has no workers of its own:
 // its txnop.Operator plans each batch through the guest, schedules the
@@ -147,21 +117,19 @@ type tableView struct {
 	carried map[txn.Key]carried
 }
 
-// Get returns the value of k.
-func (v *tableView) Get(k txn.Key) ([]byte, bool) {
+// Get returns the value of k. The session's error (a key group it does not
+// own: state.ErrNotOwned) is returned, never taken for an absent key.
+func (v *tableView) Get(k txn.Key) ([]byte, bool, error) {
 	if v.carried != nil {
 		if c, ok := v.carried[k]; ok {
-			return c.value, !c.del
+			return c.value, !c.del, nil
 		}
 	}
 	if int(k.Table) >= len(v.tables) {
-		return nil, false // txnop refuses such handles before scheduling
+		// txnop refuses such handles before scheduling.
+		return nil, false, fmt.Errorf("exec: key %v: table %d of an operator with %d tables", k, k.Table, len(v.tables))
 	}
-	val, ok, err := v.sess.Get(v.tables[k.Table], keyBytes(k.Key))
-	if err != nil {
-		return nil, false // the session owns every key group
-	}
-	return val, ok
+	return v.sess.Get(v.tables[k.Table], keyBytes(k.Key))
 }
 
 // keyBytes views s as bytes without copying; the bytes must not be

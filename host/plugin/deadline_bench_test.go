@@ -154,11 +154,16 @@ type storeAccess struct {
 }
 
 func (a *storeAccess) Worker() int               { return 0 }
-func (a *storeAccess) Own() ([]byte, bool)       { return a.store.Get(a.op.Write) }
-func (a *storeAccess) Read(i int) ([]byte, bool) { return a.store.Get(a.op.Reads[i]) }
+func (a *storeAccess) Own() ([]byte, bool)       { return a.value(a.op.Write) }
+func (a *storeAccess) Read(i int) ([]byte, bool) { return a.value(a.op.Reads[i]) }
 func (a *storeAccess) Get(k txn.Key) ([]byte, bool, error) {
-	v, ok := a.store.Get(k)
+	v, ok := a.value(k)
 	return v, ok, nil
+}
+
+func (a *storeAccess) value(k txn.Key) ([]byte, bool) {
+	v, ok := a.store[k]
+	return v, ok
 }
 func (a *storeAccess) Put(txn.Key, []byte) error { return txn.ErrUndeclared }
 func (a *storeAccess) Delete(txn.Key) error      { return txn.ErrUndeclared }

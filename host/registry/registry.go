@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -28,50 +29,12 @@ const VersionSection = "sluice.version"
 // maxVersionLen bounds a declared version; longer text is refused.
 const maxVersionLen = 256
 
-// Entry describes one stored module.
-type Entry struct {
-	// SHA256 is the hex digest of the module's bytes, its identity.
-	SHA256 string `json:"sha256"`
-	// Name is the file name the module was first deployed under.
-	Name string `json:"name"`
-	// Version is what the module declares in its "sluice.version" custom
-	// section; "" when it declares none.
-	Version string `json:"version"`
-	// Size is the module's size in bytes.
-	Size int `json:"size"`
-	// ABIVersion is the ABI version the module declares (0: unreadable).
-	ABIVersion int32 `json:"abi_version"`
-	// Language is the source language the module's producers section
-	// names, "" when unknown.
-	Language string `json:"language,omitempty"`
-	// Kinds are the operator kinds the module can serve.
-	Kinds []string `json:"kinds"`
-	// Exports and Imports are the module's functions with their signatures.
-	Exports []string `json:"exports"`
-	Imports []string `json:"imports"`
-	// Deployed is when the module was first stored.
-	Deployed time.Time `json:"deployed"`
-}
-
-// Label names the entry for people: its version, or the start of its hash.
-func (e Entry) Label() string {
-	if e.Version != "" {
-		return e.Version
-	}
-	return "sha256:" + e.SHA256[:12]
-}
+// Entry describes one stored module: the API's schema.Module, which its
+// answers and the CLI share.
+type Entry = schema.Module
 
 // Deployment records that an operator started running a module.
-type Deployment struct {
-	Operator string    `json:"operator"`
-	SHA256   string    `json:"sha256"`
-	At       time.Time `json:"at"`
-	// Reason is why: "start", "swap", "rollback" or "auto-rollback".
-	Reason string `json:"reason"`
-	// Detail says more, for instance the error that caused an automatic
-	// rollback.
-	Detail string `json:"detail,omitempty"`
-}
+type Deployment = schema.Deployment
 
 // Errors of the registry.
 var (

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/host/api"
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/exec"
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/plugin"
@@ -88,25 +89,13 @@ type deployed struct {
 }
 
 // OperatorPlugins is one operator's part of GET /api/v1/plugins.
-type OperatorPlugins struct {
-	Operator    string                `json:"operator"`
-	Current     registry.Entry        `json:"current"`
-	Previous    []registry.Entry      `json:"previous"`
-	Deployments []registry.Deployment `json:"deployments"`
-}
+type OperatorPlugins = schema.OperatorPlugins
 
 // Plugins is the answer of GET /api/v1/plugins.
-type Plugins struct {
-	Modules   []registry.Entry  `json:"modules"`
-	Operators []OperatorPlugins `json:"operators"`
-}
+type Plugins = schema.Plugins
 
 // SwapResult is the answer of a swap or rollback.
-type SwapResult struct {
-	Operator string         `json:"operator"`
-	From     registry.Entry `json:"from"`
-	To       registry.Entry `json:"to"`
-}
+type SwapResult = schema.SwapResult
 
 // Deployment reasons in the registry's log.
 const (
@@ -349,12 +338,12 @@ func (h *Host) autoRollback(operator, failed, restored string, reason error) {
 // control adapts the Host to api.Control.
 type control struct{ h *Host }
 
-func (c control) Plugins(context.Context) (any, error) { return c.h.Plugins() }
+func (c control) Plugins(context.Context) (schema.Plugins, error) { return c.h.Plugins() }
 
-func (c control) Swap(ctx context.Context, operator, file string, module []byte) (any, error) {
+func (c control) Swap(ctx context.Context, operator, file string, module []byte) (schema.SwapResult, error) {
 	return c.h.Swap(ctx, operator, file, module)
 }
 
-func (c control) Rollback(ctx context.Context, operator string) (any, error) {
+func (c control) Rollback(ctx context.Context, operator string) (schema.SwapResult, error) {
 	return c.h.Rollback(ctx, operator)
 }

@@ -53,6 +53,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/generator"
 	"github.com/sluicehq/sluice/connectors/natsconn"
 	"github.com/sluicehq/sluice/host/api"
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/exec"
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/plugin"
@@ -216,8 +217,8 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		c := p.HTTP
 		h.http = api.Serve(ln, api.NewHandler(api.Options{
 			Registry:     h.metrics.Registry,
-			Status:       func() any { return h.job.Status() },
-			Decisions:    func(op string, n int) (any, error) { return h.job.Decisions(op, n) },
+			Status:       func() schema.Status { return h.job.Status() },
+			Decisions:    func(op string, n int) (schema.Decisions, error) { return h.job.Decisions(op, n) },
 			Control:      control{h},
 			State:        h.store,
 			Token:        h.token,

@@ -50,6 +50,8 @@ type Decision struct {
 	// why holds what Reasons formats: deciding formats nothing. The
 	// fourth is set when the serial rule fired.
 	why [4]reason
+	// decoded holds the reasons of a Decision read from JSON.
+	decoded []string
 }
 
 // Reasons returns why the rules chose Rule: one line per dimension
@@ -57,6 +59,9 @@ type Decision struct {
 // measurements and thresholds it compared, and a fourth when the serial
 // rule fired. Nil for an empty batch.
 func (d Decision) Reasons() []string {
+	if d.decoded != nil {
+		return d.decoded
+	}
 	var out []string
 	for _, r := range d.why {
 		if r.kind != 0 {
@@ -73,6 +78,22 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 		plain
 		Reasons []string `json:"reasons,omitempty"`
 	}{plain(d), d.Reasons()})
+}
+
+// UnmarshalJSON reads a Decision that MarshalJSON wrote, its reasons
+// included: a client of the API decodes what the host encoded.
+func (d *Decision) UnmarshalJSON(b []byte) error {
+	type plain Decision // without the method
+	var v struct {
+		plain
+		Reasons []string `json:"reasons,omitempty"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*d = Decision(v.plain)
+	d.decoded = v.Reasons
+	return nil
 }
 
 // Record is one batch: what it measured and what the model decided after it.

@@ -1,0 +1,175 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/host/api/schema"
+	"github.com/sluicehq/sluice/state"
+)
+
+// Client calls a running host's API and decodes each answer into the
+// schema type the server encodes it from, so that the two cannot drift.
+// Its zero value is not usable: Addr is required.
+type Client struct {
+	// Addr is the host's API address: host:port, or a URL with a scheme
+	// ("http://host:port").
+	Addr string
+	// Token is sent as the bearer token when not "".
+	Token string
+	// HTTP sends the requests; nil: http.DefaultClient.
+	HTTP *http.Client
+
+	// strict refuses an answer with a field its type lacks (tests).
+	strict bool
+}
+
+// StatusError is an answer other than 200 OK. It matches ErrNotFound,
+// ErrRefused and ErrConflict as the server chose its status from them.
+type StatusError struct {
+	// Code and Status are the answer's HTTP status ("404 Not Found").
+	Code   int
+	Status string
+	// Message is the answer's error, else its body.
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("the host answered %s: %s", e.Status, e.Message)
+}
+
+// Is reports whether the status is the one the server answers target
+// with.
+func (e *StatusError) Is(target error) bool {
+	switch target {
+	case ErrNotFound:
+		return e.Code == http.StatusNotFound
+	case ErrRefused:
+		return e.Code == http.StatusUnprocessableEntity
+	case ErrConflict:
+		return e.Code == http.StatusConflict
+	}
+	return false
+}
+
+// Status returns the job's status (GET /api/v1/pipeline).
+func (c *Client) Status(ctx context.Context) (schema.Status, error) {
+	var v schema.Status
+	return v, c.do(ctx, http.MethodGet, "/api/v1/pipeline", nil, &v)
+}
+
+// Decisions returns up to last (0: all kept) of the latest batches of an
+// adaptive transactional operator (GET /api/v1/operators/{name}/decisions).
+func (c *Client) Decisions(ctx context.Context, operator string, last int) (schema.Decisions, error) {
+	var v schema.Decisions
+	path := "/api/v1/operators/" + url.PathEscape(operator) + "/decisions"
+	if last > 0 {
+		path += "?last=" + strconv.Itoa(last)
+	}
+	return v, c.do(ctx, http.MethodGet, path, nil, &v)
+}
+
+// Plugins returns the registry's modules and each operator's history
+// (GET /api/v1/plugins).
+func (c *Client) Plugins(ctx context.Context) (schema.Plugins, error) {
+	var v schema.Plugins
+	return v, c.do(ctx, http.MethodGet, "/api/v1/plugins", nil, &v)
+}
+
+// Swap sends module (file names it) to replace operator's plugin and
+// returns once it is in place (POST /api/v1/operators/{name}/swap).
+func (c *Client) Swap(ctx context.Context, operator, file string, module []byte) (schema.SwapResult, error) {
+	var v schema.SwapResult
+	path := "/api/v1/operators/" + url.PathEscape(operator) + "/swap?file=" + url.QueryEscape(file)
+	return v, c.do(ctx, http.MethodPost, path, module, &v)
+}
+
+// Rollback returns operator to its previous plugin
+// (POST /api/v1/operators/{name}/rollback).
+func (c *Client) Rollback(ctx context.Context, operator string) (schema.SwapResult, error) {
+	var v schema.SwapResult
+	return v, c.do(ctx, http.MethodPost, "/api/v1/operators/"+url.PathEscape(operator)+"/rollback", nil, &v)
+}
+
+// State returns one page of committed state (GET /api/v1/state): q's
+// table, prefix, key group (when at least 0), limit (when above 0) and
+// after.
+func (c *Client) State(ctx context.Context, q state.Query) (StatePage, error) {
+	v := url.Values{}
+	if q.Table != "" {
+		v.Set("table", q.Table)
+	}
+	if len(q.Prefix) > 0 {
+		v.Set("prefix", string(q.Prefix))
+	}
+	if q.KeyGroup >= 0 {
+		v.Set("key_group", strconv.Itoa(q.KeyGroup))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.After != "" {
+		v.Set("after", q.After)
+	}
+	var p StatePage
+	return p, c.do(ctx, http.MethodGet, "/api/v1/state?"+v.Encode(), nil, &p)
+}
+
+// do sends a request and decodes a 200 answer into out; any other answer
+// is a *StatusError.
+func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	base := c.Addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+	if err != nil {
+		return fmt.Errorf("api: %s %s: %w", method, path, err)
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/wasm")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("reaching the host at %s: %w", c.Addr, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading the host's answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		se := &StatusError{Code: resp.StatusCode, Status: resp.Status, Message: strings.TrimSpace(string(b))}
+		var e schema.Error
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			se.Message = e.Error
+		}
+		return se
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if c.strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("the host at %s answered %s %s with what is not a %T: %w", c.Addr, method, path, out, err)
+	}
+	return nil
+}

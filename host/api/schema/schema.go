@@ -1,0 +1,213 @@
+// Package schema holds the documents the host's HTTP API answers with
+// (package api): one Go type per JSON shape, imported by the server, by
+// the packages that produce the documents (host/exec, host/runner,
+// host/registry) and by the clients (api.Client, cmd/sluice), so that the
+// server and its clients decode and encode the same types and cannot
+// drift. docs/api.md documents each shape.
+//
+// The package is a leaf: it imports nothing of the host (txn/adapt
+// defines the adaptive strategy's records), so that every producer can
+// import it without an import cycle through api.
+package schema
+
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/txn/adapt"
+)
+
+// Status is the answer of GET /api/v1/pipeline: a snapshot of a job's
+// progress.
+type Status struct {
+	Pipeline  string            `json:"pipeline"`
+	State     string            `json:"state"` // starting, running, draining, stopped, failed
+	Batches   uint64            `json:"batches"`
+	RecordsIn uint64            `json:"records_in"`
+	Outputs   uint64            `json:"records_out"`
+	Dead      uint64            `json:"dead_letters"`
+	Positions map[string]uint64 `json:"positions"`
+	Operators []OperatorStatus  `json:"operators"`
+	Error     string            `json:"error,omitempty"`
+}
+
+// OperatorStatus describes one operator in a Status.
+type OperatorStatus struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	Plugin      string `json:"plugin"`
+	Parallelism int    `json:"parallelism"`
+	RecordsIn   uint64 `json:"records_in"`
+	RecordsOut  uint64 `json:"records_out"`
+	Dead        uint64 `json:"dead_letters"`
+	// Version is the running plugin's version.
+	Version string `json:"version,omitempty"`
+	// Swaps and Rollbacks count the swaps made and the automatic
+	// rollbacks; LastRollback says why the last rollback was made.
+	Swaps        uint64 `json:"swaps"`
+	Rollbacks    uint64 `json:"rollbacks"`
+	LastRollback string `json:"last_rollback,omitempty"`
+	// TrialBatches is how many batches remain of a swapped-in plugin's
+	// trial (0: none in progress).
+	TrialBatches int `json:"trial_batches"`
+	// Quarantined is set while the operator waits for a swap.
+	Quarantined bool `json:"quarantined"`
+	// Workers are the operator's workers (stateless and keyed operators).
+	Workers []WorkerStatus `json:"workers,omitempty"`
+	// Assignment is the version of a keyed operator's assignment of key
+	// groups to workers (it changes with the worker count).
+	Assignment uint64 `json:"assignment_version,omitempty"`
+	// Txn is set for a transactional operator.
+	Txn *TxnStatus `json:"txn,omitempty"`
+}
+
+// WorkerStatus describes one worker of an operator: what it ran and for
+// how long (busy, not waiting for the batch's other workers), so that a
+// straggler shows.
+type WorkerStatus struct {
+	ID          int     `json:"id"`
+	Records     uint64  `json:"records"`
+	BusySeconds float64 `json:"busy_seconds"`
+	// KeyGroups is how many key groups a keyed operator's worker owns.
+	KeyGroups int `json:"key_groups,omitempty"`
+}
+
+// TxnStatus is a transactional operator's part of an OperatorStatus:
+// totals since the job started.
+type TxnStatus struct {
+	Strategy     string `json:"strategy"`
+	Workers      int    `json:"workers"`
+	Batches      uint64 `json:"batches"`
+	FailedBatch  uint64 `json:"failed_batches"`
+	Committed    uint64 `json:"committed"`
+	Aborted      uint64 `json:"aborted"`
+	ReExecutions uint64 `json:"re_executions"`
+	// Seconds spent per phase, summed over the scheduler's workers: plan
+	// (TPG construction), explore (scheduling), useful (inside the
+	// operations' functions), abort (passes after the first), finish
+	// (assembling the change set), guest (the operator's plan and post
+	// calls, outside the scheduler).
+	PlanSeconds    float64 `json:"plan_seconds"`
+	ExploreSeconds float64 `json:"explore_seconds"`
+	UsefulSeconds  float64 `json:"useful_seconds"`
+	AbortSeconds   float64 `json:"abort_seconds"`
+	FinishSeconds  float64 `json:"finish_seconds"`
+	GuestSeconds   float64 `json:"guest_seconds"`
+	// Running is the strategy that ran the last batch: Strategy itself,
+	// or the adaptive strategy's choice.
+	Running string `json:"running,omitempty"`
+	// Last is what the last batch measured, with the adaptive strategy's
+	// decision after it under that strategy.
+	Last *adapt.Record `json:"last_batch,omitempty"`
+	// Switches and Mispredictions count the adaptive strategy's changes
+	// of strategy and the batches after a change that ran slower than it
+	// predicted; DecideSeconds is the time it spent deciding.
+	Switches       uint64  `json:"adaptive_switches,omitempty"`
+	Mispredictions uint64  `json:"adaptive_mispredictions,omitempty"`
+	DecideSeconds  float64 `json:"adaptive_decide_seconds,omitempty"`
+}
+
+// Decisions is the answer of GET /api/v1/operators/{name}/decisions: the
+// latest batches of a transactional operator under the adaptive strategy,
+// oldest first, each with the decision taken after it.
+type Decisions []adapt.Record
+
+// Module describes one module of the plugin registry.
+type Module struct {
+	// SHA256 is the hex digest of the module's bytes, its identity.
+	SHA256 string `json:"sha256"`
+	// Name is the file name the module was first deployed under.
+	Name string `json:"name"`
+	// Version is what the module declares in its "sluice.version" custom
+	// section; "" when it declares none.
+	Version string `json:"version"`
+	// Size is the module's size in bytes.
+	Size int `json:"size"`
+	// ABIVersion is the ABI version the module declares (0: unreadable).
+	ABIVersion int32 `json:"abi_version"`
+	// Language is the source language the module's producers section
+	// names, "" when unknown.
+	Language string `json:"language,omitempty"`
+	// Kinds are the operator kinds the module can serve.
+	Kinds []string `json:"kinds"`
+	// Exports and Imports are the module's functions with their signatures.
+	Exports []string `json:"exports"`
+	Imports []string `json:"imports"`
+	// Deployed is when the module was first stored.
+	Deployed time.Time `json:"deployed"`
+}
+
+// Label names the module for people: its version, else a short hash.
+func (m Module) Label() string {
+	if m.Version != "" {
+		return m.Version
+	}
+	return "sha256:" + m.SHA256[:min(12, len(m.SHA256))]
+}
+
+// Deployment records that an operator started running a module.
+type Deployment struct {
+	Operator string    `json:"operator"`
+	SHA256   string    `json:"sha256"`
+	At       time.Time `json:"at"`
+	// Reason is why: "start", "swap", "rollback" or "auto-rollback".
+	Reason string `json:"reason"`
+	// Detail says more, for instance the error that caused an automatic
+	// rollback.
+	Detail string `json:"detail,omitempty"`
+}
+
+// OperatorPlugins is one operator's part of Plugins.
+type OperatorPlugins struct {
+	Operator    string       `json:"operator"`
+	Current     Module       `json:"current"`
+	Previous    []Module     `json:"previous"`
+	Deployments []Deployment `json:"deployments"`
+}
+
+// Plugins is the answer of GET /api/v1/plugins: the registry's modules
+// and each operator's current and previous modules and deployments.
+type Plugins struct {
+	Modules   []Module          `json:"modules"`
+	Operators []OperatorPlugins `json:"operators"`
+}
+
+// SwapResult is the answer of POST /api/v1/operators/{name}/swap and
+// .../rollback: the operator's module before and after.
+type SwapResult struct {
+	Operator string `json:"operator"`
+	From     Module `json:"from"`
+	To       Module `json:"to"`
+}
+
+// StatePage is the answer of GET /api/v1/state: Next is the after of the
+// next page, "" when this one is the last.
+type StatePage struct {
+	Entries []StateEntry `json:"entries"`
+	Next    string       `json:"next"`
+}
+
+// StateEntry is one entry of a StatePage and one line of `sluice state
+// dump`. A key or value that is valid UTF-8 is given as text (key, value),
+// any other in standard base64 (key_base64, value_base64), the convention
+// of the file source's records.
+//
+// The key is the routing key; a namespaced key (state.Key) also has its
+// namespace and user key, in the same convention, both absent for a plain
+// key.
+type StateEntry struct {
+	Table           string  `json:"table"`
+	Key             *string `json:"key,omitempty"` // nil only when KeyBase64 holds the key
+	KeyBase64       string  `json:"key_base64,omitempty"`
+	Namespace       *string `json:"namespace,omitempty"`
+	NamespaceBase64 string  `json:"namespace_base64,omitempty"`
+	User            *string `json:"user,omitempty"`
+	UserBase64      string  `json:"user_base64,omitempty"`
+	Value           *string `json:"value,omitempty"` // nil only when ValueBase64 holds the value
+	ValueBase64     string  `json:"value_base64,omitempty"`
+	KeyGroup        int     `json:"key_group"`
+}
+
+// Error is the answer of every route that fails, with its HTTP status.
+type Error struct {
+	Error string `json:"error"`
+}
