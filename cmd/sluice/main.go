@@ -11,6 +11,7 @@
 //	sluice plugin list                the plugin registry of a data directory
 //	sluice plugin swap --operator OP FILE.wasm   replace an operator's plugin while it runs
 //	sluice plugin rollback --operator OP         return to the plugin that ran before
+//	sluice workers --operator OP N    change a running operator's number of workers
 //	sluice state dump -c pipeline.yaml  print committed state as JSON Lines (running or stopped)
 //	sluice bench                      measure the user-level figures
 //	sluice bench txn --app sl         run a transactional workload under every strategy
@@ -127,6 +128,6 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate(versionLine())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(newVersionCmd(), newRunCmd(), newDemoCmd(), newPluginCmd(), newStateCmd(), newBenchCmd())
-	root.AddCommand(newLintCmd())
+	root.AddCommand(newLintCmd(), newWorkersCmd())
 	return root
 }

@@ -61,6 +61,9 @@ type Control interface {
 	Swap(ctx context.Context, operator, file string, module []byte) (schema.SwapResult, error)
 	// Rollback returns operator to its previous plugin.
 	Rollback(ctx context.Context, operator string) (schema.SwapResult, error)
+	// SetWorkers changes the number of operator's workers and returns
+	// once the change is made.
+	SetWorkers(ctx context.Context, operator string, workers int) (schema.Workers, error)
 }
 
 // Errors a Control wraps to choose the answer's status.
@@ -237,6 +240,15 @@ func newMux(o Options) (http.Handler, []string) {
 			v, err := c.Rollback(r.Context(), r.PathValue("name"))
 			answerAfterWait(w, r, v, err)
 		}))
+		mux.Handle("POST /api/v1/operators/{name}/workers", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
+			n, err := strconv.Atoi(r.URL.Query().Get("workers"))
+			if err != nil || n < 1 {
+				writeJSON(w, http.StatusBadRequest, schema.Error{Error: fmt.Sprintf("workers=%q: want a whole number of at least 1", r.URL.Query().Get("workers"))})
+				return
+			}
+			v, err := c.SetWorkers(r.Context(), r.PathValue("name"), n)
+			answerAfterWait(w, r, v, err)
+		}))
 	}
 	return mux.ServeMux, mux.patterns
 }
@@ -341,7 +353,7 @@ func readFile(f *os.File) ([]byte, error) {
 
 // answerAfterWait is answer for a route that waited for its body or for
 // the pipeline: its answer has the server's whole WriteTimeout again.
-func answerAfterWait(w http.ResponseWriter, r *http.Request, v schema.SwapResult, err error) {
+func answerAfterWait[T schema.SwapResult | schema.Workers](w http.ResponseWriter, r *http.Request, v T, err error) {
 	rearmWrite(w, r)
 	answer(w, v, err)
 }

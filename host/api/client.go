@@ -98,6 +98,14 @@ func (c *Client) Rollback(ctx context.Context, operator string) (schema.SwapResu
 	return v, c.do(ctx, http.MethodPost, "/api/v1/operators/"+url.PathEscape(operator)+"/rollback", nil, &v)
 }
 
+// SetWorkers changes operator's number of workers and returns once the
+// change is made (POST /api/v1/operators/{name}/workers).
+func (c *Client) SetWorkers(ctx context.Context, operator string, workers int) (schema.Workers, error) {
+	var v schema.Workers
+	path := "/api/v1/operators/" + url.PathEscape(operator) + "/workers?workers=" + strconv.Itoa(workers)
+	return v, c.do(ctx, http.MethodPost, path, nil, &v)
+}
+
 // State returns one page of committed state (GET /api/v1/state): q's
 // table, prefix, key group (when at least 0), limit (when above 0) and
 // after.

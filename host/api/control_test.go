@@ -39,6 +39,13 @@ func (f *fakeControl) Rollback(_ context.Context, op string) (schema.SwapResult,
 	return schema.SwapResult{}, fmt.Errorf("operator %q has no previous plugin: %w", op, ErrConflict)
 }
 
+func (f *fakeControl) SetWorkers(_ context.Context, op string, n int) (schema.Workers, error) {
+	if op == "bank" {
+		return schema.Workers{}, fmt.Errorf("operator %q is transactional: %w", op, ErrRefused)
+	}
+	return schema.Workers{Operator: op, From: 2, To: n}, nil
+}
+
 func TestControlRoutes(t *testing.T) {
 	c := &fakeControl{}
 	srv := httptest.NewServer(NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} }, Control: c, Token: "tok"}))

@@ -56,6 +56,10 @@ func (c *recordingControl) Rollback(context.Context, string) (schema.SwapResult,
 	return schema.SwapResult{Operator: "back"}, nil
 }
 
+func (c *recordingControl) SetWorkers(_ context.Context, op string, n int) (schema.Workers, error) {
+	return schema.Workers{Operator: op, To: n}, nil
+}
+
 func (c *recordingControl) swaps() [][]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -97,6 +97,7 @@ func filled[T any](t *testing.T) T {
 type docControl struct {
 	plugins schema.Plugins
 	swap    schema.SwapResult
+	workers schema.Workers
 }
 
 func (c docControl) Plugins(context.Context) (schema.Plugins, error) { return c.plugins, nil }
@@ -106,6 +107,10 @@ func (c docControl) Swap(context.Context, string, string, []byte) (schema.SwapRe
 }
 
 func (c docControl) Rollback(context.Context, string) (schema.SwapResult, error) { return c.swap, nil }
+
+func (c docControl) SetWorkers(context.Context, string, int) (schema.Workers, error) {
+	return c.workers, nil
+}
 
 // docState answers every query with one page.
 type docState struct{ page state.Page }
@@ -118,7 +123,7 @@ func (s docState) Read(state.Query) (state.Page, error) { return s.page, nil }
 func TestClientDecodesEveryAnswer(t *testing.T) {
 	status := filled[schema.Status](t)
 	decisions := filled[schema.Decisions](t)
-	ctl := docControl{plugins: filled[schema.Plugins](t), swap: filled[schema.SwapResult](t)}
+	ctl := docControl{plugins: filled[schema.Plugins](t), swap: filled[schema.SwapResult](t), workers: filled[schema.Workers](t)}
 	page := state.Page{Entries: []state.Entry{
 		{Table: "accounts", Key: []byte("alice"), Value: []byte("10"), KeyGroup: 3},
 		{Table: "accounts", Key: []byte{0xff}, Value: []byte{0xfe}, KeyGroup: 4},
@@ -162,6 +167,8 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 	check("POST /api/v1/operators/{name}/swap", ctl.swap, s, err)
 	s, err = c.Rollback(ctx, "up")
 	check("POST /api/v1/operators/{name}/rollback", ctl.swap, s, err)
+	w, err := c.SetWorkers(ctx, "count", 3)
+	check("POST /api/v1/operators/{name}/workers", ctl.workers, w, err)
 	sp, err := c.State(ctx, state.Query{KeyGroup: -1})
 	check("GET /api/v1/state", wantPage, sp, err)
 }
@@ -184,6 +191,12 @@ func TestClientErrors(t *testing.T) {
 	}
 	if _, err := c.Swap(ctx, "bad", "m.wasm", []byte("MOD")); !errors.Is(err, ErrRefused) {
 		t.Errorf("refused swap: %v, want ErrRefused", err)
+	}
+	if _, err := c.SetWorkers(ctx, "bank", 2); !errors.Is(err, ErrRefused) {
+		t.Errorf("workers of a transactional operator: %v, want ErrRefused", err)
+	}
+	if _, err := c.SetWorkers(ctx, "count", 0); !errors.As(err, &se) || se.Code != 400 {
+		t.Errorf("0 workers: %v, want a 400", err)
 	}
 	c.Token = ""
 	if _, err := c.Rollback(ctx, "up"); !errors.As(err, &se) || se.Code != 401 || errors.Is(err, ErrNotFound) {
@@ -281,6 +294,7 @@ func TestDocumentedShapes(t *testing.T) {
 		"GET /api/v1/state":                      page,
 		"GET /api/v1/plugins":                    filled[schema.Plugins](t),
 		"POST /api/v1/operators/{name}/swap":     filled[schema.SwapResult](t),
+		"POST /api/v1/operators/{name}/workers":  filled[schema.Workers](t),
 	} {
 		_, sec, ok := strings.Cut(doc, "### `"+route+"`")
 		if !ok {

@@ -347,3 +347,37 @@ func (c control) Swap(ctx context.Context, operator, file string, module []byte)
 func (c control) Rollback(ctx context.Context, operator string) (schema.SwapResult, error) {
 	return c.h.Rollback(ctx, operator)
 }
+
+func (c control) SetWorkers(ctx context.Context, operator string, workers int) (schema.Workers, error) {
+	return c.h.SetWorkers(ctx, operator, workers)
+}
+
+// SetWorkers changes the number of workers of a stateless or keyed
+// operator while the pipeline runs (exec.Job.SetWorkers).
+func (h *Host) SetWorkers(ctx context.Context, operator string, workers int) (schema.Workers, error) {
+	from := -1
+	for _, os := range h.job.Status().Operators {
+		if os.Name == operator {
+			from = os.Parallelism
+		}
+	}
+	if err := h.job.SetWorkers(ctx, operator, workers); err != nil {
+		switch {
+		case errors.Is(err, exec.ErrUnknownOperator):
+			err = fmt.Errorf("%w: %w", api.ErrNotFound, err)
+		case errors.Is(err, exec.ErrChangeRefused):
+			err = fmt.Errorf("%w: %w", api.ErrRefused, err)
+		case errors.Is(err, exec.ErrNotRunning):
+			err = fmt.Errorf("%w: %w", api.ErrConflict, err)
+		}
+		return schema.Workers{}, err
+	}
+	res := schema.Workers{Operator: operator, From: from, To: workers}
+	for _, os := range h.job.Status().Operators {
+		if os.Name == operator {
+			res.Assignment = os.Assignment
+		}
+	}
+	h.log.Info("operator's workers changed", "operator", operator, "from", from, "to", workers)
+	return res, nil
+}

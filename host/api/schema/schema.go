@@ -207,6 +207,17 @@ type StateEntry struct {
 	KeyGroup        int     `json:"key_group"`
 }
 
+// Workers is the answer of POST /api/v1/operators/{name}/workers: the
+// operator's worker count before and after the change, and the version of
+// a keyed operator's key-group assignment after it (0 for a stateless
+// operator).
+type Workers struct {
+	Operator   string `json:"operator"`
+	From       int    `json:"from"`
+	To         int    `json:"to"`
+	Assignment uint64 `json:"assignment_version,omitempty"`
+}
+
 // Error is the answer of every route that fails, with its HTTP status.
 type Error struct {
 	Error string `json:"error"`
