@@ -167,11 +167,17 @@ func TestInputsUndeclaredOutputFlags(t *testing.T) {
 	}
 }
 
-// sluice_features must have its signature, () -> i32.
-func TestInputsFeaturesSignature(t *testing.T) {
-	_, err := Load(context.Background(), newEngine(t, engineConfig()), "badfeatures.wasm", testdataModule(t, inputsDir, "badfeatures"), KindMap)
-	var le *LoadError
-	if !errors.As(err, &le) || !strings.Contains(err.Error(), "export sluice_features has signature (i32) -> i32, want () -> i32") {
-		t.Fatalf("Load: %v, want the signature of sluice_features refused", err)
+// A module whose sluice_features has another signature than () -> i32,
+// or traps, is refused at load with a problem naming the export.
+func TestInputsFeaturesRefused(t *testing.T) {
+	for module, want := range map[string]string{
+		"badfeatures":  "export sluice_features has signature (i32) -> i32, want () -> i32",
+		"trapfeatures": "calling sluice_features failed",
+	} {
+		_, err := Load(context.Background(), newEngine(t, engineConfig()), module+".wasm", testdataModule(t, inputsDir, module), KindMap)
+		var le *LoadError
+		if !errors.As(err, &le) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Load: %v, want a *LoadError with %q", module, err, want)
+		}
 	}
 }
