@@ -16,7 +16,10 @@ import (
 // loadABI instantiates mod once and returns the ABI version the module
 // declares and, when it exports sluice_features (with the right
 // signature: withFeatures), the features it declares. A module of another
-// version is not asked for its features. A failure is a *problemError.
+// version is not asked for its features. A failure is a *problemError:
+// its message is the problem as a LoadError lists it, and it wraps the
+// engine's error. Load and Check both call it, so that they agree on a
+// module whose sluice_features traps.
 func loadABI(ctx context.Context, mod runtime.Module, c *call, withFeatures bool) (version, features int32, err error) {
 	inst, err := instantiate(ctx, mod, c)
 	if err != nil {

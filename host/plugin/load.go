@@ -277,18 +277,6 @@ func (s *shape) version(v int32, err error) {
 	}
 }
 
-// abiVersion instantiates mod once and returns what sluice_abi_version says.
-// A failure is a *problemError: its message is the problem as a LoadError
-// lists it, and it wraps the engine's error.
-func abiVersion(ctx context.Context, mod runtime.Module, c *call) (int32, error) {
-	inst, err := instantiate(ctx, mod, c)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = inst.Close(context.WithoutCancel(ctx)) }()
-	return callI32(ctx, inst, c, abi.ExportABIVersion)
-}
-
 // instantiate instantiates mod, running its initialiser, for calls made
 // with c. A failure is a *problemError.
 func instantiate(ctx context.Context, mod runtime.Module, c *call) (runtime.Instance, error) {
