@@ -85,6 +85,26 @@ const (
 	ExportKinds = "sluice_kinds"
 )
 
+// The features a guest declares beyond version 1 as first published (ABI.md
+// section 9): what it understands of the host, negotiated before the host
+// uses it.
+const (
+	// ExportFeatures: sluice_features() -> i32. Optional. Returns the set
+	// of Feature* bits the guest understands. The host calls it once, when
+	// it loads the module, and uses only the features whose bits are set
+	// (unknown bits are ignored); a module without it gets none of them,
+	// exactly as before they existed.
+	ExportFeatures = "sluice_features"
+)
+
+// The bits of ExportFeatures' result.
+const (
+	// FeatureInputs: the guest reads the input each record arrived on
+	// (Record.Input), which the host then puts in the FlagsInput bits of
+	// every input record's flags.
+	FeatureInputs int32 = 1 << 0
+)
+
 // The bits of ExportKinds' result, one per operator kind.
 const (
 	KindBitMap           int32 = 1 << 0

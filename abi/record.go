@@ -21,8 +21,11 @@ type Record struct {
 	// Origin is the index, within the input batch, of the record this one
 	// was produced from. In an input batch it is the record's own index.
 	Origin uint32
-	// Input is the position, in the operator's inputs, of the input the
-	// record arrived on (0 for an operator with one input).
+	// Input is the position, in the operator's list of inputs, of the
+	// input the record arrived on: 0 for an operator with one input. It
+	// travels in the low bits of the record's flags (FlagsInput), and a
+	// guest sees it only when it declared FeatureInputs: the host encodes
+	// 0 for any other guest (ABI.md sections 4 and 9).
 	Input uint16
 	// Time is the event time in nanoseconds since the Unix epoch.
 	Time    int64
@@ -44,6 +47,18 @@ const (
 	// MaxRecordSize bounds the bytes one record carries (DataSize: 16
 	// MiB), the highest limit on them a pipeline may set.
 	MaxRecordSize = 16 << 20
+)
+
+// The bits of a record's flags field (ABI.md section 4). Version 1 reserved
+// them all and decoders refuse a record with any set, except the bits a
+// guest negotiated: FlagsInput, for a guest that declares FeatureInputs.
+const (
+	// FlagsInput is the bits of a record's flags that hold its Input, for
+	// a guest that declares FeatureInputs.
+	FlagsInput uint32 = 0xffff
+	// MaxInputs is the most inputs an operator can tell apart: an Input
+	// fills FlagsInput.
+	MaxInputs = int(FlagsInput) + 1
 )
 
 // EncodedSize returns the number of bytes AppendRecord adds for r.
@@ -77,12 +92,14 @@ func SetBatchCount(batch []byte, count uint32) {
 	binary.LittleEndian.PutUint32(batch, count)
 }
 
-// AppendRecord appends the encoding of r to dst.
+// AppendRecord appends the encoding of r to dst. r.Input goes into the
+// record's flags: a writer for a guest that has not declared FeatureInputs
+// encodes records whose Input is 0.
 func AppendRecord(dst []byte, r *Record) []byte {
 	le := binary.LittleEndian
 	dst = le.AppendUint32(dst, uint32(EncodedSize(r)-4))
 	dst = le.AppendUint32(dst, r.Origin)
-	dst = le.AppendUint32(dst, 0) // flags, reserved
+	dst = le.AppendUint32(dst, uint32(r.Input)) // flags: FlagsInput
 	dst = le.AppendUint64(dst, uint64(r.Time))
 	dst = le.AppendUint32(dst, uint32(len(r.Key)))
 	dst = append(dst, r.Key...)
@@ -124,6 +141,10 @@ func (e *DecodeError) Unwrap() error { return ErrMalformed }
 //	d, err := abi.NewDecoder(buf)
 //	for d.Next(&rec) { ... }
 //	if err := d.Err(); err != nil { ... }
+//
+// A Decoder refuses every non-zero record flag, as version 1 of the ABI
+// always did, until AllowInputs lets it read the bits of FlagsInput into
+// Record.Input.
 type Decoder struct {
 	buf   []byte
 	off   int
@@ -131,6 +152,8 @@ type Decoder struct {
 	index uint32
 	err   error
 	hdrs  []Header
+	// flags are the bits of a record's flags d accepts.
+	flags uint32
 }
 
 // NewDecoder returns a Decoder over batch, having read its header.
@@ -158,6 +181,18 @@ func (d *Decoder) Reset(batch []byte) error {
 		return d.err
 	}
 	return nil
+}
+
+// AllowInputs sets whether d accepts records whose flags hold an input
+// (FlagsInput), as a guest that declared FeatureInputs receives, and
+// decodes it into Record.Input. Without it, d refuses any non-zero flags
+// and decodes every Input as 0. Other flag bits are refused either way.
+// The setting holds across Reset.
+func (d *Decoder) AllowInputs(allow bool) {
+	d.flags = 0
+	if allow {
+		d.flags = FlagsInput
+	}
 }
 
 // Count returns the number of records the batch header announces.
@@ -195,10 +230,12 @@ func (d *Decoder) Next(r *Record) bool {
 	}
 	b := d.buf[start+4 : int(end)]
 	r.Origin = le.Uint32(b)
-	if flags := le.Uint32(b[4:]); flags != 0 {
-		d.fail(start+8, rec, fmt.Sprintf("reserved flags are %#x, want 0", flags))
+	flags := le.Uint32(b[4:])
+	if flags&^d.flags != 0 {
+		d.fail(start+8, rec, d.flagsReason(flags))
 		return false
 	}
+	r.Input = uint16(flags & FlagsInput)
 	r.Time = int64(le.Uint64(b[8:]))
 	p := 16
 	var ok bool
@@ -261,6 +298,14 @@ func field(b []byte, p int) ([]byte, int, bool) {
 		return nil, p, true
 	}
 	return b[p : p+int(n) : p+int(n)], p + int(n), true
+}
+
+// flagsReason says why d refuses a record's flags.
+func (d *Decoder) flagsReason(flags uint32) string {
+	if d.flags == 0 {
+		return fmt.Sprintf("reserved flags are %#x, want 0", flags)
+	}
+	return fmt.Sprintf("reserved flags are %#x, want 0 beside the input bits %#x", flags&^d.flags, d.flags)
 }
 
 func (d *Decoder) fail(off, rec int, reason string) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -21,12 +22,17 @@ func encodeBatch(recs ...Record) []byte {
 }
 
 // decodeBatch decodes every record of batch, copying the headers slice
-// (which the Decoder reuses).
-func decodeBatch(batch []byte) ([]Record, error) {
+// (which the Decoder reuses), with a Decoder that refuses inputs.
+func decodeBatch(batch []byte) ([]Record, error) { return decodeBatchInputs(batch, false) }
+
+// decodeBatchInputs is decodeBatch with a Decoder that accepts inputs
+// when inputs is set.
+func decodeBatchInputs(batch []byte, inputs bool) ([]Record, error) {
 	d, err := NewDecoder(batch)
 	if err != nil {
 		return nil, err
 	}
+	d.AllowInputs(inputs)
 	var out []Record
 	var r Record
 	for d.Next(&r) {
@@ -43,7 +49,7 @@ func equalRecords(a, b []Record) bool {
 	}
 	for i := range a {
 		x, y := &a[i], &b[i]
-		if x.Origin != y.Origin || x.Time != y.Time || !bytes.Equal(x.Key, y.Key) || !bytes.Equal(x.Value, y.Value) || len(x.Headers) != len(y.Headers) {
+		if x.Origin != y.Origin || x.Input != y.Input || x.Time != y.Time || !bytes.Equal(x.Key, y.Key) || !bytes.Equal(x.Value, y.Value) || len(x.Headers) != len(y.Headers) {
 			return false
 		}
 		for j := range x.Headers {
@@ -65,6 +71,7 @@ func TestRoundTrip(t *testing.T) {
 		{"empty record", []Record{{}}},
 		{"key and value", []Record{{Key: []byte("k"), Value: []byte("v")}}},
 		{"extremes", []Record{{Origin: math.MaxUint32, Time: math.MinInt64}, {Origin: 1, Time: math.MaxInt64}}},
+		{"inputs", []Record{{Input: 1, Key: []byte("k")}, {Input: 0}, {Input: math.MaxUint16, Value: []byte("v")}}},
 		{"headers", []Record{{Key: []byte("k"), Headers: []Header{{Name: []byte("a"), Value: []byte("1")}, {Name: []byte("a")}, {Value: []byte("v")}, {}}}}},
 		{"large value", []Record{{Key: []byte("big"), Value: big}, {Key: []byte("after")}}},
 		{"many", func() []Record {
@@ -84,7 +91,7 @@ func TestRoundTrip(t *testing.T) {
 			if len(batch) != want {
 				t.Fatalf("encoded %d bytes, EncodedSize says %d", len(batch), want)
 			}
-			got, err := decodeBatch(batch)
+			got, err := decodeBatchInputs(batch, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,6 +103,66 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatal("re-encoding differs")
 			}
 		})
+	}
+}
+
+// TestInputs: a record's input travels in its flags; a Decoder reads it
+// only after AllowInputs, refuses it before, and refuses the other flag
+// bits either way. Input 0 encodes as a version-1 record, flags 0.
+func TestInputs(t *testing.T) {
+	zero := encodeBatch(Record{Key: []byte("k"), Value: []byte("v")})
+	if want := cat(u32(1), sized(body(0, str("k"), str("v"), u32(0)))); !bytes.Equal(zero, want) {
+		t.Fatalf("input 0 encodes as %x, want the version-1 bytes %x", zero, want)
+	}
+	for _, inputs := range []bool{false, true} {
+		got, err := decodeBatchInputs(zero, inputs)
+		if err != nil || len(got) != 1 || got[0].Input != 0 {
+			t.Fatalf("inputs %v: decoding input 0: %+v, %v", inputs, got, err)
+		}
+	}
+
+	one := encodeBatch(Record{Input: 1, Key: []byte("k"), Value: []byte("v")})
+	if want := cat(u32(1), sized(body(1, str("k"), str("v"), u32(0)))); !bytes.Equal(one, want) {
+		t.Fatalf("input 1 encodes as %x, want flags 1: %x", one, want)
+	}
+	got, err := decodeBatchInputs(one, true)
+	if err != nil || len(got) != 1 || got[0].Input != 1 {
+		t.Fatalf("decoding input 1 with inputs allowed: %+v, %v", got, err)
+	}
+	var de *DecodeError
+	if _, err := decodeBatch(one); !errors.As(err, &de) || de.Offset != 12 || de.Reason != "reserved flags are 0x1, want 0" {
+		t.Fatalf("decoding input 1 without inputs: %v, want reserved flags refused", err)
+	}
+
+	// AllowInputs holds across Reset, and can be turned off again.
+	d, err := NewDecoder(zero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.AllowInputs(true)
+	var r Record
+	if err := d.Reset(one); err != nil || !d.Next(&r) || r.Input != 1 {
+		t.Fatalf("after Reset: Next gave input %d, err %v", r.Input, d.Err())
+	}
+	d.AllowInputs(false)
+	if err := d.Reset(one); err != nil || d.Next(&r) || d.Err() == nil {
+		t.Fatalf("AllowInputs(false): Next accepted input bits (err %v)", d.Err())
+	}
+
+	for _, tc := range []struct {
+		flags  int
+		inputs bool
+		reason string
+	}{
+		{0x10000, false, "reserved flags are 0x10000, want 0"},
+		{0x10000, true, "reserved flags are 0x10000, want 0 beside the input bits 0xffff"},
+		{0x80000001, true, "reserved flags are 0x80000000, want 0 beside the input bits 0xffff"},
+	} {
+		batch := cat(u32(1), sized(body(tc.flags, str("k"), str("v"), u32(0))))
+		_, err := decodeBatchInputs(batch, tc.inputs)
+		if !errors.As(err, &de) || !errors.Is(err, ErrMalformed) || de.Offset != 12 || de.Reason != tc.reason {
+			t.Errorf("flags %#x, inputs %v: error %v, want reason %q", tc.flags, tc.inputs, err, tc.reason)
+		}
 	}
 }
 
@@ -234,6 +301,7 @@ func genRecord(t *rapid.T) Record {
 	bs := rapid.SliceOfN(rapid.Byte(), 0, 64)
 	r := Record{
 		Origin: rapid.Uint32().Draw(t, "origin"),
+		Input:  rapid.Uint16().Draw(t, "input"),
 		Time:   rapid.Int64().Draw(t, "time"),
 		Key:    bs.Draw(t, "key"),
 		Value:  bs.Draw(t, "value"),
@@ -261,7 +329,7 @@ func TestRoundTripProperty(t *testing.T) {
 		if !bytes.Equal(b[:len(prefix)], prefix) {
 			t.Fatal("the prefix changed")
 		}
-		got, err := decodeBatch(b[len(prefix):])
+		got, err := decodeBatchInputs(b[len(prefix):], true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,23 +339,35 @@ func TestRoundTripProperty(t *testing.T) {
 	})
 }
 
-// FuzzDecoder: the decoder never panics, and any batch it accepts re-encodes
-// to the same bytes (the encoding is canonical).
+// FuzzDecoder: the decoder never panics, with inputs allowed or not, and
+// any batch it accepts re-encodes to the same bytes (the encoding is
+// canonical). What a Decoder without inputs accepts, one with inputs
+// accepts too, decoding the same records; it accepts more only for records
+// whose flags hold an input.
 func FuzzDecoder(f *testing.F) {
 	f.Add(encodeBatch())
 	f.Add(encodeBatch(Record{Key: []byte("k"), Value: []byte("v"), Time: 1, Headers: []Header{{Name: []byte("h"), Value: []byte("x")}}}))
 	f.Add(encodeBatch(Record{}, Record{Origin: 9}))
+	f.Add(encodeBatch(Record{Input: 1}, Record{Input: 0xffff, Key: []byte("k")}))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, batch []byte) {
 		recs, err := decodeBatch(batch)
-		if err != nil {
-			if !errors.Is(err, ErrMalformed) {
+		withInputs, ierr := decodeBatchInputs(batch, true)
+		for _, err := range []error{err, ierr} {
+			if err != nil && !errors.Is(err, ErrMalformed) {
 				t.Fatalf("error %v does not wrap ErrMalformed", err)
 			}
-			return
 		}
-		if again := encodeBatch(recs...); !bytes.Equal(again, batch) {
-			t.Fatalf("accepted %x but re-encodes to %x", batch, again)
+		if ierr == nil {
+			if again := encodeBatch(withInputs...); !bytes.Equal(again, batch) {
+				t.Fatalf("accepted %x with inputs but re-encodes to %x", batch, again)
+			}
+		}
+		switch {
+		case err == nil && (ierr != nil || !equalRecords(recs, withInputs)):
+			t.Fatalf("without inputs decoded %+v; with inputs %+v, %v", recs, withInputs, ierr)
+		case err != nil && ierr == nil && !slices.ContainsFunc(withInputs, func(r Record) bool { return r.Input != 0 }):
+			t.Fatalf("refused without inputs (%v), but no record has an input", err)
 		}
 	})
 }

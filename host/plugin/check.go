@@ -81,7 +81,7 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 	st := inspectKind(mod, KindTransactional, "transactional operators")
 	if s.instantiable {
 		c := &call{plugin: name, limits: DefaultLimits(), logger: slog.New(slog.DiscardHandler)}
-		v, err := abiVersion(ctx, mod, c)
+		v, _, err := loadABI(ctx, mod, c, s.exportsFeatures())
 		s.version(v, err)
 		st.version(v, err)
 	}

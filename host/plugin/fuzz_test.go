@@ -37,7 +37,11 @@ func FuzzLoad(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, w := range wasms {
+	inputs, err := filepath.Glob(filepath.Join(inputsDir, "*.wasm"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, w := range append(wasms, inputs...) {
 		b, err := os.ReadFile(w)
 		if err != nil {
 			f.Fatal(err)
@@ -79,6 +83,7 @@ func FuzzLoad(f *testing.F) {
 		}
 		defer func() { _ = inst.Close(ctx) }()
 		in := records("x", "y")
+		in[1].Input = 1 // sent to a module that declares inputs only
 		var out Output
 		if !kind.Transactional() {
 			_ = inst.Process(ctx, in, nil, &out)

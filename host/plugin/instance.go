@@ -366,7 +366,7 @@ func (i *Instance) callContext(ctx context.Context) context.Context {
 // from sluice_alloc with extra bytes to spare after the batch, and returns
 // the region's offset, the batch's length and a view of the spare bytes
 // (valid until the guest runs again). Each record's Origin is its index in
-// in. An allocation failure that may have left the guest inconsistent
+// in; its Input is encoded only for a module that reads inputs. An allocation failure that may have left the guest inconsistent
 // closes the guest instance.
 func (i *Instance) placeBatch(cctx context.Context, in []abi.Record, extra int) (uint32, int, []byte, error) {
 	n := abi.BatchHeaderSize
@@ -379,12 +379,18 @@ func (i *Instance) placeBatch(cctx context.Context, in []abi.Record, extra int) 
 		return 0, 0, nil, err
 	}
 	// One pass; the Origin is set in the encoding, after the fact, rather
-	// than in a copy of the record.
+	// than in a copy of the record, and so are the flags of a module that
+	// does not read inputs: 0, as version 1 has always sent (ABI.md
+	// section 9).
+	inputs := i.p.ReadsInputs()
 	b := abi.AppendBatchHeader(buf[:0], uint32(len(in)))
 	for k := range in {
 		at := len(b)
 		b = abi.AppendRecord(b, &in[k])
 		binary.LittleEndian.PutUint32(b[at+4:], uint32(k))
+		if !inputs && in[k].Input != 0 {
+			binary.LittleEndian.PutUint32(b[at+8:], 0)
+		}
 	}
 	if len(b) != n {
 		// abi.EncodedSize disagrees with abi.AppendRecord: the guest would

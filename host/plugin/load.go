@@ -29,6 +29,9 @@ type Plugin struct {
 	limits Limits
 	logger *slog.Logger
 	tables []string // a transactional operator's tables, by handle
+	// features are the abi.Feature* bits the module declares
+	// (features.go).
+	features int32
 }
 
 // Load compiles wasm and checks that it can serve as an operator of kind:
@@ -75,8 +78,9 @@ func Load(ctx context.Context, eng runtime.Engine, name string, wasm []byte, kin
 	}
 	s := inspectKind(mod, inspectAs, fmt.Sprintf("%s operators", inspectAs))
 	if s.instantiable {
-		v, err := abiVersion(ctx, mod, p.newCall())
+		v, f, err := loadABI(ctx, mod, p.newCall(), s.exportsFeatures())
 		s.version(v, err)
+		p.features = f
 	}
 	if problems = append(problems, s.problems...); len(problems) > 0 {
 		_ = mod.Close(context.WithoutCancel(ctx))
@@ -104,7 +108,9 @@ func (p *Plugin) Close(ctx context.Context) error {
 
 // newCall returns a call for this plugin, with no call in progress.
 func (p *Plugin) newCall() *call {
-	return &call{plugin: p.name, kind: p.kind, limits: p.limits, logger: p.logger, tables: p.tables}
+	c := &call{plugin: p.name, kind: p.kind, limits: p.limits, logger: p.logger, tables: p.tables}
+	c.dec.AllowInputs(p.ReadsInputs()) // an output forwarded from an input keeps its flags
+	return c
 }
 
 // compile compiles wasm, reporting the module's failure as a *LoadError,
@@ -163,6 +169,7 @@ func abiExports(kind Kind) []exportSpec {
 		{abi.ExportPost, sig(4, 1), txn},
 		{abi.ExportConfigure, sig(2, 1), false},
 		{abi.ExportKinds, sig(0, 1), false},
+		{abi.ExportFeatures, sig(0, 1), false},
 		{abi.ExportInitialize, sig(0, 0), false},
 	}
 }
@@ -268,18 +275,6 @@ func (s *shape) version(v int32, err error) {
 	if v != abi.Version {
 		s.problems = append(s.problems, fmt.Sprintf("module declares ABI version %d, this host speaks version %d", v, abi.Version))
 	}
-}
-
-// abiVersion instantiates mod once and returns what sluice_abi_version says.
-// A failure is a *problemError: its message is the problem as a LoadError
-// lists it, and it wraps the engine's error.
-func abiVersion(ctx context.Context, mod runtime.Module, c *call) (int32, error) {
-	inst, err := instantiate(ctx, mod, c)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = inst.Close(context.WithoutCancel(ctx)) }()
-	return callI32(ctx, inst, c, abi.ExportABIVersion)
 }
 
 // instantiate instantiates mod, running its initialiser, for calls made

@@ -122,7 +122,9 @@ func (o *Output) addAliased(r *abi.Record, base uint32) {
 	}
 	o.Records = o.Records[:len(o.Records)+1]
 	c := &o.Records[len(o.Records)-1]
-	c.Origin, c.Time, c.Key, c.Value, c.Headers = r.Origin+base, r.Time, r.Key, r.Value, nil
+	// An output has no input of its own: the host gives it one when it
+	// feeds it to an operator.
+	c.Origin, c.Input, c.Time, c.Key, c.Value, c.Headers = r.Origin+base, 0, r.Time, r.Key, r.Value, nil
 	if len(r.Headers) > 0 {
 		c.Headers = o.takeHeaders(len(r.Headers))
 		copy(c.Headers, r.Headers)

@@ -248,6 +248,22 @@ func TestMap(t *testing.T) {
 	check(t, "rejects after a trap", showRejects(rejects), []string{"1 (trapped)"})
 }
 
+// TestInputs: the SDK declares abi.FeatureInputs, so a handler reads the
+// input each record arrived on; a forwarded record keeps it in its flags,
+// which the host accepts from a module that declared it.
+func TestInputs(t *testing.T) {
+	h := load(t, "map", plugin.KindMap).New()
+	defer h.Close()
+	in := []sluice.Record{rec("input", "", 1), rec("input", "", 2), rec("same", "s", 3), rec("input", "", 4)}
+	in[0].Input, in[2].Input, in[3].Input = 1, 1, 65535
+	outs, rejects, err := h.Process(in...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "outputs", show(outs), []string{"0 input=1@1", "1 input=0@2", "2 same=s@3", "3 input=65535@4"})
+	check(t, "rejects", showRejects(rejects), nil)
+}
+
 func TestFilter(t *testing.T) {
 	h := load(t, "filter", plugin.KindFilter).New()
 	defer h.Close()

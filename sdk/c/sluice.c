@@ -735,6 +735,12 @@ SLUICE_EXPORT("sluice_kinds") int32_t sluice_kinds(void) {
     }
 }
 
+/*
+ * sluice_features declares what the SDK understands beyond version 1 as
+ * first published (ABI.md section 9): the input of each record.
+ */
+SLUICE_EXPORT("sluice_features") int32_t sluice_features(void) { return SLUICE_FEATURE_INPUTS; }
+
 SLUICE_EXPORT("sluice_alloc") uint8_t *sluice_alloc(int32_t size) {
     if (size < 0 || size > MAX_ALLOC) return NULL;
     size_t n = (size_t)size;
@@ -782,13 +788,17 @@ static size_t decode_record(uint8_t *b, size_t len, size_t off, sluice_record *r
     if (len - off < RECORD_MIN) return 0;
     uint8_t *p = b + off;
     uint32_t size = ld32(p);
-    if (size < RECORD_FIXED || size > len - off - 4 || ld32(p + 8) != 0) return 0;
+    /* The SDK declares SLUICE_FEATURE_INPUTS: the flags hold the record's
+     * input and no other bit. */
+    uint32_t flags = ld32(p + 8);
+    if (size < RECORD_FIXED || size > len - off - 4 || flags > SLUICE_FLAGS_INPUT) return 0;
     uint32_t klen = ld32(p + 20);
     if (klen > size - RECORD_FIXED) return 0;
     uint32_t vlen = ld32(p + 24 + klen);
     if (vlen > size - RECORD_FIXED - klen) return 0;
     uint32_t nh = ld32(p + 28 + klen + vlen);
     r->time = (int64_t)ld64(p + 12);
+    r->input = flags;
     r->key = sluice_bytes_of(p + 24, klen);
     r->value = sluice_bytes_of(p + 28 + klen, vlen);
     size_t rest = size - RECORD_FIXED - klen - vlen;
@@ -828,7 +838,7 @@ static void append_record(sluice_buf *out, uint32_t origin, const sluice_record 
     uint8_t *d = sluice_buf_reserve(out, 4 + (size_t)size);
     st32(d, (uint32_t)size);
     st32(d + 4, origin);
-    st32(d + 8, 0);
+    st32(d + 8, 0); /* flags: an output has no input */
     st64(d + 12, (uint64_t)r->time);
     st32(d + 20, (uint32_t)r->key.len);
     d += 24;

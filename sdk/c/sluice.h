@@ -90,6 +90,13 @@ extern "C" {
 #define SLUICE_KIND_KEYED 8
 #define SLUICE_KIND_TRANSACTIONAL 16
 
+/* The bits of sluice_features' result (ABI.md section 9). The SDK declares
+ * SLUICE_FEATURE_INPUTS: every record it hands a callback has its input. */
+#define SLUICE_FEATURE_INPUTS 1
+
+/* The bits of a record's flags that hold its input (ABI.md section 4). */
+#define SLUICE_FLAGS_INPUT 0xffffu
+
 /* Callback results: SLUICE_OK, or SLUICE_ERR (what sluice_error returns). */
 #define SLUICE_OK 0
 #define SLUICE_ERR (-1)
@@ -148,6 +155,13 @@ typedef struct sluice_record {
     int64_t time; /* event time, nanoseconds since the Unix epoch */
     const sluice_header *headers;
     size_t header_count;
+    /*
+     * input is the position, in the operator's inputs list of the pipeline
+     * file, of the input the record arrived on: 0 for an operator with one
+     * input. A join tells its sides apart by it. Set on the records the
+     * SDK hands a callback; ignored on the records a callback emits.
+     */
+    uint32_t input;
 } sluice_record;
 
 /*
@@ -514,6 +528,7 @@ SLUICE_HOST_IMPORT("txn_delete") int32_t sluice_host_txn_delete(int32_t table, c
  */
 int32_t sluice_abi_version(void);
 int32_t sluice_kinds(void);
+int32_t sluice_features(void);
 uint8_t *sluice_alloc(int32_t size);
 int32_t sluice_configure(uint8_t *config, uint32_t len);
 int32_t sluice_process(uint8_t *batch, uint32_t len);

@@ -12,6 +12,12 @@ export const KIND_BIT_FLATMAP: i32 = 4;
 export const KIND_BIT_KEYED: i32 = 8;
 export const KIND_BIT_TRANSACTIONAL: i32 = 16;
 
+/** The bits of sluice_features' result (ABI.md section 9). */
+/** FEATURE_INPUTS: the module reads the input each record arrived on. */
+export const FEATURE_INPUTS: i32 = 1;
+/** The bits of a record's flags that hold its input (ABI.md section 4). */
+export const FLAGS_INPUT: u32 = 0xffff;
+
 /** Status codes of host functions and guest exports (ABI.md section 8). */
 export const STATUS_OK: i32 = 0;
 export const STATUS_NOT_FOUND: i32 = -1;

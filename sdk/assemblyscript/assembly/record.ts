@@ -22,6 +22,13 @@ export class Record {
   value: Bytes;
   /** Event time in nanoseconds since the Unix epoch. */
   time: i64;
+  /**
+   * The position, in the operator's inputs list of the pipeline file, of
+   * the input the record arrived on: 0 for an operator with one input. A
+   * join tells its sides apart by it. Set on the records the SDK hands a
+   * handler; ignored on the records a handler returns or emits.
+   */
+  input: i32 = 0;
   // The headers, or null for none (no array is made for them).
   private hdrs: Array<Header> | null;
 
@@ -103,6 +110,7 @@ export class Record {
   /** Returns a deep copy that owns its bytes (in the call's arena). */
   clone(): Record {
     const c = new Record(this.key.copy(), this.value.copy(), this.time);
+    c.input = this.input;
     const h = this.hdrs;
     if (h != null) {
       const hs = new Array<Header>(h.length);
@@ -136,7 +144,7 @@ export class Record {
 export function writeRecord(p: usize, origin: u32, r: Record, size: i32): usize {
   store<u32>(p, <u32>(size - 4));
   store<u32>(p, origin, 4);
-  store<u32>(p, 0, 8);
+  store<u32>(p, 0, 8); // flags: an output has no input
   store<i64>(p, r.time, 12);
   const k = r.key;
   store<u32>(p, <u32>k.length, 20);

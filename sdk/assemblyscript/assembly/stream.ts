@@ -2,7 +2,7 @@
 // keyed register, and sluice_process, which runs them over a batch.
 
 import * as host from "./host";
-import { BATCH_HEADER_SIZE, DEFAULT_TABLE, STATUS_ERROR, STATUS_OK } from "./abi";
+import { BATCH_HEADER_SIZE, DEFAULT_TABLE, FLAGS_INPUT, STATUS_ERROR, STATUS_OK } from "./abi";
 import { Bytes } from "./bytes";
 import {
   Emitter, KIND_FILTER, KIND_FLATMAP, KIND_KEYED, KIND_MAP, KIND_NONE, KIND_TXN, handlerBegin, handlerEnd,
@@ -70,6 +70,7 @@ let dKlen: i32 = 0;
 let dVal: usize = 0;
 let dVlen: i32 = 0;
 let dTime: i64 = 0;
+let dInput: i32 = 0;
 let dNh: u32 = 0;
 let dHdr: usize = 0;
 
@@ -82,7 +83,10 @@ export function decodeAt(off: usize, end: usize): usize {
   if (end - off < 32) return 0;
   const size = <usize>load<u32>(off);
   if (size < 28 || size > end - off - 4) return 0;
-  if (load<u32>(off, 8) != 0) return 0;
+  // The SDK declares FEATURE_INPUTS: the flags hold the record's input
+  // and no other bit.
+  const flags = load<u32>(off, 8);
+  if (flags > FLAGS_INPUT) return 0;
   const rend = off + 4 + size;
   const klen = <usize>load<u32>(off, 20);
   if (klen > size - 28) return 0;
@@ -110,6 +114,7 @@ export function decodeAt(off: usize, end: usize): usize {
   dVal = off + 28 + klen;
   dVlen = <i32>vlen;
   dTime = load<i64>(off, 12);
+  dInput = <i32>flags;
   dNh = nh;
   return rend;
 }
@@ -145,6 +150,7 @@ export function decodedRecord(): Record {
   inValue.ptr = dVal;
   inValue.length = dVlen;
   inRecord.reset(inKey, inValue, dTime, hs);
+  inRecord.input = dInput;
   return inRecord;
 }
 

@@ -154,7 +154,7 @@ void sluice_host_emit(const void *batch, uint32_t len) {
         uint32_t size = get32(p);
         CHECK(off + 4 + size <= len);
         o->origin = get32(p + 4);
-        CHECK(get32(p + 8) == 0);
+        CHECK(get32(p + 8) <= SLUICE_FLAGS_INPUT); /* a forwarded record keeps its input */
         o->time = (int64_t)((uint64_t)get32(p + 12) | (uint64_t)get32(p + 16) << 32);
         uint32_t kl = get32(p + 20);
         copy_str(o->key, sizeof o->key, p + 24, kl);
@@ -361,7 +361,7 @@ static void test_malformed(void) {
         {"count over the bytes", 0, 0, 2},
         {"size under 28", 4, 0, 27},
         {"size past the end", 4, 0, 100},
-        {"flags", 12, 0, 1},
+        {"flags beside the input", 14, 0, 1},
         {"key past the record", 24, 0, 40},
         {"value past the record", 31, 0, 40},
         {"header count that cannot fit", 40, 0, 2},
@@ -427,6 +427,51 @@ static int twice(const sluice_record *r) {
     return SLUICE_OK;
 }
 
+/* Records the input of each record it sees, in order. */
+static uint32_t seen_inputs[8];
+static size_t nseen;
+
+static int see_input(sluice_record *r) {
+    if (nseen < 8) seen_inputs[nseen++] = r->input;
+    return SLUICE_OK;
+}
+
+static int see_input_emit(const sluice_record *r) {
+    if (nseen < 8) seen_inputs[nseen++] = r->input;
+    sluice_record o = *r;
+    o.input = 9; /* ignored: an output has no input */
+    sluice_emit(&o);
+    return SLUICE_OK;
+}
+
+/* The SDK declares SLUICE_FEATURE_INPUTS and hands callbacks each record's
+ * input, the low 16 bits of its flags; other flag bits are refused. */
+static void test_inputs(void) {
+    CHECK(sluice_features() == SLUICE_FEATURE_INPUTS);
+    trec rs[] = {{"a", "1", 1, NULL, NULL}, {"b", "2", 2, NULL, NULL}, {"c", "3", 3, "h", "v"}};
+    tbuf b = batch_of(rs, 3);
+    /* Inputs 1, 0 and 65535, in the records' flags. */
+    size_t r1 = 4, r3 = r1 + 4 + get32(b.p + r1);
+    r3 += 4 + get32(b.p + r3);
+    b.p[r1 + 8] = 1;
+    b.p[r3 + 8] = 0xff, b.p[r3 + 9] = 0xff;
+    static const sluice_operator m = {.map = see_input};
+    static const sluice_operator f = {.flatmap = see_input_emit};
+    const sluice_operator *ops[] = {&m, &f};
+    for (int i = 0; i < 2; i++) {
+        use(ops[i]);
+        nseen = 0;
+        CHECK(call_process(&b) == SLUICE_STATUS_OK && host.nouts == 3);
+        CHECK(nseen == 3 && seen_inputs[0] == 1 && seen_inputs[1] == 0 && seen_inputs[2] == 0xffff);
+    }
+    /* The flatmap's outputs were encoded with flags 0 (the fake host
+     * checks that they are at most SLUICE_FLAGS_INPUT). */
+    b.p[r1 + 10] = 1; /* flags 0x10001 */
+    use(&m);
+    CHECK(call_process(&b) == SLUICE_STATUS_ERROR && strstr(host.last_log, "input batch") != NULL);
+    free(b.p);
+}
+
 static void test_flatmap(void) {
     trec rs[] = {{"a", "1", 1, "h", "v"}, {"fail", "2", -2, NULL, NULL}, {"c", "3", 3, NULL, NULL}};
     tbuf b = batch_of(rs, 3);
@@ -471,7 +516,7 @@ static int count(const sluice_record *r) {
     v.len = 0;
     sluice_buf_append_u64(&v, n + 1);
     sluice_state_put(0, r->key, sluice_buf_bytes(&v));
-    sluice_record o = {r->key, sluice_buf_bytes(&v), r->time, NULL, 0};
+    sluice_record o = {r->key, sluice_buf_bytes(&v), r->time, NULL, 0, 0};
     sluice_emit(&o);
     return SLUICE_OK;
 }
@@ -673,7 +718,7 @@ static int post_example(const sluice_record *e, const sluice_outcome *o) {
     if (!op->executed || !op->own.found || op->own.bytes.len != 8 || op->own.bytes.ptr[0] != 100)
         return sluice_error("own");
     if (op->read_count != 1 || op->reads[0].found || op->get_count != 0) return sluice_error("reads");
-    sluice_record out = {e->key, SLUICE_LIT("posted"), 42, NULL, 0};
+    sluice_record out = {e->key, SLUICE_LIT("posted"), 42, NULL, 0, 0};
     sluice_emit(&out);
     return SLUICE_OK;
 }
@@ -894,7 +939,7 @@ static void test_numbers_and_headers(void) {
 
     sluice_header hs[] = {{SLUICE_LIT("a"), SLUICE_LIT("1")}, {SLUICE_LIT("b"), SLUICE_LIT("2")},
                           {SLUICE_LIT("a"), SLUICE_LIT("3")}};
-    sluice_record r = {SLUICE_LIT(""), SLUICE_LIT(""), 0, hs, 3};
+    sluice_record r = {SLUICE_LIT(""), SLUICE_LIT(""), 0, hs, 3, 0};
     const sluice_bytes *v = sluice_record_header(&r, "a");
     CHECK(v != NULL && v->len == 1 && v->ptr[0] == '1');
     CHECK(sluice_record_header(&r, "c") == NULL);
@@ -919,7 +964,7 @@ static void expect_trap(const char *name, void (*fn)(void)) {
 }
 
 static void emit_outside(void) {
-    sluice_record r = {SLUICE_LIT("k"), SLUICE_LIT("v"), 0, NULL, 0};
+    sluice_record r = {SLUICE_LIT("k"), SLUICE_LIT("v"), 0, NULL, 0, 0};
     sluice_emit(&r);
 }
 
@@ -930,6 +975,7 @@ int main(void) {
     test_map();
     test_filter();
     test_malformed();
+    test_inputs();
     test_flatmap();
     test_flush();
     test_keyed();

@@ -69,7 +69,10 @@ func decodeRecord(batch []byte, off int, r *Record, hdrs *[]Header) int {
 	size := uint64(le32(p))
 	klen := uint64(le32(unsafe.Add(p, 20)))
 	// size-recordFixed wraps around when size < recordFixed.
-	if size-recordFixed > uint64(len(rest))-4-recordFixed || klen > size-recordFixed || le32(unsafe.Add(p, 8)) != 0 {
+	// The SDK declares abi.FeatureInputs: the flags hold the record's
+	// input and no other bit.
+	flags := le32(unsafe.Add(p, 8))
+	if size-recordFixed > uint64(len(rest))-4-recordFixed || klen > size-recordFixed || flags > abi.FlagsInput {
 		return -1
 	}
 	vlen := uint64(le32(unsafe.Add(p, 24+klen)))
@@ -78,6 +81,7 @@ func decodeRecord(batch []byte, off int, r *Record, hdrs *[]Header) int {
 	}
 	nh := le32(unsafe.Add(p, 28+klen+vlen))
 	r.Time = int64(le64(unsafe.Add(p, 12)))
+	r.Input = int(flags)
 	if nh == 0 {
 		if klen+vlen != size-recordFixed {
 			return -1
@@ -180,7 +184,7 @@ func appendRecord(dst []byte, origin uint32, r *Record) []byte {
 	h := (*[24]byte)(b)
 	le.PutUint32(h[0:], uint32(n-4))
 	le.PutUint32(h[4:], origin)
-	le.PutUint32(h[8:], 0)
+	le.PutUint32(h[8:], 0) // flags: an output has no input
 	le.PutUint64(h[12:], uint64(r.Time))
 	le.PutUint32(h[20:], uint32(klen))
 	copy(b[24:], r.Key)
@@ -205,7 +209,7 @@ func appendRecordHeaders(dst []byte, origin uint32, r *Record) []byte {
 	le := binary.LittleEndian
 	le.PutUint32(b, uint32(n-4))
 	le.PutUint32(b[4:], origin)
-	le.PutUint32(b[8:], 0)
+	le.PutUint32(b[8:], 0) // flags: an output has no input
 	le.PutUint64(b[12:], uint64(r.Time))
 	le.PutUint32(b[20:], uint32(len(r.Key)))
 	p := 24 + copy(b[24:], r.Key)
@@ -234,6 +238,7 @@ var errDecoderMismatch = errors.New("sluice: internal error: the SDK's decoder r
 // for the log, once the SDK's decoder has refused one of its records.
 func batchError(batch []byte) error {
 	var d abi.Decoder
+	d.AllowInputs(true) // as the SDK's decoders: it declares abi.FeatureInputs
 	if err := d.Reset(batch); err != nil {
 		return err
 	}

@@ -31,12 +31,14 @@ func decodeAll(batch []byte) ([]Record, bool) {
 	return out, off == len(batch)
 }
 
-// abiDecodeAll decodes batch with abi.Decoder.
+// abiDecodeAll decodes batch with abi.Decoder, inputs allowed: the SDK
+// declares abi.FeatureInputs.
 func abiDecodeAll(batch []byte) ([]abi.Record, error) {
 	d, err := abi.NewDecoder(batch)
 	if err != nil {
 		return nil, err
 	}
+	d.AllowInputs(true)
 	var out []abi.Record
 	var r abi.Record
 	for d.Next(&r) {
@@ -48,7 +50,7 @@ func abiDecodeAll(batch []byte) ([]abi.Record, error) {
 }
 
 func sameRecord(a Record, b abi.Record) bool {
-	if !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) || a.Time != b.Time || len(a.Headers) != len(b.Headers) {
+	if !bytes.Equal(a.Key, b.Key) || !bytes.Equal(a.Value, b.Value) || a.Time != b.Time || a.Input != int(b.Input) || len(a.Headers) != len(b.Headers) {
 		return false
 	}
 	if (a.Key == nil) != (b.Key == nil) || (a.Value == nil) != (b.Value == nil) {
@@ -113,6 +115,15 @@ func TestCodecMatchesABI(t *testing.T) {
 			t.Fatalf("appendRecord wrote %x, abi.AppendRecord %x", mine, theirs)
 		}
 		checkAgrees(t, mine[len(prefix):])
+
+		// Input records, as the host encodes them for the SDK, which
+		// declares abi.FeatureInputs, decode with their inputs.
+		in := abi.AppendBatchHeader(nil, uint32(len(recs)))
+		for i := range recs {
+			ar := abi.Record{Origin: uint32(i), Input: rapid.Uint16().Draw(t, "input"), Time: recs[i].Time, Key: recs[i].Key, Value: recs[i].Value, Headers: recs[i].Headers}
+			in = abi.AppendRecord(in, &ar)
+		}
+		checkAgrees(t, in)
 	})
 }
 
@@ -140,5 +151,6 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(appendRecord(abi.AppendBatchHeader(nil, 1), 0, &r))
 	f.Add(appendRecord(appendRecord(abi.AppendBatchHeader(nil, 2), 0, &Record{}), 1, &r))
 	f.Add([]byte{0, 0, 0, 0})
+	f.Add(abi.AppendRecord(abi.AppendBatchHeader(nil, 1), &abi.Record{Input: 3, Key: []byte("k")}))
 	f.Fuzz(func(t *testing.T, batch []byte) { checkAgrees(t, batch) })
 }

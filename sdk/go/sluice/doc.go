@@ -169,7 +169,10 @@
 // exports sluice_kinds, which reports it: `sluice plugin build` writes its
 // answer into the module's sluice.kinds custom section, and the host then
 // refuses, at load, a pipeline that gives the operator another kind
-// (abi/ABI.md section 12). A module is one operator instance
+// (abi/ABI.md section 12). It exports sluice_features too, declaring that
+// it reads the input each record arrived on (Record.Input; abi/ABI.md
+// section 9.1), whatever handler is registered: a handler that ignores
+// Record.Input loses nothing. A module is one operator instance
 // with its own memory, so the handler registry and the guest state are
 // process-wide by nature: the one place this code base keeps package-level
 // state. In native builds, sluicetest reaches the same guest core through an

@@ -149,6 +149,10 @@ func (g *guest) kinds() int32 {
 	return 0
 }
 
+// features implements sluice_features: the SDK reads each record's input
+// into Record.Input, whatever handler the plugin registers.
+func (g *guest) features() int32 { return abi.FeatureInputs }
+
 // noHandler is the error of a module whose plugin registers no handler.
 const noHandler = "no handler registered: call sluice.Map, MapInPlace, Filter, FlatMap, Keyed or Transactional from an init function of package main (a plugin's main function never runs)"
 
@@ -260,7 +264,8 @@ func (g *guest) runForwarding(batch []byte, count uint32) int {
 		p := unsafe.Pointer(&rest[0])
 		size := uint64(le32(p))
 		klen := uint64(le32(unsafe.Add(p, 20)))
-		if size-recordFixed > uint64(len(rest))-4-recordFixed || klen > size-recordFixed || le32(unsafe.Add(p, 8)) != 0 {
+		flags := le32(unsafe.Add(p, 8))
+		if size-recordFixed > uint64(len(rest))-4-recordFixed || klen > size-recordFixed || flags > abi.FlagsInput {
 			return -1
 		}
 		vlen := uint64(le32(unsafe.Add(p, 24+klen)))
@@ -270,6 +275,7 @@ func (g *guest) runForwarding(batch []byte, count uint32) int {
 		nh := le32(unsafe.Add(p, 28+klen+vlen))
 		t := int64(le64(unsafe.Add(p, 12)))
 		r.Time = t
+		r.Input = int(flags)
 		if nh == 0 {
 			if klen+vlen != size-recordFixed {
 				return -1

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -39,6 +40,7 @@ func (h *recHost) Emit(batch []byte) {
 	if err != nil {
 		panic(err)
 	}
+	d.AllowInputs(true) // a forwarded record keeps its input, which the host ignores
 	var out []abi.Record
 	var r abi.Record
 	for d.Next(&r) {
@@ -500,6 +502,7 @@ func withOrigins(recs []abi.Record) []abi.Record {
 	out := make([]abi.Record, len(recs))
 	for i, r := range recs {
 		r.Origin = uint32(i)
+		r.Input = 0 // the host ignores an output's input
 		out[i] = r
 	}
 	return out
@@ -677,6 +680,7 @@ func FuzzProcess(f *testing.F) {
 	f.Add(encode(r, abi.Record{}, r))
 	f.Add(encode())
 	f.Add([]byte{2, 0, 0, 0, 32, 0, 0, 0})
+	f.Add(encode(abi.Record{Input: 1, Key: []byte("k")}, abi.Record{Input: 0xffff}))
 	kinds := map[string]*handlers{
 		"MapInPlace": {kind: kindMap, mapInPlaceFn: func(*Record) error { return nil }},
 		"Map":        {kind: kindMap, mapFn: func(r Record) (Record, error) { return r, nil }},
@@ -724,5 +728,47 @@ func TestKinds(t *testing.T) {
 	host := newRecHost()
 	if got := newGuest(&handlers{}, host).kinds(); got != 0 || len(host.logs) != 1 || !strings.Contains(host.logs[0], "3:no handler registered") {
 		t.Errorf("no handler: kinds %#x, logs %v; want 0 and the error logged", got, host.logs)
+	}
+}
+
+// Every kind of handler sees the input each record arrived on, which the
+// host encodes in the record's flags because the SDK declares
+// abi.FeatureInputs; outputs carry no input of their own.
+func TestInputs(t *testing.T) {
+	if got := newGuest(&handlers{}, newRecHost()).features(); got != abi.FeatureInputs {
+		t.Fatalf("features %#x, want abi.FeatureInputs", got)
+	}
+	var seen []int
+	see := func(r Record) { seen = append(seen, r.Input) }
+	kinds := map[string]*handlers{
+		"MapInPlace": {kind: kindMap, mapInPlaceFn: func(r *Record) error { see(*r); return nil }},
+		"Map":        {kind: kindMap, mapFn: func(r Record) (Record, error) { see(r); return Record{Key: r.Key, Input: 7}, nil }},
+		"Filter":     {kind: kindFilter, filterFn: func(r Record) (bool, error) { see(r); return true, nil }},
+		"FlatMap":    {kind: kindFlatMap, flatMapFn: func(r Record, out *Emitter) error { see(r); out.Emit(r); return nil }},
+		"Keyed":      {kind: kindKeyed, keyedFn: func(r Record, _ *State, out *Emitter) error { see(r); out.Emit(r); return nil }},
+	}
+	for name, h := range kinds {
+		seen = nil
+		host := newRecHost()
+		batch := encode(abi.Record{Key: []byte("a"), Input: 1}, abi.Record{Key: []byte("b")}, abi.Record{Key: []byte("c"), Input: 0xffff})
+		if st := run(newGuest(h, host), batch); st != abi.StatusOK {
+			t.Fatalf("%s: status %d, logs %v", name, st, host.logs)
+		}
+		if want := []int{1, 0, 0xffff}; !slices.Equal(seen, want) {
+			t.Errorf("%s: handler saw inputs %v, want %v", name, seen, want)
+		}
+		if outs := host.outputs(); len(outs) != 3 {
+			t.Errorf("%s: %d outputs, want 3", name, len(outs))
+		}
+	}
+
+	// A flag bit beside the input's is refused, as abi.Decoder refuses it.
+	bad := encode(abi.Record{Key: []byte("a")})
+	binary.LittleEndian.PutUint32(bad[4+8:], 0x10000)
+	for name, h := range kinds {
+		host := newRecHost()
+		if st := run(newGuest(h, host), bad); st != abi.StatusError || len(host.logs) != 1 || !strings.Contains(host.logs[0], "reserved flags are 0x10000, want 0 beside the input bits 0xffff") {
+			t.Errorf("%s: flags 0x10000: status %d, logs %v; want the batch refused", name, st, host.logs)
+		}
 	}
 }

@@ -28,6 +28,13 @@ type Record struct {
 	Time int64
 	// Headers are the record's headers, in order. Names may repeat.
 	Headers []Header
+	// Input is the position, in the operator's inputs list of the
+	// pipeline file, of the input the record arrived on: 0 for an operator
+	// with one input. A join tells its sides apart by it. It is set on
+	// the records the SDK hands a handler, and ignored on the records a
+	// handler returns or emits: the host gives an output its input when
+	// it feeds it to the next operator.
+	Input int
 }
 
 // Header returns the value of the first header called name (compared
@@ -60,7 +67,7 @@ func (r *Record) SetHeader(name string, value []byte) {
 // Clone returns a deep copy of r that owns all its bytes, for keeping a
 // record after the handler returns.
 func (r *Record) Clone() Record {
-	c := Record{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value), Time: r.Time}
+	c := Record{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value), Time: r.Time, Input: r.Input}
 	if r.Headers != nil {
 		c.Headers = make([]Header, len(r.Headers))
 		for i, h := range r.Headers {

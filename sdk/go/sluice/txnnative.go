@@ -92,7 +92,7 @@ func (d *txnDriver) Plan(i int, ev *abi.Record) ([]abi.OpDecl, error) {
 	d.activate()
 	p := &d.g.planner
 	p.begin(len(d.op.Funcs), uint32(i))
-	err := d.op.Plan(Record{Key: ev.Key, Value: ev.Value, Time: ev.Time, Headers: ev.Headers}, p)
+	err := d.op.Plan(Record{Key: ev.Key, Value: ev.Value, Time: ev.Time, Headers: ev.Headers, Input: int(ev.Input)}, p)
 	p.active = false
 	if err != nil {
 		return nil, fmt.Errorf("event %d: %w", i, err)
@@ -122,7 +122,7 @@ func (d *txnDriver) Post(i int, ev *abi.Record, o *abi.EventOutcome) error {
 	g := d.g
 	g.emitter.origin = uint32(i)
 	mark, markCount := len(g.out), g.outCount
-	if err := d.op.Post(Record{Key: ev.Key, Value: ev.Value, Time: ev.Time, Headers: ev.Headers}, o, &g.emitter); err != nil {
+	if err := d.op.Post(Record{Key: ev.Key, Value: ev.Value, Time: ev.Time, Headers: ev.Headers, Input: int(ev.Input)}, o, &g.emitter); err != nil {
 		g.out, g.outCount = g.out[:mark], markCount
 		return err
 	}

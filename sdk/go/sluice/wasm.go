@@ -114,6 +114,10 @@ func exportAlloc(size int32) unsafe.Pointer {
 //lint:ignore U1000 called by the build tool through the //go:wasmexport above
 func exportKinds() int32 { return theGuest.kinds() }
 
+//go:wasmexport sluice_features
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportFeatures() int32 { return theGuest.features() }
+
 //go:wasmexport sluice_configure
 //lint:ignore U1000 called by the host through the //go:wasmexport above
 func exportConfigure(p unsafe.Pointer, n uint32) int32 {

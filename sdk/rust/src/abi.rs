@@ -16,6 +16,15 @@ use crate::txn::Key;
 /// The ABI version this crate implements.
 pub const VERSION: i32 = 1;
 
+/// The bits of `sluice_features`' result (section 9): what a module
+/// understands beyond version 1 as first published. The SDK declares
+/// `FEATURE_INPUTS`.
+pub const FEATURE_INPUTS: i32 = 1;
+
+/// The bits of a record's flags that hold its input (section 4), for a
+/// module that declares [`FEATURE_INPUTS`]. Other bits are reserved.
+pub const FLAGS_INPUT: u32 = 0xffff;
+
 /// Status codes of host functions and guest exports (section 8).
 pub const STATUS_OK: i32 = 0;
 /// Returned by `table_id`, `state_get` and `txn_get` for what does not exist.
@@ -137,6 +146,7 @@ fn le64(b: &[u8], p: usize) -> u64 {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct RecordSpan {
     pub start: usize, // offset of the size field
+    pub input: u16,
     pub time: i64,
     pub key: (usize, usize),     // [from, to)
     pub value: (usize, usize),   // [from, to)
@@ -153,6 +163,7 @@ impl RecordSpan {
             key: &batch[self.key.0..self.key.1],
             value: &batch[self.value.0..self.value.1],
             time: self.time,
+            input: self.input,
             headers: Headers::from_wire(self.header_count, &batch[self.headers.0..self.headers.1]),
         }
     }
@@ -224,11 +235,17 @@ pub(crate) fn parse_record(
     }
     let base = start + 4;
     let b = &batch[base..base + size];
+    // The SDK declares FEATURE_INPUTS: the flags hold the record's input
+    // and no other bit.
     let flags = le32(b, 4);
-    if flags != 0 {
+    if flags & !FLAGS_INPUT != 0 {
         return Err(fail(
             start + 8,
-            format!("reserved flags are {:#x}, want 0", flags),
+            format!(
+                "reserved flags are {:#x}, want 0 beside the input bits {:#x}",
+                flags & !FLAGS_INPUT,
+                FLAGS_INPUT
+            ),
         ));
     }
     let time = le64(b, 8) as i64;
@@ -285,6 +302,7 @@ pub(crate) fn parse_record(
     }
     Ok(RecordSpan {
         start,
+        input: flags as u16,
         time,
         key,
         value,
@@ -401,7 +419,7 @@ pub fn append_record(dst: &mut Vec<u8>, origin: u32, r: &Record<'_>) {
     dst.reserve(size);
     dst.extend_from_slice(&((size - 4) as u32).to_le_bytes());
     dst.extend_from_slice(&origin.to_le_bytes());
-    dst.extend_from_slice(&0u32.to_le_bytes());
+    dst.extend_from_slice(&u32::from(r.input).to_le_bytes()); // flags: the input
     dst.extend_from_slice(&r.time.to_le_bytes());
     dst.extend_from_slice(&(r.key.len() as u32).to_le_bytes());
     dst.extend_from_slice(r.key);
@@ -1052,7 +1070,7 @@ mod tests {
             (set(0, 2), "abi: malformed batch header at byte 0: count 2 does not fit in 48 bytes"),
             (set(4, 27), "abi: malformed record 0 at byte 4: record size 27 does not fit in the 40 bytes left"),
             (set(4, 41), "abi: malformed record 0 at byte 4: record size 41 does not fit in the 40 bytes left"),
-            (set(12, 5), "abi: malformed record 0 at byte 12: reserved flags are 0x5, want 0"),
+            (set(12, 0x50003), "abi: malformed record 0 at byte 12: reserved flags are 0x50000, want 0 beside the input bits 0xffff"),
             (set(24, 99), "abi: malformed record 0 at byte 24: key length exceeds the record"),
             (set(29, 99), "abi: malformed record 0 at byte 29: value length exceeds the record"),
             (set(34, 9), "abi: malformed record 0 at byte 34: header count 9 does not fit in the record"),

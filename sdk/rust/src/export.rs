@@ -7,7 +7,7 @@
 //! In a native build (`cargo test`) they expand to nothing.
 
 /// The exports every operator has: `_initialize`, `sluice_abi_version`,
-/// `sluice_alloc` and `sluice_configure`.
+/// `sluice_features`, `sluice_alloc` and `sluice_configure`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __sluice_exports_common {
@@ -20,6 +20,11 @@ macro_rules! __sluice_exports_common {
         #[no_mangle]
         pub extern "C" fn sluice_abi_version() -> i32 {
             $crate::abi::VERSION
+        }
+
+        #[no_mangle]
+        pub extern "C" fn sluice_features() -> i32 {
+            $crate::abi::FEATURE_INPUTS
         }
 
         #[no_mangle]

@@ -622,6 +622,7 @@ impl<T> Guest<T> {
                 value,
                 time: s.time,
                 headers: Headers::from_wire(s.header_count, headers),
+                input: s.input,
             };
             map(op, &mut r)?;
             let time = r.time;

@@ -28,6 +28,12 @@ pub struct Record<'a> {
     pub time: i64,
     /// The record's headers, in order. Names may repeat.
     pub headers: Headers<'a>,
+    /// The position, in the operator's `inputs` list of the pipeline
+    /// file, of the input the record arrived on: 0 for an operator with one
+    /// input. A join tells its sides apart by it. Set on the records the
+    /// SDK hands an operator; the host ignores it on the records an
+    /// operator emits.
+    pub input: u16,
 }
 
 impl<'a> Record<'a> {
@@ -38,6 +44,7 @@ impl<'a> Record<'a> {
             value,
             time: 0,
             headers: Headers::NONE,
+            input: 0,
         }
     }
 
@@ -95,6 +102,9 @@ pub struct RecordMut<'a> {
     pub time: i64,
     /// The record's headers.
     pub headers: Headers<'a>,
+    /// The input the record arrived on, as [`Record::input`]; changing it
+    /// changes nothing.
+    pub input: u16,
 }
 
 /// One name/value pair carried with a record, like a NATS message header.
@@ -302,6 +312,8 @@ pub struct OwnedRecord {
     pub time: i64,
     /// The record's headers, in order.
     pub headers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The input the record arrived on, as [`Record::input`].
+    pub input: u16,
 }
 
 impl OwnedRecord {
@@ -330,6 +342,13 @@ impl OwnedRecord {
         self
     }
 
+    /// Returns the record with its input set to `input`: in a test, the
+    /// input an operator with several inputs receives it on.
+    pub fn with_input(mut self, input: u16) -> OwnedRecord {
+        self.input = input;
+        self
+    }
+
     /// Returns the value of the first header called `name`, if any.
     pub fn header(&self, name: &[u8]) -> Option<&[u8]> {
         self.headers
@@ -350,6 +369,7 @@ impl<'a> From<&Record<'a>> for OwnedRecord {
                 .iter()
                 .map(|h| (h.name.to_vec(), h.value.to_vec()))
                 .collect(),
+            input: r.input,
         }
     }
 }

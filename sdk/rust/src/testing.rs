@@ -302,6 +302,7 @@ fn encode_batch(records: &[OwnedRecord]) -> Vec<u8> {
             value: &r.value,
             time: r.time,
             headers: Headers::from_list(&hs),
+            input: r.input,
         };
         abi::append_record(&mut b, i as u32, &rec);
     }

@@ -177,6 +177,57 @@ fn filter_runs() {
     assert_eq!(out.rejects.len(), 1);
 }
 
+/// Records the input of every record it sees, whatever its kind.
+#[derive(Default)]
+struct Inputs {
+    seen: Vec<u16>,
+}
+
+impl Operator for Inputs {
+    fn process(&mut self, r: &Record<'_>, out: &mut Emitter<'_>) -> Result<(), Error> {
+        self.seen.push(r.input);
+        out.emit(r);
+        Ok(())
+    }
+}
+
+impl MapInPlace for Inputs {
+    fn map(&mut self, r: &mut RecordMut<'_>) -> Result<(), Error> {
+        self.seen.push(r.input);
+        Ok(())
+    }
+}
+
+/// The SDK declares `FEATURE_INPUTS` and hands operators each record's
+/// input, the low 16 bits of its flags; other flag bits are refused.
+#[test]
+fn operators_see_inputs() {
+    let input: Vec<OwnedRecord> = [1u16, 0, 65535]
+        .iter()
+        .map(|&i| OwnedRecord::new("k", "v").with_input(i))
+        .collect();
+    let mut h = Harness::operator(Inputs::default());
+    assert_eq!(h.process(&input).records.len(), 3);
+    assert_eq!(h.operator_mut().seen, vec![1, 0, 65535]);
+    let mut h = Harness::map_in_place(Inputs::default());
+    assert_eq!(h.process(&input).records.len(), 3);
+    assert_eq!(h.operator_mut().seen, vec![1, 0, 65535]);
+
+    let mut batch = Vec::new();
+    abi::append_batch_header(&mut batch, 1);
+    abi::append_record(&mut batch, 0, &Record::new(b"k", b"v"));
+    batch[12..16].copy_from_slice(&0x1_0001u32.to_le_bytes());
+    let err = abi::BatchReader::new(&batch)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "abi: malformed record 0 at byte 12: reserved flags are 0x10000, want 0 beside the input bits 0xffff"
+    );
+}
+
 /// Emits `value`'s first byte copies of 100 KiB records, then fails when the
 /// value's second byte is 'f'.
 #[derive(Default)]

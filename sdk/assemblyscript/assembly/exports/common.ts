@@ -1,8 +1,8 @@
 // The exports every Sluice module has: sluice_abi_version, sluice_kinds,
-// sluice_alloc and sluice_configure. An operator re-exports them through
+// sluice_features, sluice_alloc and sluice_configure. An operator re-exports them through
 // exports/stream.ts or exports/txn.ts, never directly.
 
-import { ABI_VERSION } from "../abi";
+import { ABI_VERSION, FEATURE_INPUTS } from "../abi";
 import { allocInput } from "../arena";
 import { doConfigure, kindBits } from "../core";
 
@@ -14,6 +14,11 @@ export function sluice_abi_version(): i32 {
 /** sluice_kinds: the operator kind of the registered handler, as its bit; 0 when none is usable. */
 export function sluice_kinds(): i32 {
   return kindBits();
+}
+
+/** sluice_features: what the SDK understands beyond version 1: the input of each record. */
+export function sluice_features(): i32 {
+  return FEATURE_INPUTS;
 }
 
 /** sluice_alloc: size bytes for the host to write the next call's input into, or 0. */

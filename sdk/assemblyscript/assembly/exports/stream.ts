@@ -8,7 +8,7 @@
 import { beginCall, endCall } from "../arena";
 import { doProcess } from "../stream";
 
-export { sluice_abi_version, sluice_alloc, sluice_configure, sluice_kinds } from "./common";
+export { sluice_abi_version, sluice_alloc, sluice_configure, sluice_features, sluice_kinds } from "./common";
 
 /** sluice_process: runs the registered handler over one encoded batch. */
 export function sluice_process(ptr: usize, len: usize): i32 {

@@ -8,7 +8,7 @@
 import { beginCall, endCall } from "../arena";
 import { doApply, doPlan, doPost } from "../txn";
 
-export { sluice_abi_version, sluice_alloc, sluice_configure, sluice_kinds } from "./common";
+export { sluice_abi_version, sluice_alloc, sluice_configure, sluice_features, sluice_kinds } from "./common";
 
 /** sluice_plan: declares the operations of a batch of events. */
 export function sluice_plan(ptr: usize, len: usize): i32 {

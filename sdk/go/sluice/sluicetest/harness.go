@@ -3,6 +3,7 @@ package sluicetest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
@@ -25,6 +26,9 @@ var (
 	// ErrBadConfig: sluice_configure returned abi.StatusBadConfig; the
 	// message carries the guest's reason. Configure and Process return it.
 	ErrBadConfig = errors.New("sluicetest: configuration rejected")
+	// ErrBadInput: Process was given a record whose Input no pipeline
+	// can give: negative, or abi.MaxInputs or more.
+	ErrBadInput = errors.New("sluicetest: record input out of range")
 )
 
 // Output is a record the operator emitted, with the index of the input
@@ -144,6 +148,9 @@ func (h *Harness) Configure(config []byte) error {
 // configuration is refused (ErrBadConfig) or configuring it traps
 // (ErrTrap). The batch then has no effect.
 func (h *Harness) Process(records ...sluice.Record) ([]Output, []Reject, error) {
+	if err := checkInputs(records); err != nil {
+		return nil, nil, err
+	}
 	outs, rejects, err := h.b.process(h.config, records)
 	h.st.commit()
 	return outs, rejects, err
@@ -173,13 +180,23 @@ func (h *Harness) Logs() []LogEntry {
 // a fresh one.
 func (h *Harness) Close() { h.b.close() }
 
+// checkInputs refuses records whose Input does not fit the encoding.
+func checkInputs(records []sluice.Record) error {
+	for i := range records {
+		if in := records[i].Input; in < 0 || in >= abi.MaxInputs {
+			return fmt.Errorf("%w: record %d has Input %d, want 0 to %d", ErrBadInput, i, in, abi.MaxInputs-1)
+		}
+	}
+	return nil
+}
+
 // appendBatch appends the encoded batch of in to dst, origins from 0, as
 // the host encodes a batch.
 func appendBatch(dst []byte, in []sluice.Record) []byte {
 	dst = abi.AppendBatchHeader(dst, uint32(len(in)))
 	for i := range in {
 		r := &in[i]
-		dst = abi.AppendRecord(dst, &abi.Record{Origin: uint32(i), Time: r.Time, Key: r.Key, Value: r.Value, Headers: r.Headers})
+		dst = abi.AppendRecord(dst, &abi.Record{Origin: uint32(i), Input: uint16(r.Input), Time: r.Time, Key: r.Key, Value: r.Value, Headers: r.Headers})
 	}
 	return dst
 }

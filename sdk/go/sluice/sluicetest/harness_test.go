@@ -17,7 +17,7 @@ import (
 // the default table, emitting "<prefix><sum>"; the prefix comes from the
 // configuration. The value "panic" panics, "log" logs, "emit-then-fail"
 // emits then fails, "other" writes to table "other", "put-then-fail" writes
-// to both tables then fails.
+// to both tables then fails, "input" emits "input=<the record's input>".
 var prefix string
 
 func init() {
@@ -49,6 +49,9 @@ func init() {
 			return errors.New("failed after emitting")
 		case "other":
 			st.Table("other").Put(r.Key)
+			return nil
+		case "input":
+			out.Emit(sluice.Record{Key: r.Key, Value: fmt.Appendf(nil, "input=%d", r.Input)})
 			return nil
 		case "put-then-fail":
 			st.Put([]byte("poison"))
@@ -120,6 +123,28 @@ func TestProcess(t *testing.T) {
 	h.SetState("sums", "b", nil)
 	if _, ok := h.State("sums", "b"); ok {
 		t.Error("SetState(nil) did not delete")
+	}
+}
+
+// A record's Input reaches the handler, as the host encodes it; one no
+// pipeline can give is refused.
+func TestInputs(t *testing.T) {
+	h := sluicetest.New().Declare("sums", "other")
+	in := []sluice.Record{sluicetest.KV("a", "input"), sluicetest.KV("b", "input"), sluicetest.KV("c", "input")}
+	in[0].Input, in[2].Input = 2, 65535
+	outs, rejects, err := h.Process(in...)
+	if err != nil || len(rejects) > 0 {
+		t.Fatalf("Process: %v, rejects %v", err, rejects)
+	}
+	if got, want := values(outs), "0:a=input=2 1:b=input=0 2:c=input=65535"; got != want {
+		t.Errorf("outputs %s, want %s", got, want)
+	}
+	for _, bad := range []int{-1, 65536} {
+		r := sluicetest.KV("a", "input")
+		r.Input = bad
+		if _, _, err := h.Process(r); !errors.Is(err, sluicetest.ErrBadInput) {
+			t.Errorf("Input %d: error %v, want ErrBadInput", bad, err)
+		}
 	}
 }
 

@@ -116,7 +116,7 @@ func (w *wasmBackend) process(config []byte, in []sluice.Record) ([]Output, []Re
 	w.in = w.in[:0]
 	for i := range in {
 		r := &in[i]
-		w.in = append(w.in, abi.Record{Time: r.Time, Key: r.Key, Value: r.Value, Headers: r.Headers})
+		w.in = append(w.in, abi.Record{Input: uint16(r.Input), Time: r.Time, Key: r.Key, Value: r.Value, Headers: r.Headers})
 	}
 	w.out.Reset()
 	err := w.inst.Process(w.ctx(), w.in, w.st, &w.out)

@@ -22,6 +22,8 @@
 //	reject               reject the record with the message "rejected on request"
 //	reject-bad-origin    reject an input record that does not exist
 //	emit-bad-origin      emit a record whose Origin is not in the input batch
+//	emit-flags           emit the record with input 1 in its flags, which
+//	                     this guest does not declare (no sluice_features)
 //	emit-malformed       emit three bytes that are not a batch
 //	emit-big:N           emit one record with an N-byte value
 //	emit-many:N:S        emit N records of S-byte values, one emit call each
@@ -255,6 +257,11 @@ func one(r *abi.Record) int32 {
 	case "emit-bad-origin":
 		o := *r
 		o.Origin = 1_000_000
+		b := abi.AppendRecord(abi.AppendBatchHeader(nil, 1), &o)
+		emit(addr(b), uint32(len(b)))
+	case "emit-flags":
+		o := *r
+		o.Input = 1
 		b := abi.AppendRecord(abi.AppendBatchHeader(nil, 1), &o)
 		emit(addr(b), uint32(len(b)))
 	case "emit-malformed":

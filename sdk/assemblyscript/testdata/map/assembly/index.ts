@@ -8,6 +8,7 @@
 //   hdrkeep read the headers, change nothing (forwarded)
 //   reject  dead-letter with "rejected <value>"
 //   heap    the value becomes the heap top, in decimal
+//   input   the value becomes the record's input, in decimal
 //   trap    trap (unreachable)
 import { ByteBuffer, Bytes, Record, map, quote, reject } from "../../../assembly";
 import { heapTop } from "../../../assembly/arena";
@@ -35,6 +36,8 @@ map((r: Record): void => {
     reject("rejected " + quote(r.value));
   } else if (k.equalsString("heap")) {
     r.value = new ByteBuffer().uint(<u64>heapTop()).toBytes();
+  } else if (k.equalsString("input")) {
+    r.value = new ByteBuffer().uint(<u64>r.input).toBytes();
   } else if (k.equalsString("trap")) {
     unreachable();
   }
