@@ -1,6 +1,9 @@
 package sluice_test
 
 import (
+	"fmt"
+	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -102,6 +105,7 @@ func TestImportGraph(t *testing.T) {
 		t.Skip("the go command is not on PATH")
 	}
 	prefix := modulePath + "/"
+	edges := map[string]map[string]bool{} // layer -> the layers it imports
 	for _, line := range goList(t, ".", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...") {
 		f := strings.Fields(line)
 		if len(f) == 0 || !strings.HasPrefix(f[0], prefix) {
@@ -114,9 +118,17 @@ func TestImportGraph(t *testing.T) {
 			continue
 		}
 		for _, imp := range f[1:] {
-			if rel, ok := strings.CutPrefix(imp, prefix); ok && !allowed(l, rel) {
+			rel, ok := strings.CutPrefix(imp, prefix)
+			if !ok || layer(rel) == l {
+				continue
+			}
+			if !allowed(l, rel) {
 				t.Errorf("forbidden import: %s (%s) imports %s (%s)", from, l, rel, layer(rel))
 			}
+			if edges[l] == nil {
+				edges[l] = map[string]bool{}
+			}
+			edges[l][display(rel)] = true
 		}
 	}
 	// Guest code must not reach the host through what it imports either.
@@ -140,4 +152,27 @@ func TestImportGraph(t *testing.T) {
 			t.Errorf("the Go SDK depends on %s", line)
 		}
 	}
+	edges["sdk/go"] = map[string]bool{"abi": true}
+
+	// README's Architecture section shows the same graph.
+	var want strings.Builder
+	for _, l := range slices.Sorted(maps.Keys(edges)) {
+		fmt.Fprintf(&want, "    %-28s -> %s\n", l, strings.Join(slices.Sorted(maps.Keys(edges[l])), ", "))
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), want.String()) {
+		t.Errorf("README.md's Architecture section does not show the import graph; it is:\n%s", want.String())
+	}
+}
+
+// display names the layer of package rel in README's import graph: its
+// layer, but the workloads' event encodings apart.
+func display(rel string) string {
+	if isEventCodec(rel) {
+		return "txn/apps/*/event"
+	}
+	return layer(rel)
 }

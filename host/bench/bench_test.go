@@ -188,6 +188,10 @@ func TestMissingPlugin(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "upper plugin was not given") {
 		t.Errorf("err = %v", err)
 	}
+	_, err = Run(context.Background(), Plugins{Upper: []byte("\x00asm")}, opts)
+	if err == nil || !strings.Contains(err.Error(), "Plugins.UpperNative nil") {
+		t.Errorf("without the native function: err = %v", err)
+	}
 }
 
 func TestParseSuite(t *testing.T) {

@@ -206,6 +206,7 @@ func TestRunTxnBadOptions(t *testing.T) {
 		{"events", func(o *TxnOptions) { o.Events = 0 }, nil, "0 events"},
 		{"logic", func(o *TxnOptions) { o.Logics = []TxnLogic{"jit"} }, nil, `"jit"`},
 		{"plugin", func(o *TxnOptions) { o.Logics = []TxnLogic{TxnWasm} }, nil, "plugins/ledger"},
+		{"native", func(o *TxnOptions) { o.Native = nil }, nil, "TxnOptions.Native nil"},
 		{"twice", func(o *TxnOptions) { o.Strategies = []string{"serial", "serial"} }, nil, "given twice"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

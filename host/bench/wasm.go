@@ -145,7 +145,10 @@ func runWasm(ctx context.Context, e *env, code []byte, upper func(dst, src []byt
 	if len(cfg.BatchSizes) == 0 || cfg.RecordSize <= 0 || cfg.Rounds <= 0 || cfg.RoundTime <= 0 {
 		return nil, fmt.Errorf("bench: wasm suite: batch sizes, record size, rounds and round time must be set (got %+v)", cfg)
 	}
-	if upper == nil {
+	switch {
+	case len(code) == 0:
+		return nil, errors.New("bench: the upper plugin was not given (Plugins field empty)")
+	case upper == nil:
 		return nil, errors.New("bench: wasm suite: the upper function in native Go was not given (Plugins.UpperNative nil)")
 	}
 	e.step("wasm: compiling the upper plugin (engine with the default call timeout, engine without)")
