@@ -10,6 +10,8 @@ require (
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/sluicehq/sluice/abi v0.0.0-00010101000000-000000000000
+	github.com/sluicehq/sluice/sdk/go v0.0.0-00010101000000-000000000000
 	github.com/spf13/cobra v1.10.2
 	github.com/tetratelabs/wazero v1.12.0
 	go.uber.org/goleak v1.3.0
@@ -55,4 +57,12 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+)
+
+// The guest-host contract and the Go SDK are modules of their own, so that
+// a plugin's module graph holds only what a guest needs; the host builds
+// against the ones in this repository.
+replace (
+	github.com/sluicehq/sluice/abi => ./abi
+	github.com/sluicehq/sluice/sdk/go => ./sdk/go
 )

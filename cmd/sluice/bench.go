@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/host/bench"
+	"github.com/sluicehq/sluice/plugins/upper/upperlib"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -82,7 +83,7 @@ allows. The full run takes a minute or two on two cores; --quick takes seconds.`
 			if err != nil {
 				return err
 			}
-			var plugins bench.Plugins
+			plugins := bench.Plugins{UpperNative: upperlib.Upper}
 			if err := readExamples(paths, map[string]*[]byte{"upper": &plugins.Upper, "wordcount": &plugins.WordCount}); err != nil {
 				return err
 			}

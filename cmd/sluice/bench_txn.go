@@ -166,6 +166,9 @@ func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (b
 	if err != nil {
 		return opts, &usageError{fmt.Sprintf("--app %q: want one of %s", f.app, strings.Join(workload.Apps(), ", "))}
 	}
+	if opts.Native, err = nativeTxn(f.app); err != nil {
+		return opts, &usageError{fmt.Sprintf("--app %q: %v", f.app, err)}
+	}
 	reads, _ := workload.AppKnobs(f.app)
 	for _, name := range workload.KnobNames() {
 		if !cmd.Flags().Changed(name) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicehq/sluice/connectors/file"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	gsdk "github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 )
@@ -168,7 +169,7 @@ func (f *caseFile) kind(declared []plugin.Kind) (plugin.Kind, error) {
 		return "", fmt.Errorf("kind: %w", err)
 	}
 	if k.Transactional() {
-		return "", errors.New("kind: transactional operators are tested with sluicetest.LoadTxnWasm and txnop, not with case files")
+		return "", errors.New("kind: transactional operators are tested with hosttest.LoadTxnWasm and txnop, not with case files")
 	}
 	if k.Stateful() != (len(f.Tables) > 0) {
 		return "", fmt.Errorf("kind %s: a keyed operator, and only a keyed operator, declares tables", k)
@@ -312,7 +313,7 @@ func runCaseFile(ctx context.Context, w io.Writer, path string, f *caseFile, nam
 	if err != nil {
 		return run, fmt.Errorf("%s: %w", path, err)
 	}
-	mod, err := sluicetest.LoadWasm(ctx, name, wasm, kind)
+	mod, err := hosttest.LoadWasm(ctx, name, wasm, kind)
 	if err != nil {
 		return run, err
 	}
@@ -347,7 +348,7 @@ func runCaseFile(ctx context.Context, w io.Writer, path string, f *caseFile, nam
 // runCase runs one case in a fresh harness and returns how the module's
 // behaviour differs from the case's expectations. An error is a mistake in
 // the case.
-func runCase(mod *sluicetest.WasmModule, f *caseFile, c *testCase) ([]string, error) {
+func runCase(mod *hosttest.WasmModule, f *caseFile, c *testCase) ([]string, error) {
 	h := mod.New()
 	defer h.Close()
 	h.Declare(f.Tables...)
@@ -435,7 +436,7 @@ func runCase(mod *sluicetest.WasmModule, f *caseFile, c *testCase) ([]string, er
 	return problems, nil
 }
 
-func setState(h *sluicetest.Harness, tables []string, st stateSpec) error {
+func setState(h *hosttest.Harness, tables []string, st stateSpec) error {
 	for _, table := range sortedKeys(st) {
 		if !slices.Contains(tables, table) {
 			return fmt.Errorf("state: table %q is not declared (tables: %v)", table, tables)

@@ -13,13 +13,13 @@ func BenchmarkRead(b *testing.B) {
 		{Mode: Sequence, Keys: 1000},
 		{Mode: Bytes, Size: 64},
 		{Mode: Bytes, Size: 1024},
-		{Mode: Txn, App: "sl"},
-		{Mode: Txn, App: "gs"},
-		{Mode: Txn, App: "ob"},
+		{Mode: Txn, Workload: defaults(b, "sl")},
+		{Mode: Txn, Workload: defaults(b, "gs")},
+		{Mode: Txn, Workload: defaults(b, "ob")},
 	} {
 		name := string(cfg.Mode)
 		if cfg.Mode == Txn {
-			name += "-" + cfg.App
+			name += "-" + cfg.Workload.Name()
 		}
 		if cfg.Mode == Bytes {
 			name += map[int]string{64: "-64B", 1024: "-1KiB"}[cfg.Size]

@@ -7,8 +7,9 @@
 //   - "sequence": the value is the decimal position;
 //   - "bytes": a fixed-size payload of pseudo-random bytes, for measuring
 //     throughput at a given record size;
-//   - "txn": the events of one of MorphStream's transactional benchmarks
-//     (package txn/apps/workload), the input of a transactional operator.
+//   - "txn": the events of a transactional workload the caller gives, such
+//     as one of MorphStream's benchmarks (package txn/apps/workload), the
+//     input of a transactional operator.
 //
 // Every record is a pure function of the seed and its position: the
 // generator draws from a PCG generator seeded with (Seed, position), and the
@@ -24,24 +25,13 @@
 //
 // # Txn mode
 //
-// The record at position p is the workload's event p-1 (workload.App.Event),
-// a pure function of the knobs and p, so resuming stays exact. Its
-// configuration keys:
-//
-//   - app: the application, sl (Streaming Ledger), gs (GrepSum), ngs
-//     (NonGrepSum), tp (Toll Processing) or ob (Online Bidding);
-//   - knobs: the workload's knobs by name, each a string, over the
-//     application's MorphStream defaults (workload.Defaults): keys, skew,
-//     abort-ratio, txn-length, multi-read-ratio, reads, deposit-ratio,
-//     buy-ratio, busy-ns, nondet-ratio, acyclic, seed (workload.KnobNames;
-//     ratios as fractions or percentages, "0.25" or "25%");
-//   - keys and seed: the knobs of those names, when set (a knob given both
-//     ways must agree);
-//   - count, rate, start and step as in the other modes; size is unused.
-//
-// A program may instead pass a workload.App it built (Config.Workload), to
-// share it with whatever loads the workload's initial tables
-// (workload.App.Initial); Source.Workload returns the one in use.
+// The record at position p is the workload's event p-1 (Events.Event), a
+// pure function of the workload's configuration and p, so resuming stays
+// exact. The caller builds the workload (Config.Workload): in a pipeline,
+// the host builds one of MorphStream's benchmark workloads (package
+// txn/apps/workload) from the source's app and knobs, and shares it with
+// whatever loads the workload's initial tables; Source.Workload returns the
+// one in use. Keys, Seed and Size are unused.
 //
 // Rate limits the pace to a number of records per second, measured from
 // Open; Read sleeps on a timer until the next record is due, never spins.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/connectors"
-	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
 // Mode selects what a generator produces.
@@ -29,9 +28,23 @@ const (
 	// Bytes generates Size pseudo-random bytes.
 	Bytes Mode = "bytes"
 	// Txn generates the events of a transactional benchmark workload
-	// (package txn/apps/workload).
+	// (Config.Workload).
 	Txn Mode = "txn"
 )
+
+// Events is the workload of Txn mode: a deterministic sequence of events.
+// The benchmark workloads of package txn/apps/workload implement it; the
+// generator is given one rather than building it, so that connectors do
+// not depend on the scheduler's packages.
+type Events interface {
+	// Name returns the workload's short name, for the source's name.
+	Name() string
+	// Event appends the record of event i (counting from 0) to dst, its
+	// key then its value, and returns both; key's capacity ends where
+	// value begins, and value's capacity runs to the end of the buffer.
+	// Event i depends only on i and the workload's configuration.
+	Event(i uint64, dst []byte) (key, value []byte)
+}
 
 // Config configures a Source.
 type Config struct {
@@ -45,11 +58,11 @@ type Config struct {
 	Rate float64
 	// Size is the payload size of Bytes mode; 0: 64.
 	Size int
-	// Keys is the number of distinct keys; 0: records have no key. In Txn
-	// mode, when set, it is the workload's "keys" knob.
+	// Keys is the number of distinct keys; 0: records have no key. Not
+	// used in Txn mode, whose workload has its own keys.
 	Keys uint64
-	// Seed selects the stream; the same seed gives the same records. In
-	// Txn mode it is the workload's "seed" knob.
+	// Seed selects the stream; the same seed gives the same records. Not
+	// used in Txn mode, whose workload has its own seed.
 	Seed uint64
 	// Start is the event time of position 1; zero: the Unix epoch.
 	Start time.Time
@@ -57,20 +70,14 @@ type Config struct {
 	// when Rate is set, else 1 millisecond.
 	Step time.Duration
 	// Name overrides the source's name; empty: "generator:" + Mode, and
-	// "generator:txn/" + App in Txn mode.
+	// "generator:txn/" + the workload's name in Txn mode.
 	Name string
 
-	// App is the workload of Txn mode: sl, gs, ngs, tp or ob
-	// (workload.Apps).
-	App string
-	// Knobs sets Txn mode's knobs by name (workload.KnobNames), over the
-	// application's defaults (workload.Defaults); Keys and Seed set the
-	// knobs of those names too, and must agree with Knobs where both do.
-	Knobs map[string]string
-	// Workload, when set, is the workload of Txn mode, built by the caller
-	// (who may share it, to load its initial state); App, Knobs and Keys
-	// must then be empty, and Seed is not used.
-	Workload workload.App
+	// Workload is the workload of Txn mode, which requires one, built by
+	// the caller (a workload.App of package txn/apps/workload, which the
+	// caller may share, to load its initial state); Keys and Seed must
+	// then be zero.
+	Workload Events
 }
 
 // Source generates records deterministically from a seed and a position.
@@ -78,7 +85,7 @@ type Config struct {
 type Source struct {
 	cfg   Config
 	name  string
-	app   workload.App // Txn mode
+	app   Events // Txn mode
 	words []string
 	cum   []float64 // cumulative word weights
 	start int64     // event time of position 1, ns
@@ -118,16 +125,18 @@ func New(cfg Config) (*Source, error) {
 	}
 	s := &Source{cfg: cfg, name: cfg.Name, done: make(chan struct{}), txnSize: 32}
 	if cfg.Mode == Txn {
-		app, err := txnWorkload(cfg)
-		if err != nil {
-			return nil, err
+		switch {
+		case cfg.Workload == nil:
+			return nil, fmt.Errorf("generator: mode %q needs a workload", Txn)
+		case cfg.Keys != 0 || cfg.Seed != 0:
+			return nil, fmt.Errorf("generator: a txn source takes no keys or seed: its workload %q has its own", cfg.Workload.Name())
 		}
-		s.app = app
+		s.app = cfg.Workload
 		if s.name == "" {
-			s.name = "generator:txn/" + app.Name()
+			s.name = "generator:txn/" + s.app.Name()
 		}
-	} else if cfg.App != "" || cfg.Knobs != nil || cfg.Workload != nil {
-		return nil, fmt.Errorf("generator: app, knobs and workload apply to mode %q only, not %q", Txn, cfg.Mode)
+	} else if cfg.Workload != nil {
+		return nil, fmt.Errorf("generator: a workload applies to mode %q only, not %q", Txn, cfg.Mode)
 	}
 	if s.name == "" {
 		s.name = "generator:" + string(cfg.Mode)
@@ -155,53 +164,8 @@ func New(cfg Config) (*Source, error) {
 	return s, nil
 }
 
-// txnWorkload builds the workload of a Txn-mode configuration.
-func txnWorkload(cfg Config) (workload.App, error) {
-	if cfg.Workload != nil {
-		if cfg.App != "" || cfg.Knobs != nil || cfg.Keys != 0 {
-			return nil, fmt.Errorf("generator: a txn source given a workload takes no app, knobs or keys")
-		}
-		return cfg.Workload, nil
-	}
-	if cfg.App == "" {
-		return nil, fmt.Errorf("generator: mode %q needs an app (one of %s)", Txn, strings.Join(workload.Apps(), ", "))
-	}
-	k, err := workload.Defaults(cfg.App)
-	if err != nil {
-		return nil, fmt.Errorf("generator: %w", err)
-	}
-	set := map[string]string{"seed": strconv.FormatUint(cfg.Seed, 10)}
-	if cfg.Keys > 0 {
-		set["keys"] = strconv.FormatUint(cfg.Keys, 10)
-	}
-	for name, v := range cfg.Knobs {
-		switch v := strings.TrimSpace(v); {
-		case name == "keys" && cfg.Keys > 0 && v != set[name]:
-			return nil, fmt.Errorf("generator: keys is %d but knob keys is %q", cfg.Keys, v)
-		case name == "seed" && cfg.Seed != 0 && v != set[name]:
-			return nil, fmt.Errorf("generator: seed is %d but knob seed is %q", cfg.Seed, v)
-		}
-		set[name] = v
-	}
-	names := make([]string, 0, len(set))
-	for name := range set {
-		names = append(names, name)
-	}
-	sort.Strings(names) // the first bad knob is the same on every run
-	for _, name := range names {
-		if err := k.Set(name, set[name]); err != nil {
-			return nil, fmt.Errorf("generator: %w", err)
-		}
-	}
-	app, err := workload.New(cfg.App, k)
-	if err != nil {
-		return nil, fmt.Errorf("generator: %w", err)
-	}
-	return app, nil
-}
-
 // Workload returns the workload of a Txn-mode source, nil in other modes.
-func (s *Source) Workload() workload.App { return s.app }
+func (s *Source) Workload() Events { return s.app }
 
 // Name returns the source's name.
 func (s *Source) Name() string { return s.name }

@@ -48,10 +48,14 @@ func TestDeterministicAndResumable(t *testing.T) {
 		{Mode: Words, Seed: 1, Keys: 3},
 		{Mode: Sequence, Keys: 10, Start: time.Unix(1_700_000_000, 0), Step: time.Second},
 		{Mode: Bytes, Seed: 7, Size: 13},
-		{Mode: Txn, App: "sl", Keys: 1000, Seed: 3},
-		{Mode: Txn, App: "ob", Knobs: map[string]string{"keys": "500", "txn-length": "7", "buy-ratio": "50%"}},
+		{Mode: Txn, Workload: txnWorkload(t, "sl", map[string]string{"keys": "1000", "seed": "3"})},
+		{Mode: Txn, Workload: txnWorkload(t, "ob", map[string]string{"keys": "500", "txn-length": "7", "buy-ratio": "50%"})},
 	} {
-		t.Run(string(cfg.Mode)+cfg.App, func(t *testing.T) {
+		name := string(cfg.Mode)
+		if cfg.Workload != nil {
+			name += cfg.Workload.Name()
+		}
+		t.Run(name, func(t *testing.T) {
 			all := take(t, open(t, cfg, 0), 300, 64)
 			again := take(t, open(t, cfg, 0), 300, 7)
 			if !reflect.DeepEqual(all, again) {
@@ -77,21 +81,45 @@ func TestDeterministicAndResumable(t *testing.T) {
 
 func TestSeedChangesTheStream(t *testing.T) {
 	for _, mode := range []Mode{Words, Bytes, Txn} {
-		a := take(t, open(t, Config{Mode: mode, App: app(mode), Seed: 1}, 0), 20, 20)
-		b := take(t, open(t, Config{Mode: mode, App: app(mode), Seed: 2}, 0), 20, 20)
+		a := take(t, open(t, seeded(t, mode, 1), 0), 20, 20)
+		b := take(t, open(t, seeded(t, mode, 2), 0), 20, 20)
 		if reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: seeds 1 and 2 gave the same records", mode)
 		}
 	}
 }
 
-// app returns the workload of a Txn-mode test configuration.
-func app(m Mode) string {
+// seeded returns a test configuration of mode with the given seed: the
+// workload's seed knob in Txn mode.
+func seeded(t *testing.T, m Mode, seed uint64) Config {
 	if m == Txn {
-		return "gs"
+		return Config{Mode: m, Workload: txnWorkload(t, "gs", map[string]string{"seed": strconv.FormatUint(seed, 10)})}
 	}
-	return ""
+	return Config{Mode: m, Seed: seed}
 }
+
+// txnWorkload builds the workload app with knobs set by name over its
+// defaults, as the host does for a pipeline's txn source.
+func txnWorkload(t testing.TB, app string, knobs map[string]string) workload.App {
+	t.Helper()
+	k, err := workload.Defaults(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range knobs {
+		if err := k.Set(name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := workload.New(app, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// defaults builds the workload app with its default knobs.
+func defaults(t testing.TB, app string) workload.App { return txnWorkload(t, app, nil) }
 
 func TestSequence(t *testing.T) {
 	start := time.Unix(100, 0)
@@ -208,15 +236,10 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string // in the message
 	}{
-		{Config{Mode: Txn}, "needs an app"},
-		{Config{Mode: Txn, App: "tpcc"}, `"tpcc"`},
-		{Config{Mode: Txn, App: "sl", Knobs: map[string]string{"skew": "high"}}, `knob "skew" = "high"`},
-		{Config{Mode: Txn, App: "sl", Knobs: map[string]string{"deposits": "1"}}, `knob "deposits"`},
-		{Config{Mode: Txn, App: "sl", Keys: 1}, `knob "keys" = "1"`},
-		{Config{Mode: Txn, App: "sl", Keys: 10, Knobs: map[string]string{"keys": "20"}}, "keys is 10"},
-		{Config{Mode: Txn, App: "sl", Seed: 1, Knobs: map[string]string{"seed": "2"}}, "seed is 1"},
-		{Config{Mode: Txn, App: "sl", Workload: wl}, "takes no app"},
-		{Config{Mode: Words, App: "sl"}, "apply to mode"},
+		{Config{Mode: Txn}, "needs a workload"},
+		{Config{Mode: Txn, Workload: wl, Keys: 10}, `workload "tp" has its own`},
+		{Config{Mode: Txn, Workload: wl, Seed: 1}, `workload "tp" has its own`},
+		{Config{Mode: Words, Workload: wl}, "applies to mode"},
 	} {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v) = %v, want an error containing %s", c.cfg, err, c.want)
@@ -232,12 +255,11 @@ func TestConfigErrors(t *testing.T) {
 }
 
 // TestTxnRecordsAreTheWorkloadsEvents: the record at position p is the
-// workload's event p-1, with the knobs given by name over the defaults,
-// Keys and Seed as the knobs of those names.
+// workload's event p-1.
 func TestTxnRecordsAreTheWorkloadsEvents(t *testing.T) {
-	g := open(t, Config{Mode: Txn, App: "ngs", Keys: 2000, Seed: 9, Knobs: map[string]string{
+	g := open(t, Config{Mode: Txn, Workload: txnWorkload(t, "ngs", map[string]string{
 		"txn-length": "3", "nondet-ratio": "0.5", "seed": "9", "keys": "2000",
-	}}, 40)
+	})}, 40)
 	if g.Name() != "generator:txn/ngs" {
 		t.Errorf("name %q", g.Name())
 	}

@@ -49,6 +49,10 @@ type Plugins struct {
 	// Upper is plugins/upper compiled to WebAssembly; the wasm and nats
 	// suites need it.
 	Upper []byte
+	// UpperNative is the upper plugin's function in native Go
+	// (upperlib.Upper of plugins/upper): it appends src to dst
+	// upper-cased. The wasm suite measures it against Upper; it needs it.
+	UpperNative func(dst, src []byte) []byte
 	// WordCount is plugins/wordcount compiled to WebAssembly; the keyed
 	// suite needs it.
 	WordCount []byte
@@ -325,7 +329,7 @@ func Run(ctx context.Context, plugins Plugins, opts Options) (rep *Report, err e
 	e.step("machine: %d cores (GOMAXPROCS %d), %s, %s, load %s",
 		rep.Machine.NumCPU, rep.Machine.GOMAXPROCS, orUnknown(rep.Machine.CPUModel, "CPU model unknown"), rep.Machine.GoVersion, orUnknown(rep.Machine.Load, "unknown"))
 	if slices.Contains(suites, SuiteWasm) {
-		if rep.Wasm, err = runWasm(ctx, e, plugins.Upper, opts.Wasm); err != nil {
+		if rep.Wasm, err = runWasm(ctx, e, plugins.Upper, plugins.UpperNative, opts.Wasm); err != nil {
 			return nil, err
 		}
 	}

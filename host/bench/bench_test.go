@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/generator"
 	"github.com/sluicehq/sluice/host/exec"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/plugins/upper/upperlib"
 	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 	"github.com/sluicehq/sluice/state"
@@ -73,7 +74,9 @@ func examplePlugins(t testing.TB) Plugins {
 	if built.err != nil {
 		t.Fatalf("building the example plugins: %v", built.err)
 	}
-	return built.plugins
+	p := built.plugins
+	p.UpperNative = upperlib.Upper
+	return p
 }
 
 // TestQuick runs every suite in the quick configuration end to end and
@@ -184,6 +187,10 @@ func TestMissingPlugin(t *testing.T) {
 	_, err := Run(context.Background(), Plugins{}, opts)
 	if err == nil || !strings.Contains(err.Error(), "upper plugin was not given") {
 		t.Errorf("err = %v", err)
+	}
+	_, err = Run(context.Background(), Plugins{Upper: []byte("\x00asm")}, opts)
+	if err == nil || !strings.Contains(err.Error(), "Plugins.UpperNative nil") {
+		t.Errorf("without the native function: err = %v", err)
 	}
 }
 

@@ -6,8 +6,9 @@
 // and the swap benchmark (RunSwap, `sluice bench swap`):
 //
 //   - wasm: the per-record cost of a batched map in WebAssembly (the upper
-//     plugin through plugin.Instance.Process) against the same function,
-//     upperlib.Upper, in native Go with the output copied as the host
+//     plugin through plugin.Instance.Process) against the same function in
+//     native Go (Plugins.UpperNative, which the caller gives: this package
+//     imports no plugin's code), with the output copied as the host
 //     copies it. The Wasm side runs on an engine with the default call
 //     timeout and on one with the timeout off, because the deadline makes
 //     wazero check for cancellation inside guest code.

@@ -54,7 +54,6 @@ import (
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
 	wasm "github.com/sluicehq/sluice/runtime"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/adapt"
 	"github.com/sluicehq/sluice/txn/apps/workload"
@@ -68,9 +67,8 @@ const (
 	// TxnWasm is the application's plugin, compiled to WebAssembly, on
 	// wazero with the default call timeout, one instance per worker.
 	TxnWasm TxnLogic = "wasm"
-	// TxnNative is the same Go source run natively
-	// (sluicetest.TxnLogic), the baseline the Wasm figures are read
-	// against.
+	// TxnNative is the same Go source run natively (TxnOptions.Native),
+	// the baseline the Wasm figures are read against.
 	TxnNative TxnLogic = "native"
 )
 
@@ -119,6 +117,13 @@ type TxnOptions struct {
 	// Plugin is the application's plugin (plugins/<TxnPluginDir(App)>)
 	// compiled to WebAssembly; required when Logics holds TxnWasm.
 	Plugin []byte
+	// Native returns a fresh Logic that runs the application's operator
+	// natively over the given tables: the plugin's Go source on the
+	// host's scheduler, as hosttest.TxnLogic runs a sluice.Txn (each
+	// Logic needs its own operator: their Post keeps buffers). Required:
+	// the oracle runs it, and so do the runs of TxnNative. The caller
+	// gives it so that this package imports no plugin's code.
+	Native func(tables []string) txnop.Logic
 	// Quick is recorded in the report: the options are the small ones.
 	Quick bool
 	// Dir is where the compilation cache goes; empty: a new temporary
@@ -522,6 +527,9 @@ func newTxnEnv(opts TxnOptions) (*txnEnv, error) {
 	if slices.Contains(opts.Logics, TxnWasm) && len(opts.Plugin) == 0 {
 		return nil, fmt.Errorf("bench: txn: the %s plugin (plugins/%s compiled to WebAssembly) was not given (TxnOptions.Plugin empty)", opts.App, app.plugin)
 	}
+	if opts.Native == nil {
+		return nil, fmt.Errorf("bench: txn: the %s operator in native Go (plugins/%s run natively) was not given (TxnOptions.Native nil)", opts.App, app.plugin)
+	}
 	if opts.Events < 1 || opts.Punctuation < 1 {
 		return nil, fmt.Errorf("bench: txn: %d events in batches of %d: want at least 1 of each", opts.Events, opts.Punctuation)
 	}
@@ -613,7 +621,7 @@ func (e *txnEnv) newOperator(ctx context.Context, logic TxnLogic, workers int) (
 		}
 		l = w
 	} else {
-		l = sluicetest.TxnLogic(e.app.op(), e.tables)
+		l = e.opts.Native(e.tables)
 	}
 	op, err := txnop.New(txnop.Config{
 		Name: e.app.plugin, Tables: e.tables, Strategy: txn.Strategy{Kind: txn.Serial}, Workers: workers, Logic: l,

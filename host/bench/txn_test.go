@@ -15,6 +15,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
+	"github.com/sluicehq/sluice/host/txnop"
+	"github.com/sluicehq/sluice/plugins/ledger/ledgerop"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/workload"
@@ -35,6 +38,7 @@ func smallLedger(t testing.TB, strategies ...string) TxnOptions {
 		}
 	}
 	o.Events, o.Punctuation = 1200, 200
+	o.Native = nativeOf(ledgerop.New)
 	o.Logics = []TxnLogic{TxnNative}
 	o.Workers = []int{2, 1}
 	o.Strategies = strategies
@@ -147,6 +151,12 @@ func TestRunTxnOracle(t *testing.T) {
 	}
 }
 
+// nativeOf returns TxnOptions.Native for the operator op makes, as `sluice
+// bench txn` gives it.
+func nativeOf(op func() sluice.Txn) func(tables []string) txnop.Logic {
+	return func(tables []string) txnop.Logic { return hosttest.TxnLogic(op(), tables) }
+}
+
 // counting is an operator that is not deterministic: each event writes
 // its key with the number of calls the operator has seen, so a second
 // run of the same events on the same operator writes other values.
@@ -172,7 +182,7 @@ func TestRunTxnMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.app.op = counting
+	e.opts.Native = nativeOf(counting)
 	_, err = e.run(context.Background())
 	if !errors.Is(err, ErrTxnMismatch) || !strings.Contains(err.Error(), "strategy ns-op-eager, 1 worker, native") ||
 		!strings.Contains(err.Error(), "final state hash") {
@@ -196,6 +206,7 @@ func TestRunTxnBadOptions(t *testing.T) {
 		{"events", func(o *TxnOptions) { o.Events = 0 }, nil, "0 events"},
 		{"logic", func(o *TxnOptions) { o.Logics = []TxnLogic{"jit"} }, nil, `"jit"`},
 		{"plugin", func(o *TxnOptions) { o.Logics = []TxnLogic{TxnWasm} }, nil, "plugins/ledger"},
+		{"native", func(o *TxnOptions) { o.Native = nil }, nil, "TxnOptions.Native nil"},
 		{"twice", func(o *TxnOptions) { o.Strategies = []string{"serial", "serial"} }, nil, "given twice"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -312,7 +323,7 @@ func BenchmarkTxnNativeLedger(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts.Logics, opts.Workers = []TxnLogic{TxnNative}, []int{2}
+	opts.Logics, opts.Workers, opts.Native = []TxnLogic{TxnNative}, []int{2}, nativeOf(ledgerop.New)
 	e, err := newTxnEnv(opts)
 	if err != nil {
 		b.Fatal(err)
@@ -346,7 +357,7 @@ func BenchmarkTxnApply(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts.Logics = []TxnLogic{TxnNative}
+	opts.Logics, opts.Native = []TxnLogic{TxnNative}, nativeOf(ledgerop.New)
 	e, err := newTxnEnv(opts)
 	if err != nil {
 		b.Fatal(err)

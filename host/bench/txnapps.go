@@ -4,26 +4,18 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sluicehq/sluice/plugins/bidding/biddingop"
-	"github.com/sluicehq/sluice/plugins/grepsum/grepsumop"
-	"github.com/sluicehq/sluice/plugins/ledger/ledgerop"
-	"github.com/sluicehq/sluice/plugins/nongrepsum/nongrepsumop"
-	"github.com/sluicehq/sluice/plugins/toll/tollop"
-	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
 // txnApp is what the txn suite knows of one benchmark application beyond
-// its workload: where its plugin lives, its operator for native runs, and
-// how many events a default run takes.
+// its workload: where its plugin lives and how many events a default run
+// takes. Its operator's code comes from the caller (TxnOptions.Plugin and
+// TxnOptions.Native): this package imports no plugin's code.
 type txnApp struct {
 	// title is the application's name in full, for the report.
 	title string
 	// plugin is the plugin's directory under plugins/.
 	plugin string
-	// op returns a fresh operator (each serves one Logic: their Post
-	// keeps buffers).
-	op func() sluice.Txn
 	// events is the default number of events per run, a whole number of
 	// default punctuations: about four seconds of the Wasm operator with
 	// two workers under ns-op-lazy on a 2-core machine at the time of
@@ -37,15 +29,15 @@ type txnApp struct {
 func lookupTxnApp(name string) (txnApp, error) {
 	switch name {
 	case workload.StreamingLedger:
-		return txnApp{title: "Streaming Ledger", plugin: "ledger", op: ledgerop.New, events: 40 * DefaultTxnPunctuation}, nil
+		return txnApp{title: "Streaming Ledger", plugin: "ledger", events: 40 * DefaultTxnPunctuation}, nil
 	case workload.GrepSum:
-		return txnApp{title: "GrepSum", plugin: "grepsum", op: grepsumop.New, events: 60 * DefaultTxnPunctuation}, nil
+		return txnApp{title: "GrepSum", plugin: "grepsum", events: 60 * DefaultTxnPunctuation}, nil
 	case workload.NonGrepSum:
-		return txnApp{title: "NonGrepSum", plugin: "nongrepsum", op: nongrepsumop.New, events: 30 * DefaultTxnPunctuation}, nil
+		return txnApp{title: "NonGrepSum", plugin: "nongrepsum", events: 30 * DefaultTxnPunctuation}, nil
 	case workload.TollProcessing:
-		return txnApp{title: "Toll Processing", plugin: "toll", op: tollop.New, events: 60 * DefaultTxnPunctuation}, nil
+		return txnApp{title: "Toll Processing", plugin: "toll", events: 60 * DefaultTxnPunctuation}, nil
 	case workload.OnlineBidding:
-		return txnApp{title: "Online Bidding", plugin: "bidding", op: biddingop.New, events: 10 * DefaultTxnPunctuation}, nil
+		return txnApp{title: "Online Bidding", plugin: "bidding", events: 10 * DefaultTxnPunctuation}, nil
 	}
 	return txnApp{}, fmt.Errorf("bench: txn: %w %q (want one of %s)", workload.ErrUnknownApp, name, strings.Join(workload.Apps(), ", "))
 }

@@ -3,12 +3,12 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
-	"github.com/sluicehq/sluice/plugins/upper/upperlib"
 )
 
 // WasmResult holds the wasm suite's figures.
@@ -23,8 +23,9 @@ type WasmResult struct {
 // the rounds, and the rounds themselves.
 type WasmBatch struct {
 	Size int `json:"batch_size"`
-	// NativeNs is upperlib.Upper in a Go loop that copies each output
-	// record into an arena, as the host copies a guest's output.
+	// NativeNs is the upper function in native Go (Plugins.UpperNative)
+	// in a Go loop that copies each output record into an arena, as the
+	// host copies a guest's output.
 	NativeNs float64 `json:"native_ns_per_record"`
 	// WasmNs is the upper plugin through Instance.Process on an engine
 	// with the default call timeout, as deployed.
@@ -70,10 +71,11 @@ func checkUpper(what string, in, out []abi.Record) error {
 	return nil
 }
 
-// nativeMap is the native side of the comparison: upperlib.Upper on each
-// record, the result copied into an arena of output records reused across
-// batches, as plugin.Output holds what a guest emits.
+// nativeMap is the native side of the comparison: the upper function on
+// each record, the result copied into an arena of output records reused
+// across batches, as plugin.Output holds what a guest emits.
 type nativeMap struct {
+	upper   func(dst, src []byte) []byte
 	scratch []byte
 	arena   []byte
 	out     []abi.Record
@@ -102,7 +104,7 @@ func (m *nativeMap) process(in []abi.Record) []abi.Record {
 	m.out, m.arena = m.out[:0], m.arena[:0]
 	for i := range in {
 		r := &in[i]
-		m.scratch = upperlib.Upper(m.scratch[:0], r.Value)
+		m.scratch = m.upper(m.scratch[:0], r.Value)
 		m.out = append(m.out, abi.Record{
 			Origin: uint32(i), Time: r.Time,
 			Key: m.copyBytes(r.Key), Value: m.copyBytes(m.scratch),
@@ -139,9 +141,15 @@ func measure(ctx context.Context, d time.Duration, n int, run func() error) (flo
 	}
 }
 
-func runWasm(ctx context.Context, e *env, code []byte, cfg WasmConfig) (*WasmResult, error) {
+func runWasm(ctx context.Context, e *env, code []byte, upper func(dst, src []byte) []byte, cfg WasmConfig) (*WasmResult, error) {
 	if len(cfg.BatchSizes) == 0 || cfg.RecordSize <= 0 || cfg.Rounds <= 0 || cfg.RoundTime <= 0 {
 		return nil, fmt.Errorf("bench: wasm suite: batch sizes, record size, rounds and round time must be set (got %+v)", cfg)
+	}
+	switch {
+	case len(code) == 0:
+		return nil, errors.New("bench: the upper plugin was not given (Plugins field empty)")
+	case upper == nil:
+		return nil, errors.New("bench: wasm suite: the upper function in native Go was not given (Plugins.UpperNative nil)")
 	}
 	e.step("wasm: compiling the upper plugin (engine with the default call timeout, engine without)")
 	type engineVariant struct {
@@ -177,7 +185,7 @@ func runWasm(ctx context.Context, e *env, code []byte, cfg WasmConfig) (*WasmRes
 	for bi, n := range cfg.BatchSizes {
 		in := wasmRecords(n, cfg.RecordSize)
 		inputs[bi] = in
-		nm := &nativeMap{}
+		nm := &nativeMap{upper: upper}
 		var nativeOut []abi.Record
 		plan := []wasmVariant{{
 			name: "native Go",

@@ -9,13 +9,13 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/plugins/internal/plugintest"
 	"github.com/sluicehq/sluice/plugins/ledger/ledgerop"
 	"github.com/sluicehq/sluice/plugins/upper/upperlib"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/build"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/workload"
 )
@@ -196,11 +196,11 @@ func BenchmarkLedger(b *testing.B) {
 	w := plugintest.NewTxnWorkload(b, workload.StreamingLedger, k, 4*10240, 10240)
 	const workers = 2
 	b.Run("native", func(b *testing.B) {
-		benchLedger(b, w, sluicetest.TxnLogic(ledgerop.New(), w.Tables))
+		benchLedger(b, w, hosttest.TxnLogic(ledgerop.New(), w.Tables))
 	})
 	for _, lang := range benchLanguages {
 		b.Run(string(lang), func(b *testing.B) {
-			l, err := sluicetest.LoadTxnWasm(context.Background(), "ledger", module(b, lang, "ledger"), workers, w.Tables...)
+			l, err := hosttest.LoadTxnWasm(context.Background(), "ledger", module(b, lang, "ledger"), workers, w.Tables...)
 			if err != nil {
 				b.Fatal(err)
 			}

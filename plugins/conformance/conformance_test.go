@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/plugins/internal/plugintest"
 	"github.com/sluicehq/sluice/runtime"
@@ -243,7 +244,7 @@ type batchResult struct {
 // run runs c through a fresh harness of mod and returns one result per
 // batch, the final state of c.keys, and the configuration error (nil
 // results then).
-func (c *batchCase) run(mod *sluicetest.WasmModule) ([]batchResult, []string, error) {
+func (c *batchCase) run(mod *hosttest.WasmModule) ([]batchResult, []string, error) {
 	h := mod.New()
 	defer h.Close()
 	h.Declare(c.tables...)
@@ -303,7 +304,7 @@ type caseResult struct {
 func runCases(t *testing.T, kind plugin.Kind, wasm []byte, cases []batchCase) []caseResult {
 	t.Helper()
 	ctx := context.Background()
-	mod, err := sluicetest.LoadWasm(ctx, "op", wasm, kind)
+	mod, err := hosttest.LoadWasm(ctx, "op", wasm, kind)
 	if err != nil {
 		t.Fatalf("loading the operator: %v", err)
 	}
@@ -593,7 +594,7 @@ func testLedger(t *testing.T) {
 	w := ledgerWorkload(t)
 	ctx := context.Background()
 	goWasm := module(t, build.Go, "ledger")
-	goLogic, err := sluicetest.LoadTxnWasm(ctx, "go", goWasm, 2, w.Tables...)
+	goLogic, err := hosttest.LoadTxnWasm(ctx, "go", goWasm, 2, w.Tables...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,7 +621,7 @@ func testLedger(t *testing.T) {
 	for _, lang := range languages {
 		t.Run(string(lang), func(t *testing.T) {
 			wasm := module(t, lang, "ledger")
-			l, err := sluicetest.LoadTxnWasm(ctx, "op", wasm, 2, w.Tables...)
+			l, err := hosttest.LoadTxnWasm(ctx, "op", wasm, 2, w.Tables...)
 			if err != nil {
 				t.Fatal(err)
 			}

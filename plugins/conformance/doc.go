@@ -19,7 +19,7 @@
 //	go test -run X -bench . ./plugins/conformance/     the per-language benchmarks
 //
 // The test builds every operator with package sdk/build, as `sluice plugin
-// build` does, runs each through the host (sluicetest's harness over
+// build` does, runs each through the host (hosttest's harness over
 // host/plugin for the batch kinds, host/txnop with two strategies and two
 // workers for the ledger), and compares every language's results with the
 // Go operator's. A language whose directory is absent is not tested, and

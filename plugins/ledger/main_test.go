@@ -10,10 +10,10 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/plugins/internal/plugintest"
 	"github.com/sluicehq/sluice/plugins/ledger/ledgerop"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/ledger/event"
 	"github.com/sluicehq/sluice/txn/apps/workload"
@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { os.Exit(plugintest.TxnMain(m)) }
 
 // native returns a maker of native Logics of the operator over tables.
 func native(tables []string) func() txnop.Logic {
-	return func() txnop.Logic { return sluicetest.TxnLogic(ledgerop.New(), tables) }
+	return func() txnop.Logic { return hosttest.TxnLogic(ledgerop.New(), tables) }
 }
 
 // ledgerWorkload draws a small, contended Streaming Ledger workload.

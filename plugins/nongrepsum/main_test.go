@@ -6,11 +6,11 @@ import (
 	"os"
 	"testing"
 
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/plugins/grepsum/grepsumop"
 	"github.com/sluicehq/sluice/plugins/internal/plugintest"
 	"github.com/sluicehq/sluice/plugins/nongrepsum/nongrepsumop"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/nongrepsum/event"
 	"github.com/sluicehq/sluice/txn/apps/workload"
@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { os.Exit(plugintest.TxnMain(m)) }
 
 // native returns a maker of native Logics of the operator over tables.
 func native(tables []string) func() txnop.Logic {
-	return func() txnop.Logic { return sluicetest.TxnLogic(nongrepsumop.New(), tables) }
+	return func() txnop.Logic { return hosttest.TxnLogic(nongrepsumop.New(), tables) }
 }
 
 // TestNonGrepSumStrategies runs small, contended NonGrepSum workloads with

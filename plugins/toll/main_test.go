@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/plugins/internal/plugintest"
 	"github.com/sluicehq/sluice/plugins/toll/tollop"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/toll/event"
 	"github.com/sluicehq/sluice/txn/apps/workload"
@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { os.Exit(plugintest.TxnMain(m)) }
 
 // native returns a maker of native Logics of the operator over tables.
 func native(tables []string) func() txnop.Logic {
-	return func() txnop.Logic { return sluicetest.TxnLogic(tollop.New(), tables) }
+	return func() txnop.Logic { return hosttest.TxnLogic(tollop.New(), tables) }
 }
 
 // TestTollStrategies runs a small, contended Toll Processing workload with

@@ -3,7 +3,7 @@
 // built with npm and asc as README.md says; this Go package holds no code,
 // only the SDK's tests, which compile operators written with the SDK
 // (testdata/, example/) and run them through the real host
-// (sluicetest, txnop), and its benchmarks.
+// (hosttest, txnop), and its benchmarks.
 //
 // The tests skip themselves when AssemblyScript is not installed
 // (node_modules/.bin/asc, from `npm install` in this directory), so that

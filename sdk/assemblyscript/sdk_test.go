@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
@@ -81,9 +82,9 @@ func build(t testing.TB, dir string) []byte {
 
 // load builds the operator in testdata/name and loads it as an operator
 // of kind.
-func load(t *testing.T, name string, kind plugin.Kind) *sluicetest.WasmModule {
+func load(t *testing.T, name string, kind plugin.Kind) *hosttest.WasmModule {
 	t.Helper()
-	m, err := sluicetest.LoadWasm(context.Background(), name, build(t, filepath.Join("testdata", name)), kind)
+	m, err := hosttest.LoadWasm(context.Background(), name, build(t, filepath.Join("testdata", name)), kind)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -685,12 +686,12 @@ func TestTxnMatchesGoSDK(t *testing.T) {
 		b[7].Value = []byte(cmd)
 		batches = append(batches, b)
 	}
-	want := runTxn(t, "serial", 1, sluicetest.TxnLogic(txnTwin(), []string{"t0", "t1"}), initial, batches)
+	want := runTxn(t, "serial", 1, hosttest.TxnLogic(txnTwin(), []string{"t0", "t1"}), initial, batches)
 	if len(want.Errs) != 3 || len(want.Outputs) != len(batches)-3 {
 		t.Fatalf("the Go run failed %d batches: %q", len(want.Errs), want.Errs)
 	}
 	for _, workers := range []int{1, 2} {
-		l, err := sluicetest.LoadTxnWasm(ctx, "txn", wasm, workers, "t0", "t1")
+		l, err := hosttest.LoadTxnWasm(ctx, "txn", wasm, workers, "t0", "t1")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,17 @@ import (
 // ModulePath is the Go module path of the Sluice checkout.
 const ModulePath = "github.com/sluicehq/sluice"
 
+// The Go modules nested in a Sluice checkout, which a Go plugin requires
+// instead of the host's module: the Go SDK, and the guest-host contract it
+// requires. Their directories are slash-separated and relative to the
+// checkout.
+const (
+	SDKModulePath = ModulePath + "/sdk/go"
+	SDKModuleDir  = "sdk/go"
+	ABIModulePath = ModulePath + "/abi"
+	ABIModuleDir  = "abi"
+)
+
 // SDKFile is the name of the file, in a plugin directory, that names the
 // Sluice checkout whose SDK the plugin uses: one line, a directory, absolute
 // or relative to the plugin directory. `sluice plugin new` writes it.

@@ -12,7 +12,7 @@
 // Design decisions:
 //
 // Projects refer to the SDK of a Sluice checkout by path, never by a
-// published version: Go through a replace directive in go.mod, Rust
+// published version: Go through replace directives in go.mod, Rust
 // through a path dependency in Cargo.toml, AssemblyScript through a
 // relative import, C through the checkout named in .sluice-sdk (read by
 // package build, which compiles the C SDK with the plugin). The SDKs and
@@ -20,9 +20,15 @@
 // against the very ABI of the host it was made with. Inside the checkout
 // the path is relative, so the two move together; outside it, absolute.
 //
-// A Go project's go.mod requires the checkout's own module versions, and
-// its go.sum is the checkout's: it builds from the module cache that built
-// the checkout, with no network access, and `go mod tidy` trims it later.
+// A Go project's go.mod requires the Go SDK's module
+// (github.com/sluicehq/sluice/sdk/go), never the host's, so that its
+// module graph holds only what a guest needs (the SDK and the abi module,
+// none of the host's Pebble, nats-server, wasmtime-go or Prometheus); it
+// replaces both with their directories in the checkout, since the SDK's
+// own replace directive does not reach the modules that require it. Its
+// other requirements and its go.sum are the SDK module's: it builds from
+// the module cache that built the checkout, with no network access, and
+// `go mod tidy` trims it later.
 // Running `go mod tidy` at creation would need the network where the cache
 // is incomplete, and would make creating a project fail for reasons that
 // have nothing to do with it.

@@ -74,7 +74,7 @@ type language struct {
 var languages = map[build.Language]language{
 	build.Go: {
 		Dir: "go", Title: "Go", Source: "main.go (and main_test.go, its native test)",
-		SDKRef:     "the `replace` directive of go.mod",
+		SDKRef:     "the `replace` directives of go.mod, which name its sdk/go and abi modules",
 		Install:    "Go itself is the only toolchain.",
 		Build:      "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o {{.Name}}.wasm .",
 		NativeTest: "go test .                          # the handler natively, through the SDK's test harness",
@@ -247,16 +247,20 @@ func projectPath(p, name string) string {
 }
 
 // goModule returns the go.mod and go.sum of a Go project named name that
-// uses the checkout at sdk (referred to as sdkPath): the checkout's module
-// replaced by its directory, and the checkout's own requirements and
-// checksums, so that the project builds with the module versions the
-// checkout is tested with, from the module cache that built the checkout,
-// without the network. `go mod tidy` trims the requirements the project
-// does not use.
+// uses the Go SDK of the checkout at sdk (referred to as sdkPath): the SDK's
+// module and the abi module it requires, each replaced by its directory in
+// the checkout (a module's own replace directives do not reach the modules
+// that require it), and the SDK module's requirements and checksums, so
+// that the project builds with the module versions the checkout is tested
+// with, from the module cache that built the checkout, without the
+// network. The project requires nothing of the host's module, so its
+// module graph holds only what a guest needs. `go mod tidy` trims the
+// requirements the project does not use.
 func goModule(name, sdk, sdkPath string) (mod, sum []byte, err error) {
-	src, err := os.ReadFile(filepath.Join(sdk, "go.mod"))
+	sdkMod := filepath.Join(sdk, filepath.FromSlash(build.SDKModuleDir), "go.mod")
+	src, err := os.ReadFile(sdkMod)
 	if err != nil {
-		return nil, nil, fmt.Errorf("scaffold: %w", err)
+		return nil, nil, fmt.Errorf("scaffold: the checkout's Go SDK module: %w", err)
 	}
 	goVersion, reqs := "", []string(nil)
 	sc := bufio.NewScanner(bytes.NewReader(src))
@@ -277,24 +281,32 @@ func goModule(name, sdk, sdkPath string) (mod, sum []byte, err error) {
 		}
 	}
 	if goVersion == "" {
-		return nil, nil, fmt.Errorf("scaffold: %s has no go directive", filepath.Join(sdk, "go.mod"))
+		return nil, nil, fmt.Errorf("scaffold: %s has no go directive", sdkMod)
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "module %s\n\ngo %s\n\nrequire %s v0.0.0-00010101000000-000000000000\n", name, goVersion, build.ModulePath)
+	fmt.Fprintf(&b, "module %s\n\ngo %s\n\nrequire %s %s\n", name, goVersion, build.SDKModulePath, localVersion)
 	if len(reqs) > 0 {
-		b.WriteString("\n// The Sluice checkout's requirements: `go mod tidy` keeps those this plugin uses.\nrequire (\n")
+		b.WriteString("\n// The Go SDK's requirements: `go mod tidy` keeps those this plugin uses.\nrequire (\n")
 		for _, r := range reqs {
 			fmt.Fprintf(&b, "\t%s // indirect\n", r)
 		}
 		b.WriteString(")\n")
 	}
-	fmt.Fprintf(&b, "\nreplace %s => %s\n", build.ModulePath, modPath(sdkPath))
-	sum, err = os.ReadFile(filepath.Join(sdk, "go.sum"))
+	b.WriteString("\n// The modules of the Sluice checkout, used from its directory.\nreplace (\n")
+	fmt.Fprintf(&b, "\t%s => %s\n", build.ABIModulePath, modPath(path.Join(sdkPath, build.ABIModuleDir)))
+	fmt.Fprintf(&b, "\t%s => %s\n", build.SDKModulePath, modPath(path.Join(sdkPath, build.SDKModuleDir)))
+	b.WriteString(")\n")
+	sum, err = os.ReadFile(filepath.Join(sdk, filepath.FromSlash(build.SDKModuleDir), "go.sum"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("scaffold: %w", err)
 	}
 	return b.Bytes(), sum, nil
 }
+
+// localVersion is the version by which a project requires a module it
+// replaces with a directory: the zero pseudo-version, as `go mod edit`
+// writes it.
+const localVersion = "v0.0.0-00010101000000-000000000000"
 
 // requirement returns the module path and version of a require line, less
 // its comment.

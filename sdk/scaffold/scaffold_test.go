@@ -3,6 +3,7 @@ package scaffold
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,8 +17,10 @@ func checkout(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "sluice")
 	files := map[string]string{
-		"go.mod": "module github.com/sluicehq/sluice\n\ngo 1.26.0\n\nrequire (\n\tgithub.com/a/b v1.2.3\n\tgithub.com/c/d v0.1.0 // indirect\n)\n\nrequire github.com/e/f v2.0.0\n",
-		"go.sum": "github.com/a/b v1.2.3 h1:x=\n",
+		"go.mod":        "module github.com/sluicehq/sluice\n\ngo 1.26.0\n\nrequire github.com/host/only v1.0.0\n",
+		"go.sum":        "github.com/host/only v1.0.0 h1:y=\n",
+		"sdk/go/go.mod": "module github.com/sluicehq/sluice/sdk/go\n\ngo 1.26.0\n\nrequire (\n\tgithub.com/a/b v1.2.3\n\tgithub.com/c/d v0.1.0 // indirect\n)\n\nrequire github.com/e/f v2.0.0\n\nreplace github.com/sluicehq/sluice/abi => ../../abi\n",
+		"sdk/go/go.sum": "github.com/a/b v1.2.3 h1:x=\n",
 	}
 	for name, text := range files {
 		p := filepath.Join(dir, name)
@@ -91,12 +94,19 @@ func TestCreateGoModule(t *testing.T) {
 	}
 	mod, _ := os.ReadFile(filepath.Join(dir, "go.mod"))
 	for _, w := range []string{
-		"module gop\n", "go 1.26.0\n", "require github.com/sluicehq/sluice v0.0.0-00010101000000-000000000000\n",
+		"module gop\n", "go 1.26.0\n", "require github.com/sluicehq/sluice/sdk/go v0.0.0-00010101000000-000000000000\n",
 		"\tgithub.com/a/b v1.2.3 // indirect\n", "\tgithub.com/c/d v0.1.0 // indirect\n", "\tgithub.com/e/f v2.0.0 // indirect\n",
-		"replace github.com/sluicehq/sluice => " + sdk + "\n",
+		"\tgithub.com/sluicehq/sluice/abi => " + sdk + "/abi\n",
+		"\tgithub.com/sluicehq/sluice/sdk/go => " + sdk + "/sdk/go\n",
 	} {
 		if !strings.Contains(string(mod), w) {
 			t.Errorf("go.mod lacks %q:\n%s", w, mod)
+		}
+	}
+	// The host's module and its requirements stay out.
+	for _, w := range []string{"github.com/sluicehq/sluice ", "github.com/sluicehq/sluice =>", "github.com/host/only"} {
+		if strings.Contains(string(mod), w) {
+			t.Errorf("go.mod has %q:\n%s", w, mod)
 		}
 	}
 	if sum, _ := os.ReadFile(filepath.Join(dir, "go.sum")); string(sum) != "github.com/a/b v1.2.3 h1:x=\n" {
@@ -115,7 +125,7 @@ func TestCreateInsideCheckout(t *testing.T) {
 		var file, want string
 		switch lang {
 		case build.Go:
-			file, want = "go.mod", "replace github.com/sluicehq/sluice => ../../..\n"
+			file, want = "go.mod", "\tgithub.com/sluicehq/sluice/sdk/go => ../../../sdk/go\n"
 		case build.Rust:
 			file, want = "Cargo.toml", `sluice = { path = "../../../sdk/rust" }`
 		case build.C:
@@ -180,6 +190,52 @@ func TestCreateErrors(t *testing.T) {
 	for _, ok := range []string{"a", "op-1_x", strings.Repeat("a", 64)} {
 		if err := CheckName(ok); err != nil {
 			t.Errorf("CheckName(%q): %v", ok, err)
+		}
+	}
+}
+
+// A Go project made against this checkout has the module graph of a guest:
+// the Go SDK and the abi module, none of the host's dependencies.
+func TestGoProjectModuleGraph(t *testing.T) {
+	root, err := build.FindRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "graph")
+	if _, err := Create(dir, build.Go, root); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-m", "all")
+	cmd.Dir = dir
+	// Offline, outside any workspace: the module cache that built the
+	// checkout has what the project needs.
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -m all in the new project: %v\n%s", err, out)
+	}
+	mods := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			mods[f[0]] = true
+		}
+	}
+	for _, want := range []string{"graph", build.SDKModulePath, build.ABIModulePath} {
+		if !mods[want] {
+			t.Errorf("the module graph lacks %s:\n%s", want, out)
+		}
+	}
+	if mods[build.ModulePath] {
+		t.Errorf("the module graph of a Go plugin holds the host's module:\n%s", out)
+	}
+	for m := range mods {
+		for _, bad := range []string{
+			"github.com/cockroachdb/pebble", "github.com/nats-io/nats-server",
+			"github.com/bytecodealliance/wasmtime-go", "github.com/prometheus/",
+		} {
+			if strings.HasPrefix(m, bad) {
+				t.Errorf("the module graph of a Go plugin holds %s:\n%s", m, out)
+			}
 		}
 	}
 }

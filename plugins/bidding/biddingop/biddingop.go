@@ -28,7 +28,7 @@ const goods sluice.Table = event.Goods
 const argSize = 8 + 8 + 4
 
 // New returns the Online Bidding operator. The value serves one operator
-// instance (one plugin instance, or one sluicetest.TxnLogic): Plan and Post
+// instance (one plugin instance, or one hosttest.TxnLogic): Plan and Post
 // reuse buffers it keeps.
 func New() sluice.Txn {
 	o := &operator{}

@@ -1,7 +1,7 @@
 // Package biddingop is MorphStream's Online Bidding ("OB") as a Sluice
 // transactional operator written with the Go SDK: the one source that
 // plugins/bidding compiles to WebAssembly and that tests and benchmarks run
-// natively (sluicetest.TxnLogic).
+// natively (hosttest.TxnLogic).
 //
 // # State and events
 //

@@ -1,7 +1,7 @@
 // Package grepsumop is MorphStream's GrepSum ("GS") as a Sluice
 // transactional operator written with the Go SDK: the one source that
 // plugins/grepsum compiles to WebAssembly and that tests and benchmarks run
-// natively (sluicetest.TxnLogic). NonGrepSum (plugins/nongrepsum) builds on
+// natively (hosttest.TxnLogic). NonGrepSum (plugins/nongrepsum) builds on
 // it: its deterministic operations are GrepSum's (Sum, Abort) and its
 // outputs are GrepSum's Result.
 //

@@ -75,7 +75,7 @@ func Abort(c *sluice.Call) sluice.Effect {
 }
 
 // New returns the GrepSum operator. The value serves one operator
-// instance (one plugin instance, or one sluicetest.TxnLogic): Plan and Post
+// instance (one plugin instance, or one hosttest.TxnLogic): Plan and Post
 // reuse buffers it keeps.
 func New() sluice.Txn {
 	o := &operator{}

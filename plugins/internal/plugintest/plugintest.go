@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 )
@@ -19,7 +20,7 @@ import (
 // test binary, which tests one plugin of one kind; the module is closed
 // when the test binary's tests end (see Main). It skips the test in -short
 // mode.
-func Module(t testing.TB, kind plugin.Kind) *sluicetest.WasmModule {
+func Module(t testing.TB, kind plugin.Kind) *hosttest.WasmModule {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the plugin to WebAssembly; skipped in -short mode")
@@ -31,7 +32,7 @@ func Module(t testing.TB, kind plugin.Kind) *sluicetest.WasmModule {
 			return
 		}
 		built.size = len(wasm)
-		built.mod, built.err = sluicetest.LoadWasm(context.Background(), "plugin", wasm, kind)
+		built.mod, built.err = hosttest.LoadWasm(context.Background(), "plugin", wasm, kind)
 	})
 	if built.err != nil {
 		t.Fatalf("building the plugin: %v", built.err)
@@ -46,7 +47,7 @@ func Module(t testing.TB, kind plugin.Kind) *sluicetest.WasmModule {
 // plugin package.
 var built struct {
 	once sync.Once
-	mod  *sluicetest.WasmModule
+	mod  *hosttest.WasmModule
 	size int
 	err  error
 }
@@ -80,10 +81,18 @@ type Result struct {
 	Err     string
 }
 
-// Run runs c through h and returns one Result per batch, plus the
-// configuration error, if any.
-func Run(h *sluicetest.Harness, c Case) ([]Result, error) {
-	h.Declare(c.Tables...)
+// Harness is what Run needs of a harness: the SDK's native
+// *sluicetest.Harness and the host's *hosttest.Harness both have it.
+type Harness interface {
+	Configure(config []byte) error
+	Process(records ...sluice.Record) ([]sluicetest.Output, []sluicetest.Reject, error)
+	State(table, key string) ([]byte, bool)
+}
+
+// Run runs c through h, after declaring c's tables with declare, and
+// returns one Result per batch, plus the configuration error, if any.
+func Run(h Harness, declare func(tables ...string), c Case) ([]Result, error) {
+	declare(c.Tables...)
 	if c.Config != nil {
 		if err := h.Configure(c.Config); err != nil {
 			return nil, err
@@ -135,8 +144,8 @@ func SameInWasm(t *testing.T, cases []Case, stateKeys ...string) {
 		t.Run(c.Name, func(t *testing.T) {
 			native, wasm := sluicetest.New(), mod.New()
 			defer wasm.Close()
-			nres, nerr := Run(native, c)
-			wres, werr := Run(wasm, c)
+			nres, nerr := Run(native, func(ts ...string) { native.Declare(ts...) }, c)
+			wres, werr := Run(wasm, func(ts ...string) { wasm.Declare(ts...) }, c)
 			if fmt.Sprint(nerr) != fmt.Sprint(werr) {
 				t.Fatalf("configuration: native %v, wasm %v", nerr, werr)
 			}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/host/txnop"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/workload"
@@ -238,7 +238,7 @@ func RunTxn(t testing.TB, w TxnWorkload, strategy string, workers int, logic txn
 
 // CheckStrategies runs w with every strategy of txn.StrategyNames, with 1
 // and 2 workers, natively (native returns a fresh native Logic of the
-// operator for each run, sluicetest.TxnLogic over w.Tables) and, unless
+// operator for each run, hosttest.TxnLogic over w.Tables) and, unless
 // testing.Short, in the WebAssembly build of the plugin in the test's
 // working directory (TxnWasm). It fails t where a run's commits, change
 // sets, outputs, rejects or final state differ from the native serial
@@ -266,7 +266,7 @@ func CheckStrategies(t *testing.T, w TxnWorkload, native func() txnop.Logic) Txn
 // TxnWasm returns the transactional plugin in the test's working directory
 // (the plugin's package directory), compiled to WebAssembly as `sluice
 // plugin build` does, as a txnop.Logic of workers instances
-// (sluicetest.LoadTxnWasm). The plugin is built once per test binary and
+// (hosttest.LoadTxnWasm). The plugin is built once per test binary and
 // loaded once per worker count; the Logic serves any number of Operators
 // in turn (their Close leaves it open) and is closed when Main returns. It
 // skips the test in -short mode.
@@ -284,7 +284,7 @@ func TxnWasm(t testing.TB, workers int) txnop.Logic {
 	if l, ok := txnLoaded.logics[workers]; ok {
 		return keptOpen{l}
 	}
-	l, err := sluicetest.LoadTxnWasm(context.Background(), "plugin", wasm, workers)
+	l, err := hosttest.LoadTxnWasm(context.Background(), "plugin", wasm, workers)
 	if err != nil {
 		t.Fatalf("loading the plugin for %d workers: %v", workers, err)
 	}

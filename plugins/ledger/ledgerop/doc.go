@@ -1,7 +1,7 @@
 // Package ledgerop is MorphStream's Streaming Ledger ("SL") as a Sluice
 // transactional operator written with the Go SDK: the one source that
 // plugins/ledger compiles to WebAssembly and that tests and benchmarks run
-// natively (sluicetest.TxnLogic), so that the two can be compared record
+// natively (hosttest.TxnLogic), so that the two can be compared record
 // for record and measured against each other.
 //
 // # State and events

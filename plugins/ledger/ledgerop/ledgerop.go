@@ -34,7 +34,7 @@ const (
 )
 
 // New returns the Streaming Ledger operator. The value serves one operator
-// instance (one plugin instance, or one sluicetest.TxnLogic): Post reuses
+// instance (one plugin instance, or one hosttest.TxnLogic): Post reuses
 // a buffer it keeps.
 func New() sluice.Txn {
 	o := &operator{}

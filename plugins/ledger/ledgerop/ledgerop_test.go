@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/plugins/internal/plugintest"
 	"github.com/sluicehq/sluice/plugins/ledger/ledgerop"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/ledger/event"
 )
@@ -30,7 +30,7 @@ func run(t *testing.T, balances []int64, events ...event.Event) ([]string, map[[
 		batch = append(batch, abi.Record{Origin: uint32(i), Key: []byte("k"), Value: event.AppendEvent(nil, &events[i]), Time: int64(i)})
 	}
 	w.Batches = [][]abi.Record{batch}
-	tr := plugintest.RunTxn(t, w, "serial", 1, sluicetest.TxnLogic(ledgerop.New(), w.Tables))
+	tr := plugintest.RunTxn(t, w, "serial", 1, hosttest.TxnLogic(ledgerop.New(), w.Tables))
 	var outs []string
 	for _, o := range tr.Outputs[0] {
 		outs = append(outs, strings.SplitN(o, " ", 3)[2])

@@ -2,7 +2,7 @@
 // of non-deterministic state access) as a Sluice transactional operator
 // written with the Go SDK: the one source that plugins/nongrepsum compiles
 // to WebAssembly and that tests and benchmarks run natively
-// (sluicetest.TxnLogic). It is GrepSum (package grepsumop) plus operations
+// (hosttest.TxnLogic). It is GrepSum (package grepsumop) plus operations
 // whose key is known only when they run.
 //
 // # State and events

@@ -77,7 +77,7 @@ func NonDetSum(c *sluice.Call) sluice.Effect {
 }
 
 // New returns the NonGrepSum operator. The value serves one operator
-// instance (one plugin instance, or one sluicetest.TxnLogic): Plan and Post
+// instance (one plugin instance, or one hosttest.TxnLogic): Plan and Post
 // reuse buffers it keeps.
 func New() sluice.Txn {
 	o := &operator{}

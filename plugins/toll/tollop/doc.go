@@ -1,7 +1,7 @@
 // Package tollop is MorphStream's Toll Processing ("TP", after Linear
 // Road) as a Sluice transactional operator written with the Go SDK: the
 // one source that plugins/toll compiles to WebAssembly and that tests and
-// benchmarks run natively (sluicetest.TxnLogic).
+// benchmarks run natively (hosttest.TxnLogic).
 //
 // # State and events
 //

@@ -29,7 +29,7 @@ const (
 const argSize = 3 * 4
 
 // New returns the Toll Processing operator. The value serves one operator
-// instance (one plugin instance, or one sluicetest.TxnLogic): Post reuses
+// instance (one plugin instance, or one hosttest.TxnLogic): Post reuses
 // a buffer it keeps.
 func New() sluice.Txn {
 	o := &operator{}

@@ -210,9 +210,10 @@
 // Plan's declarations reach the host in one txn_plan call per batch (or per
 // MiB), not one per operation.
 //
-// The same handlers run natively for sluicetest.TxnLogic, on the host's
-// scheduler without the ABI: the native-Go baseline a WebAssembly build is
-// measured against, and the reference it is tested against. A Call then
+// The same handlers run natively through sluicetest.NewTxnDriver (the
+// host's test harness runs the driver on the host's scheduler) without the
+// ABI: the native-Go baseline a WebAssembly build is measured against, and
+// the reference it is tested against. A Call then
 // reads a request the adapter fills from the scheduler's txn.Access, and
 // reaches it for Get, Put and Delete through an internal interface, so that
 // this package imports nothing of the host.

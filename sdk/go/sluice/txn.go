@@ -147,8 +147,8 @@ func Transactional(op Txn) {
 // handler if the host allows it), not from init; handles do not change for
 // the life of the instance, so resolve each once and keep it. In
 // WebAssembly the SDK caches the answer. In a native build it resolves the
-// name against the tables given to the sluicetest.TxnLogic most recently
-// running a handler.
+// name against the tables given to the sluicetest.NewTxnDriver most
+// recently running a handler.
 func TableID(name string) (Table, error) { return tableID(name) }
 
 // Planner declares an event's operations. The SDK passes one to Txn.Plan;
@@ -351,7 +351,7 @@ func Fail(err error) Effect {
 // scheduler's versions.
 type Call struct {
 	// req is the request being computed in native builds: a native run's
-	// (sluicetest's TxnLogic, with acc its state access), or the guest
+	// (sluicetest's TxnDriver, with acc its state access), or the guest
 	// core's, decoded into w and copied into nreq. In WebAssembly the
 	// accessors read w and the native code is compiled out (nativeBuild).
 	req  *abi.ApplyRequest

@@ -13,8 +13,9 @@ import (
 	"github.com/sluicehq/sluice/sdk/go/sluice/internal/bridge"
 )
 
-// The native driver of transactional operators: sluicetest.TxnLogic runs a
-// Txn's handlers through it, in this process, without the ABI, so that the
+// The native driver of transactional operators: sluicetest.NewTxnDriver
+// (run on the host's scheduler by the host's test harness) runs a Txn's
+// handlers through it, in this process, without the ABI, so that the
 // one source of an operator runs both natively and in WebAssembly and the
 // two can be compared. Plan stages declarations in the Planner's own
 // memory, functions read through a bridge.TxnAccess over the scheduler's
@@ -42,7 +43,7 @@ func init() {
 }
 
 // nativeBuild is true: a Call may have a native access (sluicetest's
-// TxnLogic) instead of the guest core's request and host.
+// TxnDriver) instead of the guest core's request and host.
 const nativeBuild = true
 
 // address is 0 natively: a pointer does not fit the 32-bit result slot, so

@@ -48,9 +48,7 @@ type Reject struct {
 	// failed.
 	Message string
 	// Err is nil for a record the operator rejected. For a record whose
-	// guest call failed it says why: it wraps ErrTrap or ErrBatchFailed,
-	// and for a WebAssembly harness also the host's *plugin.RecordError
-	// (so errors.Is(err, runtime.ErrTimeout) and the like work).
+	// guest call failed it says why: it wraps ErrTrap or ErrBatchFailed.
 	Err error
 }
 
@@ -65,37 +63,16 @@ func KV(key, value string) sluice.Record {
 	return sluice.Record{Key: []byte(key), Value: []byte(value)}
 }
 
-// backend is a way of running the operator: the SDK's guest core in this
-// process with a fake host (New), or the compiled module in the real host
-// (WasmModule.New). Both read and write the harness's tables and append to
-// its log.
-type backend interface {
-	// configure replaces the operator instance, if any, with a fresh one
-	// configured with config.
-	configure(config []byte) error
-	// process runs one batch with the host's semantics (see
-	// Harness.Process), first starting an instance configured with config
-	// when there is none. It leaves the tables as the batch left them, with
-	// the undo log still holding the batch's writes.
-	process(config []byte, in []sluice.Record) ([]Output, []Reject, error)
-	// close drops the instance; the next process starts a fresh one.
-	close()
-}
-
 // Harness runs a plugin's operator as the host does, against in-memory
 // state: it configures the operator, hands it batches of records, and
 // collects what it emits, rejects and logs. New makes one that runs the
-// handler registered in the test binary; WasmModule.New one that runs the
-// compiled module in the real host. A Harness is not safe for concurrent
-// use; separate harnesses may be used from parallel tests.
+// handler registered in the test binary. A Harness is not safe for
+// concurrent use; separate harnesses may be used from parallel tests.
 type Harness struct {
-	b      backend
+	b      *nativeBackend
 	st     *tables
 	logs   []LogEntry
 	config []byte
-	// statelessKind is set for a WebAssembly harness of a stateless kind,
-	// whose operator the host grants no state: Declare refuses tables.
-	statelessKind string
 }
 
 // Declare declares state tables for the operator, in order: the first table
@@ -103,14 +80,9 @@ type Harness struct {
 // operator's `state:` list in a pipeline. It panics on an empty or repeated
 // name. It returns h for chaining.
 //
-// A native harness with declared tables runs its operator as a keyed one;
+// A harness with declared tables runs its operator as a keyed one;
 // without any, as a stateless one, whose state calls trap, as in the host.
-// A WebAssembly harness takes its kind from LoadWasm: Declare panics for a
-// stateless kind.
 func (h *Harness) Declare(tables ...string) *Harness {
-	if h.statelessKind != "" && len(tables) > 0 {
-		panic("sluicetest: Declare: the module was loaded as a " + h.statelessKind + " operator, which has no state; load it as plugin.KindKeyed")
-	}
 	for _, name := range tables {
 		h.st.declare(name)
 	}

@@ -39,6 +39,8 @@ type nativeBackend struct {
 	batch      []byte       // encoded input, reused
 }
 
+// configure replaces the operator instance, if any, with a fresh one
+// configured with config.
 func (n *nativeBackend) configure(config []byte) error {
 	runMu.Lock()
 	defer runMu.Unlock()
@@ -46,6 +48,7 @@ func (n *nativeBackend) configure(config []byte) error {
 	return n.ready(config)
 }
 
+// close drops the instance; the next process starts a fresh one.
 func (n *nativeBackend) close() {
 	runMu.Lock()
 	defer runMu.Unlock()
@@ -92,7 +95,11 @@ func (n *nativeBackend) ready(config []byte) error {
 	return fmt.Errorf("%w: %s returned the unknown status %d: %s", ErrTrap, abi.ExportConfigure, status, n.host.reason())
 }
 
-// process implements backend with the algorithm of plugin.Instance.Process.
+// process runs one batch with the host's semantics (see Harness.Process),
+// with the algorithm of the host's plugin.Instance.Process, first starting
+// an instance configured with config when there is none. It leaves the
+// tables as the batch left them, with the undo log still holding the
+// batch's writes.
 func (n *nativeBackend) process(config []byte, in []sluice.Record) ([]Output, []Reject, error) {
 	runMu.Lock()
 	defer runMu.Unlock()

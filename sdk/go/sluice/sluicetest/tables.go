@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/sluicehq/sluice/abi"
-	"github.com/sluicehq/sluice/host/plugin"
 )
 
 // errNoTables is the error of a state call on a harness without tables.
@@ -15,9 +14,8 @@ var errNoTables = errors.New("the operator has no state tables (a stateless oper
 // declared being the default table (handle abi.DefaultTable), with an undo
 // log of the writes since the batch in progress began.
 //
-// It implements plugin.State, so the real host reads and writes it for a
-// WebAssembly harness; the native fake host uses the same methods.
-// Invariants: stored values are never modified in place (Put stores a
+// Its methods have the host's plugin.State method set; the fake host
+// reads and writes state through them. Invariants: stored values are never modified in place (Put stores a
 // copy), so a value handed out by Get, or kept in the undo log, stays as it
 // was; undo holds, oldest first, each write's table, key and the value it
 // replaced, and is emptied by commit between batches.
@@ -35,8 +33,6 @@ type undoEntry struct {
 	old     []byte
 	existed bool
 }
-
-var _ plugin.State = (*tables)(nil)
 
 func newTables() *tables { return &tables{ids: map[string]int32{}} }
 
@@ -85,13 +81,13 @@ func (t *tables) table(id int32) (map[string][]byte, error) {
 	return t.data[id], nil
 }
 
-// TableID implements plugin.State.
+// TableID returns the handle of the table named name.
 func (t *tables) TableID(name string) (int32, bool) {
 	id, ok := t.ids[name]
 	return id, ok
 }
 
-// Get implements plugin.State.
+// Get returns the value of key in table.
 func (t *tables) Get(table int32, key []byte) ([]byte, bool, error) {
 	m, err := t.table(table)
 	if err != nil {
@@ -101,7 +97,7 @@ func (t *tables) Get(table int32, key []byte) ([]byte, bool, error) {
 	return v, ok, nil
 }
 
-// Put implements plugin.State. It copies key and value, which alias guest
+// Put sets the value of key in table. It copies key and value, which alias guest
 // memory.
 func (t *tables) Put(table int32, key, value []byte) error {
 	m, err := t.table(table)
@@ -114,7 +110,7 @@ func (t *tables) Put(table int32, key, value []byte) error {
 	return nil
 }
 
-// Delete implements plugin.State.
+// Delete removes key from table.
 func (t *tables) Delete(table int32, key []byte) error {
 	m, err := t.table(table)
 	if err != nil {
@@ -135,10 +131,10 @@ func (t *tables) log(table int32, m map[string][]byte, key string) {
 	t.undo = append(t.undo, undoEntry{table: table, key: key, old: old, existed: existed})
 }
 
-// Savepoint implements plugin.State.
+// Savepoint returns the undo log's position, for RollbackTo.
 func (t *tables) Savepoint() int { return len(t.undo) }
 
-// RollbackTo implements plugin.State: it undoes the writes made since
+// RollbackTo undoes the writes made since
 // Savepoint returned sp, newest first.
 func (t *tables) RollbackTo(sp int) {
 	if sp < 0 || sp > len(t.undo) {

@@ -10,7 +10,7 @@
 // the hook is always set before sluicetest can use it.
 //
 // Likewise NewTxnDriver runs a transactional operator's handlers (a
-// sluice.Txn) natively for sluicetest.TxnLogic, without the ABI: Plan's
+// sluice.Txn) natively for sluicetest.NewTxnDriver, without the ABI: Plan's
 // declarations, each operation's function over a TxnAccess, Post's outputs.
 //
 // The hooks are package variables rather than an exported sluice function so

@@ -1,4 +1,4 @@
-package sluicetest_test
+package hosttest_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
+	"github.com/sluicehq/sluice/host/plugin/hosttest/internal/ledgerop"
 	"github.com/sluicehq/sluice/host/txnop"
-	"github.com/sluicehq/sluice/sdk/go/sluice/internal/ledgerop"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 	"github.com/sluicehq/sluice/txn"
 )
@@ -35,7 +35,7 @@ func TestTxnLogicApplyAllocations(t *testing.T) {
 	le := binary.LittleEndian
 	a := &fakeAccess{own: le.AppendUint64(nil, 100), read: le.AppendUint64(nil, 50)}
 	op := &txn.Op{Write: txn.Key{Table: 0, Key: "a0001"}, Reads: []txn.Key{{Table: 0, Key: "a0002"}}, Fn: 1, Arg: le.AppendUint64(nil, 7)}
-	l := sluicetest.TxnLogic(ledgerop.Op(), ledgerop.Tables())
+	l := hosttest.TxnLogic(ledgerop.Op(), ledgerop.Tables())
 	ctx := context.Background()
 	if n := testing.AllocsPerRun(100, func() {
 		if e, err := l.Apply(ctx, 1, 1, op, a); err != nil || ledgerop.Decode(e.Value) != 107 {
@@ -57,7 +57,7 @@ func BenchmarkTxnLogicApply(b *testing.B) {
 	op := &txn.Op{Write: txn.Key{Table: 0, Key: "a0001"}, Reads: []txn.Key{{Table: 0, Key: "a0002"}}, Fn: 1, Arg: le.AppendUint64(nil, 7)}
 	ctx := context.Background()
 	b.Run("sdk", func(b *testing.B) {
-		l := sluicetest.TxnLogic(ledgerop.Op(), ledgerop.Tables())
+		l := hosttest.TxnLogic(ledgerop.Op(), ledgerop.Tables())
 		b.ReportAllocs()
 		for b.Loop() {
 			if e, err := l.Apply(ctx, 1, 1, op, a); err != nil || ledgerop.Decode(e.Value) != 107 {
@@ -127,10 +127,10 @@ func BenchmarkTxnLedger(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/%s/workers=%d", logic, strategy, workers), func(b *testing.B) {
 					var lg txnop.Logic
 					if logic == "native" {
-						lg = sluicetest.TxnLogic(ledgerop.BenchOp(), tables)
+						lg = hosttest.TxnLogic(ledgerop.BenchOp(), tables)
 					} else {
 						var err error
-						if lg, err = sluicetest.LoadTxnWasm(ctx, "txnbenchguest", wasm, workers); err != nil {
+						if lg, err = hosttest.LoadTxnWasm(ctx, "txnbenchguest", wasm, workers); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -153,11 +153,11 @@ func BenchmarkTxnLedger(b *testing.B) {
 	}
 }
 
-// benchGuest builds ../testdata/txnbenchguest.
+// benchGuest builds testdata/txnbenchguest.
 func benchGuest(b *testing.B) []byte {
 	dir := b.TempDir()
 	out := filepath.Join(dir, "txnbenchguest.wasm")
-	if err := wasmbuild.Go(context.Background(), filepath.Join("..", "testdata", "txnbenchguest"), out); err != nil {
+	if err := wasmbuild.Go(context.Background(), filepath.Join("testdata", "txnbenchguest"), out); err != nil {
 		b.Fatal(err)
 	}
 	wasm, err := os.ReadFile(out)

@@ -1,4 +1,4 @@
-package sluicetest
+package hosttest
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
+	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 )
 
 // WasmModule is a compiled plugin module (a .wasm file) loaded by the real
@@ -34,7 +35,7 @@ type WasmModule struct {
 func LoadWasm(ctx context.Context, name string, wasm []byte, kind plugin.Kind) (*WasmModule, error) {
 	eng, err := runtime.NewWazero(ctx, runtime.NewConfig().WithHostModules(plugin.HostModule()))
 	if err != nil {
-		return nil, fmt.Errorf("sluicetest: module %q: starting wazero: %w", name, err)
+		return nil, fmt.Errorf("hosttest: module %q: starting wazero: %w", name, err)
 	}
 	p, err := plugin.Load(ctx, eng, name, wasm, kind, plugin.WithLogger(slog.New(logRouter{})))
 	if err != nil {
@@ -72,7 +73,7 @@ func (m *WasmModule) New() *Harness {
 type wasmBackend struct {
 	m    *WasmModule
 	st   *tables
-	logs *[]LogEntry
+	logs *[]sluicetest.LogEntry
 	inst *plugin.Instance // nil when there is none
 	in   []abi.Record     // input, reused
 	out  plugin.Output
@@ -104,7 +105,7 @@ func (w *wasmBackend) close() {
 	}
 }
 
-func (w *wasmBackend) process(config []byte, in []sluice.Record) ([]Output, []Reject, error) {
+func (w *wasmBackend) process(config []byte, in []sluice.Record) ([]sluicetest.Output, []sluicetest.Reject, error) {
 	if w.inst == nil {
 		if err := w.configure(config); err != nil {
 			return nil, nil, err
@@ -127,12 +128,12 @@ func (w *wasmBackend) process(config []byte, in []sluice.Record) ([]Output, []Re
 		w.close()
 		return nil, nil, startError(err)
 	}
-	var outs []Output
+	var outs []sluicetest.Output
 	for _, r := range w.out.Records {
 		rec := sluice.Record{Key: r.Key, Value: r.Value, Time: r.Time, Headers: r.Headers}
-		outs = append(outs, Output{Origin: int(r.Origin), Record: rec.Clone()})
+		outs = append(outs, sluicetest.Output{Origin: int(r.Origin), Record: rec.Clone()})
 	}
-	var rejects []Reject
+	var rejects []sluicetest.Reject
 	for _, r := range w.out.Rejects {
 		rejects = append(rejects, hostReject(r))
 	}
@@ -140,18 +141,18 @@ func (w *wasmBackend) process(config []byte, in []sluice.Record) ([]Output, []Re
 }
 
 // hostReject turns the host's Reject into the harness's.
-func hostReject(r plugin.Reject) Reject {
+func hostReject(r plugin.Reject) sluicetest.Reject {
 	var re *plugin.RecordError
 	if errors.Is(r.Err, plugin.ErrRejected) && errors.As(r.Err, &re) {
-		return Reject{Origin: r.Index, Message: re.Reason}
+		return sluicetest.Reject{Origin: r.Index, Message: re.Reason}
 	}
-	class := ErrTrap
+	class := sluicetest.ErrTrap
 	var se *plugin.StatusError
 	if errors.As(r.Err, &se) {
-		class = ErrBatchFailed
+		class = sluicetest.ErrBatchFailed
 	}
 	err := fmt.Errorf("%w: %w", class, r.Err)
-	return failed(r.Index, err)
+	return sluicetest.Reject{Origin: r.Index, Message: err.Error(), Err: err}
 }
 
 // startError classifies the error of an instance that could not be made
@@ -159,13 +160,13 @@ func hostReject(r plugin.Reject) Reject {
 func startError(err error) error {
 	var se *plugin.StatusError
 	if errors.As(err, &se) && se.Status == abi.StatusBadConfig {
-		return fmt.Errorf("%w: %s", ErrBadConfig, reason(se.Reason))
+		return fmt.Errorf("%w: %s", sluicetest.ErrBadConfig, reason(se.Reason))
 	}
 	var re *runtime.Error
 	if errors.As(err, &re) || se != nil {
-		return fmt.Errorf("%w: %w", ErrTrap, err)
+		return fmt.Errorf("%w: %w", sluicetest.ErrTrap, err)
 	}
-	return fmt.Errorf("sluicetest: %w", err)
+	return fmt.Errorf("hosttest: %w", err)
 }
 
 // logRouter is the slog.Handler of every plugin loaded by LoadWasm: it
@@ -181,11 +182,11 @@ func (logRouter) Enabled(ctx context.Context, _ slog.Level) bool {
 }
 
 func (logRouter) Handle(ctx context.Context, r slog.Record) error {
-	logs, _ := ctx.Value(logsKey{}).(*[]LogEntry)
+	logs, _ := ctx.Value(logsKey{}).(*[]sluicetest.LogEntry)
 	if logs == nil || !guestMessage(r) {
 		return nil
 	}
-	*logs = append(*logs, LogEntry{Level: sdkLevel(r.Level), Message: r.Message})
+	*logs = append(*logs, sluicetest.LogEntry{Level: sdkLevel(r.Level), Message: r.Message})
 	return nil
 }
 
@@ -217,4 +218,12 @@ func sdkLevel(l slog.Level) sluice.Level {
 		return sluice.LevelWarn
 	}
 	return sluice.LevelError
+}
+
+// reason renders a guest's error message for an error.
+func reason(msg string) string {
+	if msg == "" {
+		return "(the guest logged no error)"
+	}
+	return msg
 }

@@ -1,6 +1,6 @@
 //go:build !wasip1
 
-package sluicetest_test
+package hosttest_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 )
@@ -22,16 +23,16 @@ import (
 func TestLoadWasmRefusesBadModules(t *testing.T) {
 	ctx := context.Background()
 	var le *plugin.LoadError
-	_, err := sluicetest.LoadWasm(ctx, "garbage", []byte("not wasm"), plugin.KindMap)
+	_, err := hosttest.LoadWasm(ctx, "garbage", []byte("not wasm"), plugin.KindMap)
 	if !errors.As(err, &le) || le.Plugin != "garbage" || !strings.Contains(err.Error(), "not a WebAssembly module") {
 		t.Errorf("garbage: %v", err)
 	}
 	empty := []byte("\x00asm\x01\x00\x00\x00") // a valid module with no exports
-	_, err = sluicetest.LoadWasm(ctx, "empty", empty, plugin.KindKeyed)
+	_, err = hosttest.LoadWasm(ctx, "empty", empty, plugin.KindKeyed)
 	if !errors.As(err, &le) || !strings.Contains(err.Error(), "missing export sluice_abi_version") {
 		t.Errorf("empty module: %v", err)
 	}
-	if _, err := sluicetest.LoadWasm(ctx, "empty", empty, plugin.Kind("reduce")); !errors.Is(err, plugin.ErrUnknownKind) {
+	if _, err := hosttest.LoadWasm(ctx, "empty", empty, plugin.Kind("reduce")); !errors.Is(err, plugin.ErrUnknownKind) {
 		t.Errorf("unknown kind: %v", err)
 	}
 }
@@ -57,7 +58,7 @@ func build(t *testing.T, dir string) []byte {
 // version when it loads it, before any record.
 func TestWasmVersionMismatch(t *testing.T) {
 	wasm := build(t, "badversion")
-	_, err := sluicetest.LoadWasm(context.Background(), "badversion", wasm, plugin.KindMap)
+	_, err := hosttest.LoadWasm(context.Background(), "badversion", wasm, plugin.KindMap)
 	var le *plugin.LoadError
 	if !errors.As(err, &le) || !strings.Contains(err.Error(), "module declares ABI version 2, this host speaks version 1") {
 		t.Errorf("LoadWasm of a version-2 module = %v", err)
@@ -69,7 +70,7 @@ func TestWasmVersionMismatch(t *testing.T) {
 // the guest's reason.
 func TestWasmStatusError(t *testing.T) {
 	ctx := context.Background()
-	m, err := sluicetest.LoadWasm(ctx, "failguest", build(t, "failguest"), plugin.KindFlatMap)
+	m, err := hosttest.LoadWasm(ctx, "failguest", build(t, "failguest"), plugin.KindFlatMap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +129,7 @@ func TestMain(m *testing.M) {
 		flag.Set("rapid.checks", "20")
 	}
 	code := m.Run()
+	closeGuests()
 	if err := closeTxnGuests(); err != nil {
 		fmt.Fprintln(os.Stderr, "closing the transactional guests:", err)
 		code = 1

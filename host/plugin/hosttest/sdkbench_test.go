@@ -1,6 +1,6 @@
 //go:build !wasip1
 
-package sluice_test
+package hosttest_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/sluicehq/sluice/abi"
-	"github.com/sluicehq/sluice/sdk/go/sluice/internal/ledgerop"
+	"github.com/sluicehq/sluice/host/plugin/hosttest/internal/ledgerop"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 )
 
@@ -126,7 +126,7 @@ func benchHost(ctx context.Context, b *testing.B, rt wazero.Runtime, emitted *in
 // the written value's address read from the result slot. The function is
 // ledgerop's (testdata/txnguest), so the figure is the SDK's decode,
 // dispatch and result plus one guest call, against BenchmarkApply (the same
-// guest core natively) and sluicetest's BenchmarkTxnLogicApply (the native
+// guest core natively) and BenchmarkTxnLogicApply (the native
 // adapter).
 func BenchmarkWasmApply(b *testing.B) {
 	ctx := context.Background()

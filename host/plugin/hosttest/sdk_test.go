@@ -1,6 +1,6 @@
 //go:build !wasip1
 
-package sluice_test
+package hosttest_test
 
 import (
 	"context"
@@ -12,9 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
@@ -23,20 +22,13 @@ import (
 
 // guests caches the modules built from testdata, one build and compile per
 // guest for the whole test binary; TestMain closes them.
-var guests = map[string]*sluicetest.WasmModule{}
+var guests = map[string]*hosttest.WasmModule{}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
+// closeGuests closes the modules loadGuest loaded; TestMain calls it.
+func closeGuests() {
 	for _, g := range guests {
 		_ = g.Close(context.Background())
 	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
 }
 
 // guestKinds is the operator kind each guest in testdata is loaded as.
@@ -50,7 +42,7 @@ var guestKinds = map[string]plugin.Kind{
 
 // loadGuest compiles the guest in testdata/dir to WebAssembly and loads it
 // in the host as its kind.
-func loadGuest(t *testing.T, dir string) *sluicetest.WasmModule {
+func loadGuest(t *testing.T, dir string) *hosttest.WasmModule {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds a WebAssembly module; skipped in -short mode")
@@ -67,7 +59,7 @@ func loadGuest(t *testing.T, dir string) *sluicetest.WasmModule {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sluicetest.LoadWasm(ctx, dir, wasm, guestKinds[dir])
+	m, err := hosttest.LoadWasm(ctx, dir, wasm, guestKinds[dir])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
-//go:build race
+//go:build !race
 
-package sluicetest_test
+package hosttest_test
 
 // raceEnabled reports whether the tests run under the race detector.
-const raceEnabled = true
+const raceEnabled = false

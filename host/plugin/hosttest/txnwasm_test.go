@@ -1,4 +1,4 @@
-package sluicetest_test
+package hosttest_test
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
+	"github.com/sluicehq/sluice/host/plugin/hosttest/internal/ledgerop"
 	"github.com/sluicehq/sluice/host/txnop"
-	"github.com/sluicehq/sluice/sdk/go/sluice/internal/ledgerop"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 	"github.com/sluicehq/sluice/txn"
 )
 
-// txnGuest builds ../testdata/txnguest (ledgerop compiled to WebAssembly)
+// txnGuest builds testdata/txnguest (ledgerop compiled to WebAssembly)
 // once per test binary.
 var txnGuest = sync.OnceValues(func() ([]byte, error) {
 	dir, err := os.MkdirTemp("", "txnguest")
@@ -30,7 +30,7 @@ var txnGuest = sync.OnceValues(func() ([]byte, error) {
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "txnguest.wasm")
-	if err := wasmbuild.Go(context.Background(), filepath.Join("..", "testdata", "txnguest"), out); err != nil {
+	if err := wasmbuild.Go(context.Background(), filepath.Join("testdata", "txnguest"), out); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(out)
@@ -60,7 +60,7 @@ func loadTxnGuest(t testing.TB, workers int) txnop.Logic {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := sluicetest.LoadTxnWasm(context.Background(), "txnguest", wasm, workers, ledgerop.Tables()...)
+	l, err := hosttest.LoadTxnWasm(context.Background(), "txnguest", wasm, workers, ledgerop.Tables()...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func (shared) Close(context.Context) error { return nil }
 
 // TestTxnWasmMatchesNative runs random ledger workloads through the
 // WebAssembly build of ledgerop and through its native run
-// (sluicetest.TxnLogic), with every strategy, and requires the same
+// (hosttest.TxnLogic), with every strategy, and requires the same
 // outcomes, change sets, outputs, rejects and final state: one source, two
 // runs, one result.
 func TestTxnWasmMatchesNative(t *testing.T) {

@@ -1,4 +1,4 @@
-package sluicetest_test
+package hosttest_test
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
+	"github.com/sluicehq/sluice/host/plugin/hosttest/internal/ledgerop"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
-	"github.com/sluicehq/sluice/sdk/go/sluice/internal/ledgerop"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/txn"
 )
 
@@ -60,7 +60,7 @@ func runLedger(t testing.TB, strategy string, workers int, logic txnop.Logic, l 
 	}
 	tables := ledgerop.Tables()
 	if logic == nil {
-		logic = sluicetest.TxnLogic(ledgerop.Op(), tables)
+		logic = hosttest.TxnLogic(ledgerop.Op(), tables)
 	}
 	ctx := context.Background()
 	op, err := txnop.New(txnop.Config{Name: "ledger", Tables: tables, Strategy: st, Workers: workers, Logic: logic})
@@ -380,7 +380,7 @@ func outputsBatch() []sluice.Record {
 func TestTxnLogicRejectedEventError(t *testing.T) {
 	tables := ledgerop.Tables()
 	op, err := txnop.New(txnop.Config{Name: "ledger", Tables: tables, Strategy: mustStrategy(t, "serial"), Workers: 1,
-		Logic: sluicetest.TxnLogic(ledgerop.Op(), tables)})
+		Logic: hosttest.TxnLogic(ledgerop.Op(), tables)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestTxnLogicBatchFailures(t *testing.T) {
 					tables = ledgerop.Tables()
 				}
 				op, err := txnop.New(txnop.Config{Name: "ledger", Tables: tables, Strategy: mustStrategy(t, s), Workers: 2,
-					Logic: sluicetest.TxnLogic(ledgerop.Op(), tables)})
+					Logic: hosttest.TxnLogic(ledgerop.Op(), tables)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -467,7 +467,7 @@ func TestTxnLogicRefusesBadOperators(t *testing.T) {
 					t.Errorf("panic %v, want one saying %s", v, name)
 				}
 			}()
-			sluicetest.TxnLogic(op, nil)
+			hosttest.TxnLogic(op, nil)
 		}()
 	}
 }
@@ -484,7 +484,7 @@ func TestTxnLogicUnknownFunction(t *testing.T) {
 		Funcs: []sluice.TxnFunc{func(*sluice.Call) sluice.Effect { return sluice.Keep() }},
 	}
 	o, err := txnop.New(txnop.Config{Name: "bad", Tables: []string{"t"}, Strategy: mustStrategy(t, "serial"), Workers: 1,
-		Logic: sluicetest.TxnLogic(op, []string{"t"})})
+		Logic: hosttest.TxnLogic(op, []string{"t"})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package ledgerop is a small transactional operator written with the Go
 // SDK, used by the SDK's tests and benchmarks both natively
-// (sluicetest.TxnLogic) and compiled to WebAssembly
+// (hosttest.TxnLogic) and compiled to WebAssembly
 // (testdata/txnguest), so that the two runs of one source can be compared.
 //
 // It keeps a ledger in three tables: accounts, books (book entries) and

@@ -1,4 +1,4 @@
-package sluicetest
+package hosttest
 
 import (
 	"context"
@@ -28,7 +28,7 @@ import (
 func LoadTxnWasm(ctx context.Context, name string, wasm []byte, workers int, tables ...string) (txnop.Logic, error) {
 	eng, err := runtime.NewWazero(ctx, runtime.NewConfig().WithHostModules(plugin.HostModule()))
 	if err != nil {
-		return nil, fmt.Errorf("sluicetest: module %q: starting wazero: %w", name, err)
+		return nil, fmt.Errorf("hosttest: module %q: starting wazero: %w", name, err)
 	}
 	p, err := plugin.Load(ctx, eng, name, wasm, plugin.KindTransactional, plugin.WithLogger(slog.Default()), plugin.WithTables(tables))
 	if err != nil {

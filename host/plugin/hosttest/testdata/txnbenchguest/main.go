@@ -4,8 +4,8 @@
 package main
 
 import (
+	"github.com/sluicehq/sluice/host/plugin/hosttest/internal/ledgerop"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
-	"github.com/sluicehq/sluice/sdk/go/sluice/internal/ledgerop"
 )
 
 func main() {}

@@ -1,4 +1,4 @@
-package sluicetest_test
+package hosttest_test
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/plugin/hosttest"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
-	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/txn"
 )
 
@@ -99,7 +99,7 @@ func ExampleTxnLogic() {
 		panic(err)
 	}
 	op, err := txnop.New(txnop.Config{Name: "transfers", Tables: tables, Strategy: st, Workers: 2,
-		Logic: sluicetest.TxnLogic(Transfers, tables)})
+		Logic: hosttest.TxnLogic(Transfers, tables)})
 	if err != nil {
 		panic(err)
 	}

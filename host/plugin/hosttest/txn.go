@@ -1,4 +1,4 @@
-package sluicetest
+package hosttest
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
 	"github.com/sluicehq/sluice/sdk/go/sluice"
-	"github.com/sluicehq/sluice/sdk/go/sluice/internal/bridge"
+	"github.com/sluicehq/sluice/sdk/go/sluice/sluicetest"
 	"github.com/sluicehq/sluice/txn"
 )
 
@@ -32,7 +32,7 @@ const nativePlugin = "native"
 // Run the Logic with txnop.New (which closes it):
 //
 //	op, err := txnop.New(txnop.Config{Name: "ledger", Tables: tables, Strategy: st, Workers: 2,
-//		Logic: sluicetest.TxnLogic(ledger.Op, tables)})
+//		Logic: hosttest.TxnLogic(ledger.Op, tables)})
 //
 // An event whose Post fails is rejected with a *plugin.RecordError wrapping
 // plugin.ErrRejected, as the host does. TxnLogic panics when op is not
@@ -43,7 +43,7 @@ const nativePlugin = "native"
 // scheduler keeps it as a version), and for a non-deterministic operation
 // the keys it touches and the values it Puts.
 func TxnLogic(op sluice.Txn, tables []string) txnop.Logic {
-	d, err := bridge.NewTxnDriver(op, tables)
+	d, err := sluicetest.NewTxnDriver(op, tables)
 	if err != nil {
 		panic(err.Error())
 	}
@@ -56,7 +56,7 @@ func TxnLogic(op sluice.Txn, tables []string) txnop.Logic {
 // Post run on the Operator's goroutine; Apply concurrently, each worker on
 // its own nativeWorker, found by index.
 type nativeLogic struct {
-	d bridge.TxnDriver
+	d sluicetest.TxnDriver
 
 	// workers is copied on write, under mu, when a worker index is seen
 	// for the first time; Apply reads it without a lock.
@@ -74,7 +74,7 @@ type nativeLogic struct {
 
 // nativeWorker is one scheduler worker's state.
 type nativeWorker struct {
-	w   bridge.TxnWorker
+	w   sluicetest.TxnWorker
 	q   abi.ApplyRequest
 	acc nativeAccess
 }
@@ -172,7 +172,7 @@ func (l *nativeLogic) Apply(_ context.Context, t, op int, o *txn.Op, a txn.Acces
 	case abi.ApplyAbort:
 		return txn.Effect{Abort: true}, nil
 	}
-	return txn.Effect{}, fmt.Errorf("sluicetest: the SDK returned the unknown apply code %d", code)
+	return txn.Effect{}, fmt.Errorf("hosttest: the SDK returned the unknown apply code %d", code)
 }
 
 func (l *nativeLogic) Post(_ context.Context, events []abi.Record, p *txnop.Plan, res *txn.Result, out *plugin.Output) error {
@@ -189,7 +189,7 @@ func (l *nativeLogic) Post(_ context.Context, events []abi.Record, p *txnop.Plan
 	// The outputs alias the driver's buffer, which it reuses from the next
 	// batch's Post on: valid until the next Process, as txnop promises.
 	if err := l.dec.Reset(l.d.Outputs()); err != nil {
-		return fmt.Errorf("sluicetest: decoding the outputs: %w", err)
+		return fmt.Errorf("hosttest: decoding the outputs: %w", err)
 	}
 	r := &l.rec
 	for l.dec.Next(r) {
@@ -200,7 +200,7 @@ func (l *nativeLogic) Post(_ context.Context, events []abi.Record, p *txnop.Plan
 	}
 	*r = abi.Record{}
 	if err := l.dec.Err(); err != nil {
-		return fmt.Errorf("sluicetest: decoding the outputs: %w", err)
+		return fmt.Errorf("hosttest: decoding the outputs: %w", err)
 	}
 	return nil
 }
@@ -238,7 +238,7 @@ func abiValue(v txn.Value) abi.Value { return abi.Value{Found: v.Found, Bytes: v
 
 func (l *nativeLogic) Close(context.Context) error { return nil }
 
-// nativeAccess is a bridge.TxnAccess over a txn.Access. The scheduler keeps
+// nativeAccess is a sluicetest.TxnAccess over a txn.Access. The scheduler keeps
 // the keys a non-deterministic operation touches and the values it writes,
 // which the SDK's caller may reuse: those are copied. A deterministic
 // operation's Get only compares its key, which is passed without a copy.

@@ -1,0 +1,171 @@
+package hosttest
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/plugin"
+)
+
+// errNoTables is the error of a state call on a harness without tables.
+var errNoTables = errors.New("the operator has no state tables (a stateless operator): declare them with Harness.Declare")
+
+// tables is a harness's keyed state: named in-memory tables, the first
+// declared being the default table (handle abi.DefaultTable), with an undo
+// log of the writes since the batch in progress began.
+//
+// It implements plugin.State: the real host reads and writes it. (The
+// SDK's native harness keeps the same structure for its fake host.)
+// Invariants: stored values are never modified in place (Put stores a
+// copy), so a value handed out by Get, or kept in the undo log, stays as it
+// was; undo holds, oldest first, each write's table, key and the value it
+// replaced, and is emptied by commit between batches.
+type tables struct {
+	names []string
+	ids   map[string]int32
+	data  []map[string][]byte
+	undo  []undoEntry
+}
+
+// undoEntry is the state of one key before one write.
+type undoEntry struct {
+	table   int32
+	key     string
+	old     []byte
+	existed bool
+}
+
+var _ plugin.State = (*tables)(nil)
+
+func newTables() *tables { return &tables{ids: map[string]int32{}} }
+
+// declare adds a table named name. It panics on an empty or repeated name: a
+// mistake in the test.
+func (t *tables) declare(name string) {
+	if name == "" {
+		panic("hosttest: Declare: empty table name")
+	}
+	if _, dup := t.ids[name]; dup {
+		panic(fmt.Sprintf("hosttest: Declare: table %q declared twice", name))
+	}
+	t.ids[name] = int32(len(t.names))
+	t.names = append(t.names, name)
+	t.data = append(t.data, map[string][]byte{})
+}
+
+// byName returns the named table's map; "" is the default table. It panics
+// when the table is not declared: a mistake in the test.
+func (t *tables) byName(name string) map[string][]byte {
+	if name == "" {
+		if len(t.data) == 0 {
+			panic("hosttest: no table is declared; call Declare first")
+		}
+		return t.data[abi.DefaultTable]
+	}
+	id, ok := t.ids[name]
+	if !ok {
+		panic(fmt.Sprintf("hosttest: table %q is not declared; call Declare first", name))
+	}
+	return t.data[id]
+}
+
+// table returns the map of handle id, or an error naming the fault.
+func (t *tables) table(id int32) (map[string][]byte, error) {
+	if len(t.data) == 0 {
+		return nil, errNoTables
+	}
+	if id < 0 || int(id) >= len(t.data) {
+		return nil, fmt.Errorf("table handle %d is not declared (%d tables: %v)", id, len(t.data), t.names)
+	}
+	return t.data[id], nil
+}
+
+// TableID implements plugin.State.
+func (t *tables) TableID(name string) (int32, bool) {
+	id, ok := t.ids[name]
+	return id, ok
+}
+
+// Get implements plugin.State.
+func (t *tables) Get(table int32, key []byte) ([]byte, bool, error) {
+	m, err := t.table(table)
+	if err != nil {
+		return nil, false, err
+	}
+	v, ok := m[string(key)]
+	return v, ok, nil
+}
+
+// Put implements plugin.State. It copies key and value, which alias guest
+// memory.
+func (t *tables) Put(table int32, key, value []byte) error {
+	m, err := t.table(table)
+	if err != nil {
+		return err
+	}
+	k := string(key)
+	t.log(table, m, k)
+	m[k] = append(make([]byte, 0, len(value)), value...)
+	return nil
+}
+
+// Delete implements plugin.State.
+func (t *tables) Delete(table int32, key []byte) error {
+	m, err := t.table(table)
+	if err != nil {
+		return err
+	}
+	k := string(key)
+	if _, ok := m[k]; !ok {
+		return nil
+	}
+	t.log(table, m, k)
+	delete(m, k)
+	return nil
+}
+
+// log records the value key has before a write.
+func (t *tables) log(table int32, m map[string][]byte, key string) {
+	old, existed := m[key]
+	t.undo = append(t.undo, undoEntry{table: table, key: key, old: old, existed: existed})
+}
+
+// Savepoint implements plugin.State.
+func (t *tables) Savepoint() int { return len(t.undo) }
+
+// RollbackTo implements plugin.State: it undoes the writes made since
+// Savepoint returned sp, newest first.
+func (t *tables) RollbackTo(sp int) {
+	if sp < 0 || sp > len(t.undo) {
+		panic(fmt.Sprintf("hosttest: RollbackTo(%d): not a savepoint of the undo log (%d entries)", sp, len(t.undo)))
+	}
+	for i := len(t.undo) - 1; i >= sp; i-- {
+		e := t.undo[i]
+		if e.existed {
+			t.data[e.table][e.key] = e.old
+		} else {
+			delete(t.data[e.table], e.key)
+		}
+	}
+	clear(t.undo[sp:])
+	t.undo = t.undo[:sp]
+}
+
+// commit makes the writes so far permanent: it empties the undo log. The
+// harness calls it between batches, when no savepoint is outstanding.
+func (t *tables) commit() {
+	clear(t.undo)
+	t.undo = t.undo[:0]
+}
+
+// set stores value for key in the named table outside any batch, as if an
+// earlier run had left it; a nil value deletes the key.
+func (t *tables) set(name, key string, value []byte) {
+	m := t.byName(name)
+	if value == nil {
+		delete(m, key)
+		return
+	}
+	m[key] = append(make([]byte, 0, len(value)), value...)
+}
