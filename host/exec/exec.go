@@ -239,6 +239,10 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 		}
 		staged = i + 1
 		n := &node{op: op, code: code, m: om, inputs: g.opInputs[i], version: op.Version}
+		if len(n.inputs) > 1 && op.Plugin != nil && !op.Plugin.ReadsInputs() {
+			j.log.Warn("the operator reads several inputs, but its plugin does not read which input a record came from (it exports no sluice_features; rebuild it with a current SDK): it cannot tell them apart",
+				"operator", op.Name, "inputs", len(n.inputs))
+		}
 		j.nodes = append(j.nodes, n)
 		j.byName[op.Name] = n
 		var os OperatorStatus

@@ -43,6 +43,7 @@ func TestMain(m *testing.M) {
 		"wordcount": "../../plugins/wordcount",
 		"faulty":    "testdata/faulty",
 		"lower":     "testdata/lower",
+		"inputs":    "../plugin/testdata/inputs/goinputs",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -2,7 +2,9 @@ package exec
 
 import (
 	"errors"
+
 	"fmt"
+	"github.com/sluicehq/sluice/abi"
 	"slices"
 	"strings"
 )
@@ -81,6 +83,9 @@ func resolve(cfg *Config) (*graph, error) {
 			rs = everySource()
 		default:
 			rs = []ref{{src: -1, op: i - 1}}
+		}
+		if len(rs) > abi.MaxInputs {
+			return nil, fmt.Errorf("%w: %s reads %d inputs, more than a record can tell apart (%d)", ErrGraph, what, len(rs), abi.MaxInputs)
 		}
 		if slices.Contains(rs, ref{src: -1, op: i}) {
 			return nil, fmt.Errorf("%w: %s reads its own output", ErrGraph, what)

@@ -161,3 +161,51 @@ func TestGatherMergesByArrival(t *testing.T) {
 		t.Errorf("idx %v, want %v", gotIdx, want)
 	}
 }
+
+// TestGraphGuestSeesInputs: a two-input operator's guest sees each
+// record's input, numbered in the order the operator names them, and the
+// first operator of a file that names no inputs sees each record's source.
+func TestGraphGuestSeesInputs(t *testing.T) {
+	for name, tc := range map[string]struct {
+		inputs []string
+		want   []string
+	}{
+		"named":   {[]string{"b", "a"}, []string{"0:B1", "1:a1", "0:B2", "1:a2"}},
+		"default": {nil, []string{"1:B1", "0:a1", "1:B2", "0:a2"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := openStore(t, t.TempDir())
+			defer store.Close()
+			// One record a read, the b source read first: the test sends
+			// each record when the last one has gone through.
+			a, b := newChanSource(), newChanSource()
+			sink := &memSink{}
+			job, err := New(context.Background(), Config{
+				Name: "p", Sources: []Input{{Name: "a", Source: a}, {Name: "b", Source: b}},
+				Operators: []Operator{{Name: "tag", Kind: plugin.KindMap, Plugin: load(t, "inputs", plugin.KindMap, 0), Inputs: tc.inputs}},
+				Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: &memSink{}, Store: store, BatchSize: 1,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- job.Run(ctx) }()
+			for i, v := range []string{"B1", "a1", "B2", "a2"} {
+				src := a
+				if v[0] == 'B' {
+					src = b
+				}
+				src.ch <- records(v)
+				waitFor(t, func() bool { return len(sink.records()) == i+1 })
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if got := values(sink); !slices.Equal(got, tc.want) {
+				t.Errorf("outputs %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
