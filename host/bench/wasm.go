@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/plugins/upper/upperlib"
+	wasm "github.com/sluicehq/sluice/runtime"
 )
 
 // WasmResult holds the wasm suite's figures.
@@ -143,7 +145,7 @@ func runWasm(ctx context.Context, e *env, code []byte, cfg WasmConfig) (*WasmRes
 	if len(cfg.BatchSizes) == 0 || cfg.RecordSize <= 0 || cfg.Rounds <= 0 || cfg.RoundTime <= 0 {
 		return nil, fmt.Errorf("bench: wasm suite: batch sizes, record size, rounds and round time must be set (got %+v)", cfg)
 	}
-	e.step("wasm: compiling the upper plugin (engine with the default call timeout, engine without)")
+	e.step("wasm: compiling the upper plugin (%s engine with the default call timeout, %[1]s engine without)", cmp.Or(e.engineName, wasm.EngineWazero))
 	type engineVariant struct {
 		name string
 		inst *plugin.Instance
