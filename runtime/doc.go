@@ -24,9 +24,17 @@
 // guest costs about 20 ns and a guest-to-host call about 75 ns, with no
 // allocation per call. NewWasmtime, behind the
 // "wasmtime" build tag, runs the same modules on wasmtime-go: Cranelift code
-// is often faster inside long-running guest loops, but every call crosses cgo
-// and wasmtime-go's value boxing, about 2 µs, which per-batch calls can
-// afford and per-record calls cannot. Both engines pass the same test suite.
+// needs no bounds check on guest memory (guard pages) and is often faster
+// inside guest loops, but every call crosses cgo and wasmtime-go's value
+// boxing, microseconds, which per-batch calls can afford and per-record
+// calls cannot. Both engines pass the same test suite.
+//
+// New makes the engine a name asks for, and CheckEngine says whether this
+// build holds it: the host calls New with an operator's engine key (wazero
+// by default), and sluice bench and sluice plugin check with their
+// --engine flag; a build without the tag refuses wasmtime with
+// ErrEngineNotBuilt, saying how to get a build that holds it.
+// docs/engines.md says when to pick which.
 //
 // # Isolation
 //
@@ -96,7 +104,8 @@
 // for trusted modules: a guest then stops only by returning.
 //
 // On wazero, modules are instrumented at compile time (package
-// runtime/internal/interrupt): each instance gets an interrupt flag, a
+// runtime/internal/interrupt, which reads modules with package
+// runtime/wasmbin, as the plugin loader does): each instance gets an interrupt flag, a
 // global of its own that one watchdog goroutine per engine raises at the
 // deadline, or when the caller's context is done, and the guest counts its
 // loop iterations and calls, and every 1024 of either yields to Go and

@@ -38,6 +38,11 @@ const (
 	errnoNotsup  = 58
 )
 
+// wasmtimeBuilt reports whether this build holds the wasmtime engine.
+const wasmtimeBuilt = true
+
+func newWasmtime(ctx context.Context, cfg Config) (Engine, error) { return NewWasmtime(ctx, cfg) }
+
 // NewWasmtime returns an Engine on wasmtime-go (the "wasmtime" build tag):
 // one wasmtime.Engine and one Linker holding WASI and the host modules of
 // cfg. Each instance lives in its own Store, capped at cfg's memory limit by
@@ -90,12 +95,13 @@ func NewWasmtime(ctx context.Context, cfg Config) (Engine, error) {
 
 // wasmtimeEngine implements Engine.
 type wasmtimeEngine struct {
-	cfg          Config
-	engine       *wasmtime.Engine
-	linker       *wasmtime.Linker
-	hostStackLen int           // the largest stack a host function needs
-	stop         chan struct{} // closed by Close to stop tick; nil without a timeout
-	stopped      chan struct{} // closed by tick when it returns
+	cfg            Config
+	engine         *wasmtime.Engine
+	linker         *wasmtime.Linker
+	hostStackLen   int           // the largest stack a host function needs
+	hostResultsLen int           // the most results a host function returns
+	stop           chan struct{} // closed by Close to stop tick; nil without a timeout
+	stopped        chan struct{} // closed by tick when it returns
 
 	// life guards closed and, through it, the lifetime of engine and
 	// linker: Compile holds it for reading while it uses them, Close for
@@ -157,7 +163,9 @@ func (e *wasmtimeEngine) define() error {
 			if !ok {
 				return nil, wasmtime.NewTrap("runtime: WASI called outside a Sluice instance")
 			}
-			return []wasmtime.Val{wasmtime.ValI32(fn(inst, callerMemory(caller), args))}, nil
+			out := inst.hostResults[:1]
+			out[0] = wasmtime.ValI32(fn(inst, inst.callerMemory(caller), args))
+			return out, nil
 		}
 		if err := e.linker.FuncNew(wasiModule, o.name, funcType(o.sig), cb); err != nil {
 			return fmt.Errorf("runtime: replacing WASI %s: %w", o.name, err)
@@ -167,6 +175,7 @@ func (e *wasmtimeEngine) define() error {
 	for _, hm := range e.cfg.HostModules() {
 		for _, f := range hm.Funcs {
 			e.hostStackLen = max(e.hostStackLen, stackSize(f.Signature))
+			e.hostResultsLen = max(e.hostResultsLen, len(f.Results))
 			if err := e.linker.FuncNew(hm.Name, f.Name, funcType(f.Signature), wasmtimeHostFunc(hm.Name+"."+f.Name, f)); err != nil {
 				return fmt.Errorf("runtime: host function %s.%s: %w", hm.Name, f.Name, err)
 			}
@@ -203,8 +212,8 @@ func wasmtimeHostFunc(name string, f HostFunc) func(*wasmtime.Caller, []wasmtime
 		if ctx == nil {
 			ctx = context.Background() // called from a start function
 		}
-		f.Fn(ctx, callerMemory(caller), stack)
-		out = make([]wasmtime.Val, len(results))
+		f.Fn(ctx, inst.callerMemory(caller), stack)
+		out = inst.hostResults[:len(results)]
 		for i, t := range results {
 			out[i] = toVal(t, stack[i])
 		}
@@ -422,7 +431,11 @@ func (m *wasmtimeModule) Instantiate(ctx context.Context) (Instance, error) {
 		stderr:    newStderrBuffer(e.cfg.StderrLimit()),
 		env:       newGuestEnv(&e.cfg.grants),
 		hostStack: make([]uint64, e.hostStackLen),
-		timeout:   e.cfg.CallTimeout(),
+		// wasmtime-go copies a callback's results before the guest runs
+		// again, and host functions do not call the guest: one slice
+		// serves every host call of the instance.
+		hostResults: make([]wasmtime.Val, max(e.hostResultsLen, 1)),
+		timeout:     e.cfg.CallTimeout(),
 	}
 	wc, err := e.wasiConfig()
 	if err != nil {
@@ -445,6 +458,7 @@ func (m *wasmtimeModule) Instantiate(ctx context.Context) (Instance, error) {
 	if ext := wi.GetExport(store, "memory"); ext != nil {
 		inst.mem = ext.Memory()
 	}
+	inst.memKnown = true
 	if init := wi.GetFunc(store, initExport); init != nil {
 		f := inst.newFunc(init, initExport)
 		if err := f.call(ctx, make([]uint64, f.need)); err != nil {
@@ -522,6 +536,13 @@ type wasmtimeInstance struct {
 	stderr    *stderrBuffer
 	env       *guestEnv // what the WASI clocks and random_get answer
 	hostStack []uint64  // scratch stack of host function calls
+	// hostResults holds the results a host function returns to wasmtime.
+	hostResults []wasmtime.Val
+	// callerMem is the memory host functions see, made once: the
+	// exported "memory" read through the calling Caller (nil until the
+	// first host call after the instance has its memory).
+	callerMem *wasmtimeMemory
+	memKnown  bool // Instantiate has looked mem up
 	timeout   time.Duration
 
 	callCtx context.Context // the ctx of the call in progress, for host functions
@@ -719,13 +740,29 @@ func (m wasmtimeMemory) Size() uint32 {
 	return uint32(min(uint64(m.mem.DataSize(m.store)), math.MaxUint32))
 }
 
-// callerMemory is the exported "memory" of the calling instance.
-func callerMemory(caller *wasmtime.Caller) Memory {
-	ext := caller.GetExport("memory")
-	if ext == nil || ext.Memory() == nil {
+// callerMemory is the exported "memory" of the instance, for a host
+// function called through caller. Each instance has a Store of its own, so
+// the calling instance is i and its memory the one Instantiate looked up:
+// looking it up again through the Caller on every host call cost a cgo
+// round trip and two finalizers, an eighth of a host call's time. Until
+// Instantiate has the memory (host functions called by the start
+// function), it is looked up through the Caller.
+func (i *wasmtimeInstance) callerMemory(caller *wasmtime.Caller) Memory {
+	if !i.memKnown {
+		ext := caller.GetExport("memory")
+		if ext == nil || ext.Memory() == nil {
+			return noMemory{}
+		}
+		return wasmtimeMemory{mem: ext.Memory(), store: caller}
+	}
+	if i.mem == nil {
 		return noMemory{}
 	}
-	return wasmtimeMemory{mem: ext.Memory(), store: caller}
+	if i.callerMem == nil {
+		i.callerMem = &wasmtimeMemory{mem: i.mem}
+	}
+	i.callerMem.store = caller
+	return i.callerMem
 }
 
 // WASI overrides. Each returns an errno.

@@ -19,10 +19,11 @@ func newBenchCmd() *cobra.Command {
 		only       []string
 		cpuProfile string
 		noTimeout  bool
+		engine     string
 		logs       logFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "bench [--quick] [--json FILE] [--only wasm|nats|keyed] [--no-call-timeout] [--cpuprofile FILE]",
+		Use:   "bench [--quick] [--json FILE] [--only wasm|nats|keyed] [--no-call-timeout] [--engine wazero|wasmtime] [--cpuprofile FILE]",
 		Short: "Measure the user-level figures: Wasm call path, NATS pipeline, keyed state commits",
 		Long: `Build the example plugins (upper, wordcount) from source and measure:
 
@@ -42,7 +43,9 @@ the command fails rather than report a figure from a wrong run. The results are
 printed as tables, with the machine, the load average and the date, checked
 against the project's targets, and written as JSON to --json. Progress goes to
 stderr. Run it on a quiet machine: the figures are only as good as the load
-allows. The full run takes a minute or two on two cores; --quick takes seconds.`,
+allows. The full run takes a minute or two on two cores; --quick takes seconds.
+--engine runs the plugins on wasmtime instead of wazero (in a build with the
+wasmtime tag): the wasm suite then compares native Go with wasmtime.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := bench.DefaultOptions()
@@ -58,6 +61,10 @@ allows. The full run takes a minute or two on two cores; --quick takes seconds.`
 					opts.Suites = append(opts.Suites, s)
 				}
 			}
+			if err := checkEngineFlag(engine); err != nil {
+				return err
+			}
+			opts.Engine = engine
 			if jsonFile == "" {
 				return &usageError{"--json: a file name is required (use - for stdout)"}
 			}
@@ -107,6 +114,7 @@ allows. The full run takes a minute or two on two cores; --quick takes seconds.`
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these suites: wasm, nats, keyed (repeat or separate with commas)")
 	cmd.Flags().BoolVar(&noTimeout, "no-call-timeout", false, "run the nats and keyed pipelines' plugins without the call timeout, to see what the deadline costs them (wasm always measures both)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (not the plugin build) to this file")
+	registerEngineFlag(cmd, &engine)
 	logs.register(cmd, "info")
 	lvl := cmd.Flags().Lookup("log-level")
 	lvl.DefValue = "warn"

@@ -33,6 +33,7 @@ type benchTxnFlags struct {
 	dynamic     string
 	phaseEvents int
 	plugin      string
+	engine      string
 	logs        logFlags
 }
 
@@ -82,10 +83,14 @@ with a 95% interval from the batches paired across the two lanes: a ratio whose
 interval holds 1 is a tie.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkEngineFlag(f.engine); err != nil {
+				return err
+			}
 			opts, err := f.options(cmd, knobs)
 			if err != nil {
 				return err
 			}
+			opts.Engine = f.engine
 			log, err := f.logs.logger()
 			if err != nil {
 				return err
@@ -131,6 +136,7 @@ interval holds 1 is a tie.`,
 			return writeReport(cmd, rep, f.jsonFile, f.cpuProfile)
 		},
 	}
+	registerEngineFlag(cmd, &f.engine)
 	fl := cmd.Flags()
 	fl.StringVar(&f.app, "app", workload.StreamingLedger, "the application: "+strings.Join(workload.Apps(), ", "))
 	fl.StringSliceVar(&f.strategies, "strategy", []string{"all"}, "strategies to run (repeat or separate with commas), or all: "+strings.Join(txn.StrategyNames(), ", "))

@@ -112,7 +112,7 @@ func lintPlugins(ctx context.Context, w io.Writer, p *pipeline.Pipeline) (errs, 
 			errs = append(errs, at(strings.ReplaceAll(err.Error(), o.Plugin, name), "plugin"))
 			continue
 		}
-		eng, err := wasm.NewWazero(ctx, runner.EngineConfig(o, cacheDir))
+		eng, err := wasm.New(ctx, o.Engine, runner.EngineConfig(o, cacheDir))
 		if err != nil {
 			errs = append(errs, at(err.Error(), "limits"))
 			continue

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
 )
 
@@ -26,7 +27,11 @@ func TestMain(m *testing.M) {
 	code := func() int {
 		defer os.RemoveAll(dir)
 		sluiceBin = filepath.Join(dir, "sluice")
-		build := exec.Command("go", "build", "-o", sluiceBin, ".")
+		args := []string{"build", "-o", sluiceBin}
+		if wasm.CheckEngine(wasm.EngineWasmtime) == nil {
+			args = append(args, "-tags", "wasmtime") // the binary holds what the tests do
+		}
+		build := exec.Command("go", append(args, ".")...)
 		if out, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building sluice: %v\n%s", err, out)
 			return 1

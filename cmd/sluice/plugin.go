@@ -72,7 +72,7 @@ func (f *buildFlags) build(cmd *cobra.Command, dir, out, version string) (build.
 			return res, checked{}, fmt.Errorf("--version: %w", err)
 		}
 	}
-	c, err := checkFile(cmd, res.Output)
+	c, err := checkFile(cmd, res.Output, wasm.EngineWazero)
 	if err != nil {
 		return res, c, err
 	}
@@ -149,6 +149,7 @@ refused when it loads. A plugin that registers no handler fails the build.`,
 
 func newPluginCheckCmd() *cobra.Command {
 	var asJSON bool
+	var engine string
 	cmd := &cobra.Command{
 		Use:   "check FILE.wasm",
 		Short: "Report a module's exports, imports and ABI version, and every problem the host would refuse it for",
@@ -164,7 +165,10 @@ without the section (built otherwise, or before the section existed) is
 said to serve every kind whose exports it has: "inferred from its exports".`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := checkFile(cmd, args[0])
+			if err := checkEngineFlag(engine); err != nil {
+				return err
+			}
+			r, err := checkFile(cmd, args[0], engine)
 			if err != nil {
 				return err
 			}
@@ -185,6 +189,7 @@ said to serve every kind whose exports it has: "inferred from its exports".`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	registerEngineFlag(cmd, &engine)
 	return cmd
 }
 
@@ -195,8 +200,9 @@ type checked struct {
 	Version string // its sluice.version custom section; "" when it has none
 }
 
-// checkFile checks the module file at path as the host would.
-func checkFile(cmd *cobra.Command, path string) (checked, error) {
+// checkFile checks the module file at path as the host would, on the
+// engine named engine.
+func checkFile(cmd *cobra.Command, path, engine string) (checked, error) {
 	code, err := plugin.ReadModule(path, 0)
 	if err != nil {
 		return checked{}, fmt.Errorf("plugin: %w", err)
@@ -206,7 +212,7 @@ func checkFile(cmd *cobra.Command, path string) (checked, error) {
 	if dir, err := wasm.UserCacheDir(); err == nil {
 		cfg = cfg.WithCacheDir(dir) // so that the pipelines that run it find it compiled
 	}
-	eng, err := wasm.NewWazero(ctx, cfg)
+	eng, err := wasm.New(ctx, engine, cfg)
 	if err != nil {
 		return checked{}, err
 	}

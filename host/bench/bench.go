@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,6 +118,10 @@ type Options struct {
 	// with the call timeout off, to show what the deadline costs a whole
 	// pipeline. The wasm suite always measures both engines.
 	NoCallTimeout bool
+	// Engine names the WebAssembly engine the plugins run on (see
+	// runtime.New): "" or wazero, or wasmtime in a build with the
+	// wasmtime tag.
+	Engine string
 	// Dir is where state stores, the embedded server's store and the
 	// compilation cache go; empty: a new temporary directory, removed at
 	// the end.
@@ -151,12 +156,14 @@ func QuickOptions() Options {
 // Report is the outcome of Run. Its JSON form is what `sluice bench --json`
 // writes.
 type Report struct {
-	Machine Machine      `json:"machine"`
-	Date    time.Time    `json:"date"`
-	Quick   bool         `json:"quick"`
-	Wasm    *WasmResult  `json:"wasm,omitempty"`
-	NATS    *NATSResult  `json:"nats,omitempty"`
-	Keyed   *KeyedResult `json:"keyed,omitempty"`
+	Machine Machine   `json:"machine"`
+	Date    time.Time `json:"date"`
+	Quick   bool      `json:"quick"`
+	// Engine is the WebAssembly engine the plugins ran on.
+	Engine string       `json:"engine"`
+	Wasm   *WasmResult  `json:"wasm,omitempty"`
+	NATS   *NATSResult  `json:"nats,omitempty"`
+	Keyed  *KeyedResult `json:"keyed,omitempty"`
 	// Targets are the project's targets checked against the figures of
 	// the suites that ran.
 	Targets []Target `json:"targets"`
@@ -233,7 +240,9 @@ type env struct {
 	dir      string
 	log      *slog.Logger
 	progress io.Writer
-	engines  map[bool]wasm.Engine // by "call timeout on"
+	// engineName names the engine (runtime.New) the plugins run on.
+	engineName string
+	engines    map[bool]wasm.Engine // by "call timeout on"
 	// noTimeout makes the pipeline suites use the engine without timeout.
 	noTimeout bool
 }
@@ -245,7 +254,7 @@ func (e *env) step(format string, args ...any) {
 	}
 }
 
-// engine returns the shared wazero engine with the default call timeout
+// engine returns the shared engine (engineName) with the default call timeout
 // (timeout true) or with none. Both compile through one cache directory, so
 // a module compiles once per Run.
 func (e *env) engine(ctx context.Context, timeout bool) (wasm.Engine, error) {
@@ -258,9 +267,9 @@ func (e *env) engine(ctx context.Context, timeout bool) (wasm.Engine, error) {
 	if !timeout {
 		cfg = cfg.WithCallTimeout(0)
 	}
-	eng, err := wasm.NewWazero(ctx, cfg)
+	eng, err := wasm.New(ctx, e.engineName, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("bench: wazero engine: %w", err)
+		return nil, fmt.Errorf("bench: %s engine: %w", e.engineName, err)
 	}
 	e.engines[timeout] = eng
 	return eng, nil
@@ -318,14 +327,18 @@ func Run(ctx context.Context, plugins Plugins, opts Options) (rep *Report, err e
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	e := &env{dir: dir, log: log, progress: opts.Progress, engines: map[bool]wasm.Engine{}, noTimeout: opts.NoCallTimeout}
+	if err := wasm.CheckEngine(opts.Engine); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	engine := cmp.Or(opts.Engine, wasm.EngineWazero)
+	e := &env{dir: dir, log: log, progress: opts.Progress, engineName: engine, engines: map[bool]wasm.Engine{}, noTimeout: opts.NoCallTimeout}
 	defer func() {
 		if cerr := e.close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
 			err = fmt.Errorf("bench: closing the engines: %w", cerr)
 		}
 	}()
 
-	rep = &Report{Machine: CurrentMachine(), Date: time.Now().UTC().Truncate(time.Second), Quick: opts.Quick}
+	rep = &Report{Machine: CurrentMachine(), Date: time.Now().UTC().Truncate(time.Second), Quick: opts.Quick, Engine: engine}
 	e.step("machine: %d cores (GOMAXPROCS %d), %s, %s, load %s",
 		rep.Machine.NumCPU, rep.Machine.GOMAXPROCS, orUnknown(rep.Machine.CPUModel, "CPU model unknown"), rep.Machine.GoVersion, orUnknown(rep.Machine.Load, "unknown"))
 	if slices.Contains(suites, SuiteWasm) {

@@ -81,6 +81,9 @@ func (r *Report) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
 func (r *Report) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	writeHeader(&b, "Sluice benchmarks", r.Date, r.Quick, r.Machine, r.LoadAfter)
+	if r.Engine != "" {
+		fmt.Fprintf(&b, "WebAssembly engine: %s\n", r.Engine)
+	}
 
 	if x := r.Wasm; x != nil {
 		fmt.Fprintf(&b, "\nWasm call path: batched map (upper), %d-byte records, median of %d rounds of %.0f ms\n",

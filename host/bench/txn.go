@@ -37,6 +37,7 @@ package bench
 // native run of the serial strategy over the same events is.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,6 +127,9 @@ type TxnOptions struct {
 	Native func(tables []string) txnop.Logic
 	// Quick is recorded in the report: the options are the small ones.
 	Quick bool
+	// Engine names the WebAssembly engine the plugin runs on (see
+	// runtime.New); "": wazero.
+	Engine string
 	// Dir is where the compilation cache goes; empty: a new temporary
 	// directory, removed at the end.
 	Dir string
@@ -581,7 +585,7 @@ func (e *txnEnv) step(format string, args ...any) {
 	}
 }
 
-// loadPlugin compiles the plugin on a wazero engine configured as `sluice
+// loadPlugin compiles the plugin on the engine of the options, configured as `sluice
 // run` configures it (default call timeout) and returns the engine, which
 // the caller closes, and the temporary directory it made, which the caller
 // removes.
@@ -596,9 +600,9 @@ func (e *txnEnv) loadPlugin(ctx context.Context) (wasm.Engine, string, error) {
 	}
 	cfg := wasm.NewConfig().WithCacheDir(filepath.Join(dir, "wasm-cache")).WithHostModules(plugin.HostModule())
 	e.timeout = cfg.CallTimeout()
-	eng, err := wasm.NewWazero(ctx, cfg)
+	eng, err := wasm.New(ctx, e.opts.Engine, cfg)
 	if err != nil {
-		return nil, tmp, fmt.Errorf("bench: txn: wazero engine: %w", err)
+		return nil, tmp, fmt.Errorf("bench: txn: %s engine: %w", cmp.Or(e.opts.Engine, wasm.EngineWazero), err)
 	}
 	e.step("txn %s: compiling the %s plugin", e.opts.App, e.app.plugin)
 	p, err := plugin.Load(ctx, eng, e.app.plugin+".wasm", e.opts.Plugin, plugin.KindTransactional,

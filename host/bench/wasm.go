@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	wasm "github.com/sluicehq/sluice/runtime"
 )
 
 // WasmResult holds the wasm suite's figures.
@@ -151,7 +153,7 @@ func runWasm(ctx context.Context, e *env, code []byte, upper func(dst, src []byt
 	case upper == nil:
 		return nil, errors.New("bench: wasm suite: the upper function in native Go was not given (Plugins.UpperNative nil)")
 	}
-	e.step("wasm: compiling the upper plugin (engine with the default call timeout, engine without)")
+	e.step("wasm: compiling the upper plugin (%s engine with the default call timeout, %[1]s engine without)", cmp.Or(e.engineName, wasm.EngineWazero))
 	type engineVariant struct {
 		name string
 		inst *plugin.Instance

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/connectors/file"
+	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/txn/apps/workload"
 )
 
@@ -141,6 +142,10 @@ type Operator struct {
 	Plugin string `yaml:"plugin"`
 	// Kind is map, filter, flatmap, keyed or transactional.
 	Kind string `yaml:"kind"`
+	// Engine is the WebAssembly engine the plugin runs on: wazero (the
+	// default) or wasmtime, which only a build with the wasmtime tag
+	// holds. Validate sets "" to wazero.
+	Engine string `yaml:"engine"`
 	// Parallelism is the number of workers, each with its own instance.
 	// Default: the number of CPUs the process may use. Not for
 	// transactional operators (Workers).
@@ -934,6 +939,7 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 	} else {
 		o.Plugin = p.resolve(o.Plugin)
 	}
+	errs = append(errs, p.validateEngine(i, o)...)
 	if o.Parallelism < 0 {
 		at(fmt.Sprintf("parallelism %d: want 1 or more, or leave it out for one worker per CPU", o.Parallelism), "parallelism")
 	}
@@ -981,6 +987,32 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 		o.ConfigJSON = b
 	}
 	return errs
+}
+
+// validateEngine checks an operator's engine key, and sets it to the
+// default, wazero, when it is left out.
+func (p *Pipeline) validateEngine(i int, o *Operator) []error {
+	err := wasm.CheckEngine(o.Engine)
+	switch {
+	case o.Engine == "":
+		o.Engine = wasm.EngineWazero
+	case errors.Is(err, wasm.ErrEngineNotBuilt):
+		return []error{p.errAt(fmt.Sprintf("operator %q asks for engine %q, which this build of sluice does not hold (it was built without the %s build tag): "+
+			"build sluice with %s, or leave engine out to run on %s", o.Name, o.Engine, wasm.EngineWasmtime, wasm.WasmtimeBuild, wasm.EngineWazero),
+			"operators", i, "engine")}
+	case err != nil:
+		engines := wasm.Engines()
+		msg := fmt.Sprintf("unknown engine %q", o.Engine)
+		keys := make([]key, len(engines))
+		for j, e := range engines {
+			keys[j] = key{name: e}
+		}
+		if s := nearest(o.Engine, keys); s != "" {
+			msg += fmt.Sprintf(": did you mean %q?", s)
+		}
+		return []error{p.errAt(msg+" (want "+strings.Join(engines, " or ")+")", "operators", i, "engine")}
+	}
+	return nil
 }
 
 // jsonable converts YAML's map[string]any/[]any trees (which may hold

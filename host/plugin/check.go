@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/runtime/wasmbin"
 )
 
 // Report is what Check found out about a module, for `sluice plugin check`.
@@ -358,14 +359,14 @@ func isComponent(wasm []byte) bool {
 // framing only and never fails: a malformed module has no language.
 func sourceLanguage(wasm []byte) string {
 	lang, tool, goBuildID := "", "", false
-	customSections(wasm, func(name string, body byteReader) {
+	for name, body := range wasmbin.CustomSections(wasm) {
 		switch name {
 		case "go:buildid":
 			goBuildID = true
 		case "producers":
 			lang, tool = producers(body)
 		}
-	})
+	}
 	switch {
 	case strings.HasPrefix(lang, "C_plus_plus"), strings.HasPrefix(lang, "C++"):
 		return langCPP
@@ -381,54 +382,27 @@ func sourceLanguage(wasm []byte) string {
 	return lang
 }
 
-// customSections calls fn with the name and contents of each custom
-// section of wasm, in order. It reads the sections' framing only, never
-// fails, and stops at the first section that is malformed: a module that
-// is not WebAssembly has no custom sections.
-func customSections(wasm []byte, fn func(name string, body byteReader)) {
-	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
-		return
-	}
-	r := byteReader(wasm[8:])
-	for len(r) > 0 {
-		id, ok := r.byte()
-		if !ok {
-			return
-		}
-		size, ok := r.uleb()
-		if !ok || uint64(len(r)) < size {
-			return
-		}
-		body := r[:size]
-		r = r[size:]
-		if id != 0 {
-			continue
-		}
-		if name, ok := body.name(); ok {
-			fn(name, body)
-		}
-	}
-}
-
 // producers returns the first value of the language and processed-by
-// fields of a producers section's body.
-func producers(r byteReader) (lang, tool string) {
-	fields, ok := r.uleb()
-	for i := uint64(0); ok && i < fields; i++ {
+// fields of a producers section's body; what follows a malformed field is
+// ignored.
+func producers(body []byte) (lang, tool string) {
+	r := &wasmbin.Reader{B: body}
+	fields, err := r.U32()
+	for i := uint32(0); err == nil && i < fields; i++ {
 		var field string
-		var values uint64
-		if field, ok = r.name(); !ok {
+		var values uint32
+		if field, err = r.Name(); err != nil {
 			break
 		}
-		if values, ok = r.uleb(); !ok {
+		if values, err = r.U32(); err != nil {
 			break
 		}
-		for j := uint64(0); ok && j < values; j++ {
+		for j := uint32(0); err == nil && j < values; j++ {
 			var value string
-			if value, ok = r.name(); !ok {
+			if value, err = r.Name(); err != nil {
 				break
 			}
-			if _, ok = r.name(); !ok { // the version
+			if _, err = r.Name(); err != nil { // the version
 				break
 			}
 			switch {
@@ -441,43 +415,4 @@ func producers(r byteReader) (lang, tool string) {
 		}
 	}
 	return lang, tool
-}
-
-// byteReader reads the encodings of a module's sections, consuming itself.
-type byteReader []byte
-
-func (r *byteReader) byte() (byte, bool) {
-	if len(*r) == 0 {
-		return 0, false
-	}
-	b := (*r)[0]
-	*r = (*r)[1:]
-	return b, true
-}
-
-// uleb reads an unsigned LEB128 number of at most 32 bits.
-func (r *byteReader) uleb() (uint64, bool) {
-	var v uint64
-	for shift := 0; shift < 35; shift += 7 {
-		b, ok := r.byte()
-		if !ok {
-			return 0, false
-		}
-		v |= uint64(b&0x7f) << shift
-		if b&0x80 == 0 {
-			return v, true
-		}
-	}
-	return 0, false
-}
-
-// name reads a length-prefixed string.
-func (r *byteReader) name() (string, bool) {
-	n, ok := r.uleb()
-	if !ok || uint64(len(*r)) < n {
-		return "", false
-	}
-	s := string((*r)[:n])
-	*r = (*r)[n:]
-	return s, true
 }

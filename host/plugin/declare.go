@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/runtime/wasmbin"
 )
 
 // DeclareKinds returns wasm with a sluice.kinds custom section (ABI.md
@@ -104,9 +105,9 @@ type declaration struct {
 func declaredKinds(wasm []byte) declaration {
 	var d declaration
 	var bits int32
-	customSections(wasm, func(name string, body byteReader) {
+	for name, body := range wasmbin.CustomSections(wasm) {
 		if name != abi.SectionKinds {
-			return
+			continue
 		}
 		d.sections++
 		for f := range strings.SplitSeq(string(body), ",") {
@@ -125,7 +126,7 @@ func declaredKinds(wasm []byte) declaration {
 				}
 			}
 		}
-	})
+	}
 	d.kinds = kindsOf(bits)
 	return d
 }

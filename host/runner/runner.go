@@ -285,7 +285,7 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 					"operator", o.Name)
 			}
 		}
-		eng, err := wasm.NewWazero(ctx, cfg)
+		eng, err := wasm.New(ctx, o.Engine, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("operator %q: %w", o.Name, err)
 		}

@@ -236,32 +236,32 @@ type bodyStats struct {
 // A function that calls others counts its calls (see newCode). One that
 // neither loops nor calls runs straight through.
 func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []byte) (_, _ []byte, st bodyStats, err error) {
-	r := &reader{b: body, base: base}
-	groups, err := r.u32()
+	r := &reader{B: body, Base: base}
+	groups, err := r.U32()
 	if err != nil {
 		return out, scratch, st, err
 	}
-	first := r.pos      // the first group of locals
+	first := r.Pos      // the first group of locals
 	n := uint64(params) // the index of the loop counter: after every local
 	for range groups {
-		k, err := r.u32()
+		k, err := r.U32()
 		if err != nil {
 			return out, scratch, st, err
 		}
 		n += uint64(k)
-		t, err := r.byte()
+		t, err := r.Byte()
 		if err != nil {
 			return out, scratch, st, err
 		}
 		if !valueType(t) {
-			return out, scratch, st, fmt.Errorf("%w: at byte %d: local of value type 0x%02x", ErrUnsupported, base+r.pos-1, t)
+			return out, scratch, st, fmt.Errorf("%w: at byte %d: local of value type 0x%02x", ErrUnsupported, base+r.Pos-1, t)
 		}
 	}
 	if n >= 1<<32-1 || groups == 1<<32-1 {
-		return out, scratch, st, r.errorf("%d locals", n)
+		return out, scratch, st, r.Errorf("%d locals", n)
 	}
 	counter := uint32(n)
-	declared := r.pos // the local declarations end here
+	declared := r.Pos // the local declarations end here
 
 	// The instructions go to scratch first: whether the function needs
 	// the counter and an entry check is known only at the end.
@@ -271,15 +271,15 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 	var prev, prev2 []byte // the two instructions before this one
 	prefix, calls, loopFirst := true, false, false
 	for len(frames) > 0 {
-		start := r.pos
-		op, err := r.byte()
+		start := r.Pos
+		op, err := r.Byte()
 		if err != nil {
 			return out, insts, st, err
 		}
 		if err := skipInstruction(r, op); err != nil {
 			return out, insts, st, err
 		}
-		inst := body[start:r.pos]
+		inst := body[start:r.Pos]
 		before, before2 := prev, prev2
 		prev, prev2 = inst, prev
 		if prefix && op != opBlock && op != opCall && op != opCallIndirect && control(op) {
@@ -297,7 +297,7 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 		case opLoop:
 			var d *dispatch
 			if c.threads {
-				d = readDispatch(body[r.pos:], inst, frames, id)
+				d = readDispatch(body[r.Pos:], inst, frames, id)
 			}
 			if !c.deadline {
 				frames = append(frames, frame{wraps: top.wraps, id: id, dispatch: d})
@@ -330,7 +330,7 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 				insts = append(insts, c.trailer...)
 			}
 		case opBr, opBrIf:
-			l, _ := (&reader{b: inst[1:]}).u32() // read once by skipInstruction
+			l, _ := (&reader{B: inst[1:]}).U32() // read once by skipInstruction
 			if op == opBr && c.threads {
 				if t, ok := threadJump(l, frames, before2, before); ok {
 					l = t
@@ -350,12 +350,12 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 			calls = true
 			insts = append(insts, inst...)
 		case prefixMisc:
-			ir := &reader{b: inst[1:]}
-			if sub, _ := ir.u32(); sub != miscTableGrow || c.grow == nil { // read once by skipInstruction
+			ir := &reader{B: inst[1:]}
+			if sub, _ := ir.U32(); sub != miscTableGrow || c.grow == nil { // read once by skipInstruction
 				insts = append(insts, inst...)
 				break
 			}
-			t, _ := ir.u32()
+			t, _ := ir.U32()
 			f, err := c.grow.funcFor(t, r)
 			if err != nil {
 				return out, insts, st, err
@@ -368,8 +368,8 @@ func rewriteBody(out, body []byte, params uint32, base int, c *code, scratch []b
 			insts = append(insts, inst...)
 		}
 	}
-	if !r.done() {
-		return out, insts, st, r.errorf("%d bytes after the end of the function body", len(body)-r.pos)
+	if !r.Done() {
+		return out, insts, st, r.Errorf("%d bytes after the end of the function body", len(body)-r.Pos)
 	}
 	st.seed = c.deadline && calls && loopFirst
 	st.entry = c.deadline && calls && !loopFirst
@@ -424,15 +424,15 @@ func readDispatch(code, loop []byte, frames []frame, id int) *dispatch {
 	if len(loop) != 2 || loop[1] != blockEmpty {
 		return nil
 	}
-	r := &reader{b: code}
+	r := &reader{B: code}
 	blocks := 0
 	for {
-		op, err := r.byte()
+		op, err := r.Byte()
 		if err != nil {
 			return nil
 		}
 		if op == opBlock {
-			if bt, err := r.byte(); err != nil || bt != blockEmpty {
+			if bt, err := r.Byte(); err != nil || bt != blockEmpty {
 				return nil
 			}
 			blocks++
@@ -443,20 +443,20 @@ func readDispatch(code, loop []byte, frames []frame, id int) *dispatch {
 		}
 		break
 	}
-	local, err := r.u32()
+	local, err := r.U32()
 	if err != nil {
 		return nil
 	}
-	if op, err := r.byte(); err != nil || op != opBrTable {
+	if op, err := r.Byte(); err != nil || op != opBrTable {
 		return nil
 	}
-	n, err := r.u32()
+	n, err := r.U32()
 	if err != nil || uint64(n) >= uint64(len(code)) {
 		return nil
 	}
 	d := &dispatch{local: local, targets: make([]int, 0, n+1)}
 	for range n + 1 {
-		l, err := r.u32()
+		l, err := r.U32()
 		if err != nil {
 			return nil
 		}
@@ -489,11 +489,11 @@ func threadJump(l uint32, frames []frame, setPC2, setPC []byte) (uint32, bool) {
 	if d == nil {
 		return 0, false
 	}
-	local, err := (&reader{b: setPC[1:]}).u32()
+	local, err := (&reader{B: setPC[1:]}).U32()
 	if err != nil || local != d.local {
 		return 0, false
 	}
-	v, err := (&reader{b: setPC2[1:]}).sleb(32)
+	v, err := (&reader{B: setPC2[1:]}).SLEB(32)
 	if err != nil {
 		return 0, false
 	}
@@ -517,13 +517,13 @@ func threadJump(l uint32, frames []frame, setPC2, setPC []byte) (uint32, bool) {
 // frames, adjusted for the wrapped loops it leaves.
 func adjustDepth(n uint32, frames []frame, r *reader) (uint32, error) {
 	if int64(n) >= int64(len(frames)) {
-		return 0, r.errorf("branch to label %d from %d deep", n, len(frames))
+		return 0, r.Errorf("branch to label %d from %d deep", n, len(frames))
 	}
 	top := frames[len(frames)-1]
 	target := frames[len(frames)-1-int(n)]
 	adjusted := uint64(n) + 3*uint64(top.wraps-target.wraps)
 	if adjusted > 1<<32-1 {
-		return 0, r.errorf("branch to label %d, too deep once adjusted", n)
+		return 0, r.Errorf("branch to label %d, too deep once adjusted", n)
 	}
 	return uint32(adjusted), nil
 }
@@ -531,14 +531,14 @@ func adjustDepth(n uint32, frames []frame, r *reader) (uint32, error) {
 // rewriteBrTable appends a br_table whose immediates imm (read once by
 // skipInstruction) are adjusted.
 func rewriteBrTable(out, imm []byte, frames []frame, r *reader) ([]byte, error) {
-	ir := &reader{b: imm}
-	n, err := ir.u32()
+	ir := &reader{B: imm}
+	n, err := ir.U32()
 	if err != nil {
 		return out, err
 	}
 	out = appendULEB(append(out, opBrTable), uint64(n))
 	for i := uint64(0); i <= uint64(n); i++ {
-		l, err := ir.u32()
+		l, err := ir.U32()
 		if err != nil {
 			return out, err
 		}
@@ -566,7 +566,7 @@ func control(op byte) bool {
 // skipping it blindly could misread the rest of the body.
 func skipInstruction(r *reader, op byte) error {
 	unsupported := func() error {
-		return fmt.Errorf("%w: at byte %d: opcode 0x%02x", ErrUnsupported, r.base+r.pos-1, op)
+		return fmt.Errorf("%w: at byte %d: opcode 0x%02x", ErrUnsupported, r.Base+r.Pos-1, op)
 	}
 	switch {
 	case op == opUnreachable, op == opElse, op == opEnd, op == opReturn:
@@ -578,70 +578,70 @@ func skipInstruction(r *reader, op byte) error {
 	case op == opBlock, op == opLoop, op == opIf:
 		return skipBlockType(r)
 	case op == opBr, op == opBrIf:
-		_, err := r.u32()
+		_, err := r.U32()
 		return err
 	case op == opBrTable:
-		n, err := r.u32()
+		n, err := r.U32()
 		if err != nil {
 			return err
 		}
 		for i := uint64(0); i <= uint64(n); i++ {
-			if _, err := r.u32(); err != nil {
+			if _, err := r.U32(); err != nil {
 				return err
 			}
 		}
 		return nil
 	case op == opCall:
-		_, err := r.u32()
+		_, err := r.U32()
 		return err
 	case op == opCallIndirect:
 		return skipU32s(r, 2) // type index, table index
 	case op == opSelectT:
-		n, err := r.u32()
+		n, err := r.U32()
 		if err != nil {
 			return err
 		}
 		for range n {
-			t, err := r.byte()
+			t, err := r.Byte()
 			if err != nil {
 				return err
 			}
 			if !valueType(t) {
-				return fmt.Errorf("%w: at byte %d: select of value type 0x%02x", ErrUnsupported, r.base+r.pos-1, t)
+				return fmt.Errorf("%w: at byte %d: select of value type 0x%02x", ErrUnsupported, r.Base+r.Pos-1, t)
 			}
 		}
 		return nil
 	case op >= 0x20 && op <= 0x26: // local.get/set/tee, global.get/set, table.get/set
-		_, err := r.u32()
+		_, err := r.U32()
 		return err
 	case op >= 0x28 && op <= 0x3e: // loads and stores
 		return skipMemArg(r)
 	case op == 0x3f, op == 0x40: // memory.size, memory.grow
-		_, err := r.u32()
+		_, err := r.U32()
 		return err
 	case op == opI32Const:
-		_, err := r.sleb(32)
+		_, err := r.SLEB(32)
 		return err
 	case op == opI64Const:
-		_, err := r.sleb(64)
+		_, err := r.SLEB(64)
 		return err
 	case op == opF32Const:
-		_, err := r.bytes(4)
+		_, err := r.Bytes(4)
 		return err
 	case op == opF64Const:
-		_, err := r.bytes(8)
+		_, err := r.Bytes(8)
 		return err
 	case op == opRefNull:
-		t, err := r.byte()
+		t, err := r.Byte()
 		if err != nil {
 			return err
 		}
 		if t != 0x70 && t != 0x6f {
-			return fmt.Errorf("%w: at byte %d: ref.null of heap type 0x%02x", ErrUnsupported, r.base+r.pos-1, t)
+			return fmt.Errorf("%w: at byte %d: ref.null of heap type 0x%02x", ErrUnsupported, r.Base+r.Pos-1, t)
 		}
 		return nil
 	case op == opRefFunc:
-		_, err := r.u32()
+		_, err := r.U32()
 		return err
 	case op == prefixMisc:
 		return skipMisc(r)
@@ -658,27 +658,27 @@ func skipInstruction(r *reader, op byte) error {
 // skipBlockType skips a block type: empty (0x40), one value type, or a type
 // index as a non-negative s33.
 func skipBlockType(r *reader) error {
-	if r.pos < len(r.b) {
-		if c := r.b[r.pos]; c == blockEmpty || valueType(c) {
-			r.pos++
+	if r.Pos < len(r.B) {
+		if c := r.B[r.Pos]; c == blockEmpty || valueType(c) {
+			r.Pos++
 			return nil
 		}
 	}
-	start := r.pos
-	v, err := r.sleb(33)
+	start := r.Pos
+	v, err := r.SLEB(33)
 	if err != nil {
 		return err
 	}
 	if v < 0 {
-		r.pos = start
-		return fmt.Errorf("%w: at byte %d: block type 0x%02x", ErrUnsupported, r.base+start, r.b[start])
+		r.Pos = start
+		return fmt.Errorf("%w: at byte %d: block type 0x%02x", ErrUnsupported, r.Base+start, r.B[start])
 	}
 	return nil
 }
 
 func skipU32s(r *reader, n int) error {
 	for range n {
-		if _, err := r.u32(); err != nil {
+		if _, err := r.U32(); err != nil {
 			return err
 		}
 	}
@@ -689,24 +689,24 @@ func skipU32s(r *reader, n int) error {
 // bit 6 of the alignment says so (multi-memory), then the offset (64 bits
 // wide for memory64).
 func skipMemArg(r *reader) error {
-	align, err := r.u32()
+	align, err := r.U32()
 	if err != nil {
 		return err
 	}
 	if align&0x40 != 0 {
-		if _, err := r.u32(); err != nil {
+		if _, err := r.U32(); err != nil {
 			return err
 		}
 	}
-	_, err = r.uleb(64)
+	_, err = r.ULEB(64)
 	return err
 }
 
 // skipMisc skips a 0xfc-prefixed instruction: saturating truncation, bulk
 // memory and table instructions.
 func skipMisc(r *reader) error {
-	start := r.pos
-	sub, err := r.u32()
+	start := r.Pos
+	sub, err := r.U32()
 	if err != nil {
 		return err
 	}
@@ -718,7 +718,7 @@ func skipMisc(r *reader) error {
 	case sub == 8, sub == 10, sub == 12, sub == 14: // memory.init, memory.copy, table.init, table.copy
 		return skipU32s(r, 2)
 	}
-	return fmt.Errorf("%w: at byte %d: opcode 0xfc %d", ErrUnsupported, r.base+start-1, sub)
+	return fmt.Errorf("%w: at byte %d: opcode 0xfc %d", ErrUnsupported, r.Base+start-1, sub)
 }
 
 // simdGaps are the sub-opcodes in 0x5e..0xff that the SIMD proposal leaves
@@ -729,8 +729,8 @@ var simdGaps = [...]uint32{0x9a, 0xa2, 0xa5, 0xa6, 0xaf, 0xb0, 0xb2, 0xb3, 0xb4,
 // skipSIMD skips a 0xfd-prefixed instruction of the fixed-width SIMD
 // proposal. Relaxed SIMD (0x100 and up) is refused.
 func skipSIMD(r *reader) error {
-	start := r.pos
-	sub, err := r.u32()
+	start := r.Pos
+	sub, err := r.U32()
 	if err != nil {
 		return err
 	}
@@ -738,34 +738,34 @@ func skipSIMD(r *reader) error {
 	case sub <= 0x0b: // v128.load*, v128.store
 		return skipMemArg(r)
 	case sub == 0x0c, sub == 0x0d: // v128.const, i8x16.shuffle
-		_, err := r.bytes(16)
+		_, err := r.Bytes(16)
 		return err
 	case sub >= 0x15 && sub <= 0x22: // extract_lane, replace_lane
-		_, err := r.byte()
+		_, err := r.Byte()
 		return err
 	case sub >= 0x54 && sub <= 0x5b: // v128.load*_lane, v128.store*_lane
 		if err := skipMemArg(r); err != nil {
 			return err
 		}
-		_, err := r.byte()
+		_, err := r.Byte()
 		return err
 	case sub == 0x5c, sub == 0x5d: // v128.load32_zero, v128.load64_zero
 		return skipMemArg(r)
 	case sub <= 0xff:
 		for _, g := range simdGaps {
 			if sub == g {
-				return fmt.Errorf("%w: at byte %d: opcode 0xfd %#x", ErrUnsupported, r.base+start-1, sub)
+				return fmt.Errorf("%w: at byte %d: opcode 0xfd %#x", ErrUnsupported, r.Base+start-1, sub)
 			}
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: at byte %d: opcode 0xfd %#x", ErrUnsupported, r.base+start-1, sub)
+	return fmt.Errorf("%w: at byte %d: opcode 0xfd %#x", ErrUnsupported, r.Base+start-1, sub)
 }
 
 // skipAtomic skips a 0xfe-prefixed instruction of the threads proposal.
 func skipAtomic(r *reader) error {
-	start := r.pos
-	sub, err := r.u32()
+	start := r.Pos
+	sub, err := r.U32()
 	if err != nil {
 		return err
 	}
@@ -773,10 +773,10 @@ func skipAtomic(r *reader) error {
 	case sub <= 0x02, sub >= 0x10 && sub <= 0x4e: // notify, wait, loads, stores, read-modify-write
 		return skipMemArg(r)
 	case sub == 0x03: // atomic.fence
-		_, err := r.byte()
+		_, err := r.Byte()
 		return err
 	}
-	return fmt.Errorf("%w: at byte %d: opcode 0xfe %#x", ErrUnsupported, r.base+start-1, sub)
+	return fmt.Errorf("%w: at byte %d: opcode 0xfe %#x", ErrUnsupported, r.Base+start-1, sub)
 }
 
 // growers are the functions that bound the table.grow of a module at a
@@ -821,11 +821,11 @@ func (g *growers) funcFor(t uint32, r *reader) (uint32, error) {
 		return f, nil
 	}
 	if uint64(t) >= uint64(len(g.tables)) {
-		return 0, r.errorf("table.grow of table %d, of %d tables", t, len(g.tables))
+		return 0, r.Errorf("table.grow of table %d, of %d tables", t, len(g.tables))
 	}
 	f := g.firstFunc + uint64(len(g.order))
 	if f >= 1<<32-1 {
-		return 0, r.errorf("too many functions")
+		return 0, r.Errorf("too many functions")
 	}
 	if g.index == nil {
 		g.index = make(map[uint32]uint32)

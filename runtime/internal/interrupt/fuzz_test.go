@@ -108,8 +108,8 @@ func plausible(wasm []byte) bool {
 		case secStart, secDataCnt:
 			continue
 		}
-		r := &reader{b: s.content}
-		n, err := r.u32()
+		r := &reader{B: s.content}
+		n, err := r.U32()
 		if err != nil || uint64(n) > uint64(len(s.content)) {
 			return false
 		}
@@ -117,29 +117,29 @@ func plausible(wasm []byte) bool {
 			continue
 		}
 		for range n {
-			size, err := r.u32()
+			size, err := r.U32()
 			if err != nil {
 				return false
 			}
-			body, err := r.bytes(uint64(size))
+			body, err := r.Bytes(uint64(size))
 			if err != nil {
 				return false
 			}
-			br := &reader{b: body}
-			groups, err := br.u32()
+			br := &reader{B: body}
+			groups, err := br.U32()
 			if err != nil || uint64(groups) > uint64(len(body)) {
 				return false
 			}
 			var locals uint64
 			for range groups {
-				k, err := br.u32()
+				k, err := br.U32()
 				if err != nil {
 					return false
 				}
 				if locals += uint64(k); locals > 10000 {
 					return false
 				}
-				if _, err := br.byte(); err != nil {
+				if _, err := br.Byte(); err != nil {
 					return false
 				}
 			}

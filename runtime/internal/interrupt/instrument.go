@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/sluicehq/sluice/runtime/wasmbin"
 )
 
 // Reserved export names. A module that already exports either is refused
@@ -34,8 +36,9 @@ const Interval = 1024
 // be run uninstrumented, with the engine's own interruption mechanism.
 var (
 	// ErrMalformed is a module that is not well-formed WebAssembly, as far
-	// as the instrumenter reads it.
-	ErrMalformed = errors.New("interrupt: malformed module")
+	// as the instrumenter reads it: wasmbin.ErrMalformed, which the
+	// reader it shares with the plugin loader returns.
+	ErrMalformed = wasmbin.ErrMalformed
 	// ErrUnsupported is a construct the instrumenter does not handle: an
 	// opcode of a proposal it does not decode (exceptions, tail calls,
 	// relaxed SIMD, GC), or a reserved export name already in use.
@@ -217,13 +220,13 @@ func InstrumentWith(wasm []byte, opts Options) (Result, error) {
 
 	start := -1
 	if s := find(secStart); s != nil && opts.Deadline {
-		r := &reader{b: s.content, base: s.base}
-		idx, err := r.u32()
+		r := &reader{B: s.content, Base: s.base}
+		idx, err := r.U32()
 		if err != nil {
 			return res, err
 		}
-		if !r.done() {
-			return res, r.errorf("start section longer than its function index")
+		if !r.Done() {
+			return res, r.Errorf("start section longer than its function index")
 		}
 		start, res.Start = int(idx), true
 	}
@@ -339,8 +342,8 @@ func vectorLength(s *section) (uint32, error) {
 	if s == nil {
 		return 0, nil
 	}
-	r := &reader{b: s.content, base: s.base}
-	return r.u32()
+	r := &reader{B: s.content, Base: s.base}
+	return r.U32()
 }
 
 // appendVector returns the content of section s, a vector of count
@@ -349,9 +352,9 @@ func vectorLength(s *section) (uint32, error) {
 func appendVector(s *section, count, added uint32, entries ...byte) []byte {
 	out := appendULEB(nil, uint64(count)+uint64(added))
 	if s != nil {
-		r := &reader{b: s.content}
-		_, _ = r.u32() // read once already by vectorLength
-		out = append(out, s.content[r.pos:]...)
+		r := &reader{B: s.content}
+		_, _ = r.U32() // read once already by vectorLength
+		out = append(out, s.content[r.Pos:]...)
 	}
 	return append(out, entries...)
 }
@@ -365,29 +368,29 @@ func splitSections(wasm []byte) ([]section, error) {
 	if string(wasm[4:8]) != string(header[4:]) {
 		return nil, fmt.Errorf("%w: binary format version %x, want 1", ErrUnsupported, wasm[4:8])
 	}
-	r := &reader{b: wasm, pos: len(header)}
+	r := &reader{B: wasm, Pos: len(header)}
 	var sections []section
 	last := 0
-	for !r.done() {
-		offset := r.pos
-		id, err := r.byte()
+	for !r.Done() {
+		offset := r.Pos
+		id, err := r.Byte()
 		if err != nil {
 			return nil, err
 		}
-		size, err := r.u32()
+		size, err := r.U32()
 		if err != nil {
 			return nil, err
 		}
-		base := r.pos
-		content, err := r.bytes(uint64(size))
+		base := r.Pos
+		content, err := r.Bytes(uint64(size))
 		if err != nil {
 			return nil, err
 		}
-		s := section{id: id, raw: wasm[offset:r.pos], content: content, base: base}
+		s := section{id: id, raw: wasm[offset:r.Pos], content: content, base: base}
 		switch {
 		case id == secCustom:
-			cr := &reader{b: content, base: base}
-			if s.name, err = cr.name(); err != nil {
+			cr := &reader{B: content, Base: base}
+			if s.name, err = cr.Name(); err != nil {
 				return nil, err
 			}
 		case int(id) >= len(rank):
@@ -407,34 +410,34 @@ func splitSections(wasm []byte) ([]section, error) {
 // read a malformed one past its end, into the sections that follow, which
 // instrumentation changes; it is dropped rather than kept.
 func wellFormedNames(s *section) bool {
-	r := &reader{b: s.content}
-	if _, err := r.name(); err != nil {
+	r := &reader{B: s.content}
+	if _, err := r.Name(); err != nil {
 		return false
 	}
-	for !r.done() {
-		id, err := r.byte()
+	for !r.Done() {
+		id, err := r.Byte()
 		if err != nil {
 			return false
 		}
-		size, err := r.u32()
+		size, err := r.U32()
 		if err != nil {
 			return false
 		}
-		content, err := r.bytes(uint64(size))
+		content, err := r.Bytes(uint64(size))
 		if err != nil {
 			return false
 		}
-		sub := &reader{b: content}
+		sub := &reader{B: content}
 		switch id {
 		case 0: // module name
-			_, err = sub.name()
+			_, err = sub.Name()
 		case 1: // function names
 			err = skipNameMap(sub)
 		case 2: // local names: function index, name map
 			var n uint32
-			if n, err = sub.u32(); err == nil {
+			if n, err = sub.U32(); err == nil {
 				for i := uint32(0); i < n && err == nil; i++ {
-					if _, err = sub.u32(); err == nil {
+					if _, err = sub.U32(); err == nil {
 						err = skipNameMap(sub)
 					}
 				}
@@ -442,7 +445,7 @@ func wellFormedNames(s *section) bool {
 		default:
 			continue
 		}
-		if err != nil || !sub.done() {
+		if err != nil || !sub.Done() {
 			return false
 		}
 	}
@@ -451,10 +454,10 @@ func wellFormedNames(s *section) bool {
 
 // skipNameMap skips a vector of (index, name) pairs.
 func skipNameMap(r *reader) error {
-	n, err := r.u32()
+	n, err := r.U32()
 	for i := uint32(0); i < n && err == nil; i++ {
-		if _, err = r.u32(); err == nil {
-			_, err = r.name()
+		if _, err = r.U32(); err == nil {
+			_, err = r.Name()
 		}
 	}
 	return err
@@ -477,25 +480,25 @@ type table struct {
 // countImports reads the import section.
 func countImports(s *section) (imports, error) {
 	var n imports
-	r := &reader{b: s.content, base: s.base}
-	count, err := r.u32()
+	r := &reader{B: s.content, Base: s.base}
+	count, err := r.U32()
 	if err != nil {
 		return n, err
 	}
 	for range count {
-		if _, err := r.name(); err != nil {
+		if _, err := r.Name(); err != nil {
 			return n, err
 		}
-		if _, err := r.name(); err != nil {
+		if _, err := r.Name(); err != nil {
 			return n, err
 		}
-		kind, err := r.byte()
+		kind, err := r.Byte()
 		if err != nil {
 			return n, err
 		}
 		switch kind {
 		case 0x00: // function: type index
-			_, err = r.u32()
+			_, err = r.U32()
 			n.funcs++
 		case 0x01: // table: reference type, limits
 			var t table
@@ -506,26 +509,26 @@ func countImports(s *section) (imports, error) {
 			_, err = skipLimits(r)
 		case 0x03: // global: value type, mutability
 			var t byte
-			if t, err = r.byte(); err == nil {
+			if t, err = r.Byte(); err == nil {
 				if !valueType(t) {
-					return n, fmt.Errorf("%w: at byte %d: global of type 0x%02x", ErrUnsupported, r.base+r.pos-1, t)
+					return n, fmt.Errorf("%w: at byte %d: global of type 0x%02x", ErrUnsupported, r.Base+r.Pos-1, t)
 				}
-				_, err = r.byte()
+				_, err = r.Byte()
 				n.globals++
 			}
 		case 0x04: // tag: attribute, type index
-			if _, err = r.byte(); err == nil {
-				_, err = r.u32()
+			if _, err = r.Byte(); err == nil {
+				_, err = r.U32()
 			}
 		default:
-			return n, r.errorf("import of unknown kind 0x%02x", kind)
+			return n, r.Errorf("import of unknown kind 0x%02x", kind)
 		}
 		if err != nil {
 			return n, err
 		}
 	}
-	if !r.done() {
-		return n, r.errorf("import section longer than its %d entries", count)
+	if !r.Done() {
+		return n, r.Errorf("import section longer than its %d entries", count)
 	}
 	return n, nil
 }
@@ -533,12 +536,12 @@ func countImports(s *section) (imports, error) {
 // readTable reads a table type: a reference type and limits.
 func readTable(r *reader) (table, error) {
 	var t table
-	ref, err := r.byte()
+	ref, err := r.Byte()
 	if err != nil {
 		return t, err
 	}
 	if ref != 0x70 && ref != 0x6f {
-		return t, fmt.Errorf("%w: at byte %d: table of type 0x%02x", ErrUnsupported, r.base+r.pos-1, ref)
+		return t, fmt.Errorf("%w: at byte %d: table of type 0x%02x", ErrUnsupported, r.Base+r.Pos-1, ref)
 	}
 	t.ref = ref
 	t.min, err = skipLimits(r)
@@ -547,13 +550,13 @@ func readTable(r *reader) (table, error) {
 
 // readTables appends the tables of the table section s to tables.
 func readTables(s *section, tables []table) ([]table, error) {
-	r := &reader{b: s.content, base: s.base}
-	n, err := r.u32()
+	r := &reader{B: s.content, Base: s.base}
+	n, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
 	if uint64(n) > uint64(len(s.content)) {
-		return nil, r.errorf("%d tables in a section of %d bytes", n, len(s.content))
+		return nil, r.Errorf("%d tables in a section of %d bytes", n, len(s.content))
 	}
 	tables = append([]table(nil), tables...)
 	for range n {
@@ -563,8 +566,8 @@ func readTables(s *section, tables []table) ([]table, error) {
 		}
 		tables = append(tables, t)
 	}
-	if !r.done() {
-		return nil, r.errorf("table section longer than its %d entries", n)
+	if !r.Done() {
+		return nil, r.Errorf("table section longer than its %d entries", n)
 	}
 	return tables, nil
 }
@@ -573,19 +576,19 @@ func readTables(s *section, tables []table) ([]table, error) {
 // follows; bit 1: shared; bit 2: 64-bit), minimum and maximum.
 // It returns the minimum.
 func skipLimits(r *reader) (uint64, error) {
-	flags, err := r.byte()
+	flags, err := r.Byte()
 	if err != nil {
 		return 0, err
 	}
 	if flags > 0x07 {
-		return 0, fmt.Errorf("%w: at byte %d: limits flags 0x%02x", ErrUnsupported, r.base+r.pos-1, flags)
+		return 0, fmt.Errorf("%w: at byte %d: limits flags 0x%02x", ErrUnsupported, r.Base+r.Pos-1, flags)
 	}
-	low, err := r.uleb(64)
+	low, err := r.ULEB(64)
 	if err != nil {
 		return 0, err
 	}
 	if flags&0x01 != 0 {
-		_, err = r.uleb(64)
+		_, err = r.ULEB(64)
 	}
 	return low, err
 }
@@ -597,29 +600,29 @@ func rewriteExports(s *section, flag uint32, start int) ([]byte, error) {
 	var count uint32
 	var entries []byte
 	if s != nil {
-		r := &reader{b: s.content, base: s.base}
+		r := &reader{B: s.content, Base: s.base}
 		var err error
-		if count, err = r.u32(); err != nil {
+		if count, err = r.U32(); err != nil {
 			return nil, err
 		}
-		first := r.pos
+		first := r.Pos
 		for range count {
-			name, err := r.name()
+			name, err := r.Name()
 			if err != nil {
 				return nil, err
 			}
 			if name == FlagExport || name == StartExport {
 				return nil, fmt.Errorf("%w: the module exports %q, a name the instrumenter reserves", ErrUnsupported, name)
 			}
-			if _, err := r.byte(); err != nil {
+			if _, err := r.Byte(); err != nil {
 				return nil, err
 			}
-			if _, err := r.u32(); err != nil {
+			if _, err := r.U32(); err != nil {
 				return nil, err
 			}
 		}
-		if !r.done() {
-			return nil, r.errorf("export section longer than its %d entries", count)
+		if !r.Done() {
+			return nil, r.Errorf("export section longer than its %d entries", count)
 		}
 		entries = s.content[first:]
 	}
@@ -646,29 +649,29 @@ func rewriteExports(s *section, flag uint32, start int) ([]byte, error) {
 func functionParams(types, funcs *section) ([]uint32, error) {
 	var counts []uint32 // per type
 	if types != nil {
-		r := &reader{b: types.content, base: types.base}
-		n, err := r.u32()
+		r := &reader{B: types.content, Base: types.base}
+		n, err := r.U32()
 		if err != nil {
 			return nil, err
 		}
 		for range n {
-			form, err := r.byte()
+			form, err := r.Byte()
 			if err != nil {
 				return nil, err
 			}
 			if form != 0x60 {
-				return nil, fmt.Errorf("%w: at byte %d: type of form 0x%02x", ErrUnsupported, r.base+r.pos-1, form)
+				return nil, fmt.Errorf("%w: at byte %d: type of form 0x%02x", ErrUnsupported, r.Base+r.Pos-1, form)
 			}
 			var params uint32
 			for i := range 2 { // parameters, results
-				k, err := r.u32()
+				k, err := r.U32()
 				if err != nil {
 					return nil, err
 				}
-				if _, err := r.bytes(uint64(k)); err != nil {
+				if _, err := r.Bytes(uint64(k)); err != nil {
 					return nil, err
 				}
-				for _, t := range r.b[r.pos-int(k) : r.pos] {
+				for _, t := range r.B[r.Pos-int(k) : r.Pos] {
 					if !valueType(t) {
 						return nil, fmt.Errorf("%w: a function type with a value of type 0x%02x", ErrUnsupported, t)
 					}
@@ -679,31 +682,31 @@ func functionParams(types, funcs *section) ([]uint32, error) {
 			}
 			counts = append(counts, params)
 		}
-		if !r.done() {
-			return nil, r.errorf("type section longer than its %d entries", n)
+		if !r.Done() {
+			return nil, r.Errorf("type section longer than its %d entries", n)
 		}
 	}
 	if funcs == nil {
 		return nil, nil
 	}
-	r := &reader{b: funcs.content, base: funcs.base}
-	n, err := r.u32()
+	r := &reader{B: funcs.content, Base: funcs.base}
+	n, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
 	var params []uint32
 	for range n {
-		t, err := r.u32()
+		t, err := r.U32()
 		if err != nil {
 			return nil, err
 		}
 		if uint64(t) >= uint64(len(counts)) {
-			return nil, r.errorf("function of type %d, of %d types", t, len(counts))
+			return nil, r.Errorf("function of type %d, of %d types", t, len(counts))
 		}
 		params = append(params, counts[t])
 	}
-	if !r.done() {
-		return nil, r.errorf("function section longer than its %d entries", n)
+	if !r.Done() {
+		return nil, r.Errorf("function section longer than its %d entries", n)
 	}
 	return params, nil
 }
@@ -711,8 +714,8 @@ func functionParams(types, funcs *section) ([]uint32, error) {
 // rewriteCode returns the content of the code section with the checks
 // inserted in every function body, and counts them in res.
 func rewriteCode(s *section, params []uint32, c *code, res *Result) ([]byte, error) {
-	r := &reader{b: s.content, base: s.base}
-	n, err := r.u32()
+	r := &reader{B: s.content, Base: s.base}
+	n, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
@@ -720,17 +723,17 @@ func rewriteCode(s *section, params []uint32, c *code, res *Result) ([]byte, err
 	out = appendULEB(out, uint64(n)) // rewritten below if functions are added
 	var body, scratch []byte
 	for i := range n {
-		size, err := r.u32()
+		size, err := r.U32()
 		if err != nil {
 			return nil, err
 		}
-		base := r.base + r.pos
-		b, err := r.bytes(uint64(size))
+		base := r.Base + r.Pos
+		b, err := r.Bytes(uint64(size))
 		if err != nil {
 			return nil, err
 		}
 		if uint64(i) >= uint64(len(params)) {
-			return nil, r.errorf("function body %d of %d functions", i, len(params))
+			return nil, r.Errorf("function body %d of %d functions", i, len(params))
 		}
 		var st bodyStats
 		body, scratch, st, err = rewriteBody(body[:0], b, params[i], base, c, scratch)
@@ -750,8 +753,8 @@ func rewriteCode(s *section, params []uint32, c *code, res *Result) ([]byte, err
 			res.Seeds++
 		}
 	}
-	if !r.done() {
-		return nil, r.errorf("code section longer than its %d function bodies", n)
+	if !r.Done() {
+		return nil, r.Errorf("code section longer than its %d function bodies", n)
 	}
 	if c.grow != nil && len(c.grow.order) > 0 {
 		bodies := out[len(appendULEB(nil, uint64(n))):]

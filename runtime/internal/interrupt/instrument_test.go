@@ -476,8 +476,8 @@ func TestReader(t *testing.T) {
 		{[]byte{0x80}, 32, 0, false},
 		{[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 64, 1<<64 - 1, true},
 	} {
-		r := &reader{b: tc.in}
-		got, err := r.uleb(tc.bits)
+		r := &reader{B: tc.in}
+		got, err := r.ULEB(tc.bits)
 		if (err == nil) != tc.ok || (tc.ok && got != tc.want) {
 			t.Errorf("uleb(%x, %d) = %d, %v", tc.in, tc.bits, got, err)
 		}
@@ -491,14 +491,14 @@ func TestReader(t *testing.T) {
 		{[]byte{0x3f}, 63},
 		{[]byte{0xc0, 0xbb, 0x78}, -123456},
 	} {
-		r := &reader{b: tc.in}
-		if got, err := r.sleb(33); err != nil || got != tc.want {
+		r := &reader{B: tc.in}
+		if got, err := r.SLEB(33); err != nil || got != tc.want {
 			t.Errorf("sleb(%x) = %d, %v, want %d", tc.in, got, err, tc.want)
 		}
 	}
 	for _, v := range []uint64{0, 1, 127, 128, 624485, 1<<32 - 1, 1<<64 - 1} {
-		r := &reader{b: appendULEB(nil, v)}
-		if got, err := r.uleb(64); err != nil || got != v || !r.done() {
+		r := &reader{B: appendULEB(nil, v)}
+		if got, err := r.ULEB(64); err != nil || got != v || !r.Done() {
 			t.Errorf("appendULEB(%d) reads back as %d, %v", v, got, err)
 		}
 	}
