@@ -1,19 +1,47 @@
-// Package exec runs a pipeline: it reads batches from the sources, pushes
-// each batch through the chain of operators on parallel workers, writes the
+// Package exec runs a pipeline: it reads batches from the sources, runs
+// each batch through the graph of operators on parallel workers, writes the
 // results to the sinks, and commits state and source positions together.
+//
+// # The graph
+//
+// Sources, operators and sinks form a directed acyclic graph (graph.go):
+// an operator names the sources and operators it reads (Operator.Inputs), a
+// sink the operators it writes (Output.Inputs). With no names the job is a
+// chain: an operator reads the one before it, the first reads every source,
+// and sinks write what the last emits. A batch runs through the operators
+// in an order where each comes after its inputs. An operator with several
+// inputs gets their records merged by the batch input they descend from
+// (ties in the order of its inputs), each with abi.Record.Input set to the
+// position of its input, so the order depends neither on the number of
+// workers nor on timing, and a replay sees the same.
+//
+// # Stages
+//
+// Each operator kind implements one interface, stage (stage.go): run a
+// batch, retry a record alone, savepoint and rollback (for trials and
+// quarantine), prepare and install new code, apply what waits for the
+// commit, report its status, close. The stateless kinds (stateless.go),
+// keyed (keyed.go) and transactional (txn.go) are peers; everything around
+// the code is written once against the interface: the failure policy and
+// the trial of swapped-in code (policy.go), the queue of changes applied at
+// batch boundaries (swap.go: swaps and worker counts now, assignments and
+// timers next). A new kind (a window, a join) is a new stage, not a branch.
 //
 // # Batches and the commit protocol
 //
 // Input is cut into batches of up to Batch.Size records (or what arrived
-// within Batch.Linger of the first). A batch goes through every operator in
-// turn; within an operator it is split across the operator's workers, each
-// with its own plugin instance. Then, in this order:
+// within Batch.Linger of the first). The executor runs a batch through the
+// graph, copies its outputs out of the operators' buffers, applies held
+// changes, and captures its state for the commit (state.Store.Prepare);
+// then a committer goroutine finishes it while the executor runs the next
+// batch (two batches in flight at most, commits in batch order):
 //
-//  1. every output record is written to every sink, with a de-duplication
-//     id derived from the source position of the input it came from
-//     ("<pipeline>/<source>/<position>/<n>"), and the sinks are flushed;
-//  2. state changes and the last source position of each source are
-//     committed in one atomic write (package state);
+//  1. every output is written to the sinks that read it, with a
+//     de-duplication id derived from the source position of the input it
+//     came from ("<pipeline>/<source>/<position>/<n>", n counting per sink
+//     the outputs of that input), and the sinks are flushed;
+//  2. the captured state changes and the last source position of each
+//     source are committed in one atomic write (package state);
 //  3. the sources are acknowledged up to those positions.
 //
 // A crash before step 2 replays the batch on restart: state is as it was
@@ -26,17 +54,24 @@
 // redeliver what was committed; the sources skip positions at or before
 // the committed ones. So with a resumable source, output and state are
 // exactly once; a core NATS source is at most once, and a core NATS sink
-// repeats a crashed batch's outputs (at least once).
+// repeats a crashed batch's outputs (at least once). Pipelining changes
+// none of this: a batch's state reaches Pebble only after its outputs are
+// flushed, and the next batch's state only with the next commit.
 //
 // # Workers and key groups
 //
 // Stateless operators (map, filter, flatmap) split a batch into contiguous
 // runs, one per worker, and concatenate the outputs in worker order, so
 // record order is kept. Keyed operators send each record to the worker that
-// owns its key group (key group g is owned by worker g mod parallelism), so
-// all records of a key go, in order, to one worker, which alone reads and
-// writes that key's state. Ownership is enforced: a guest touching a key of
-// another worker's group fails the call.
+// owns its key group, so all records of a key go, in order, to one worker,
+// which alone reads and writes that key's state. Ownership is a versioned
+// table (assign.go), not arithmetic: committed with the state (store
+// metadata), it survives a restart; SetWorkers changes the worker count at
+// a batch boundary by moving only the groups that must move, and state
+// stays in place, since every worker's session reads the same tables.
+// Ownership is enforced: a guest touching a key of another worker's group
+// fails the call. Each worker's records and busy time are counted, so a
+// straggler shows in the status and the metrics.
 //
 // # Transactional operators
 //
@@ -80,7 +115,8 @@
 //
 // # Swapping an operator's plugin
 //
-// Job.Swap replaces an operator's code while the job runs (swap.go).
+// Job.Swap replaces an operator's code while the job runs (swap.go), as
+// one of the queued changes.
 // Decisions, and why:
 //
 //   - The new instances are made, and configured, on the caller's

@@ -873,7 +873,6 @@ type sinkSet struct {
 	// Scratch reused from batch to batch.
 	merged    []abi.Record
 	mergedIdx []int32
-	outs      []connectors.Out
 }
 
 // groupSinks groups sinks by the streams they read, in sink order.
