@@ -153,6 +153,8 @@ type Job struct {
 	// spill is what the last chunk read held beyond the previous batch
 	// (executor goroutine only).
 	spill chunk
+	// free holds read buffers for the readers to reuse.
+	free chan []connectors.Message
 }
 
 // Status is a snapshot of a job's progress, the answer of the API's
@@ -377,6 +379,9 @@ func (j *Job) setState(s string, err error) {
 type chunk struct {
 	src  int
 	msgs []connectors.Message
+	// buf is the buffer msgs lies in, to recycle once its messages are in
+	// a batch: set on a chunk's last piece.
+	buf []connectors.Message
 }
 
 // Run processes batches until the sources end (finite sources: returns nil
@@ -406,6 +411,7 @@ func (j *Job) Run(ctx context.Context) (err error) {
 	readCtx, cancelRead := context.WithCancel(ctx)
 	defer cancelRead()
 	queue := make(chan chunk, 4*len(j.cfg.Sources))
+	j.free = make(chan []connectors.Message, cap(queue)+len(j.cfg.Sources)+1)
 	readErr := make(chan error, len(j.cfg.Sources))
 	var readers sync.WaitGroup
 	for i, in := range j.cfg.Sources {
@@ -470,11 +476,18 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 	src := in.Source
 	size := min(j.batchSize, 4096)
 	for {
-		buf := make([]connectors.Message, size)
-		n, err := src.Read(ctx, buf)
+		var buf []connectors.Message
+		select {
+		case buf = <-j.free:
+		default:
+			buf = make([]connectors.Message, size)
+		}
+		n, err := src.Read(ctx, buf[:size])
 		if n > 0 {
 			j.m.sourceRecords.WithLabelValues(in.Name).Add(float64(n))
-			queue <- chunk{src: i, msgs: buf[:n]}
+			queue <- chunk{src: i, msgs: buf[:n], buf: buf}
+		} else {
+			j.recycle(buf)
 		}
 		switch {
 		case err == nil:
@@ -547,8 +560,21 @@ func (j *Job) take(b *batch) chunk {
 		j.spill = chunk{}
 		return c
 	}
-	j.spill = chunk{src: c.src, msgs: c.msgs[room:]}
+	j.spill = chunk{src: c.src, msgs: c.msgs[room:], buf: c.buf}
 	return chunk{src: c.src, msgs: c.msgs[:room]}
+}
+
+// recycle hands a read buffer back to the readers (the records in it were
+// copied into a batch: their bytes are their own).
+func (j *Job) recycle(buf []connectors.Message) {
+	if buf == nil {
+		return
+	}
+	clear(buf) // let go of the records' bytes
+	select {
+	case j.free <- buf:
+	default:
+	}
 }
 
 // add appends a chunk's messages to the batch. Messages the source could not
@@ -565,6 +591,7 @@ func (j *Job) add(b *batch, c chunk) {
 		b.in = append(b.in, m.Record)
 		b.prov = append(b.prov, origin{src: int32(c.src), pos: m.Position})
 	}
+	j.recycle(c.buf)
 }
 
 // process runs one batch through the graph and prepares it for finish:
