@@ -439,12 +439,12 @@ func (j *Job) Run(ctx context.Context) (err error) {
 		b := batches[k%2]
 		more, err := j.collect(procCtx, queue, b)
 		if err != nil {
-			return errors.Join(err, c.wait())
+			return c.first(err)
 		}
 		if len(b.in) > 0 || len(b.dead) > 0 {
 			h, err := j.process(procCtx, b)
 			if err != nil {
-				return errors.Join(err, c.wait())
+				return c.first(err)
 			}
 			if err := c.submit(h); err != nil {
 				return err
@@ -795,6 +795,15 @@ func (c *committer) wait() error {
 	}
 	c.busy = false
 	return <-c.done
+}
+
+// first waits for the batch in flight and returns its error, which came
+// first (a commit that failed fails the next batch's too), or else err.
+func (c *committer) first(err error) error {
+	if cerr := c.wait(); cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // stop ends the committer's goroutine (after a wait).

@@ -579,3 +579,29 @@ func TestNoIDsForSinksThatIgnoreThem(t *testing.T) {
 		t.Errorf("outputs %+v: want two, without ids", out)
 	}
 }
+
+// TestBatchOfDeadLettersOnly: a batch whose every record failed to decode
+// runs no guest (no records reach the operators) and is committed.
+func TestBatchOfDeadLettersOnly(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	src := &badSource{sliceSource: sliceSource{recs: records("a", "b", "c"), chunk: 1}, badAt: 2}
+	sink, dead := &memSink{}, &memSink{}
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: src}},
+		Operators: []Operator{
+			{Name: "up", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0), Parallelism: 2},
+			{Name: "count", Kind: plugin.KindKeyed, Plugin: load(t, "wordcount", plugin.KindKeyed, 0), Parallelism: 2, Tables: []string{"c"}},
+		},
+		Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Store: store, BatchSize: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(sink.records()); got != 2 || len(dead.records()) != 1 || store.Positions()["in"] != 3 {
+		t.Errorf("%d outputs (want 2), %d dead letters (want 1), position %d (want 3)", got, len(dead.records()), store.Positions()["in"])
+	}
+}

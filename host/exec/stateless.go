@@ -32,6 +32,9 @@ func newStatelessStage(ctx context.Context, op *Operator, m *workerMetrics) (*st
 
 func (st *statelessStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, []plugin.Reject, error) {
 	st.active = st.active[:0]
+	if len(recs) == 0 {
+		return nil, nil, nil // a batch of dead letters only
+	}
 	n := min(len(st.workers), (len(recs)+minChunk-1)/minChunk)
 	n = max(n, 1)
 	per := (len(recs) + n - 1) / n
