@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -32,18 +30,8 @@ func TestWorkersCommand(t *testing.T) {
 	addr := freeAddr(t)
 	p := writePipeline(t, dir, strings.Replace(workersPipeline, "ADDR", addr, 1))
 	data := filepath.Join(dir, "data")
-	run := exec.Command(sluiceBin, "run", "-c", p, "--data-dir", data)
-	run.Dir = dir
-	var runErr bytes.Buffer
-	run.Stderr = &runErr
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		run.Process.Signal(syscall.SIGINT)
-		run.Wait()
-	}()
-	waitHealthy(t, addr, &runErr)
+	run, stderr, exited := startSluice(t, dir, "run", "-c", p, "--data-dir", data)
+	waitHealthy(t, addr, stderr)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -55,9 +43,15 @@ func TestWorkersCommand(t *testing.T) {
 		{[]string{"--operator", "count", "0"}, 2, "not a number of workers"},
 	} {
 		args := append([]string{"workers", "--data-dir", data, "--addr", addr}, tc.args...)
-		c, stdout, stderr := sluice(t, dir, args...)
-		if c != tc.code || !strings.Contains(stdout+stderr, tc.out) {
-			t.Errorf("sluice %v: exit %d (want %d)\n%s%s\nwant %q", args, c, tc.code, stdout, stderr, tc.out)
+		c, stdout, errOut := sluice(t, dir, args...)
+		if c != tc.code || !strings.Contains(stdout+errOut, tc.out) {
+			t.Errorf("sluice %v: exit %d (want %d)\n%s%s\nwant %q", args, c, tc.code, stdout, errOut, tc.out)
 		}
+	}
+	if err := run.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-exited; err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // from parallel tests.
 type Harness struct {
 	b      *wasmBackend
-	st     *tables
+	st     *sluicetest.Tables
 	logs   []sluicetest.LogEntry
 	config []byte
 	// statelessKind is set for a module of a stateless kind, whose
@@ -36,7 +36,7 @@ func (h *Harness) Declare(tables ...string) *Harness {
 		panic("hosttest: Declare: the module was loaded as a " + h.statelessKind + " operator, which has no state; load it as plugin.KindKeyed")
 	}
 	for _, name := range tables {
-		h.st.declare(name)
+		h.st.Declare(name)
 	}
 	return h
 }
@@ -67,7 +67,7 @@ func (h *Harness) Configure(config []byte) error {
 // traps (sluicetest.ErrTrap). The batch then has no effect.
 func (h *Harness) Process(records ...sluice.Record) ([]sluicetest.Output, []sluicetest.Reject, error) {
 	outs, rejects, err := h.b.process(h.config, records)
-	h.st.commit()
+	h.st.Commit()
 	return outs, rejects, err
 }
 
@@ -75,7 +75,7 @@ func (h *Harness) Process(records ...sluice.Record) ([]sluicetest.Output, []slui
 // there is one. The empty table name means the default table. The value is
 // a copy. It panics when the table is not declared.
 func (h *Harness) State(table, key string) ([]byte, bool) {
-	v, ok := h.st.byName(table)[key]
+	v, ok := h.st.Contents(table)[key]
 	return bytes.Clone(v), ok
 }
 
@@ -83,7 +83,7 @@ func (h *Harness) State(table, key string) ([]byte, bool) {
 // run had left it; a nil value deletes the key. The empty table name means
 // the default table. It panics when the table is not declared.
 func (h *Harness) SetState(table, key string, value []byte) {
-	h.st.set(table, key, value)
+	h.st.Set(table, key, value)
 }
 
 // Logs returns the messages the operator has logged so far, oldest first.

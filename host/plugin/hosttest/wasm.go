@@ -61,7 +61,7 @@ func (m *WasmModule) Close(ctx context.Context) error {
 // after a trap. For a keyed module, the harness's tables are the State the
 // host reads and writes.
 func (m *WasmModule) New() *Harness {
-	h := &Harness{st: newTables()}
+	h := &Harness{st: sluicetest.NewTables()}
 	if !m.kind.Stateful() {
 		h.statelessKind = string(m.kind)
 	}
@@ -72,7 +72,7 @@ func (m *WasmModule) New() *Harness {
 // wasmBackend runs the operator in an instance of the plugin.
 type wasmBackend struct {
 	m    *WasmModule
-	st   *tables
+	st   *sluicetest.Tables
 	logs *[]sluicetest.LogEntry
 	inst *plugin.Instance // nil when there is none
 	in   []abi.Record     // input, reused

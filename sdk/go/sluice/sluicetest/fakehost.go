@@ -27,7 +27,7 @@ func trapf(fn, format string, args ...any) {
 // starts collecting a sluice_process call's outputs and rejects, end hands
 // them over.
 type fakeHost struct {
-	st   *tables
+	st   *Tables
 	logs *[]LogEntry
 
 	inBatch  bool
@@ -38,7 +38,7 @@ type fakeHost struct {
 	lastErr  string // the last LevelError message of the call
 }
 
-func newFakeHost(st *tables, logs *[]LogEntry) *fakeHost {
+func newFakeHost(st *Tables, logs *[]LogEntry) *fakeHost {
 	return &fakeHost{st: st, logs: logs}
 }
 
@@ -106,7 +106,7 @@ func (f *fakeHost) Reject(origin uint32, msg string) {
 
 func (f *fakeHost) TableID(name string) int32 {
 	f.mustBatch(abi.FuncTableID)
-	if !f.st.declared() {
+	if !f.st.Declared() {
 		trapf(abi.FuncTableID, "%v", errNoTables)
 	}
 	if id, ok := f.st.TableID(name); ok {

@@ -70,7 +70,7 @@ func KV(key, value string) sluice.Record {
 // concurrent use; separate harnesses may be used from parallel tests.
 type Harness struct {
 	b      *nativeBackend
-	st     *tables
+	st     *Tables
 	logs   []LogEntry
 	config []byte
 }
@@ -84,7 +84,7 @@ type Harness struct {
 // without any, as a stateless one, whose state calls trap, as in the host.
 func (h *Harness) Declare(tables ...string) *Harness {
 	for _, name := range tables {
-		h.st.declare(name)
+		h.st.Declare(name)
 	}
 	return h
 }
@@ -124,7 +124,7 @@ func (h *Harness) Process(records ...sluice.Record) ([]Output, []Reject, error) 
 		return nil, nil, err
 	}
 	outs, rejects, err := h.b.process(h.config, records)
-	h.st.commit()
+	h.st.Commit()
 	return outs, rejects, err
 }
 
@@ -132,7 +132,7 @@ func (h *Harness) Process(records ...sluice.Record) ([]Output, []Reject, error) 
 // there is one. The empty table name means the default table. The value is
 // a copy. It panics when the table is not declared.
 func (h *Harness) State(table, key string) ([]byte, bool) {
-	v, ok := h.st.byName(table)[key]
+	v, ok := h.st.Contents(table)[key]
 	return bytes.Clone(v), ok
 }
 
@@ -140,7 +140,7 @@ func (h *Harness) State(table, key string) ([]byte, bool) {
 // run had left it; a nil value deletes the key. The empty table name means
 // the default table. It panics when the table is not declared.
 func (h *Harness) SetState(table, key string, value []byte) {
-	h.st.set(table, key, value)
+	h.st.Set(table, key, value)
 }
 
 // Logs returns the messages the operator has logged so far, oldest first.

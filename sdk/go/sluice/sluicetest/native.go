@@ -25,7 +25,7 @@ var (
 // that checks what the real host checks and recovers from failures as it
 // does.
 func New() *Harness {
-	h := &Harness{st: newTables()}
+	h := &Harness{st: NewTables()}
 	h.b = &nativeBackend{host: newFakeHost(h.st, &h.logs)}
 	return h
 }
@@ -110,7 +110,7 @@ func (n *nativeBackend) process(config []byte, in []sluice.Record) ([]Output, []
 		return nil, nil, nil
 	}
 	st := n.host.st
-	keyed := st.declared()
+	keyed := st.Declared()
 	sp := st.Savepoint()
 	outs, rejects, err := n.run(in, 0)
 	if err == nil {

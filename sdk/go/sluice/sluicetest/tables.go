@@ -10,16 +10,19 @@ import (
 // errNoTables is the error of a state call on a harness without tables.
 var errNoTables = errors.New("the operator has no state tables (a stateless operator): declare them with Harness.Declare")
 
-// tables is a harness's keyed state: named in-memory tables, the first
+// Tables is a harness's keyed state: named in-memory tables, the first
 // declared being the default table (handle abi.DefaultTable), with an undo
 // log of the writes since the batch in progress began.
 //
-// Its methods have the host's plugin.State method set; the fake host
-// reads and writes state through them. Invariants: stored values are never modified in place (Put stores a
-// copy), so a value handed out by Get, or kept in the undo log, stays as it
-// was; undo holds, oldest first, each write's table, key and the value it
-// replaced, and is emptied by commit between batches.
-type tables struct {
+// Its methods TableID, Get, Put, Delete, Savepoint and RollbackTo are the
+// host's plugin.State method set: the native harness's fake host reads and
+// writes state through them, and the host's Wasm harness (package
+// host/plugin/hosttest of the host's module) hands the same Tables to the
+// real host. Invariants: stored values are never modified in place (Put
+// stores a copy), so a value handed out by Get, or kept in the undo log,
+// stays as it was; undo holds, oldest first, each write's table, key and
+// the value it replaced, and is emptied by Commit between batches.
+type Tables struct {
 	names []string
 	ids   map[string]int32
 	data  []map[string][]byte
@@ -34,11 +37,12 @@ type undoEntry struct {
 	existed bool
 }
 
-func newTables() *tables { return &tables{ids: map[string]int32{}} }
+// NewTables returns Tables with no table declared.
+func NewTables() *Tables { return &Tables{ids: map[string]int32{}} }
 
-// declare adds a table named name. It panics on an empty or repeated name: a
+// Declare adds a table named name. It panics on an empty or repeated name: a
 // mistake in the test.
-func (t *tables) declare(name string) {
+func (t *Tables) Declare(name string) {
 	if name == "" {
 		panic("sluicetest: Declare: empty table name")
 	}
@@ -50,13 +54,13 @@ func (t *tables) declare(name string) {
 	t.data = append(t.data, map[string][]byte{})
 }
 
-// declared reports whether any table is declared: whether the operator is
+// Declared reports whether any table is declared: whether the operator is
 // keyed.
-func (t *tables) declared() bool { return len(t.names) > 0 }
+func (t *Tables) Declared() bool { return len(t.names) > 0 }
 
-// byName returns the named table's map; "" is the default table. It panics
+// Contents returns the named table's map; "" is the default table. It panics
 // when the table is not declared: a mistake in the test.
-func (t *tables) byName(name string) map[string][]byte {
+func (t *Tables) Contents(name string) map[string][]byte {
 	if name == "" {
 		if len(t.data) == 0 {
 			panic("sluicetest: no table is declared; call Declare first")
@@ -71,7 +75,7 @@ func (t *tables) byName(name string) map[string][]byte {
 }
 
 // table returns the map of handle id, or an error naming the fault.
-func (t *tables) table(id int32) (map[string][]byte, error) {
+func (t *Tables) table(id int32) (map[string][]byte, error) {
 	if len(t.data) == 0 {
 		return nil, errNoTables
 	}
@@ -82,13 +86,13 @@ func (t *tables) table(id int32) (map[string][]byte, error) {
 }
 
 // TableID returns the handle of the table named name.
-func (t *tables) TableID(name string) (int32, bool) {
+func (t *Tables) TableID(name string) (int32, bool) {
 	id, ok := t.ids[name]
 	return id, ok
 }
 
 // Get returns the value of key in table.
-func (t *tables) Get(table int32, key []byte) ([]byte, bool, error) {
+func (t *Tables) Get(table int32, key []byte) ([]byte, bool, error) {
 	m, err := t.table(table)
 	if err != nil {
 		return nil, false, err
@@ -99,7 +103,7 @@ func (t *tables) Get(table int32, key []byte) ([]byte, bool, error) {
 
 // Put sets the value of key in table. It copies key and value, which alias guest
 // memory.
-func (t *tables) Put(table int32, key, value []byte) error {
+func (t *Tables) Put(table int32, key, value []byte) error {
 	m, err := t.table(table)
 	if err != nil {
 		return err
@@ -111,7 +115,7 @@ func (t *tables) Put(table int32, key, value []byte) error {
 }
 
 // Delete removes key from table.
-func (t *tables) Delete(table int32, key []byte) error {
+func (t *Tables) Delete(table int32, key []byte) error {
 	m, err := t.table(table)
 	if err != nil {
 		return err
@@ -126,17 +130,17 @@ func (t *tables) Delete(table int32, key []byte) error {
 }
 
 // log records the value key has before a write.
-func (t *tables) log(table int32, m map[string][]byte, key string) {
+func (t *Tables) log(table int32, m map[string][]byte, key string) {
 	old, existed := m[key]
 	t.undo = append(t.undo, undoEntry{table: table, key: key, old: old, existed: existed})
 }
 
 // Savepoint returns the undo log's position, for RollbackTo.
-func (t *tables) Savepoint() int { return len(t.undo) }
+func (t *Tables) Savepoint() int { return len(t.undo) }
 
 // RollbackTo undoes the writes made since
 // Savepoint returned sp, newest first.
-func (t *tables) RollbackTo(sp int) {
+func (t *Tables) RollbackTo(sp int) {
 	if sp < 0 || sp > len(t.undo) {
 		panic(fmt.Sprintf("sluicetest: RollbackTo(%d): not a savepoint of the undo log (%d entries)", sp, len(t.undo)))
 	}
@@ -152,17 +156,17 @@ func (t *tables) RollbackTo(sp int) {
 	t.undo = t.undo[:sp]
 }
 
-// commit makes the writes so far permanent: it empties the undo log. The
+// Commit makes the writes so far permanent: it empties the undo log. The
 // harness calls it between batches, when no savepoint is outstanding.
-func (t *tables) commit() {
+func (t *Tables) Commit() {
 	clear(t.undo)
 	t.undo = t.undo[:0]
 }
 
-// set stores value for key in the named table outside any batch, as if an
+// Set stores value for key in the named table outside any batch, as if an
 // earlier run had left it; a nil value deletes the key.
-func (t *tables) set(name, key string, value []byte) {
-	m := t.byName(name)
+func (t *Tables) Set(name, key string, value []byte) {
+	m := t.Contents(name)
 	if value == nil {
 		delete(m, key)
 		return

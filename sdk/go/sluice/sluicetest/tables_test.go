@@ -10,7 +10,7 @@ import (
 )
 
 // dump renders every table's contents in a stable order.
-func dump(st *tables) string {
+func dump(st *Tables) string {
 	var b strings.Builder
 	for i, m := range st.data {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -21,10 +21,10 @@ func dump(st *tables) string {
 }
 
 func TestTablesUndo(t *testing.T) {
-	st := newTables()
-	st.declare("a")
-	st.declare("b")
-	st.set("a", "k", []byte("0"))
+	st := NewTables()
+	st.Declare("a")
+	st.Declare("b")
+	st.Set("a", "k", []byte("0"))
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -53,7 +53,7 @@ func TestTablesUndo(t *testing.T) {
 		t.Errorf("after RollbackTo(sp): %q, want %q", got, want)
 	}
 	must(st.Put(0, []byte("k"), []byte("2")))
-	st.commit()
+	st.Commit()
 	if st.Savepoint() != 0 {
 		t.Error("commit left undo entries")
 	}
@@ -70,7 +70,7 @@ func TestTablesUndo(t *testing.T) {
 	if _, _, err := st.Get(2, key); err == nil || !strings.Contains(err.Error(), "table handle 2 is not declared") {
 		t.Errorf("Get on handle 2: %v", err)
 	}
-	if err := newTables().Put(0, key, key); !errors.Is(err, errNoTables) {
+	if err := NewTables().Put(0, key, key); !errors.Is(err, errNoTables) {
 		t.Errorf("Put without tables: %v", err)
 	}
 	defer func() {
