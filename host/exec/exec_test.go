@@ -30,6 +30,11 @@ import (
 // modules holds the compiled test plugins, built once in TestMain.
 var modules map[string][]byte
 
+// compileCache is where the tests' engines keep the plugins' machine code,
+// so that a plugin is compiled once per run of the tests, not once per
+// test (compiling is most of their time under the race detector).
+var compileCache string
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if raceEnabled && !flagSet("rapid.checks") {
@@ -49,7 +54,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	compileCache, err = os.MkdirTemp("", "sluice-exec-test-cache-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
+	os.RemoveAll(compileCache)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goroutine leak:", err)
@@ -70,7 +81,7 @@ func flagSet(name string) bool {
 func load(t testing.TB, name string, kind plugin.Kind, timeout time.Duration) *plugin.Plugin {
 	t.Helper()
 	ctx := context.Background()
-	cfg := wasm.NewConfig().WithHostModules(plugin.HostModule())
+	cfg := wasm.NewConfig().WithHostModules(plugin.HostModule()).WithCacheDir(compileCache)
 	if timeout > 0 {
 		cfg = cfg.WithCallTimeout(timeout)
 	}
