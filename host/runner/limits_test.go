@@ -25,11 +25,13 @@ sinks:
   - {name: out, type: file, path: out.jsonl}
 `
 
-// An operator's max_record_bytes bounds the records its plugin emits, not
-// only those it is given: the second operator's input is never checked (the
-// first operator's limit let it through), and its output of 2 KB is
-// dead-lettered, naming the limit; a small record goes through both.
-func TestMaxRecordBytesBoundsOutputs(t *testing.T) {
+// An operator's max_record_bytes bounds the records it is given, at each
+// operator, not only at the first: a 2 KB record that the first
+// operator's limit lets through (and its plugin emits) is dead-lettered
+// before the second operator runs, naming it and its limit; a small record
+// goes through both. (The limit on what a plugin emits is the plugin
+// host's, tested in host/plugin.)
+func TestMaxRecordBytesAtEachOperator(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	if err := wasmbuild.Go(ctx, "../../plugins/upper", filepath.Join(dir, "upper.wasm")); err != nil {
@@ -61,7 +63,7 @@ func TestMaxRecordBytesBoundsOutputs(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &dl); err != nil {
 		t.Fatal(err)
 	}
-	if dl["key"] != "big" || !strings.Contains(lines[0], "over the limit of 1024 bytes") || !strings.Contains(lines[0], "narrow") {
+	if dl["key"] != "big" || !strings.Contains(lines[0], "over the operator's limit of 1024 bytes") || !strings.Contains(lines[0], `"Sluice-Operator":"narrow"`) {
 		t.Errorf("dead letter %s: want the big record, failed by operator narrow over the limit of 1024 bytes", lines[0])
 	}
 }
