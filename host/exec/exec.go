@@ -142,8 +142,9 @@ type Job struct {
 
 	// Changes queued for the next batch boundary (swap.go); wake tells
 	// the executor one is queued; ended is set when Run returns. changeMu
-	// also guards the stages' worker lists, which Swap and SetWorkers read
-	// while they prepare.
+	// also guards what Swap and SetWorkers read of a stage before they
+	// prepare (its worker count, its plugin), which the executor changes;
+	// they make instances without it, so batches go on meanwhile.
 	changeMu sync.Mutex
 	changes  []*queued
 	ended    bool

@@ -165,7 +165,7 @@ func (p *pool) retryOn(ctx context.Context, w *worker, rec *abi.Record) ([]abi.R
 }
 
 // prepare makes one instance per worker of r's plugin.
-func (p *pool) prepare(ctx context.Context, op *Operator, r *Replacement) (*generation, error) {
+func (p *pool) prepare(ctx context.Context, op *Operator, r *Replacement, workers int) (*generation, error) {
 	switch {
 	case r.Plugin == nil:
 		return nil, fmt.Errorf("%w: operator %q: no plugin", ErrSwapRefused, op.Name)
@@ -174,7 +174,7 @@ func (p *pool) prepare(ctx context.Context, op *Operator, r *Replacement) (*gene
 	case r.Txn != nil:
 		return nil, fmt.Errorf("%w: operator %q is not transactional", ErrSwapRefused, op.Name)
 	}
-	insts, err := newInstances(ctx, op, r.Plugin, 0, len(p.workers))
+	insts, err := newInstances(ctx, op, r.Plugin, 0, workers)
 	if err != nil {
 		return nil, fmt.Errorf("%w: operator %q: %w", ErrSwapRefused, op.Name, err)
 	}
@@ -193,10 +193,10 @@ func (p *pool) install(gen *generation) *generation {
 }
 
 // prepareResize makes the instances of the workers a change to n adds.
-func (p *pool) prepareResize(ctx context.Context, op *Operator, code *plugin.Plugin, n int) (*resize, error) {
-	r := &resize{workers: n, code: code}
-	if n > len(p.workers) {
-		insts, err := newInstances(ctx, op, code, len(p.workers), n-len(p.workers))
+func (p *pool) prepareResize(ctx context.Context, op *Operator, code *plugin.Plugin, from, n int) (*resize, error) {
+	r := &resize{from: from, workers: n, code: code}
+	if n > from {
+		insts, err := newInstances(ctx, op, code, from, n-from)
 		if err != nil {
 			return nil, fmt.Errorf("operator %q: %w", op.Name, err)
 		}
@@ -244,6 +244,7 @@ func (p *pool) report(os *OperatorStatus) {
 
 // resize is a prepared change of an operator's worker count.
 type resize struct {
+	from    int // the worker count the resize was prepared for
 	workers int
 	code    *plugin.Plugin     // the code the new instances run
 	insts   []*plugin.Instance // the added workers' instances

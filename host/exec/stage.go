@@ -34,9 +34,10 @@ type stage interface {
 	savepoint() savepoint
 	rollback(savepoint)
 	// prepare makes, off the executor's goroutine, a generation of new
-	// code for the stage from r, refusing (ErrSwapRefused) a replacement
-	// that does not fit the stage.
-	prepare(ctx context.Context, op *Operator, r *Replacement) (*generation, error)
+	// code for the stage from r, for that many workers, refusing
+	// (ErrSwapRefused) a replacement that does not fit the stage. It reads
+	// nothing the executor changes, so it runs while batches do.
+	prepare(ctx context.Context, op *Operator, r *Replacement, workers int) (*generation, error)
 	// install makes gen the stage's code and returns the generation it
 	// replaces (with what it ran: instances, or a transactional operator).
 	install(gen *generation) *generation
@@ -64,9 +65,10 @@ var errNoRetry = errors.New("exec: the operator's kind does not retry records al
 
 // resizer is a stage whose worker count can change while the job runs.
 type resizer interface {
-	// prepareResize makes, off the executor's goroutine, what a change to
-	// n workers needs (new workers' instances) from code.
-	prepareResize(ctx context.Context, op *Operator, code *plugin.Plugin, n int) (*resize, error)
+	// prepareResize makes, off the executor's goroutine, what a change
+	// from the stage's from workers to n needs (the new workers' instances)
+	// from code. Like prepare, it reads nothing the executor changes.
+	prepareResize(ctx context.Context, op *Operator, code *plugin.Plugin, from, n int) (*resize, error)
 	// resize applies a prepared change at a batch boundary.
 	resize(ctx context.Context, r *resize) error
 }

@@ -156,15 +156,16 @@ func (j *Job) Swap(ctx context.Context, operator string, r Replacement) (err err
 	if !ok {
 		return fmt.Errorf("%w: %w %q", ErrSwapRefused, ErrUnknownOperator, operator)
 	}
-	// The stage's prepare reads only what stays fixed for the job (its
-	// worker count is changed by the executor, hence the lock).
+	// The worker count is read under the lock (the executor changes it);
+	// the instances are made without it, while batches go on, and the swap
+	// is refused at the boundary if the count changed meanwhile.
 	j.changeMu.Lock()
-	if j.ended {
-		j.changeMu.Unlock()
+	ended, workers := j.ended, n.code.parallelism()
+	j.changeMu.Unlock()
+	if ended {
 		return fmt.Errorf("%w: cannot swap operator %q", ErrNotRunning, operator)
 	}
-	gen, err := n.code.prepare(ctx, n.op, &r)
-	j.changeMu.Unlock()
+	gen, err := n.code.prepare(ctx, n.op, &r, workers)
 	if err != nil {
 		return err
 	}
@@ -273,13 +274,12 @@ func (j *Job) SetWorkers(ctx context.Context, operator string, workers int) erro
 		return fmt.Errorf("%w: operator %q: %d workers, want 1 to %d", ErrChangeRefused, operator, workers, state.MaxKeyGroups)
 	}
 	j.changeMu.Lock()
-	if j.ended {
-		j.changeMu.Unlock()
+	ended, code, from := j.ended, n.op.Plugin, n.code.parallelism()
+	j.changeMu.Unlock()
+	if ended {
 		return fmt.Errorf("%w: cannot change operator %q", ErrNotRunning, operator)
 	}
-	code := n.op.Plugin
-	r, err := rs.prepareResize(ctx, n.op, code, workers)
-	j.changeMu.Unlock()
+	r, err := rs.prepareResize(ctx, n.op, code, from, workers)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrChangeRefused, err)
 	}
@@ -308,6 +308,9 @@ func (c *workerChange) apply(ctx context.Context, j *Job) error {
 	case n.op.Plugin != c.r.code:
 		c.abandon(ctx)
 		return fmt.Errorf("%w: operator %q: its plugin was swapped while the change was prepared; change again", ErrChangeRefused, n.op.Name)
+	case n.code.parallelism() != c.r.from:
+		c.abandon(ctx)
+		return fmt.Errorf("%w: operator %q: its workers changed while the change was prepared; change again", ErrChangeRefused, n.op.Name)
 	}
 	from := n.code.parallelism()
 	j.changeMu.Lock()

@@ -211,7 +211,7 @@ func (ts *txnStage) report(os *OperatorStatus) {
 }
 
 // prepare checks that r is a transactional operator over the same tables.
-func (ts *txnStage) prepare(_ context.Context, op *Operator, r *Replacement) (*generation, error) {
+func (ts *txnStage) prepare(_ context.Context, op *Operator, r *Replacement, _ int) (*generation, error) {
 	switch {
 	case r.Txn == nil:
 		return nil, fmt.Errorf("%w: operator %q is transactional: the replacement needs its txnop.Operator", ErrSwapRefused, op.Name)
