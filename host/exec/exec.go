@@ -326,6 +326,7 @@ func (j *Job) Status() Status {
 	}
 	s.Operators = append([]OperatorStatus(nil), j.status.Operators...)
 	for i := range s.Operators {
+		s.Operators[i].Workers = slices.Clone(s.Operators[i].Workers)
 		if t := s.Operators[i].Txn; t != nil {
 			c := *t
 			if c.Last != nil {

@@ -236,7 +236,8 @@ func (p *pool) closeWorkers(ctx context.Context) {
 
 // report fills the workers' part of the status.
 func (p *pool) report(os *OperatorStatus) {
-	os.Workers = os.Workers[:0]
+	// A new slice: a Status handed out shares the old one.
+	os.Workers = make([]WorkerStatus, 0, len(p.workers))
 	for _, w := range p.workers {
 		os.Workers = append(os.Workers, WorkerStatus{ID: w.id, Records: w.records, BusySeconds: w.busy.Seconds()})
 	}

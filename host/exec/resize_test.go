@@ -131,3 +131,38 @@ func TestSetWorkersRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// bumpRecords is a change that counts five more records on a keyed
+// operator's first worker and reports the operator again, as a swap or a
+// change of workers does.
+type bumpRecords struct{ n *node }
+
+func (c bumpRecords) apply(_ context.Context, j *Job) error {
+	c.n.code.(*keyedStage).workers[0].records += 5
+	j.syncStatus(c.n)
+	return nil
+}
+func (bumpRecords) abandon(context.Context) {}
+func (bumpRecords) describe() string        { return "count five more records" }
+
+// TestStatusIsASnapshot: a Status handed out does not change when the job
+// reports its operators again (the API encodes it outside the job's lock).
+func TestStatusIsASnapshot(t *testing.T) {
+	r := startLive(t, 32, Operator{Name: "count", Kind: plugin.KindKeyed, Plugin: load(t, "wordcount", plugin.KindKeyed, 0),
+		Parallelism: 2, Tables: []string{"counts"}})
+	r.feed(t, 2, "a", "b")
+	before := r.job.Status().Operators[0].Workers
+	want := fmt.Sprint(before)
+	if err := r.job.submit(context.Background(), bumpRecords{r.job.byName["count"]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(before); got != want {
+		t.Errorf("a Status's workers changed from %s to %s after it was handed out", want, got)
+	}
+	if got := r.job.Status().Operators[0].Workers[0].Records; got != before[0].Records+5 {
+		t.Errorf("the status reports %d records for worker 0, want %d", got, before[0].Records+5)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
