@@ -117,10 +117,9 @@ type Config struct {
 
 // Job is a running pipeline.
 type Job struct {
-	cfg   Config
-	log   *slog.Logger
-	m     *Metrics
-	graph *graph
+	cfg Config
+	log *slog.Logger
+	m   *Metrics
 	// nodes are the operators in Config order; order is the order they
 	// run in (each after its inputs).
 	nodes []*node
@@ -227,7 +226,6 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 	if unread := g.unread(&cfg); len(unread) > 0 {
 		return nil, fmt.Errorf("%w: nothing reads the records of %s", ErrGraph, strings.Join(unread, ", "))
 	}
-	j.graph = g
 	j.byName = map[string]*node{}
 	for i := range cfg.Operators {
 		op := &cfg.Operators[i]

@@ -65,9 +65,7 @@ type txnStage struct {
 	// the batch needed several (copied: a Result lives until the next
 	// Process); the view reads through it.
 	carried map[txn.Key]carried
-	// copied holds the outputs of earlier runs, copied for the same reason.
-	copied []abi.Record
-	arena  []byte
+	arena   []byte
 
 	outRecs []abi.Record
 	rejects []plugin.Reject
@@ -147,7 +145,6 @@ func (ts *txnStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, [
 	ts.res = nil
 	clear(ts.carried)
 	ts.view.carried = nil
-	ts.copied = ts.copied[:0]
 	ts.arena = ts.arena[:0]
 	for lo := 0; lo < len(recs); lo += ts.events {
 		hi := min(lo+ts.events, len(recs))
