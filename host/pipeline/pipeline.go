@@ -34,6 +34,7 @@ type Pipeline struct {
 	Operators  []Operator  `yaml:"operators"`
 	Sinks      []Sink      `yaml:"sinks"`
 	DeadLetter DeadLetter  `yaml:"dead_letter"`
+	Late       Late        `yaml:"late"`
 	HTTP       HTTP        `yaml:"http"`
 	OnError    ErrorPolicy `yaml:"on_error"`
 	File       string      `yaml:"-"` // the file it was read from, for messages
@@ -128,6 +129,11 @@ type Source struct {
 	App string `yaml:"app" types:"generator"`
 	// Knobs are the workload's knobs in mode txn (key space, skew, seed...).
 	Knobs Knobs `yaml:"knobs" types:"generator"`
+
+	// Watermark says how far the source's event time has come, for the
+	// windows of event time. Nil: the times only grow, and the source is
+	// never left out as idle.
+	Watermark *Watermark `yaml:"watermark"`
 }
 
 // Operator is one operator of the pipeline's graph, run by a Wasm plugin.
@@ -140,7 +146,8 @@ type Operator struct {
 	Inputs []string `yaml:"inputs"`
 	// Plugin is the path of the .wasm module.
 	Plugin string `yaml:"plugin"`
-	// Kind is map, filter, flatmap, keyed or transactional.
+	// Kind is map, filter, flatmap, keyed, transactional, aggregate,
+	// window or join.
 	Kind string `yaml:"kind"`
 	// Engine is the WebAssembly engine the plugin runs on: wazero (the
 	// default) or wasmtime, which only a build with the wasmtime tag
@@ -195,6 +202,19 @@ type Operator struct {
 	// each with its own plugin instance. Default (0): one per CPU the
 	// process may use.
 	Workers int `yaml:"workers"`
+
+	// Window groups the records of an aggregate, window or join operator
+	// by time.
+	Window *Window `yaml:"window"`
+	// Function is the built-in aggregate of an aggregate operator without
+	// a plugin: count, sum, min, max or mean.
+	Function string `yaml:"function"`
+	// Field locates the number a built-in sum, min, max or mean reads in
+	// each record's value (JSON): a JSON pointer (/price) or a dotted path
+	// (order.price). Empty: the value is the number, as text.
+	Field string `yaml:"field"`
+	// Join configures an operator of kind join.
+	Join *Join `yaml:"join"`
 
 	// ConfigJSON is Config encoded as JSON (nil when there is none).
 	ConfigJSON []byte `yaml:"-"`
@@ -687,6 +707,12 @@ func (p *Pipeline) validate() error {
 			add(p.errAt("set subject or path, not both", "dead_letter"))
 		}
 	}
+	if p.Late.Path != "" {
+		p.Late.Path = p.resolve(p.Late.Path)
+		if p.Late.Subject != "" {
+			add(p.errAt("set subject or path, not both", "late"))
+		}
+	}
 
 	names := map[string]string{}
 	unique := func(name, what string, path ...any) {
@@ -923,10 +949,14 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 			}
 			seen[t] = true
 		}
+	case KindAggregate, KindWindow, KindJoin:
 	case "":
-		at("an operator needs a kind (map, filter, flatmap, keyed or transactional)", "kind")
+		at("an operator needs a kind (map, filter, flatmap, keyed, transactional, aggregate, window or join)", "kind")
 	default:
-		at(fmt.Sprintf("unknown operator kind %q (want map, filter, flatmap, keyed or transactional)", o.Kind), "kind")
+		at(fmt.Sprintf("unknown operator kind %q (want map, filter, flatmap, keyed, transactional, aggregate, window or join)", o.Kind), "kind")
+	}
+	if o.Kind != "" {
+		errs = append(errs, p.validateWindowed(i, o)...)
 	}
 	if o.Kind != "" {
 		errs = append(errs, p.validateTransactional(i, o)...)
@@ -935,7 +965,9 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 		errs = append(errs, p.validateGrants(i, o.Grants)...)
 	}
 	if o.Plugin == "" {
-		at("an operator needs a plugin (the path of a .wasm module)", "plugin")
+		if !o.Windowed() {
+			at("an operator needs a plugin (the path of a .wasm module)", "plugin")
+		}
 	} else {
 		o.Plugin = p.resolve(o.Plugin)
 	}
@@ -1097,5 +1129,5 @@ func (p *Pipeline) NeedsNATS() bool {
 			return true
 		}
 	}
-	return p.DeadLetter.Subject != ""
+	return p.DeadLetter.Subject != "" || p.Late.Subject != ""
 }

@@ -94,9 +94,9 @@ func TestUnknownKeys(t *testing.T) {
 		{"    kind: map\n", "    kind: map\n    kidn: map\n", `did you mean "kind"?`},
 		{"    kind: map\n", "    kind: map\n    max_record_bytes: 1KiB\n", `operators[0].max_record_bytes: unknown key "max_record_bytes" in an operator: it belongs under limits (limits: {max_record_bytes: ...})`},
 		{"    kind: map\n", "    kind: map\n    limits: {max_record_byte: 1}\n", `operators[0].limits.max_record_byte: unknown key "max_record_byte" in limits: did you mean "max_record_bytes"?`},
-		{"    path: in.jsonl\n", "    path: in.jsonl\n    formt: json\n", `sources[0].formt: unknown key "formt" in a file source: did you mean "format"? (known: name, type, path, format, key_field, time_field, time_unit, max_line_bytes)`},
+		{"    path: in.jsonl\n", "    path: in.jsonl\n    formt: json\n", `sources[0].formt: unknown key "formt" in a file source: did you mean "format"? (known: name, type, path, format, key_field, time_field, time_unit, max_line_bytes, watermark)`},
 		{"name: x\n", "name: x\nbatchs: {size: 1}\n", `p.yaml:2: batchs: unknown key "batchs" in the pipeline: did you mean "batch"?`},
-		{"name: x\n", "name: x\nzzz: 1\n", `unknown key "zzz" in the pipeline (known: name, nats, data_dir, state, batch, sources, operators, sinks, dead_letter, http, on_error, compile_cache)`},
+		{"name: x\n", "name: x\nzzz: 1\n", `unknown key "zzz" in the pipeline (known: name, nats, data_dir, state, batch, sources, operators, sinks, dead_letter, late, http, on_error, compile_cache)`},
 		{"    kind: map\n", "    kind: map\n    kind: filter\n", `p.yaml:10: operators[0].kind: kind is given twice (first at line 9)`},
 	} {
 		if got := parseErr(t, strings.Replace(small, tc.old, tc.new, 1)); !strings.Contains(got, tc.want) {
@@ -121,7 +121,7 @@ func TestUnknownKeys(t *testing.T) {
 // A key of another source or sink type is refused, not ignored.
 func TestKeysOfAnotherType(t *testing.T) {
 	for _, tc := range []struct{ old, new, want string }{
-		{"    path: in.jsonl\n", "    path: in.jsonl\n    rate: 100\n", `p.yaml:6: sources[0].rate: rate is a key of generator sources, not of a file source (its keys: name, type, path, format, key_field, time_field, time_unit, max_line_bytes)`},
+		{"    path: in.jsonl\n", "    path: in.jsonl\n    rate: 100\n", `p.yaml:6: sources[0].rate: rate is a key of generator sources, not of a file source (its keys: name, type, path, format, key_field, time_field, time_unit, max_line_bytes, watermark)`},
 		{"    path: in.jsonl\n", "    path: in.jsonl\n    subject: events\n", `p.yaml:6: sources[0].subject: subject is a key of nats and jetstream sources, not of a file source`},
 		{"    type: file\n    path: in.jsonl\n", "    type: generator\n    path: in.jsonl\n", `p.yaml:5: sources[0].path: path is a key of file sources, not of a generator source`},
 		{"    type: file\n    path: in.jsonl\n", "    type: stdin\n    path: in.jsonl\n", `p.yaml:5: sources[0].path: path is a key of file sources, not of a stdin source`},

@@ -1,0 +1,126 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const windowFile = `name: w
+sources:
+  - name: clicks
+    type: file
+    path: c.json
+    format: json
+    time_field: ts
+    watermark: {out_of_orderness: 2s, idle: 1m}
+operators:
+  - name: counts
+    kind: aggregate
+    function: count
+    window:
+      type: sliding
+      size: 1m
+      slide: 10s
+      allowed_lateness: 5s
+sinks:
+  - {name: out, type: file, path: out.txt}
+late: {path: late.jsonl}
+`
+
+func TestParseWindow(t *testing.T) {
+	p, err := Parse("p.yaml", "/pipes", []byte(windowFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p.Operators[0]
+	if o.Kind != KindAggregate || o.Function != "count" || o.Window == nil {
+		t.Fatalf("operator %+v", o)
+	}
+	w := o.Window
+	if w.Type != WindowSliding || time.Duration(w.Size) != time.Minute || time.Duration(w.Slide) != 10*time.Second ||
+		time.Duration(w.AllowedLateness) != 5*time.Second || w.Time != "event" {
+		t.Errorf("window %+v", w)
+	}
+	if wm := p.Sources[0].Watermark; wm == nil || time.Duration(wm.OutOfOrderness) != 2*time.Second || time.Duration(wm.Idle) != time.Minute {
+		t.Errorf("watermark %+v", wm)
+	}
+	if p.Late.Path != "/pipes/late.jsonl" {
+		t.Errorf("late %+v", p.Late)
+	}
+}
+
+const joinFile = `name: j
+sources:
+  - {name: orders, type: file, path: o.txt}
+  - {name: payments, type: file, path: p.txt}
+operators:
+  - name: paid
+    kind: join
+    inputs: [orders, payments]
+    join:
+      interval: {lower: -5s, upper: 10s}
+sinks:
+  - {name: out, type: file, path: out.txt}
+`
+
+func TestParseJoin(t *testing.T) {
+	p, err := Parse("p.yaml", "/pipes", []byte(joinFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := p.Operators[0].Join
+	if j.Type != JoinInner || j.Algorithm != "auto" || time.Duration(j.Interval.Lower) != -5*time.Second || time.Duration(j.Interval.Upper) != 10*time.Second {
+		t.Errorf("join %+v %+v", j, j.Interval)
+	}
+}
+
+func TestParseWindowErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"slide on tumbling", strings.Replace(windowFile, "type: sliding", "type: tumbling", 1),
+			[]string{"p.yaml:16:", "operators[0].window.slide", "slide is not a key of a tumbling window (its keys: size, offset)"}},
+		{"unknown type", strings.Replace(windowFile, "type: sliding", "type: slidng", 1),
+			[]string{"p.yaml:14:", "operators[0].window.type", `unknown window type "slidng"`}},
+		{"no window", strings.Replace(windowFile, "    window:\n", "    windo:\n", 1),
+			[]string{"operators[0].windo", `did you mean "window"?`}},
+		{"unknown function", strings.Replace(windowFile, "function: count", "function: median", 1),
+			[]string{"p.yaml:12:", "operators[0].function", `unknown function "median" (want count, sum, min, max, mean)`}},
+		{"function and plugin", strings.Replace(windowFile, "function: count", "function: sum\n    plugin: /a.wasm", 1),
+			[]string{"operators[0].function", "set function (a built-in aggregate) or plugin, not both"}},
+		{"neither", strings.Replace(windowFile, "function: count", "", 1),
+			[]string{"operators[0].plugin", "an aggregate operator needs a plugin"}},
+		{"count reads no field", strings.Replace(windowFile, "function: count", "function: count\n    field: price", 1),
+			[]string{"operators[0].field", "count counts records and reads no field"}},
+		{"window on a map", strings.Replace(windowFile, "kind: aggregate\n    function: count", "kind: map\n    plugin: /m.wasm", 1),
+			[]string{"operators[0].window", "window is a key of the windowed kinds"}},
+		{"negative duration", strings.Replace(windowFile, "size: 1m", "size: -1m", 1),
+			[]string{"p.yaml:15:", `"-1m" is not a duration`}},
+		{"late both", strings.Replace(windowFile, "late: {path: late.jsonl}", "late: {path: late.jsonl, subject: late}", 1),
+			[]string{"late", "set subject or path, not both"}},
+		{"join with one input", strings.Replace(joinFile, "inputs: [orders, payments]", "inputs: [orders]", 1),
+			[]string{"p.yaml:8:", "operators[0].inputs", "a join reads two inputs, left then right: inputs names 1"}},
+		{"empty interval", strings.Replace(joinFile, "lower: -5s, upper: 10s", "lower: 5s, upper: 1s", 1),
+			[]string{"operators[0].join.interval.lower", "lower 5s is after upper 1s"}},
+		{"outer interval join", strings.Replace(joinFile, "join:\n", "join:\n      type: left\n", 1),
+			[]string{"operators[0].join.type", "an interval join is inner"}},
+		{"join without window", strings.Replace(joinFile, "      interval: {lower: -5s, upper: 10s}\n", "      type: full\n", 1),
+			[]string{"operators[0].window", "a join operator needs a window"}},
+		{"unknown algorithm", strings.Replace(joinFile, "join:\n", "join:\n      algorithm: hash\n", 1),
+			[]string{"operators[0].join.algorithm", `unknown join algorithm "hash"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("p.yaml", "/pipes", []byte(tc.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
