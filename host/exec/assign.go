@@ -37,6 +37,17 @@ func newAssignment(groups, workers int) *assignment {
 func (a *assignment) owner(kg int) int { return int(a.owners[kg]) }
 
 // count returns how many key groups worker w owns.
+// groupsOf returns the key groups worker w owns, in order.
+func (a *assignment) groupsOf(w int) []int {
+	var gs []int
+	for kg, o := range a.owners {
+		if int(o) == w {
+			gs = append(gs, kg)
+		}
+	}
+	return gs
+}
+
 func (a *assignment) count(w int) int {
 	n := 0
 	for _, o := range a.owners {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/connectors"
 	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/window"
 	"github.com/sluicehq/sluice/state"
 	"github.com/sluicehq/sluice/txn/adapt"
 )
@@ -65,6 +67,10 @@ type Operator struct {
 	// consecutive batches with failures: the job stops calling its plugin
 	// and holds the batch uncommitted until a swap. 0: never.
 	QuarantineAfter int
+	// Window makes the operator windowed (kinds aggregate and window):
+	// keyed by record key, its state is its windows (Tables[0], default
+	// the operator's name).
+	Window *Window
 }
 
 // pluginName names the operator's plugin, "" for a native operator.
@@ -80,6 +86,9 @@ func (o *Operator) pluginName() string {
 type Input struct {
 	Name   string
 	Source connectors.Source
+	// Watermark is how the source's event time advances, for windows;
+	// nil: times only grow, and the source is never idle.
+	Watermark *window.WatermarkStrategy
 }
 
 // Output is a named sink.
@@ -100,7 +109,11 @@ type Config struct {
 	Operators  []Operator
 	Sinks      []Output
 	DeadLetter connectors.Sink
-	Store      *state.Store
+	// Late receives the records that come after their window closed, with
+	// the reason in a header (HeaderLate); needed by a job with windows
+	// that has late records.
+	Late  connectors.Sink
+	Store *state.Store
 	// BatchSize is the most records in a batch (default 1024) and Linger
 	// how long a batch waits for more once it has one (default 5ms). A
 	// job with a transactional operator ignores both and batches by the
@@ -155,6 +168,13 @@ type Job struct {
 	spill chunk
 	// free holds read buffers for the readers to reuse.
 	free chan []connectors.Message
+	// clock is the sources' event time, for windowed operators (nil in a
+	// job without them); up are the sources each node reads, directly or
+	// not; tick is how often a batch runs with no input, for windows of
+	// processing time (0: never).
+	clock *clock
+	up    [][]int
+	tick  time.Duration
 }
 
 // Status is a snapshot of a job's progress, the answer of the API's
@@ -254,6 +274,27 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 		j.order = append(j.order, j.nodes[i])
 	}
 	j.sinkSets = groupSinks(cfg.Sinks, g.sinkInputs)
+	j.up = upstream(j.nodes, len(cfg.Sources))
+	for _, n := range j.nodes {
+		if c, ok := n.code.(clocked); ok {
+			if j.clock == nil {
+				if j.clock, err = newClock(j, time.Now().UnixNano()); err != nil {
+					j.closeStages(ctx)
+					return nil, err
+				}
+			}
+			if t := c.tick(); t > 0 && (j.tick == 0 || t < j.tick) {
+				j.tick = t
+			}
+		}
+	}
+	if j.clock != nil {
+		for _, in := range cfg.Sources {
+			if w := in.Watermark; w != nil && w.Idle > 0 && (j.tick == 0 || w.Idle/4 < j.tick) {
+				j.tick = max(w.Idle/4, time.Millisecond)
+			}
+		}
+	}
 	committed := cfg.Store.Positions()
 	var first map[string]uint64
 	for _, out := range j.rewindable() {
@@ -294,6 +335,9 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 // deadLetterName names the dead-letter sink among the sinks.
 const deadLetterName = "dead_letter"
 
+// lateName names the late records' sink among the sinks.
+const lateName = "late"
+
 // sinkKey is the key under which a rewindable sink's offset is committed
 // with the source positions. Source names cannot contain "/".
 func sinkKey(name string) string { return "sink/" + name }
@@ -309,6 +353,9 @@ func (j *Job) rewindable() []Output {
 	}
 	if _, ok := j.cfg.DeadLetter.(connectors.Rewindable); ok {
 		outs = append(outs, Output{Name: deadLetterName, Sink: j.cfg.DeadLetter})
+	}
+	if _, ok := j.cfg.Late.(connectors.Rewindable); ok {
+		outs = append(outs, Output{Name: lateName, Sink: j.cfg.Late})
 	}
 	return outs
 }
@@ -435,13 +482,14 @@ func (j *Job) Run(ctx context.Context) (err error) {
 	defer c.stop()
 	// Two batches: one processed while the other is written and committed.
 	batches := [2]*batch{newBatch(j.cfg.Sources), newBatch(j.cfg.Sources)}
-	for k := 0; ; k++ {
+	k := 0
+	for ; ; k++ {
 		b := batches[k%2]
 		more, err := j.collect(procCtx, queue, b)
 		if err != nil {
 			return c.first(err)
 		}
-		if len(b.in) > 0 || len(b.dead) > 0 {
+		if len(b.in) > 0 || len(b.dead) > 0 || b.tick {
 			h, err := j.process(procCtx, b)
 			if err != nil {
 				return c.first(err)
@@ -452,6 +500,21 @@ func (j *Job) Run(ctx context.Context) (err error) {
 		}
 		if !more {
 			break
+		}
+	}
+	if j.clock != nil && ctx.Err() == nil {
+		// Every source ended: event time is over, and every window still
+		// open fires (a batch with no input and an infinite watermark).
+		b := batches[(k+1)%2]
+		b.reset()
+		j.clock.begin(b, time.Now().UnixNano())
+		b.flush = true
+		h, err := j.process(procCtx, b)
+		if err != nil {
+			return c.first(err)
+		}
+		if err := c.submit(h); err != nil {
+			return err
 		}
 	}
 	if err := c.wait(); err != nil {
@@ -516,6 +579,15 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 // between batches is a batch boundary.
 func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, error) {
 	b.reset()
+	var tick <-chan time.Time
+	if j.tick > 0 {
+		t := time.NewTimer(j.tick)
+		defer t.Stop()
+		tick = t.C
+	}
+	if j.clock != nil {
+		j.clock.begin(b, time.Now().UnixNano())
+	}
 	for len(j.spill.msgs) == 0 {
 		select {
 		case c, ok := <-queue:
@@ -525,6 +597,12 @@ func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, 
 			j.spill = c
 		case <-j.wake:
 			j.applyChanges(ctx)
+		case <-tick:
+			// Nothing came for a while: a batch without input, so that
+			// windows of processing time fire and idle sources let event
+			// time go on.
+			b.tick = true
+			return true, nil
 		}
 	}
 	j.add(b, j.take(b))
@@ -590,6 +668,9 @@ func (j *Job) add(b *batch, c chunk) {
 		m.Record.Origin = uint32(len(b.in))
 		b.in = append(b.in, m.Record)
 		b.prov = append(b.prov, origin{src: int32(c.src), pos: m.Position})
+		if j.clock != nil {
+			j.clock.observe(b, c.src, m.Record.Time)
+		}
 	}
 	j.recycle(c.buf)
 }
@@ -599,10 +680,25 @@ func (j *Job) add(b *batch, c chunk) {
 func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 	start := time.Now()
 	j.applyChanges(ctx)
+	if j.clock != nil {
+		j.clock.end(j, b)
+	}
 	idx := b.idx0()
-	for _, n := range j.order {
+	for k, n := range j.order {
 		recs, idx := j.gather(b, n.inputs, &n.merged, &n.mergedIdx, idx)
 		recs, idx = j.fit(b, n, recs, idx)
+		ck, isClocked := n.code.(clocked)
+		if len(recs) == 0 && !isClocked {
+			n.recs, n.idx = nil, nil
+			continue
+		}
+		if isClocked {
+			end := j.marks(b, n, j.up[slices.Index(j.nodes, j.order[k])], idx)
+			if b.flush {
+				end = math.MaxInt64
+			}
+			ck.setClock(n.wms, end, b.now)
+		}
 		n.in += uint64(len(recs))
 		n.m.in.Add(float64(len(recs)))
 		out, rejects, err := j.runNode(ctx, n, recs)
@@ -612,14 +708,30 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 		for _, r := range rejects {
 			o := b.prov[idx[r.Index]]
 			if n.op.StopOnError {
-				return nil, fmt.Errorf("exec: operator %q failed on record %d of source %q and its error policy is stop: %w",
-					n.op.Name, o.pos, j.cfg.Sources[o.src].Name, r.Err)
+				return nil, fmt.Errorf("exec: operator %q failed on %s and its error policy is stop: %w",
+					n.op.Name, j.describe(b, o), r.Err)
 			}
 			b.dead = append(b.dead, deadLetter{rec: recs[r.Index], src: int(o.src), pos: o.pos, stage: slices.Index(j.nodes, n), err: r.Err,
 				plugin: n.op.pluginName(), version: n.version})
 		}
 		n.outIdx = n.outIdx[:0]
+		var made []madeRecord
+		if isClocked {
+			made = ck.made()
+			for _, l := range ck.late() {
+				o := b.prov[idx[l.index]]
+				b.late = append(b.late, lateLetter{rec: recs[l.index], o: o, stage: slices.Index(j.nodes, n), reason: l.reason})
+			}
+		}
 		for i := range out {
+			if o := int(out[i].Origin); o >= len(recs) {
+				// Made at a batch boundary (a fired window): an input of
+				// its own, named by the id the stage gave it.
+				b.prov = append(b.prov, origin{src: -1, pos: uint64(len(b.made))})
+				b.made = append(b.made, made[o-len(recs)])
+				n.outIdx = append(n.outIdx, int32(len(b.prov)-1))
+				continue
+			}
 			n.outIdx = append(n.outIdx, idx[out[i].Origin])
 		}
 		n.recs, n.idx = out, n.outIdx
@@ -632,6 +744,9 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 	// this one is written).
 	h := &handoff{b: b, start: start}
 	b.arena, b.hdrs = b.arena[:0], b.hdrs[:0]
+	if len(b.prov) > len(b.ordinal) {
+		b.ordinal = slices.Grow(b.ordinal[:0], len(b.prov))[:len(b.prov)]
+	}
 	for _, set := range j.sinkSets {
 		recs, idx := j.gather(b, set.inputs, &set.merged, &set.mergedIdx, b.idx)
 		outs := slices.Grow(b.outs[len(b.outs):], len(recs))[:0]
@@ -642,7 +757,7 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 			b.ordinal[in]++
 			out := connectors.Out{Record: b.copy(&recs[i])}
 			if j.needIDs {
-				out.ID = j.outputID(b.prov[in], n)
+				out.ID = j.outputID(b, b.prov[in], n)
 			}
 			outs = append(outs, out)
 		}
@@ -651,6 +766,7 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 		h.total += len(outs)
 	}
 	h.dead = j.deadLetters(b)
+	h.late = j.lateLetters(b)
 	// Transactional change sets are applied now, after the outputs are
 	// copied: an output may alias a value a change overwrites.
 	for _, n := range j.nodes {
@@ -680,6 +796,7 @@ type handoff struct {
 	sets    []setOuts // b.outs in runs, one per sink set
 	total   int
 	dead    []connectors.Out
+	late    []connectors.Out
 	pending *state.PendingCommit
 	// ops is the operators' status after the batch.
 	ops []OperatorStatus
@@ -708,6 +825,9 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 		outs = outs[set.n:]
 	}
 	if err := j.writeDead(ctx, h.dead); err != nil {
+		return err
+	}
+	if err := j.writeLate(ctx, h.late); err != nil {
 		return err
 	}
 	for _, s := range j.cfg.Sinks {
@@ -925,10 +1045,16 @@ func groupSinks(sinks []Output, inputs [][]ref) []*sinkSet {
 	return sets
 }
 
-func (j *Job) outputID(o origin, n uint32) string {
+func (j *Job) outputID(b *batch, o origin, n uint32) string {
 	buf := make([]byte, 0, len(j.cfg.Name)+32)
 	buf = append(buf, j.cfg.Name...)
 	buf = append(buf, '/')
+	if o.src < 0 {
+		buf = append(buf, b.made[o.pos].id...)
+		buf = append(buf, '/')
+		buf = strconv.AppendUint(buf, uint64(n), 10)
+		return string(buf)
+	}
 	buf = append(buf, j.cfg.Sources[o.src].Name...)
 	buf = append(buf, '/')
 	buf = strconv.AppendUint(buf, o.pos, 10)
@@ -973,17 +1099,17 @@ func (j *Job) deadLetters(b *batch) []connectors.Out {
 			n.dead++
 			n.m.dead.Inc()
 		}
-		src := j.cfg.Sources[d.src].Name
+		src, pos := j.where(b, origin{src: int32(d.src), pos: d.pos})
 		r.Headers = append(r.Headers,
 			abi.Header{Name: []byte(HeaderError), Value: []byte(d.err.Error())},
 			abi.Header{Name: []byte(HeaderOperator), Value: []byte(op)},
 			abi.Header{Name: []byte(HeaderPlugin), Value: []byte(plug)},
 			abi.Header{Name: []byte(HeaderVersion), Value: []byte(version)},
 			abi.Header{Name: []byte(HeaderSource), Value: []byte(src)},
-			abi.Header{Name: []byte(HeaderPosition), Value: strconv.AppendUint(nil, d.pos, 10)},
+			abi.Header{Name: []byte(HeaderPosition), Value: []byte(pos)},
 		)
-		j.log.Warn("record dead-lettered", "operator", op, "source", src, "position", d.pos, "err", d.err)
-		outs = append(outs, connectors.Out{Record: r, ID: j.cfg.Name + "/dead/" + src + "/" + strconv.FormatUint(d.pos, 10) + "/" + strconv.Itoa(i)})
+		j.log.Warn("record dead-lettered", "operator", op, "source", src, "position", pos, "err", d.err)
+		outs = append(outs, connectors.Out{Record: r, ID: j.cfg.Name + "/dead/" + src + "/" + pos + "/" + strconv.Itoa(i)})
 	}
 	return outs
 }
@@ -1057,9 +1183,13 @@ type deadLetter struct {
 
 // batch holds one batch's data; it is reused from batch to batch.
 type batch struct {
-	in        []abi.Record
-	prov      []origin
+	in   []abi.Record
+	prov []origin
+	// made are the inputs no source delivered (fired windows): an origin
+	// with src -1 is made[pos].
+	made      []madeRecord
 	dead      []deadLetter
+	late      []lateLetter
 	outs      []connectors.Out
 	ordinal   []uint32
 	idx       []int32
@@ -1072,13 +1202,20 @@ type batch struct {
 	hdrs  []abi.Header
 	// srcs are the per-source streams, made when the graph reads a source
 	// on its own (made is whether srcs[i] is this batch's).
-	srcs []stream
-	made []bool
+	srcs    []stream
+	srcMade []bool
+	// Event time (watermark.go): the processing time the batch was read
+	// at, and each input's source watermark after it. tick: a batch of no
+	// input, run for time's sake; flush: the last batch, after every
+	// source ended, which fires every window.
+	now         int64
+	after       []int64
+	tick, flush bool
 }
 
 func newBatch(sources []Input) *batch {
 	b := &batch{positions: map[string]uint64{}, touched: make([]bool, len(sources)),
-		srcs: make([]stream, len(sources)), made: make([]bool, len(sources))}
+		srcs: make([]stream, len(sources)), srcMade: make([]bool, len(sources))}
 	for _, s := range sources {
 		b.srcNames = append(b.srcNames, s.Name)
 	}
@@ -1087,9 +1224,11 @@ func newBatch(sources []Input) *batch {
 
 func (b *batch) reset() {
 	b.in, b.prov, b.dead, b.outs = b.in[:0], b.prov[:0], b.dead[:0], b.outs[:0]
+	b.made, b.late = b.made[:0], b.late[:0]
+	b.tick, b.flush = false, false
 	clear(b.positions)
 	clear(b.touched)
-	clear(b.made)
+	clear(b.srcMade)
 }
 
 // copy returns r with its bytes copied into the batch's arenas. A copy
@@ -1127,14 +1266,14 @@ func (b *batch) copy(r *abi.Record) abi.Record {
 
 // source returns source src's records in this batch.
 func (b *batch) source(src int) stream {
-	if !b.made[src] {
+	if !b.srcMade[src] {
 		s := stream{b.srcs[src].recs[:0], b.srcs[src].idx[:0]}
 		for i := range b.in {
 			if int(b.prov[i].src) == src {
 				s.recs, s.idx = append(s.recs, b.in[i]), append(s.idx, int32(i))
 			}
 		}
-		b.srcs[src], b.made[src] = s, true
+		b.srcs[src], b.srcMade[src] = s, true
 	}
 	return b.srcs[src]
 }

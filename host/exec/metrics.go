@@ -20,6 +20,9 @@ type Metrics struct {
 	opIn          *prometheus.CounterVec
 	opOut         *prometheus.CounterVec
 	opDead        *prometheus.CounterVec
+	opLate        *prometheus.CounterVec
+	windowsFired  *prometheus.CounterVec
+	watermarkLag  *prometheus.GaugeVec
 	txnOutcomes   *prometheus.CounterVec
 	txnReExec     *prometheus.CounterVec
 	txnFailed     *prometheus.CounterVec
@@ -42,6 +45,8 @@ type Metrics struct {
 
 type opMetrics struct {
 	in, out, dead prometheus.Counter
+	// A windowed operator's records that came late and windows fired.
+	late, fired prometheus.Counter
 
 	// The plugin's lifecycle and failure policy.
 	swaps, rollbacks, retries, quarantines prometheus.Counter
@@ -169,6 +174,13 @@ func NewMetrics() *Metrics {
 	m.workerBusy = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sluice_worker_busy_seconds_total", Help: "Time each worker of a stateless or keyed operator spent running its records (not waiting for the batch's other workers): a straggler shows as more seconds per record than its peers."},
 		[]string{"operator", "worker"})
+	m.opLate = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_operator_late_records_total", Help: "Records a windowed operator received after their windows closed, sent to the late destination."}, []string{"operator"})
+	m.windowsFired = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_window_firings_total", Help: "Windows a windowed operator fired (each firing once, early and late firings included)."}, []string{"operator"})
+	m.watermarkLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sluice_source_watermark_lag_seconds", Help: "How far each source's watermark is behind the host's clock, after the last batch."}, []string{"source"})
+	r.MustRegister(m.opLate, m.windowsFired, m.watermarkLag)
 	r.MustRegister(m.swaps, m.rollbacks, m.retries, m.quarantines, m.quarantined, m.workerRecords, m.workerBusy)
 	r.MustRegister(m.batches, m.batchSeconds, m.outputs, m.dead, m.sourceRecords, m.opIn, m.opOut,
 		m.opDead, m.txnOutcomes, m.txnReExec, m.txnFailed, m.txnSeconds, m.txnBatch,
@@ -180,6 +192,7 @@ func NewMetrics() *Metrics {
 // operator makes an operator's series.
 func (m *Metrics) operator(name string) *opMetrics {
 	om := &opMetrics{in: m.opIn.WithLabelValues(name), out: m.opOut.WithLabelValues(name), dead: m.opDead.WithLabelValues(name),
+		late: m.opLate.WithLabelValues(name), fired: m.windowsFired.WithLabelValues(name),
 		swaps: m.swaps.WithLabelValues(name), rollbacks: m.rollbacks.WithLabelValues(name), retries: m.retries.WithLabelValues(name),
 		quarantines: m.quarantines.WithLabelValues(name), quarantined: m.quarantined.WithLabelValues(name),
 		workers: &workerMetrics{operator: name, records: m.workerRecords, busy: m.workerBusy, seen: map[int]workerTotals{}}}

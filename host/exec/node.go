@@ -45,6 +45,10 @@ type node struct {
 	fit       []abi.Record
 	fitIdx    []int32
 	outIdx    []int32
+	// A windowed node's watermark at each batch input, and at each of its
+	// input records.
+	batchWMs []int64
+	wms      []int64
 }
 
 // newStage makes the stage of op's kind.
@@ -52,6 +56,8 @@ func newStage(ctx context.Context, op *Operator, store *state.Store, m *Metrics,
 	switch {
 	case op.Txn != nil:
 		return newTxnStage(op, store, m)
+	case op.Window != nil:
+		return newWindowStage(ctx, op, store, om.workers)
 	case op.Kind == plugin.KindKeyed:
 		return newKeyedStage(ctx, op, store, om.workers)
 	default:

@@ -23,6 +23,7 @@ type worker struct {
 	state plugin.State
 
 	in     []abi.Record // this batch's input for the worker
+	wms    []int64      // a windowed stage's watermark at each of in
 	global []int32      // in[i] is stage input global[i] (nil: lo+i)
 	lo     int
 	err    error
@@ -58,6 +59,10 @@ type pool struct {
 
 // newInstances makes n instances of code configured for op.
 func newInstances(ctx context.Context, op *Operator, code *plugin.Plugin, first, n int) ([]*plugin.Instance, error) {
+	if code == nil {
+		// A native operator (a built-in window function): no instances.
+		return make([]*plugin.Instance, n), nil
+	}
 	var insts []*plugin.Instance
 	for w := first; w < first+n; w++ {
 		inst, err := code.NewInstance(ctx, op.Config)
@@ -211,7 +216,9 @@ func (p *pool) grow(ctx context.Context, r *resize, add func(w *worker)) error {
 	var errs []error
 	for len(p.workers) > r.workers {
 		w := p.workers[len(p.workers)-1]
-		errs = append(errs, w.inst.Close(ctx))
+		if w.inst != nil {
+			errs = append(errs, w.inst.Close(ctx))
+		}
 		p.m.drop(w.id)
 		p.workers = p.workers[:len(p.workers)-1]
 	}

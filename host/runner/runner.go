@@ -167,7 +167,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 			return nil, fmt.Errorf("%s: source %q: %w", p.File, p.Sources[i].Name, err)
 		}
 		h.sources = append(h.sources, src)
-		inputs = append(inputs, exec.Input{Name: p.Sources[i].Name, Source: src})
+		inputs = append(inputs, exec.Input{Name: p.Sources[i].Name, Source: src, Watermark: watermark(&p.Sources[i])})
 	}
 	var outputs []exec.Output
 	for i := range p.Sinks {
@@ -183,9 +183,16 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		return nil, fmt.Errorf("%s: dead_letter: %w", p.File, err)
 	}
 	h.sinks = append(h.sinks, dead)
+	var late connectors.Sink
+	if p.Windowed() {
+		if late, err = h.lateSink(dataDir); err != nil {
+			return nil, fmt.Errorf("%s: late: %w", p.File, err)
+		}
+		h.sinks = append(h.sinks, late)
+	}
 
 	h.job, err = exec.New(ctx, exec.Config{
-		Name: p.Name, Sources: inputs, Operators: ops, Sinks: outputs, DeadLetter: dead,
+		Name: p.Name, Sources: inputs, Operators: ops, Sinks: outputs, DeadLetter: dead, Late: late,
 		Store: h.store, BatchSize: p.Batch.Size, Linger: time.Duration(p.Batch.Linger),
 		Logger: h.log, Metrics: h.metrics, OnRollback: h.autoRollback,
 	})
@@ -274,6 +281,15 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 	}
 	for i := range h.p.Operators {
 		o := &h.p.Operators[i]
+		if o.Plugin == "" {
+			// A native operator: a built-in window function.
+			op, err := h.nativeOperator(i, o)
+			if err != nil {
+				return nil, err
+			}
+			ops = append(ops, op)
+			continue
+		}
 		code, err := plugin.ReadModule(o.Plugin, 0)
 		if err != nil {
 			return nil, fmt.Errorf("%s: operator %q: plugin: %w", h.p.File, o.Name, err)
@@ -341,12 +357,16 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 		if par == 0 {
 			par = runtime.GOMAXPROCS(0)
 		}
+		win, err := h.window(i, o, nil)
+		if err != nil {
+			return nil, err
+		}
 		ops = append(ops, exec.Operator{
 			Name: o.Name, Inputs: o.Inputs, Kind: kind, Plugin: pl, Config: o.ConfigJSON, Parallelism: par,
 			Tables: o.State, StopOnError: o.OnError == pipeline.PolicyStop,
 			MaxRecordBytes: int(o.Limits.MaxRecordBytes),
 			Version:        entry.Label(), RollbackBatches: *o.RollbackBatches,
-			Retries: o.Retries, QuarantineAfter: o.QuarantineAfter,
+			Retries: o.Retries, QuarantineAfter: o.QuarantineAfter, Window: win,
 		})
 	}
 	return ops, nil

@@ -1,0 +1,343 @@
+package exec
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/window"
+	"github.com/sluicehq/sluice/state"
+)
+
+// Window makes an operator windowed (kinds aggregate and window): its
+// records are grouped by key and window, and what a window holds is handed
+// to its function when the window fires.
+type Window struct {
+	Spec window.Spec
+	// Function is a native window function (a built-in aggregate); nil:
+	// the operator's plugin is the function.
+	Function window.Function
+}
+
+// clocked is a stage whose work follows time (a windowed operator): before
+// each run the executor gives it the watermark at each of its input
+// records and at the batch's end, and the processing time; it runs on
+// batches without input too (to fire windows), and hands back what it made
+// at batch boundaries (fired windows) and what came late.
+type clocked interface {
+	// setClock sets the next run's times: wms[i] is the watermark when
+	// input record i arrived; end is the watermark at the batch's end
+	// (math.MaxInt64 when the input has ended); now is the processing time.
+	setClock(wms []int64, end, now int64)
+	// made returns the outputs of the last run that no input record made
+	// (Origin len(recs)+k is made[k]).
+	made() []madeRecord
+	// late returns the input records of the last run that came after
+	// their windows had closed.
+	late() []lateRecord
+	// tick is how often the stage needs a run when no input comes
+	// (windows of processing time); 0: never.
+	tick() time.Duration
+}
+
+// madeRecord is the identity of an output made at a batch boundary: its
+// de-duplication id, the same whenever a replay makes it again, and the
+// watermark just before it was made (what an operator downstream of it
+// judges it against).
+type madeRecord struct {
+	id string
+	wm int64
+}
+
+// lateRecord is an input record (by index in the run's input) that came
+// late, and why.
+type lateRecord struct {
+	index  int
+	reason string
+}
+
+// windowStage runs a windowed operator: records go, by key group, to the
+// worker that owns the group (as in a keyed stage, whose workers, state
+// sessions, assignment, swaps and resizes it shares); each worker's
+// window.Operator keeps the windows in that worker's session, so they are
+// committed with the batch and its source positions.
+type windowStage struct {
+	*keyedStage
+	spec  window.Spec
+	table *state.Table
+	// native is the built-in function; nil: the plugin's, through each
+	// worker's instance.
+	native window.Function
+	ops    []*window.Operator // one per worker, with its scratch
+	seed   maphash.Seed
+
+	// This run's times and results.
+	wms       []int64
+	end, now  int64
+	madeRecs  []madeRecord
+	lateRecs  []lateRecord
+	results   []window.Result
+	resultsMu sync.Mutex
+}
+
+func newWindowStage(ctx context.Context, op *Operator, store *state.Store, m *workerMetrics) (*windowStage, error) {
+	if len(op.Tables) == 0 {
+		op.Tables = []string{op.Name}
+	}
+	ks, err := newKeyedStage(ctx, op, store, m)
+	if err != nil {
+		return nil, err
+	}
+	st := &windowStage{keyedStage: ks, spec: op.Window.Spec, table: ks.tables[0], native: op.Window.Function, seed: maphash.MakeSeed()}
+	for range ks.workers {
+		if err := st.addOperator(); err != nil {
+			st.closeWorkers(ctx)
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// addOperator makes the window operator of the next worker.
+func (st *windowStage) addOperator() error {
+	w := len(st.ops)
+	fn := st.native
+	if fn == nil {
+		fn = &pluginFunction{stage: st, worker: w}
+	}
+	o, err := window.New(st.spec, fn, st.table)
+	if err != nil {
+		return fmt.Errorf("exec: operator %q: %w", st.op.Name, err)
+	}
+	st.ops = append(st.ops, o)
+	return nil
+}
+
+func (st *windowStage) setClock(wms []int64, end, now int64) {
+	st.wms, st.end, st.now = wms, end, now
+}
+
+func (st *windowStage) made() []madeRecord { return st.madeRecs }
+func (st *windowStage) late() []lateRecord { return st.lateRecs }
+
+func (st *windowStage) tick() time.Duration {
+	if st.spec.Domain == window.ProcessingTime || st.spec.EarlyInterval > 0 {
+		return 100 * time.Millisecond
+	}
+	return 0
+}
+
+func (st *windowStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, []plugin.Reject, error) {
+	for _, w := range st.workers {
+		w.in, w.global = w.in[:0], w.global[:0]
+	}
+	for i := range recs {
+		w := st.workers[st.assign.owner(state.KeyGroup(recs[i].Key, st.groups))]
+		w.in = append(w.in, recs[i])
+		w.global = append(w.global, int32(i))
+	}
+	st.results, st.lateRecs, st.madeRecs = st.results[:0], st.lateRecs[:0], st.madeRecs[:0]
+	st.rejects = st.rejects[:0]
+	var wg sync.WaitGroup
+	errs := make([]error, len(st.workers))
+	for k, w := range st.workers {
+		wg.Go(func() { errs[k] = st.runWorker(ctx, k, w) })
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
+			return nil, nil, fmt.Errorf("exec: operator %q: worker %d: %w", st.op.Name, k, err)
+		}
+	}
+	// Fired windows in an order that depends on neither the workers nor
+	// the batches: by time, key, window and firing.
+	slices.SortStableFunc(st.results, func(a, b window.Result) int {
+		return cmp.Or(cmp.Compare(a.Record.Time, b.Record.Time), bytes.Compare(a.Key, b.Key),
+			cmp.Compare(a.Window.Start, b.Window.Start), cmp.Compare(a.Seq, b.Seq))
+	})
+	st.outRecs = st.outRecs[:0]
+	ids := map[string]int{}
+	for _, r := range st.results {
+		rec := r.Record
+		rec.Origin = uint32(len(recs) + len(st.madeRecs))
+		st.outRecs = append(st.outRecs, rec)
+		id := st.resultID(&r)
+		n := ids[id]
+		ids[id]++
+		// Downstream, a result is judged against the watermark just
+		// below its time: it is never late there.
+		st.madeRecs = append(st.madeRecs, madeRecord{id: id + "/" + strconv.Itoa(n), wm: max(r.Record.Time, math.MinInt64+1) - 1})
+	}
+	slices.SortFunc(st.lateRecs, func(a, b lateRecord) int { return a.index - b.index })
+	slices.SortFunc(st.rejects, func(a, b plugin.Reject) int { return a.Index - b.Index })
+	return st.outRecs, st.rejects, nil
+}
+
+// resultID identifies a fired window's output: the operator, the key, the
+// window and the firing's number.
+func (st *windowStage) resultID(r *window.Result) string {
+	var b []byte
+	b = append(b, st.op.Name...)
+	b = append(b, '/')
+	if len(r.Key) <= 32 && printableKey(r.Key) {
+		b = append(b, r.Key...)
+	} else {
+		b = hex.AppendEncode(b, r.Key[:min(len(r.Key), 16)])
+		b = append(b, '~')
+		b = strconv.AppendUint(b, maphash.Bytes(st.seed, r.Key), 36)
+	}
+	b = append(b, '/')
+	b = strconv.AppendInt(b, r.Window.Start, 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, r.Window.End, 10)
+	b = append(b, '/')
+	b = strconv.AppendUint(b, uint64(r.Seq), 10)
+	return string(b)
+}
+
+// printableKey reports whether k can stand in an id as it is.
+func printableKey(k []byte) bool {
+	for _, c := range k {
+		if c <= ' ' || c >= 0x7f || c == '/' {
+			return false
+		}
+	}
+	return true
+}
+
+// runWorker runs worker k's records through its window operator, firing
+// the windows that come due between records as the watermark passes them,
+// as a record-by-record run would, and the rest at the batch's end.
+func (st *windowStage) runWorker(ctx context.Context, k int, w *worker) error {
+	start := time.Now()
+	defer func() { w.busy += time.Since(start); w.records += uint64(len(w.in)) }()
+	o := st.ops[k]
+	groups := st.assign.groupsOf(w.id)
+	emit := func(r window.Result) {
+		st.resultsMu.Lock()
+		st.results = append(st.results, r)
+		st.resultsMu.Unlock()
+	}
+	wms := slices.Grow(w.wms[:0], len(w.in))
+	for _, g := range w.global {
+		wms = append(wms, st.wms[g])
+	}
+	w.wms = wms
+	for i := 0; i < len(w.in); {
+		due, err := nextFiring(w.sess, groups)
+		if err != nil {
+			return err
+		}
+		if wms[i] >= due {
+			// The watermark passed a firing before record i came.
+			if err := o.Advance(ctx, w.sess, groups, wms[i], st.now, emit); err != nil {
+				return err
+			}
+			continue
+		}
+		j := i
+		for j < len(w.in) && wms[j] < due {
+			due = min(due, firstFiring(&st.spec, w.in[j].Time))
+			j++
+		}
+		late, err := o.Add(ctx, w.sess, w.in[i:j], wms[i:j], st.now)
+		if err != nil {
+			return err
+		}
+		st.resultsMu.Lock()
+		for _, l := range late {
+			g := int(w.global[i+l.Index])
+			if l.Rejected {
+				st.rejects = append(st.rejects, plugin.Reject{Index: g, Err: fmt.Errorf("%w: %s", plugin.ErrRejected, l.Reason)})
+			} else {
+				st.lateRecs = append(st.lateRecs, lateRecord{index: g, reason: l.Reason})
+			}
+		}
+		st.resultsMu.Unlock()
+		i = j
+	}
+	return o.Advance(ctx, w.sess, groups, st.end, st.now, emit)
+}
+
+// nextFiring returns the time of the earliest event-time timer of the
+// key groups, math.MaxInt64 when there is none.
+func nextFiring(sess *state.Session, groups []int) (int64, error) {
+	due := int64(math.MaxInt64)
+	for _, kg := range groups {
+		err := sess.Timers(kg, state.EventTime, due, func(t state.Timer) bool {
+			due = min(due, t.Time)
+			return false
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return due, nil
+}
+
+// firstFiring returns the earliest event time at which a window that a
+// record of time t opens can fire: the end of the first window that holds
+// t, less one; math.MaxInt64 when no watermark fires it.
+func firstFiring(s *window.Spec, t int64) int64 {
+	if s.Domain != window.EventTime {
+		return math.MaxInt64
+	}
+	switch s.Assigner {
+	case window.Tumbling, window.Sliding:
+		size, slide, off := int64(s.Size), int64(s.Slide), int64(s.Offset)
+		if s.Assigner == window.Tumbling {
+			slide = size
+		}
+		// The last window holding t starts at last; the first one at the
+		// earliest start on the grid after t - size.
+		last := t - mod(t-off, slide)
+		first := last - ((size-1)/slide)*slide
+		for first+size <= t {
+			first += slide
+		}
+		return first + size - 1
+	case window.Session:
+		return t + int64(s.Gap) - 1
+	}
+	return math.MaxInt64
+}
+
+// mod is the modulo that is never negative.
+func mod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
+
+func (st *windowStage) retry(ctx context.Context, rec *abi.Record) ([]abi.Record, error) {
+	return nil, errNoRetry
+}
+
+// resize changes the workers as a keyed stage does, with a window
+// operator for each new worker.
+func (st *windowStage) resize(ctx context.Context, r *resize) error {
+	err := st.keyedStage.resize(ctx, r)
+	st.ops = st.ops[:min(len(st.ops), len(st.workers))]
+	for len(st.ops) < len(st.workers) {
+		if aerr := st.addOperator(); aerr != nil && err == nil {
+			err = aerr
+		}
+	}
+	return err
+}
+
+func (st *windowStage) report(os *OperatorStatus) {
+	st.keyedStage.report(os)
+}

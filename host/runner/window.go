@@ -1,0 +1,129 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/connectors/file"
+	"github.com/sluicehq/sluice/connectors/natsconn"
+	"github.com/sluicehq/sluice/host/exec"
+	"github.com/sluicehq/sluice/host/pipeline"
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/window"
+)
+
+// watermark returns a source's watermark strategy.
+func watermark(s *pipeline.Source) *window.WatermarkStrategy {
+	w := s.Watermark
+	if w == nil {
+		return nil
+	}
+	ws := &window.WatermarkStrategy{Kind: window.Monotonous, Idle: time.Duration(w.Idle)}
+	if w.OutOfOrderness > 0 {
+		ws.Kind, ws.Bound = window.BoundedOutOfOrder, time.Duration(w.OutOfOrderness)
+	}
+	return ws
+}
+
+// spec converts operator i's window keys into a window.Spec, or reports
+// the key at fault with its line.
+func (h *Host) spec(i int, o *pipeline.Operator) (window.Spec, error) {
+	w := o.Window
+	s := window.Spec{
+		Size: time.Duration(w.Size), Slide: time.Duration(w.Slide), Offset: time.Duration(w.Offset),
+		Gap: time.Duration(w.Gap), Count: w.Count, EarlyCount: w.EarlyEvery,
+		EarlyInterval: time.Duration(w.EarlyInterval), Lateness: time.Duration(w.AllowedLateness),
+	}
+	switch w.Type {
+	case pipeline.WindowTumbling:
+		s.Assigner = window.Tumbling
+	case pipeline.WindowSliding:
+		s.Assigner = window.Sliding
+	case pipeline.WindowSession:
+		s.Assigner = window.Session
+	case pipeline.WindowGlobal:
+		s.Assigner = window.Global
+	}
+	if w.Time == "processing" {
+		s.Domain = window.ProcessingTime
+	}
+	if w.Count > 0 {
+		s.Trigger = window.CountTrigger
+	}
+	if err := s.Validate(); err != nil {
+		var se *window.SpecError
+		if errors.As(err, &se) {
+			return s, h.p.ErrorAt(se.Reason, "operators", i, "window", trimWindow(se.Key))
+		}
+		return s, h.p.ErrorAt(err.Error(), "operators", i, "window")
+	}
+	return s, nil
+}
+
+// trimWindow returns a spec error's key without its "window." prefix.
+func trimWindow(key string) string {
+	const prefix = "window."
+	if len(key) > len(prefix) && key[:len(prefix)] == prefix {
+		return key[len(prefix):]
+	}
+	return key
+}
+
+// window returns the exec.Window of a windowed operator (nil for others),
+// with fn as its native function (nil: the plugin's).
+func (h *Host) window(i int, o *pipeline.Operator, fn window.Function) (*exec.Window, error) {
+	if o.Kind != pipeline.KindAggregate && o.Kind != pipeline.KindWindow {
+		return nil, nil
+	}
+	s, err := h.spec(i, o)
+	if err != nil {
+		return nil, err
+	}
+	return &exec.Window{Spec: s, Function: fn}, nil
+}
+
+// nativeOperator makes an operator that runs no plugin: an aggregate with
+// a built-in function.
+func (h *Host) nativeOperator(i int, o *pipeline.Operator) (exec.Operator, error) {
+	if o.Kind != pipeline.KindAggregate {
+		return exec.Operator{}, h.p.ErrorAt(fmt.Sprintf("a %s operator needs a plugin", o.Kind), "operators", i, "plugin")
+	}
+	fn, err := window.Builtin(o.Function, o.Field)
+	if err != nil {
+		return exec.Operator{}, h.p.ErrorAt(err.Error(), "operators", i, "field")
+	}
+	win, err := h.window(i, o, fn)
+	if err != nil {
+		return exec.Operator{}, err
+	}
+	par := o.Parallelism
+	if par == 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	return exec.Operator{
+		Name: o.Name, Inputs: o.Inputs, Kind: plugin.KindAggregate, Parallelism: par,
+		StopOnError: o.OnError == pipeline.PolicyStop, MaxRecordBytes: int(o.Limits.MaxRecordBytes),
+		Version: "built-in " + o.Function, Window: win,
+	}, nil
+}
+
+// lateSink makes the sink of the late records: the configured subject or
+// file, by default DefaultLateFile in the data directory.
+func (h *Host) lateSink(dataDir string) (connectors.Sink, error) {
+	if s := h.p.Late.Subject; s != "" {
+		return natsconn.NewCoreSink(h.nc, natsconn.CoreSinkConfig{Subject: s, Name: "late"})
+	}
+	path := h.p.Late.Path
+	if path == "" {
+		path = filepath.Join(dataDir, pipeline.DefaultLateFile)
+	}
+	s, err := file.NewSink(file.SinkConfig{Path: path, Name: "late"})
+	if err != nil {
+		return nil, err
+	}
+	return deadLetterFile{Sink: s, path: path, log: h.log}, nil
+}
