@@ -249,11 +249,11 @@ func (c Config) Rule(f Features) (name, branch string) {
 		}
 		return "npj", "low duplication: shared hash table"
 	}
-	lo, hi := min(f.RateR, f.RateS), max(f.RateR, f.RateS)
+	lo := min(f.RateR, f.RateS)
 	switch {
 	case f.R == 0 || f.S == 0:
 		return "npj", "an empty side"
-	case lo < c.LowRate && !math.IsInf(hi, 1):
+	case lo < c.LowRate:
 		return "shj-jm", "a slow side: eager, join-matrix"
 	case lo >= c.HighRate:
 		n, b := lazy()
