@@ -1,0 +1,327 @@
+package join
+
+import "context"
+
+// eagerState is one worker's join state in an eager kernel: SHJ's two hash
+// tables or PMJ's runs.
+type eagerState interface {
+	// add takes one tuple routed to this worker and emits what it joins.
+	add(side Side, t *Tuple, o *out)
+	// finish emits what is left at the window's end and resets the state.
+	finish(ctx context.Context, o *out)
+}
+
+// eager runs an eager algorithm over its workers with JM or JB
+// distribution.
+//
+// JM (join-matrix) replicates every R tuple to every worker and gives each
+// S tuple to one worker, in turn: content-insensitive, so skew cannot
+// unbalance it. JB (join-biclique) puts the workers into groups of Group
+// (the last group takes the remainder when Group does not divide the
+// worker count); an R tuple goes to every member of group key % groups and
+// an S tuple to one member of it, in turn. Every pair then meets at
+// exactly one worker: the one its S tuple went to. Each worker reads the
+// whole of each call's tuples and keeps its own (JB's routing is content
+// sensitive and that scan is its dispatch cost); within a call, a worker
+// handles its tuples in order.
+type eager struct {
+	name    string
+	workers int
+	groups  int // 0: JM
+	group   int // members per group (the last has the remainder)
+	states  []eagerState
+	outs    []out
+	sSeen   uint64 // S tuples routed so far, for the turns
+}
+
+func newEager(name string, o Options, jb bool, mk func() eagerState) *eager {
+	e := &eager{name: name, workers: o.Workers, outs: make([]out, o.Workers)}
+	if jb {
+		g := min(max(o.Group, 1), o.Workers)
+		e.group = g
+		e.groups = o.Workers / g
+	}
+	for range o.Workers {
+		e.states = append(e.states, mk())
+	}
+	return e
+}
+
+func (e *eager) Name() string { return e.name }
+
+// members returns the first worker and the size of group q.
+func (e *eager) members(q int) (first, n int) {
+	first = q * e.group
+	n = e.group
+	if q == e.groups-1 {
+		n = e.workers - first
+	}
+	return first, n
+}
+
+func (e *eager) Add(ctx context.Context, side Side, ts []Tuple, emit Emit) error {
+	if side != R && side != S {
+		return ErrSide
+	}
+	if len(ts) == 0 {
+		return ctx.Err()
+	}
+	w := e.workers
+	base := e.sSeen
+	if side == S {
+		e.sSeen += uint64(len(ts))
+	}
+	parallel(w, func(id int) {
+		o := &e.outs[id]
+		o.reset(id, emit)
+		st := e.states[id]
+		switch {
+		case e.groups == 0 && side == R:
+			for i := range ts {
+				if check(ctx, i) {
+					return
+				}
+				st.add(R, &ts[i], o)
+			}
+		case e.groups == 0:
+			// Worker id takes the S tuples whose turn is id.
+			first := (id - int(base%uint64(w)) + w) % w
+			for i := first; i < len(ts); i += w {
+				st.add(S, &ts[i], o)
+			}
+		default:
+			q := min(id/e.group, e.groups-1)
+			fm, n := e.members(q)
+			g := uint64(e.groups)
+			if side == R {
+				for i := range ts {
+					if ts[i].Key%g == uint64(q) {
+						st.add(R, &ts[i], o)
+					}
+				}
+				break
+			}
+			for i := range ts {
+				if ts[i].Key%g == uint64(q) && int((base+uint64(i))%uint64(n)) == id-fm {
+					st.add(S, &ts[i], o)
+				}
+			}
+		}
+		o.flush()
+	})
+	return ctx.Err()
+}
+
+func (e *eager) Close(ctx context.Context, emit Emit) error {
+	e.sSeen = 0
+	parallel(e.workers, func(id int) {
+		o := &e.outs[id]
+		o.reset(id, emit)
+		e.states[id].finish(ctx, o)
+		o.flush()
+	})
+	return ctx.Err()
+}
+
+// hashTable is a growable bucket-chain table of tuples for SHJ.
+type hashTable struct {
+	tuples []Tuple
+	next   []uint32 // 1 + the next tuple in the bucket, 0 at the end
+	head   []uint32
+	shift  uint
+}
+
+func (h *hashTable) insert(t *Tuple) {
+	if len(h.tuples) >= len(h.head) {
+		h.grow()
+	}
+	b := hash(t.Key) >> h.shift
+	h.tuples = append(h.tuples, *t)
+	h.next = append(h.next, h.head[b])
+	h.head[b] = uint32(len(h.tuples))
+}
+
+func (h *hashTable) grow() {
+	n := max(2*len(h.head), 1024)
+	h.head = make([]uint32, n)
+	h.shift = 64 - log2(n)
+	for i := range h.tuples {
+		b := hash(h.tuples[i].Key) >> h.shift
+		h.next[i] = h.head[b]
+		h.head[b] = uint32(i + 1)
+	}
+}
+
+func (h *hashTable) reset() {
+	h.tuples, h.next = h.tuples[:0], h.next[:0]
+	clear(h.head)
+}
+
+// shj is the symmetric hash join's state: one table per side; a tuple is
+// inserted into its side's table and probes the other's.
+type shj struct {
+	tabs [2]hashTable
+}
+
+func (j *shj) add(side Side, t *Tuple, o *out) {
+	j.tabs[side].insert(t)
+	other := &j.tabs[1-side]
+	if len(other.head) == 0 {
+		return
+	}
+	for e := other.head[hash(t.Key)>>other.shift]; e != 0; e = other.next[e-1] {
+		c := &other.tuples[e-1]
+		if c.Key == t.Key {
+			if side == R {
+				o.add(t, c)
+			} else {
+				o.add(c, t)
+			}
+		}
+	}
+}
+
+func (j *shj) finish(_ context.Context, _ *out) {
+	j.tabs[0].reset()
+	j.tabs[1].reset()
+}
+
+// pmj is the progressive merge join's state (Dittrich et al.): a worker
+// collects its tuples of both sides until they make a run of runSize,
+// sorts the run's R and S and merge-joins them at once; the runs are kept,
+// and at the window's end all R runs and all S runs are merged and joined,
+// emitting only the pairs of different runs (the others were emitted when
+// their run formed). Kept tuples carry, in place of their Ref, their index
+// into a side table of (Ref, run), so the sort and merge helpers work on
+// plain Tuples.
+type pmj struct {
+	delta   float64 // a run's share of the tuples of a window
+	runSize int     // delta of the last window's tuples (minRun at least)
+	minRun  int
+	seen    int // tuples of this window so far
+	pend    [2][]Tuple
+	tmp     []Tuple
+	kept    [2][]Tuple   // every run, each sorted, one after another
+	meta    [2][]pmjMeta // indexed by a kept tuple's Ref
+	bounds  [2][]int     // the runs' ends in kept
+	runs    int
+	merged  [2][]Tuple
+	segs    [][]Tuple
+}
+
+type pmjMeta struct {
+	ref uint32
+	run uint32
+}
+
+// pmjMinRun is the least size of a PMJ run, in tuples: a run is sorted and
+// joined at once, and smaller runs cost more per tuple than they bring.
+const pmjMinRun = 1024
+
+func newPMJ(delta float64, expect, minRun int) *pmj {
+	if minRun == 0 {
+		minRun = pmjMinRun
+	}
+	j := &pmj{delta: delta, runSize: minRun, minRun: minRun}
+	if expect > 0 {
+		j.runSize = max(minRun, int(delta*float64(expect)))
+	}
+	return j
+}
+
+func (j *pmj) add(side Side, t *Tuple, o *out) {
+	j.seen++
+	j.pend[side] = append(j.pend[side], *t)
+	if len(j.pend[0])+len(j.pend[1]) >= j.runSize {
+		j.formRun(o)
+	}
+}
+
+// formRun sorts the pending tuples into a run, joins its two sides and
+// keeps them.
+func (j *pmj) formRun(o *out) {
+	for side := range 2 {
+		p := j.pend[side]
+		j.tmp = resizeTuples(j.tmp, len(p))
+		sortTuples(p, j.tmp)
+	}
+	mergeJoin(context.Background(), j.pend[0], j.pend[1], o)
+	for side := range 2 {
+		for _, t := range j.pend[side] {
+			j.meta[side] = append(j.meta[side], pmjMeta{ref: t.Ref, run: uint32(j.runs)})
+			t.Ref = uint32(len(j.kept[side]))
+			j.kept[side] = append(j.kept[side], t)
+		}
+		j.bounds[side] = append(j.bounds[side], len(j.kept[side]))
+		j.pend[side] = j.pend[side][:0]
+	}
+	j.runs++
+}
+
+func (j *pmj) finish(ctx context.Context, o *out) {
+	if len(j.pend[0])+len(j.pend[1]) > 0 {
+		j.formRun(o)
+	}
+	if j.runs > 1 {
+		for side := range 2 {
+			j.segs = j.segs[:0]
+			start := 0
+			for _, end := range j.bounds[side] {
+				j.segs = append(j.segs, j.kept[side][start:end])
+				start = end
+			}
+			j.merged[side] = resizeTuples(j.merged[side], len(j.kept[side]))
+			mergeMulti(j.merged[side], j.segs)
+		}
+		j.joinAcross(ctx, o)
+	}
+	for side := range 2 {
+		j.kept[side], j.meta[side], j.bounds[side] = j.kept[side][:0], j.meta[side][:0], j.bounds[side][:0]
+	}
+	j.runs = 0
+	if j.seen > 0 {
+		j.runSize = max(j.minRun, int(j.delta*float64(j.seen)))
+	}
+	j.seen = 0
+}
+
+// joinAcross merge-joins the merged runs, emitting the pairs whose tuples
+// came from different runs.
+func (j *pmj) joinAcross(ctx context.Context, o *out) {
+	a, b := j.merged[0], j.merged[1]
+	ma, mb := j.meta[0], j.meta[1]
+	i, k := 0, 0
+	for n := 0; i < len(a) && k < len(b); n++ {
+		if check(ctx, n) {
+			return
+		}
+		ka, kb := a[i].Key, b[k].Key
+		switch {
+		case ka < kb:
+			i++
+		case ka > kb:
+			k++
+		default:
+			i2 := i + 1
+			for i2 < len(a) && a[i2].Key == ka {
+				i2++
+			}
+			k2 := k + 1
+			for k2 < len(b) && b[k2].Key == ka {
+				k2++
+			}
+			for x := i; x < i2; x++ {
+				rm := ma[a[x].Ref]
+				for y := k; y < k2; y++ {
+					sm := mb[b[y].Ref]
+					if rm.run != sm.run {
+						r := Tuple{TS: a[x].TS, Ref: rm.ref}
+						s := Tuple{TS: b[y].TS, Ref: sm.ref}
+						o.add(&r, &s)
+					}
+				}
+			}
+			i, k = i2, k2
+		}
+	}
+}
