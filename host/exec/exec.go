@@ -71,6 +71,10 @@ type Operator struct {
 	// keyed by record key, its state is its windows (Tables[0], default
 	// the operator's name).
 	Window *Window
+	// Join makes the operator a window join of its two inputs (kind
+	// join), Interval an interval join.
+	Join     *Join
+	Interval *Interval
 }
 
 // pluginName names the operator's plugin, "" for a native operator.
@@ -253,7 +257,7 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 			op.Parallelism = 1
 		}
 		om := j.m.operator(op.Name)
-		code, err := newStage(ctx, op, cfg.Store, j.m, om)
+		code, err := newStage(ctx, op, cfg.Store, j.m, om, j.log)
 		if err != nil {
 			j.closeStages(ctx)
 			return nil, err

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
@@ -52,12 +53,16 @@ type node struct {
 }
 
 // newStage makes the stage of op's kind.
-func newStage(ctx context.Context, op *Operator, store *state.Store, m *Metrics, om *opMetrics) (stage, error) {
+func newStage(ctx context.Context, op *Operator, store *state.Store, m *Metrics, om *opMetrics, log *slog.Logger) (stage, error) {
 	switch {
 	case op.Txn != nil:
 		return newTxnStage(op, store, m)
+	case op.Join != nil:
+		return newJoinStage(op, store)
+	case op.Interval != nil:
+		return newIntervalStage(ctx, op, store, om.workers)
 	case op.Window != nil:
-		return newWindowStage(ctx, op, store, om.workers)
+		return newWindowStage(ctx, op, store, om, log)
 	case op.Kind == plugin.KindKeyed:
 		return newKeyedStage(ctx, op, store, om.workers)
 	default:

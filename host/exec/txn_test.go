@@ -540,7 +540,7 @@ func TestTransactionalRunsOfAtMostEvents(t *testing.T) {
 	defer store.Close()
 	op := bankOperator(t, "bank", "ns-chain-lazy", 2, 3, false)
 	m := NewMetrics()
-	st, err := newStage(context.Background(), &op, store, m, m.operator("bank"))
+	st, err := newStage(context.Background(), &op, store, m, m.operator("bank"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -682,7 +682,7 @@ func BenchmarkTransactionalBatch(b *testing.B) {
 		b.Run(strategy, func(b *testing.B) {
 			op := bankOperator(b, "bank", strategy, 2, events, false)
 			m := NewMetrics()
-			st, err := newStage(context.Background(), &op, store, m, m.operator("bank"))
+			st, err := newStage(context.Background(), &op, store, m, m.operator("bank"), nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -80,6 +81,8 @@ type windowStage struct {
 	native window.Function
 	ops    []*window.Operator // one per worker, with its scratch
 	seed   maphash.Seed
+	log    *slog.Logger
+	om     *opMetrics
 
 	// This run's times and results.
 	wms       []int64
@@ -90,15 +93,16 @@ type windowStage struct {
 	resultsMu sync.Mutex
 }
 
-func newWindowStage(ctx context.Context, op *Operator, store *state.Store, m *workerMetrics) (*windowStage, error) {
+func newWindowStage(ctx context.Context, op *Operator, store *state.Store, om *opMetrics, log *slog.Logger) (*windowStage, error) {
 	if len(op.Tables) == 0 {
 		op.Tables = []string{op.Name}
 	}
-	ks, err := newKeyedStage(ctx, op, store, m)
+	ks, err := newKeyedStage(ctx, op, store, om.workers)
 	if err != nil {
 		return nil, err
 	}
-	st := &windowStage{keyedStage: ks, spec: op.Window.Spec, table: ks.tables[0], native: op.Window.Function, seed: maphash.MakeSeed()}
+	st := &windowStage{keyedStage: ks, spec: op.Window.Spec, table: ks.tables[0], native: op.Window.Function,
+		seed: maphash.MakeSeed(), log: log, om: om}
 	for range ks.workers {
 		if err := st.addOperator(); err != nil {
 			st.closeWorkers(ctx)
@@ -112,8 +116,12 @@ func newWindowStage(ctx context.Context, op *Operator, store *state.Store, m *wo
 func (st *windowStage) addOperator() error {
 	w := len(st.ops)
 	fn := st.native
-	if fn == nil {
-		fn = &pluginFunction{stage: st, worker: w}
+	switch {
+	case fn != nil:
+	case st.op.Kind == plugin.KindWindow:
+		fn = &pluginCollector{st: st, worker: w}
+	default:
+		fn = &pluginAggregate{st: st, worker: w}
 	}
 	o, err := window.New(st.spec, fn, st.table)
 	if err != nil {
@@ -340,4 +348,126 @@ func (st *windowStage) resize(ctx context.Context, r *resize) error {
 
 func (st *windowStage) report(os *OperatorStatus) {
 	st.keyedStage.report(os)
+}
+
+// pluginAggregate is a worker's window.Accumulator over its plugin
+// instance (kind aggregate: sluice_agg_add, merge and fire). It reads the
+// worker's instance at each call, so it follows swaps.
+type pluginAggregate struct {
+	st     *windowStage
+	worker int
+	out    plugin.Output
+	groups []plugin.AddGroup
+	pairs  []plugin.MergePair
+	fires  []plugin.Fire
+}
+
+func (f *pluginAggregate) inst() *plugin.Instance { return f.st.workers[f.worker].inst }
+
+func (f *pluginAggregate) Add(ctx context.Context, groups []window.Group) error {
+	f.groups = f.groups[:0]
+	for _, g := range groups {
+		f.groups = append(f.groups, plugin.AddGroup{Key: g.Key, Time: g.Slice.MaxTime(), Acc: g.Acc, Recs: g.Recs})
+	}
+	f.out.Reset()
+	if err := f.inst().AggAdd(ctx, f.groups, &f.out); err != nil {
+		return err
+	}
+	if len(f.out.Records) != len(groups) {
+		return fmt.Errorf("exec: operator %q: %d accumulators for %d groups", f.st.op.Name, len(f.out.Records), len(groups))
+	}
+	for g := range groups {
+		groups[g].Out = f.out.Records[g].Value
+		groups[g].Rejected = groups[g].Rejected[:0]
+	}
+	// A reject's Index numbers the members across the call.
+	g, first := 0, 0
+	for _, r := range f.out.Rejects {
+		for g < len(groups) && r.Index >= first+len(groups[g].Recs) {
+			first += len(groups[g].Recs)
+			g++
+		}
+		if g == len(groups) {
+			break
+		}
+		groups[g].Rejected = append(groups[g].Rejected, window.Rejection{Index: r.Index - first, Reason: r.Err.Error()})
+	}
+	return nil
+}
+
+func (f *pluginAggregate) Merge(ctx context.Context, pairs []window.Pair) error {
+	f.pairs = f.pairs[:0]
+	for _, p := range pairs {
+		f.pairs = append(f.pairs, plugin.MergePair{Key: p.Key, A: p.A, B: p.B})
+	}
+	f.out.Reset()
+	if err := f.inst().AggMerge(ctx, f.pairs, &f.out); err != nil {
+		return err
+	}
+	if len(f.out.Records) != len(pairs) {
+		return fmt.Errorf("exec: operator %q: %d merged accumulators for %d pairs", f.st.op.Name, len(f.out.Records), len(pairs))
+	}
+	for j := range pairs {
+		pairs[j].Out = f.out.Records[j].Value
+	}
+	return nil
+}
+
+func (f *pluginAggregate) Fire(ctx context.Context, fires []window.Fire, emit func(i int, r abi.Record)) error {
+	f.fires = f.fires[:0]
+	for _, fi := range fires {
+		f.fires = append(f.fires, plugin.Fire{Key: fi.Key, Window: guestWindow(fi), Acc: fi.Acc})
+	}
+	f.out.Reset()
+	if err := f.inst().AggFire(ctx, f.fires, &f.out); err != nil {
+		return err
+	}
+	return f.st.fired(&f.out, fires, emit)
+}
+
+// pluginCollector is a worker's collecting window.Function over its
+// plugin instance (kind window: sluice_window_fire).
+type pluginCollector struct {
+	st     *windowStage
+	worker int
+	out    plugin.Output
+	fires  []plugin.FireContents
+}
+
+func (f *pluginCollector) Fire(ctx context.Context, fires []window.Fire, emit func(i int, r abi.Record)) error {
+	f.fires = f.fires[:0]
+	for _, fi := range fires {
+		f.fires = append(f.fires, plugin.FireContents{Key: fi.Key, Window: guestWindow(fi), Recs: fi.Recs})
+	}
+	f.out.Reset()
+	if err := f.st.workers[f.worker].inst.WindowFire(ctx, f.fires, &f.out); err != nil {
+		return err
+	}
+	return f.st.fired(&f.out, fires, emit)
+}
+
+// guestWindow is a firing window as the guest sees it.
+func guestWindow(f window.Fire) plugin.Window {
+	w := plugin.Window{Start: f.Window.Start, End: f.Window.End, Firing: plugin.FiringOnTime}
+	switch f.Firing {
+	case window.EarlyFiring:
+		w.Firing = plugin.FiringEarly
+	case window.LateFiring:
+		w.Firing = plugin.FiringLate
+	}
+	return w
+}
+
+// fired hands a fire call's results to emit. A window whose firing the
+// guest rejected emits nothing; the rejection is logged with the window.
+func (st *windowStage) fired(out *plugin.Output, fires []window.Fire, emit func(i int, r abi.Record)) error {
+	for _, r := range out.Records {
+		emit(int(r.Origin), r)
+	}
+	for _, r := range out.Rejects {
+		f := fires[r.Index]
+		st.log.Warn("the plugin rejected a window's firing: it emits nothing for that window",
+			"operator", st.op.Name, "key", string(f.Key), "window", f.Window.String(), "err", r.Err)
+	}
+	return nil
 }

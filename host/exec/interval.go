@@ -1,0 +1,222 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/state"
+)
+
+// Interval bounds an interval join: a right record b joins a left record a
+// of the same key when a.Time + Lower <= b.Time <= a.Time + Upper.
+type Interval struct {
+	Lower, Upper time.Duration
+}
+
+// intervalStage runs an interval join: records go by key group to the
+// worker that owns it (the keyed stage's workers, sessions and
+// assignment); each side's records wait in the key's state, ordered by
+// time, until the watermark passes the last time a record of the other
+// side could match them. A record is joined, as it arrives, with the
+// waiting records of the other side in its interval, so each pair is made
+// once, by the later of its two records, and its output descends from it.
+type intervalStage struct {
+	*keyedStage
+	lower, upper int64
+
+	wms      []int64
+	end, now int64
+	lateRecs []lateRecord
+	mu       sync.Mutex
+}
+
+func newIntervalStage(ctx context.Context, op *Operator, store *state.Store, m *workerMetrics) (*intervalStage, error) {
+	if len(op.Inputs) != 2 {
+		return nil, fmt.Errorf("exec: join %q reads two inputs, left and right: it has %d", op.Name, len(op.Inputs))
+	}
+	if len(op.Tables) == 0 {
+		op.Tables = []string{op.Name}
+	}
+	iv := op.Interval
+	if iv.Lower > iv.Upper {
+		return nil, fmt.Errorf("exec: join %q: interval [%v, %v] is empty", op.Name, iv.Lower, iv.Upper)
+	}
+	ks, err := newKeyedStage(ctx, op, store, m)
+	if err != nil {
+		return nil, err
+	}
+	return &intervalStage{keyedStage: ks, lower: int64(iv.Lower), upper: int64(iv.Upper)}, nil
+}
+
+func (st *intervalStage) setClock(wms []int64, end, now int64) { st.wms, st.end, st.now = wms, end, now }
+func (st *intervalStage) made() []madeRecord                   { return nil }
+func (st *intervalStage) late() []lateRecord                   { return st.lateRecs }
+func (st *intervalStage) tick() time.Duration                  { return 0 }
+
+func (st *intervalStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, []plugin.Reject, error) {
+	for _, w := range st.workers {
+		w.in, w.global = w.in[:0], w.global[:0]
+	}
+	for i := range recs {
+		w := st.workers[st.assign.owner(state.KeyGroup(recs[i].Key, st.groups))]
+		w.in = append(w.in, recs[i])
+		w.global = append(w.global, int32(i))
+	}
+	st.lateRecs = st.lateRecs[:0]
+	st.active = st.active[:0]
+	var wg sync.WaitGroup
+	for k, w := range st.workers {
+		st.active = append(st.active, w)
+		wg.Go(func() { w.err = st.runWorker(k, w) })
+	}
+	wg.Wait()
+	for _, w := range st.workers {
+		if w.err != nil {
+			return nil, nil, fmt.Errorf("exec: join %q: worker %d: %w", st.op.Name, w.id, w.err)
+		}
+	}
+	out, _ := st.gather()
+	return out, nil, nil
+}
+
+// Namespaces of the two sides' waiting records.
+var intervalSides = [2][]byte{[]byte("join/left"), []byte("join/right")}
+
+// intervalCount is the namespace of a key's count of records stored.
+var intervalCount = []byte("join/count")
+
+// runWorker joins the worker's records in order, then drops the waiting
+// records the watermark at the batch's end leaves no partner for.
+func (st *intervalStage) runWorker(k int, w *worker) error {
+	start := time.Now()
+	defer func() { w.busy += time.Since(start); w.records += uint64(len(w.in)) }()
+	w.out.Reset()
+	t := st.tables[0]
+	for i := range w.in {
+		r := &w.in[i]
+		wm := st.wms[w.global[i]]
+		side := int(r.Input)
+		if r.Time <= wm {
+			st.mu.Lock()
+			st.lateRecs = append(st.lateRecs, lateRecord{index: int(w.global[i]), reason: fmt.Sprintf(
+				"event time %s is late: the watermark was %s when it came", fmtTime(r.Time), fmtTime(wm))})
+			st.mu.Unlock()
+			continue
+		}
+		// The other side's records in r's interval: for a left record,
+		// right times in [t+lower, t+upper]; for a right one, left times
+		// in [t-upper, t-lower].
+		lo, hi := r.Time+st.lower, r.Time+st.upper
+		if side == 1 {
+			lo, hi = r.Time-st.upper, r.Time-st.lower
+		}
+		var scanErr error
+		err := w.sess.Scan(t, r.Key, intervalSides[1-side], func(key state.Key, v []byte) bool {
+			ts := int64(binary.BigEndian.Uint64(key.User) ^ 1<<63)
+			if ts < lo {
+				return true
+			}
+			if ts > hi {
+				return false
+			}
+			other, err := decodeOne(v)
+			if err != nil {
+				scanErr = err
+				return false
+			}
+			l, rr := r, &other
+			if side == 1 {
+				l, rr = &other, r
+			}
+			st.pair(w, i, l, rr)
+			return true
+		})
+		if err = cmpErr(err, scanErr); err != nil {
+			return err
+		}
+		// Wait for partners until the watermark passes the last time one
+		// could have: a left record until t+upper, a right one until
+		// t-lower.
+		until := hi
+		if side == 1 {
+			until = r.Time - st.lower
+		}
+		// Waiting records are ordered by time, then by arrival: a count
+		// per key.
+		nk := state.Key{Route: r.Key, Namespace: intervalCount}
+		v, _, err := w.sess.GetKey(t, nk)
+		if err != nil {
+			return err
+		}
+		var n uint64
+		if len(v) == 8 {
+			n = binary.BigEndian.Uint64(v)
+		}
+		if err := w.sess.PutKey(t, nk, binary.BigEndian.AppendUint64(nil, n+1)); err != nil {
+			return err
+		}
+		user := binary.BigEndian.AppendUint64(nil, uint64(r.Time)^1<<63)
+		user = binary.BigEndian.AppendUint64(user, n)
+		c := *r
+		c.Origin, c.Input = 0, 0
+		if err := w.sess.PutKey(t, state.Key{Route: r.Key, Namespace: intervalSides[side], User: user}, abi.AppendRecord(abi.AppendBatchHeader(nil, 1), &c)); err != nil {
+			return err
+		}
+		tm := state.Timer{Domain: state.EventTime, Time: until, Route: r.Key, Namespace: intervalSides[side], Name: user}
+		if err := w.sess.SetTimer(tm); err != nil {
+			return err
+		}
+	}
+	for _, kg := range st.assign.groupsOf(w.id) {
+		var expired []state.Timer
+		err := w.sess.PopTimers(kg, state.EventTime, st.end-1, func(tm state.Timer) bool {
+			expired = append(expired, state.Timer{Route: bytes.Clone(tm.Route), Namespace: bytes.Clone(tm.Namespace), Name: bytes.Clone(tm.Name)})
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		for _, tm := range expired {
+			if err := w.sess.DeleteKey(t, state.Key{Route: tm.Route, Namespace: tm.Namespace, User: tm.Name}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// pair appends the result of left l and right r, made as input i of the
+// worker arrived.
+func (st *intervalStage) pair(w *worker, i int, l, r *abi.Record) {
+	v := make([]byte, 0, len(l.Value)+len(r.Value)+64)
+	v = append(v, `{"key":`...)
+	v = appendJSON(v, l.Key)
+	v = append(v, `,"left":`...)
+	v = appendJSON(v, l.Value)
+	v = append(v, `,"right":`...)
+	v = appendJSON(v, r.Value)
+	v = append(v, '}')
+	w.out.Records = append(w.out.Records, abi.Record{Origin: uint32(i), Key: l.Key, Value: v, Time: max(l.Time, r.Time, math.MinInt64)})
+}
+
+func (st *intervalStage) retry(context.Context, *abi.Record) ([]abi.Record, error) {
+	return nil, errNoRetry
+}
+
+func (st *intervalStage) prepare(_ context.Context, op *Operator, _ *Replacement, _ int) (*generation, error) {
+	return nil, fmt.Errorf("%w: join %q runs no plugin", ErrSwapRefused, op.Name)
+}

@@ -1,0 +1,206 @@
+package exec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/host/join"
+	"github.com/sluicehq/sluice/host/window"
+)
+
+// genSide draws one side of a join: records of a few keys whose times stay
+// within bound of the largest time before them, so that none is late.
+func genSide(t *rapid.T, name string, bound time.Duration) []abi.Record {
+	n := rapid.IntRange(0, 60).Draw(t, name+" records")
+	base := int64(1_700_000_000) * int64(time.Second)
+	now := base
+	recs := make([]abi.Record, n)
+	for i := range recs {
+		now += int64(rapid.IntRange(0, 2000).Draw(t, name+" step")) * int64(time.Millisecond)
+		ts := now - int64(rapid.Int64Range(0, int64(bound)).Draw(t, name+" behind"))
+		k := fmt.Sprintf("k%d", rapid.IntRange(0, 3).Draw(t, name+" key"))
+		recs[i] = abi.Record{Key: []byte(k), Value: []byte(fmt.Sprintf(`"%s%d"`, name, i)), Time: ts}
+	}
+	return recs
+}
+
+// joinOracle joins by nested loops over every window: "start left right"
+// lines, with null for the missing side of an outer join's record.
+func joinOracle(l, r []abi.Record, size, slide int64, typ JoinType) []string {
+	var lines []string
+	starts := map[int64]bool{}
+	for _, recs := range [][]abi.Record{l, r} {
+		for _, x := range recs {
+			last := x.Time - ((x.Time%slide)+slide)%slide
+			for s := last; s > x.Time-size; s -= slide {
+				starts[s] = true
+			}
+		}
+	}
+	in := func(x abi.Record, s int64) bool { return x.Time >= s && x.Time < s+size }
+	for s := range starts {
+		hitR := map[int]bool{}
+		for _, a := range l {
+			if !in(a, s) {
+				continue
+			}
+			hit := false
+			for j, b := range r {
+				if in(b, s) && string(a.Key) == string(b.Key) {
+					lines = append(lines, fmt.Sprintf("%d %s %s", s, a.Value, b.Value))
+					hit, hitR[j] = true, true
+				}
+			}
+			if !hit && (typ == LeftJoin || typ == FullJoin) {
+				lines = append(lines, fmt.Sprintf("%d %s null", s, a.Value))
+			}
+		}
+		if typ == RightJoin || typ == FullJoin {
+			for j, b := range r {
+				if in(b, s) && !hitR[j] {
+					lines = append(lines, fmt.Sprintf("%d null %s", s, b.Value))
+				}
+			}
+		}
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// TestJoinMatchesNestedLoop runs window joins of random streams, every
+// kernel, every join type, tumbling and sliding windows, in batches of
+// several sizes on several workers, against a nested-loop join of every
+// window; each result's id is its own.
+func TestJoinMatchesNestedLoop(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		bound := time.Duration(rapid.IntRange(0, 3).Draw(rt, "bound")) * time.Second
+		l, r := genSide(rt, "l", bound), genSide(rt, "r", bound)
+		size := int64(rapid.IntRange(2, 12).Draw(rt, "size")) * int64(time.Second)
+		slide := size
+		spec := window.Spec{Assigner: window.Tumbling, Size: time.Duration(size)}
+		if rapid.Bool().Draw(rt, "sliding") {
+			slide = size / int64(rapid.IntRange(1, 4).Draw(rt, "windows per record"))
+			slide = max(slide-slide%int64(time.Second), int64(time.Second))
+			spec = window.Spec{Assigner: window.Sliding, Size: time.Duration(size), Slide: time.Duration(slide)}
+		}
+		typ := JoinType(rapid.IntRange(0, 3).Draw(rt, "type"))
+		algo := rapid.SampledFrom(join.Names()).Draw(rt, "algorithm")
+		want := joinOracle(l, r, size, slide, typ)
+		batch := rapid.SampledFrom([]int{1, 50}).Draw(rt, "batch")
+		workers := rapid.IntRange(1, 2).Draw(rt, "workers")
+
+		store := openStore(rt, t.TempDir())
+		defer store.Close()
+		sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+		wm := &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: bound}
+		job, err := New(context.Background(), Config{
+			Name: "p",
+			Sources: []Input{
+				{Name: "l", Source: &sliceSource{recs: l, chunk: batch}, Watermark: wm},
+				{Name: "r", Source: &sliceSource{recs: r, chunk: batch}, Watermark: wm},
+			},
+			Operators: []Operator{{Name: "j", Kind: KindJoin, Inputs: []string{"l", "r"}, Parallelism: workers,
+				Join: &Join{Type: typ, Window: spec, Algorithm: algo}}},
+			Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
+		})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if err := job.Run(context.Background()); err != nil {
+			rt.Fatal(err)
+		}
+		if n := len(late.records()) + len(dead.records()); n > 0 {
+			rt.Fatalf("%d records late or dead", n)
+		}
+		var got []string
+		ids := map[string]bool{}
+		for _, o := range sink.records() {
+			got = append(got, joinLine(rt, o))
+			if ids[o.ID] {
+				rt.Fatalf("id %q twice", o.ID)
+			}
+			ids[o.ID] = true
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			rt.Fatalf("%s join, %s:\n got %q\nwant %q", []string{"inner", "left", "right", "full"}[typ], algo, got, want)
+		}
+	})
+}
+
+// joinLine reads a join result as an oracle line.
+func joinLine(t *rapid.T, o connectors.Out) string {
+	var v struct {
+		Left, Right json.RawMessage
+		WindowStart int64 `json:"window_start"`
+	}
+	if err := json.Unmarshal(o.Record.Value, &v); err != nil {
+		t.Fatalf("result %q: %v", o.Record.Value, err)
+	}
+	return fmt.Sprintf("%d %s %s", v.WindowStart, v.Left, v.Right)
+}
+
+// TestIntervalJoinMatchesNestedLoop runs interval joins of random streams
+// against a nested loop over every pair.
+func TestIntervalJoinMatchesNestedLoop(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		bound := time.Duration(rapid.IntRange(0, 3).Draw(rt, "bound")) * time.Second
+		l, r := genSide(rt, "l", bound), genSide(rt, "r", bound)
+		lower := time.Duration(rapid.IntRange(-5, 3).Draw(rt, "lower")) * time.Second
+		upper := lower + time.Duration(rapid.IntRange(0, 6).Draw(rt, "width"))*time.Second
+		var want []string
+		for _, a := range l {
+			for _, b := range r {
+				if string(a.Key) == string(b.Key) && a.Time+int64(lower) <= b.Time && b.Time <= a.Time+int64(upper) {
+					want = append(want, fmt.Sprintf("%s %s %d", a.Value, b.Value, max(a.Time, b.Time)))
+				}
+			}
+		}
+		slices.Sort(want)
+		batch := rapid.SampledFrom([]int{1, 50}).Draw(rt, "batch")
+
+		store := openStore(rt, t.TempDir())
+		defer store.Close()
+		sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+		wm := &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: bound}
+		job, err := New(context.Background(), Config{
+			Name: "p",
+			Sources: []Input{
+				{Name: "l", Source: &sliceSource{recs: l, chunk: batch}, Watermark: wm},
+				{Name: "r", Source: &sliceSource{recs: r, chunk: batch}, Watermark: wm},
+			},
+			Operators: []Operator{{Name: "j", Kind: KindJoin, Inputs: []string{"l", "r"}, Parallelism: rapid.IntRange(1, 3).Draw(rt, "workers"),
+				Interval: &Interval{Lower: lower, Upper: upper}}},
+			Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
+		})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if err := job.Run(context.Background()); err != nil {
+			rt.Fatal(err)
+		}
+		if n := len(late.records()) + len(dead.records()); n > 0 {
+			rt.Fatalf("%d records late or dead", n)
+		}
+		var got []string
+		for _, o := range sink.records() {
+			var v struct{ Left, Right json.RawMessage }
+			if err := json.Unmarshal(o.Record.Value, &v); err != nil {
+				rt.Fatalf("result %q: %v", o.Record.Value, err)
+			}
+			got = append(got, fmt.Sprintf("%s %s %d", v.Left, v.Right, o.Record.Time))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			rt.Fatalf("interval [%v, %v]:\n got %q\nwant %q", lower, upper, got, want)
+		}
+	})
+}

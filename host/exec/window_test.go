@@ -1,0 +1,218 @@
+package exec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/window"
+)
+
+// windowed is a stream for a windowed count: records of a few keys whose
+// times mostly grow, some behind by up to the watermark's bound and some
+// by more (late).
+type windowed struct {
+	recs  []abi.Record
+	size  time.Duration // tumbling window
+	bound time.Duration // out-of-orderness the watermark allows
+}
+
+func genWindowed(t *rapid.T) windowed {
+	size := time.Duration(rapid.IntRange(2, 20).Draw(t, "size")) * time.Second
+	bound := time.Duration(rapid.IntRange(0, 5).Draw(t, "bound")) * time.Second
+	n := rapid.IntRange(0, 120).Draw(t, "records")
+	base := int64(1_700_000_000) * int64(time.Second)
+	now := base
+	recs := make([]abi.Record, n)
+	for i := range recs {
+		now += int64(rapid.IntRange(0, 3000).Draw(t, "step")) * int64(time.Millisecond)
+		ts := now - int64(rapid.IntRange(0, 8000).Draw(t, "behind"))*int64(time.Millisecond)*int64(rapid.IntRange(0, 1).Draw(t, "out of order"))
+		k := fmt.Sprintf("k%d", rapid.IntRange(0, 3).Draw(t, "key"))
+		recs[i] = abi.Record{Key: []byte(k), Value: []byte(fmt.Sprint(i)), Time: ts}
+	}
+	return windowed{recs: recs, size: size, bound: bound}
+}
+
+// oracle returns the counts per key and window that a record-by-record
+// run gives (each record judged against the watermark when it arrives,
+// every window fired once at the end of input), as "key start end count"
+// lines in order, and the indexes of the late records.
+func (w windowed) oracle() ([]string, []int) {
+	counts := map[string]int{}
+	var late []int
+	maxSeen, seen := int64(math.MinInt64), false
+	size := int64(w.size)
+	for i, r := range w.recs {
+		wm := int64(math.MinInt64)
+		if seen {
+			wm = maxSeen - int64(w.bound) - 1
+		}
+		start := r.Time - ((r.Time%size)+size)%size
+		if start+size-1 <= wm {
+			late = append(late, i)
+		} else {
+			counts[fmt.Sprintf("%s %d %d", r.Key, start, start+size)]++
+		}
+		if !seen || r.Time > maxSeen {
+			maxSeen, seen = r.Time, true
+		}
+	}
+	var lines []string
+	for k, n := range counts {
+		lines = append(lines, fmt.Sprintf("%s %d", k, n))
+	}
+	slices.Sort(lines)
+	return lines, late
+}
+
+// countLines reads the built-in count's outputs as oracle lines.
+func countLines(t testing.TB, outs []connectors.Out) []string {
+	var lines []string
+	for _, o := range outs {
+		var v struct {
+			Key        string
+			Start, End int64
+			Count      int
+		}
+		if err := json.Unmarshal(o.Record.Value, &v); err != nil {
+			t.Fatalf("output %q: %v", o.Record.Value, err)
+		}
+		if o.Record.Time != v.End-1 {
+			t.Fatalf("output %q has time %d, want its window's end - 1", o.Record.Value, o.Record.Time)
+		}
+		lines = append(lines, fmt.Sprintf("%s %d %d %d", v.Key, v.Start, v.End, v.Count))
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// runCount runs a windowed count of w in batches of batch records on
+// workers workers and returns the outputs and late records.
+func runCount(t testing.TB, w windowed, batch, workers int) (outs, late []connectors.Out) {
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	fn, err := window.Builtin("count", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, dead, lateSink := &memSink{}, &memSink{}, &memSink{}
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: w.recs, chunk: batch},
+			Watermark: &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: w.bound}}},
+		Operators: []Operator{{Name: "count", Kind: plugin.KindAggregate, Parallelism: workers,
+			Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: w.size}, Function: fn}}},
+		Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: lateSink, Store: store, BatchSize: batch,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := dead.records(); len(d) > 0 {
+		t.Fatalf("dead letters: %v", header(d[0].Record, HeaderError))
+	}
+	return sink.records(), lateSink.records()
+}
+
+// TestWindowCountMatchesOracle runs windowed counts of random out-of-order
+// streams in batches of several sizes on several workers: the results, the
+// late records and the outputs' ids are those of a record-by-record run,
+// whatever the batches and workers.
+func TestWindowCountMatchesOracle(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		w := genWindowed(rt)
+		want, wantLate := w.oracle()
+		var firstIDs []string
+		for _, c := range []struct{ batch, workers int }{{1, 1}, {7, 2}, {1000, 3}} {
+			outs, late := runCount(rt, w, c.batch, c.workers)
+			if got := countLines(rt, outs); !slices.Equal(got, want) {
+				rt.Fatalf("batch %d, %d workers:\n got %q\nwant %q", c.batch, c.workers, got, want)
+			}
+			var gotLate []int
+			for _, l := range late {
+				var i int
+				fmt.Sscan(string(l.Record.Value), &i)
+				gotLate = append(gotLate, i)
+				if !strings.Contains(header(l.Record, HeaderLate), "late") {
+					rt.Fatalf("late record without its reason: %q", header(l.Record, HeaderLate))
+				}
+			}
+			if !slices.Equal(gotLate, wantLate) {
+				rt.Fatalf("batch %d, %d workers: late records %v, want %v", c.batch, c.workers, gotLate, wantLate)
+			}
+			var ids []string
+			for _, o := range outs {
+				ids = append(ids, o.ID)
+			}
+			slices.Sort(ids)
+			if firstIDs == nil {
+				firstIDs = ids
+			} else if !slices.Equal(ids, firstIDs) {
+				rt.Fatalf("batch %d, %d workers: ids %q, want those of the first run %q", c.batch, c.workers, ids, firstIDs)
+			}
+		}
+	})
+}
+
+// TestWindowRestart stops a windowed count part way and starts it again
+// on the same state: the windows open at the stop are restored with the
+// watermark, and together the two runs give the results of one run.
+func TestWindowRestart(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		w := genWindowed(rt)
+		want, _ := w.oracle()
+		stop := rapid.IntRange(0, len(w.recs)).Draw(rt, "stop")
+		dir := t.TempDir()
+		fn, err := window.Builtin("count", "")
+		if err != nil {
+			rt.Fatal(err)
+		}
+		var outs []connectors.Out
+		for run, recs := range [][]abi.Record{w.recs[:stop], w.recs} {
+			store := openStore(rt, dir)
+			sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+			src := &sliceSource{recs: recs, chunk: 5, block: run == 0}
+			job, err := New(context.Background(), Config{
+				Name: "p", Sources: []Input{{Name: "in", Source: src,
+					Watermark: &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: w.bound}}},
+				Operators: []Operator{{Name: "count", Kind: plugin.KindAggregate, Parallelism: 2,
+					Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: w.size}, Function: fn}}},
+				Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: 5,
+			})
+			if err != nil {
+				rt.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- job.Run(ctx) }()
+			if run == 0 {
+				// Stop once everything read is committed, without the end of
+				// input (which would fire every window).
+				for store.Positions()["in"] < uint64(stop) {
+					time.Sleep(time.Millisecond)
+				}
+				cancel()
+			}
+			if err := <-done; err != nil {
+				rt.Fatal(err)
+			}
+			cancel()
+			outs = append(outs, sink.records()...)
+			store.Close()
+		}
+		if got := countLines(rt, outs); !slices.Equal(got, want) {
+			rt.Fatalf("stopped after %d records:\n got %q\nwant %q", stop, got, want)
+		}
+	})
+}
