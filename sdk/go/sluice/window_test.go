@@ -142,7 +142,7 @@ type aggFuncs struct {
 }
 
 func (a aggFuncs) Add(acc []byte, r Record) ([]byte, error)  { return a.add(acc, r) }
-func (aggFuncs) Merge(a, b []byte) ([]byte, error)            { return a, nil }
+func (aggFuncs) Merge(a, b []byte) ([]byte, error)           { return a, nil }
 func (aggFuncs) Fire([]byte, Window, []byte, *Emitter) error { return nil }
 
 func TestWindowFuncExport(t *testing.T) {
