@@ -363,3 +363,48 @@ func TestWindowCallsHaveNoState(t *testing.T) {
 	}()
 	c.state(abi.FuncStateGet)
 }
+
+// sdk/wat/reference/aggregate.wat, the reference aggregate of ABI.md
+// section 13, does what its comments say.
+func TestReferenceAggregate(t *testing.T) {
+	if _, err := exec.LookPath("wat2wasm"); err != nil {
+		t.Skip("wat2wasm (wabt) is not installed")
+	}
+	out := filepath.Join(t.TempDir(), "aggregate.wasm")
+	if b, err := exec.Command("wat2wasm", "../../sdk/wat/reference/aggregate.wat", "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("wat2wasm: %v\n%s", err, b)
+	}
+	wasm, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := Load(ctx, newEngine(t, engineConfig()), "aggregate.wasm", wasm, KindAggregate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	i, err := p.NewInstance(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer i.Close(ctx)
+	var o Output
+	if err := i.AggAdd(ctx, []AddGroup{{Key: []byte("a"), Recs: vals("x", "y")}, {Key: []byte("b"), Acc: count(3), Recs: vals("z")}}, &o); err != nil {
+		t.Fatal(err)
+	}
+	if got := accs(t, &o); !slices.Equal(got, []uint64{2, 4}) {
+		t.Errorf("add: %v, want [2 4]", got)
+	}
+	o.Reset()
+	if err := i.AggMerge(ctx, []MergePair{{Key: []byte("a"), A: count(2), B: count(4)}}, &o); err != nil || !slices.Equal(accs(t, &o), []uint64{6}) {
+		t.Errorf("merge: %v %v, want [6]", err, o.Records)
+	}
+	o.Reset()
+	if err := i.AggFire(ctx, []Fire{{Key: []byte("a"), Window: Window{Start: 0, End: 60}, Acc: count(6)}}, &o); err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Records) != 1 || string(o.Records[0].Key) != "a" || string(o.Records[0].Value) != "6" || o.Records[0].Time != 59 {
+		t.Errorf("fire: %+v, want a: 6 at 59", o.Records)
+	}
+}
