@@ -71,7 +71,7 @@ const (
 const (
 	// SectionKinds is the custom section in which a module declares the
 	// operator kinds its handler serves: their names ("map", "filter",
-	// "flatmap", "keyed", "transactional"), separated by commas, as text,
+	// "flatmap", "keyed", "transactional", "aggregate", "window"), separated by commas, as text,
 	// for instance "map" or "map,filter,flatmap". The host refuses, at
 	// load, to run a module that has it as an operator of another kind.
 	SectionKinds = "sluice.kinds"
@@ -112,6 +112,8 @@ const (
 	KindBitFlatMap       int32 = 1 << 2
 	KindBitKeyed         int32 = 1 << 3
 	KindBitTransactional int32 = 1 << 4
+	KindBitAggregate     int32 = 1 << 5
+	KindBitWindow        int32 = 1 << 6
 )
 
 // Status codes returned by host functions and guest exports, as i32.

@@ -154,6 +154,9 @@ type Decoder struct {
 	hdrs  []Header
 	// flags are the bits of a record's flags d accepts.
 	flags uint32
+	// open is set for a batch embedded in a larger encoding (a group's
+	// head or members, window.go): bytes may follow its last record.
+	open bool
 }
 
 // NewDecoder returns a Decoder over batch, having read its header.
@@ -167,7 +170,7 @@ func NewDecoder(batch []byte) (*Decoder, error) {
 
 // Reset makes d decode batch from its start, reusing d's buffers.
 func (d *Decoder) Reset(batch []byte) error {
-	d.buf, d.off, d.index, d.err = batch, BatchHeaderSize, 0, nil
+	d.buf, d.off, d.index, d.err, d.open = batch, BatchHeaderSize, 0, nil, false
 	if len(batch) < BatchHeaderSize {
 		d.count = 0
 		d.err = &DecodeError{Offset: 0, Record: -1, Reason: fmt.Sprintf("batch is %d bytes, shorter than its 4-byte header", len(batch))}
@@ -210,7 +213,7 @@ func (d *Decoder) Next(r *Record) bool {
 		return false
 	}
 	if d.index == d.count {
-		if d.off != len(d.buf) {
+		if d.off != len(d.buf) && !d.open {
 			d.fail(d.off, int(d.count), fmt.Sprintf("%d trailing bytes after the last of %d records", len(d.buf)-d.off, d.count))
 		}
 		return false

@@ -80,11 +80,15 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 	defer func() { _ = mod.Close(context.WithoutCancel(ctx)) }()
 	s := inspect(mod, "map, filter, flatmap and keyed operators")
 	st := inspectKind(mod, KindTransactional, "transactional operators")
+	sa := inspectKind(mod, KindAggregate, "aggregate operators")
+	sw := inspectKind(mod, KindWindow, "window operators")
+	fam := families{s, st, sa, sw}
 	if s.instantiable {
 		c := &call{plugin: name, limits: DefaultLimits(), logger: slog.New(slog.DiscardHandler)}
 		v, _, err := loadABI(ctx, mod, c, s.exportsFeatures())
-		s.version(v, err)
-		st.version(v, err)
+		for _, f := range fam {
+			f.version(v, err)
+		}
 	}
 	r.Memory, r.Exports, r.Imports, r.Command, r.ABIVersion = s.memory, s.exports, s.imports, s.command, s.abiVersion
 	// A module serves the batch kinds, the transactional kind, or both,
@@ -97,10 +101,16 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 	if len(st.problems) == 0 {
 		served = append(served, KindTransactional)
 	}
+	if len(sa.problems) == 0 {
+		served = append(served, KindAggregate)
+	}
+	if len(sw.problems) == 0 {
+		served = append(served, KindWindow)
+	}
 	if !d.declared() {
 		r.Kinds = served
 		if len(r.Kinds) == 0 {
-			r.Problems = kindProblems(s, st)
+			r.Problems = kindProblems(fam)
 		}
 		if exports(s, abi.ExportKinds) {
 			r.Notes = append(r.Notes, fmt.Sprintf("the module exports %s but has no %s custom section, so the host cannot tell which kinds its handler serves: "+
@@ -114,7 +124,7 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 			r.Kinds = nil
 			r.Problems = []string{p}
 		case len(r.Kinds) == 0:
-			r.Problems = declaredProblems(&d, s, st)
+			r.Problems = declaredProblems(&d, fam)
 		}
 		r.Notes = append(r.Notes, declarationNotes(&d, r.Kinds)...)
 	}
@@ -124,7 +134,7 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 		}
 		r.Problems = advise(r.Problems, r.Language, s)
 	}
-	stateless := func(k Kind) bool { return !k.Stateful() && !k.Transactional() }
+	stateless := func(k Kind) bool { return !k.Stateful() && k.batch() }
 	if len(s.usesState) > 0 && (!d.declared() || slices.ContainsFunc(r.Kinds, stateless)) {
 		r.Notes = append(r.Notes, fmt.Sprintf("imports %s: serving a map, filter or flatmap operator, any call to them fails the record; only keyed operators have state",
 			strings.Join(s.usesState, ", ")))
@@ -150,11 +160,41 @@ func declaredServed(d *declaration, served []Kind) []Kind {
 }
 
 // declaredProblems returns the problems of a module that declares d and
-// serves none of its kinds, given its shape as a batch operator (batch)
-// and as a transactional one (txn): those of the kinds it declares.
-func declaredProblems(d *declaration, batch, txn *shape) []string {
-	isTxn := slices.Contains(d.kinds, KindTransactional)
-	return problemsOf(len(d.kinds) > 1 || !isTxn, isTxn, batch, txn)
+// serves none of its kinds, given its shapes as each family of kinds:
+// those of the kinds it declares.
+func declaredProblems(d *declaration, fam families) []string {
+	var meant [nFamilies]bool
+	for _, k := range d.kinds {
+		meant[familyOf(k)] = true
+	}
+	return problemsOf(meant, fam)
+}
+
+// The families of operator kinds that share their exports: the batch
+// kinds (map, filter, flatmap, keyed), transactional, aggregate and
+// window.
+const (
+	famBatch = iota
+	famTxn
+	famAggregate
+	famWindow
+	nFamilies
+)
+
+// families are a module's shapes as each family of kinds, by fam*.
+type families [nFamilies]*shape
+
+// familyOf returns the family of k.
+func familyOf(k Kind) int {
+	switch k {
+	case KindTransactional:
+		return famTxn
+	case KindAggregate:
+		return famAggregate
+	case KindWindow:
+		return famWindow
+	}
+	return famBatch
 }
 
 // declarationNotes returns the notes on a module's declaration d, of which
@@ -182,29 +222,37 @@ func declarationNotes(d *declaration, served []Kind) []string {
 }
 
 // kindProblems returns the problems of a module that serves no operator
-// kind, given its shape as a batch operator (batch) and as a transactional
-// one (txn). A module that exports sluice_process and none of the
-// transactional exports was meant to process batches, one that exports a
-// transactional export and not sluice_process was meant to be
-// transactional: only that kind's problems are worth reading. Otherwise
-// both sets are, each problem once.
-func kindProblems(batch, txn *shape) []string {
-	isBatch := exports(batch, abi.ExportProcess)
-	isTxn := exports(batch, abi.ExportPlan) || exports(batch, abi.ExportApply) || exports(batch, abi.ExportPost)
-	return problemsOf(isBatch, isTxn, batch, txn)
+// kind, given its shapes as each family. A module that exports an export
+// of a family's own (sluice_process; a transactional export; a
+// sluice_agg_ export; sluice_window_fire) was meant for that family: only
+// the problems of the families it was meant for are worth reading, each
+// problem once. A module meant for none gets those of the batch and
+// transactional families.
+func kindProblems(fam families) []string {
+	s := fam[famBatch]
+	var meant [nFamilies]bool
+	meant[famBatch] = exports(s, abi.ExportProcess)
+	meant[famTxn] = exports(s, abi.ExportPlan) || exports(s, abi.ExportApply) || exports(s, abi.ExportPost)
+	meant[famAggregate] = exports(s, abi.ExportAggAdd) || exports(s, abi.ExportAggMerge) || exports(s, abi.ExportAggFire)
+	meant[famWindow] = exports(s, abi.ExportWindowFire)
+	return problemsOf(meant, fam)
 }
 
 // problemsOf returns the problems worth reading of a module meant for the
-// batch kinds (isBatch), the transactional kind (isTxn) or, when it is
-// both or neither, any: those of its shape as each.
-func problemsOf(isBatch, isTxn bool, batch, txn *shape) []string {
-	switch {
-	case isBatch && !isTxn:
-		return batch.problems
-	case isTxn && !isBatch:
-		return txn.problems
+// families set in meant: those of its shape as each, each problem once;
+// when it is meant for none, those of the batch and transactional
+// families.
+func problemsOf(meant [nFamilies]bool, fam families) []string {
+	if meant == [nFamilies]bool{} {
+		meant[famBatch], meant[famTxn] = true, true
 	}
-	return union(batch.problems, txn.problems)
+	var problems []string
+	for f, m := range meant {
+		if m {
+			problems = union(problems, fam[f].problems)
+		}
+	}
+	return problems
 }
 
 // union returns the problems of a followed by those of b that a lacks.

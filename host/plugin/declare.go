@@ -154,7 +154,7 @@ func (d declaration) problem() string {
 // handler", "a handler for map, filter or flatmap operators".
 func (d declaration) handler() string {
 	if len(d.kinds) == 1 {
-		return "a " + string(d.kinds[0]) + " handler"
+		return article(d.kinds[0]) + " " + string(d.kinds[0]) + " handler"
 	}
 	return "a handler for " + orList(d.kinds) + " operators"
 }
@@ -162,8 +162,17 @@ func (d declaration) handler() string {
 // mismatch returns the problem of running a module that declares d as an
 // operator of kind, which d does not name.
 func (d declaration) mismatch(kind Kind) string {
-	return fmt.Sprintf("registers %s (custom section %s); the pipeline runs it as %s: set the operator's kind to %s, or use a plugin that registers a %s handler",
-		d.handler(), abi.SectionKinds, kind, orList(d.kinds), kind)
+	return fmt.Sprintf("registers %s (custom section %s); the pipeline runs it as %s: set the operator's kind to %s, or use a plugin that registers %s %s handler",
+		d.handler(), abi.SectionKinds, kind, orList(d.kinds), article(kind), kind)
+}
+
+// article returns the indefinite article of k's name: "an" for
+// aggregate, "a" for the others.
+func article(k Kind) string {
+	if k == KindAggregate {
+		return "an"
+	}
+	return "a"
 }
 
 // appendKinds returns wasm with a sluice.kinds custom section naming ks

@@ -38,6 +38,10 @@ const (
 	domainPlan
 	domainApply
 	domainPost
+	domainAggAdd
+	domainAggMerge
+	domainAggFire
+	domainWindowFire
 )
 
 // callEnvs makes the CallEnvs of one Instance's calls. It hashes in a

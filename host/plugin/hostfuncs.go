@@ -51,7 +51,8 @@ type call struct {
 	export   string  // the export being called
 	st       State   // the State of a keyed operator during sluice_process, else nil
 	out      *Output // the Output during sluice_process and sluice_post, else nil
-	n        uint32  // number of records in the input batch of the call
+	n        uint32  // number of records in the input batch of the call: the bound of an output's Origin
+	rejectN  uint32  // the bound of a rejected origin: n, but for the window exports
 	base     uint32  // index, in the batch given to Process, of the call's record 0
 	outBytes int     // bytes passed to emit during the call
 	logs     int     // log messages written during the call
@@ -69,7 +70,7 @@ type call struct {
 
 // begin prepares c for a call of export.
 func (c *call) begin(export string, st State, out *Output, n, base uint32) {
-	c.export, c.st, c.out, c.n, c.base = export, st, out, n, base
+	c.export, c.st, c.out, c.n, c.rejectN, c.base = export, st, out, n, n, base
 	c.outBytes, c.logs, c.dropped = 0, 0, 0
 	c.lastErr = c.lastErr[:0]
 	if c.dirty {
@@ -237,7 +238,7 @@ func hostEmit(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	const fn = abi.FuncEmit
 	c := callOf(ctx, fn)
 	if c.out == nil {
-		hostFault(fn, "called during %s: records may be emitted only by %s and %s", c.export, abi.ExportProcess, abi.ExportPost)
+		hostFault(fn, "called during %s: records may be emitted only by %s and %s, and by the window exports (abi/ABI.md section 13)", c.export, abi.ExportProcess, abi.ExportPost)
 	}
 	ptr, n := uint32(stack[0]), uint32(stack[1])
 	b := read(mem, fn, "batch", ptr, n)
@@ -278,12 +279,15 @@ func hostReject(ctx context.Context, mem runtime.Memory, stack []uint64) {
 	const fn = abi.FuncReject
 	c := callOf(ctx, fn)
 	if c.out == nil {
-		hostFault(fn, "called during %s: records may be rejected only by %s and %s", c.export, abi.ExportProcess, abi.ExportPost)
+		hostFault(fn, "called during %s: records may be rejected only by %s and %s, and by the window exports (abi/ABI.md section 13)", c.export, abi.ExportProcess, abi.ExportPost)
+	}
+	if c.export == abi.ExportAggMerge {
+		hostFault(fn, "called during %s: accumulators are merged, not records: nothing may be rejected", c.export)
 	}
 	origin := uint32(stack[0])
 	msg := read(mem, fn, "message", uint32(stack[1]), uint32(stack[2]))
-	if origin >= c.n {
-		hostFault(fn, "origin %d is not in the input batch of %d records", origin, c.n)
+	if origin >= c.rejectN {
+		hostFault(fn, "origin %d is not in the input batch of %d records", origin, c.rejectN)
 	}
 	if !c.firstReject(origin) {
 		return

@@ -34,6 +34,8 @@ type Instance struct {
 	c       *call
 	closed  bool
 	tx      txnInstance // the transactional exports and buffers (txn.go)
+	wf      windowFuncs // the window exports (window.go)
+	win     windowBufs  // the window calls' buffers (window.go)
 	envs    callEnvs    // the deterministic environment of each call (env.go)
 
 	// callCtx is the context of the last guest call, derived from
@@ -93,8 +95,12 @@ func (i *Instance) ensure(ctx context.Context) error {
 	alloc, ok1 := inst.Func(abi.ExportAlloc)
 	process, ok2 := inst.Func(abi.ExportProcess)
 	var tx txnInstance
-	if p.kind.Transactional() {
+	var wf windowFuncs
+	switch {
+	case p.kind.Transactional():
 		ok2 = tx.bind(inst)
+	case p.kind.Windowed():
+		ok2 = wf.bind(inst, p.kind)
 	}
 	if !ok1 || !ok2 {
 		_ = inst.Close(context.WithoutCancel(ctx))
@@ -108,6 +114,7 @@ func (i *Instance) ensure(ctx context.Context) error {
 	}
 	i.inst, i.alloc, i.process, i.mem = inst, alloc, process, inst.Memory()
 	i.tx.reset(tx)
+	i.wf = wf
 	return nil
 }
 
@@ -197,6 +204,9 @@ func (i *Instance) Process(ctx context.Context, in []abi.Record, st State, out *
 	}
 	if i.p.kind.Transactional() {
 		return fmt.Errorf("plugin %q: a transactional operator has no %s: use Plan, ApplyOp and Post", i.p.name, abi.ExportProcess)
+	}
+	if i.p.kind.Windowed() {
+		return fmt.Errorf("plugin %q: %s operators have no %s: use AggAdd, AggMerge, AggFire or WindowFire", i.p.name, i.p.kind, abi.ExportProcess)
 	}
 	if !i.p.kind.Stateful() {
 		st = nil
@@ -424,4 +434,5 @@ func (i *Instance) breakIfRuntime(ctx context.Context, err error, placing bool) 
 	}
 	i.inst, i.alloc, i.process, i.mem = nil, nil, nil, nil
 	i.tx.reset(txnInstance{})
+	i.wf = windowFuncs{}
 }

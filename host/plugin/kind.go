@@ -28,6 +28,14 @@ const (
 	// computes them when the host's scheduler runs them (sluice_apply), and
 	// emits outputs from the outcomes (sluice_post). See Instance.Plan.
 	KindTransactional Kind = "transactional"
+	// KindAggregate folds the records of each key and window into an
+	// accumulator the host keeps (sluice_agg_add), merges accumulators
+	// (sluice_agg_merge) and turns an accumulator into results when its
+	// window fires (sluice_agg_fire). See Instance.AggAdd.
+	KindAggregate Kind = "aggregate"
+	// KindWindow receives all of a key's records of a window when it
+	// fires (sluice_window_fire). See Instance.WindowFire.
+	KindWindow Kind = "window"
 )
 
 // ErrUnknownKind is wrapped by the error ParseKind returns for a name that is
@@ -35,13 +43,13 @@ const (
 var ErrUnknownKind = errors.New("unknown operator kind")
 
 // ParseKind returns the Kind named s ("map", "filter", "flatmap", "keyed",
-// "transactional").
+// "transactional", "aggregate", "window").
 func ParseKind(s string) (Kind, error) {
 	switch k := Kind(s); k {
-	case KindMap, KindFilter, KindFlatMap, KindKeyed, KindTransactional:
+	case KindMap, KindFilter, KindFlatMap, KindKeyed, KindTransactional, KindAggregate, KindWindow:
 		return k, nil
 	}
-	return "", fmt.Errorf("%w %q: want map, filter, flatmap, keyed or transactional", ErrUnknownKind, s)
+	return "", fmt.Errorf("%w %q: want map, filter, flatmap, keyed, transactional, aggregate or window", ErrUnknownKind, s)
 }
 
 // Stateful reports whether operators of kind k have keyed state, and so may
@@ -53,6 +61,15 @@ func (k Kind) Stateful() bool { return k == KindKeyed }
 // sluice_plan, sluice_apply and sluice_post instead of sluice_process.
 func (k Kind) Transactional() bool { return k == KindTransactional }
 
+// Windowed reports whether k is KindAggregate or KindWindow: its guest
+// exports the window functions of ABI.md section 13 instead of
+// sluice_process, and the host keeps its windows.
+func (k Kind) Windowed() bool { return k == KindAggregate || k == KindWindow }
+
+// batch reports whether operators of kind k process batches through
+// sluice_process.
+func (k Kind) batch() bool { return !k.Transactional() && !k.Windowed() }
+
 // valid reports whether k is one of the kinds.
 func (k Kind) valid() bool {
 	_, err := ParseKind(string(k))
@@ -61,7 +78,7 @@ func (k Kind) valid() bool {
 
 // kinds returns every operator kind, in the order reports list them.
 func kinds() []Kind {
-	return []Kind{KindMap, KindFilter, KindFlatMap, KindKeyed, KindTransactional}
+	return []Kind{KindMap, KindFilter, KindFlatMap, KindKeyed, KindTransactional, KindAggregate, KindWindow}
 }
 
 // bit returns k's bit in the result of the sluice_kinds export.
@@ -77,6 +94,10 @@ func (k Kind) bit() int32 {
 		return abi.KindBitKeyed
 	case KindTransactional:
 		return abi.KindBitTransactional
+	case KindAggregate:
+		return abi.KindBitAggregate
+	case KindWindow:
+		return abi.KindBitWindow
 	}
 	return 0
 }

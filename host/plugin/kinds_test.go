@@ -59,7 +59,11 @@ func withKinds(wasm []byte, text string) []byte {
 // batchAndTxn returns the functions of a module that exports what every
 // operator kind needs, as a Go plugin does.
 func batchAndTxn() []wasmFunc {
-	return append(reactor(abi.Version), txnReactor(abi.ApplyKeep, "")[2:]...)
+	fs := append(reactor(abi.Version), txnReactor(abi.ApplyKeep, "")[2:]...)
+	for _, e := range []string{abi.ExportAggAdd, abi.ExportAggMerge, abi.ExportAggFire, abi.ExportWindowFire} {
+		fs = append(fs, wasmFunc{export: e, sig: sig(2, 1), ret: 0})
+	}
+	return fs
 }
 
 // A module that declares its kinds loads as those kinds only: as any
@@ -132,14 +136,17 @@ func TestCheckKinds(t *testing.T) {
 	}{
 		{"declared", testdataModule(t, kindsDir, "map"), []Kind{KindMap}, nil, nil},
 		{"several", withKinds(both, "transactional, keyed"), []Kind{KindKeyed, KindTransactional}, nil, nil},
-		{"unknown names ignored", withKinds(both, "keyed,window"), []Kind{KindKeyed}, nil,
-			[]string{`custom section sluice.kinds names what this host knows as no operator kind, ignored: "window"`}},
+		{"unknown names ignored", withKinds(both, "keyed,session"), []Kind{KindKeyed}, nil,
+			[]string{`custom section sluice.kinds names what this host knows as no operator kind, ignored: "session"`}},
+		{"window kinds", withKinds(both, "aggregate,window"), []Kind{KindAggregate, KindWindow}, nil, nil},
+		{"aggregate without its exports", withKinds(batch, "aggregate"), nil,
+			[]string{"missing export sluice_agg_add", "missing export sluice_agg_merge", "missing export sluice_agg_fire"}, nil},
 		{"declared without exports", withKinds(batch, "map,transactional"), []Kind{KindMap}, nil,
 			[]string{"declares transactional, but the module lacks the exports of transactional operators"}},
 		{"only kinds without exports", withKinds(batch, "transactional"), nil,
 			[]string{"missing export sluice_plan", "missing export sluice_apply", "missing export sluice_post"}, nil},
 		{"no known kind", withKinds(both, "mpa"), nil,
-			[]string{`custom section sluice.kinds names no operator kind this host knows ("mpa"): want map, filter, flatmap, keyed or transactional`}, nil},
+			[]string{`custom section sluice.kinds names no operator kind this host knows ("mpa"): want map, filter, flatmap, keyed, transactional, aggregate or window`}, nil},
 		{"empty", withKinds(both, " , "), nil, []string{"custom section sluice.kinds is empty"}, nil},
 		{"twice", withKinds(withKinds(both, "map"), "map"), nil, []string{"the module has 2 sluice.kinds custom sections"}, nil},
 	} {

@@ -155,18 +155,23 @@ type exportSpec struct {
 }
 
 // abiExports returns the function exports of the ABI and which of them
-// operators of kind require: sluice_process for every kind but
-// transactional, which requires sluice_plan, sluice_apply and sluice_post
-// instead. An export that is not required is still checked when present.
+// operators of kind require: sluice_process for the batch kinds;
+// sluice_plan, sluice_apply and sluice_post for transactional operators;
+// the sluice_agg_ exports for aggregates; sluice_window_fire for window
+// functions. An export that is not required is still checked when present.
 func abiExports(kind Kind) []exportSpec {
-	txn := kind.Transactional()
+	txn, agg := kind.Transactional(), kind == KindAggregate
 	return []exportSpec{
 		{abi.ExportABIVersion, sig(0, 1), true},
 		{abi.ExportAlloc, sig(1, 1), true},
-		{abi.ExportProcess, sig(2, 1), !txn},
+		{abi.ExportProcess, sig(2, 1), kind.batch()},
 		{abi.ExportPlan, sig(2, 1), txn},
 		{abi.ExportApply, sig(2, 1), txn},
 		{abi.ExportPost, sig(4, 1), txn},
+		{abi.ExportAggAdd, sig(2, 1), agg},
+		{abi.ExportAggMerge, sig(2, 1), agg},
+		{abi.ExportAggFire, sig(2, 1), agg},
+		{abi.ExportWindowFire, sig(2, 1), kind == KindWindow},
 		{abi.ExportConfigure, sig(2, 1), false},
 		{abi.ExportKinds, sig(0, 1), false},
 		{abi.ExportFeatures, sig(0, 1), false},

@@ -144,6 +144,23 @@ func (o *Output) growRecords(n int) {
 	o.Records = grown
 }
 
+// add appends a copy of r, its bytes copied into the arena.
+func (o *Output) add(r *abi.Record) {
+	if len(o.Records) == cap(o.Records) {
+		o.growRecords(1)
+	}
+	o.Records = o.Records[:len(o.Records)+1]
+	c := &o.Records[len(o.Records)-1]
+	c.Origin, c.Input, c.Time, c.Headers = r.Origin, 0, r.Time, nil
+	c.Key, c.Value = o.copyBytes(r.Key), o.copyBytes(r.Value)
+	if len(r.Headers) > 0 {
+		c.Headers = o.takeHeaders(len(r.Headers))
+		for k, h := range r.Headers {
+			c.Headers[k] = abi.Header{Name: o.copyBytes(h.Name), Value: o.copyBytes(h.Value)}
+		}
+	}
+}
+
 // copyBytes copies b into the arena.
 func (o *Output) copyBytes(b []byte) []byte {
 	d := o.take(len(b))

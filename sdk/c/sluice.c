@@ -106,7 +106,7 @@ static inline void copy(uint8_t *dst, const uint8_t *src, size_t n) {
 /* ---------------------------------------------------------------------- */
 /* The guest state. */
 
-enum kind { KIND_UNCHECKED, KIND_INVALID, KIND_MAP, KIND_FILTER, KIND_FLATMAP, KIND_KEYED, KIND_TXN };
+enum kind { KIND_UNCHECKED, KIND_INVALID, KIND_MAP, KIND_FILTER, KIND_FLATMAP, KIND_KEYED, KIND_TXN, KIND_AGG, KIND_WINDOW };
 
 /* What the guest is doing, for the functions valid only in some callbacks. */
 enum phase {
@@ -155,6 +155,13 @@ static struct guest {
     uint32_t run_first;
 
     sluice_record rec;
+    /* Window functions: the accumulator, and a window's records with
+     * their headers. */
+    sluice_buf acc;
+    sluice_record *members;
+    size_t members_cap;
+    sluice_header *mhdrs;
+    size_t mhdrs_cap;
     sluice_header *hdrs;
     size_t hdrs_cap;
 
@@ -598,6 +605,9 @@ void sluice_test_use(const sluice_operator *op) {
     free(g.extra);
     sluice_buf_free(&g.kind_err);
     sluice_buf_free(&g.out);
+    sluice_buf_free(&g.acc);
+    free(g.members);
+    free(g.mhdrs);
     free(g.hdrs);
     sluice_buf_free(&g.err);
     sluice_buf_free(&g.msg);
@@ -628,28 +638,35 @@ static enum kind check_operator(void) {
     g.op = &sluice_operator_def;
 #endif
     const sluice_operator *op = g.op;
-    static const char *const names[] = {"map", "filter", "flatmap", "keyed", "plan"};
-    const bool set[] = {op->map != NULL, op->filter != NULL, op->flatmap != NULL, op->keyed != NULL,
-                        op->plan != NULL};
-    static const enum kind kinds[] = {KIND_MAP, KIND_FILTER, KIND_FLATMAP, KIND_KEYED, KIND_TXN};
+    static const char *const names[] = {"map", "filter", "flatmap", "keyed", "plan", "agg_add", "window_fire"};
+    const bool set[] = {op->map != NULL,  op->filter != NULL,  op->flatmap != NULL,    op->keyed != NULL,
+                        op->plan != NULL, op->agg_add != NULL, op->window_fire != NULL};
+    static const enum kind kinds[] = {KIND_MAP, KIND_FILTER, KIND_FLATMAP, KIND_KEYED,
+                                      KIND_TXN, KIND_AGG,    KIND_WINDOW};
     sluice_buf *e = &g.kind_err;
     int first = -1;
     g.kind = KIND_INVALID;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 7; i++) {
         if (!set[i]) continue;
         if (first >= 0) {
             sluice_buf_append_str(e, "SLUICE_OPERATOR sets both ");
             sluice_buf_append_str(e, names[first]);
             sluice_buf_append_str(e, " and ");
             sluice_buf_append_str(e, names[i]);
-            sluice_buf_append_str(e, ": set exactly one of map, filter, flatmap, keyed or plan");
+            sluice_buf_append_str(e, ": set exactly one of map, filter, flatmap, keyed, plan, agg_add or window_fire");
             return g.kind;
         }
         first = i;
     }
     if (first < 0) {
         sluice_buf_append_str(e, "SLUICE_OPERATOR sets no record callback: set exactly one of map, filter, flatmap, "
-                                 "keyed or plan");
+                                 "keyed, plan, agg_add or window_fire");
+        return g.kind;
+    }
+    if ((kinds[first] == KIND_AGG) != (op->agg_merge != NULL && op->agg_fire != NULL) ||
+        (kinds[first] != KIND_AGG && (op->agg_merge != NULL || op->agg_fire != NULL))) {
+        sluice_buf_append_str(e, "SLUICE_OPERATOR: an aggregate sets agg_add, agg_merge and agg_fire, all three, "
+                                 "and no other operator sets agg_merge or agg_fire");
         return g.kind;
     }
     if (kinds[first] != KIND_TXN) {
@@ -686,6 +703,8 @@ static const char *kind_name(enum kind k) {
     case KIND_FLATMAP: return "flatmap";
     case KIND_KEYED: return "keyed";
     case KIND_TXN: return "plan";
+    case KIND_AGG: return "agg_add";
+    case KIND_WINDOW: return "window_fire";
     default: return "no";
     }
 }
@@ -698,6 +717,14 @@ static bool usable(const char *export, bool txn) {
     enum kind k = check_operator();
     if (k == KIND_INVALID) {
         log_buf(SLUICE_LOG_ERROR, &g.kind_err);
+        return false;
+    }
+    if (k == KIND_AGG || k == KIND_WINDOW) {
+        sluice_buf *m = msg_start(export);
+        sluice_buf_append_str(m, " called, but this operator's SLUICE_OPERATOR sets ");
+        sluice_buf_append_str(m, kind_name(k));
+        sluice_buf_append_str(m, ": it serves aggregate or window operators (ABI.md section 13)");
+        log_error_msg();
         return false;
     }
     if ((k == KIND_TXN) == txn) return true;
@@ -731,6 +758,8 @@ SLUICE_EXPORT("sluice_kinds") int32_t sluice_kinds(void) {
     case KIND_FLATMAP: return SLUICE_KIND_FLATMAP;
     case KIND_KEYED: return SLUICE_KIND_KEYED;
     case KIND_TXN: return SLUICE_KIND_TRANSACTIONAL;
+    case KIND_AGG: return SLUICE_KIND_AGGREGATE;
+    case KIND_WINDOW: return SLUICE_KIND_WINDOW;
     default: log_buf(SLUICE_LOG_ERROR, &g.kind_err); return 0;
     }
 }
@@ -885,7 +914,7 @@ static void out_end(void) {
 }
 
 void sluice_emit(const sluice_record *r) {
-    if (g.phase != PHASE_EMITTING) sluice_panic("sluice_emit called outside a flatmap, keyed or post callback");
+    if (g.phase != PHASE_EMITTING) sluice_panic("sluice_emit called outside a flatmap, keyed, post, agg_fire or window_fire callback");
     append_record(&g.out, g.origin, r);
     g.out_count++;
 }
@@ -1731,6 +1760,257 @@ static int32_t post_batch(uint8_t *events, size_t len, uint8_t *outcomes, size_t
 SLUICE_EXPORT("sluice_post")
 int32_t sluice_post(uint8_t *events, uint32_t events_len, uint8_t *outcomes, uint32_t outcomes_len) {
     int32_t status = post_batch(events, events_len, outcomes, outcomes_len);
+    consumed();
+    return status;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Window functions (ABI.md section 13). */
+
+/* window_usable returns true when the operator is of kind want; otherwise
+ * it logs why and returns false. */
+static bool window_usable(const char *export, enum kind want) {
+    enum kind k = check_operator();
+    if (k == KIND_INVALID) {
+        log_buf(SLUICE_LOG_ERROR, &g.kind_err);
+        return false;
+    }
+    if (k == want) return true;
+    sluice_buf *m = msg_start(export);
+    sluice_buf_append_str(m, " called, but this operator's SLUICE_OPERATOR sets ");
+    sluice_buf_append_str(m, kind_name(k));
+    sluice_buf_append_str(m, want == KIND_AGG ? ", not agg_add" : ", not window_fire");
+    log_error_msg();
+    return false;
+}
+
+/* malformed logs that the input of export is malformed. */
+static int32_t malformed(const char *export) {
+    msg_start(export);
+    sluice_buf_append_str(&g.msg, ": malformed input");
+    log_error_msg();
+    return SLUICE_STATUS_ERROR;
+}
+
+/* read_count reads a u32 count at b[*off:len), or returns false. */
+static bool read_count(const uint8_t *b, size_t len, size_t *off, uint32_t *n) {
+    if (len - *off < 4) return false;
+    *n = ld32(b + *off);
+    *off += 4;
+    return true;
+}
+
+/* emit_acc emits the accumulator in g.acc with origin. */
+static void emit_acc(uint32_t origin) {
+    sluice_record r = {0};
+    r.value = sluice_buf_bytes(&g.acc);
+    append_record(&g.out, origin, &r);
+    g.out_count++;
+    if (g.out.len >= FLUSH_SIZE) flush();
+}
+
+/* window_of reads a firing's window from its headers. */
+static bool window_of(const sluice_record *r, sluice_window *w) {
+    bool start = false, end = false, firing = false;
+    for (size_t i = 0; i < r->header_count; i++) {
+        sluice_bytes n = r->headers[i].name, v = r->headers[i].value;
+        if (n.len == 19 && memcmp(n.ptr, "sluice-window-start", 19) == 0 && v.len == 8) {
+            w->start = (int64_t)ld64(v.ptr);
+            start = true;
+        } else if (n.len == 17 && memcmp(n.ptr, "sluice-window-end", 17) == 0 && v.len == 8) {
+            w->end = (int64_t)ld64(v.ptr);
+            end = true;
+        } else if (n.len == 13 && memcmp(n.ptr, "sluice-firing", 13) == 0) {
+            firing = true;
+            if (v.len == 7 && memcmp(v.ptr, "on-time", 7) == 0) w->firing = SLUICE_ON_TIME;
+            else if (v.len == 5 && memcmp(v.ptr, "early", 5) == 0) w->firing = SLUICE_EARLY;
+            else if (v.len == 4 && memcmp(v.ptr, "late", 4) == 0) w->firing = SLUICE_LATE;
+            else firing = false;
+        }
+    }
+    return start && end && firing;
+}
+
+static int32_t agg_add_batch(uint8_t *b, size_t len) {
+    static const char export[] = "sluice_agg_add";
+    if (!window_usable(export, KIND_AGG)) return SLUICE_STATUS_ERROR;
+    size_t off = 0;
+    uint32_t groups, member = 0;
+    if (!read_count(b, len, &off, &groups)) return malformed(export);
+    out_start();
+    for (uint32_t gi = 0; gi < groups; gi++) {
+        if ((off = decode_record(b, len, off, &g.rec)) == 0) return malformed(export);
+        g.acc.len = 0;
+        sluice_buf_append(&g.acc, g.rec.value.ptr, g.rec.value.len);
+        uint32_t n;
+        if (!read_count(b, len, &off, &n)) return malformed(export);
+        for (uint32_t k = 0; k < n; k++, member++) {
+            if ((off = decode_record(b, len, off, &g.rec)) == 0) return malformed(export);
+            clear_error();
+            g.phase = PHASE_RECORD;
+            int rc = g.op->agg_add(&g.acc, &g.rec);
+            g.phase = PHASE_IDLE;
+            if (rc != SLUICE_OK) {
+                reject(member, rc);
+            } else if (g.acc.len == 0) {
+                sluice_buf *m = msg_start(export);
+                sluice_buf_append_str(m, ": agg_add left an empty accumulator for record ");
+                sluice_buf_append_u64(m, member);
+                sluice_buf_append_str(m, ": an accumulator takes at least one byte");
+                log_error_msg();
+                return SLUICE_STATUS_ERROR;
+            }
+        }
+        emit_acc(gi);
+    }
+    if (off != len) return malformed(export);
+    out_end();
+    return SLUICE_STATUS_OK;
+}
+
+SLUICE_EXPORT("sluice_agg_add") int32_t sluice_agg_add(uint8_t *groups, uint32_t len) {
+    int32_t status = agg_add_batch(groups, len);
+    consumed();
+    return status;
+}
+
+static int32_t agg_merge_batch(uint8_t *b, size_t len) {
+    static const char export[] = "sluice_agg_merge";
+    if (!window_usable(export, KIND_AGG)) return SLUICE_STATUS_ERROR;
+    size_t off = 0;
+    uint32_t n;
+    if (!read_count(b, len, &off, &n) || n % 2 != 0) return malformed(export);
+    out_start();
+    for (uint32_t j = 0; j < n / 2; j++) {
+        if ((off = decode_record(b, len, off, &g.rec)) == 0) return malformed(export);
+        g.acc.len = 0;
+        sluice_buf_append(&g.acc, g.rec.value.ptr, g.rec.value.len);
+        if ((off = decode_record(b, len, off, &g.rec)) == 0) return malformed(export);
+        clear_error();
+        g.phase = PHASE_RECORD;
+        int rc = g.op->agg_merge(&g.acc, g.rec.value);
+        g.phase = PHASE_IDLE;
+        if (rc != SLUICE_OK || g.acc.len == 0) {
+            sluice_buf *m = msg_start(export);
+            sluice_buf_append_str(m, ": pair ");
+            sluice_buf_append_u64(m, j);
+            sluice_buf_append_str(m, ": ");
+            if (rc != SLUICE_OK) {
+                sluice_bytes t = error_text(rc);
+                sluice_buf_append(m, t.ptr, t.len);
+            } else {
+                sluice_buf_append_str(m, "agg_merge left an empty accumulator");
+            }
+            log_error_msg();
+            return SLUICE_STATUS_ERROR;
+        }
+        emit_acc(j);
+    }
+    if (off != len) return malformed(export);
+    out_end();
+    return SLUICE_STATUS_OK;
+}
+
+SLUICE_EXPORT("sluice_agg_merge") int32_t sluice_agg_merge(uint8_t *pairs, uint32_t len) {
+    int32_t status = agg_merge_batch(pairs, len);
+    consumed();
+    return status;
+}
+
+static int32_t agg_fire_batch(uint8_t *b, size_t len) {
+    static const char export[] = "sluice_agg_fire";
+    if (!window_usable(export, KIND_AGG)) return SLUICE_STATUS_ERROR;
+    size_t off = 0;
+    uint32_t n;
+    if (!read_count(b, len, &off, &n)) return malformed(export);
+    out_start();
+    for (uint32_t j = 0; j < n; j++) {
+        if ((off = decode_record(b, len, off, &g.rec)) == 0) return malformed(export);
+        sluice_window w = {0};
+        if (!window_of(&g.rec, &w)) return malformed(export);
+        g.origin = j;
+        size_t mark = g.out.len;
+        uint32_t mark_count = g.out_count;
+        clear_error();
+        g.phase = PHASE_EMITTING;
+        int rc = g.op->agg_fire(g.rec.key, &w, g.rec.value);
+        g.phase = PHASE_IDLE;
+        if (rc != SLUICE_OK) {
+            g.out.len = mark;
+            g.out_count = mark_count;
+            reject(j, rc);
+        } else if (g.out.len >= FLUSH_SIZE) {
+            flush();
+        }
+    }
+    if (off != len) return malformed(export);
+    out_end();
+    return SLUICE_STATUS_OK;
+}
+
+SLUICE_EXPORT("sluice_agg_fire") int32_t sluice_agg_fire(uint8_t *fires, uint32_t len) {
+    int32_t status = agg_fire_batch(fires, len);
+    consumed();
+    return status;
+}
+
+static int32_t window_fire_batch(uint8_t *b, size_t len) {
+    static const char export[] = "sluice_window_fire";
+    if (!window_usable(export, KIND_WINDOW)) return SLUICE_STATUS_ERROR;
+    size_t off = 0;
+    uint32_t groups, member = 0;
+    if (!read_count(b, len, &off, &groups)) return malformed(export);
+    out_start();
+    for (uint32_t gi = 0; gi < groups; gi++) {
+        sluice_record head;
+        sluice_window w = {0};
+        if ((off = decode_record(b, len, off, &head)) == 0 || !window_of(&head, &w)) return malformed(export);
+        uint32_t n;
+        if (!read_count(b, len, &off, &n) || n > (len - off) / RECORD_MIN) return malformed(export);
+        /* Two passes: the first checks the records and counts their
+         * headers, the second keeps each record's headers apart (decoding
+         * reuses g.hdrs). */
+        size_t first = off, nh = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            if ((off = decode_record(b, len, off, &g.rec)) == 0) return malformed(export);
+            nh += g.rec.header_count;
+        }
+        g.members = grow(g.members, &g.members_cap, n, sizeof *g.members);
+        g.mhdrs = grow(g.mhdrs, &g.mhdrs_cap, nh, sizeof *g.mhdrs);
+        off = first;
+        nh = 0;
+        for (uint32_t k = 0; k < n; k++) {
+            sluice_record *m = &g.members[k];
+            off = decode_record(b, len, off, m);
+            if (m->header_count > 0) {
+                memcpy(g.mhdrs + nh, m->headers, m->header_count * sizeof *g.mhdrs);
+                m->headers = g.mhdrs + nh;
+                nh += m->header_count;
+            }
+        }
+        g.origin = gi;
+        size_t mark = g.out.len;
+        uint32_t mark_count = g.out_count;
+        clear_error();
+        g.phase = PHASE_EMITTING;
+        int rc = g.op->window_fire(head.key, &w, g.members, n);
+        g.phase = PHASE_IDLE;
+        if (rc != SLUICE_OK) {
+            g.out.len = mark;
+            g.out_count = mark_count;
+            for (uint32_t k = 0; k < n; k++) reject(member + k, rc);
+        } else if (g.out.len >= FLUSH_SIZE) {
+            flush();
+        }
+        member += n;
+    }
+    if (off != len) return malformed(export);
+    out_end();
+    return SLUICE_STATUS_OK;
+}
+
+SLUICE_EXPORT("sluice_window_fire") int32_t sluice_window_fire(uint8_t *groups, uint32_t len) {
+    int32_t status = window_fire_batch(groups, len);
     consumed();
     return status;
 }

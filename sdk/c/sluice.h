@@ -89,6 +89,8 @@ extern "C" {
 #define SLUICE_KIND_FLATMAP 4
 #define SLUICE_KIND_KEYED 8
 #define SLUICE_KIND_TRANSACTIONAL 16
+#define SLUICE_KIND_AGGREGATE 32
+#define SLUICE_KIND_WINDOW 64
 
 /* The bits of sluice_features' result (ABI.md section 9). The SDK declares
  * SLUICE_FEATURE_INPUTS: every record it hands a callback has its input. */
@@ -441,6 +443,18 @@ typedef struct sluice_outcome {
     size_t op_count;
 } sluice_outcome;
 
+/* sluice_firing says why a window fires (ABI.md section 13). */
+typedef enum sluice_firing { SLUICE_ON_TIME, SLUICE_EARLY, SLUICE_LATE } sluice_firing;
+
+/*
+ * sluice_window is a firing window [start, end), in ns since the Unix
+ * epoch. The host stamps a window's results with end - 1.
+ */
+typedef struct sluice_window {
+    int64_t start, end;
+    sluice_firing firing;
+} sluice_window;
+
 /*
  * sluice_operator names an operator's callbacks. Set exactly one record
  * callback, which gives the operator's kind:
@@ -455,6 +469,17 @@ typedef struct sluice_outcome {
  *   plan     a transactional operator: plan declares each event's
  *            operations, funcs are their functions (func_count of them),
  *            post (optional) emits each event's outputs.
+ *   agg_add  an aggregate (ABI.md section 13), with agg_merge and
+ *            agg_fire: agg_add folds r into the accumulator in acc (empty
+ *            when the window has none yet), changing acc in place; an
+ *            accumulator takes at least one byte. An error rejects r and
+ *            must leave acc as it was. agg_merge merges accumulator b into
+ *            a; an error fails the call. agg_fire emits the results of
+ *            key's window w, whose accumulator is acc, through
+ *            sluice_emit; an error dead-letters the firing.
+ *   window_fire  a window function: all of key's records of window w, in
+ *            arrival order, emitting its results through sluice_emit; an
+ *            error dead-letters every record of the window.
  *
  * A record callback that returns anything but SLUICE_OK dead-letters its
  * record (post: its event, whose state effects stay) with the message of
@@ -475,6 +500,10 @@ typedef struct sluice_operator {
     const sluice_txn_fn *funcs;
     size_t func_count;
     int (*post)(const sluice_record *event, const sluice_outcome *o);
+    int (*agg_add)(sluice_buf *acc, const sluice_record *r);
+    int (*agg_merge)(sluice_buf *a, sluice_bytes b);
+    int (*agg_fire)(sluice_bytes key, const sluice_window *w, sluice_bytes acc);
+    int (*window_fire)(sluice_bytes key, const sluice_window *w, const sluice_record *recs, size_t n);
 } sluice_operator;
 
 /*
@@ -535,6 +564,10 @@ int32_t sluice_process(uint8_t *batch, uint32_t len);
 int32_t sluice_plan(uint8_t *events, uint32_t len);
 int32_t sluice_apply(uint8_t *request, uint32_t len);
 int32_t sluice_post(uint8_t *events, uint32_t events_len, uint8_t *outcomes, uint32_t outcomes_len);
+int32_t sluice_agg_add(uint8_t *groups, uint32_t len);
+int32_t sluice_agg_merge(uint8_t *pairs, uint32_t len);
+int32_t sluice_agg_fire(uint8_t *fires, uint32_t len);
+int32_t sluice_window_fire(uint8_t *groups, uint32_t len);
 
 #if defined(SLUICE_NATIVE_TEST)
 /*

@@ -629,6 +629,140 @@ static void test_kinds(void) {
     }
 }
 
+/* ---------------------------------------------------------------------- */
+/* Window functions (ABI.md section 13). */
+
+/* A count per key: one byte, refusing values "bad". */
+static int count_add(sluice_buf *acc, const sluice_record *r) {
+    if (r->value.len == 3 && memcmp(r->value.ptr, "bad", 3) == 0) return sluice_error("bad value");
+    if (acc->len == 0) sluice_buf_append_byte(acc, 0);
+    acc->ptr[0]++;
+    return SLUICE_OK;
+}
+static int count_merge(sluice_buf *a, sluice_bytes b) {
+    a->ptr[0] += b.ptr[0];
+    return SLUICE_OK;
+}
+static int count_fire(sluice_bytes key, const sluice_window *w, sluice_bytes acc) {
+    sluice_buf v = SLUICE_BUF_INIT;
+    sluice_buf_append_u64(&v, acc.ptr[0]);
+    sluice_buf_append_byte(&v, '@');
+    sluice_buf_append_i64(&v, w->end);
+    sluice_buf_append_byte(&v, w->firing == SLUICE_LATE ? 'L' : 'O');
+    sluice_record o = {0};
+    o.key = key;
+    o.value = sluice_buf_bytes(&v);
+    sluice_emit(&o);
+    sluice_buf_free(&v);
+    return SLUICE_OK;
+}
+/* Emits each record's header value and value, joined. */
+static int join_fire(sluice_bytes key, const sluice_window *w, const sluice_record *recs, size_t n) {
+    (void)w;
+    sluice_buf v = SLUICE_BUF_INIT;
+    for (size_t i = 0; i < n; i++) {
+        if (recs[i].value.len == 3 && memcmp(recs[i].value.ptr, "bad", 3) == 0) {
+            sluice_buf_free(&v);
+            return sluice_error("bad window");
+        }
+        if (recs[i].header_count == 1) sluice_buf_append(&v, recs[i].headers[0].value.ptr, recs[i].headers[0].value.len);
+        sluice_buf_append(&v, recs[i].value.ptr, recs[i].value.len);
+    }
+    sluice_record o = {0};
+    o.key = key;
+    o.value = sluice_buf_bytes(&v);
+    sluice_emit(&o);
+    sluice_buf_free(&v);
+    return SLUICE_OK;
+}
+
+/* put_head puts a firing window's head: key, end - 1, the three headers. */
+static void put_fire(tbuf *b, uint32_t origin, const char *key, int64_t start, int64_t end, const char *firing,
+                     const char *value) {
+    put32(b, (uint32_t)(28 + strlen(key) + strlen(value) + 3 * 8 + 19 + 17 + 13 + 16 + strlen(firing)));
+    put32(b, origin);
+    put32(b, 0);
+    put64(b, (uint64_t)(end - 1));
+    putf(b, key);
+    putf(b, value);
+    put32(b, 3);
+    putf(b, "sluice-window-start");
+    put32(b, 8);
+    put64(b, (uint64_t)start);
+    putf(b, "sluice-window-end");
+    put32(b, 8);
+    put64(b, (uint64_t)end);
+    putf(b, "sluice-firing");
+    putf(b, firing);
+}
+
+static int32_t call_export(int32_t (*fn)(uint8_t *, uint32_t), const tbuf *b) {
+    uint8_t *in = sluice_alloc((int32_t)b->n);
+    memcpy(in, b->p, b->n);
+    return fn(in, (uint32_t)b->n);
+}
+
+static void test_window(void) {
+    static const sluice_operator agg = {.agg_add = count_add, .agg_merge = count_merge, .agg_fire = count_fire};
+    use(&agg);
+    CHECK(sluice_kinds() == SLUICE_KIND_AGGREGATE);
+    tbuf b = {0};
+    put32(&b, 2);
+    put_record(&b, 0, &(trec){"a", "", 0, NULL, NULL});
+    put32(&b, 2);
+    put_record(&b, 0, &(trec){"a", "x", 0, NULL, NULL});
+    put_record(&b, 1, &(trec){"a", "bad", 0, NULL, NULL});
+    put_record(&b, 1, &(trec){"b", "\x05", 0, NULL, NULL});
+    put32(&b, 1);
+    put_record(&b, 2, &(trec){"b", "y", 0, NULL, NULL});
+    CHECK(call_export(sluice_agg_add, &b) == SLUICE_STATUS_OK);
+    CHECK(host.nouts == 2 && host.outs[0].origin == 0 && host.outs[0].value[0] == 1 && host.outs[1].origin == 1 &&
+          host.outs[1].value[0] == 6);
+    CHECK(host.nrejects == 1 && host.rejects[0] == 1 && strcmp(host.reject_msg[0], "bad value") == 0);
+    free(b.p);
+
+    use(&agg);
+    b = (tbuf){0};
+    put32(&b, 2);
+    put_record(&b, 0, &(trec){"a", "\x02", 0, NULL, NULL});
+    put_record(&b, 1, &(trec){"a", "\x03", 0, NULL, NULL});
+    CHECK(call_export(sluice_agg_merge, &b) == SLUICE_STATUS_OK);
+    CHECK(host.nouts == 1 && host.outs[0].origin == 0 && host.outs[0].value[0] == 5);
+    free(b.p);
+
+    use(&agg);
+    b = (tbuf){0};
+    put32(&b, 1);
+    put_fire(&b, 0, "k", 0, 60, "late", "\x04");
+    CHECK(call_export(sluice_agg_fire, &b) == SLUICE_STATUS_OK);
+    CHECK(host.nouts == 1 && strcmp(host.outs[0].key, "k") == 0 && strcmp(host.outs[0].value, "4@60L") == 0);
+    CHECK(call_export(sluice_window_fire, &b) == SLUICE_STATUS_ERROR && strstr(host.last_log, "not window_fire") != NULL);
+    free(b.p);
+
+    static const sluice_operator win = {.window_fire = join_fire};
+    use(&win);
+    CHECK(sluice_kinds() == SLUICE_KIND_WINDOW);
+    b = (tbuf){0};
+    put32(&b, 2);
+    put_fire(&b, 0, "a", 0, 10, "on-time", "");
+    put32(&b, 3);
+    put_record(&b, 0, &(trec){"a", "1", 0, "h", "p"});
+    put_record(&b, 1, &(trec){"a", "2", 0, NULL, NULL});
+    put_record(&b, 2, &(trec){"a", "3", 0, "h", "q"});
+    put_fire(&b, 1, "b", 0, 10, "early", "");
+    put32(&b, 2);
+    put_record(&b, 3, &(trec){"b", "bad", 0, NULL, NULL});
+    put_record(&b, 4, &(trec){"b", "4", 0, NULL, NULL});
+    CHECK(call_export(sluice_window_fire, &b) == SLUICE_STATUS_OK);
+    CHECK(host.nouts == 1 && host.outs[0].origin == 0 && strcmp(host.outs[0].value, "p12q3") == 0);
+    CHECK(host.nrejects == 2 && host.rejects[0] == 3 && host.rejects[1] == 4);
+    free(b.p);
+
+    static const sluice_operator half = {.agg_add = count_add, .agg_fire = count_fire};
+    use(&half);
+    CHECK(sluice_kinds() == 0 && strstr(host.last_log, "agg_add, agg_merge and agg_fire, all three") != NULL);
+}
+
 static void test_alloc(void) {
     static const sluice_operator m = {.map = identity};
     use(&m);
@@ -983,6 +1117,7 @@ int main(void) {
     test_definitions();
     test_kinds();
     test_alloc();
+    test_window();
     test_txn();
     test_txn_access();
     test_quote();

@@ -73,6 +73,12 @@ type guest struct {
 	call     Call
 	odec     outcomeDecoder
 	tableIDs map[string]Table
+	// Window functions (windowguest.go): the accumulator record emitted,
+	// and the records and headers of a window's members.
+	accRec  Record
+	members []Record
+	mhdrs   []Header
+
 	// written is the value of the last ApplyWrite, natively only, where
 	// its address does not fit the result slot: a native test host reads
 	// it here. In WebAssembly nothing needs to keep the value reachable:
@@ -144,6 +150,10 @@ func (g *guest) kinds() int32 {
 		return abi.KindBitKeyed
 	case kindTxn:
 		return abi.KindBitTransactional
+	case kindAggregate:
+		return abi.KindBitAggregate
+	case kindWindow:
+		return abi.KindBitWindow
 	}
 	g.host.Log(abi.LogError, noHandler)
 	return 0
@@ -154,7 +164,7 @@ func (g *guest) kinds() int32 {
 func (g *guest) features() int32 { return abi.FeatureInputs }
 
 // noHandler is the error of a module whose plugin registers no handler.
-const noHandler = "no handler registered: call sluice.Map, MapInPlace, Filter, FlatMap, Keyed or Transactional from an init function of package main (a plugin's main function never runs)"
+const noHandler = "no handler registered: call sluice.Map, MapInPlace, Filter, FlatMap, Keyed, Transactional, Aggregate or WindowFunc from an init function of package main (a plugin's main function never runs)"
 
 // configure implements sluice_configure.
 func (g *guest) configure(config []byte) int32 {
@@ -202,6 +212,9 @@ func (g *guest) processBatch(batch []byte) int32 {
 		return abi.StatusError
 	case kindTxn:
 		g.host.Log(abi.LogError, "this plugin registers a Transactional handler: it serves transactional operators (sluice_plan, sluice_apply, sluice_post), not "+abi.ExportProcess)
+		return abi.StatusError
+	case kindAggregate, kindWindow:
+		g.host.Log(abi.LogError, "this plugin registers its handler with sluice."+g.h.name+": it serves "+g.h.kind.operators()+" operators (abi/ABI.md section 13), not "+abi.ExportProcess)
 		return abi.StatusError
 	}
 	if len(batch) < abi.BatchHeaderSize {

@@ -38,6 +38,18 @@ func (n nativeGuest) Process(batch []byte) int32 {
 	return n.g.process(batch)
 }
 
+func (n nativeGuest) AggAdd(b []byte) int32     { return n.run(b, n.g.aggAdd) }
+func (n nativeGuest) AggMerge(b []byte) int32   { return n.run(b, n.g.aggMerge) }
+func (n nativeGuest) AggFire(b []byte) int32    { return n.run(b, n.g.aggFire) }
+func (n nativeGuest) WindowFire(b []byte) int32 { return n.run(b, n.g.windowFire) }
+
+// run calls fn, an export of the guest core, with Log reaching its host.
+func (n nativeGuest) run(b []byte, fn func([]byte) int32) int32 {
+	prev := active.Swap(n.g)
+	defer active.Store(prev)
+	return fn(b)
+}
+
 func logTo(level Level, msg string) {
 	if g := active.Load(); g != nil {
 		g.host.Log(int32(level), msg)

@@ -12,6 +12,8 @@ const (
 	kindFlatMap
 	kindKeyed
 	kindTxn
+	kindAggregate
+	kindWindow
 )
 
 func (k kind) String() string {
@@ -26,6 +28,10 @@ func (k kind) String() string {
 		return "Keyed"
 	case kindTxn:
 		return "Transactional"
+	case kindAggregate:
+		return "Aggregate"
+	case kindWindow:
+		return "WindowFunc"
 	}
 	return "none"
 }
@@ -43,6 +49,8 @@ type handlers struct {
 	flatMapFn    func(Record, *Emitter) error
 	keyedFn      func(Record, *State, *Emitter) error
 	txn          *Txn
+	aggregate    Aggregator
+	windowFn     func(key []byte, w Window, recs []Record, out *Emitter) error
 	configure    func([]byte) error
 	// sealed is set when the first batch or configuration arrives; handlers
 	// registered later would be a bug in the plugin.

@@ -157,3 +157,19 @@ func region(p unsafe.Pointer, n uint32) []byte {
 	}
 	return (*[maxAlloc]byte)(p)[:n:n]
 }
+
+//go:wasmexport sluice_agg_add
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportAggAdd(p unsafe.Pointer, n uint32) int32 { return theGuest.aggAdd(region(p, n)) }
+
+//go:wasmexport sluice_agg_merge
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportAggMerge(p unsafe.Pointer, n uint32) int32 { return theGuest.aggMerge(region(p, n)) }
+
+//go:wasmexport sluice_agg_fire
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportAggFire(p unsafe.Pointer, n uint32) int32 { return theGuest.aggFire(region(p, n)) }
+
+//go:wasmexport sluice_window_fire
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportWindowFire(p unsafe.Pointer, n uint32) int32 { return theGuest.windowFire(region(p, n)) }

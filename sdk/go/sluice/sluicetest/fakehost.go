@@ -31,7 +31,8 @@ type fakeHost struct {
 	logs *[]LogEntry
 
 	inBatch  bool
-	batchLen int // records in the call's input batch
+	batchLen int // records in the call's input batch: the bound of an output's origin
+	rejectN  int // the bound of a rejected origin: batchLen, but for the window exports
 	base     int // index, in the harness's batch, of the call's record 0
 	outs     []Output
 	rejects  []Reject
@@ -45,7 +46,7 @@ func newFakeHost(st *Tables, logs *[]LogEntry) *fakeHost {
 // begin prepares a guest call; n is the number of records it is given, base
 // the index of its first record in the harness's batch (0 for configure).
 func (f *fakeHost) begin(process bool, n, base int) {
-	f.inBatch, f.batchLen, f.base = process, n, base
+	f.inBatch, f.batchLen, f.rejectN, f.base = process, n, n, base
 	f.outs, f.rejects, f.lastErr = nil, nil, ""
 }
 
@@ -98,8 +99,8 @@ func (f *fakeHost) Emit(batch []byte) {
 
 func (f *fakeHost) Reject(origin uint32, msg string) {
 	f.mustBatch(abi.FuncReject)
-	if int(origin) >= f.batchLen {
-		trapf(abi.FuncReject, "origin %d is outside the input batch of %d records", origin, f.batchLen)
+	if int(origin) >= f.rejectN {
+		trapf(abi.FuncReject, "origin %d is outside the input batch of %d records", origin, f.rejectN)
 	}
 	f.rejects = append(f.rejects, Reject{Origin: f.base + int(origin), Message: msg})
 }

@@ -34,6 +34,14 @@ type Guest interface {
 	// Process runs the registered handler over one encoded batch and
 	// returns an abi status.
 	Process(batch []byte) int32
+	// AggAdd, AggMerge, AggFire and WindowFire are the window exports
+	// (sluice_agg_add, sluice_agg_merge, sluice_agg_fire,
+	// sluice_window_fire) over their encoded input; each returns an abi
+	// status.
+	AggAdd(groups []byte) int32
+	AggMerge(pairs []byte) int32
+	AggFire(fires []byte) int32
+	WindowFire(groups []byte) int32
 }
 
 // NewGuest makes a guest core bound to h that runs the handler registered
