@@ -508,7 +508,11 @@ func (j *Job) Run(ctx context.Context) (err error) {
 	}
 	if j.clock != nil && ctx.Err() == nil {
 		// Every source ended: event time is over, and every window still
-		// open fires (a batch with no input and an infinite watermark).
+		// open fires (a batch with no input and an infinite watermark),
+		// in the batch that is not in flight once the other is committed.
+		if err := c.wait(); err != nil {
+			return err
+		}
 		b := batches[(k+1)%2]
 		b.reset()
 		j.clock.begin(b, time.Now().UnixNano())

@@ -174,6 +174,9 @@ func (st *intervalStage) runWorker(k int, w *worker) error {
 			return err
 		}
 	}
+	if st.end == math.MinInt64 {
+		return nil // no watermark yet: nothing expires
+	}
 	for _, kg := range st.assign.groupsOf(w.id) {
 		var expired []state.Timer
 		err := w.sess.PopTimers(kg, state.EventTime, st.end-1, func(tm state.Timer) bool {

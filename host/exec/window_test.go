@@ -76,7 +76,7 @@ func (w windowed) oracle() ([]string, []int) {
 }
 
 // countLines reads the built-in count's outputs as oracle lines.
-func countLines(t testing.TB, outs []connectors.Out) []string {
+func countLines(t interface{ Fatalf(string, ...any) }, outs []connectors.Out) []string {
 	var lines []string
 	for _, o := range outs {
 		var v struct {
@@ -98,8 +98,11 @@ func countLines(t testing.TB, outs []connectors.Out) []string {
 
 // runCount runs a windowed count of w in batches of batch records on
 // workers workers and returns the outputs and late records.
-func runCount(t testing.TB, w windowed, batch, workers int) (outs, late []connectors.Out) {
-	store := openStore(t, t.TempDir())
+func runCount(t interface {
+	tb
+	Fatalf(string, ...any)
+}, dir string, w windowed, batch, workers int) (outs, late []connectors.Out) {
+	store := openStore(t, dir)
 	defer store.Close()
 	fn, err := window.Builtin("count", "")
 	if err != nil {
@@ -135,7 +138,7 @@ func TestWindowCountMatchesOracle(t *testing.T) {
 		want, wantLate := w.oracle()
 		var firstIDs []string
 		for _, c := range []struct{ batch, workers int }{{1, 1}, {7, 2}, {1000, 3}} {
-			outs, late := runCount(rt, w, c.batch, c.workers)
+			outs, late := runCount(rt, t.TempDir(), w, c.batch, c.workers)
 			if got := countLines(rt, outs); !slices.Equal(got, want) {
 				rt.Fatalf("batch %d, %d workers:\n got %q\nwant %q", c.batch, c.workers, got, want)
 			}

@@ -52,7 +52,7 @@ func (h *Host) spec(i int, o *pipeline.Operator) (window.Spec, error) {
 		s.Domain = window.ProcessingTime
 	}
 	if w.Count > 0 {
-		s.Trigger = window.CountTrigger
+		s.Trigger = window.Count
 	}
 	if err := s.Validate(); err != nil {
 		var se *window.SpecError
