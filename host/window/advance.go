@@ -1,0 +1,428 @@
+package window
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/state"
+)
+
+// pendingFire is a window firing collected by Advance before the function
+// runs: its parts are the payloads of its slices in time order.
+type pendingFire struct {
+	key    []byte
+	window Window
+	firing Firing
+	seq    uint32
+	parts  [][]byte
+}
+
+// Advance fires every window of the given key groups whose timer is due
+// at watermark wm (event time) and processing time now, in order of the
+// timers' times, then keys; it calls the function once for all of them,
+// passes each result to emit, and purges the windows that expired. A
+// firing's state changes are made through sess, so a rollback takes them
+// back with the batch.
+func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups []int, wm, now int64, emit func(Result)) error {
+	o.wm, o.now = wm, now
+	o.heap = o.heap[:0]
+	clear(o.inHeap)
+	o.fires = o.fires[:0]
+	o.advancing = true
+	defer func() { o.advancing = false }()
+	for _, kg := range keyGroups {
+		for _, d := range []state.TimeDomain{state.EventTime, state.ProcessingTime} {
+			upTo := wm
+			if d == state.ProcessingTime {
+				upTo = now
+			}
+			err := sess.Timers(kg, d, upTo, func(tm state.Timer) bool {
+				if string(tm.Namespace) == string(o.ns) {
+					o.inHeap[timerID(tm)] = struct{}{}
+					o.heap = append(o.heap, dueTimer{domain: d, time: tm.Time, route: slices.Clone(tm.Route), name: slices.Clone(tm.Name)})
+				}
+				return true
+			})
+			if err != nil {
+				return fmt.Errorf("window: timers of key group %d: %w", kg, err)
+			}
+		}
+	}
+	heap.Init(&o.heap)
+	for o.heap.Len() > 0 {
+		t := heap.Pop(&o.heap).(dueTimer)
+		tm := state.Timer{Domain: t.domain, Time: t.time, Route: t.route, Namespace: o.ns, Name: t.name}
+		id := timerID(tm)
+		if _, ok := o.inHeap[id]; !ok {
+			continue // deleted since it was due
+		}
+		delete(o.inHeap, id)
+		if err := sess.DeleteTimer(tm); err != nil {
+			return fmt.Errorf("window: delete timer of key %q: %w", t.route, err)
+		}
+		if err := o.onTimer(sess, &t); err != nil {
+			return err
+		}
+	}
+	return o.fire(ctx, emit)
+}
+
+// onTimer handles one due timer.
+func (o *Operator) onTimer(sess *state.Session, t *dueTimer) error {
+	if len(t.name) == 1 && t.name[0] == timerEarly {
+		return o.onEarly(sess, t.route)
+	}
+	if len(t.name) < 1+windowLen {
+		return fmt.Errorf("window: timer %q of key %q: %w", t.name, t.route, ErrCorrupt)
+	}
+	w, _ := decodeWindow(t.name[1:])
+	switch t.name[0] {
+	case timerFire:
+		firing, ok, err := o.fireWindow(sess, t.route, w, false)
+		if err != nil || !ok || firing != OnTimeFiring {
+			return err
+		}
+		if o.spec.Assigner == Sliding {
+			if err := o.chain(sess, t.route, w); err != nil {
+				return err
+			}
+		}
+		if o.purgeAtFire {
+			return o.purge(sess, t.route, w)
+		}
+		return o.setWindowTimer(sess, state.EventTime, satAdd(w.MaxTime(), o.lateness), t.route, timerCleanup, w)
+	case timerCleanup:
+		return o.purge(sess, t.route, w)
+	case timerCount:
+		return o.onCount(sess, t.route, t.name[1:])
+	}
+	return fmt.Errorf("window: timer %q of key %q: %w", t.name, t.route, ErrCorrupt)
+}
+
+// slicesOf calls fn with each slice of key whose start is in [from, to),
+// in order of start, until fn returns false. The value is valid only
+// during the call.
+func (o *Operator) slicesOf(sess *state.Session, key []byte, from, to int64, fn func(s Window, count uint64, payload []byte) bool) error {
+	var bad error
+	err := sess.Scan(o.table, key, o.nsSlice, func(k state.Key, v []byte) bool {
+		s, err := decodeWindow(k.User)
+		if err != nil {
+			bad = err
+			return false
+		}
+		if s.Start < from {
+			return true
+		}
+		if s.Start >= to {
+			return false
+		}
+		n, p, err := splitSlice(v)
+		if err != nil {
+			bad = err
+			return false
+		}
+		return fn(s, n, p)
+	})
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return fmt.Errorf("window: slices of key %q: %w", key, err)
+	}
+	return nil
+}
+
+// fireWindow collects a firing of w for key, if it has records, and
+// counts it in the window's firings. It returns the firing's kind.
+func (o *Operator) fireWindow(sess *state.Session, key []byte, w Window, early bool) (Firing, bool, error) {
+	var parts [][]byte
+	err := o.slicesOf(sess, key, w.Start, w.End, func(s Window, _ uint64, p []byte) bool {
+		if s.End <= w.End && (o.spec.Assigner != Session || s == w) {
+			parts = append(parts, slices.Clone(p))
+		}
+		return true
+	})
+	if err != nil || len(parts) == 0 {
+		return 0, false, err
+	}
+	m, err := o.meta(sess, key, w)
+	if err != nil {
+		return 0, false, err
+	}
+	firing := OnTimeFiring
+	switch {
+	case early:
+		firing = EarlyFiring
+	case m.flags&metaFired != 0:
+		firing = LateFiring
+	}
+	if err := o.recordFiring(sess, key, w, m, firing != EarlyFiring); err != nil {
+		return 0, false, err
+	}
+	o.fires = append(o.fires, pendingFire{key: slices.Clone(key), window: w, firing: firing, seq: m.seq, parts: parts})
+	return firing, true, nil
+}
+
+// meta returns the firing record of w (zero when it has none).
+func (o *Operator) meta(sess *state.Session, key []byte, w Window) (meta, error) {
+	if !o.keepMeta {
+		return meta{}, nil
+	}
+	v, ok, err := sess.GetKey(o.table, o.metaKey(key, w))
+	if err != nil || !ok {
+		return meta{}, err
+	}
+	m, err := decodeMeta(v)
+	if err != nil {
+		return meta{}, fmt.Errorf("window: firings of %v of key %q: %w", w, key, err)
+	}
+	return m, nil
+}
+
+// recordFiring writes m, counted one more firing, as w's firing record.
+func (o *Operator) recordFiring(sess *state.Session, key []byte, w Window, m meta, final bool) error {
+	if !o.keepMeta {
+		return nil
+	}
+	m.seq++
+	if final {
+		m.flags |= metaFired
+	}
+	o.vbuf = m.append(o.vbuf[:0])
+	if err := sess.PutKey(o.table, o.metaKey(key, w), o.vbuf); err != nil {
+		return fmt.Errorf("window: write firings of %v of key %q: %w", w, key, err)
+	}
+	return nil
+}
+
+// chain sets the firing timer of the next sliding window after w that
+// holds a slice of key.
+func (o *Operator) chain(sess *state.Session, key []byte, w Window) error {
+	for nw := o.sl.next(w); ; nw = o.sl.next(nw) {
+		found, first := false, Window{}
+		err := o.slicesOf(sess, key, nw.Start, math.MaxInt64, func(s Window, _ uint64, _ []byte) bool {
+			found, first = true, s
+			return false
+		})
+		if err != nil || !found {
+			return err
+		}
+		if fw := o.sl.firstWindow(first); fw.End > nw.End {
+			nw = fw
+		}
+		// A window of late records may have fired before the ones
+		// before it: it has its own late firings.
+		m, err := o.meta(sess, key, nw)
+		if err != nil {
+			return err
+		}
+		if m.flags&metaFired == 0 {
+			return o.setWindowTimer(sess, o.fireDomain, nw.MaxTime(), key, timerFire, nw)
+		}
+	}
+}
+
+// purge removes the slices of key that no window after w needs, and w's
+// firing record.
+func (o *Operator) purge(sess *state.Session, key []byte, w Window) error {
+	var dead []Window
+	err := o.slicesOf(sess, key, math.MinInt64, w.End, func(s Window, _ uint64, _ []byte) bool {
+		if o.spec.Assigner == Session && s != w {
+			return true
+		}
+		if o.sl.lastWindow(s).End <= w.End {
+			dead = append(dead, s)
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, s := range dead {
+		if err := sess.DeleteKey(o.table, o.sliceKey(key, s)); err != nil {
+			return fmt.Errorf("window: purge slice %v of key %q: %w", s, key, err)
+		}
+		o.stats.purged.Add(1)
+	}
+	if o.keepMeta {
+		if err := sess.DeleteKey(o.table, o.metaKey(key, w)); err != nil {
+			return fmt.Errorf("window: purge firings of %v of key %q: %w", w, key, err)
+		}
+	}
+	return nil
+}
+
+// onCount emits a count firing recorded by Add.
+func (o *Operator) onCount(sess *state.Session, key, user []byte) error {
+	k := state.Key{Route: key, Namespace: o.nsPend, User: user}
+	v, ok, err := sess.GetKey(o.table, k)
+	if err != nil || !ok {
+		return err
+	}
+	if len(v) < 1 || len(user) != windowLen+4 {
+		return fmt.Errorf("window: count firing of key %q: %w", key, ErrCorrupt)
+	}
+	w, _ := decodeWindow(user)
+	firing, payload := Firing(v[0]), slices.Clone(v[1:])
+	if err := sess.DeleteKey(o.table, k); err != nil {
+		return fmt.Errorf("window: delete count firing of key %q: %w", key, err)
+	}
+	m, err := o.meta(sess, key, w)
+	if err != nil {
+		return err
+	}
+	if err := o.recordFiring(sess, key, w, m, false); err != nil {
+		return err
+	}
+	o.fires = append(o.fires, pendingFire{key: slices.Clone(key), window: w, firing: firing, seq: m.seq, parts: [][]byte{payload}})
+	return nil
+}
+
+// onEarly fires the windows of key that are open (not fired on time)
+// early, and sets the next early timer while any is left.
+func (o *Operator) onEarly(sess *state.Session, key []byte) error {
+	var open []Window
+	err := o.slicesOf(sess, key, math.MinInt64, math.MaxInt64, func(s Window, _ uint64, _ []byte) bool {
+		if o.spec.Assigner == Session {
+			open = append(open, s)
+			return true
+		}
+		o.sl.windowsOf(s, func(w Window) { open = append(open, w) })
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(open, func(a, b Window) int { return cmpWindow(a, b) })
+	open = slices.Compact(open)
+	fireNow := o.fireNow(o.wm, o.now)
+	left := false
+	for _, w := range open {
+		if o.spec.Assigner != Global && (w.MaxTime() <= fireNow || o.expired(w, o.wm)) {
+			continue // fires on time, or is gone
+		}
+		m, err := o.meta(sess, key, w)
+		if err != nil {
+			return err
+		}
+		if m.flags&metaFired != 0 {
+			continue
+		}
+		left = true
+		if _, _, err := o.fireWindow(sess, key, w, true); err != nil {
+			return err
+		}
+	}
+	if !left {
+		return nil
+	}
+	return o.setEarlyTimer(sess, key, o.now)
+}
+
+func cmpWindow(a, b Window) int {
+	if a.Start != b.Start {
+		if a.Start < b.Start {
+			return -1
+		}
+		return 1
+	}
+	if a.End != b.End {
+		if a.End < b.End {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// fire runs the function over the collected firings and emits the
+// results.
+func (o *Operator) fire(ctx context.Context, emit func(Result)) error {
+	if len(o.fires) == 0 {
+		return nil
+	}
+	fires := make([]Fire, len(o.fires))
+	for i := range o.fires {
+		pf := &o.fires[i]
+		fires[i] = Fire{Key: pf.key, Window: pf.window, Firing: pf.firing, Seq: pf.seq}
+	}
+	if o.acc != nil {
+		if err := o.mergeParts(ctx, fires); err != nil {
+			return err
+		}
+	} else {
+		for i := range o.fires {
+			var recs []abi.Record
+			for _, p := range o.fires[i].parts {
+				var err error
+				if recs, err = decodeRecords(recs, o.fires[i].key, p); err != nil {
+					return fmt.Errorf("window: contents of %v of key %q: %w", o.fires[i].window, o.fires[i].key, err)
+				}
+			}
+			// Slices are in time order and each in arrival order, so ties
+			// keep arrival order.
+			slices.SortStableFunc(recs, func(a, b abi.Record) int { return cmpInt(a.Time, b.Time) })
+			fires[i].Recs = recs
+		}
+	}
+	o.stats.fired.Add(int64(len(fires)))
+	var bad error
+	err := o.fn.Fire(ctx, fires, func(i int, r abi.Record) {
+		if i < 0 || i >= len(fires) {
+			bad = fmt.Errorf("window: fire: result for window %d of %d", i, len(fires))
+			return
+		}
+		f := &fires[i]
+		r.Time = f.Window.MaxTime()
+		if len(r.Key) == 0 {
+			r.Key = f.Key
+		}
+		emit(Result{Record: r, Key: f.Key, Window: f.Window, Firing: f.Firing, Seq: f.Seq})
+	})
+	if err != nil {
+		return fmt.Errorf("window: fire: %w", err)
+	}
+	return bad
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// mergeParts sets each fire's Acc to the merge of its parts, in rounds
+// of one Merge call each.
+func (o *Operator) mergeParts(ctx context.Context, fires []Fire) error {
+	var pairs []Pair
+	var who []int
+	for i := range fires {
+		fires[i].Acc = o.fires[i].parts[0]
+	}
+	for r := 1; ; r++ {
+		pairs, who = pairs[:0], who[:0]
+		for i := range fires {
+			if parts := o.fires[i].parts; r < len(parts) {
+				pairs = append(pairs, Pair{Key: fires[i].Key, A: fires[i].Acc, B: parts[r]})
+				who = append(who, i)
+			}
+		}
+		if len(pairs) == 0 {
+			return nil
+		}
+		if err := o.acc.Merge(ctx, pairs); err != nil {
+			return fmt.Errorf("window: merge: %w", err)
+		}
+		for j, i := range who {
+			fires[i].Acc = slices.Clone(pairs[j].Out)
+		}
+	}
+}
