@@ -146,8 +146,8 @@ type Operator struct {
 	Inputs []string `yaml:"inputs"`
 	// Plugin is the path of the .wasm module.
 	Plugin string `yaml:"plugin"`
-	// Kind is map, filter, flatmap, keyed, transactional, aggregate or
-	// window.
+	// Kind is map, filter, flatmap, keyed, transactional, aggregate,
+	// window or join.
 	Kind string `yaml:"kind"`
 	// Engine is the WebAssembly engine the plugin runs on: wazero (the
 	// default) or wasmtime, which only a build with the wasmtime tag
@@ -213,6 +213,8 @@ type Operator struct {
 	// each record's value (JSON): a JSON pointer (/price) or a dotted path
 	// (order.price). Empty: the value is the number, as text.
 	Field string `yaml:"field"`
+	// Join configures an operator of kind join.
+	Join *Join `yaml:"join"`
 
 	// ConfigJSON is Config encoded as JSON (nil when there is none).
 	ConfigJSON []byte `yaml:"-"`
@@ -947,9 +949,9 @@ func (p *Pipeline) validateOperator(i int, o *Operator) []error {
 			}
 			seen[t] = true
 		}
-	case KindAggregate, KindWindow:
+	case KindAggregate, KindWindow, KindJoin:
 	case "":
-		at("an operator needs a kind (map, filter, flatmap, keyed, transactional, aggregate or window)", "kind")
+		at("an operator needs a kind (map, filter, flatmap, keyed, transactional, aggregate, window or join)", "kind")
 	default:
 		at(fmt.Sprintf("unknown operator kind %q (want map, filter, flatmap, keyed, transactional, aggregate, window or join)", o.Kind), "kind")
 	}

@@ -58,7 +58,7 @@ func describe(t reflect.Type, path []any) string {
 		"Table": "a table", "TableInit": "init", "Punctuation": "punctuation", "Limits": "limits",
 		"Batch": "batch", "State": "state", "NATS": "nats", "DeadLetter": "dead_letter", "HTTP": "http",
 		"Grants": "grants", "GrantDir": "a granted directory", "Adaptive": "adaptive",
-		"Window": "a window", "Watermark": "watermark", "Late": "late",
+		"Window": "a window", "Watermark": "watermark", "Join": "join", "Interval": "interval", "Late": "late",
 	}[t.Name()]; ok {
 		return w
 	}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Operator kinds of windows and joins.
@@ -16,6 +19,8 @@ const (
 	// KindWindow hands a plugin all of a key's records of a window when
 	// it fires (sluice_window_fire).
 	KindWindow = "window"
+	// KindJoin joins two inputs by key within windows or intervals.
+	KindJoin = "join"
 )
 
 // Built-in window functions, for kind aggregate without a plugin.
@@ -74,6 +79,52 @@ type Watermark struct {
 	Idle Duration `yaml:"idle"`
 }
 
+// Join configures an operator of kind join: its two inputs (the operator's
+// inputs, left first) are joined on equal keys, within the operator's
+// window or within an interval of event time.
+type Join struct {
+	// Type is inner (the default), left, right or full.
+	Type string `yaml:"type"`
+	// Interval joins each left record with the right records of the same
+	// key whose time lies in [left + lower, left + upper], instead of a
+	// window.
+	Interval *Interval `yaml:"interval"`
+	// Algorithm is the join kernel: auto (the default) or one of npj,
+	// prj, mway, mpass, shj-jm, shj-jb, pmj-jm, pmj-jb.
+	Algorithm string `yaml:"algorithm"`
+}
+
+// Interval bounds an interval join: a right record b joins a left record a
+// when a.time + Lower <= b.time <= a.time + Upper.
+type Interval struct {
+	Lower SignedDuration `yaml:"lower"`
+	Upper SignedDuration `yaml:"upper"`
+}
+
+// Join types.
+const (
+	JoinInner = "inner"
+	JoinLeft  = "left"
+	JoinRight = "right"
+	JoinFull  = "full"
+)
+
+// joinAlgorithms are the names join.algorithm takes.
+var joinAlgorithms = []string{"auto", "npj", "prj", "mway", "mpass", "shj-jm", "shj-jb", "pmj-jm", "pmj-jb"}
+
+// SignedDuration is a duration that may be negative: "-5s".
+type SignedDuration time.Duration
+
+// UnmarshalYAML parses a duration string.
+func (d *SignedDuration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration (write it like -5s, 250ms or 1m)", n.Line, n.Value)}}
+	}
+	*d = SignedDuration(v)
+	return nil
+}
+
 // Late says where records that arrive after their window has closed
 // (later than allowed_lateness) go. With neither Subject nor Path set,
 // they go to the JSON Lines file DefaultLateFile in the data directory.
@@ -90,17 +141,7 @@ const DefaultLateFile = "late-records.jsonl"
 
 // Windowed reports whether the operator's kind groups records by window.
 func (o *Operator) Windowed() bool {
-	return o.Kind == KindAggregate || o.Kind == KindWindow
-}
-
-// Windowed reports whether any operator of the pipeline is windowed.
-func (p *Pipeline) Windowed() bool {
-	for i := range p.Operators {
-		if p.Operators[i].Windowed() {
-			return true
-		}
-	}
-	return false
+	return o.Kind == KindAggregate || o.Kind == KindWindow || o.Kind == KindJoin
 }
 
 // validateWindowed checks the keys of the window, aggregate and join
@@ -111,9 +152,9 @@ func (p *Pipeline) validateWindowed(i int, o *Operator) []error {
 		errs = append(errs, p.errAt(msg, append([]any{"operators", i}, key...)...))
 	}
 	if !o.Windowed() {
-		for _, k := range []string{"window", "function", "field"} {
+		for _, k := range []string{"window", "function", "field", "join"} {
 			if p.has("operators", i, k) {
-				at(fmt.Sprintf("%s is a key of the windowed kinds (aggregate, window), not of a %s operator", k, o.Kind), k)
+				at(fmt.Sprintf("%s is a key of the windowed kinds (aggregate, window, join), not of a %s operator", k, o.Kind), k)
 			}
 		}
 		return errs
@@ -144,13 +185,25 @@ func (p *Pipeline) validateWindowed(i int, o *Operator) []error {
 				at(fmt.Sprintf("%s is a key of aggregate operators (built-in functions)", k), k)
 			}
 		}
+	case KindJoin:
+		for _, k := range []string{"function", "field"} {
+			if p.has("operators", i, k) {
+				at(fmt.Sprintf("%s is a key of aggregate operators (built-in functions)", k), k)
+			}
+		}
+		errs = append(errs, p.validateJoin(i, o)...)
 	}
 	if len(o.State) > 0 {
 		at(fmt.Sprintf("a %s operator keeps its windows in state of its own: state lists a keyed operator's tables", o.Kind), "state")
 	}
 	if o.Window == nil {
-		at(fmt.Sprintf("a %s operator needs a window (type: tumbling, sliding, session or global)", o.Kind), "window")
+		if o.Kind != KindJoin || o.Join == nil || o.Join.Interval == nil {
+			at(fmt.Sprintf("a %s operator needs a window (type: tumbling, sliding, session or global)", o.Kind), "window")
+		}
 		return errs
+	}
+	if o.Kind == KindJoin && o.Join != nil && o.Join.Interval != nil {
+		at("an interval join has no window: set window or join.interval, not both", "window")
 	}
 	return append(errs, p.validateWindow(i, o.Window)...)
 }
@@ -193,6 +246,44 @@ func (p *Pipeline) validateWindow(i int, w *Window) []error {
 	}
 	if w.EarlyEvery < 0 {
 		at(fmt.Sprintf("early_every %d: want 1 or more", w.EarlyEvery), "early_every")
+	}
+	return errs
+}
+
+// validateJoin checks an operator of kind join: two inputs, a type, an
+// algorithm, an interval that is not empty.
+func (p *Pipeline) validateJoin(i int, o *Operator) []error {
+	var errs []error
+	at := func(msg string, key ...any) {
+		errs = append(errs, p.errAt(msg, append([]any{"operators", i}, key...)...))
+	}
+	if len(o.Inputs) != 2 {
+		at(fmt.Sprintf("a join reads two inputs, left then right: inputs names %d", len(o.Inputs)), "inputs")
+	}
+	if o.Join == nil {
+		o.Join = &Join{}
+	}
+	j := o.Join
+	switch j.Type {
+	case "":
+		j.Type = JoinInner
+	case JoinInner, JoinLeft, JoinRight, JoinFull:
+	default:
+		at(fmt.Sprintf("unknown join type %q (want inner, left, right or full)", j.Type), "join", "type")
+	}
+	switch {
+	case j.Algorithm == "":
+		j.Algorithm = "auto"
+	case !slices.Contains(joinAlgorithms, j.Algorithm):
+		at(fmt.Sprintf("unknown join algorithm %q (want %s)", j.Algorithm, strings.Join(joinAlgorithms, ", ")), "join", "algorithm")
+	}
+	if iv := j.Interval; iv != nil {
+		if iv.Lower > iv.Upper {
+			at(fmt.Sprintf("lower %v is after upper %v: the interval holds no time", time.Duration(iv.Lower), time.Duration(iv.Upper)), "join", "interval", "lower")
+		}
+		if j.Type != JoinInner {
+			at("an interval join is inner: left, right and full joins need a window", "join", "type")
+		}
 	}
 	return errs
 }

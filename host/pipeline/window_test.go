@@ -50,6 +50,31 @@ func TestParseWindow(t *testing.T) {
 	}
 }
 
+const joinFile = `name: j
+sources:
+  - {name: orders, type: file, path: o.txt}
+  - {name: payments, type: file, path: p.txt}
+operators:
+  - name: paid
+    kind: join
+    inputs: [orders, payments]
+    join:
+      interval: {lower: -5s, upper: 10s}
+sinks:
+  - {name: out, type: file, path: out.txt}
+`
+
+func TestParseJoin(t *testing.T) {
+	p, err := Parse("p.yaml", "/pipes", []byte(joinFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := p.Operators[0].Join
+	if j.Type != JoinInner || j.Algorithm != "auto" || time.Duration(j.Interval.Lower) != -5*time.Second || time.Duration(j.Interval.Upper) != 10*time.Second {
+		t.Errorf("join %+v %+v", j, j.Interval)
+	}
+}
+
 func TestParseWindowErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string
@@ -70,11 +95,21 @@ func TestParseWindowErrors(t *testing.T) {
 		{"count reads no field", strings.Replace(windowFile, "function: count", "function: count\n    field: price", 1),
 			[]string{"operators[0].field", "count counts records and reads no field"}},
 		{"window on a map", strings.Replace(windowFile, "kind: aggregate\n    function: count", "kind: map\n    plugin: /m.wasm", 1),
-			[]string{"operators[0].window", "window is a key of the windowed kinds (aggregate, window)"}},
+			[]string{"operators[0].window", "window is a key of the windowed kinds"}},
 		{"negative duration", strings.Replace(windowFile, "size: 1m", "size: -1m", 1),
 			[]string{"p.yaml:15:", `"-1m" is not a duration`}},
 		{"late both", strings.Replace(windowFile, "late: {path: late.jsonl}", "late: {path: late.jsonl, subject: late}", 1),
 			[]string{"late", "set subject or path, not both"}},
+		{"join with one input", strings.Replace(joinFile, "inputs: [orders, payments]", "inputs: [orders]", 1),
+			[]string{"p.yaml:8:", "operators[0].inputs", "a join reads two inputs, left then right: inputs names 1"}},
+		{"empty interval", strings.Replace(joinFile, "lower: -5s, upper: 10s", "lower: 5s, upper: 1s", 1),
+			[]string{"operators[0].join.interval.lower", "lower 5s is after upper 1s"}},
+		{"outer interval join", strings.Replace(joinFile, "join:\n", "join:\n      type: left\n", 1),
+			[]string{"operators[0].join.type", "an interval join is inner"}},
+		{"join without window", strings.Replace(joinFile, "      interval: {lower: -5s, upper: 10s}\n", "      type: full\n", 1),
+			[]string{"operators[0].window", "a join operator needs a window"}},
+		{"unknown algorithm", strings.Replace(joinFile, "join:\n", "join:\n      algorithm: hash\n", 1),
+			[]string{"operators[0].join.algorithm", `unknown join algorithm "hash"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("p.yaml", "/pipes", []byte(tc.yaml))
