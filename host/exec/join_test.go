@@ -204,3 +204,96 @@ func TestIntervalJoinMatchesNestedLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestSessionJoinMatchesOracle runs session-window joins of random streams
+// against sessions computed from every record of a key.
+func TestSessionJoinMatchesOracle(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		bound := time.Duration(rapid.IntRange(0, 3).Draw(rt, "bound")) * time.Second
+		l, r := genSide(rt, "l", bound), genSide(rt, "r", bound)
+		gap := int64(rapid.IntRange(1, 6).Draw(rt, "gap")) * int64(time.Second)
+		typ := JoinType(rapid.IntRange(0, 3).Draw(rt, "type"))
+		type rec struct {
+			abi.Record
+			side int
+		}
+		byKey := map[string][]rec{}
+		for s, recs := range [][]abi.Record{l, r} {
+			for _, x := range recs {
+				byKey[string(x.Key)] = append(byKey[string(x.Key)], rec{x, s})
+			}
+		}
+		var want []string
+		for _, recs := range byKey {
+			slices.SortStableFunc(recs, func(a, b rec) int { return int(a.Time - b.Time) })
+			for lo := 0; lo < len(recs); {
+				hi := lo + 1
+				for hi < len(recs) && recs[hi].Time <= recs[hi-1].Time+gap {
+					hi++
+				}
+				start, end := recs[lo].Time, recs[hi-1].Time+gap
+				var sides [2][]string
+				for _, x := range recs[lo:hi] {
+					sides[x.side] = append(sides[x.side], string(x.Value))
+				}
+				for _, a := range sides[0] {
+					for _, b := range sides[1] {
+						want = append(want, fmt.Sprintf("%d %d %s %s", start, end, a, b))
+					}
+				}
+				if len(sides[1]) == 0 && (typ == LeftJoin || typ == FullJoin) {
+					for _, a := range sides[0] {
+						want = append(want, fmt.Sprintf("%d %d %s null", start, end, a))
+					}
+				}
+				if len(sides[0]) == 0 && (typ == RightJoin || typ == FullJoin) {
+					for _, b := range sides[1] {
+						want = append(want, fmt.Sprintf("%d %d null %s", start, end, b))
+					}
+				}
+				lo = hi
+			}
+		}
+		slices.Sort(want)
+		batch := rapid.SampledFrom([]int{1, 50}).Draw(rt, "batch")
+		store := openStore(rt, t.TempDir())
+		defer store.Close()
+		sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+		wm := &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: bound}
+		job, err := New(context.Background(), Config{
+			Name: "p",
+			Sources: []Input{
+				{Name: "l", Source: &sliceSource{recs: l, chunk: batch}, Watermark: wm},
+				{Name: "r", Source: &sliceSource{recs: r, chunk: batch}, Watermark: wm},
+			},
+			Operators: []Operator{{Name: "j", Kind: KindJoin, Inputs: []string{"l", "r"}, Parallelism: rapid.IntRange(1, 3).Draw(rt, "workers"),
+				Join: &Join{Type: typ, Window: window.Spec{Assigner: window.Session, Gap: time.Duration(gap)}}}},
+			Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
+		})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if err := job.Run(context.Background()); err != nil {
+			rt.Fatal(err)
+		}
+		if n := len(late.records()) + len(dead.records()); n > 0 {
+			rt.Fatalf("%d records late or dead", n)
+		}
+		var got []string
+		for _, o := range sink.records() {
+			var v struct {
+				Left, Right json.RawMessage
+				Start       int64 `json:"window_start"`
+				End         int64 `json:"window_end"`
+			}
+			if err := json.Unmarshal(o.Record.Value, &v); err != nil {
+				rt.Fatalf("result %q: %v", o.Record.Value, err)
+			}
+			got = append(got, fmt.Sprintf("%d %d %s %s", v.Start, v.End, v.Left, v.Right))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			rt.Fatalf("%s session join, gap %v:\n got %q\nwant %q", []string{"inner", "left", "right", "full"}[typ], time.Duration(gap), got, want)
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/host/window"
 	"github.com/sluicehq/sluice/state"
 )
 
@@ -57,6 +58,8 @@ func newStage(ctx context.Context, op *Operator, store *state.Store, m *Metrics,
 	switch {
 	case op.Txn != nil:
 		return newTxnStage(op, store, m)
+	case op.Join != nil && op.Join.Window.Assigner == window.Session:
+		return newSessionJoinStage(ctx, op, store, om, log)
 	case op.Join != nil:
 		return newJoinStage(op, store)
 	case op.Interval != nil:

@@ -25,9 +25,10 @@ import (
 // to its function when the window fires.
 type Window struct {
 	Spec window.Spec
-	// Function is a native window function (a built-in aggregate); nil:
-	// the operator's plugin is the function.
-	Function window.Function
+	// Function makes a native window function (a built-in aggregate) for
+	// each worker, which calls it on its own goroutine; nil: the
+	// operator's plugin is the function.
+	Function func() window.Function
 }
 
 // clocked is a stage whose work follows time (a windowed operator): before
@@ -76,13 +77,15 @@ type windowStage struct {
 	*keyedStage
 	spec  window.Spec
 	table *state.Table
-	// native is the built-in function; nil: the plugin's, through each
-	// worker's instance.
-	native window.Function
+	// native makes a worker's built-in function; nil: the plugin's,
+	// through each worker's instance.
+	native func() window.Function
 	ops    []*window.Operator // one per worker, with its scratch
 	seed   maphash.Seed
 	log    *slog.Logger
 	om     *opMetrics
+	// tagSides adds each record's side as a header (a session join).
+	tagSides bool
 
 	// This run's times and results.
 	wms       []int64
@@ -115,9 +118,10 @@ func newWindowStage(ctx context.Context, op *Operator, store *state.Store, om *o
 // addOperator makes the window operator of the next worker.
 func (st *windowStage) addOperator() error {
 	w := len(st.ops)
-	fn := st.native
+	var fn window.Function
 	switch {
-	case fn != nil:
+	case st.native != nil:
+		fn = st.native()
 	case st.op.Kind == plugin.KindWindow:
 		fn = &pluginCollector{st: st, worker: w}
 	default:
@@ -151,7 +155,11 @@ func (st *windowStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record
 	}
 	for i := range recs {
 		w := st.workers[st.assign.owner(state.KeyGroup(recs[i].Key, st.groups))]
-		w.in = append(w.in, recs[i])
+		r := recs[i]
+		if st.tagSides {
+			r = tagSide(r)
+		}
+		w.in = append(w.in, r)
 		w.global = append(w.global, int32(i))
 	}
 	st.results, st.lateRecs, st.madeRecs = st.results[:0], st.lateRecs[:0], st.madeRecs[:0]

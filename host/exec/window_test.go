@@ -104,10 +104,7 @@ func runCount(t interface {
 }, dir string, w windowed, batch, workers int) (outs, late []connectors.Out) {
 	store := openStore(t, dir)
 	defer store.Close()
-	fn, err := window.Builtin("count", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	fn := builtinCount(t)
 	sink, dead, lateSink := &memSink{}, &memSink{}, &memSink{}
 	job, err := New(context.Background(), Config{
 		Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: w.recs, chunk: batch},
@@ -177,10 +174,7 @@ func TestWindowRestart(t *testing.T) {
 		want, _ := w.oracle()
 		stop := rapid.IntRange(0, len(w.recs)).Draw(rt, "stop")
 		dir := t.TempDir()
-		fn, err := window.Builtin("count", "")
-		if err != nil {
-			rt.Fatal(err)
-		}
+		fn := builtinCount(rt)
 		var outs []connectors.Out
 		for run, recs := range [][]abi.Record{w.recs[:stop], w.recs} {
 			store := openStore(rt, dir)
@@ -218,4 +212,15 @@ func TestWindowRestart(t *testing.T) {
 			rt.Fatalf("stopped after %d records:\n got %q\nwant %q", stop, got, want)
 		}
 	})
+}
+
+// builtinCount makes the built-in count for each worker.
+func builtinCount(t tb) func() window.Function {
+	if _, err := window.Builtin("count", ""); err != nil {
+		t.Fatal(err)
+	}
+	return func() window.Function {
+		fn, _ := window.Builtin("count", "")
+		return fn
+	}
 }

@@ -144,6 +144,16 @@ func (o *Operator) Windowed() bool {
 	return o.Kind == KindAggregate || o.Kind == KindWindow || o.Kind == KindJoin
 }
 
+// Windowed reports whether any operator of the pipeline is windowed.
+func (p *Pipeline) Windowed() bool {
+	for i := range p.Operators {
+		if p.Operators[i].Windowed() {
+			return true
+		}
+	}
+	return false
+}
+
 // validateWindowed checks the keys of the window, aggregate and join
 // kinds, and refuses them on other kinds.
 func (p *Pipeline) validateWindowed(i int, o *Operator) []error {
@@ -186,6 +196,9 @@ func (p *Pipeline) validateWindowed(i int, o *Operator) []error {
 			}
 		}
 	case KindJoin:
+		if o.Plugin != "" {
+			at("a join runs no plugin: its results hold both records (docs/joins.md); put a map operator after it to reshape them", "plugin")
+		}
 		for _, k := range []string{"function", "field"} {
 			if p.has("operators", i, k) {
 				at(fmt.Sprintf("%s is a key of aggregate operators (built-in functions)", k), k)
@@ -205,7 +218,22 @@ func (p *Pipeline) validateWindowed(i int, o *Operator) []error {
 	if o.Kind == KindJoin && o.Join != nil && o.Join.Interval != nil {
 		at("an interval join has no window: set window or join.interval, not both", "window")
 	}
-	return append(errs, p.validateWindow(i, o.Window)...)
+	errs = append(errs, p.validateWindow(i, o.Window)...)
+	if o.Kind == KindJoin {
+		w := o.Window
+		if w.Type == WindowGlobal {
+			at("a join's window is tumbling, sliding or session: a global window never ends, so its join never would", "window", "type")
+		}
+		if w.Time == "processing" {
+			at("a join's windows are of event time", "window", "time")
+		}
+		for _, k := range []string{"count", "early_every", "early_interval", "allowed_lateness"} {
+			if p.has("operators", i, "window", k) {
+				at(fmt.Sprintf("%s is not a key of a join's window: a join fires each window once, at its end", k), "window", k)
+			}
+		}
+	}
+	return errs
 }
 
 // validateWindow checks a window's keys against its type.

@@ -74,8 +74,8 @@ func trimWindow(key string) string {
 }
 
 // window returns the exec.Window of a windowed operator (nil for others),
-// with fn as its native function (nil: the plugin's).
-func (h *Host) window(i int, o *pipeline.Operator, fn window.Function) (*exec.Window, error) {
+// with fn making its native function (nil: the plugin's).
+func (h *Host) window(i int, o *pipeline.Operator, fn func() window.Function) (*exec.Window, error) {
 	if o.Kind != pipeline.KindAggregate && o.Kind != pipeline.KindWindow {
 		return nil, nil
 	}
@@ -87,16 +87,21 @@ func (h *Host) window(i int, o *pipeline.Operator, fn window.Function) (*exec.Wi
 }
 
 // nativeOperator makes an operator that runs no plugin: an aggregate with
-// a built-in function.
+// a built-in function, or a join.
 func (h *Host) nativeOperator(i int, o *pipeline.Operator) (exec.Operator, error) {
+	if o.Kind == pipeline.KindJoin {
+		return h.joinOperator(i, o)
+	}
 	if o.Kind != pipeline.KindAggregate {
 		return exec.Operator{}, h.p.ErrorAt(fmt.Sprintf("a %s operator needs a plugin", o.Kind), "operators", i, "plugin")
 	}
-	fn, err := window.Builtin(o.Function, o.Field)
-	if err != nil {
+	if _, err := window.Builtin(o.Function, o.Field); err != nil {
 		return exec.Operator{}, h.p.ErrorAt(err.Error(), "operators", i, "field")
 	}
-	win, err := h.window(i, o, fn)
+	win, err := h.window(i, o, func() window.Function {
+		fn, _ := window.Builtin(o.Function, o.Field)
+		return fn
+	})
 	if err != nil {
 		return exec.Operator{}, err
 	}
@@ -109,6 +114,33 @@ func (h *Host) nativeOperator(i int, o *pipeline.Operator) (exec.Operator, error
 		StopOnError: o.OnError == pipeline.PolicyStop, MaxRecordBytes: int(o.Limits.MaxRecordBytes),
 		Version: "built-in " + o.Function, Window: win,
 	}, nil
+}
+
+// joinOperator makes the operator of a join: a window join (tumbling,
+// sliding or session windows) or an interval join.
+func (h *Host) joinOperator(i int, o *pipeline.Operator) (exec.Operator, error) {
+	par := o.Parallelism
+	if par == 0 {
+		par = runtime.GOMAXPROCS(0)
+	}
+	op := exec.Operator{
+		Name: o.Name, Inputs: o.Inputs, Kind: exec.KindJoin, Parallelism: par,
+		StopOnError: o.OnError == pipeline.PolicyStop, MaxRecordBytes: int(o.Limits.MaxRecordBytes),
+		Version: "built-in join",
+	}
+	j := o.Join
+	if iv := j.Interval; iv != nil {
+		op.Interval = &exec.Interval{Lower: time.Duration(iv.Lower), Upper: time.Duration(iv.Upper)}
+		return op, nil
+	}
+	s, err := h.spec(i, o)
+	if err != nil {
+		return op, err
+	}
+	typ := map[string]exec.JoinType{pipeline.JoinInner: exec.InnerJoin, pipeline.JoinLeft: exec.LeftJoin,
+		pipeline.JoinRight: exec.RightJoin, pipeline.JoinFull: exec.FullJoin}[j.Type]
+	op.Join = &exec.Join{Type: typ, Window: s, Algorithm: j.Algorithm}
+	return op, nil
 }
 
 // lateSink makes the sink of the late records: the configured subject or

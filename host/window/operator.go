@@ -155,6 +155,8 @@ type work struct {
 	existed  bool
 	next     int
 	accepted int
+	// wm is the watermark when the group's last record came.
+	wm int64
 }
 
 func (o *Operator) sliceKey(key []byte, w Window) state.Key {
@@ -208,9 +210,12 @@ func (o *Operator) lateRecord(i int, t int64, w Window, wm int64) Late {
 // windows need. Records of one key are folded in their order in recs. It
 // returns the records it did not add: too late for every window they
 // belong to, or rejected by the function.
-func (o *Operator) Add(ctx context.Context, sess *state.Session, recs []abi.Record, wm, now int64) ([]Late, error) {
+func (o *Operator) Add(ctx context.Context, sess *state.Session, recs []abi.Record, wms []int64, now int64) ([]Late, error) {
+	if len(wms) != len(recs) {
+		return nil, fmt.Errorf("window: %d watermarks for %d records", len(wms), len(recs))
+	}
 	if o.spec.Assigner == Session {
-		return o.addSessions(ctx, sess, recs, wm, now)
+		return o.addSessions(ctx, sess, recs, wms, now)
 	}
 	var late []Late
 	clear(o.index)
@@ -218,6 +223,7 @@ func (o *Operator) Add(ctx context.Context, sess *state.Session, recs []abi.Reco
 	for i := range recs {
 		r := &recs[i]
 		s := o.sl.sliceOf(o.assignTime(r, now))
+		wm := wms[i]
 		if last := o.sl.lastWindow(s); o.expired(last, wm) {
 			late = append(late, o.lateRecord(i, r.Time, last, wm))
 			continue
@@ -238,6 +244,7 @@ func (o *Operator) Add(ctx context.Context, sess *state.Session, recs []abi.Reco
 		g := &o.groups[gi]
 		g.recs = append(g.recs, *r)
 		g.idx = append(g.idx, i)
+		g.wm = wm
 	}
 	for gi := range o.groups {
 		g := &o.groups[gi]
@@ -269,7 +276,7 @@ func (o *Operator) Add(ctx context.Context, sess *state.Session, recs []abi.Reco
 				}
 				o.stats.purged.Add(1)
 			}
-			if err := o.sliceTimers(sess, g.key, g.slice, false, wm, now); err != nil {
+			if err := o.sliceTimers(sess, g.key, g.slice, false, g.wm, now); err != nil {
 				return late, err
 			}
 			continue
@@ -282,7 +289,7 @@ func (o *Operator) Add(ctx context.Context, sess *state.Session, recs []abi.Reco
 		if !g.existed {
 			o.stats.opened.Add(1)
 		}
-		if err := o.sliceTimers(sess, g.key, g.slice, !g.existed, wm, now); err != nil {
+		if err := o.sliceTimers(sess, g.key, g.slice, !g.existed, g.wm, now); err != nil {
 			return late, err
 		}
 	}

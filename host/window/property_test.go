@@ -93,7 +93,11 @@ func (h *harness) open(rt *rapid.T) {
 
 func (h *harness) step(rt *rapid.T, recs []abi.Record, addWM, wm, now int64) ([]Late, []mresult) {
 	ctx := context.Background()
-	late, err := h.op.Add(ctx, h.sess, recs, addWM, now)
+	wms := make([]int64, len(recs))
+	for i := range wms {
+		wms[i] = addWM
+	}
+	late, err := h.op.Add(ctx, h.sess, recs, wms, now)
 	if err != nil {
 		rt.Fatal(err)
 	}

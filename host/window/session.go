@@ -42,7 +42,7 @@ type sessWork struct {
 // decided against the sessions as the earlier records left them. State is
 // read once per key (a scan of its sessions) and written once per
 // session that changed.
-func (o *Operator) addSessions(ctx context.Context, sess *state.Session, recs []abi.Record, wm, now int64) ([]Late, error) {
+func (o *Operator) addSessions(ctx context.Context, sess *state.Session, recs []abi.Record, wms []int64, now int64) ([]Late, error) {
 	var late []Late
 	clear(o.index)
 	var keys []sessWork
@@ -79,8 +79,8 @@ func (o *Operator) addSessions(ctx context.Context, sess *state.Session, recs []
 					touched++
 				}
 			}
-			if o.expired(m.w, wm) {
-				late = append(late, o.lateRecord(i, recs[i].Time, m.w, wm))
+			if o.expired(m.w, wms[i]) {
+				late = append(late, o.lateRecord(i, recs[i].Time, m.w, wms[i]))
 				continue
 			}
 			kept := o.sessions[:0]
@@ -114,7 +114,8 @@ func (o *Operator) addSessions(ctx context.Context, sess *state.Session, recs []
 		return late, err
 	}
 	for ki := range keys {
-		if err := o.writeSessions(sess, &keys[ki], wm, now); err != nil {
+		kw := &keys[ki]
+		if err := o.writeSessions(sess, kw, wms[kw.recs[len(kw.recs)-1]], now); err != nil {
 			return late, err
 		}
 	}
