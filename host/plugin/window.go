@@ -277,8 +277,8 @@ func (i *Instance) add(ctx context.Context, groups []AddGroup, out *Output) erro
 	if len(groups[0].Recs) > 0 {
 		w.ev = groups[0].Recs[0]
 	}
-	cctx, done := i.beginWindow(ctx, abi.ExportAggAdd, domainAggAdd, out, len(groups), members)
-	defer done()
+	cctx := i.beginWindow(ctx, abi.ExportAggAdd, domainAggAdd, out, len(groups), members)
+	defer i.c.end(ctx)
 	ptr, buf, err := i.reserveInput(cctx, n)
 	if err != nil {
 		return i.windowError(abi.ExportAlloc, err)
@@ -324,8 +324,8 @@ func (i *Instance) AggMerge(ctx context.Context, pairs []MergePair, out *Output)
 	}
 	w := &i.win
 	w.ev = abi.Record{Key: pairs[0].Key, Value: pairs[0].A}
-	cctx, done := i.beginWindow(ctx, abi.ExportAggMerge, domainAggMerge, out, len(pairs), 0)
-	defer done()
+	cctx := i.beginWindow(ctx, abi.ExportAggMerge, domainAggMerge, out, len(pairs), 0)
+	defer i.c.end(ctx)
 	ptr, buf, err := i.reserveInput(cctx, n)
 	if err != nil {
 		return i.windowError(abi.ExportAlloc, err)
@@ -367,8 +367,8 @@ func (i *Instance) AggFire(ctx context.Context, fires []Fire, out *Output) error
 	}
 	w := &i.win
 	w.ev = abi.Record{Key: fires[0].Key, Time: fires[0].Window.End - 1, Value: fires[0].Acc}
-	cctx, done := i.beginWindow(ctx, abi.ExportAggFire, domainAggFire, out, len(fires), len(fires))
-	defer done()
+	cctx := i.beginWindow(ctx, abi.ExportAggFire, domainAggFire, out, len(fires), len(fires))
+	defer i.c.end(ctx)
 	ptr, buf, err := i.reserveInput(cctx, n)
 	if err != nil {
 		return i.windowError(abi.ExportAlloc, err)
@@ -424,8 +424,8 @@ func (i *Instance) WindowFire(ctx context.Context, fires []FireContents, out *Ou
 	if len(fires[0].Recs) > 0 {
 		w.ev = fires[0].Recs[0]
 	}
-	cctx, done := i.beginWindow(ctx, abi.ExportWindowFire, domainWindowFire, out, len(fires), members)
-	defer done()
+	cctx := i.beginWindow(ctx, abi.ExportWindowFire, domainWindowFire, out, len(fires), members)
+	defer i.c.end(ctx)
 	ptr, buf, err := i.reserveInput(cctx, n)
 	if err != nil {
 		return i.windowError(abi.ExportAlloc, err)
@@ -452,16 +452,16 @@ func (i *Instance) WindowFire(ctx context.Context, fires []FireContents, out *Ou
 	return nil
 }
 
-// beginWindow starts a call of export: outputs go to out, Origins are
-// below outputs and rejects name one of rejects records. It returns the
-// call's context and the function that ends the call.
-func (i *Instance) beginWindow(ctx context.Context, export string, domain uint64, out *Output, outputs, rejects int) (context.Context, func()) {
+// beginWindow starts a call of export, which the caller ends with
+// i.c.end: outputs go to out, Origins are below outputs and rejects name
+// one of rejects records. It returns the call's context.
+func (i *Instance) beginWindow(ctx context.Context, export string, domain uint64, out *Output, outputs, rejects int) context.Context {
 	c := i.c
 	c.begin(export, nil, out, uint32(outputs), 0)
 	c.rejectN = uint32(rejects)
 	i.inst.SetCallEnv(i.envs.record(domain, &i.win.ev))
 	i.win.ev = abi.Record{}
-	return i.callContext(ctx), func() { c.end(ctx) }
+	return i.callContext(ctx)
 }
 
 // reserveInput obtains n bytes of guest memory for a call's input. An

@@ -408,3 +408,55 @@ func TestReferenceAggregate(t *testing.T) {
 		t.Errorf("fire: %+v, want a: 6 at 59", o.Records)
 	}
 }
+
+// A call of the window exports allocates no more for many groups than for
+// one: inputs are encoded straight into guest memory, outputs into the
+// Output's arena, and the buffers are reused.
+func TestWindowCallsDoNotAllocatePerGroup(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	ctx := context.Background()
+	p, err := Load(ctx, newEngine(t, engineConfig().WithCallTimeout(0)), "agg.wasm", testdataModule(t, windowDir, "agg"), KindAggregate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	i, err := p.NewInstance(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer i.Close(ctx)
+	allocs := func(n int) (add, merge, fire float64) {
+		groups := make([]AddGroup, n)
+		pairs := make([]MergePair, n)
+		fires := make([]Fire, n)
+		for g := range groups {
+			groups[g] = AddGroup{Key: []byte("k"), Acc: count(1), Recs: vals("x", "y", "z")}
+			pairs[g] = MergePair{Key: []byte("k"), A: count(1), B: count(2)}
+			fires[g] = Fire{Key: []byte("k"), Window: Window{End: 10}, Acc: count(3)}
+		}
+		var out Output
+		measure := func(call func() error) float64 {
+			run := func() {
+				out.Reset()
+				if err := call(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 3 {
+				run()
+			}
+			return testing.AllocsPerRun(20, run)
+		}
+		return measure(func() error { return i.AggAdd(ctx, groups, &out) }),
+			measure(func() error { return i.AggMerge(ctx, pairs, &out) }),
+			measure(func() error { return i.AggFire(ctx, fires, &out) })
+	}
+	a1, m1, f1 := allocs(1)
+	a2, m2, f2 := allocs(512)
+	t.Logf("allocations per call, 1 group and 512: add %.1f %.1f, merge %.1f %.1f, fire %.1f %.1f", a1, a2, m1, m2, f1, f2)
+	if a2 > a1+1 || m2 > m1+1 || f2 > f1+1 {
+		t.Errorf("allocations grow with the groups: add %.1f -> %.1f, merge %.1f -> %.1f, fire %.1f -> %.1f", a1, a2, m1, m2, f1, f2)
+	}
+}

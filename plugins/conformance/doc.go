@@ -11,6 +11,8 @@
 //	enrich     a configured filter-and-enrich of JSON objects, as plugins/enrich
 //	wordcount  a keyed count, as plugins/wordcount
 //	ledger     the transactional Streaming Ledger, as plugins/ledger
+//	wincount   an aggregate: a count and a sum per key and window, as plugins/wincount
+//	winmedian  a window function: the median of a window, as plugins/winmedian
 //
 // The Go versions are the plugins of those names in plugins/: they are the
 // specification. The package has no code of its own, only tests:
@@ -21,9 +23,11 @@
 // The test builds every operator with package sdk/build, as `sluice plugin
 // build` does, runs each through the host (hosttest's harness over
 // host/plugin for the batch kinds, host/txnop with two strategies and two
-// workers for the ledger), and compares every language's results with the
-// Go operator's. A language whose directory is absent is not tested, and
-// a language present must implement all four operators; a language whose
+// workers for the ledger, host/plugin's AggAdd, AggMerge, AggFire and
+// WindowFire for the window functions), and compares every language's
+// results with the Go operator's (for the window functions, with the
+// expected results the Go operators give too). A language whose directory is absent is not tested, and
+// a language present must implement all six operators; a language whose
 // toolchain is not installed is skipped, unless SLUICE_REQUIRE_TOOLCHAINS=1
 // (CI sets it), when that fails the test.
 //

@@ -11,6 +11,8 @@ export const KIND_BIT_FILTER: i32 = 2;
 export const KIND_BIT_FLATMAP: i32 = 4;
 export const KIND_BIT_KEYED: i32 = 8;
 export const KIND_BIT_TRANSACTIONAL: i32 = 16;
+export const KIND_BIT_AGGREGATE: i32 = 32;
+export const KIND_BIT_WINDOW: i32 = 64;
 
 /** The bits of sluice_features' result (ABI.md section 9). */
 /** FEATURE_INPUTS: the module reads the input each record arrived on. */

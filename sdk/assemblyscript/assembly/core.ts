@@ -4,7 +4,8 @@
 
 import * as host from "./host";
 import {
-  BATCH_HEADER_SIZE, KIND_BIT_FILTER, KIND_BIT_FLATMAP, KIND_BIT_KEYED, KIND_BIT_MAP, KIND_BIT_TRANSACTIONAL,
+  BATCH_HEADER_SIZE, KIND_BIT_AGGREGATE, KIND_BIT_FILTER, KIND_BIT_FLATMAP, KIND_BIT_KEYED, KIND_BIT_MAP,
+  KIND_BIT_TRANSACTIONAL, KIND_BIT_WINDOW,
   STATUS_BAD_CONFIG, STATUS_OK,
 } from "./abi";
 import { Bytes } from "./bytes";
@@ -20,6 +21,8 @@ export const KIND_FILTER: i32 = 2;
 export const KIND_FLATMAP: i32 = 3;
 export const KIND_KEYED: i32 = 4;
 export const KIND_TXN: i32 = 5;
+export const KIND_AGGREGATE: i32 = 6;
+export const KIND_WINDOW: i32 = 7;
 
 /** The kind of handler registered, one of KIND_*. */
 export let kind: i32 = KIND_NONE;
@@ -38,6 +41,8 @@ export function servesWhat(k: i32): string {
     case KIND_FLATMAP: return "flatmap operators";
     case KIND_KEYED: return "keyed operators";
     case KIND_TXN: return "transactional operators";
+    case KIND_AGGREGATE: return "aggregate operators";
+    case KIND_WINDOW: return "window operators";
   }
   return "no operator";
 }
@@ -83,8 +88,10 @@ export function kindBits(): i32 {
     case KIND_FLATMAP: return KIND_BIT_FLATMAP;
     case KIND_KEYED: return KIND_BIT_KEYED;
     case KIND_TXN: return KIND_BIT_TRANSACTIONAL;
+    case KIND_AGGREGATE: return KIND_BIT_AGGREGATE;
+    case KIND_WINDOW: return KIND_BIT_WINDOW;
   }
-  log(Level.Error, "no handler registered: call map, filter, flatMap, keyed or transactional from the module's top level");
+  log(Level.Error, "no handler registered: call map, filter, flatMap, keyed, transactional, aggregate or windowFunc from the module's top level");
   return 0;
 }
 

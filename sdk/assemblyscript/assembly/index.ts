@@ -17,6 +17,7 @@ export { Emitter, configure, reject, trimSpace } from "./core";
 export { map, filter, flatMap, keyed } from "./stream";
 export { State, tableId } from "./state";
 export { Call, Effect, Key, KeyValue, OpOutcome, Outcome, Planner, transactional } from "./txn";
+export { FIRING_EARLY, FIRING_LATE, FIRING_ON_TIME, Window, aggregate, windowFunc } from "./window";
 export { Level, log, logDebug, logInfo, logWarn, logError, panic } from "./log";
 export { isPrint, quote, quoteString } from "./quote";
 export { decodeRune, encodeRune, RUNE_ERROR } from "./utf8";

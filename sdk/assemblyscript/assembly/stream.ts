@@ -5,7 +5,8 @@ import * as host from "./host";
 import { BATCH_HEADER_SIZE, DEFAULT_TABLE, FLAGS_INPUT, STATUS_ERROR, STATUS_OK } from "./abi";
 import { Bytes } from "./bytes";
 import {
-  Emitter, KIND_FILTER, KIND_FLATMAP, KIND_KEYED, KIND_MAP, KIND_NONE, KIND_TXN, handlerBegin, handlerEnd,
+  Emitter, KIND_AGGREGATE, KIND_FILTER, KIND_FLATMAP, KIND_KEYED, KIND_MAP, KIND_NONE, KIND_TXN, KIND_WINDOW,
+  handlerBegin, handlerEnd, kindName, servesWhat,
   hostReject, kind, misregistered, outFlush, outFull, outMark, outMarkCount, outRaw, outRecord, outReset, outRestore,
   register,
 } from "./core";
@@ -154,6 +155,17 @@ export function decodedRecord(): Record {
   return inRecord;
 }
 
+/**
+ * Returns a new Record of the fields decodeAt read last, with Bytes and
+ * headers of its own: for handlers given many records at once.
+ */
+export function decodedRecordCopy(): Record {
+  const r = decodedRecord();
+  const c = new Record(new Bytes(dKey, dKlen), new Bytes(dVal, dVlen), dTime, r.headersOrNull);
+  c.input = dInput;
+  return c;
+}
+
 /** Reports whether r still views the headers decodeAt read last, unchanged. */
 function headersForward(r: Record): bool {
   const hs = r.headersOrNull;
@@ -211,6 +223,10 @@ export function doProcess(ptr: usize, len: usize): i32 {
       return STATUS_ERROR;
     case KIND_TXN:
       log(Level.Error, "this plugin registers a transactional handler: it serves transactional operators (sluice_plan, sluice_apply, sluice_post), not sluice_process");
+      return STATUS_ERROR;
+    case KIND_AGGREGATE:
+    case KIND_WINDOW:
+      log(Level.Error, "this plugin registers a " + kindName + " handler: it serves " + servesWhat(kind) + " (abi/ABI.md section 13), not sluice_process");
       return STATUS_ERROR;
   }
   if (len < <usize>BATCH_HEADER_SIZE) {

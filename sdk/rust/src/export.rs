@@ -248,3 +248,77 @@ macro_rules! export_transactional {
         };
     };
 }
+
+/// Exports `$t`, an [`Aggregate`](crate::Aggregate) that implements
+/// `Default`, as the module's operator: `sluice_agg_add`,
+/// `sluice_agg_merge` and `sluice_agg_fire` (ABI section 13).
+///
+/// ```ignore
+/// sluice::export_aggregate!(CountSum);
+/// ```
+#[macro_export]
+macro_rules! export_aggregate {
+    ($t:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            $crate::__sluice_kinds!(b"aggregate");
+            $crate::__sluice_slot!(GUEST, new_guest, $t);
+            $crate::__sluice_exports_common!(GUEST, new_guest, $t, $crate::Aggregate);
+
+            #[no_mangle]
+            pub extern "C" fn sluice_agg_add(ptr: u32, len: u32) -> i32 {
+                GUEST.with(new_guest, |g| {
+                    g.with_region("sluice_agg_add", ptr as usize, len as usize, |g, b| {
+                        g.run_agg_add(b, <$t as $crate::Aggregate>::add)
+                    })
+                })
+            }
+
+            #[no_mangle]
+            pub extern "C" fn sluice_agg_merge(ptr: u32, len: u32) -> i32 {
+                GUEST.with(new_guest, |g| {
+                    g.with_region("sluice_agg_merge", ptr as usize, len as usize, |g, b| {
+                        g.run_agg_merge(b, <$t as $crate::Aggregate>::merge)
+                    })
+                })
+            }
+
+            #[no_mangle]
+            pub extern "C" fn sluice_agg_fire(ptr: u32, len: u32) -> i32 {
+                GUEST.with(new_guest, |g| {
+                    g.with_region("sluice_agg_fire", ptr as usize, len as usize, |g, b| {
+                        g.run_agg_fire(b, <$t as $crate::Aggregate>::fire)
+                    })
+                })
+            }
+        };
+    };
+}
+
+/// Exports `$t`, a [`WindowFunction`](crate::WindowFunction) that
+/// implements `Default`, as the module's operator: `sluice_window_fire`
+/// (ABI section 13).
+///
+/// ```ignore
+/// sluice::export_window!(Median);
+/// ```
+#[macro_export]
+macro_rules! export_window {
+    ($t:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            $crate::__sluice_kinds!(b"window");
+            $crate::__sluice_slot!(GUEST, new_guest, $t);
+            $crate::__sluice_exports_common!(GUEST, new_guest, $t, $crate::WindowFunction);
+
+            #[no_mangle]
+            pub extern "C" fn sluice_window_fire(ptr: u32, len: u32) -> i32 {
+                GUEST.with(new_guest, |g| {
+                    g.with_region("sluice_window_fire", ptr as usize, len as usize, |g, b| {
+                        g.run_window_fire(b, <$t as $crate::WindowFunction>::fire)
+                    })
+                })
+            }
+        };
+    };
+}

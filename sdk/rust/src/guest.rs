@@ -838,3 +838,253 @@ impl<T> Guest<T> {
         abi::STATUS_ERROR
     }
 }
+
+// -- Window functions (ABI section 13) ----------------------------------------
+
+impl<T> Guest<T> {
+    /// Logs that the input of `export` is malformed and returns
+    /// `STATUS_ERROR`.
+    #[cold]
+    fn bad_window_input(&mut self, export: &str, e: &dyn std::fmt::Display) -> i32 {
+        self.out.reset();
+        sys::log(
+            Level::Error as i32,
+            &format!("{}: malformed input: {}", export, e),
+        );
+        abi::STATUS_ERROR
+    }
+
+    /// Implements `sluice_agg_add` over a group batch with `add`.
+    pub fn run_agg_add<F>(&mut self, batch: &[u8], mut add: F) -> i32
+    where
+        F: FnMut(&mut T, &mut Vec<u8>, &Record<'_>) -> Result<(), Error>,
+    {
+        const EXPORT: &str = "sluice_agg_add";
+        let groups = match abi::batch_count(batch) {
+            Ok(c) => c,
+            Err(e) => return self.bad_window_input(EXPORT, &e),
+        };
+        self.out.reset();
+        let mut acc = std::mem::take(&mut self.state_buf);
+        let mut off = abi::BATCH_HEADER_SIZE;
+        let mut member = 0u32;
+        for g in 0..groups {
+            let head = match abi::parse_record(batch, off, g) {
+                Ok(s) => s,
+                Err(e) => return self.bad_window_input(EXPORT, &e),
+            };
+            acc.clear();
+            acc.extend_from_slice(head.record(batch).value);
+            off = head.end;
+            if batch.len() - off < 4 {
+                return self.bad_window_input(EXPORT, &"truncated member count");
+            }
+            let n =
+                u32::from_le_bytes([batch[off], batch[off + 1], batch[off + 2], batch[off + 3]]);
+            off += 4;
+            for _ in 0..n {
+                let s = match abi::parse_record(batch, off, member) {
+                    Ok(s) => s,
+                    Err(e) => return self.bad_window_input(EXPORT, &e),
+                };
+                off = s.end;
+                match add(&mut self.op, &mut acc, &s.record(batch)) {
+                    Err(e) => sys::reject(member, e.message()),
+                    Ok(()) if acc.is_empty() => {
+                        sys::log(
+                            Level::Error as i32,
+                            &format!("{}: add left an empty accumulator for record {}: an accumulator takes at least one byte", EXPORT, member),
+                        );
+                        return abi::STATUS_ERROR;
+                    }
+                    Ok(()) => {}
+                }
+                member += 1;
+            }
+            abi::append_record(&mut self.out.buf, g, &Record::new(b"", &acc));
+            self.out.count += 1;
+            self.out.maybe_flush();
+        }
+        self.state_buf = acc;
+        if off != batch.len() {
+            return self.bad_window_input(EXPORT, &"bytes after the last group");
+        }
+        self.out.finish();
+        abi::STATUS_OK
+    }
+
+    /// Implements `sluice_agg_merge` over a batch of pairs with `merge`.
+    pub fn run_agg_merge<F>(&mut self, batch: &[u8], mut merge: F) -> i32
+    where
+        F: FnMut(&mut T, &mut Vec<u8>, &[u8]) -> Result<(), Error>,
+    {
+        const EXPORT: &str = "sluice_agg_merge";
+        let n = match abi::batch_count(batch) {
+            Ok(c) if c % 2 == 0 => c,
+            Ok(_) => return self.bad_window_input(EXPORT, &"an odd number of accumulators"),
+            Err(e) => return self.bad_window_input(EXPORT, &e),
+        };
+        self.out.reset();
+        let mut acc = std::mem::take(&mut self.state_buf);
+        let mut off = abi::BATCH_HEADER_SIZE;
+        for j in 0..n / 2 {
+            let a = match abi::parse_record(batch, off, 2 * j) {
+                Ok(s) => s,
+                Err(e) => return self.bad_window_input(EXPORT, &e),
+            };
+            let b = match abi::parse_record(batch, a.end, 2 * j + 1) {
+                Ok(s) => s,
+                Err(e) => return self.bad_window_input(EXPORT, &e),
+            };
+            off = b.end;
+            acc.clear();
+            acc.extend_from_slice(a.record(batch).value);
+            let r = merge(&mut self.op, &mut acc, b.record(batch).value);
+            if let Err(e) = r {
+                sys::log(
+                    Level::Error as i32,
+                    &format!("{}: pair {}: {}", EXPORT, j, e.message()),
+                );
+                return abi::STATUS_ERROR;
+            }
+            if acc.is_empty() {
+                sys::log(
+                    Level::Error as i32,
+                    &format!("{}: pair {}: merge left an empty accumulator", EXPORT, j),
+                );
+                return abi::STATUS_ERROR;
+            }
+            abi::append_record(&mut self.out.buf, j, &Record::new(b"", &acc));
+            self.out.count += 1;
+            self.out.maybe_flush();
+        }
+        self.state_buf = acc;
+        if off != batch.len() {
+            return self.bad_window_input(EXPORT, &"bytes after the last pair");
+        }
+        self.out.finish();
+        abi::STATUS_OK
+    }
+
+    /// Implements `sluice_agg_fire` over a batch of firings with `fire`.
+    pub fn run_agg_fire<F>(&mut self, batch: &[u8], mut fire: F) -> i32
+    where
+        F: FnMut(&mut T, &[u8], &crate::Window, &[u8], &mut Emitter<'_>) -> Result<(), Error>,
+    {
+        const EXPORT: &str = "sluice_agg_fire";
+        let n = match abi::batch_count(batch) {
+            Ok(c) => c,
+            Err(e) => return self.bad_window_input(EXPORT, &e),
+        };
+        self.out.reset();
+        let mut off = abi::BATCH_HEADER_SIZE;
+        for j in 0..n {
+            let s = match abi::parse_record(batch, off, j) {
+                Ok(s) => s,
+                Err(e) => return self.bad_window_input(EXPORT, &e),
+            };
+            off = s.end;
+            let r = s.record(batch);
+            let w = match crate::Window::of(&r) {
+                Some(w) => w,
+                None => {
+                    return self.bad_window_input(
+                        EXPORT,
+                        &format!("firing {} lacks the window headers", j),
+                    )
+                }
+            };
+            let mark = self.out.mark();
+            let mut em = Emitter {
+                out: &mut self.out,
+                origin: j,
+            };
+            match fire(&mut self.op, r.key, &w, r.value, &mut em) {
+                Ok(()) => self.out.maybe_flush(),
+                Err(e) => {
+                    self.out.truncate(mark);
+                    sys::reject(j, e.message());
+                }
+            }
+        }
+        if off != batch.len() {
+            return self.bad_window_input(EXPORT, &"bytes after the last firing");
+        }
+        self.out.finish();
+        abi::STATUS_OK
+    }
+
+    /// Implements `sluice_window_fire` over a group batch with `fire`.
+    pub fn run_window_fire<F>(&mut self, batch: &[u8], mut fire: F) -> i32
+    where
+        F: FnMut(
+            &mut T,
+            &[u8],
+            &crate::Window,
+            &[Record<'_>],
+            &mut Emitter<'_>,
+        ) -> Result<(), Error>,
+    {
+        const EXPORT: &str = "sluice_window_fire";
+        let groups = match abi::batch_count(batch) {
+            Ok(c) => c,
+            Err(e) => return self.bad_window_input(EXPORT, &e),
+        };
+        self.out.reset();
+        let mut off = abi::BATCH_HEADER_SIZE;
+        let mut member = 0u32;
+        let mut recs: Vec<Record<'_>> = Vec::new();
+        for g in 0..groups {
+            let head = match abi::parse_record(batch, off, g) {
+                Ok(s) => s,
+                Err(e) => return self.bad_window_input(EXPORT, &e),
+            };
+            off = head.end;
+            let h = head.record(batch);
+            let w = match crate::Window::of(&h) {
+                Some(w) => w,
+                None => {
+                    return self.bad_window_input(
+                        EXPORT,
+                        &format!("window {} lacks the window headers", g),
+                    )
+                }
+            };
+            if batch.len() - off < 4 {
+                return self.bad_window_input(EXPORT, &"truncated member count");
+            }
+            let n =
+                u32::from_le_bytes([batch[off], batch[off + 1], batch[off + 2], batch[off + 3]]);
+            off += 4;
+            recs.clear();
+            for k in 0..n {
+                let s = match abi::parse_record(batch, off, member + k) {
+                    Ok(s) => s,
+                    Err(e) => return self.bad_window_input(EXPORT, &e),
+                };
+                off = s.end;
+                recs.push(s.record(batch));
+            }
+            let mark = self.out.mark();
+            let mut em = Emitter {
+                out: &mut self.out,
+                origin: g,
+            };
+            match fire(&mut self.op, h.key, &w, &recs, &mut em) {
+                Ok(()) => self.out.maybe_flush(),
+                Err(e) => {
+                    self.out.truncate(mark);
+                    for k in 0..n {
+                        sys::reject(member + k, e.message());
+                    }
+                }
+            }
+            member += n;
+        }
+        if off != batch.len() {
+            return self.bad_window_input(EXPORT, &"bytes after the last window");
+        }
+        self.out.finish();
+        abi::STATUS_OK
+    }
+}

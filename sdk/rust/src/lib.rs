@@ -11,6 +11,8 @@
 //! | [`Filter`] | keeps or drops each record, forwarding it unchanged | [`export_filter!`] |
 //! | [`Keyed`] | [`Operator`] plus the state of the record's key | [`export_keyed!`] |
 //! | [`Transactional`] | each record is a transaction over shared state tables | [`export_transactional!`] |
+//! | [`Aggregate`] | an accumulator per key and window, which the host keeps (ABI section 13) | [`export_aggregate!`] |
+//! | [`WindowFunction`] | all of a key's records of a window, when it fires | [`export_window!`] |
 //!
 //! ```
 //! use sluice::{Emitter, Error, Operator, Record};
@@ -84,6 +86,7 @@ mod record;
 mod sys;
 pub mod testing;
 mod txn;
+mod window;
 
 #[cfg(test)]
 mod tests;
@@ -93,6 +96,7 @@ pub use error::Error;
 pub use guest::{Emitter, State};
 pub use record::{Header, HeaderIter, Headers, OwnedRecord, Record, RecordMut};
 pub use txn::{Call, Effect, Get, Key, OpOutcome, Outcome, Planner, Table};
+pub use window::{Aggregate, Firing, Window, WindowFunction};
 
 /// A stateless operator: for each input record, any number of output
 /// records. Maps, filters and flatmaps are all `Operator`s; see

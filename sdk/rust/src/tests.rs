@@ -482,3 +482,205 @@ fn transactional_serial() {
         "a failed batch changes nothing"
     );
 }
+
+/// A host that records emitted batches and rejects.
+#[derive(Default)]
+struct WindowRecorder {
+    emits: Rc<RefCell<Vec<Vec<u8>>>>,
+    rejects: Rc<RefCell<Vec<(u32, String)>>>,
+}
+
+impl Host for WindowRecorder {
+    fn emit(&mut self, batch: &[u8]) {
+        self.emits.borrow_mut().push(batch.to_vec());
+    }
+    fn reject(&mut self, origin: u32, msg: &str) {
+        self.rejects.borrow_mut().push((origin, msg.to_string()));
+    }
+    fn log(&mut self, _: i32, _: &str) {}
+}
+
+/// A count in one byte, refusing values "bad".
+#[derive(Default)]
+struct ByteCount;
+
+impl crate::Aggregate for ByteCount {
+    fn add(&mut self, acc: &mut Vec<u8>, r: &Record<'_>) -> Result<(), Error> {
+        if r.value == b"bad" {
+            return Err(Error::new("bad value"));
+        }
+        if acc.is_empty() {
+            acc.push(0);
+        }
+        acc[0] += 1;
+        Ok(())
+    }
+    fn merge(&mut self, a: &mut Vec<u8>, b: &[u8]) -> Result<(), Error> {
+        a[0] += b[0];
+        Ok(())
+    }
+    fn fire(
+        &mut self,
+        key: &[u8],
+        w: &crate::Window,
+        acc: &[u8],
+        out: &mut Emitter<'_>,
+    ) -> Result<(), Error> {
+        let v = format!("{}@{}/{}", acc[0], w.end, w.firing.as_str());
+        out.emit(&Record::new(key, v.as_bytes()));
+        Ok(())
+    }
+}
+
+fn outputs(emits: &[Vec<u8>]) -> Vec<(u32, Vec<u8>, Vec<u8>)> {
+    emits
+        .iter()
+        .flat_map(|e| {
+            abi::BatchReader::new(e)
+                .unwrap()
+                .map(|r| r.unwrap())
+                .map(|(o, r)| (o, r.key.to_vec(), r.value.to_vec()))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn firing_head(key: &[u8], start: i64, end: i64, firing: &[u8], value: &[u8]) -> Vec<u8> {
+    let s = start.to_le_bytes();
+    let e = end.to_le_bytes();
+    let hs = [
+        (&b"sluice-window-start"[..], &s[..]),
+        (&b"sluice-window-end"[..], &e[..]),
+        (&b"sluice-firing"[..], firing),
+    ];
+    let mut b = Vec::new();
+    let size =
+        28 + key.len() + value.len() + hs.iter().map(|(n, v)| 8 + n.len() + v.len()).sum::<usize>();
+    b.extend_from_slice(&(size as u32).to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    b.extend_from_slice(&(end - 1).to_le_bytes());
+    b.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    b.extend_from_slice(key);
+    b.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    b.extend_from_slice(value);
+    b.extend_from_slice(&3u32.to_le_bytes());
+    for (n, v) in hs {
+        b.extend_from_slice(&(n.len() as u32).to_le_bytes());
+        b.extend_from_slice(n);
+        b.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        b.extend_from_slice(v);
+    }
+    b
+}
+
+#[test]
+fn aggregate_exports() {
+    let mut g = Guest::new(ByteCount);
+    // Two groups: a with no accumulator and records x, bad; b with 5 and y.
+    let mut b = Vec::new();
+    abi::append_batch_header(&mut b, 2);
+    abi::append_record(&mut b, 0, &Record::new(b"a", b""));
+    abi::append_batch_header(&mut b, 2);
+    abi::append_record(&mut b, 0, &Record::new(b"a", b"x"));
+    abi::append_record(&mut b, 1, &Record::new(b"a", b"bad"));
+    abi::append_record(&mut b, 1, &Record::new(b"b", &[5]));
+    abi::append_batch_header(&mut b, 1);
+    abi::append_record(&mut b, 2, &Record::new(b"b", b"y"));
+    let rec = WindowRecorder::default();
+    let (emits, rejects) = (rec.emits.clone(), rec.rejects.clone());
+    let status = with_host(Box::new(rec), || {
+        g.run_agg_add(&b, <ByteCount as crate::Aggregate>::add)
+    });
+    assert_eq!(status, abi::STATUS_OK);
+    assert_eq!(
+        outputs(&emits.borrow()),
+        vec![(0, vec![], vec![1]), (1, vec![], vec![6])]
+    );
+    assert_eq!(*rejects.borrow(), vec![(1, "bad value".to_string())]);
+
+    let mut b = Vec::new();
+    abi::append_batch_header(&mut b, 2);
+    abi::append_record(&mut b, 0, &Record::new(b"a", &[2]));
+    abi::append_record(&mut b, 1, &Record::new(b"a", &[3]));
+    let rec = WindowRecorder::default();
+    let emits = rec.emits.clone();
+    let status = with_host(Box::new(rec), || {
+        g.run_agg_merge(&b, <ByteCount as crate::Aggregate>::merge)
+    });
+    assert_eq!(status, abi::STATUS_OK);
+    assert_eq!(outputs(&emits.borrow()), vec![(0, vec![], vec![5])]);
+
+    let mut b = Vec::new();
+    abi::append_batch_header(&mut b, 1);
+    b.extend_from_slice(&firing_head(b"k", 0, 60, b"late", &[4]));
+    let rec = WindowRecorder::default();
+    let emits = rec.emits.clone();
+    let status = with_host(Box::new(rec), || {
+        g.run_agg_fire(&b, <ByteCount as crate::Aggregate>::fire)
+    });
+    assert_eq!(status, abi::STATUS_OK);
+    assert_eq!(
+        outputs(&emits.borrow()),
+        vec![(0, b"k".to_vec(), b"4@60/late".to_vec())]
+    );
+}
+
+#[derive(Default)]
+struct Join;
+
+impl crate::WindowFunction for Join {
+    fn fire(
+        &mut self,
+        key: &[u8],
+        _: &crate::Window,
+        recs: &[Record<'_>],
+        out: &mut Emitter<'_>,
+    ) -> Result<(), Error> {
+        let mut v = Vec::new();
+        for r in recs {
+            if r.value == b"bad" {
+                return Err(Error::new("bad window"));
+            }
+            v.extend_from_slice(r.header(b"h").unwrap_or(b""));
+            v.extend_from_slice(r.value);
+        }
+        out.emit(&Record::new(key, &v));
+        Ok(())
+    }
+}
+
+#[test]
+fn window_export() {
+    let mut g = Guest::new(Join);
+    let mut b = Vec::new();
+    abi::append_batch_header(&mut b, 2);
+    b.extend_from_slice(&firing_head(b"a", 0, 10, b"on-time", b""));
+    abi::append_batch_header(&mut b, 2);
+    let hs = [crate::Header {
+        name: b"h",
+        value: b"p",
+    }];
+    abi::append_record(
+        &mut b,
+        0,
+        &Record::new(b"a", b"1").with_headers(crate::Headers::from_list(&hs)),
+    );
+    abi::append_record(&mut b, 1, &Record::new(b"a", b"2"));
+    b.extend_from_slice(&firing_head(b"b", 0, 10, b"early", b""));
+    abi::append_batch_header(&mut b, 2);
+    abi::append_record(&mut b, 2, &Record::new(b"b", b"bad"));
+    abi::append_record(&mut b, 3, &Record::new(b"b", b"3"));
+    let rec = WindowRecorder::default();
+    let (emits, rejects) = (rec.emits.clone(), rec.rejects.clone());
+    let status = with_host(Box::new(rec), || {
+        g.run_window_fire(&b, <Join as crate::WindowFunction>::fire)
+    });
+    assert_eq!(status, abi::STATUS_OK);
+    assert_eq!(
+        outputs(&emits.borrow()),
+        vec![(0, b"a".to_vec(), b"p12".to_vec())]
+    );
+    let r: Vec<u32> = rejects.borrow().iter().map(|(o, _)| *o).collect();
+    assert_eq!(r, vec![2, 3]);
+}

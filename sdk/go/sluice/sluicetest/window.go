@@ -12,18 +12,47 @@ import (
 // more than one (the SDK never does: its handler returned an empty one).
 var ErrAccumulators = errors.New("sluicetest: accumulators emitted do not match the groups")
 
-// Add runs an aggregate's sluice_agg_add over one group, as the host does
-// for one key and slice: recs folded, in order, into acc (nil when the
-// slice has none yet). It returns the new accumulator and the records the
-// aggregate rejected (Reject.Origin is the record's index in recs; a
-// rejected record is not folded). A failed call returns an error wrapping
-// ErrTrap, ErrBatchFailed or ErrAccumulators; the host would then fold the
-// records again one call each, so that only the failing ones are
-// dead-lettered: call Add once per record to see that.
+// Add runs an aggregate's sluice_agg_add over one group, as the host's
+// plugin.Instance.AggAdd does for one key and slice: recs folded, in order,
+// into acc (nil when the slice has none yet). It returns the new
+// accumulator and the records the aggregate rejected (Reject.Origin is the
+// record's index in recs; a rejected record is not folded). When the call
+// fails (a trap, an error status, an accumulator missing or repeated), the
+// records are folded again one call each, as the host does, so that only
+// the failing ones become Rejects, whose Err wraps ErrTrap, ErrBatchFailed
+// or ErrAccumulators. Add returns an error only when the operator cannot
+// run: its configuration is refused or configuring it traps.
 func (h *Harness) Add(acc []byte, recs ...sluice.Record) ([]byte, []Reject, error) {
 	if err := checkInputs(recs); err != nil {
 		return nil, nil, err
 	}
+	out, rejects, err := h.add(acc, recs)
+	var se *startError
+	if err == nil || errors.As(err, &se) || len(recs) == 0 {
+		return out, rejects, unwrapStart(err)
+	}
+	if len(recs) == 1 {
+		return acc, []Reject{failed(0, err)}, nil
+	}
+	rejects = nil
+	for k := range recs {
+		next, r, err := h.add(acc, recs[k:k+1])
+		switch {
+		case errors.As(err, &se):
+			return nil, nil, se.err
+		case err != nil:
+			rejects = append(rejects, failed(k, err))
+		case len(r) > 0:
+			rejects = append(rejects, Reject{Origin: k, Message: r[0].Message})
+		default:
+			acc = next
+		}
+	}
+	return acc, rejects, nil
+}
+
+// add makes one sluice_agg_add call over recs folded into acc.
+func (h *Harness) add(acc []byte, recs []sluice.Record) ([]byte, []Reject, error) {
 	b := abi.AppendBatchHeader(nil, 1)
 	b = abi.AppendRecord(b, &abi.Record{Value: acc})
 	b = abi.AppendBatchHeader(b, uint32(len(recs)))
@@ -50,7 +79,7 @@ func (h *Harness) Merge(a, b []byte) ([]byte, error) {
 	in = abi.AppendRecord(in, &abi.Record{Origin: 1, Value: b})
 	outs, _, err := h.b.window(h.config, abi.ExportAggMerge, in, 1, 0)
 	if err != nil {
-		return nil, err
+		return nil, unwrapStart(err)
 	}
 	if len(outs) != 1 {
 		return nil, fmt.Errorf("%w: %d accumulators for one pair", ErrAccumulators, len(outs))
@@ -68,7 +97,7 @@ func (h *Harness) Fire(key []byte, w sluice.Window, acc []byte) ([]Output, []Rej
 	b = abi.AppendRecord(b, &abi.Record{Key: key, Time: w.End - 1, Value: acc, Headers: windowHeaders(w)})
 	outs, rejects, err := h.b.window(h.config, abi.ExportAggFire, b, 1, 1)
 	if err != nil || len(rejects) > 0 {
-		return nil, rejects, err
+		return nil, rejects, unwrapStart(err)
 	}
 	return atEnd(outs, w), nil, nil
 }
@@ -91,9 +120,24 @@ func (h *Harness) FireWindow(key []byte, w sluice.Window, recs ...sluice.Record)
 	}
 	outs, rejects, err := h.b.window(h.config, abi.ExportWindowFire, b, 1, len(recs))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, unwrapStart(err)
 	}
 	return atEnd(outs, w), rejects, nil
+}
+
+// startError is the error of an operator that could not be started or
+// configured before a window call, which no retry helps.
+type startError struct{ err error }
+
+func (e *startError) Error() string { return e.err.Error() }
+func (e *startError) Unwrap() error { return e.err }
+
+// unwrapStart returns err, the cause of a *startError.
+func unwrapStart(err error) error {
+	if se, ok := err.(*startError); ok {
+		return se.err
+	}
+	return err
 }
 
 // windowHeaders returns the headers the host gives a firing window.
@@ -120,7 +164,7 @@ func (n *nativeBackend) window(config []byte, export string, input []byte, outpu
 	runMu.Lock()
 	defer runMu.Unlock()
 	if err := n.ready(config); err != nil {
-		return nil, nil, err
+		return nil, nil, &startError{err}
 	}
 	var fn func([]byte) int32
 	switch export {
