@@ -27,6 +27,7 @@
     page: null, // the page shown: {name, update()}
     graphKey: "",
     wantToken: null, // resolves when a token is entered
+    swapResults: {}, // the last swap's or rollback's answer per operator
   };
 
   // h makes an element: h("div", {class: "x"}, "text", child...). Text is
@@ -497,7 +498,7 @@
       ops,
       h("div", { class: "panel" }, h("div", { class: "muted" }, "Registry"),
         h("table", {}, h("thead", {}, h("tr", {}, ...["version", "sha256", "file", "ABI", "size", "language", "kinds", "stored"].map((x) => h("th", {}, x)))), modules)));
-    const results = {};
+    const results = state.swapResults;
     const load = async () => {
       const r = await api("api/v1/plugins");
       if (!r.ok) {
