@@ -169,7 +169,9 @@
   function series(f) {
     const xs = [], ys = [];
     const s = state.samples;
-    for (let i = 1; i < s.length; i++) {
+    // The current second is not over: its sample would read low.
+    const n = s.length && s[s.length - 1].t >= Math.floor(Date.now() / 1000) ? s.length - 1 : s.length;
+    for (let i = 1; i < n; i++) {
       const dt = s[i].t - s[i - 1].t;
       if (dt <= 0) continue;
       xs.push(s[i].t);
