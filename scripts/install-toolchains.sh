@@ -6,6 +6,8 @@
 #   Rust            rustc, cargo, libstd-rust-dev-wasm32 (Debian's rustc 1.63,
 #                   target wasm32-unknown-unknown; crates.io is not needed)
 #   WAT             wabt (wat2wasm)
+#   Chromium        chromium, for the dashboard's browser tests
+#                   (host/dashboard)
 #   AssemblyScript  nodejs and npm when npm is missing, then `npm ci` (or
 #                   `npm install`) in sdk/assemblyscript, which puts asc in
 #                   sdk/assemblyscript/node_modules/.bin
@@ -73,6 +75,7 @@ rustc test -x /usr/bin/rustc
 cargo test -x /usr/bin/cargo
 libstd-rust-dev-wasm32 test -d /usr/lib/rustlib/wasm32-unknown-unknown
 wabt have_cmd wat2wasm
+chromium have_cmd chromium
 EOF
 if [ "$npm" = 1 ] && ! have_cmd npm; then
 	say "missing  nodejs npm (for AssemblyScript)"

@@ -104,11 +104,14 @@ says how to read the committed counts).`,
 				return err
 			}
 			fmt.Fprintln(out, "starting the pipeline: compiling the plugins, or loading them from the compile cache...")
-			h, err := runner.Start(ctx, p, runner.Options{Logger: log})
+			h, err := runner.Start(ctx, p, runner.Options{Logger: log, Version: versionString()})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "pipeline %s running on NATS %s; metrics at http://%s/metrics\n", pfile, h.NATSURL(), h.HTTPAddr())
+			if u := h.DashboardURL(); u != "" {
+				fmt.Fprintf(out, "dashboard: %s\n", u)
+			}
 
 			counts := newTopWords()
 			sub, err := h.NATS().Subscribe("demo.counts", func(m *nats.Msg) {

@@ -79,10 +79,14 @@ dead-lettered records still processes and commits everything, then exits 3.`,
 				return err
 			}
 			opts.Logger = log
+			opts.Version = versionString()
 			ctx := cmd.Context()
 			h, err := runner.Start(ctx, p, opts)
 			if err != nil {
 				return err
+			}
+			if u := h.DashboardURL(); u != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "sluice: dashboard at", u)
 			}
 			log.Info("pipeline running", "pipeline", p.Name, "operators", len(p.Operators))
 			stopProgress := reportProgress(log, h, progress)

@@ -82,6 +82,9 @@ type Options struct {
 	Registry  *prometheus.Registry
 	Status    StatusFunc
 	Decisions DecisionsFunc
+	// Updated serves GET /api/v1/events, the status as server-sent
+	// events; nil leaves it out.
+	Updated UpdatedFunc
 	// Control serves the plugin routes; nil leaves them out.
 	Control Control
 	// State serves GET /api/v1/state; nil leaves it out.
@@ -136,7 +139,13 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 	return NewHandler(Options{Registry: reg, Status: status, Decisions: decisions})
 }
 
-// NewHandler returns the routes of Handler; with o.State this one:
+// NewHandler returns the routes of Handler; with o.Updated this one:
+//
+//	GET  /api/v1/events                           the status as server-sent
+//	                                              events, after each batch
+//	                                              (at most 4 a second)
+//
+// with o.State this one:
 //
 //	GET  /api/v1/state?table=T&prefix=P&key_group=N&limit=L&after=C
 //	                                              a page of committed state
@@ -198,6 +207,9 @@ func newMux(o Options) (http.Handler, []string) {
 		}
 		writeJSON(w, http.StatusOK, recs)
 	}))
+	if o.Updated != nil {
+		mux.Handle("GET /api/v1/events", read(serveEvents(status, o.Updated)))
+	}
 	if o.State != nil {
 		mux.Handle("GET /api/v1/state", read(serveState(o.State)))
 	}

@@ -219,7 +219,7 @@ func TestEveryRouteDocumented(t *testing.T) {
 		documented = append(documented, m[1])
 	}
 	_, served := newMux(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} },
-		Control: &fakeControl{}, State: docState{}})
+		Updated: func() <-chan struct{} { return nil }, Control: &fakeControl{}, State: docState{}})
 	sort.Strings(documented)
 	served = slices.Sorted(slices.Values(served))
 	for _, r := range served {
@@ -290,6 +290,7 @@ func TestDocumentedShapes(t *testing.T) {
 	page := filled[schema.StatePage](t)
 	for route, v := range map[string]any{
 		"GET /api/v1/pipeline":                   filled[schema.Status](t),
+		"GET /api/v1/events":                     filled[schema.Status](t),
 		"GET /api/v1/operators/{name}/decisions": filled[schema.Decisions](t),
 		"GET /api/v1/state":                      page,
 		"GET /api/v1/plugins":                    filled[schema.Plugins](t),

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/abi"
@@ -155,6 +156,10 @@ type Job struct {
 
 	mu     sync.Mutex
 	status Status
+	// updated is the channel Updated handed out, closed (and cleared)
+	// once the status changes; nil while nobody waits, so that a batch
+	// pays one atomic load for it.
+	updated atomic.Pointer[chan struct{}]
 
 	// Changes queued for the next batch boundary (swap.go); wake tells
 	// the executor one is queued; ended is set when Run returns. changeMu
@@ -272,8 +277,14 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 		j.byName[op.Name] = n
 		var os OperatorStatus
 		n.status(&os)
+		os.Inputs = refNames(&cfg, g.opInputs[i])
 		j.status.Operators = append(j.status.Operators, os)
 	}
+	for i, s := range cfg.Sinks {
+		j.status.Sinks = append(j.status.Sinks, schema.SinkStatus{Name: s.Name, Inputs: refNames(&cfg, g.sinkInputs[i])})
+	}
+	bounds := batchBounds()
+	j.status.BatchSeconds = schema.Histogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
 	for _, i := range g.order {
 		j.order = append(j.order, j.nodes[i])
 	}
@@ -373,6 +384,8 @@ func (j *Job) Status() Status {
 	for k, v := range j.status.Positions {
 		s.Positions[k] = v
 	}
+	s.BatchSeconds.Bounds = slices.Clone(j.status.BatchSeconds.Bounds)
+	s.BatchSeconds.Counts = slices.Clone(j.status.BatchSeconds.Counts)
 	s.Operators = append([]OperatorStatus(nil), j.status.Operators...)
 	for i := range s.Operators {
 		s.Operators[i].Workers = slices.Clone(s.Operators[i].Workers)
@@ -424,6 +437,43 @@ func (j *Job) setState(s string, err error) {
 		j.status.Error = err.Error()
 	}
 	j.mu.Unlock()
+	j.notify()
+}
+
+// Updated returns a channel that is closed the next time the status
+// changes: a batch is committed, or the job's state changes. Callers that
+// follow the job (the API's event stream) wait on it, then read Status,
+// then ask again; the job does nothing for them while none waits.
+func (j *Job) Updated() <-chan struct{} {
+	for {
+		if p := j.updated.Load(); p != nil {
+			return *p
+		}
+		c := make(chan struct{})
+		if j.updated.CompareAndSwap(nil, &c) {
+			return c
+		}
+	}
+}
+
+// notify closes the channel Updated handed out, if any.
+func (j *Job) notify() {
+	if p := j.updated.Load(); p != nil && j.updated.CompareAndSwap(p, nil) {
+		close(*p)
+	}
+}
+
+// refNames names the sources and operators rs refers to.
+func refNames(cfg *Config, rs []ref) []string {
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		if r.src >= 0 {
+			names[i] = cfg.Sources[r.src].Name
+		} else {
+			names[i] = cfg.Operators[r.op].Name
+		}
+	}
+	return names
 }
 
 // chunk is what a reader hands the executor: messages of one source.
@@ -860,8 +910,9 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 		}
 	}
 
+	took := time.Since(h.start).Seconds()
 	j.m.batches.Inc()
-	j.m.batchSeconds.Observe(time.Since(h.start).Seconds())
+	j.m.batchSeconds.Observe(took)
 	j.m.outputs.Add(float64(h.total))
 	j.m.dead.Add(float64(len(h.dead)))
 	j.mu.Lock()
@@ -869,6 +920,7 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 	j.status.RecordsIn += uint64(len(b.in))
 	j.status.Outputs += uint64(h.total)
 	j.status.Dead += uint64(len(h.dead))
+	j.status.BatchSeconds.Counts[bucket(j.status.BatchSeconds.Bounds, took)]++
 	for k, v := range b.positions {
 		j.status.Positions[k] = v
 	}
@@ -876,10 +928,11 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 	// quarantine) is the executor's, kept current by syncStatus.
 	for i := range h.ops {
 		os, o := &j.status.Operators[i], &h.ops[i]
-		os.RecordsIn, os.RecordsOut, os.Dead = o.RecordsIn, o.RecordsOut, o.Dead
+		os.RecordsIn, os.RecordsOut, os.Dead, os.Retries = o.RecordsIn, o.RecordsOut, o.Dead, o.Retries
 		os.Workers, os.Txn = o.Workers, o.Txn
 	}
 	j.mu.Unlock()
+	j.notify()
 	return nil
 }
 

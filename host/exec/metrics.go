@@ -1,11 +1,23 @@
 package exec
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
+
+// batchBounds returns the upper bounds of the batch duration's buckets,
+// in the metrics and in Status.BatchSeconds: 50µs to 6.5s, doubling.
+func batchBounds() []float64 { return prometheus.ExponentialBuckets(50e-6, 2, 18) }
+
+// bucket returns the index in a histogram with bounds of the bucket v
+// falls in: the first bound at least v, or len(bounds) past them all.
+func bucket(bounds []float64, v float64) int {
+	i, _ := slices.BinarySearch(bounds, v)
+	return i
+}
 
 // Metrics are a job's Prometheus metrics, in a registry of their own (no
 // global state: two jobs in one process do not collide).
@@ -115,7 +127,7 @@ func NewMetrics() *Metrics {
 		batchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_batch_duration_seconds",
 			Help:    "Time to process, write, commit and acknowledge one batch.",
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 18)}),
+			Buckets: batchBounds()}),
 		outputs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_sink_records_total", Help: "Records written to the sinks (each sink receives every one)."}),
 		dead: prometheus.NewCounter(prometheus.CounterOpts{

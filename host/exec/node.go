@@ -22,7 +22,7 @@ type node struct {
 	inputs []ref
 
 	// Counters, updated by the executor goroutine only.
-	in, out, dead uint64
+	in, out, dead, retries uint64
 
 	// The code's lifecycle (swap.go, policy.go), executor goroutine only:
 	// the running version; the previous code, kept during a swapped-in
@@ -108,7 +108,7 @@ func (n *node) install(gen *generation) *generation {
 func (n *node) status(os *OperatorStatus) {
 	os.Name, os.Kind, os.Plugin, os.Version = n.op.Name, string(n.op.Kind), n.op.pluginName(), n.version
 	os.Parallelism = n.code.parallelism()
-	os.RecordsIn, os.RecordsOut, os.Dead = n.in, n.out, n.dead
+	os.RecordsIn, os.RecordsOut, os.Dead, os.Retries = n.in, n.out, n.dead, n.retries
 	os.Swaps, os.Rollbacks, os.LastRollback = n.swaps, n.rollbacks, n.lastRollback
 	os.TrialBatches, os.Quarantined = n.probation, n.quarantined
 	n.code.report(os)

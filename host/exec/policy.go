@@ -103,6 +103,7 @@ func (n *node) retry(ctx context.Context, recs []abi.Record, out []abi.Record, r
 		err, ok := r.Err, false
 		for a := 0; a < n.op.Retries && !ok && !errors.Is(err, plugin.ErrRejected) && !errors.Is(err, errNoRetry); a++ {
 			n.m.retries.Inc()
+			n.retries++
 			outs, rerr := n.code.retry(ctx, &recs[r.Index])
 			if rerr != nil {
 				err = rerr

@@ -349,6 +349,9 @@ func TestRetriesThenDeadLetter(t *testing.T) {
 	if got := counterValue(t, r.job.m, "sluice_operator_retries_total", "operator", "count"); got != 2 {
 		t.Errorf("retries %v, want 2", got)
 	}
+	if got := r.job.Status().Operators[0].Retries; got != 2 {
+		t.Errorf("the status counts %d retries, want 2", got)
+	}
 }
 
 func TestQuarantineWaitsForASwap(t *testing.T) {

@@ -54,6 +54,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/natsconn"
 	"github.com/sluicehq/sluice/host/api"
 	"github.com/sluicehq/sluice/host/api/schema"
+	"github.com/sluicehq/sluice/host/dashboard"
 	"github.com/sluicehq/sluice/host/exec"
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/plugin"
@@ -74,6 +75,8 @@ type Options struct {
 	HTTPAddr string
 	// Logger receives the host's log; nil: slog.Default().
 	Logger *slog.Logger
+	// Version is the host's version, which the dashboard shows.
+	Version string
 }
 
 // Host is a pipeline ready to run, with everything it opened.
@@ -222,9 +225,10 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 			return nil, err
 		}
 		c := p.HTTP
-		h.http = api.Serve(ln, api.NewHandler(api.Options{
+		routes := api.NewHandler(api.Options{
 			Registry:     h.metrics.Registry,
 			Status:       func() schema.Status { return h.job.Status() },
+			Updated:      func() <-chan struct{} { return h.job.Updated() },
 			Decisions:    func(op string, n int) (schema.Decisions, error) { return h.job.Decisions(op, n) },
 			Control:      control{h},
 			State:        h.store,
@@ -232,13 +236,19 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 			AuthReads:    c.Auth == pipeline.AuthAll,
 			MaxBodyBytes: int64(c.MaxBodyBytes),
 			UploadDir:    uploads,
-		}), api.Limits{
+		})
+		site, err := dashboard.Mount(routes, dashboard.Options{Version: opts.Version})
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("dashboard: %w", err)
+		}
+		h.http = api.Serve(ln, site, api.Limits{
 			MaxConnections: c.MaxConnections,
 			ReadTimeout:    time.Duration(c.ReadTimeout),
 			WriteTimeout:   time.Duration(c.WriteTimeout),
 			IdleTimeout:    time.Duration(c.IdleTimeout),
 		}, h.log)
-		h.log.Info("http api listening", "addr", "http://"+h.http.Addr())
+		h.log.Info("http api listening", "addr", "http://"+h.http.Addr(), "dashboard", h.DashboardURL())
 		// Where the CLI finds the API (sluice plugin swap -c), even on a
 		// port chosen here.
 		path := filepath.Join(dataDir, AddrFile)
@@ -519,6 +529,15 @@ func (h *Host) HTTPAddr() string {
 		return ""
 	}
 	return h.http.Addr()
+}
+
+// DashboardURL is the address of the dashboard, "" when the HTTP API is
+// off.
+func (h *Host) DashboardURL() string {
+	if h.http == nil {
+		return ""
+	}
+	return "http://" + h.http.Addr() + "/"
 }
 
 // Status reports the job's progress.

@@ -27,18 +27,46 @@ type Status struct {
 	Dead      uint64            `json:"dead_letters"`
 	Positions map[string]uint64 `json:"positions"`
 	Operators []OperatorStatus  `json:"operators"`
-	Error     string            `json:"error,omitempty"`
+	// Sinks are the job's sinks and the streams each writes (operators'
+	// or sources' names), for drawing the graph.
+	Sinks []SinkStatus `json:"sinks"`
+	// BatchSeconds is the distribution of the batches' durations (read,
+	// process, write, commit), as the sluice_batch_duration_seconds
+	// histogram counts them.
+	BatchSeconds Histogram `json:"batch_seconds"`
+	Error        string    `json:"error,omitempty"`
+}
+
+// SinkStatus describes one sink in a Status.
+type SinkStatus struct {
+	Name   string   `json:"name"`
+	Inputs []string `json:"inputs"`
+}
+
+// Histogram counts observations into buckets: Counts[i] is how many were
+// at most Bounds[i] and more than Bounds[i-1]; the last count, one past
+// Bounds, is those above every bound. Counts grow for the life of the job,
+// so the difference of two snapshots is what happened between them.
+type Histogram struct {
+	Bounds []float64 `json:"bounds"`
+	Counts []uint64  `json:"counts"`
 }
 
 // OperatorStatus describes one operator in a Status.
 type OperatorStatus struct {
-	Name        string `json:"name"`
-	Kind        string `json:"kind"`
-	Plugin      string `json:"plugin"`
-	Parallelism int    `json:"parallelism"`
-	RecordsIn   uint64 `json:"records_in"`
-	RecordsOut  uint64 `json:"records_out"`
-	Dead        uint64 `json:"dead_letters"`
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Plugin string `json:"plugin"`
+	// Inputs are the streams the operator reads: sources' and other
+	// operators' names.
+	Inputs      []string `json:"inputs"`
+	Parallelism int      `json:"parallelism"`
+	RecordsIn   uint64   `json:"records_in"`
+	RecordsOut  uint64   `json:"records_out"`
+	Dead        uint64   `json:"dead_letters"`
+	// Retries counts the runs of a failed record again, alone (the
+	// operator's retries policy).
+	Retries uint64 `json:"retries"`
 	// Version is the running plugin's version.
 	Version string `json:"version,omitempty"`
 	// Swaps and Rollbacks count the swaps made and the automatic

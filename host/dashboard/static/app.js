@@ -1,0 +1,614 @@
+// The Sluice dashboard: one page, routed by the URL's hash, fed by the
+// host's event stream (GET /api/v1/events, the status of GET
+// /api/v1/pipeline after each batch) and its other API routes. Everything
+// it shows comes from those routes; it keeps the last minutes of the
+// status at one-second resolution to draw its charts.
+"use strict";
+
+(() => {
+  const HISTORY = 300; // seconds of history the charts show
+  const TOKEN_KEY = "sluice-token";
+  const PHASES = [
+    ["plan_seconds", "plan", "#6b8afd"],
+    ["explore_seconds", "explore", "#f5a524"],
+    ["useful_seconds", "useful", "#2f9e62"],
+    ["abort_seconds", "abort", "#d64545"],
+    ["finish_seconds", "finish", "#8e6bd8"],
+    ["guest_seconds", "guest", "#98a2b3"],
+  ];
+
+  const meta = (name) => (document.querySelector(`meta[name="${name}"]`) || {}).content || "";
+  const state = {
+    token: sessionStorage.getItem(TOKEN_KEY) || "",
+    version: meta("sluice-version"),
+    started: Date.parse(meta("sluice-started")) || Date.now(),
+    samples: [], // {t: seconds, st: status}, one per second, oldest first
+    last: null, // the latest status
+    page: null, // the page shown: {name, update()}
+    graphKey: "",
+    wantToken: null, // resolves when a token is entered
+    swapResults: {}, // the last swap's or rollback's answer per operator
+  };
+
+  // h makes an element: h("div", {class: "x"}, "text", child...). Text is
+  // always set as text, never parsed as HTML.
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of children.flat()) {
+      if (c === undefined || c === null || c === false) continue;
+      el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return el;
+  }
+  const svg = (tag, attrs, ...children) => {
+    const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v);
+    }
+    for (const c of children) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return el;
+  };
+
+  const fmt = (n) => {
+    if (n === undefined || n === null || Number.isNaN(n)) return "–";
+    if (Math.abs(n) >= 1e9) return (n / 1e9).toFixed(2) + "G";
+    if (Math.abs(n) >= 1e6) return (n / 1e6).toFixed(2) + "M";
+    if (Math.abs(n) >= 1e4) return (n / 1e3).toFixed(1) + "k";
+    if (Number.isInteger(n)) return String(n);
+    return n.toFixed(2);
+  };
+  const fmtSeconds = (s) => {
+    if (s < 1e-3) return (s * 1e6).toFixed(0) + " µs";
+    if (s < 1) return (s * 1e3).toFixed(1) + " ms";
+    return s.toFixed(2) + " s";
+  };
+  const fmtDuration = (ms) => {
+    let s = Math.floor(ms / 1000);
+    const d = Math.floor(s / 86400); s -= d * 86400;
+    const hh = Math.floor(s / 3600); s -= hh * 3600;
+    const mm = Math.floor(s / 60); s -= mm * 60;
+    return (d ? d + "d " : "") + (d || hh ? hh + "h " : "") + (d || hh || mm ? mm + "m " : "") + s + "s";
+  };
+  const short = (sha) => (sha || "").slice(0, 12);
+
+  function notice(msg) {
+    const n = document.getElementById("notice");
+    n.hidden = !msg;
+    n.textContent = msg || "";
+  }
+
+  // api calls a route with the token when one was given.
+  async function api(path, opts = {}) {
+    const headers = Object.assign({}, opts.headers || {});
+    if (state.token) headers.Authorization = "Bearer " + state.token;
+    const resp = await fetch(path, Object.assign({}, opts, { headers }));
+    let body = null;
+    const text = await resp.text();
+    try { body = text ? JSON.parse(text) : null; } catch (e) { body = { error: text }; }
+    return { ok: resp.ok, status: resp.status, body };
+  }
+
+  // --- the event stream ---------------------------------------------------
+
+  // stream reads GET /api/v1/events for as long as the page is open, with
+  // fetch rather than EventSource, which cannot send the token.
+  async function stream() {
+    for (;;) {
+      try {
+        const headers = state.token ? { Authorization: "Bearer " + state.token } : {};
+        const resp = await fetch("api/v1/events", { headers, cache: "no-store" });
+        if (resp.status === 401) {
+          setConn("the host needs its token to be read (http.auth: all)");
+          notice("This host asks for its API token for every read (http.auth: all): enter it above.");
+          await new Promise((resolve) => { state.wantToken = resolve; });
+          continue;
+        }
+        if (!resp.ok || !resp.body) throw new Error("HTTP " + resp.status);
+        setConn("live");
+        const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let i;
+          while ((i = buf.indexOf("\n\n")) >= 0) {
+            onEvent(buf.slice(0, i));
+            buf = buf.slice(i + 2);
+          }
+        }
+        setConn("the host closed the stream; reconnecting…");
+      } catch (e) {
+        setConn("disconnected (" + e.message + "); reconnecting…");
+      }
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+
+  function setConn(msg) {
+    document.getElementById("conn").textContent =
+      msg + (state.version ? " · sluice " + state.version : "");
+  }
+
+  function onEvent(text) {
+    let name = "message", data = "";
+    for (const line of text.split("\n")) {
+      if (line.startsWith("event: ")) name = line.slice(7);
+      else if (line.startsWith("data: ")) data += line.slice(6);
+    }
+    if (name !== "status") return;
+    const st = JSON.parse(data);
+    const t = Math.floor(Date.now() / 1000);
+    const last = state.samples[state.samples.length - 1];
+    if (last && last.t === t) last.st = st;
+    else state.samples.push({ t, st });
+    while (state.samples.length > HISTORY + 1) state.samples.shift();
+    state.last = st;
+    notice("");
+    const pill = document.getElementById("job-state");
+    pill.textContent = st.state;
+    pill.className = "pill " + st.state;
+    document.getElementById("pipeline-name").textContent = st.pipeline;
+    if (state.page && state.page.update) state.page.update(st);
+    if (!document.body.dataset.ready && state.page) {
+      document.body.dataset.ready = "1";
+      document.body.dataset.readyMs = String(Math.round(performance.now()));
+    }
+  }
+
+  // --- series ---------------------------------------------------------------
+
+  // series derives one value per second from consecutive samples:
+  // f(previous status, status, seconds between) for each pair.
+  function series(f) {
+    const xs = [], ys = [];
+    const s = state.samples;
+    // The current second is not over: its sample would read low.
+    const n = s.length && s[s.length - 1].t >= Math.floor(Date.now() / 1000) ? s.length - 1 : s.length;
+    for (let i = 1; i < n; i++) {
+      const dt = s[i].t - s[i - 1].t;
+      if (dt <= 0) continue;
+      xs.push(s[i].t);
+      const v = f(s[i - 1].st, s[i].st, dt);
+      ys.push(v === undefined || Number.isNaN(v) ? null : v);
+    }
+    return [xs, ys];
+  }
+  const opOf = (st, name) => (st.operators || []).find((o) => o.name === name);
+
+  // quantile of the batches a histogram difference counts, in seconds
+  // (linear within a bucket, as Prometheus's histogram_quantile).
+  function quantile(q, a, b) {
+    if (!a || !b || !b.counts || !a.counts || a.counts.length !== b.counts.length) return null;
+    const d = b.counts.map((c, i) => c - a.counts[i]);
+    const total = d.reduce((x, y) => x + y, 0);
+    if (total <= 0) return null;
+    const rank = q * total;
+    let cum = 0;
+    for (let i = 0; i < d.length; i++) {
+      if (cum + d[i] >= rank && d[i] > 0) {
+        const lo = i === 0 ? 0 : b.bounds[i - 1];
+        const hi = i < b.bounds.length ? b.bounds[i] : b.bounds[b.bounds.length - 1];
+        return lo + (hi - lo) * ((rank - cum) / d[i]);
+      }
+      cum += d[i];
+    }
+    return b.bounds[b.bounds.length - 1];
+  }
+
+  // chart is a live uPlot chart over some series.
+  function chart(id, title, unit, defs) {
+    const box = h("div", { class: "chart", id, "data-points": "0" });
+    const panel = h("div", { class: "panel" }, h("div", { class: "muted" }, title), box);
+    let u = null;
+    const colors = ["#2f6fde", "#2f9e62", "#d64545", "#f5a524", "#8e6bd8"];
+    const update = () => {
+      const cols = defs.map((d) => series(d.f));
+      const xs = cols.length ? cols[0][0] : [];
+      const data = [xs, ...cols.map((c) => c[1])];
+      box.dataset.points = String(xs.length);
+      box.dataset.last = xs.length ? String(xs[xs.length - 1]) : "";
+      if (!u) {
+        const width = Math.max(300, box.clientWidth || 500);
+        u = new uPlot({
+          width, height: 180,
+          legend: { show: true },
+          cursor: { drag: { x: false, y: false } },
+          scales: { x: { time: true } },
+          axes: [{}, { values: (_, ticks) => ticks.map((v) => fmt(v) + unit), size: 60 }],
+          series: [{}, ...defs.map((d, i) => ({ label: d.label, stroke: colors[i % colors.length], width: 1.5, spanGaps: false }))],
+        }, data, box);
+      } else {
+        u.setData(data);
+      }
+    };
+    return { el: panel, update };
+  }
+
+  // --- pages ---------------------------------------------------------------
+
+  function card(k, id) {
+    return h("div", { class: "card" }, h("div", { class: "k" }, k), h("div", { class: "v", id }, "–"));
+  }
+  const set = (id, v) => { const el = document.getElementById(id); if (el) el.textContent = v; };
+
+  // health of an operator: bad when quarantined or the job failed, warn
+  // during a trial, after a rollback or while records are dead-lettered.
+  function health(st, prev, op) {
+    if (st.state === "failed" || op.quarantined) return "bad";
+    if (st.state !== "running") return "idle";
+    const p = prev && opOf(prev, op.name);
+    if (op.trial_batches > 0) return "warn";
+    if (p && (op.dead_letters > p.dead_letters || op.rollbacks > p.rollbacks)) return "warn";
+    return "ok";
+  }
+
+  function rateOf(name, kind, prev, st, dt) {
+    if (!prev) return null;
+    if (kind === "operator") {
+      const a = opOf(prev, name), b = opOf(st, name);
+      return a && b ? (b.records_out - a.records_out) / dt : null;
+    }
+    // A source: the records of the operators and sinks reading only it.
+    const srcs = Object.keys(st.positions || {}).filter((k) => !k.startsWith("sink/"));
+    if (srcs.length === 1) return (st.records_in - prev.records_in) / dt;
+    const pa = (prev.positions || {})[name], pb = (st.positions || {})[name];
+    return pa !== undefined && pb !== undefined ? (pb - pa) / dt : null;
+  }
+
+  // graphOf lists the nodes and edges of the pipeline a status describes.
+  function graphOf(st) {
+    const ops = new Set((st.operators || []).map((o) => o.name));
+    const nodes = [], edges = [];
+    const sources = new Set(Object.keys(st.positions || {}).filter((k) => !k.startsWith("sink/")));
+    for (const o of st.operators || []) for (const i of o.inputs || []) if (!ops.has(i)) sources.add(i);
+    for (const s of st.sinks || []) for (const i of s.inputs || []) if (!ops.has(i)) sources.add(i);
+    for (const s of sources) nodes.push({ id: "source:" + s, name: s, kind: "source" });
+    for (const o of st.operators || []) {
+      nodes.push({ id: "operator:" + o.name, name: o.name, kind: "operator", sub: o.kind });
+      for (const i of o.inputs || []) edges.push({ from: (ops.has(i) ? "operator:" : "source:") + i, to: "operator:" + o.name, src: i, srcKind: ops.has(i) ? "operator" : "source" });
+    }
+    for (const s of st.sinks || []) {
+      nodes.push({ id: "sink:" + s.name, name: s.name, kind: "sink" });
+      for (const i of s.inputs || []) edges.push({ from: (ops.has(i) ? "operator:" : "source:") + i, to: "sink:" + s.name, src: i, srcKind: ops.has(i) ? "operator" : "source" });
+    }
+    return { nodes, edges };
+  }
+
+  // drawGraph lays the graph out with dagre and draws it as SVG; it
+  // returns a function that recolours it and relabels its rates.
+  function drawGraph(box, st) {
+    const { nodes, edges } = graphOf(st);
+    const g = new dagre.graphlib.Graph();
+    g.setGraph({ rankdir: "LR", nodesep: 30, ranksep: 80, marginx: 10, marginy: 10 });
+    g.setDefaultEdgeLabel(() => ({}));
+    for (const n of nodes) g.setNode(n.id, { width: 150, height: 48 });
+    for (const e of edges) g.setEdge(e.from, e.to, { width: 70, height: 14, labelpos: "c" });
+    dagre.layout(g);
+    const gg = g.graph();
+    const root = svg("svg", { width: gg.width, height: gg.height, viewBox: `0 0 ${gg.width} ${gg.height}`, role: "img", "aria-label": "pipeline graph" });
+    root.append(svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" },
+      svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#8b95a7" }))));
+    const labels = [];
+    for (const e of edges) {
+      const ge = g.edge(e.from, e.to);
+      const d = ge.points.map((p, i) => (i ? "L" : "M") + p.x.toFixed(1) + " " + p.y.toFixed(1)).join(" ");
+      const label = svg("text", { x: ge.x, y: ge.y + 4, "text-anchor": "middle" }, "");
+      labels.push({ e, label });
+      root.append(svg("g", { class: "edge" }, svg("path", { d, "marker-end": "url(#arrow)" }), label));
+    }
+    const shapes = [];
+    for (const n of nodes) {
+      const gn = g.node(n.id);
+      const sub = svg("text", { x: gn.x, y: gn.y + 14, "text-anchor": "middle", class: "sub" }, n.kind === "operator" ? n.sub : n.kind);
+      const el = svg("g", { class: "node " + n.kind, "data-node": n.id },
+        svg("rect", { x: gn.x - gn.width / 2, y: gn.y - gn.height / 2, width: gn.width, height: gn.height }),
+        svg("text", { x: gn.x, y: gn.y - 2, "text-anchor": "middle" }, n.name), sub);
+      if (n.kind === "operator") el.addEventListener("click", () => { location.hash = "#/operator/" + encodeURIComponent(n.name); });
+      shapes.push({ n, el });
+      root.append(el);
+    }
+    box.replaceChildren(root);
+    return (st, prev, dt) => {
+      for (const { e, label } of labels) {
+        const r = rateOf(e.src, e.srcKind, prev, st, dt);
+        label.textContent = r === null ? "" : fmt(r) + "/s";
+      }
+      for (const { n, el } of shapes) {
+        let hl = st.state === "running" ? "ok" : st.state === "failed" ? "bad" : "idle";
+        if (n.kind === "operator") hl = health(st, prev, opOf(st, n.name));
+        el.setAttribute("class", "node " + n.kind + " " + hl);
+      }
+    };
+  }
+
+  function overview() {
+    const graphBox = h("div", { class: "graph", id: "graph" });
+    const sources = h("tbody");
+    const thr = chart("chart-throughput", "Records per second", "", [
+      { label: "in", f: (a, b, dt) => (b.records_in - a.records_in) / dt },
+      { label: "out", f: (a, b, dt) => (b.records_out - a.records_out) / dt },
+    ]);
+    const lat = chart("chart-latency", "Batch latency (p50, p99)", "s", [
+      { label: "p50", f: (a, b) => quantile(0.5, a.batch_seconds, b.batch_seconds) },
+      { label: "p99", f: (a, b) => quantile(0.99, a.batch_seconds, b.batch_seconds) },
+    ]);
+    const el = h("div", {},
+      h("h1", {}, "Overview"),
+      h("div", { class: "cards" }, card("records in", "t-in"), card("records out", "t-out"), card("dead letters", "t-dead"),
+        card("batches", "t-batches"), card("uptime", "t-uptime"), card("version", "t-version")),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Pipeline (records per second on each edge; click an operator)"), graphBox),
+      h("div", { class: "grid2" }, thr.el, lat.el),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Sources"),
+        h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "source"), h("th", { class: "num" }, "committed position"), h("th", { class: "num" }, "lag"))), sources)));
+    let recolour = null;
+    return {
+      el,
+      update(st) {
+        const s = state.samples, n = s.length;
+        const prev = n > 1 ? s[n - 2].st : null, dt = n > 1 ? s[n - 1].t - s[n - 2].t : 1;
+        const key = JSON.stringify([(st.operators || []).map((o) => [o.name, o.inputs]), st.sinks, Object.keys(st.positions || {})]);
+        if (key !== state.graphKey || !recolour) {
+          state.graphKey = key;
+          recolour = drawGraph(graphBox, st);
+        }
+        recolour(st, prev, dt || 1);
+        set("t-in", fmt(st.records_in));
+        set("t-out", fmt(st.records_out));
+        set("t-dead", fmt(st.dead_letters));
+        set("t-batches", fmt(st.batches));
+        set("t-uptime", fmtDuration(Date.now() - state.started));
+        set("t-version", state.version || "–");
+        sources.replaceChildren(...Object.entries(st.positions || {}).filter(([k]) => !k.startsWith("sink/")).map(([k, v]) =>
+          h("tr", {}, h("td", {}, k), h("td", { class: "num" }, fmt(v)), h("td", { class: "num muted" }, "not reported by the source"))));
+        thr.update();
+        lat.update();
+      },
+    };
+  }
+
+  function operatorPage(name) {
+    const head = h("div", { class: "cards" }, card("kind", "o-kind"), card("plugin", "o-plugin"), card("version", "o-version"),
+      card("workers", "o-workers"), card("records in", "o-in"), card("records out", "o-out"), card("dead letters", "o-dead"),
+      card("retries", "o-retries"), card("swaps / rollbacks", "o-swaps"), card("trial batches left", "o-trial"));
+    const op = (st) => opOf(st, name) || {};
+    const thr = chart("chart-op-throughput", "Records per second", "", [
+      { label: "in", f: (a, b, dt) => (op(b).records_in - op(a).records_in) / dt },
+      { label: "out", f: (a, b, dt) => (op(b).records_out - op(a).records_out) / dt },
+    ]);
+    const lat = chart("chart-op-latency", "Batch latency, p50 and p99 (the whole batch: every operator runs in each)", "s", [
+      { label: "p50", f: (a, b) => quantile(0.5, a.batch_seconds, b.batch_seconds) },
+      { label: "p99", f: (a, b) => quantile(0.99, a.batch_seconds, b.batch_seconds) },
+    ]);
+    const fail = chart("chart-op-failures", "Dead letters and retries per second", "", [
+      { label: "dead letters", f: (a, b, dt) => (op(b).dead_letters - op(a).dead_letters) / dt },
+      { label: "retries", f: (a, b, dt) => (op(b).retries - op(a).retries) / dt },
+    ]);
+    const workers = h("tbody");
+    const txnBox = h("div", {});
+    const el = h("div", {}, h("h1", {}, "Operator ", h("code", {}, name)), head,
+      h("div", { class: "grid2" }, thr.el, lat.el, fail.el),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Workers"),
+        h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "worker"), h("th", { class: "num" }, "records"), h("th", { class: "num" }, "busy"),
+          h("th", { class: "num" }, "key groups"))), workers)),
+      txnBox);
+    let txn = null;
+    return {
+      el,
+      update(st) {
+        const o = opOf(st, name);
+        if (!o) { notice("The pipeline has no operator " + name + "."); return; }
+        set("o-kind", o.kind);
+        set("o-plugin", o.plugin || "native");
+        set("o-version", o.version || "–");
+        set("o-workers", String(o.parallelism));
+        set("o-in", fmt(o.records_in));
+        set("o-out", fmt(o.records_out));
+        set("o-dead", fmt(o.dead_letters));
+        set("o-retries", fmt(o.retries));
+        set("o-swaps", o.swaps + " / " + o.rollbacks);
+        set("o-trial", String(o.trial_batches) + (o.quarantined ? " (quarantined)" : ""));
+        workers.replaceChildren(...(o.workers || []).map((w) => h("tr", {}, h("td", {}, String(w.id)), h("td", { class: "num" }, fmt(w.records)),
+          h("td", { class: "num" }, fmtSeconds(w.busy_seconds)), h("td", { class: "num" }, w.key_groups ? String(w.key_groups) : "–"))));
+        thr.update(); lat.update(); fail.update();
+        if (o.txn) {
+          if (!txn) { txn = txnSection(name); txnBox.replaceChildren(txn.el); }
+          txn.update(st, o);
+        }
+      },
+      leave() { if (txn) txn.leave(); },
+    };
+  }
+
+  // txnSection shows a transactional operator: outcomes, the time per
+  // phase and the adaptive strategy's decisions.
+  function txnSection(name) {
+    const t = (st) => (opOf(st, name) || {}).txn || {};
+    const outcomes = chart("chart-txn-outcomes", "Transactions per second", "", [
+      { label: "committed", f: (a, b, dt) => (t(b).committed - t(a).committed) / dt },
+      { label: "aborted", f: (a, b, dt) => (t(b).aborted - t(a).aborted) / dt },
+      { label: "re-executions", f: (a, b, dt) => (t(b).re_executions - t(a).re_executions) / dt },
+    ]);
+    const bar = h("div", { class: "bar", id: "txn-phases" });
+    const legend = h("div", { class: "legend" });
+    const decisions = h("tbody");
+    const decNote = h("div", { class: "muted" });
+    const el = h("div", {}, h("h2", {}, "Transactions"),
+      h("div", { class: "cards" }, card("strategy", "x-strategy"), card("ran the last batch", "x-running"), card("committed", "x-committed"),
+        card("aborted", "x-aborted"), card("re-executions", "x-reexec"), card("failed batches", "x-failed"), card("switches", "x-switches")),
+      h("div", { class: "grid2" }, outcomes.el,
+        h("div", { class: "panel" }, h("div", { class: "muted" }, "Time by phase, summed over the scheduler's workers"), bar, legend)),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Strategy per batch: what each batch measured and the decision taken after it"), decNote,
+        h("table", { id: "txn-decisions" }, h("thead", {}, h("tr", {}, ...["batch", "ran", "events", "ops", "skew", "abort ratio", "op cost", "events/s", "next", "rule"].map((x) => h("th", {}, x)))), decisions)),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Task precedence graph"),
+        h("div", { class: "unavailable", id: "tpg" }, "Not available in this version: the executor does not sample a batch's task precedence graph yet.")));
+    let timer = null;
+    const row = (r) => h("tr", {}, h("td", {}, String(r.batch)), h("td", {}, r.strategy), h("td", { class: "num" }, fmt(r.events)),
+      h("td", { class: "num" }, fmt(r.ops)), h("td", { class: "num" }, fmt(r.skew)), h("td", { class: "num" }, fmt(r.abort_ratio)),
+      h("td", { class: "num" }, fmt(r.op_cost_ns) + " ns"), h("td", { class: "num" }, fmt(r.events_per_second)),
+      h("td", {}, r.decision ? r.decision.strategy : "–"), h("td", { class: "muted" }, r.decision ? r.decision.rule : ""));
+    const poll = async () => {
+      const r = await api("api/v1/operators/" + encodeURIComponent(name) + "/decisions?last=20");
+      if (r.ok) {
+        decNote.textContent = "";
+        decisions.replaceChildren(...(r.body || []).slice().reverse().map(row));
+      } else {
+        decNote.textContent = "Only the last batch (the strategy is not adaptive, so no decisions are kept).";
+        const last = state.last && t(state.last).last_batch;
+        decisions.replaceChildren(...(last ? [row(last)] : []));
+        clearInterval(timer);
+        timer = null;
+      }
+    };
+    timer = setInterval(poll, 2000);
+    poll();
+    return {
+      el,
+      update(st, o) {
+        const x = o.txn;
+        set("x-strategy", x.strategy);
+        set("x-running", x.running || x.strategy);
+        set("x-committed", fmt(x.committed));
+        set("x-aborted", fmt(x.aborted));
+        set("x-reexec", fmt(x.re_executions));
+        set("x-failed", fmt(x.failed_batches));
+        set("x-switches", fmt(x.adaptive_switches || 0));
+        const total = PHASES.reduce((s, [k]) => s + (x[k] || 0), 0) || 1;
+        bar.replaceChildren(...PHASES.map(([k, , c]) => { const s = h("span", { title: k }); s.style.width = ((100 * (x[k] || 0)) / total).toFixed(2) + "%"; s.style.background = c; return s; }));
+        legend.replaceChildren(...PHASES.map(([k, l, c]) => { const i = h("i"); i.style.background = c; return h("span", {}, i, l + " " + fmtSeconds(x[k] || 0)); }));
+        outcomes.update();
+        if (!timer) {
+          const last = x.last_batch;
+          decisions.replaceChildren(...(last ? [row(last)] : []));
+        }
+      },
+      leave() { clearInterval(timer); },
+    };
+  }
+
+  function pluginsPage() {
+    const modules = h("tbody");
+    const ops = h("div", {});
+    const el = h("div", {}, h("h1", {}, "Plugins"),
+      h("p", { class: "muted" }, "Swapping and rolling back change the running pipeline: they need the host's API token (enter it above)."),
+      ops,
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Registry"),
+        h("table", {}, h("thead", {}, h("tr", {}, ...["version", "sha256", "file", "ABI", "size", "language", "kinds", "stored"].map((x) => h("th", {}, x)))), modules)));
+    const results = state.swapResults;
+    const load = async () => {
+      const r = await api("api/v1/plugins");
+      if (!r.ok) {
+        notice(r.status === 401 ? "The host needs its API token to list the plugins (http.auth: all)." : "Listing the plugins failed: " + ((r.body && r.body.error) || r.status));
+        return;
+      }
+      const p = r.body;
+      modules.replaceChildren(...(p.modules || []).map((m) => h("tr", {}, h("td", {}, m.version || "–"), h("td", { class: "mono", title: m.sha256 }, short(m.sha256)),
+        h("td", {}, m.name), h("td", {}, String(m.abi_version)), h("td", { class: "num" }, fmt(m.size)), h("td", {}, m.language || "–"),
+        h("td", {}, (m.kinds || []).join(", ")), h("td", {}, new Date(m.deployed).toLocaleString()))));
+      ops.replaceChildren(...(p.operators || []).map((o) => operatorPlugins(o, results, load)));
+    };
+    load();
+    return {
+      el,
+      update(st) {
+        for (const o of st.operators || []) {
+          set("trial-" + o.name, o.trial_batches > 0 ? "on trial: " + o.trial_batches + " batches left" :
+            o.quarantined ? "quarantined: waiting for a swap" : o.last_rollback ? "last automatic rollback: " + o.last_rollback : "no trial in progress");
+        }
+      },
+    };
+  }
+
+  function operatorPlugins(o, results, reload) {
+    const file = h("input", { type: "file", accept: ".wasm", id: "swap-file-" + o.operator });
+    const result = h("div", { class: "result", id: "swap-result-" + o.operator });
+    const show = (r, what) => {
+      if (r.ok) {
+        result.className = "result ok";
+        result.textContent = what + ": " + (r.body.from.version || short(r.body.from.sha256)) + " → " + (r.body.to.version || short(r.body.to.sha256));
+      } else {
+        result.className = "result err";
+        result.textContent = what + " refused (" + r.status + "): " + ((r.body && r.body.error) || "");
+      }
+      results[o.operator] = [result.className, result.textContent];
+    };
+    if (results[o.operator]) [result.className, result.textContent] = results[o.operator];
+    const swap = async () => {
+      const f = file.files[0];
+      if (!f) { result.className = "result err"; result.textContent = "choose a .wasm file first"; return; }
+      result.className = "result"; result.textContent = "swapping…";
+      const r = await api("api/v1/operators/" + encodeURIComponent(o.operator) + "/swap?file=" + encodeURIComponent(f.name),
+        { method: "POST", body: f, headers: { "Content-Type": "application/wasm" } });
+      show(r, "swapped");
+      if (r.ok) reload();
+    };
+    const rollback = async () => {
+      result.className = "result"; result.textContent = "rolling back…";
+      const r = await api("api/v1/operators/" + encodeURIComponent(o.operator) + "/rollback", { method: "POST" });
+      show(r, "rolled back");
+      if (r.ok) reload();
+    };
+    return h("div", { class: "panel" },
+      h("h2", {}, "Operator ", h("code", {}, o.operator), " runs ", o.current.version || "sha256:" + short(o.current.sha256)),
+      h("div", { class: "muted", id: "trial-" + o.operator }, ""),
+      h("div", {}, file, " ", h("button", { class: "primary", id: "swap-" + o.operator, onclick: swap }, "Swap"), " ",
+        h("button", { id: "rollback-" + o.operator, onclick: rollback, disabled: (o.previous || []).length === 0 }, "Roll back")),
+      result,
+      h("table", {}, h("thead", {}, h("tr", {}, ...["when", "reason", "module", "detail"].map((x) => h("th", {}, x)))),
+        h("tbody", {}, ...(o.deployments || []).slice().reverse().map((d) => h("tr", {}, h("td", {}, new Date(d.at).toLocaleString()), h("td", {}, d.reason),
+          h("td", { class: "mono" }, short(d.sha256)), h("td", { class: "muted" }, d.detail || ""))))));
+  }
+
+  function unavailable(title, what) {
+    return { el: h("div", {}, h("h1", {}, title), h("div", { class: "unavailable panel" }, "Not available in this version: " + what)) };
+  }
+
+  // --- routing ---------------------------------------------------------------
+
+  function route() {
+    if (state.page && state.page.leave) state.page.leave();
+    notice("");
+    const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+    let page, name = parts[0] || "overview";
+    switch (name) {
+      case "overview": page = overview(); break;
+      case "operator": page = operatorPage(parts[1] || ""); break;
+      case "plugins": page = pluginsPage(); break;
+      case "windows": page = unavailable("Windows", "the host has no window operators yet; their watermarks, open windows and late records will show here."); break;
+      case "cluster": page = unavailable("Cluster", "the host runs on one machine; hosts, key groups per host and migrations will show here once pipelines scale out."); break;
+      case "doctor": page = unavailable("Doctor", "the control plane's findings and decisions will show here once it exists."); break;
+      default: page = unavailable("Not found", "no page " + name + ".");
+    }
+    page.name = name;
+    state.page = page;
+    state.graphKey = "";
+    document.body.dataset.page = name;
+    for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === name);
+    document.getElementById("page").replaceChildren(page.el);
+    if (state.last && page.update) page.update(state.last);
+  }
+
+  document.getElementById("token-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const input = document.getElementById("token");
+    state.token = input.value.trim();
+    input.value = "";
+    input.placeholder = state.token ? "token set" : "API token";
+    if (state.token) sessionStorage.setItem(TOKEN_KEY, state.token);
+    else sessionStorage.removeItem(TOKEN_KEY);
+    if (state.wantToken) { state.wantToken(); state.wantToken = null; }
+    if (state.page && state.page.name === "plugins") route();
+  });
+  if (state.token) document.getElementById("token").placeholder = "token set";
+  window.addEventListener("hashchange", route);
+  setInterval(() => { if (state.page && state.page.name === "overview") set("t-uptime", fmtDuration(Date.now() - state.started)); }, 1000);
+  setConn("connecting…");
+  route();
+  stream();
+})();
