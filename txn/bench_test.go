@@ -221,3 +221,60 @@ func BenchmarkAnalyzeCost(b *testing.B) {
 	}
 	b.ReportMetric(t1.Seconds()/t0.Seconds()-1, "overhead")
 }
+
+// BenchmarkWindowedGrepSum runs Windowed GrepSum (a window event every 1,024
+// transactions, whose operation reads the window of the last 1,024
+// transactions of its key and two others: MorphStream's defaults) and, side
+// by side, the plain GrepSum it is drawn from, under every strategy on 2
+// workers, one batch per iteration. The History holds the versions of the
+// batch before, so that the windows reach back across the batch boundary.
+func BenchmarkWindowedGrepSum(b *testing.B) {
+	const window = 1024
+	cfg := grepsum.Config{Keys: 10240, Length: 1, Reads: 2, Skew: 0.25, Acyclic: true, Complexity: 1000, Seed: 1}
+	plain := grepSumCase(b)
+	wcfg := cfg
+	wcfg.Window, wcfg.Period = window, window
+	w, err := grepsum.New(wcfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hist, err := txn.NewHistory(txn.MapStore{}, window)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := txn.New(txn.Config{Workers: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	serial, _ := txn.ParseStrategy("serial")
+	res, err := s.Run(context.Background(), serial, w.Batch(benchBatch), hist, w.Apply)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hist.Commit(res)
+	windowed := benchCase{store: hist}
+	for range benchBatches {
+		windowed.batches = append(windowed.batches, w.Batch(benchBatch))
+		windowed.applies = append(windowed.applies, w.Apply)
+	}
+	for _, name := range txn.StrategyNames() {
+		st, _ := txn.ParseStrategy(name)
+		for _, c := range []struct {
+			name string
+			c    benchCase
+		}{{"plain", plain}, {"windowed", windowed}} {
+			b.Run(fmt.Sprintf("%s/%s/w2", c.name, name), func(b *testing.B) {
+				n := 0
+				for i := 0; b.Loop(); i++ {
+					k := i % benchBatches
+					if _, err := s.Run(context.Background(), st, c.c.batches[k], c.c.store, c.c.applies[k]); err != nil {
+						b.Fatal(err)
+					}
+					n += len(c.c.batches[k])
+				}
+				b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
+			})
+		}
+	}
+}
