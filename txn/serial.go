@@ -225,7 +225,7 @@ func runSerial(ctx context.Context, batch []Txn, store Store, apply Apply) (*Res
 	state := map[Key]entry{}
 	vers := map[Key][]txnVersion{}
 	_, keep := store.(WindowStore)
-	windowed := hasWindows(batch)
+	windowed := windowKeys(batch) // nil: no windowed read
 	var tw []Write
 	e := &txnExec{apply: apply, get: func(k Key) (Value, error) {
 		if v, ok := state[k]; ok {
@@ -253,12 +253,12 @@ func runSerial(ctx context.Context, batch []Txn, store Store, apply Apply) (*Res
 		for _, w := range e.local {
 			state[w.key] = w.entry
 		}
-		if !windowed && !keep {
+		if windowed == nil && !keep {
 			continue
 		}
 		tw = e.writes(tw[:0], t)
-		if windowed {
-			for _, w := range tw {
+		for _, w := range tw {
+			if windowed[w.Key] {
 				vers[w.Key] = append(vers[w.Key], txnVersion{txn: t, value: w.Value})
 			}
 		}
@@ -385,8 +385,8 @@ func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, app
 		vers[i] = map[Key][]txnVersion{}
 	}
 	_, keep := store.(WindowStore)
-	windowed := hasWindows(batch)
-	var writes [][]Write // per transaction, when keep
+	windowed := windowKeys(batch) // read-only while the workers run
+	var writes [][]Write          // per transaction, when keep
 	if keep {
 		writes = make([][]Write, len(batch))
 	}
@@ -427,10 +427,10 @@ func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, app
 				for _, w := range e.local {
 					states[part(w.key)][w.key] = w.entry
 				}
-				if windowed || keep {
+				if windowed != nil || keep {
 					tw := e.writes(nil, t)
 					for _, w := range tw {
-						if windowed {
+						if windowed[w.Key] {
 							m := vers[part(w.Key)]
 							m[w.Key] = append(m[w.Key], txnVersion{txn: t, value: w.Value})
 						}

@@ -129,16 +129,26 @@ func addWrite(vs []Write, start, t int, k Key, v Value) []Write {
 	return append(vs, Write{Txn: t, Key: k, Value: v})
 }
 
-// hasWindows reports whether a batch has a windowed read.
-func hasWindows(batch []Txn) bool {
+// windowKeys returns the keys that a batch's windowed reads read, nil if
+// it has none: the serial executor and S-Store keep the versions of these
+// keys only.
+func windowKeys(batch []Txn) map[Key]bool {
+	var keys map[Key]bool
 	for t := range batch {
 		for m := range batch[t].Ops {
-			if batch[t].Ops[m].Window > 0 {
-				return true
+			op := &batch[t].Ops[m]
+			if op.Window == 0 {
+				continue
+			}
+			if keys == nil {
+				keys = map[Key]bool{}
+			}
+			for _, k := range op.Reads {
+				keys[k] = true
 			}
 		}
 	}
-	return false
+	return keys
 }
 
 // txnVersion is a committed version in the serial executor and S-Store.
