@@ -74,6 +74,16 @@ const (
 // ApplyRequest.Flags.
 const OpFlagNonDet uint32 = 1
 
+// OpFlagWindow marks a windowed read in OpDecl.Flags and ApplyRequest.Flags
+// (ABI.md, section 10.10): its declaration carries its window W
+// (OpDecl.Window), and its apply request carries, after each read's value,
+// the versions of the read key written by the W events before its own.
+// Bit 1 is not a declaration flag: it is the request's own-found bit.
+const OpFlagWindow uint32 = 4
+
+// declFlags are the flags a declaration may hold.
+const declFlags = OpFlagNonDet | OpFlagWindow
+
 // TableKey names one state entry: a table handle (FuncTableID) and a key.
 type TableKey struct {
 	Table uint32
@@ -90,7 +100,7 @@ type OpDecl struct {
 	Event uint32
 	// Fn names the guest function that computes the operation.
 	Fn uint32
-	// Flags holds OpFlagNonDet, or 0.
+	// Flags holds OpFlagNonDet, OpFlagWindow, both, or 0.
 	Flags uint32
 	// Table and Key are the key a deterministic operation writes; for a
 	// non-deterministic one, Table is the table it may touch and Key is
@@ -101,6 +111,9 @@ type OpDecl struct {
 	Reads []TableKey
 	// Arg is passed to the function unchanged (the event's parameters).
 	Arg []byte
+	// Window is a windowed read's window, in events (at least 1), encoded
+	// after Arg when Flags holds OpFlagWindow; ignored otherwise.
+	Window uint32
 }
 
 // AppendOpDecl appends the encoding of d to dst.
@@ -116,7 +129,11 @@ func AppendOpDecl(dst []byte, d *OpDecl) []byte {
 		dst = le.AppendUint32(dst, d.Reads[i].Table)
 		dst = appendField(dst, d.Reads[i].Key)
 	}
-	return appendField(dst, d.Arg)
+	dst = appendField(dst, d.Arg)
+	if d.Flags&OpFlagWindow != 0 {
+		dst = le.AppendUint32(dst, d.Window)
+	}
+	return dst
 }
 
 // ErrMalformedTxn is wrapped by every error decoding a transactional
@@ -214,7 +231,7 @@ func (d *PlanDecoder) Next(o *OpDecl) bool {
 	o.Event = r.u32("event")
 	o.Fn = r.u32("fn")
 	o.Flags = r.u32("flags")
-	if o.Flags&^OpFlagNonDet != 0 && r.err == nil {
+	if o.Flags&^declFlags != 0 && r.err == nil {
 		r.p -= 4
 		r.fail(fmt.Sprintf("unknown flags %#x", o.Flags))
 	}
@@ -228,6 +245,14 @@ func (d *PlanDecoder) Next(o *OpDecl) bool {
 	}
 	o.Reads = d.reads
 	o.Arg = r.bytes("argument")
+	o.Window = 0
+	if o.Flags&OpFlagWindow != 0 {
+		o.Window = r.u32("window")
+		if o.Window == 0 && r.err == nil {
+			r.p -= 4
+			r.fail("window 0: a windowed read's window is at least 1 event")
+		}
+	}
 	return r.err == nil
 }
 
@@ -244,6 +269,18 @@ type Value struct {
 type ReadValue struct {
 	TableKey
 	Value
+	// Window is, in the request of a windowed read (OpFlagWindow), the
+	// versions of the key written by the events of the window, oldest
+	// first; nil otherwise.
+	Window []WindowVersion
+}
+
+// WindowVersion is one version of a key in a windowed read's window: the value
+// an event wrote (Found false: it deleted the key), and how many events
+// before the reader's it is (1: the one just before).
+type WindowVersion struct {
+	Back uint32
+	Value
 }
 
 // ApplyRequest is what the host hands sluice_apply for one execution of
@@ -253,18 +290,23 @@ type ReadValue struct {
 // fn, event, op, flags (OpFlagNonDet; bit 1 set when the own key was
 // found), table, key length, key, own value length, own value, read count,
 // then per read: table, key length, key, found (0 or 1), value length,
-// value; then argument length, argument.
+// value, and for a windowed read (OpFlagWindow) the version count and per
+// version: back, found, value length, value; then argument length,
+// argument.
 type ApplyRequest struct {
 	Fn    uint32
 	Event uint32 // the event's index in the batch
 	Op    uint32 // the operation's index within its event
-	Flags uint32 // OpFlagNonDet or 0
+	Flags uint32 // OpFlagNonDet, OpFlagWindow, both, or 0
 	Table uint32
 	Key   []byte
 	// Own is the own key's value before the operation (deterministic).
 	Own   Value
 	Reads []ReadValue
 	Arg   []byte
+
+	versions []WindowVersion // the decoder's, for the reads' windows
+	ends     []int           // end of each read's window in versions
 }
 
 // ApplyResultSize is the size of the result slot at the start of an
@@ -295,6 +337,13 @@ func AppendApplyRequest(dst []byte, q *ApplyRequest) []byte {
 		dst = le.AppendUint32(dst, rv.Table)
 		dst = appendField(dst, rv.Key)
 		dst = appendValue(dst, rv.Value)
+		if q.Flags&OpFlagWindow != 0 {
+			dst = le.AppendUint32(dst, uint32(len(rv.Window)))
+			for _, v := range rv.Window {
+				dst = le.AppendUint32(dst, v.Back)
+				dst = appendValue(dst, v.Value)
+			}
+		}
 	}
 	return appendField(dst, q.Arg)
 }
@@ -320,18 +369,38 @@ func decodeApplyChecked(b []byte, q *ApplyRequest) error {
 	q.Event = r.u32("event")
 	q.Op = r.u32("op")
 	f := r.u32("flags")
-	q.Flags, q.Own.Found = f&OpFlagNonDet, f&applyFlagOwnFound != 0
+	q.Flags, q.Own.Found = f&(OpFlagNonDet|OpFlagWindow), f&applyFlagOwnFound != 0
 	q.Table = r.u32("table")
 	q.Key = r.bytes("key")
 	q.Own.Bytes = r.bytes("own value")
 	n := r.count("read count", 16)
 	q.Reads = q.Reads[:0]
+	q.versions, q.ends = q.versions[:0], q.ends[:0]
 	for i := 0; i < n && r.err == nil; i++ {
 		var rv ReadValue
 		rv.Table = r.u32("read table")
 		rv.Key = r.bytes("read key")
 		rv.Value = r.value("read value")
 		q.Reads = append(q.Reads, rv)
+		if q.Flags&OpFlagWindow == 0 {
+			continue
+		}
+		nv := r.count("version count", 12)
+		for j := 0; j < nv && r.err == nil; j++ {
+			back := r.u32("version back")
+			q.versions = append(q.versions, WindowVersion{Back: back, Value: r.value("version value")})
+		}
+		q.ends = append(q.ends, len(q.versions))
+	}
+	if r.err == nil && q.Flags&OpFlagWindow != 0 {
+		// Slice the versions only now: appends above may have moved them.
+		lo := 0
+		for i, hi := range q.ends {
+			if hi > lo {
+				q.Reads[i].Window = q.versions[lo:hi:hi]
+			}
+			lo = hi
+		}
 	}
 	q.Arg = r.bytes("argument")
 	if r.err == nil && r.p != len(b) {
@@ -581,6 +650,9 @@ func decodeApplyFast(b []byte, q *ApplyRequest) bool {
 	q.Event = le.Uint32(b[12:])
 	q.Op = le.Uint32(b[16:])
 	f := le.Uint32(b[20:])
+	if f&OpFlagWindow != 0 {
+		return false // the checked decoder reads windows
+	}
 	q.Flags, q.Own.Found = f&OpFlagNonDet, f&applyFlagOwnFound != 0
 	q.Table = le.Uint32(b[24:])
 	var ok bool

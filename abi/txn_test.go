@@ -3,7 +3,9 @@ package abi
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -37,8 +39,11 @@ func TestOpDeclRoundTrip(t *testing.T) {
 		for range rapid.IntRange(0, 6).Draw(t, "ops") {
 			d := OpDecl{
 				Event: rapid.Uint32().Draw(t, "event"), Fn: rapid.Uint32().Draw(t, "fn"),
-				Flags: rapid.Uint32Range(0, 1).Draw(t, "flags"), Table: rapid.Uint32().Draw(t, "table"),
-				Key: genBytes(t, "key"), Arg: genBytes(t, "arg"),
+				Flags: rapid.SampledFrom([]uint32{0, OpFlagNonDet, OpFlagWindow, OpFlagNonDet | OpFlagWindow}).Draw(t, "flags"),
+				Table: rapid.Uint32().Draw(t, "table"), Key: genBytes(t, "key"), Arg: genBytes(t, "arg"),
+			}
+			if d.Flags&OpFlagWindow != 0 {
+				d.Window = rapid.Uint32Min(1).Draw(t, "window")
 			}
 			for range rapid.IntRange(0, 3).Draw(t, "reads") {
 				d.Reads = append(d.Reads, genTableKey(t))
@@ -52,7 +57,7 @@ func TestOpDeclRoundTrip(t *testing.T) {
 		i := 0
 		for dec.Next(&got) {
 			w := in[i]
-			if got.Event != w.Event || got.Fn != w.Fn || got.Flags != w.Flags || got.Table != w.Table ||
+			if got.Event != w.Event || got.Fn != w.Fn || got.Flags != w.Flags || got.Table != w.Table || got.Window != w.Window ||
 				!bytes.Equal(got.Key, w.Key) || !bytes.Equal(got.Arg, w.Arg) || len(got.Reads) != len(w.Reads) {
 				t.Fatalf("op %d: got %+v, want %+v", i, got, w)
 			}
@@ -94,11 +99,17 @@ func TestApplyRequestRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		q := ApplyRequest{
 			Fn: rapid.Uint32().Draw(t, "fn"), Event: rapid.Uint32().Draw(t, "event"), Op: rapid.Uint32().Draw(t, "op"),
-			Flags: rapid.Uint32Range(0, 1).Draw(t, "flags"), Table: rapid.Uint32().Draw(t, "table"),
-			Key: genBytes(t, "key"), Own: genValue(t), Arg: genBytes(t, "arg"),
+			Flags: rapid.SampledFrom([]uint32{0, OpFlagNonDet, OpFlagWindow, OpFlagNonDet | OpFlagWindow}).Draw(t, "flags"),
+			Table: rapid.Uint32().Draw(t, "table"), Key: genBytes(t, "key"), Own: genValue(t), Arg: genBytes(t, "arg"),
 		}
 		for range rapid.IntRange(0, 3).Draw(t, "reads") {
-			q.Reads = append(q.Reads, ReadValue{TableKey: genTableKey(t), Value: genValue(t)})
+			rv := ReadValue{TableKey: genTableKey(t), Value: genValue(t)}
+			if q.Flags&OpFlagWindow != 0 {
+				for range rapid.IntRange(0, 3).Draw(t, "versions") {
+					rv.Window = append(rv.Window, WindowVersion{Back: rapid.Uint32().Draw(t, "back"), Value: genValue(t)})
+				}
+			}
+			q.Reads = append(q.Reads, rv)
 		}
 		buf := AppendApplyRequest(nil, &q)
 		var got ApplyRequest
@@ -111,8 +122,13 @@ func TestApplyRequestRoundTrip(t *testing.T) {
 		}
 		for i := range q.Reads {
 			a, b := got.Reads[i], q.Reads[i]
-			if a.Table != b.Table || !bytes.Equal(a.Key, b.Key) || !equalValue(a.Value, b.Value) {
+			if a.Table != b.Table || !bytes.Equal(a.Key, b.Key) || !equalValue(a.Value, b.Value) || len(a.Window) != len(b.Window) {
 				t.Fatalf("read %d: got %+v, want %+v", i, a, b)
+			}
+			for j := range b.Window {
+				if a.Window[j].Back != b.Window[j].Back || !equalValue(a.Window[j].Value, b.Window[j].Value) {
+					t.Fatalf("read %d version %d: got %+v, want %+v", i, j, a.Window[j], b.Window[j])
+				}
 			}
 		}
 		cut := rapid.IntRange(0, len(buf)-1).Draw(t, "cut")
@@ -184,7 +200,12 @@ func TestOutcomesRoundTrip(t *testing.T) {
 // host-supplied transactional encodings.
 func FuzzTxnDecoders(f *testing.F) {
 	f.Add(AppendOpDecl(nil, &OpDecl{Event: 1, Key: []byte("k"), Reads: []TableKey{{1, []byte("r")}}, Arg: []byte("a")}))
-	f.Add(AppendApplyRequest(nil, &ApplyRequest{Key: []byte("k"), Reads: []ReadValue{{TableKey{0, []byte("r")}, Value{true, []byte("v")}}}}))
+	f.Add(AppendApplyRequest(nil, &ApplyRequest{Key: []byte("k"), Reads: []ReadValue{{TableKey: TableKey{0, []byte("r")}, Value: Value{true, []byte("v")}}}}))
+	f.Add(AppendOpDecl(nil, &OpDecl{Flags: OpFlagWindow, Window: 8, Key: []byte("k"), Reads: []TableKey{{0, []byte("k")}}}))
+	f.Add(AppendApplyRequest(nil, &ApplyRequest{Flags: OpFlagWindow, Key: []byte("k"), Reads: []ReadValue{{
+		TableKey: TableKey{0, []byte("k")}, Value: Value{true, []byte("v")},
+		Window: []WindowVersion{{Back: 2, Value: Value{true, []byte("u")}}, {Back: 1}},
+	}}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var d PlanDecoder
 		d.Reset(b)
@@ -199,7 +220,7 @@ func FuzzTxnDecoders(f *testing.F) {
 		if fast && (!checked || !reflect.DeepEqual(q, q2)) {
 			t.Fatalf("fast path accepted what the checked decoder did not: %v %+v %+v", checked, q, q2)
 		}
-		if checked && !fast && len(b) >= ApplyResultSize+20 {
+		if checked && !fast && len(b) >= ApplyResultSize+20 && q2.Flags&OpFlagWindow == 0 {
 			t.Fatalf("fast path refused a valid request")
 		}
 		var od, od2 OutcomeDecoder
@@ -222,7 +243,7 @@ func FuzzTxnDecoders(f *testing.F) {
 
 func BenchmarkDecodeApplyRequest(b *testing.B) {
 	q := ApplyRequest{Fn: 2, Event: 7, Op: 1, Table: 0, Key: []byte("00001234"), Own: Value{true, []byte("12345678")},
-		Reads: []ReadValue{{TableKey{0, []byte("00004321")}, Value{true, []byte("87654321")}}}, Arg: []byte("argument")}
+		Reads: []ReadValue{{TableKey: TableKey{0, []byte("00004321")}, Value: Value{true, []byte("87654321")}}}, Arg: []byte("argument")}
 	buf := AppendApplyRequest(nil, &q)
 	var got ApplyRequest
 	b.ReportAllocs()
@@ -256,5 +277,42 @@ func BenchmarkOutcomeDecoder(b *testing.B) {
 		if n != 100 || d.Err() != nil {
 			b.Fatal(n, d.Err())
 		}
+	}
+}
+
+// TestWindowDeclaration: a declaration's window follows its argument only
+// with OpFlagWindow, a window of 0 and bit 1 are refused, and a request
+// without the flag is encoded as before windowed reads existed.
+func TestWindowDeclaration(t *testing.T) {
+	plain := OpDecl{Event: 2, Fn: 1, Key: []byte("a7"), Reads: []TableKey{{1, []byte("b")}}, Arg: []byte{5, 0, 0, 0}, Window: 9}
+	if n := len(AppendOpDecl(nil, &plain)); n != 43 {
+		t.Fatalf("a declaration without OpFlagWindow is %d bytes, want 43 (ABI.md's example)", n)
+	}
+	w := plain
+	w.Flags = OpFlagWindow
+	b := AppendOpDecl(nil, &w)
+	if len(b) != 47 || b[43] != 9 {
+		t.Fatalf("windowed declaration % x: want the window, 9, after the argument", b)
+	}
+	var d PlanDecoder
+	var o OpDecl
+	d.Reset(b)
+	if !d.Next(&o) || o.Window != 9 || o.Flags != OpFlagWindow {
+		t.Fatalf("decoded %+v, %v", o, d.Err())
+	}
+	zero := AppendOpDecl(nil, &OpDecl{Flags: OpFlagWindow})
+	d.Reset(zero)
+	if d.Next(&o) || !errors.Is(d.Err(), ErrMalformedTxn) || !strings.Contains(d.Err().Error(), "window 0") {
+		t.Fatalf("window 0: %v", d.Err())
+	}
+	bit1 := AppendOpDecl(nil, &OpDecl{Flags: 2})
+	d.Reset(bit1)
+	if d.Next(&o) || !strings.Contains(fmt.Sprint(d.Err()), "unknown flags 0x2") {
+		t.Fatalf("flag bit 1: %v", d.Err())
+	}
+	q := ApplyRequest{Fn: 1, Event: 2, Key: []byte("a7"), Own: Value{true, make([]byte, 8)},
+		Reads: []ReadValue{{TableKey: TableKey{1, []byte("b")}, Window: []WindowVersion{{Back: 1}}}}, Arg: []byte{5, 0, 0, 0}}
+	if n := len(AppendApplyRequest(nil, &q)); n != 75 {
+		t.Fatalf("a request without OpFlagWindow is %d bytes, want 75 (ABI.md's example): a window is sent only with the flag", n)
 	}
 }

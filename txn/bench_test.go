@@ -221,3 +221,66 @@ func BenchmarkAnalyzeCost(b *testing.B) {
 	}
 	b.ReportMetric(t1.Seconds()/t0.Seconds()-1, "overhead")
 }
+
+// BenchmarkWindowedGrepSum runs Windowed GrepSum (a window event every 1,024
+// transactions, whose operation reads the window of the last 1,024
+// transactions of its key and two others: MorphStream's defaults) side by
+// side with the plain GrepSum it is drawn from, under every strategy on 2
+// workers: each iteration runs one batch of each, one right after the
+// other, so that a change in the machine's load hits both alike. The
+// History holds the versions of the batch before, so that the windows reach
+// back across the batch boundary. windowed/plain is the ratio of their
+// rates.
+func BenchmarkWindowedGrepSum(b *testing.B) {
+	const window = 1024
+	plain := grepSumCase(b)
+	w, err := grepsum.New(grepsum.Config{Keys: 10240, Length: 1, Reads: 2, Skew: 0.25, Acyclic: true, Complexity: 1000, Seed: 1,
+		Window: window, Period: window})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hist, err := txn.NewHistory(txn.MapStore{}, window)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := txn.New(txn.Config{Workers: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	serial, _ := txn.ParseStrategy("serial")
+	res, err := s.Run(ctx, serial, w.Batch(benchBatch), hist, w.Apply)
+	if err != nil {
+		b.Fatal(err)
+	}
+	hist.Commit(res)
+	windowed := benchCase{store: hist}
+	for range benchBatches {
+		windowed.batches = append(windowed.batches, w.Batch(benchBatch))
+		windowed.applies = append(windowed.applies, w.Apply)
+	}
+	for _, name := range txn.StrategyNames() {
+		st, _ := txn.ParseStrategy(name)
+		b.Run(name+"/w2", func(b *testing.B) {
+			var tp, tw time.Duration
+			n := 0
+			run := func(c benchCase, k int) time.Duration {
+				t0 := time.Now()
+				if _, err := s.Run(ctx, st, c.batches[k], c.store, c.applies[k]); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(t0)
+			}
+			for i := 0; b.Loop(); i++ {
+				k := i % benchBatches
+				tp += run(plain, k)
+				tw += run(windowed, k)
+				n += benchBatch
+			}
+			b.ReportMetric(float64(n)/tp.Seconds(), "plain-events/s")
+			b.ReportMetric(float64(n)/tw.Seconds(), "windowed-events/s")
+			b.ReportMetric(tp.Seconds()/tw.Seconds(), "windowed/plain")
+		})
+	}
+}

@@ -56,6 +56,21 @@
 // place but become invisible; a re-executed non-deterministic operation first
 // removes the versions it published.
 //
+// # Windowed reads
+//
+// An operation with Op.Window = W is a windowed read: for each key it
+// reads, it also gets every version written by the transactions in
+// [t-W, t), t its own transaction, oldest first, one per writing
+// transaction that is not aborted (WindowReader.Window). The window is
+// bounded on both sides: the reader's own transaction and later ones are
+// never in it. It needs no edge of its own: the parametric edge from the
+// key's latest earlier writer orders the read after it, and the temporal
+// edges order that writer after every earlier one. Aborts remove versions
+// from windows as from reads (eager re-checks compare windows too; lazy
+// passes recompute them). Versions of earlier batches come from a
+// WindowStore: History keeps the last W transactions' versions in memory
+// and drops older ones as batches are committed to it (Result.Versions).
+//
 // # Strategies
 //
 // A TPG strategy is exploration x unit x abort handling, named like

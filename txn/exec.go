@@ -41,6 +41,7 @@ type run struct {
 
 type workerState struct {
 	acc    access
+	win    []windowCand // scratch of windowed reads
 	execs  int
 	useful time.Duration
 	tick   uint32
@@ -227,6 +228,9 @@ func (x *run) unchanged(o *opState) bool {
 			return false
 		}
 	}
+	if o.obs.Windows != nil && !x.sameWindows(o) {
+		return false
+	}
 	for _, g := range o.obs.Gets {
 		ks, _ := x.lookup(g.Key, false) // never fails: it creates nothing
 		var v Value
@@ -268,12 +272,18 @@ func (x *run) execOp(w *workerState, id int32) {
 	a.o, a.buf, a.err = o, a.buf[:0], nil
 	var eff Effect
 	var err error
+	if o.obs.Windows != nil {
+		w.win, err = x.windows(o, w.win)
+	}
 	w.tick++
-	if w.tick&7 == 0 {
+	switch {
+	case err != nil:
+		// A History error: the operation fails before its function runs.
+	case w.tick&7 == 0:
 		t := time.Now()
 		eff, err = x.apply(int(o.txn), int(o.idx), o.op, a)
 		w.useful += 8 * time.Since(t)
-	} else {
+	default:
 		eff, err = x.apply(int(o.txn), int(o.idx), o.op, a)
 	}
 	if err == nil {
@@ -382,7 +392,40 @@ func (x *run) finish(s *Scheduler) (*Result, error) {
 		}
 	}
 	sortChanges(res.Changes[k:])
+	if _, ok := x.store.(WindowStore); ok {
+		res.Versions = x.versions(res.Committed)
+	}
 	return res, nil
+}
+
+// versions lists the versions the committed transactions wrote, as
+// Result.Versions documents.
+func (x *run) versions(committed []bool) []Write {
+	var vs []Write
+	for t := range x.batch {
+		if !committed[t] {
+			continue
+		}
+		start := len(vs)
+		for i := x.first[t]; i < x.first[t+1]; i++ {
+			o := &x.ops[i]
+			if o.ks != nil {
+				if o.written {
+					vs = addWrite(vs, start, t, o.ks.key, versionValue(o.value, o.del))
+				}
+				continue
+			}
+			for _, ks := range o.ndWrites {
+				for j := range ks.nd {
+					if nv := &ks.nd[j]; nv.ts == o.ts {
+						vs = addWrite(vs, start, t, ks.key, versionValue(nv.value, nv.del))
+						break
+					}
+				}
+			}
+		}
+	}
+	return vs
 }
 
 // change returns the final value of a key as of the fixed point, if a

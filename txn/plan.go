@@ -331,6 +331,9 @@ func (p *plan) setUp(w int) {
 				obs: &p.obs[id],
 			}
 			p.obs[id].Reads = p.vals[r : r+nr : r+nr]
+			if op.Window > 0 && nr > 0 {
+				p.obs[id].Windows = make([][]Version, nr)
+			}
 			h := uint64(0)
 			if !op.NonDet {
 				h = keyHash(p.seed, op.Write)

@@ -56,6 +56,18 @@ func testApply(keySpace int64) txn.Apply {
 				sum += 3
 			}
 		}
+		if o.Window > 0 {
+			// Every version of the window counts, weighted by its age.
+			wr := a.(txn.WindowReader)
+			for i := range o.Reads {
+				for _, v := range wr.Window(i) {
+					sum += dec(v.Value.Bytes)*int64(v.Back%5+1) + 1
+					if !v.Value.Found {
+						sum += 7
+					}
+				}
+			}
+		}
 		own, _ := a.Own()
 		ov := dec(own)
 		switch o.Fn & 0xff {
@@ -131,7 +143,9 @@ type workload struct {
 	keySpace int64
 }
 
-func genWorkload(t *rapid.T, withErrors bool) workload {
+// genWorkload draws a batch and a committed state; with maxWindow > 0,
+// some operations are windowed reads of 1 to maxWindow transactions.
+func genWorkload(t *rapid.T, withErrors bool, maxWindow int) workload {
 	nTables := rapid.IntRange(1, 3).Draw(t, "tables")
 	keySpace := rapid.IntRange(1, 16).Draw(t, "keys")
 	skewed := rapid.Bool().Draw(t, "skewed")
@@ -189,6 +203,9 @@ func genWorkload(t *rapid.T, withErrors bool) workload {
 				param = rapid.IntRange(0, 60).Draw(t, "p")
 			}
 			op.Fn = uint32(fn) | uint32(param)<<8
+			if maxWindow > 0 && rapid.IntRange(0, 2).Draw(t, "windowed") == 0 {
+				op.Window = uint32(rapid.IntRange(1, maxWindow).Draw(t, "window"))
+			}
 			ops[j] = op
 		}
 		w.batch[i].Ops = ops
@@ -212,6 +229,14 @@ func same(w workload, want, got *txn.Result) string {
 					return fmt.Sprintf("txn %d op %d read %d: %v, oracle %v", i, m, r, b.Reads[r], a.Reads[r])
 				}
 			}
+			if len(a.Windows) != len(b.Windows) {
+				return fmt.Sprintf("txn %d op %d: %d windows, oracle %d", i, m, len(b.Windows), len(a.Windows))
+			}
+			for r := range a.Windows {
+				if d := sameWindow(a.Windows[r], b.Windows[r]); d != "" {
+					return fmt.Sprintf("txn %d op %d window %d: %s", i, m, r, d)
+				}
+			}
 			for r := range a.Gets {
 				if a.Gets[r].Key != b.Gets[r].Key || !a.Gets[r].Value.Equal(b.Gets[r].Value) {
 					return fmt.Sprintf("txn %d op %d get %d: %v, oracle %v", i, m, r, b.Gets[r], a.Gets[r])
@@ -226,6 +251,19 @@ func same(w workload, want, got *txn.Result) string {
 		a, b := want.Changes[i], got.Changes[i]
 		if a.Key != b.Key || a.Delete != b.Delete || string(a.Value) != string(b.Value) {
 			return fmt.Sprintf("change %d: %+v, oracle %+v", i, b, a)
+		}
+	}
+	return ""
+}
+
+// sameWindow reports how a window differs from the oracle's, or "".
+func sameWindow(want, got []txn.Version) string {
+	if len(want) != len(got) {
+		return fmt.Sprintf("%v, oracle %v", got, want)
+	}
+	for i := range want {
+		if want[i].Back != got[i].Back || !want[i].Value.Equal(got[i].Value) {
+			return fmt.Sprintf("%v, oracle %v", got, want)
 		}
 	}
 	return ""
@@ -262,7 +300,7 @@ func checkAll(t *testing.T, withErrors bool) {
 	ctx := context.Background()
 	var seen struct{ aborts, redo, cycles, split, nondet, passes3 int }
 	rapid.Check(t, func(rt *rapid.T) {
-		w := genWorkload(rt, withErrors)
+		w := genWorkload(rt, withErrors, 0)
 		apply := testApply(w.keySpace)
 		want, wantErr := ss[0].Run(ctx, oracle, w.batch, w.store, apply)
 		if !withErrors && wantErr != nil {

@@ -26,6 +26,7 @@ type keyEntry struct {
 // receives the transaction's writes, in order, when it commits.
 type txnExec struct {
 	get    func(Key) (Value, error)
+	window func(k Key, t int, w uint32) ([]Version, error)
 	apply  Apply
 	local  []keyEntry
 	acc    serialAccess
@@ -48,6 +49,14 @@ func (e *txnExec) exec(t int, tx *Txn, obs []Observed) (committed bool, err erro
 		for i, k := range op.Reads {
 			if o.Reads[i], err = e.lookup(k); err != nil {
 				return false, &OpError{Txn: t, Op: m, Err: err}
+			}
+		}
+		if op.Window > 0 && len(op.Reads) > 0 {
+			o.Windows = make([][]Version, len(op.Reads))
+			for i, k := range op.Reads {
+				if o.Windows[i], err = e.window(k, t, op.Window); err != nil {
+					return false, &OpError{Txn: t, Op: m, Err: err}
+				}
 			}
 		}
 		a := &e.acc
@@ -75,6 +84,16 @@ func (e *txnExec) exec(t int, tx *Txn, obs []Observed) (committed bool, err erro
 		}
 	}
 	return true, nil
+}
+
+// writes appends transaction t's versions (its writes, e.local) to vs, as
+// Result.Versions lists them.
+func (e *txnExec) writes(vs []Write, t int) []Write {
+	start := len(vs)
+	for _, w := range e.local {
+		vs = addWrite(vs, start, t, w.key, versionValue(w.value, w.del))
+	}
+	return vs
 }
 
 func (e *txnExec) lookup(k Key) (Value, error) {
@@ -124,6 +143,18 @@ func (a *serialAccess) Read(i int) ([]byte, bool) {
 		return nil, false
 	}
 	return a.o.Reads[i].Bytes, a.o.Reads[i].Found
+}
+
+func (a *serialAccess) Window(i int) []Version {
+	if a.op.Window == 0 {
+		a.fail(fmt.Errorf("window of read %d: the operation is not a windowed read", i))
+		return nil
+	}
+	if i < 0 || i >= len(a.o.Windows) {
+		a.fail(fmt.Errorf("window of read index %d of %d declared reads", i, len(a.o.Windows)))
+		return nil
+	}
+	return a.o.Windows[i]
 }
 
 func (a *serialAccess) Get(k Key) ([]byte, bool, error) {
@@ -192,11 +223,17 @@ func runSerial(ctx context.Context, batch []Txn, store Store, apply Apply) (*Res
 	obs, first := newObserved(batch)
 	res := &Result{Committed: make([]bool, len(batch)), obs: obs, first: first}
 	state := map[Key]entry{}
+	vers := map[Key][]txnVersion{}
+	_, keep := store.(WindowStore)
+	windowed := windowKeys(batch) // nil: no windowed read
+	var tw []Write
 	e := &txnExec{apply: apply, get: func(k Key) (Value, error) {
 		if v, ok := state[k]; ok {
 			return Value{Bytes: v.value, Found: !v.del}, nil
 		}
 		return storeGet(store, k)
+	}, window: func(k Key, t int, w uint32) ([]Version, error) {
+		return windowOf(store, k, vers[k], t, w)
 	}}
 	for t := range batch {
 		if t&1023 == 0 {
@@ -215,6 +252,18 @@ func runSerial(ctx context.Context, batch []Txn, store Store, apply Apply) (*Res
 		}
 		for _, w := range e.local {
 			state[w.key] = w.entry
+		}
+		if windowed == nil && !keep {
+			continue
+		}
+		tw = e.writes(tw[:0], t)
+		for _, w := range tw {
+			if windowed[w.Key] {
+				vers[w.Key] = append(vers[w.Key], txnVersion{txn: t, value: w.Value})
+			}
+		}
+		if keep {
+			res.Versions = append(res.Versions, tw...)
 		}
 	}
 	clearUnexecuted(obs)
@@ -240,7 +289,7 @@ func storeGet(store Store, k Key) (Value, error) {
 func clearUnexecuted(obs []Observed) {
 	for i := range obs {
 		if !obs[i].Executed {
-			obs[i].Reads = nil
+			obs[i].Reads, obs[i].Windows = nil, nil
 		}
 	}
 }
@@ -330,8 +379,16 @@ func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, app
 	res := &Result{Committed: make([]bool, len(batch)), obs: obs, first: first}
 	errs := make([]error, len(batch))
 	states := make([]map[Key]entry, np)
+	vers := make([]map[Key][]txnVersion, np)
 	for i := range states {
 		states[i] = map[Key]entry{}
+		vers[i] = map[Key][]txnVersion{}
+	}
+	_, keep := store.(WindowStore)
+	windowed := windowKeys(batch) // read-only while the workers run
+	var writes [][]Write          // per transaction, when keep
+	if keep {
+		writes = make([][]Write, len(batch))
 	}
 	pos := make([]atomic.Int32, np)
 	var next atomic.Int64
@@ -346,6 +403,8 @@ func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, app
 				return Value{Bytes: v.value, Found: !v.del}, nil
 			}
 			return storeGet(store, k)
+		}, window: func(k Key, t int, win uint32) ([]Version, error) {
+			return windowOf(store, k, vers[part(k)][k], t, win)
 		}}
 		defer func() { useful.Add(int64(e.useful)) }()
 		for !stop.Load() {
@@ -367,6 +426,18 @@ func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, app
 			if ok {
 				for _, w := range e.local {
 					states[part(w.key)][w.key] = w.entry
+				}
+				if windowed != nil || keep {
+					tw := e.writes(nil, t)
+					for _, w := range tw {
+						if windowed[w.Key] {
+							m := vers[part(w.Key)]
+							m[w.Key] = append(m[w.Key], txnVersion{txn: t, value: w.Value})
+						}
+					}
+					if keep {
+						writes[t] = tw
+					}
 				}
 			}
 			for _, c := range claims[t] {
@@ -395,6 +466,9 @@ func (s *Scheduler) runSStore(ctx context.Context, batch []Txn, store Store, app
 		}
 	}
 	res.Changes = changesOf(batch, merged)
+	for _, tw := range writes {
+		res.Versions = append(res.Versions, tw...)
+	}
 	res.Stats.Strategy, res.Stats.Workers, res.Stats.Txns = "sstore", s.n, len(batch)
 	res.Stats.Ops, res.Stats.Passes = int(first[len(batch)]), 1
 	res.Stats.Plan = plan

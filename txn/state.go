@@ -127,6 +127,18 @@ func (a *access) Read(i int) ([]byte, bool) {
 	return v.Bytes, v.Found
 }
 
+func (a *access) Window(i int) []Version {
+	if a.o.op.Window == 0 {
+		a.fail(fmt.Errorf("window of read %d: the operation is not a windowed read", i))
+		return nil
+	}
+	if i < 0 || i >= len(a.o.obs.Windows) {
+		a.fail(fmt.Errorf("window of read index %d of %d declared reads", i, len(a.o.obs.Windows)))
+		return nil
+	}
+	return a.o.obs.Windows[i]
+}
+
 func (a *access) Get(k Key) ([]byte, bool, error) {
 	op := a.o.op
 	for i := range a.buf {

@@ -100,7 +100,7 @@ func TestStoreErrorFailsRandomBatch(t *testing.T) {
 	oracle, _ := txn.ParseStrategy("serial")
 	ctx := context.Background()
 	rapid.Check(t, func(rt *rapid.T) {
-		w := genWorkload(rt, false)
+		w := genWorkload(rt, false, 0)
 		if len(w.batch) == 0 {
 			return
 		}

@@ -36,6 +36,15 @@ type Op struct {
 	// Arg is opaque data for the function (the event's parameters); txn
 	// passes it through without reading it.
 	Arg []byte
+	// Window, when not zero, makes the operation a windowed read of W =
+	// Window transactions: besides the value of each of its Reads as of its
+	// timestamp, it sees every version of each read key written by the
+	// transactions in [t-W, t), t its own transaction (WindowReader.Window).
+	// The window is bounded on both sides: neither its own transaction's
+	// writes nor later ones are in it, nor writes older than W transactions.
+	// Versions of earlier batches come from a WindowStore (a History); with
+	// another Store, the batch is the first: nothing was written before it.
+	Window uint32
 }
 
 // Txn is one transaction (event): its operations in timestamp order. Its
@@ -70,6 +79,46 @@ type Access interface {
 	Put(k Key, v []byte) error
 	// Delete deletes k, under the same rules as Put.
 	Delete(k Key) error
+}
+
+// WindowReader is implemented by the Access of every strategy: a windowed
+// read (Op.Window > 0) gets its windows through it.
+type WindowReader interface {
+	// Window returns the versions of Reads[i] written by the transactions
+	// in [t-Op.Window, t), t the operation's transaction, oldest first: one
+	// per transaction that wrote the key and was not aborted (its last
+	// write of the key; Found false for a deletion). An operation without a
+	// window, or an index out of range, fails with ErrUndeclared and gets
+	// nil. The slice and the values it holds must not be modified.
+	Window(i int) []Version
+}
+
+// Version is one version of a key in a windowed read: the value a
+// transaction wrote (Found false: it deleted the key) and how many
+// transactions before the reader's it is (1: the previous transaction).
+type Version struct {
+	Back  uint64
+	Value Value
+}
+
+// Write is the version one committed transaction wrote to one key (its last
+// write of the key), with the transaction's index in the batch.
+type Write struct {
+	Txn   int
+	Key   Key
+	Value Value
+}
+
+// WindowStore is a Store that also keeps the versions committed by earlier
+// batches, for windowed reads that reach back before the batch. Its methods
+// may be called concurrently during Run and must not change their answers.
+type WindowStore interface {
+	Store
+	// Versions returns the versions of k committed by the last n
+	// transactions before the batch, oldest first, each with Back counted
+	// from the batch's first transaction (1: the transaction just before
+	// it). An error fails the operation that asked, as a Store error does.
+	Versions(k Key, n uint64) ([]Version, error)
 }
 
 // Effect is what a function decides for its operation.
@@ -150,6 +199,9 @@ type Observed struct {
 	// from state, in call order: keys that are not among its Reads (their
 	// values are in Reads) and that it had not Put or Deleted itself.
 	Gets []KeyValue
+	// Windows are the windows of Op.Reads, in order, for a windowed read
+	// (Op.Window > 0); nil otherwise.
+	Windows [][]Version
 }
 
 // Change is one entry of the change set: the final value of a key written by
@@ -173,6 +225,11 @@ type Result struct {
 	Changes []Change
 	// Stats tells where the time went and what the batch looked like.
 	Stats Stats
+	// Versions lists, when the Store is a WindowStore, every version the
+	// committed transactions wrote, for History.Commit: by transaction in
+	// timestamp order, then by key in the order of the transaction's first
+	// write to it, each with the transaction's last value. Nil otherwise.
+	Versions []Write
 
 	obs   []Observed
 	first []int32 // first[i] is the index in obs of transaction i's op 0
@@ -197,6 +254,9 @@ var (
 	// ErrAdaptive: Run was given the adaptive strategy, which a decision
 	// model must resolve to a TPG strategy first.
 	ErrAdaptive = errors.New("txn: the adaptive strategy is resolved per batch by a decision model (package txn/adapt); Run needs the strategy it chose")
+	// ErrWindow: a windowed read reaches further back than the History
+	// keeps.
+	ErrWindow = errors.New("txn: window larger than the history keeps")
 	// ErrNoConvergence: abort handling did not reach a fixed point (a bug).
 	ErrNoConvergence = errors.New("txn: abort handling did not converge")
 )

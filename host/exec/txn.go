@@ -223,10 +223,12 @@ func (ts *txnStage) prepare(_ context.Context, op *Operator, r *Replacement, _ i
 }
 
 // install makes gen's operator the stage's; the adaptive model carries
-// over: what it learned of the workload, and one history of decisions.
+// over: what it learned of the workload, and one history of decisions; so
+// do the versions kept for windowed reads.
 func (ts *txnStage) install(gen *generation) *generation {
 	old := &generation{txn: ts.op}
 	gen.txn.TakeModel(old.txn)
+	gen.txn.TakeHistory(old.txn)
 	ts.op = gen.txn
 	ts.model.Store(gen.txn.Model())
 	ts.status.Strategy = gen.txn.Strategy().String()

@@ -202,6 +202,11 @@ type Operator struct {
 	// each with its own plugin instance. Default (0): one per CPU the
 	// process may use.
 	Workers int `yaml:"workers"`
+	// ReadWindow is the largest window, in events, of a transactional
+	// operator's windowed reads: the operator keeps, in memory, the
+	// versions written by its last ReadWindow events. Default 0: its
+	// guest may declare no windowed read.
+	ReadWindow int `yaml:"read_window"`
 
 	// Window groups the records of an aggregate, window or join operator
 	// by time.

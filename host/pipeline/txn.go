@@ -31,6 +31,9 @@ const (
 	// txn/adapt). Its first batch runs ns-op-eager, the static strategy
 	// that held up best under load (BENCHMARKS.md).
 	DefaultStrategy = txn.AdaptiveName
+	// MaxReadWindow is the largest read_window: the versions of that many
+	// events are kept in memory.
+	MaxReadWindow = 1 << 24
 )
 
 // Table is one shared state table of a transactional operator. Its index in
@@ -189,7 +192,7 @@ func (p *Pipeline) validateTransactional(i int, o *Operator) []error {
 		errs = append(errs, p.errAt(msg, append([]any{"operators", i}, key...)...))
 	}
 	if o.Kind != KindTransactional {
-		for _, k := range []string{"tables", "punctuation", "strategy", "adaptive", "workers"} {
+		for _, k := range []string{"tables", "punctuation", "strategy", "adaptive", "workers", "read_window"} {
 			if p.has("operators", i, k) {
 				at(fmt.Sprintf("%s is a key of transactional operators, not of a %s operator", k, o.Kind), k)
 			}
@@ -265,6 +268,9 @@ func (p *Pipeline) validateTransactional(i int, o *Operator) []error {
 	}
 	if o.Workers < 0 {
 		at(fmt.Sprintf("workers %d: want 1 or more, or leave it out for one per CPU", o.Workers), "workers")
+	}
+	if o.ReadWindow < 0 || o.ReadWindow > MaxReadWindow {
+		at(fmt.Sprintf("read_window %d: want 0 (no windowed reads) to %d events", o.ReadWindow, MaxReadWindow), "read_window")
 	}
 	return errs
 }

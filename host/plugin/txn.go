@@ -199,6 +199,17 @@ func (i *Instance) ApplyOp(ctx context.Context, event, op int, o *txn.Op, a txn.
 		v, _ := a.Read(j)
 		n += 16 + len(o.Reads[j].Key) + len(v)
 	}
+	var wr txn.WindowReader
+	if o.Window > 0 {
+		flags |= abi.OpFlagWindow
+		wr, _ = a.(txn.WindowReader) // every strategy's Access is one
+		for j := range o.Reads {
+			n += 4
+			for _, v := range window(wr, j) {
+				n += 12 + len(v.Value.Bytes)
+			}
+		}
+	}
 	c := i.c
 	c.begin(abi.ExportApply, nil, nil, 0, 0)
 	i.inst.SetCallEnv(i.envs.apply(event, op))
@@ -208,7 +219,7 @@ func (i *Instance) ApplyOp(ctx context.Context, event, op int, o *txn.Op, a txn.
 		c.end(ctx)
 		return txn.Effect{}, i.txnError(export, event, op, err)
 	}
-	encodeRequest(buf, uint32(event), uint32(op), flags, table, key, own, o, a)
+	encodeRequest(buf, uint32(event), uint32(op), flags, table, key, own, o, a, wr)
 	return i.callApply(ctx, cctx, event, op, o, a, n)
 }
 
@@ -224,8 +235,9 @@ const (
 // encodeRequest writes the apply request of operation op of event event,
 // declared as o, to buf, which has exactly its size: flags, table and key
 // as the request states them, own the own key's value, and the declared
-// reads' values as a reads them.
-func encodeRequest(buf []byte, event, op, flags, table uint32, key string, own []byte, o *txn.Op, a txn.Access) {
+// reads' values as a reads them, and a windowed read's windows as wr gives
+// them.
+func encodeRequest(buf []byte, event, op, flags, table uint32, key string, own []byte, o *txn.Op, a txn.Access, wr txn.WindowReader) {
 	le := binary.LittleEndian
 	le.PutUint64(buf, 0)
 	le.PutUint32(buf[8:], o.Fn)
@@ -243,8 +255,27 @@ func encodeRequest(buf []byte, event, op, flags, table uint32, key string, own [
 		v, found := a.Read(j)
 		le.PutUint32(buf[p:], b2u(found))
 		p += 4 + putBytes(buf[p+4:], v)
+		if flags&abi.OpFlagWindow != 0 {
+			w := window(wr, j)
+			le.PutUint32(buf[p:], uint32(len(w)))
+			p += 4
+			for _, v := range w {
+				le.PutUint32(buf[p:], uint32(v.Back))
+				le.PutUint32(buf[p+4:], b2u(v.Value.Found))
+				p += 8 + putBytes(buf[p+8:], v.Value.Bytes)
+			}
+		}
 	}
 	putBytes(buf[p:], o.Arg)
+}
+
+// window returns the window of read j, nil when wr is nil. A window's Back
+// is at most the operation's Window, a u32.
+func window(wr txn.WindowReader, j int) []txn.Version {
+	if wr == nil {
+		return nil
+	}
+	return wr.Window(j)
 }
 
 // putString writes s with its u32 length before it and returns the bytes

@@ -183,7 +183,7 @@ func nextDecl(b []byte, off int, d *abi.OpDecl, reads *[]abi.TableKey) int {
 	d.Fn = le.Uint32(b[off+4:])
 	d.Flags = le.Uint32(b[off+8:])
 	d.Table = le.Uint32(b[off+12:])
-	if d.Flags&^abi.OpFlagNonDet != 0 {
+	if d.Flags&^(abi.OpFlagNonDet|abi.OpFlagWindow) != 0 {
 		return -1
 	}
 	var ok bool
@@ -211,6 +211,16 @@ func nextDecl(b []byte, off int, d *abi.OpDecl, reads *[]abi.TableKey) int {
 	d.Reads = rs
 	if d.Arg, off, ok = lenField(b, off); !ok {
 		return -1
+	}
+	d.Window = 0
+	if d.Flags&abi.OpFlagWindow != 0 {
+		if len(b)-off < 4 {
+			return -1
+		}
+		if d.Window = le.Uint32(b[off:]); d.Window == 0 {
+			return -1
+		}
+		off += 4
 	}
 	return off
 }

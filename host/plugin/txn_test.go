@@ -219,15 +219,25 @@ func TestEncodeRequestMatchesABI(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		bs := rapid.SliceOfN(rapid.Byte(), 0, 12)
 		o := &txn.Op{Fn: rapid.Uint32().Draw(t, "fn"), NonDet: rapid.Bool().Draw(t, "nondet"), Table: rapid.Uint32().Draw(t, "scope"), Arg: bs.Draw(t, "arg"),
-			Write: txn.Key{Table: rapid.Uint32().Draw(t, "table"), Key: string(bs.Draw(t, "key"))}}
+			Write: txn.Key{Table: rapid.Uint32().Draw(t, "table"), Key: string(bs.Draw(t, "key"))}, Window: rapid.Uint32Range(0, 2).Draw(t, "window")}
 		q := &abi.ApplyRequest{Fn: o.Fn, Event: rapid.Uint32().Draw(t, "event"), Op: rapid.Uint32().Draw(t, "op"), Arg: o.Arg}
-		var vals []abi.Value
+		acc := valuesAccess{}
 		for range rapid.IntRange(0, 3).Draw(t, "reads") {
 			k := txn.Key{Table: rapid.Uint32().Draw(t, "read table"), Key: string(bs.Draw(t, "read key"))}
 			v := abi.Value{Found: rapid.Bool().Draw(t, "found"), Bytes: bs.Draw(t, "value")}
+			rv := abi.ReadValue{TableKey: abi.TableKey{Table: k.Table, Key: []byte(k.Key)}, Value: v}
+			var w []txn.Version
+			if o.Window > 0 {
+				for range rapid.IntRange(0, 2).Draw(t, "versions") {
+					x := txn.Version{Back: uint64(rapid.Uint32Range(1, o.Window).Draw(t, "back")), Value: txn.Value{Found: rapid.Bool().Draw(t, "version found"), Bytes: bs.Draw(t, "version")}}
+					w = append(w, x)
+					rv.Window = append(rv.Window, abi.WindowVersion{Back: uint32(x.Back), Value: abi.Value{Found: x.Value.Found, Bytes: x.Value.Bytes}})
+				}
+			}
 			o.Reads = append(o.Reads, k)
-			vals = append(vals, v)
-			q.Reads = append(q.Reads, abi.ReadValue{TableKey: abi.TableKey{Table: k.Table, Key: []byte(k.Key)}, Value: v})
+			acc.vals = append(acc.vals, v)
+			acc.windows = append(acc.windows, w)
+			q.Reads = append(q.Reads, rv)
 		}
 		flags, table, key := abi.OpFlagNonDet, o.Table, ""
 		var own []byte
@@ -239,22 +249,30 @@ func TestEncodeRequestMatchesABI(t *testing.T) {
 			}
 			q.Key = []byte(key)
 		}
-		q.Flags, q.Table = flags&abi.OpFlagNonDet, table
+		if o.Window > 0 {
+			flags |= abi.OpFlagWindow
+		}
+		q.Flags, q.Table = flags&(abi.OpFlagNonDet|abi.OpFlagWindow), table
 		want := abi.AppendApplyRequest(nil, q)
 		got := make([]byte, len(want))
-		encodeRequest(got, q.Event, q.Op, flags, table, key, own, o, valuesAccess(vals))
+		encodeRequest(got, q.Event, q.Op, flags, table, key, own, o, acc, acc)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("encodeRequest wrote %x, abi.AppendApplyRequest %x", got, want)
 		}
 	})
 }
 
-// valuesAccess is a txn.Access whose declared reads have the given values.
-type valuesAccess []abi.Value
+// valuesAccess is a txn.Access and txn.WindowReader whose declared reads
+// have the given values and windows.
+type valuesAccess struct {
+	vals    []abi.Value
+	windows [][]txn.Version
+}
 
 func (valuesAccess) Worker() int                       { return 0 }
 func (valuesAccess) Own() ([]byte, bool)               { return nil, false }
-func (a valuesAccess) Read(i int) ([]byte, bool)       { return a[i].Bytes, a[i].Found }
+func (a valuesAccess) Read(i int) ([]byte, bool)       { return a.vals[i].Bytes, a.vals[i].Found }
+func (a valuesAccess) Window(i int) []txn.Version      { return a.windows[i] }
 func (valuesAccess) Get(txn.Key) ([]byte, bool, error) { return nil, false, nil }
 func (valuesAccess) Put(txn.Key, []byte) error         { return nil }
 func (valuesAccess) Delete(txn.Key) error              { return nil }
@@ -272,7 +290,7 @@ func checkNextDecl(t *rapid.T, b []byte) {
 		if next < 0 {
 			t.Fatalf("nextDecl refused at %d the declaration abi decodes as %+v", off, want)
 		}
-		if got.Event != want.Event || got.Fn != want.Fn || got.Flags != want.Flags || got.Table != want.Table ||
+		if got.Event != want.Event || got.Fn != want.Fn || got.Flags != want.Flags || got.Table != want.Table || got.Window != want.Window ||
 			!bytes.Equal(got.Key, want.Key) || !bytes.Equal(got.Arg, want.Arg) || len(got.Reads) != len(want.Reads) {
 			t.Fatalf("nextDecl decoded %+v, abi %+v", got, want)
 		}
@@ -298,8 +316,9 @@ func TestNextDeclMatchesABI(t *testing.T) {
 		bs := rapid.SliceOfN(rapid.Byte(), 0, 10)
 		var b []byte
 		for range rapid.IntRange(1, 4).Draw(t, "decls") {
-			d := &abi.OpDecl{Event: rapid.Uint32().Draw(t, "event"), Fn: rapid.Uint32().Draw(t, "fn"), Flags: rapid.Uint32Range(0, 1).Draw(t, "flags"),
-				Table: rapid.Uint32().Draw(t, "table"), Key: bs.Draw(t, "key"), Arg: bs.Draw(t, "arg")}
+			d := &abi.OpDecl{Event: rapid.Uint32().Draw(t, "event"), Fn: rapid.Uint32().Draw(t, "fn"),
+				Flags: rapid.SampledFrom([]uint32{0, abi.OpFlagNonDet, abi.OpFlagWindow, abi.OpFlagNonDet | abi.OpFlagWindow}).Draw(t, "flags"),
+				Table: rapid.Uint32().Draw(t, "table"), Key: bs.Draw(t, "key"), Arg: bs.Draw(t, "arg"), Window: rapid.Uint32Range(0, 3).Draw(t, "window")}
 			for range rapid.IntRange(0, 3).Draw(t, "reads") {
 				d.Reads = append(d.Reads, abi.TableKey{Table: rapid.Uint32().Draw(t, "read table"), Key: bs.Draw(t, "read key")})
 			}

@@ -57,7 +57,7 @@ func (h *Host) txnOperator(ctx context.Context, o *pipeline.Operator, pl *plugin
 	}
 	op, err := txnop.New(txnop.Config{
 		Name: o.Name, Tables: o.TableNames(), Strategy: strategy, Adaptive: o.Adaptive.Config(), Workers: workers, Logic: logic,
-		Logger: h.log.With("operator", o.Name),
+		Logger: h.log.With("operator", o.Name), ReadWindow: uint32(o.ReadWindow),
 	})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: operator %q: %w", h.p.File, o.Name, err), logic.Close(ctx))

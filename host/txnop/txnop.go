@@ -123,7 +123,17 @@ type Config struct {
 	// posts a batch in parts, one per worker (default 256: below it, the
 	// hand-off costs more than the part saves).
 	MinPart int
+	// ReadWindow is the largest window, in events, that a windowed read
+	// (txn.Op.Window) of the logic may declare: the operator keeps the
+	// versions its batches wrote in the last ReadWindow events, in memory
+	// (a txn.History), for the windows of the next batches. 0: the logic
+	// declares no windowed read, and a batch that does fails.
+	ReadWindow uint32
 }
+
+// ErrReadWindow is wrapped by the error of a batch whose logic declared a
+// windowed read over more events than Config.ReadWindow.
+var ErrReadWindow = errors.New("a windowed read reaches further back than the operator's read window")
 
 // Operator runs one transactional operator.
 type Operator struct {
@@ -134,6 +144,7 @@ type Operator struct {
 	plan  Plan
 	ctx   context.Context // the batch in progress, for apply
 	apply txn.Apply
+	hist  *txn.History // the versions of the last ReadWindow events; nil without
 
 	// Plan and post in parts (PartLogic).
 	bounds []int
@@ -155,6 +166,10 @@ func New(cfg Config) (*Operator, error) {
 		cfg.MinPart = defaultMinPart
 	}
 	o := &Operator{cfg: cfg, sched: s}
+	if cfg.ReadWindow > 0 {
+		// The History's Store is the batch's, set by Process.
+		o.hist, _ = txn.NewHistory(emptyStore{}, uint64(cfg.ReadWindow))
+	}
 	if err := o.SetStrategy(cfg.Strategy); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
@@ -220,6 +235,29 @@ func sameConfig(a, b adapt.Config) bool {
 	return a == b && (ai == nil) == (bi == nil) && (ai == nil || *ai == *bi)
 }
 
+// TakeHistory makes o continue with from's History (the versions of the
+// last ReadWindow events) in place of its own empty one, when both keep
+// one of the same window, and reports whether it did: a swapped-in module's
+// windowed reads see the events before the swap. The two operators then
+// share the History: only one of them may run batches at a time. Not safe
+// to call during Process.
+func (o *Operator) TakeHistory(from *Operator) bool {
+	if o.hist == nil || from == nil || from.hist == nil || o.hist.Window() != from.hist.Window() {
+		return false
+	}
+	o.hist = from.hist
+	return true
+}
+
+// History returns the versions the operator keeps for windowed reads, nil
+// when its ReadWindow is 0.
+func (o *Operator) History() *txn.History { return o.hist }
+
+// emptyStore is a Store with nothing in it.
+type emptyStore struct{}
+
+func (emptyStore) Get(txn.Key) ([]byte, bool, error) { return nil, false, nil }
+
 // Workers returns the number of scheduler workers.
 func (o *Operator) Workers() int { return o.cfg.Workers }
 
@@ -249,6 +287,10 @@ func (o *Operator) Process(ctx context.Context, events []abi.Record, store txn.S
 		o.sched.SetAnalyze(o.model.NeedsCycles())
 	}
 	o.ctx = ctx
+	if o.hist != nil {
+		o.hist.Store = store
+		store = o.hist
+	}
 	res, err := o.sched.Run(ctx, st, o.plan.Txns, store, o.apply)
 	o.ctx = nil
 	if err != nil {
@@ -260,6 +302,10 @@ func (o *Operator) Process(ctx context.Context, events []abi.Record, store txn.S
 	}
 	if err := o.postBatch(ctx, events, res, out); err != nil {
 		return nil, fmt.Errorf("txnop: operator %q: post: %w", o.cfg.Name, err)
+	}
+	if o.hist != nil {
+		o.hist.Commit(res)
+		o.hist.Store = emptyStore{} // do not keep the batch's store reachable
 	}
 	o.batch++
 	if o.model != nil {
@@ -401,7 +447,8 @@ func (o *Operator) postBatch(ctx context.Context, events []abi.Record, res *txn.
 }
 
 // checkTables refuses a plan that names a table handle the operator does
-// not have.
+// not have, or declares a windowed read over more events than its
+// ReadWindow.
 func (o *Operator) checkTables() error {
 	n := uint32(len(o.cfg.Tables))
 	for t := range o.plan.Txns {
@@ -413,6 +460,10 @@ func (o *Operator) checkTables() error {
 			}
 			if tb >= n {
 				return fmt.Errorf("txnop: operator %q: event %d operation %d: table handle %d, but the operator has %d tables %q", o.cfg.Name, t, m, tb, n, o.cfg.Tables)
+			}
+			if op.Window > o.cfg.ReadWindow {
+				return fmt.Errorf("txnop: operator %q: event %d operation %d: %w: a window of %d events, but the operator's read_window is %d",
+					o.cfg.Name, t, m, ErrReadWindow, op.Window, o.cfg.ReadWindow)
 			}
 			for _, r := range op.Reads {
 				if r.Table >= n {

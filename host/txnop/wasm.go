@@ -137,6 +137,9 @@ func (l *wasmWorker) declare(d *abi.OpDecl) error {
 	} else {
 		op.Arg = p.Bytes(d.Arg)
 	}
+	if d.Flags&abi.OpFlagWindow != 0 {
+		op.Window = d.Window
+	}
 	if d.Flags&abi.OpFlagNonDet != 0 {
 		op.NonDet, op.Table = true, d.Table
 	} else {

@@ -74,9 +74,10 @@ type nativeLogic struct {
 
 // nativeWorker is one scheduler worker's state.
 type nativeWorker struct {
-	w   sluicetest.TxnWorker
-	q   abi.ApplyRequest
-	acc nativeAccess
+	w    sluicetest.TxnWorker
+	q    abi.ApplyRequest
+	acc  nativeAccess
+	vers []abi.WindowVersion // the windows of a windowed read's request
 }
 
 // worker returns worker i's state, making it on first use.
@@ -107,6 +108,9 @@ func (l *nativeLogic) Plan(_ context.Context, events []abi.Record, p *txnop.Plan
 		for m := range decls {
 			d, o := &decls[m], &ops[m]
 			o.Fn = d.Fn
+			if d.Flags&abi.OpFlagWindow != 0 {
+				o.Window = d.Window
+			}
 			if d.Flags&abi.OpFlagNonDet != 0 {
 				o.NonDet, o.Table = true, d.Table
 			} else {
@@ -145,6 +149,25 @@ func (l *nativeLogic) Apply(_ context.Context, t, op int, o *txn.Op, a txn.Acces
 	q.Reads = q.Reads[:len(o.Reads)]
 	for i := range q.Reads {
 		q.Reads[i].Bytes, q.Reads[i].Found = a.Read(i)
+		q.Reads[i].Window = nil
+	}
+	if o.Window > 0 {
+		// The windows as sluice_apply would receive them.
+		q.Flags |= abi.OpFlagWindow
+		wr, _ := a.(txn.WindowReader) // every strategy's Access is one
+		w.vers = w.vers[:0]
+		var ends []int
+		for i := range q.Reads {
+			for _, v := range wr.Window(i) {
+				w.vers = append(w.vers, abi.WindowVersion{Back: uint32(v.Back), Value: abiValue(v.Value)})
+			}
+			ends = append(ends, len(w.vers))
+		}
+		lo := 0
+		for i, hi := range ends {
+			q.Reads[i].Window = w.vers[lo:hi:hi]
+			lo = hi
+		}
 	}
 	w.acc.a, w.acc.nondet = a, o.NonDet
 	code, v, err := w.w.Apply(q, &w.acc)

@@ -62,6 +62,11 @@ type Value = abi.Value
 // KeyValue is a key a non-deterministic operation read, with its value.
 type KeyValue = abi.KeyValue
 
+// Version is one version of a key in a windowed read's window (Call.Window):
+// the value an event wrote (Found false: it deleted the key) and how many
+// events before the reader's it is (Back 1: the one just before).
+type Version = abi.WindowVersion
+
 // Errors of transactional operators, checked with errors.Is.
 var (
 	// ErrUndeclared: an operation read or wrote state outside its
@@ -167,8 +172,9 @@ func TableID(name string) (Table, error) { return tableID(name) }
 type Planner struct {
 	active bool
 	event  uint32
-	nfn    int   // len(Txn.Funcs)
-	err    error // the first misuse; it fails the batch
+	nfn    int    // len(Txn.Funcs)
+	err    error  // the first misuse; it fails the batch
+	window uint32 // the window of the declaration being made by Window
 
 	// buf gathers encoded declarations for the host (WebAssembly).
 	buf []byte
@@ -199,13 +205,40 @@ func (p *Planner) NonDet(t Table, fn int, arg []byte, reads ...Key) {
 	p.declare(abi.OpFlagNonDet, t, nil, fn, arg, reads)
 }
 
+// Window declares a windowed read: a deterministic operation, as Write
+// declares it, whose function also sees, for each of reads, every version
+// of the key written by the window events before its own (Call.Window),
+// oldest first; the window never holds its own event's writes nor later
+// ones. window is at least 1 and at most the operator's read_window in the
+// pipeline file, or the batch fails.
+func (p *Planner) Window(t Table, key []byte, fn int, arg []byte, window uint32, reads ...Key) {
+	if window == 0 {
+		if p != nil && p.active && p.err == nil {
+			p.err = fmt.Errorf("event %d: a windowed read of window 0: want at least 1 event", p.event)
+		}
+		return
+	}
+	p.window = window
+	p.declare(abi.OpFlagWindow, t, key, fn, arg, reads)
+	p.window = 0
+}
+
 func (p *Planner) declare(flags uint32, t Table, key []byte, fn int, arg []byte, reads []Key) {
 	if p == nil || !p.active || uint(fn) >= uint(p.nfn) {
 		p.misuse(fn)
 		return
 	}
 	if nativeBuild && p.native {
-		p.stage(&abi.OpDecl{Event: p.event, Fn: uint32(fn), Flags: flags, Table: uint32(t), Key: key, Reads: tableKeys(reads), Arg: arg})
+		p.stage(&abi.OpDecl{Event: p.event, Fn: uint32(fn), Flags: flags, Table: uint32(t), Key: key, Reads: tableKeys(reads), Arg: arg, Window: p.window})
+		return
+	}
+	if flags&abi.OpFlagWindow != 0 {
+		size := declFixed + len(key) + len(arg) + 8*len(reads)
+		for i := range reads {
+			size += len(reads[i].Key)
+		}
+		appendDeclCopy(&p.buf, size, p.event, uint32(fn), flags, uint32(t), key, reads, arg)
+		p.buf = append(p.buf, byte(p.window), byte(p.window>>8), byte(p.window>>16), byte(p.window>>24))
 		return
 	}
 	// The encoding (abi.AppendOpDecl's), written for Go's WebAssembly code:
@@ -263,7 +296,7 @@ func (p *Planner) misuse(fn int) {
 func (p *Planner) stage(d *abi.OpDecl) {
 	// Field by field: a copy of *d would make escape analysis believe
 	// the caller's slices are kept, and move them to the heap.
-	s := abi.OpDecl{Event: d.Event, Fn: d.Fn, Flags: d.Flags, Table: d.Table, Key: p.keep(d.Key), Arg: p.keep(d.Arg)}
+	s := abi.OpDecl{Event: d.Event, Fn: d.Fn, Flags: d.Flags, Table: d.Table, Key: p.keep(d.Key), Arg: p.keep(d.Arg), Window: d.Window}
 	if len(d.Reads) > 0 {
 		r0 := len(p.reads)
 		for _, r := range d.Reads {
@@ -368,6 +401,7 @@ type Call struct {
 	badIndex int
 	getBuf   []byte
 	scratch  []byte
+	versions []Version // Window's, in WebAssembly
 }
 
 // Event returns the index of the operation's event in its batch.
@@ -464,6 +498,25 @@ func (c *Call) Read(i int) ([]byte, bool) {
 	// into the operation's failure when the function returns.
 	c.badRead, c.badIndex = true, i
 	return nil, false
+}
+
+// Window returns the window of declared read i of a windowed read
+// (Planner.Window): the versions of the key written by the events of the
+// window, oldest first, one per event (its last write of the key). The
+// versions are valid only during the function call. An operation that is
+// not a windowed read, or an index out of range, is an access outside the
+// declaration: it returns nil and fails the operation (ErrUndeclared).
+func (c *Call) Window(i int) []Version {
+	if nativeBuild {
+		if c.req.Flags&abi.OpFlagWindow != 0 && uint(i) < uint(len(c.req.Reads)) {
+			return c.req.Reads[i].Window
+		}
+	} else if c.w.flags&abi.OpFlagWindow != 0 && uint(i) < uint(c.w.nreads) {
+		c.versions = c.w.window(i, c.versions[:0])
+		return c.versions
+	}
+	c.badRead, c.badIndex = true, i
+	return nil
 }
 
 // fault returns the reason the operation fails whatever its function

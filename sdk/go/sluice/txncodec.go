@@ -73,6 +73,22 @@ type wireRead struct {
 	table    uint32
 	found    bool
 	key, val span
+	// win is a windowed read's window: the offset of its first version
+	// and the number of versions.
+	win span
+}
+
+// window appends the versions of read i's window to dst.
+func (w *wireRequest) window(i int, dst []Version) []Version {
+	s := w.reads[i].win
+	off := uint64(s.off)
+	for range s.n {
+		p := unsafe.Add(w.base, off)
+		back, found, n := le32(p), le32(unsafe.Add(p, 4)), uint64(le32(unsafe.Add(p, 8)))
+		dst = append(dst, Version{Back: back, Value: Value{Found: found == 1, Bytes: field(w.base, off+12, n)}})
+		off += 12 + n
+	}
+	return dst
 }
 
 // wireRequest is an apply request as decodeApply decodes it: the fields of
@@ -108,8 +124,12 @@ func (w *wireRequest) into(q *abi.ApplyRequest) {
 	q.Fn, q.Event, q.Op, q.Flags, q.Table = w.fn, w.event, w.op, w.flags, w.table
 	q.Key, q.Own, q.Arg = w.bytes(w.key), abi.Value{Found: w.ownFound, Bytes: w.bytes(w.own)}, w.bytes(w.arg)
 	q.Reads = q.Reads[:0]
-	for _, r := range w.reads[:w.nreads] {
-		q.Reads = append(q.Reads, abi.ReadValue{TableKey: abi.TableKey{Table: r.table, Key: w.bytes(r.key)}, Value: abi.Value{Found: r.found, Bytes: w.bytes(r.val)}})
+	for i, r := range w.reads[:w.nreads] {
+		rv := abi.ReadValue{TableKey: abi.TableKey{Table: r.table, Key: w.bytes(r.key)}, Value: abi.Value{Found: r.found, Bytes: w.bytes(r.val)}}
+		if w.flags&abi.OpFlagWindow != 0 && r.win.n > 0 {
+			rv.Window = w.window(i, nil)
+		}
+		q.Reads = append(q.Reads, rv)
 	}
 }
 
@@ -177,6 +197,7 @@ func decodeApply(b []byte, w *wireRequest) bool {
 	w.key = span{applyFixed, uint32(klen)}
 	w.own = span{uint32(oo + 4), uint32(olen)}
 	w.arg = span{uint32(ao + 4), uint32(alen)}
+	bad |= uint64(f & abi.OpFlagWindow) // decodeApplyReads reads windows
 	return bad == 0
 }
 
@@ -212,6 +233,7 @@ func decodeApplyReads(b []byte, w *wireRequest) bool {
 	if count*16 > n-off {
 		return false
 	}
+	windowed := le32(unsafe.Add(p, 20))&abi.OpFlagWindow != 0
 	if uint64(len(w.reads)) < max(count, 1) {
 		w.reads = make([]wireRead, max(count, 4))
 	}
@@ -237,6 +259,31 @@ func decodeApplyReads(b []byte, w *wireRequest) bool {
 		r.found = found == 1
 		r.val = span{uint32(off), uint32(vlen)}
 		off += vlen
+		r.win = span{}
+		if !windowed {
+			continue
+		}
+		if n-off < 4 {
+			return false
+		}
+		nv := uint64(le32(unsafe.Add(p, off)))
+		off += 4
+		// A version takes at least 12 bytes: back, found, length.
+		if nv*12 > n-off {
+			return false
+		}
+		r.win = span{uint32(off), uint32(nv)}
+		for range nv {
+			if n-off < 12 {
+				return false
+			}
+			found, vlen := le32(unsafe.Add(p, off+4)), uint64(le32(unsafe.Add(p, off+8)))
+			off += 12
+			if found > 1 || vlen > n-off {
+				return false
+			}
+			off += vlen
+		}
 	}
 	if n-off < 4 {
 		return false
@@ -252,7 +299,7 @@ func decodeApplyReads(b []byte, w *wireRequest) bool {
 	w.event = le32(unsafe.Add(p, 12))
 	w.op = le32(unsafe.Add(p, 16))
 	f := le32(unsafe.Add(p, 20))
-	w.flags, w.ownFound = f&abi.OpFlagNonDet, f&applyFlagOwnFound != 0
+	w.flags, w.ownFound = f&(abi.OpFlagNonDet|abi.OpFlagWindow), f&applyFlagOwnFound != 0
 	w.table = le32(unsafe.Add(p, 24))
 	w.key, w.own, w.arg = key, own, span{uint32(off), uint32(alen)}
 	return true

@@ -27,7 +27,10 @@ func sameRequest(t tester, got, want *abi.ApplyRequest) {
 		bytes.Equal(got.Own.Bytes, want.Own.Bytes) && bytes.Equal(got.Arg, want.Arg) && len(got.Reads) == len(want.Reads)
 	for i := 0; eq && i < len(got.Reads); i++ {
 		g, w := got.Reads[i], want.Reads[i]
-		eq = g.Table == w.Table && bytes.Equal(g.Key, w.Key) && g.Found == w.Found && bytes.Equal(g.Bytes, w.Bytes)
+		eq = g.Table == w.Table && bytes.Equal(g.Key, w.Key) && g.Found == w.Found && bytes.Equal(g.Bytes, w.Bytes) && len(g.Window) == len(w.Window)
+		for j := 0; eq && j < len(g.Window); j++ {
+			eq = g.Window[j].Back == w.Window[j].Back && g.Window[j].Found == w.Window[j].Found && bytes.Equal(g.Window[j].Bytes, w.Window[j].Bytes)
+		}
 	}
 	if !eq {
 		t.Fatalf("the SDK's decoder gave %+v, abi.DecodeApplyRequest %+v", got, want)
@@ -57,7 +60,7 @@ func checkDecodeApply(t tester, b []byte) {
 		// the previous one: its w has that base.
 		w := wireRequest{base: unsafe.Pointer(unsafe.SliceData(g)), reads: make([]wireRead, d.reads)}
 		ok := d.decode(g, &w)
-		if d.name == "decodeApply" && !ok && err == nil && len(want.Reads) <= 1 {
+		if d.name == "decodeApply" && !ok && err == nil && len(want.Reads) <= 1 && want.Flags&abi.OpFlagWindow == 0 {
 			t.Fatalf("decodeApply refused a well-formed request of %d reads: %x", len(want.Reads), b)
 		}
 		if ok && err != nil || !ok && err == nil && d.name == "decodeApplyReads" {
@@ -80,11 +83,17 @@ func drawRequest(t *rapid.T) *abi.ApplyRequest {
 	}
 	q := &abi.ApplyRequest{
 		Fn: rapid.Uint32().Draw(t, "fn"), Event: rapid.Uint32().Draw(t, "event"), Op: rapid.Uint32().Draw(t, "op"),
-		Flags: rapid.Uint32Range(0, 1).Draw(t, "flags"), Table: rapid.Uint32().Draw(t, "table"),
+		Flags: rapid.SampledFrom([]uint32{0, abi.OpFlagNonDet, abi.OpFlagWindow}).Draw(t, "flags"), Table: rapid.Uint32().Draw(t, "table"),
 		Key: bs.Draw(t, "key"), Own: val("own"), Arg: bs.Draw(t, "arg"),
 	}
 	for range rapid.IntRange(0, 4).Draw(t, "reads") {
-		q.Reads = append(q.Reads, abi.ReadValue{TableKey: abi.TableKey{Table: rapid.Uint32().Draw(t, "read table"), Key: bs.Draw(t, "read key")}, Value: val("read")})
+		rv := abi.ReadValue{TableKey: abi.TableKey{Table: rapid.Uint32().Draw(t, "read table"), Key: bs.Draw(t, "read key")}, Value: val("read")}
+		if q.Flags&abi.OpFlagWindow != 0 {
+			for range rapid.IntRange(0, 3).Draw(t, "versions") {
+				rv.Window = append(rv.Window, abi.WindowVersion{Back: rapid.Uint32().Draw(t, "back"), Value: val("version")})
+			}
+		}
+		q.Reads = append(q.Reads, rv)
 	}
 	return q
 }
