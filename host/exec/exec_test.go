@@ -46,6 +46,7 @@ func TestMain(m *testing.M) {
 	modules, err = wasmbuild.GoModules(context.Background(), map[string]string{
 		"upper":     "../../plugins/upper",
 		"wordcount": "../../plugins/wordcount",
+		"wincount":  "../../plugins/wincount",
 		"faulty":    "testdata/faulty",
 		"lower":     "testdata/lower",
 		"inputs":    "../plugin/testdata/inputs/goinputs",

@@ -240,6 +240,10 @@ func (st *windowStage) runWorker(ctx context.Context, k int, w *worker) error {
 	o := st.ops[k]
 	groups := st.assign.groupsOf(w.id)
 	emit := func(r window.Result) {
+		// The function's buffers are reused by its next call in this
+		// run: keep copies.
+		r.Record = copyRecord(r.Record)
+		r.Key = r.Record.Key
 		st.resultsMu.Lock()
 		st.results = append(st.results, r)
 		st.resultsMu.Unlock()

@@ -224,3 +224,92 @@ func builtinCount(t tb) func() window.Function {
 		return fn
 	}
 }
+
+// slidingOracle returns, for tumbling (slide = size) or sliding windows,
+// "key end count,sum" lines of a record-by-record run: a record counts in
+// each of its windows that had not fired when it came, and is late when
+// every one had.
+func (w windowed) slidingOracle(slide time.Duration) ([]string, int) {
+	type acc struct{ n, sum int64 }
+	accs := map[string]*acc{}
+	late := 0
+	maxSeen, seen := int64(math.MinInt64), false
+	size, sl := int64(w.size), int64(slide)
+	for i, r := range w.recs {
+		wm := int64(math.MinInt64)
+		if seen {
+			wm = maxSeen - int64(w.bound) - 1
+		}
+		last := r.Time - ((r.Time%sl)+sl)%sl
+		added := false
+		for s := last; s > r.Time-size; s -= sl {
+			if s+size-1 <= wm {
+				continue
+			}
+			k := fmt.Sprintf("%s %d", r.Key, s+size)
+			if accs[k] == nil {
+				accs[k] = &acc{}
+			}
+			accs[k].n++
+			accs[k].sum += int64(i)
+			added = true
+		}
+		if !added {
+			late++
+		}
+		if !seen || r.Time > maxSeen {
+			maxSeen, seen = r.Time, true
+		}
+	}
+	var lines []string
+	for k, a := range accs {
+		lines = append(lines, fmt.Sprintf("%s %d,%d", k, a.n, a.sum))
+	}
+	slices.Sort(lines)
+	return lines, late
+}
+
+// TestWasmAggregateMatchesOracle runs a Wasm aggregate (plugins/wincount:
+// count and sum per key and window, through sluice_agg_add, merge and
+// fire) over tumbling and sliding windows of random out-of-order streams.
+func TestWasmAggregateMatchesOracle(t *testing.T) {
+	p := load(t, "wincount", plugin.KindAggregate, 0)
+	rapid.Check(t, func(rt *rapid.T) {
+		w := genWindowed(rt)
+		slide := w.size
+		spec := window.Spec{Assigner: window.Tumbling, Size: w.size}
+		if rapid.Bool().Draw(rt, "sliding") {
+			slide = time.Duration(rapid.IntRange(1, int(w.size/time.Second)).Draw(rt, "slide")) * time.Second
+			spec = window.Spec{Assigner: window.Sliding, Size: w.size, Slide: slide}
+		}
+		want, wantLate := w.slidingOracle(slide)
+		batch := rapid.SampledFrom([]int{1, 7, 1000}).Draw(rt, "batch")
+		store := openStore(rt, t.TempDir())
+		defer store.Close()
+		sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+		job, err := New(context.Background(), Config{
+			Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: w.recs, chunk: batch},
+				Watermark: &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: w.bound}}},
+			Operators: []Operator{{Name: "agg", Kind: plugin.KindAggregate, Plugin: p, Parallelism: rapid.IntRange(1, 3).Draw(rt, "workers"),
+				Window: &Window{Spec: spec}}},
+			Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
+		})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if err := job.Run(context.Background()); err != nil {
+			rt.Fatal(err)
+		}
+		var got []string
+		for _, o := range sink.records() {
+			got = append(got, fmt.Sprintf("%s %d %s", o.Record.Key, o.Record.Time+1, o.Record.Value))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			rt.Fatalf("slide %v:\n got %q\nwant %q", slide, got, want)
+		}
+		if n := len(late.records()); n != wantLate {
+			rt.Fatalf("%d late records, want %d", n, wantLate)
+		}
+	})
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/connectors/natsconn"
+)
+
+const jetStreamWindowedCount = `
+name: kill
+nats:
+  url: NATSURL
+sources:
+  - name: clicks
+    type: jetstream
+    stream: IN
+operators:
+  - name: per-second
+    kind: aggregate
+    function: count
+    parallelism: 2
+    window: {type: tumbling, size: 1s}
+sinks:
+  - name: out
+    type: jetstream
+    subject: out.counts
+    stream: OUT
+    create: true
+batch:
+  size: 50
+http:
+  addr: 127.0.0.1:0
+`
+
+// TestKillWindowedCountFromJetStream kills a host with SIGKILL in the
+// middle of a windowed count fed by JetStream and runs it again: every
+// window the watermark closed fires once, with the count of an
+// uninterrupted run, and the output stream holds each result once.
+func TestKillWindowedCountFromJetStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts NATS and two sluice processes")
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	srv, err := natsconn.StartEmbedded(ctx, natsconn.Options{Dir: filepath.Join(dir, "nats"), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(ctx)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "IN", Subjects: []string{"in.clicks"}}); err != nil {
+		t.Fatal(err)
+	}
+	// 20,000 clicks of 50 keys, 10 ms apart in event time: 100 a window.
+	const n, keys = 20000, 50
+	base := int64(1_700_000_000) * int64(time.Second)
+	want := map[string]int{}
+	var last int64
+	for i := range n {
+		ts := base + int64(i)*int64(10*time.Millisecond)
+		key := "k" + strconv.Itoa(i%keys)
+		m := nats.NewMsg("in.clicks")
+		m.Header.Set(natsconn.HeaderKey, key)
+		m.Header.Set(natsconn.HeaderTime, strconv.FormatInt(ts, 10))
+		m.Data = []byte("click")
+		if _, err := js.PublishMsgAsync(m); err != nil {
+			t.Fatal(err)
+		}
+		start := ts - ts%int64(time.Second)
+		want[fmt.Sprintf("%s %d %d", key, start, start+int64(time.Second))]++
+		last = ts
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		t.Fatal("publishing the input did not complete")
+	}
+	// The watermark after the last click is last - 1: the window holding
+	// it stays open; every other one fires.
+	lastStart := last - last%int64(time.Second)
+	for k := range want {
+		if strings.Contains(k, " "+strconv.FormatInt(lastStart, 10)+" ") {
+			delete(want, k)
+		}
+	}
+
+	p := writePipeline(t, dir, strings.Replace(jetStreamWindowedCount, "NATSURL", srv.ClientURL(), 1))
+	first := startHost(t, dir, p)
+	first.waitFor(t, "clicks", 5000)
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.cmd.Wait()
+	second := startHost(t, dir, p)
+	second.waitFor(t, "clicks", n)
+	if err := second.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.cmd.Wait(); err != nil {
+		t.Fatalf("second host after SIGTERM: %v: %s", err, drain(second.logs))
+	}
+
+	out, err := js.Stream(ctx, "OUT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := out.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	ids := map[string]bool{}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := out.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("output %d: %v", seq, err)
+		}
+		id := m.Header.Get("Nats-Msg-Id")
+		if ids[id] {
+			t.Fatalf("output id %s appears twice", id)
+		}
+		ids[id] = true
+		var v struct {
+			Key        string
+			Start, End int64
+			Count      int
+		}
+		if err := json.Unmarshal(m.Data, &v); err != nil {
+			t.Fatalf("output %s: %q: %v", id, m.Data, err)
+		}
+		k := fmt.Sprintf("%s %d %d", v.Key, v.Start, v.End)
+		if _, ok := got[k]; ok {
+			t.Fatalf("window %s fired twice", k)
+		}
+		got[k] = v.Count
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d windows fired, want %d", len(got), len(want))
+	}
+	for k, c := range want {
+		if got[k] != c {
+			t.Errorf("window %s: count %d, want %d", k, got[k], c)
+		}
+	}
+}
+
+const fileWindowJoin = `
+name: joinkill
+sources:
+  - {name: orders, type: file, path: orders.json, format: json, key_field: id, time_field: ts, watermark: {out_of_orderness: 1s}}
+  - {name: payments, type: file, path: payments.json, format: json, key_field: id, time_field: ts, watermark: {out_of_orderness: 1s}}
+operators:
+  - name: paid
+    kind: join
+    inputs: [orders, payments]
+    parallelism: 2
+    join: {type: full, algorithm: ALGO}
+    window: {type: sliding, size: 4s, slide: 2s}
+sinks:
+  - {name: out, type: file, path: out.jsonl, format: json}
+batch:
+  size: 20
+http:
+  addr: 127.0.0.1:0
+`
+
+// TestKillWindowJoinFromFiles kills a host with SIGKILL in the middle of a
+// window join of two files and runs it again: the output file holds the
+// results of an uninterrupted run, each once.
+func TestKillWindowJoinFromFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three sluice processes")
+	}
+	var orders, payments bytes.Buffer
+	base := int64(1_700_000_000_000) // ms
+	for i := range 6000 {
+		fmt.Fprintf(&orders, `{"id":"o%d","ts":%d}`+"\n", i%500, base+int64(i)*5)
+		if i%3 != 0 {
+			fmt.Fprintf(&payments, `{"id":"o%d","ts":%d}`+"\n", i%500, base+int64(i)*5+int64(i%7)*100)
+		}
+	}
+	run := func(algo string, kill bool) []string {
+		dir := t.TempDir()
+		for name, b := range map[string][]byte{"orders.json": orders.Bytes(), "payments.json": payments.Bytes()} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := writePipeline(t, dir, strings.Replace(fileWindowJoin, "ALGO", algo, 1))
+		if kill {
+			h := startHost(t, dir, p)
+			h.waitFor(t, "orders", 1000)
+			if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			h.cmd.Wait()
+		}
+		h := startHost(t, dir, p)
+		if err := h.cmd.Wait(); err != nil {
+			t.Fatalf("sluice run: %v: %s", err, drain(h.logs))
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		slices.Sort(lines)
+		return lines
+	}
+	for _, algo := range []string{"npj", "shj-jm"} {
+		clean, killed := run(algo, false), run(algo, true)
+		if len(clean) < 1000 {
+			t.Fatalf("%s: the clean run joined only %d results", algo, len(clean))
+		}
+		if !slices.Equal(clean, killed) {
+			t.Errorf("%s: after kill -9 and a restart, %d results; an uninterrupted run gives %d (or different ones)", algo, len(killed), len(clean))
+		}
+	}
+}
