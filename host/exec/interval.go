@@ -55,10 +55,12 @@ func newIntervalStage(ctx context.Context, op *Operator, store *state.Store, m *
 	return &intervalStage{keyedStage: ks, lower: int64(iv.Lower), upper: int64(iv.Upper)}, nil
 }
 
-func (st *intervalStage) setClock(wms []int64, end, now int64) { st.wms, st.end, st.now = wms, end, now }
-func (st *intervalStage) made() []madeRecord                   { return nil }
-func (st *intervalStage) late() []lateRecord                   { return st.lateRecs }
-func (st *intervalStage) tick() time.Duration                  { return 0 }
+func (st *intervalStage) setClock(wms []int64, end, now int64) {
+	st.wms, st.end, st.now = wms, end, now
+}
+func (st *intervalStage) made() []madeRecord  { return nil }
+func (st *intervalStage) late() []lateRecord  { return st.lateRecs }
+func (st *intervalStage) tick() time.Duration { return 0 }
 
 func (st *intervalStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, []plugin.Reject, error) {
 	for _, w := range st.workers {

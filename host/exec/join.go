@@ -565,7 +565,9 @@ func fmtTime(t int64) string {
 	return time.Unix(0, t).UTC().Format(time.RFC3339Nano)
 }
 
-func (st *joinStage) retry(context.Context, *abi.Record) ([]abi.Record, error) { return nil, errNoRetry }
+func (st *joinStage) retry(context.Context, *abi.Record) ([]abi.Record, error) {
+	return nil, errNoRetry
+}
 
 func (st *joinStage) savepoint() savepoint { return savepoint{st.sess.Savepoint()} }
 

@@ -38,7 +38,6 @@ func newSessionJoinStage(ctx context.Context, op *Operator, store *state.Store, 
 type sessionJoin struct {
 	typ  JoinType
 	side [2][]int
-	buf  []byte
 }
 
 func (f *sessionJoin) Fire(_ context.Context, fires []window.Fire, emit func(i int, r abi.Record)) error {
