@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/host/api/schema"
+	"github.com/sluicehq/sluice/host/window"
 	"github.com/sluicehq/sluice/state"
 )
 
@@ -35,6 +36,9 @@ func NewStateEntry(e state.Entry) StateEntry {
 		s.User, s.UserBase64 = encodeField(e.User)
 	}
 	s.Value, s.ValueBase64 = encodeField(e.Value)
+	if d, ok := window.Describe(window.DefaultNamespace, state.Key{Route: e.Key, Namespace: e.Namespace, User: e.User}, e.Value); ok {
+		s.Window = d
+	}
 	return s
 }
 

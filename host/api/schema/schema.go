@@ -233,6 +233,10 @@ type StateEntry struct {
 	Value           *string `json:"value,omitempty"` // nil only when ValueBase64 holds the value
 	ValueBase64     string  `json:"value_base64,omitempty"`
 	KeyGroup        int     `json:"key_group"`
+	// Window describes, for an entry a windowed operator keeps (a
+	// window's slice of records or accumulator, its firing state), what
+	// it holds; "" for other entries.
+	Window string `json:"window,omitempty"`
 }
 
 // Workers is the answer of POST /api/v1/operators/{name}/workers: the
