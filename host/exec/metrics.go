@@ -34,6 +34,7 @@ type Metrics struct {
 	opDead        *prometheus.CounterVec
 	opLate        *prometheus.CounterVec
 	windowsFired  *prometheus.CounterVec
+	windowsOpen   *prometheus.GaugeVec
 	watermarkLag  *prometheus.GaugeVec
 	txnOutcomes   *prometheus.CounterVec
 	txnReExec     *prometheus.CounterVec
@@ -59,6 +60,7 @@ type opMetrics struct {
 	in, out, dead prometheus.Counter
 	// A windowed operator's records that came late and windows fired.
 	late, fired prometheus.Counter
+	open        prometheus.Gauge
 
 	// The plugin's lifecycle and failure policy.
 	swaps, rollbacks, retries, quarantines prometheus.Counter
@@ -192,7 +194,9 @@ func NewMetrics() *Metrics {
 		Name: "sluice_window_firings_total", Help: "Windows a windowed operator fired (each firing once, early and late firings included)."}, []string{"operator"})
 	m.watermarkLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "sluice_source_watermark_lag_seconds", Help: "How far each source's watermark is behind the host's clock, after the last batch."}, []string{"source"})
-	r.MustRegister(m.opLate, m.windowsFired, m.watermarkLag)
+	m.windowsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "sluice_window_open_slices", Help: "Slices (panes) of open windows a windowed operator keeps in its state, after the last batch."}, []string{"operator"})
+	r.MustRegister(m.opLate, m.windowsFired, m.watermarkLag, m.windowsOpen)
 	r.MustRegister(m.swaps, m.rollbacks, m.retries, m.quarantines, m.quarantined, m.workerRecords, m.workerBusy)
 	r.MustRegister(m.batches, m.batchSeconds, m.outputs, m.dead, m.sourceRecords, m.opIn, m.opOut,
 		m.opDead, m.txnOutcomes, m.txnReExec, m.txnFailed, m.txnSeconds, m.txnBatch,
@@ -204,7 +208,7 @@ func NewMetrics() *Metrics {
 // operator makes an operator's series.
 func (m *Metrics) operator(name string) *opMetrics {
 	om := &opMetrics{in: m.opIn.WithLabelValues(name), out: m.opOut.WithLabelValues(name), dead: m.opDead.WithLabelValues(name),
-		late: m.opLate.WithLabelValues(name), fired: m.windowsFired.WithLabelValues(name),
+		late: m.opLate.WithLabelValues(name), fired: m.windowsFired.WithLabelValues(name), open: m.windowsOpen.WithLabelValues(name),
 		swaps: m.swaps.WithLabelValues(name), rollbacks: m.rollbacks.WithLabelValues(name), retries: m.retries.WithLabelValues(name),
 		quarantines: m.quarantines.WithLabelValues(name), quarantined: m.quarantined.WithLabelValues(name),
 		workers: &workerMetrics{operator: name, records: m.workerRecords, busy: m.workerBusy, seen: map[int]workerTotals{}}}

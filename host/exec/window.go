@@ -86,6 +86,9 @@ type windowStage struct {
 	om     *opMetrics
 	// tagSides adds each record's side as a header (a session join).
 	tagSides bool
+	// openBase is the slices open when the stage was made, firedBase the
+	// firings of workers removed since; counted is the firings counted.
+	openBase, firedBase, counted int64
 
 	// This run's times and results.
 	wms       []int64
@@ -112,6 +115,11 @@ func newWindowStage(ctx context.Context, op *Operator, store *state.Store, om *o
 			return nil, err
 		}
 	}
+	if st.openBase, err = window.OpenSlices(store, op.Tables[0], window.DefaultNamespace); err != nil {
+		st.closeWorkers(ctx)
+		return nil, fmt.Errorf("exec: operator %q: %w", op.Name, err)
+	}
+	om.open.Set(float64(st.openBase))
 	return st, nil
 }
 
@@ -194,9 +202,25 @@ func (st *windowStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record
 		// below its time: it is never late there.
 		st.madeRecs = append(st.madeRecs, madeRecord{id: id + "/" + strconv.Itoa(n), wm: max(r.Record.Time, math.MinInt64+1) - 1})
 	}
+	st.count()
 	slices.SortFunc(st.lateRecs, func(a, b lateRecord) int { return a.index - b.index })
 	slices.SortFunc(st.rejects, func(a, b plugin.Reject) int { return a.Index - b.Index })
 	return st.outRecs, st.rejects, nil
+}
+
+// count updates the metrics of open windows and firings.
+func (st *windowStage) count() {
+	open, fired := st.openBase, st.firedBase
+	for _, o := range st.ops {
+		s := o.Stats()
+		open += s.Opened - s.Purged
+		fired += s.Fired
+	}
+	st.om.open.Set(float64(open))
+	if fired > st.counted {
+		st.om.fired.Add(float64(fired - st.counted))
+		st.counted = fired
+	}
 }
 
 // resultID identifies a fired window's output: the operator, the key, the
@@ -349,6 +373,11 @@ func (st *windowStage) retry(ctx context.Context, rec *abi.Record) ([]abi.Record
 // operator for each new worker.
 func (st *windowStage) resize(ctx context.Context, r *resize) error {
 	err := st.keyedStage.resize(ctx, r)
+	for _, o := range st.ops[min(len(st.ops), len(st.workers)):] {
+		s := o.Stats()
+		st.openBase += s.Opened - s.Purged
+		st.firedBase += s.Fired
+	}
 	st.ops = st.ops[:min(len(st.ops), len(st.workers))]
 	for len(st.ops) < len(st.workers) {
 		if aerr := st.addOperator(); aerr != nil && err == nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"pgregory.net/rapid"
 
 	"github.com/sluicehq/sluice/abi"
@@ -121,6 +122,12 @@ func runCount(t interface {
 	}
 	if d := dead.records(); len(d) > 0 {
 		t.Fatalf("dead letters: %v", header(d[0].Record, HeaderError))
+	}
+	// One output per firing; every window fired at the end of input.
+	m := job.m
+	if fired, open, late := testutil.ToFloat64(m.windowsFired.WithLabelValues("count")), testutil.ToFloat64(m.windowsOpen.WithLabelValues("count")),
+		testutil.ToFloat64(m.opLate.WithLabelValues("count")); int(fired) != len(sink.records()) || open != 0 || int(late) != len(lateSink.records()) {
+		t.Fatalf("metrics: %v firings, %v slices open, %v late; want %d, 0, %d", fired, open, late, len(sink.records()), len(lateSink.records()))
 	}
 	return sink.records(), lateSink.records()
 }
