@@ -414,7 +414,21 @@ func (o *Operator) sliceTimers(sess *state.Session, key []byte, s Window, isNew 
 		for w.Start <= last.Start && w.MaxTime() <= fireNow {
 			w = o.sl.next(w)
 		}
-		if w.Start <= last.Start {
+		covered := false
+		if o.spec.Assigner == Sliding && w.Start < s.Start {
+			// The slice before this one lies in w too: w already holds
+			// records, so a timer or the chain fires it and the chain
+			// goes on to the later windows. A map probe spares a timer
+			// per slice.
+			if prev := o.sl.sliceOf(s.Start - 1); prev.Start >= w.Start {
+				_, ok, err := sess.GetKey(o.table, o.sliceKey(key, prev))
+				if err != nil {
+					return fmt.Errorf("window: read slice %v of key %q: %w", prev, key, err)
+				}
+				covered = ok
+			}
+		}
+		if w.Start <= last.Start && !covered {
 			if err := o.setWindowTimer(sess, o.fireDomain, w.MaxTime(), key, timerFire, w); err != nil {
 				return err
 			}
