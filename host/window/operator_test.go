@@ -168,7 +168,6 @@ func TestLateRecords(t *testing.T) {
 	}
 }
 
-
 func TestDescribe(t *testing.T) {
 	fn, _ := Builtin("count", "")
 	s, sess, op := newTestOperator(t, Spec{Assigner: Tumbling, Size: 10, Lateness: 5}, fn)
