@@ -208,6 +208,12 @@ func (o *Operator) lateRecord(i int, t int64, w Window, wm int64) Late {
 // windows need. Records of one key are folded in their order in recs. It
 // returns the records it did not add: too late for every window they
 // belong to, or rejected by the function.
+//
+// wm is the watermark the last Advance reached (the records of a batch
+// arrived before the watermark that follows them, as in Flink), and for
+// processing-time windows now is later than the last Advance's: a record
+// is then never added to a window that has fired and been purged. Add
+// emits nothing; a count firing is emitted by the next Advance.
 func (o *Operator) Add(ctx context.Context, sess *state.Session, recs []abi.Record, wm, now int64) ([]Late, error) {
 	if o.spec.Assigner == Session {
 		return o.addSessions(ctx, sess, recs, wm, now)
