@@ -468,7 +468,9 @@ func (o *Operator) deleteWindowTimer(sess *state.Session, d state.TimeDomain, t 
 	if err := sess.DeleteTimer(tm); err != nil {
 		return fmt.Errorf("window: delete timer of key %q: %w", key, err)
 	}
-	delete(o.inHeap, timerID(tm))
+	if o.advancing {
+		delete(o.inHeap, timerID(tm))
+	}
 	return nil
 }
 

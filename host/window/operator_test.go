@@ -2,6 +2,7 @@ package window
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -212,5 +213,37 @@ func TestDescribe(t *testing.T) {
 	}
 	if _, ok := Describe("other", state.Key{Route: []byte("k"), Namespace: []byte("window/s"), User: make([]byte, 16)}, nil); ok {
 		t.Error("Describe claimed another namespace's key")
+	}
+}
+
+// TestAdvanceOrder checks that one Advance fires windows in order of
+// time, then key, whatever the order of the records and key groups.
+func TestAdvanceOrder(t *testing.T) {
+	fn, _ := Builtin("count", "")
+	_, sess, op := newTestOperator(t, Spec{Assigner: Tumbling, Size: 10}, fn)
+	var recs []abi.Record
+	for _, k := range []string{"d", "b", "a", "c", "e"} {
+		for _, at := range []int64{25, 5, 15} {
+			recs = append(recs, rec(k, at, ""))
+		}
+	}
+	if _, err := op.Add(context.Background(), sess, recs, MinWatermark, 0); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	err := op.Advance(context.Background(), sess, []int{3, 1, 0, 2}, 100, 0, func(r Result) {
+		got = append(got, fmt.Sprintf("%d/%s", r.Record.Time, r.Key))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, at := range []int64{9, 19, 29} {
+		for _, k := range []string{"a", "b", "c", "d", "e"} {
+			want = append(want, fmt.Sprintf("%d/%s", at, k))
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("order\n%v\nwant\n%v", got, want)
 	}
 }
