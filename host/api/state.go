@@ -36,7 +36,7 @@ func NewStateEntry(e state.Entry) StateEntry {
 		s.User, s.UserBase64 = encodeField(e.User)
 	}
 	s.Value, s.ValueBase64 = encodeField(e.Value)
-	if d, ok := window.Describe(window.DefaultNamespace, state.Key{Route: e.Key, Namespace: e.Namespace, User: e.User}, e.Value); ok {
+	if d, ok := window.Describe(window.NamespaceOf(e.Table), state.Key{Route: e.Key, Namespace: e.Namespace, User: e.User}, e.Value); ok {
 		s.Window = d
 	}
 	return s

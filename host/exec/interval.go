@@ -30,6 +30,10 @@ type Interval struct {
 type intervalStage struct {
 	*keyedStage
 	lower, upper int64
+	// ns are the namespaces of the two sides' waiting records and of
+	// their timers (the operator's own: timers are the store's, shared by
+	// every operator).
+	ns [2][]byte
 
 	wms      []int64
 	end, now int64
@@ -52,7 +56,8 @@ func newIntervalStage(ctx context.Context, op *Operator, store *state.Store, m *
 	if err != nil {
 		return nil, err
 	}
-	return &intervalStage{keyedStage: ks, lower: int64(iv.Lower), upper: int64(iv.Upper)}, nil
+	return &intervalStage{keyedStage: ks, lower: int64(iv.Lower), upper: int64(iv.Upper),
+		ns: [2][]byte{[]byte("join:" + op.Name + "/left"), []byte("join:" + op.Name + "/right")}}, nil
 }
 
 func (st *intervalStage) setClock(wms []int64, end, now int64) {
@@ -88,9 +93,6 @@ func (st *intervalStage) run(ctx context.Context, recs []abi.Record) ([]abi.Reco
 	return out, nil, nil
 }
 
-// Namespaces of the two sides' waiting records.
-var intervalSides = [2][]byte{[]byte("join/left"), []byte("join/right")}
-
 // intervalCount is the namespace of a key's count of records stored.
 var intervalCount = []byte("join/count")
 
@@ -120,7 +122,7 @@ func (st *intervalStage) runWorker(k int, w *worker) error {
 			lo, hi = r.Time-st.upper, r.Time-st.lower
 		}
 		var scanErr error
-		err := w.sess.Scan(t, r.Key, intervalSides[1-side], func(key state.Key, v []byte) bool {
+		err := w.sess.Scan(t, r.Key, st.ns[1-side], func(key state.Key, v []byte) bool {
 			ts := int64(binary.BigEndian.Uint64(key.User) ^ 1<<63)
 			if ts < lo {
 				return true
@@ -168,10 +170,10 @@ func (st *intervalStage) runWorker(k int, w *worker) error {
 		user = binary.BigEndian.AppendUint64(user, n)
 		c := *r
 		c.Origin, c.Input = 0, 0
-		if err := w.sess.PutKey(t, state.Key{Route: r.Key, Namespace: intervalSides[side], User: user}, abi.AppendRecord(abi.AppendBatchHeader(nil, 1), &c)); err != nil {
+		if err := w.sess.PutKey(t, state.Key{Route: r.Key, Namespace: st.ns[side], User: user}, abi.AppendRecord(abi.AppendBatchHeader(nil, 1), &c)); err != nil {
 			return err
 		}
-		tm := state.Timer{Domain: state.EventTime, Time: until, Route: r.Key, Namespace: intervalSides[side], Name: user}
+		tm := state.Timer{Domain: state.EventTime, Time: until, Route: r.Key, Namespace: st.ns[side], Name: user}
 		if err := w.sess.SetTimer(tm); err != nil {
 			return err
 		}
@@ -181,14 +183,20 @@ func (st *intervalStage) runWorker(k int, w *worker) error {
 	}
 	for _, kg := range st.assign.groupsOf(w.id) {
 		var expired []state.Timer
-		err := w.sess.PopTimers(kg, state.EventTime, st.end-1, func(tm state.Timer) bool {
-			expired = append(expired, state.Timer{Route: bytes.Clone(tm.Route), Namespace: bytes.Clone(tm.Namespace), Name: bytes.Clone(tm.Name)})
+		err := w.sess.Timers(kg, state.EventTime, st.end-1, func(tm state.Timer) bool {
+			if bytes.Equal(tm.Namespace, st.ns[0]) || bytes.Equal(tm.Namespace, st.ns[1]) {
+				expired = append(expired, state.Timer{Domain: tm.Domain, Time: tm.Time, Route: bytes.Clone(tm.Route),
+					Namespace: bytes.Clone(tm.Namespace), Name: bytes.Clone(tm.Name)})
+			}
 			return true
 		})
 		if err != nil {
 			return err
 		}
 		for _, tm := range expired {
+			if err := w.sess.DeleteTimer(tm); err != nil {
+				return err
+			}
 			if err := w.sess.DeleteKey(t, state.Key{Route: tm.Route, Namespace: tm.Namespace, User: tm.Name}); err != nil {
 				return err
 			}

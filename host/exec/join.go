@@ -70,8 +70,11 @@ type joinStage struct {
 	sess  *state.Session
 	seed  maphash.Seed
 	pane  int64
-	// timerGroup is the key group of the windows' timers.
+	// timerGroup is the key group of the windows' timers, timerNS their
+	// namespace (the operator's own: timers are the store's, shared by
+	// every operator).
 	timerGroup int
+	timerNS    []byte
 
 	open map[int64]*joinWindow // by window start
 	free []join.Kernel
@@ -129,7 +132,7 @@ func newJoinStage(op *Operator, store *state.Store) (*joinStage, error) {
 	}
 	st := &joinStage{op: op, spec: j.Window, typ: j.Type, algo: j.Algorithm, store: store, table: store.Table(op.Tables[0]),
 		sess: store.NewSession(), seed: maphash.MakeSeed(), pane: gcd(size, slide), open: map[int64]*joinWindow{},
-		timerGroup: state.KeyGroup(joinTimerID, store.KeyGroups())}
+		timerGroup: state.KeyGroup(joinTimerID, store.KeyGroups()), timerNS: []byte("join:" + op.Name)}
 	st.spec.Slide = time.Duration(slide)
 	return st, nil
 }
@@ -184,6 +187,9 @@ func (st *joinStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, 
 func (st *joinStage) due() (int64, error) {
 	due := int64(math.MaxInt64)
 	err := st.sess.Timers(st.timerGroup, state.EventTime, due, func(t state.Timer) bool {
+		if !bytes.Equal(t.Namespace, st.timerNS) {
+			return true
+		}
 		due = t.Time
 		return false
 	})
@@ -406,15 +412,21 @@ func appendJSON(dst, v []byte) []byte {
 // fire fires every window whose end the watermark wm passed, oldest
 // first, and drops the panes no later window needs.
 func (st *joinStage) fire(ctx context.Context, wm int64) error {
-	var due []int64
-	err := st.sess.PopTimers(st.timerGroup, state.EventTime, wm, func(t state.Timer) bool {
-		due = append(due, int64(binary.BigEndian.Uint64(t.Name)))
+	var due []state.Timer
+	err := st.sess.Timers(st.timerGroup, state.EventTime, wm, func(t state.Timer) bool {
+		if bytes.Equal(t.Namespace, st.timerNS) {
+			due = append(due, state.Timer{Domain: t.Domain, Time: t.Time, Route: joinTimerID, Namespace: st.timerNS, Name: bytes.Clone(t.Name)})
+		}
 		return true
 	})
 	if err != nil {
 		return err
 	}
-	for _, start := range due {
+	for _, tm := range due {
+		if err := st.sess.DeleteTimer(tm); err != nil {
+			return err
+		}
+		start := int64(binary.BigEndian.Uint64(tm.Name))
 		w, err := st.window(ctx, start)
 		if err != nil {
 			return err
@@ -471,7 +483,7 @@ func (st *joinStage) window(ctx context.Context, start int64) (*joinWindow, erro
 	}
 	w := &joinWindow{start: start, kernel: k}
 	st.open[start] = w
-	tm := state.Timer{Domain: state.EventTime, Time: start + int64(st.spec.Size) - 1, Route: joinTimerID,
+	tm := state.Timer{Domain: state.EventTime, Time: start + int64(st.spec.Size) - 1, Route: joinTimerID, Namespace: st.timerNS,
 		Name: binary.BigEndian.AppendUint64(nil, uint64(start))}
 	// Load what the state holds of it: nothing for a new window; for one
 	// open before a restart or a rollback, its records, fed to the kernel

@@ -81,6 +81,9 @@ type windowStage struct {
 	// through each worker's instance.
 	native func() window.Function
 	ops    []*window.Operator // one per worker, with its scratch
+	// ns is the namespace of the operator's windows and timers (its own:
+	// timers are the store's, shared by every operator).
+	ns string
 	seed   maphash.Seed
 	log    *slog.Logger
 	om     *opMetrics
@@ -107,7 +110,7 @@ func newWindowStage(ctx context.Context, op *Operator, store *state.Store, om *o
 	if err != nil {
 		return nil, err
 	}
-	st := &windowStage{keyedStage: ks, spec: op.Window.Spec, table: ks.tables[0], native: op.Window.Function,
+	st := &windowStage{keyedStage: ks, spec: op.Window.Spec, table: ks.tables[0], native: op.Window.Function, ns: window.NamespaceOf(op.Tables[0]),
 		seed: maphash.MakeSeed(), log: log, om: om}
 	for range ks.workers {
 		if err := st.addOperator(); err != nil {
@@ -115,7 +118,7 @@ func newWindowStage(ctx context.Context, op *Operator, store *state.Store, om *o
 			return nil, err
 		}
 	}
-	if st.openBase, err = window.OpenSlices(store, op.Tables[0], window.DefaultNamespace); err != nil {
+	if st.openBase, err = window.OpenSlices(store, op.Tables[0], st.ns); err != nil {
 		st.closeWorkers(ctx)
 		return nil, fmt.Errorf("exec: operator %q: %w", op.Name, err)
 	}
@@ -135,7 +138,7 @@ func (st *windowStage) addOperator() error {
 	default:
 		fn = &pluginAggregate{st: st, worker: w}
 	}
-	o, err := window.New(st.spec, fn, st.table)
+	o, err := window.New(st.spec, fn, st.table, window.WithNamespace(st.ns))
 	if err != nil {
 		return fmt.Errorf("exec: operator %q: %w", st.op.Name, err)
 	}
@@ -278,7 +281,7 @@ func (st *windowStage) runWorker(ctx context.Context, k int, w *worker) error {
 	}
 	w.wms = wms
 	for i := 0; i < len(w.in); {
-		due, err := nextFiring(w.sess, groups)
+		due, err := nextFiring(w.sess, groups, []byte(st.ns))
 		if err != nil {
 			return err
 		}
@@ -294,7 +297,7 @@ func (st *windowStage) runWorker(ctx context.Context, k int, w *worker) error {
 			due = min(due, firstFiring(&st.spec, w.in[j].Time))
 			j++
 		}
-		late, err := o.Add(ctx, w.sess, w.in[i:j], wms[i:j], st.now)
+		late, err := o.AddAt(ctx, w.sess, w.in[i:j], wms[i:j], st.now)
 		if err != nil {
 			return err
 		}
@@ -314,11 +317,14 @@ func (st *windowStage) runWorker(ctx context.Context, k int, w *worker) error {
 }
 
 // nextFiring returns the time of the earliest event-time timer of the
-// key groups, math.MaxInt64 when there is none.
-func nextFiring(sess *state.Session, groups []int) (int64, error) {
+// key groups in namespace ns, math.MaxInt64 when there is none.
+func nextFiring(sess *state.Session, groups []int, ns []byte) (int64, error) {
 	due := int64(math.MaxInt64)
 	for _, kg := range groups {
 		err := sess.Timers(kg, state.EventTime, due, func(t state.Timer) bool {
+			if !bytes.Equal(t.Namespace, ns) {
+				return true
+			}
 			due = min(due, t.Time)
 			return false
 		})

@@ -82,25 +82,103 @@ func (o *Operator) onTimer(sess *state.Session, t *dueTimer) error {
 	w, _ := decodeWindow(t.name[1:])
 	switch t.name[0] {
 	case timerFire:
-		firing, ok, err := o.fireWindow(sess, t.route, w, false)
-		if err != nil || !ok || firing != OnTimeFiring {
-			return err
-		}
-		if o.spec.Assigner == Sliding {
-			if err := o.chain(sess, t.route, w); err != nil {
-				return err
-			}
-		}
-		if o.purgeAtFire {
-			return o.purge(sess, t.route, w)
-		}
-		return o.setWindowTimer(sess, state.EventTime, satAdd(w.MaxTime(), o.lateness), t.route, timerCleanup, w)
+		return o.onFire(sess, t.route, w)
 	case timerCleanup:
 		return o.purge(sess, t.route, w)
 	case timerCount:
 		return o.onCount(sess, t.route, t.name[1:])
 	}
 	return fmt.Errorf("window: timer %q of key %q: %w", t.name, t.route, ErrCorrupt)
+}
+
+// onFire fires w for key when its time has come (on time, or late), and
+// then, for an on-time firing, sets the next sliding window's timer and
+// purges what no later window needs (or sets the purge timer). A sliding
+// window reads the key's slices in one scan for all three.
+func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
+	m, err := o.meta(sess, key, w)
+	if err != nil {
+		return err
+	}
+	onTime := m.flags&metaFired == 0
+	purgeNow := onTime && o.purgeAtFire
+	var parts [][]byte
+	var dead []Window
+	nw := o.sl.next(w)
+	found, next := false, Window{}
+	if o.spec.Assigner == Sliding {
+		err = o.slicesOf(sess, key, math.MinInt64, math.MaxInt64, func(s Window, _ uint64, p []byte) bool {
+			if s.Start >= w.Start && s.End <= w.End {
+				parts = append(parts, slices.Clone(p))
+			}
+			if purgeNow && o.sl.lastWindow(s).End <= w.End {
+				dead = append(dead, s)
+			}
+			if onTime && !found && s.Start >= nw.Start {
+				found, next = true, s
+			}
+			return s.Start < w.End || (onTime && !found)
+		})
+	} else {
+		var v []byte
+		var ok bool
+		if v, ok, err = sess.GetKey(o.table, o.sliceKey(key, w)); err == nil && ok {
+			var p []byte
+			if _, p, err = splitSlice(v); err == nil {
+				parts = append(parts, slices.Clone(p))
+				if purgeNow {
+					dead = append(dead, w)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("window: fire %v of key %q: %w", w, key, err)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	firing := OnTimeFiring
+	if !onTime {
+		firing = LateFiring
+	}
+	if err := o.recordFiring(sess, key, w, m, true); err != nil {
+		return err
+	}
+	o.fires = append(o.fires, pendingFire{key: slices.Clone(key), window: w, firing: firing, seq: m.seq, parts: parts})
+	if !onTime {
+		return nil
+	}
+	if found {
+		if o.keepMeta {
+			// The next window may have fired already: chain checks.
+			if err := o.chain(sess, key, w); err != nil {
+				return err
+			}
+		} else {
+			if fw := o.sl.firstWindow(next); fw.End > nw.End {
+				nw = fw
+			}
+			if err := o.setWindowTimer(sess, o.fireDomain, nw.MaxTime(), key, timerFire, nw); err != nil {
+				return err
+			}
+		}
+	}
+	if !o.purgeAtFire {
+		return o.setWindowTimer(sess, state.EventTime, satAdd(w.MaxTime(), o.lateness), key, timerCleanup, w)
+	}
+	for _, s := range dead {
+		if err := sess.DeleteKey(o.table, o.sliceKey(key, s)); err != nil {
+			return fmt.Errorf("window: purge slice %v of key %q: %w", s, key, err)
+		}
+		o.stats.purged.Add(1)
+	}
+	if o.keepMeta {
+		if err := sess.DeleteKey(o.table, o.metaKey(key, w)); err != nil {
+			return fmt.Errorf("window: purge firings of %v of key %q: %w", w, key, err)
+		}
+	}
+	return nil
 }
 
 // slicesOf calls fn with each slice of key whose start is in [from, to),

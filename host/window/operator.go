@@ -45,6 +45,7 @@ type Operator struct {
 	table *state.Table
 
 	ns, nsSlice, nsMeta, nsPend []byte
+	wms                         []int64 // Add's watermarks for AddAt
 
 	assignDomain, fireDomain state.TimeDomain
 	keepMeta                 bool // a window may fire more than once
@@ -204,13 +205,32 @@ func (o *Operator) lateRecord(i int, t int64, w Window, wm int64) Late {
 		time.Unix(0, t).UTC().Format(time.RFC3339Nano), w, time.Unix(0, satAdd(w.MaxTime(), o.lateness)).UTC().Format(time.RFC3339Nano), o.spec.Lateness)}
 }
 
-// Add adds a batch of records at watermark wm and processing time now. It
+// Add adds a batch of records at watermark wm and processing time now:
+// AddAt with wm for every record.
+func (o *Operator) Add(ctx context.Context, sess *state.Session, recs []abi.Record, wm, now int64) ([]Late, error) {
+	o.wms = o.wms[:0]
+	for range recs {
+		o.wms = append(o.wms, wm)
+	}
+	return o.AddAt(ctx, sess, recs, o.wms, now)
+}
+
+// AddAt adds a batch of records at their watermarks wms and processing
+// time now. It
 // assigns each record to its slice, groups the batch by (key, slice), and
 // reads and writes each group's state once; it sets the timers the
 // windows need. Records of one key are folded in their order in recs. It
 // returns the records it did not add: too late for every window they
 // belong to, or rejected by the function.
-func (o *Operator) Add(ctx context.Context, sess *state.Session, recs []abi.Record, wms []int64, now int64) ([]Late, error) {
+//
+// wms[i] is the watermark when record i came: at least the one the last
+// Advance reached, and below every firing the operator has pending (the
+// records of a batch arrived before the watermark that follows them, as
+// in Flink; a caller that fires between records passes each its own).
+// For processing-time windows now is later than the last Advance's: a
+// record is then never added to a window that has fired and been purged.
+// Add emits nothing; a count firing is emitted by the next Advance.
+func (o *Operator) AddAt(ctx context.Context, sess *state.Session, recs []abi.Record, wms []int64, now int64) ([]Late, error) {
 	if len(wms) != len(recs) {
 		return nil, fmt.Errorf("window: %d watermarks for %d records", len(wms), len(recs))
 	}
@@ -421,7 +441,21 @@ func (o *Operator) sliceTimers(sess *state.Session, key []byte, s Window, isNew 
 		for w.Start <= last.Start && w.MaxTime() <= fireNow {
 			w = o.sl.next(w)
 		}
-		if w.Start <= last.Start {
+		covered := false
+		if o.spec.Assigner == Sliding && w.Start < s.Start {
+			// The slice before this one lies in w too: w already holds
+			// records, so a timer or the chain fires it and the chain
+			// goes on to the later windows. A map probe spares a timer
+			// per slice.
+			if prev := o.sl.sliceOf(s.Start - 1); prev.Start >= w.Start {
+				_, ok, err := sess.GetKey(o.table, o.sliceKey(key, prev))
+				if err != nil {
+					return fmt.Errorf("window: read slice %v of key %q: %w", prev, key, err)
+				}
+				covered = ok
+			}
+		}
+		if w.Start <= last.Start && !covered {
 			if err := o.setWindowTimer(sess, o.fireDomain, w.MaxTime(), key, timerFire, w); err != nil {
 				return err
 			}
@@ -455,7 +489,9 @@ func (o *Operator) deleteWindowTimer(sess *state.Session, d state.TimeDomain, t 
 	if err := sess.DeleteTimer(tm); err != nil {
 		return fmt.Errorf("window: delete timer of key %q: %w", key, err)
 	}
-	delete(o.inHeap, timerID(tm))
+	if o.advancing {
+		delete(o.inHeap, timerID(tm))
+	}
 	return nil
 }
 

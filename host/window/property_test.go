@@ -93,11 +93,7 @@ func (h *harness) open(rt *rapid.T) {
 
 func (h *harness) step(rt *rapid.T, recs []abi.Record, addWM, wm, now int64) ([]Late, []mresult) {
 	ctx := context.Background()
-	wms := make([]int64, len(recs))
-	for i := range wms {
-		wms[i] = addWM
-	}
-	late, err := h.op.Add(ctx, h.sess, recs, wms, now)
+	late, err := h.op.Add(ctx, h.sess, recs, addWM, now)
 	if err != nil {
 		rt.Fatal(err)
 	}

@@ -41,7 +41,8 @@ type sessWork struct {
 // touches (Flink's rule); records are taken in order, so lateness is
 // decided against the sessions as the earlier records left them. State is
 // read once per key (a scan of its sessions) and written once per
-// session that changed.
+// session that changed. Sessions are merged before the function folds the
+// records, so a record the function rejects still extends its session.
 func (o *Operator) addSessions(ctx context.Context, sess *state.Session, recs []abi.Record, wms []int64, now int64) ([]Late, error) {
 	var late []Late
 	clear(o.index)

@@ -18,6 +18,7 @@ type SpecError struct {
 	Reason string
 }
 
+// Error returns the key and the reason.
 func (e *SpecError) Error() string { return e.Key + ": " + e.Reason }
 
 // Window is the time interval [Start, End) of a window, in nanoseconds
