@@ -320,3 +320,46 @@ func TestWasmAggregateMatchesOracle(t *testing.T) {
 		}
 	})
 }
+
+// TestTwoWindowedOperators runs two windowed counts of different sizes
+// and an interval join in one job: each keeps its own windows and timers,
+// and each count matches its oracle.
+func TestTwoWindowedOperators(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		w := genWindowed(rt)
+		w2 := w
+		w2.size = w.size + time.Second
+		store := openStore(rt, t.TempDir())
+		defer store.Close()
+		a, b, j, dead, late := &memSink{}, &memSink{}, &memSink{}, &memSink{}, &memSink{}
+		wm := &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: w.bound}
+		job, err := New(context.Background(), Config{
+			Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: w.recs, chunk: 7}, Watermark: wm},
+				{Name: "in2", Source: &sliceSource{recs: w.recs, chunk: 5}, Watermark: wm}},
+			Operators: []Operator{
+				{Name: "a", Kind: plugin.KindAggregate, Inputs: []string{"in"}, Parallelism: 2,
+					Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: w.size}, Function: builtinCount(rt)}},
+				{Name: "b", Kind: plugin.KindAggregate, Inputs: []string{"in"}, Parallelism: 1,
+					Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: w2.size}, Function: builtinCount(rt)}},
+				{Name: "j", Kind: KindJoin, Inputs: []string{"in", "in2"}, Parallelism: 2, Interval: &Interval{Lower: -time.Second, Upper: time.Second}},
+			},
+			Sinks: []Output{{Name: "a", Sink: a, Inputs: []string{"a"}}, {Name: "b", Sink: b, Inputs: []string{"b"}}, {Name: "j", Sink: j, Inputs: []string{"j"}}},
+			DeadLetter: dead, Late: late, Store: store, BatchSize: 7,
+		})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if err := job.Run(context.Background()); err != nil {
+			rt.Fatal(err)
+		}
+		for _, c := range []struct {
+			w    windowed
+			sink *memSink
+		}{{w, a}, {w2, b}} {
+			want, _ := c.w.oracle()
+			if got := countLines(rt, c.sink.records()); !slices.Equal(got, want) {
+				rt.Fatalf("size %v:\n got %q\nwant %q", c.w.size, got, want)
+			}
+		}
+	})
+}
