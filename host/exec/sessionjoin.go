@@ -3,7 +3,6 @@ package exec
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"strconv"
 
 	"github.com/sluicehq/sluice/abi"
@@ -14,24 +13,13 @@ import (
 // A join over session windows runs as a windowed stage: sessions are per
 // key, so each holds the records of one key from both sides, and every
 // left record of a session matches every right one. The window operator
-// keeps each session's records (a collecting function); a header tags
-// each with its side, since what it stores of a record is its time,
-// value and headers.
-
-// sideHeader tags a session join's records with their side.
-const sideHeader = "sluice-join-side"
-
-var sideValues = [2][]byte{[]byte("left"), []byte("right")}
+// keeps each session's records, with the input each came on (a collecting
+// function).
 
 func newSessionJoinStage(ctx context.Context, op *Operator, store *state.Store, om *opMetrics, log *slog.Logger) (*windowStage, error) {
 	typ := op.Join.Type
 	op.Window = &Window{Spec: op.Join.Window, Function: func() window.Function { return &sessionJoin{typ: typ} }}
-	st, err := newWindowStage(ctx, op, store, om, log)
-	if err != nil {
-		return nil, err
-	}
-	st.tagSides = true
-	return st, nil
+	return newWindowStage(ctx, op, store, om, log)
 }
 
 // sessionJoin is the collecting function of a session join.
@@ -44,10 +32,7 @@ func (f *sessionJoin) Fire(_ context.Context, fires []window.Fire, emit func(i i
 	for i, fi := range fires {
 		f.side[0], f.side[1] = f.side[0][:0], f.side[1][:0]
 		for k := range fi.Recs {
-			s := 0
-			if string(header(fi.Recs[k], sideHeader)) == string(sideValues[1]) {
-				s = 1
-			}
+			s := min(int(fi.Recs[k].Input), 1)
 			f.side[s] = append(f.side[s], k)
 		}
 		out := func(l, r *abi.Record) {
@@ -85,11 +70,4 @@ func (f *sessionJoin) Fire(_ context.Context, fires []window.Fire, emit func(i i
 		}
 	}
 	return nil
-}
-
-// tag returns r with its side's header added (a new headers slice, so the
-// record's own is left as it is).
-func tagSide(r abi.Record) abi.Record {
-	r.Headers = append(slices.Clip(r.Headers), abi.Header{Name: []byte(sideHeader), Value: sideValues[min(int(r.Input), 1)]})
-	return r
 }

@@ -87,8 +87,6 @@ type windowStage struct {
 	seed   maphash.Seed
 	log    *slog.Logger
 	om     *opMetrics
-	// tagSides adds each record's side as a header (a session join).
-	tagSides bool
 	// openBase is the slices open when the stage was made, firedBase the
 	// firings of workers removed since; counted is the firings counted.
 	openBase, firedBase, counted int64
@@ -166,11 +164,7 @@ func (st *windowStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record
 	}
 	for i := range recs {
 		w := st.workers[st.assign.owner(state.KeyGroup(recs[i].Key, st.groups))]
-		r := recs[i]
-		if st.tagSides {
-			r = tagSide(r)
-		}
-		w.in = append(w.in, r)
+		w.in = append(w.in, recs[i])
 		w.global = append(w.global, int32(i))
 	}
 	st.results, st.lateRecs, st.madeRecs = st.results[:0], st.lateRecs[:0], st.madeRecs[:0]

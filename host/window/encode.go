@@ -58,9 +58,11 @@ func splitSlice(v []byte) (uint64, []byte, error) {
 }
 
 // appendRecord appends the stored form of a collected record: its time,
-// value and headers (its key is the routing key).
+// input (the position of the operator's input it came on), value and
+// headers (its key is the routing key).
 func appendRecord(dst []byte, r *abi.Record) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(r.Time))
+	dst = binary.AppendUvarint(dst, uint64(r.Input))
 	dst = binary.AppendUvarint(dst, uint64(len(r.Value)))
 	dst = append(dst, r.Value...)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
@@ -92,6 +94,11 @@ func decodeRecords(dst []abi.Record, key, b []byte) ([]abi.Record, error) {
 		}
 		r := abi.Record{Time: int64(binary.BigEndian.Uint64(b)), Key: key}
 		b = b[8:]
+		in, k := binary.Uvarint(b)
+		if k <= 0 || in > 1<<16-1 {
+			return dst, bad
+		}
+		r.Input, b = uint16(in), b[k:]
 		var ok bool
 		if r.Value, ok = bytesField(); !ok {
 			return dst, bad
