@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,19 +28,27 @@ func (c *collector) emit(_ int, ms []Match) {
 	c.mu.Unlock()
 }
 
-// genTuples draws n tuples of one side: keys from a small alphabet
-// (duplication), Zipf-like skewed (a key is drawn as the minimum of a few
-// uniform draws) or unique, with increasing times.
+// genTuples draws n tuples of one side: keys from an alphabet from 1 key
+// (every tuple equal) to twice n (mostly unique), uniform or Zipf-skewed
+// (exponent 0.5 to 2), small or spread over 64 bits, with increasing
+// times.
 func genTuples(t *rapid.T, label string, n int) []Tuple {
 	alphabet := rapid.IntRange(1, 2*n+1).Draw(t, label+"-alphabet")
-	skew := rapid.IntRange(1, 4).Draw(t, label+"-skew")
+	skew := rapid.SampledFrom([]float64{0, 0.5, 1, 2}).Draw(t, label+"-zipf")
 	big := rapid.Bool().Draw(t, label+"-bigkeys")
+	var z *zipf
+	if skew > 0 {
+		z = newZipf(skew, alphabet)
+	}
+	rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, label+"-seed"), 0))
 	ts := make([]Tuple, n)
 	var now int64
 	for i := range ts {
-		k := uint64(alphabet)
-		for range skew {
-			k = min(k, uint64(rapid.IntRange(0, alphabet-1).Draw(t, "k")))
+		var k uint64
+		if z != nil {
+			k = uint64(z.draw(rng) - 1)
+		} else {
+			k = uint64(rapid.IntRange(0, alphabet-1).Draw(t, "k"))
 		}
 		if big {
 			k = k*0x9E3779B97F4A7C15 | 1<<63
