@@ -26,6 +26,7 @@ type benchJoinFlags struct {
 	seed       uint64
 	objective  string
 	quick      bool
+	repeat     int
 	jsonFile   string
 	cpuProfile string
 }
@@ -58,7 +59,10 @@ instead (rate, rate-s, dupe, key-skew, ts-skew, window); with --window, a sweep
 keeps its rates and replaces its base window of 1 s (the window sweep scales
 with it), to run a sweep in less time and memory. stock, rovio, ysb and
 debs are synthetic windows shaped like the study's real workloads, scaled to
-join in seconds (docs/joins.md). --quick divides the rates by 100. Progress
+join in seconds (docs/joins.md). --quick divides the rates by 100. --repeat N
+runs every algorithm N times per window, in rounds, and reports the median run
+of each: on a loaded machine one run's figures vary by more than the
+algorithms differ. Progress
 goes to stderr; the tables to stdout, the figures as JSON to --json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -96,6 +100,7 @@ goes to stderr; the tables to stdout, the figures as JSON to --json.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "the generator's seed")
 	fl.StringVar(&f.objective, "objective", "throughput", "auto's objective: throughput, latency or progressiveness")
 	fl.BoolVar(&f.quick, "quick", false, "small windows, for a first look and for tests")
+	fl.IntVar(&f.repeat, "repeat", 1, "run every algorithm this many times per window, in rounds, and report each one's median run")
 	fl.StringVar(&f.jsonFile, "json", "bench-join.json", "where to write the results as JSON; - prints JSON instead of the tables")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
 	return cmd
@@ -123,6 +128,10 @@ func (f *benchJoinFlags) options() (join.BenchOptions, error) {
 		return opts, &usageError{fmt.Sprintf("--workers %d: want 1 or more", f.workers)}
 	}
 	opts.Workers = f.workers
+	if f.repeat < 1 {
+		return opts, &usageError{fmt.Sprintf("--repeat %d: want 1 or more", f.repeat)}
+	}
+	opts.Repeat = f.repeat
 	if f.workload != "micro" && !slices.Contains(join.Shapes(), f.workload) {
 		return opts, &usageError{fmt.Sprintf("--workload %q: want micro or one of %s", f.workload, strings.Join(join.Shapes(), ", "))}
 	}

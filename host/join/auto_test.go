@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -41,6 +42,21 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
+func TestFeaturesJSON(t *testing.T) {
+	f := Features{R: 3, S: 4, RateR: math.Inf(1), RateS: 2.5, Dupe: 1.5, Skew: 0.1, Workers: 2}
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g Features
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if g != f {
+		t.Errorf("%s reads back as %+v, want %+v", b, g, f)
+	}
+}
+
 func TestRule(t *testing.T) {
 	c := DefaultConfig()
 	for _, tc := range []struct {
@@ -52,12 +68,16 @@ func TestRule(t *testing.T) {
 		{Features{R: 10, S: 10, RateR: 20000, RateS: 20000, Dupe: 50}, Throughput, "mpass"},
 		{Features{R: 2e6, S: 2e6, RateR: 20000, RateS: 20000, Dupe: 1}, Throughput, "prj"},
 		{Features{R: 2e6, S: 2e6, RateR: 20000, RateS: 20000, Dupe: 1, Skew: 0.2}, Throughput, "npj"},
-		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 50}, Throughput, "pmj-jb"},
+		{Features{R: 5e4, S: 5e4, RateR: 20000, RateS: 20000, Dupe: 1}, Throughput, "npj"},
+		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 50}, Throughput, "mpass"},
+		{Features{R: 10, S: 10, RateR: 1600, RateS: 20000, Dupe: 1}, Throughput, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Latency, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Throughput, "npj"},
 		{Features{R: 10, S: 10, RateR: math.Inf(1), RateS: 3, Dupe: 1}, Throughput, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: math.Inf(1), RateS: math.Inf(1), Dupe: 100}, Throughput, "mpass"},
 		{Features{R: 0, S: 10}, Throughput, "npj"},
+		{Features{R: 1000, S: 2e6, RateR: math.Inf(1), RateS: 10000, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 1e6, S: 2e6, RateR: math.Inf(1), RateS: 10000, Dupe: 1}, Throughput, "prj"},
 	} {
 		c.Objective = tc.obj
 		if got, why := c.Rule(tc.f); got != tc.want {

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -40,6 +42,11 @@ type BenchOptions struct {
 	Objective Objective
 	// Progress, if not nil, receives a line per run.
 	Progress io.Writer
+	// Repeat runs every algorithm this many times on each window, in
+	// rounds (every algorithm once per round, so that a change in the
+	// machine's load falls on all of them), and reports each one's run of
+	// median throughput (default 1).
+	Repeat int
 
 	// newKernel replaces New in the package's tests (a broken kernel
 	// must make the run fail).
@@ -79,6 +86,7 @@ type BenchPoint struct {
 	Window   int           `json:"window_ms"`
 	Matches  uint64        `json:"matches"`
 	Check    string        `json:"check"` // nested loop or hash count
+	Repeat   int           `json:"repeat"`
 	Features Features      `json:"features"`
 	Results  []BenchResult `json:"results"`
 }
@@ -89,6 +97,9 @@ type BenchPoint struct {
 // get the window at its end (its length on the clock) and join it then.
 type BenchResult struct {
 	Algorithm string `json:"algorithm"`
+	// Throughputs are every run's throughput when the window ran more
+	// than once; the other figures are the median run's.
+	Throughputs []float64 `json:"throughputs,omitempty"`
 	// Chosen is the algorithm auto ran.
 	Chosen string `json:"chosen,omitempty"`
 	Reason string `json:"reason,omitempty"`
@@ -187,20 +198,49 @@ func benchPoint(ctx context.Context, opts *BenchOptions, w Workload, params, at 
 		pt.Matches, pt.Check = CountMatches(r, s), "hash count"
 	}
 	pt.Features = Measure(r, s, time.Nanosecond, opts.Workers)
-	for i, name := range opts.Algorithms {
-		progress("point %s: %s (%d/%d)", at, name, i+1, len(opts.Algorithms))
-		res, err := benchOne(ctx, opts, name, r, s, w.Window, pt.Features, pt.Matches)
-		if err != nil {
-			return pt, fmt.Errorf("%s on %s %s: %w", name, w.Name, params, err)
+	pt.Repeat = max(opts.Repeat, 1)
+	runs := make([][]BenchResult, len(opts.Algorithms))
+	for round := range pt.Repeat {
+		for i, name := range opts.Algorithms {
+			progress("point %s: %s (%d/%d)%s", at, name, i+1, len(opts.Algorithms), roundNote(round, pt.Repeat))
+			res, err := benchOne(ctx, opts, name, r, s, w.Window, pt.Features, pt.Matches)
+			if err != nil {
+				return pt, fmt.Errorf("%s on %s %s: %w", name, w.Name, params, err)
+			}
+			if res.Matches != pt.Matches {
+				return pt, fmt.Errorf("%w: %s on %s %s: %d matches, the %s gives %d", ErrWrongCount, name, w.Name, params, res.Matches, pt.Check, pt.Matches)
+			}
+			progress("point %s: %s: %.0f inputs/s, p95 %v, last match %v", at, name, res.Throughput, res.P95.Round(time.Microsecond), res.LastMatch.Round(time.Microsecond))
+			runs[i] = append(runs[i], res)
+			runtime.GC() // the next run starts without this one's garbage
 		}
-		if res.Matches != pt.Matches {
-			return pt, fmt.Errorf("%w: %s on %s %s: %d matches, the %s gives %d", ErrWrongCount, name, w.Name, params, res.Matches, pt.Check, pt.Matches)
-		}
-		progress("point %s: %s: %.0f inputs/s, p95 %v, last match %v", at, name, res.Throughput, res.P95.Round(time.Microsecond), res.LastMatch.Round(time.Microsecond))
-		pt.Results = append(pt.Results, res)
-		runtime.GC() // the next run starts without this one's garbage
+	}
+	for _, rs := range runs {
+		pt.Results = append(pt.Results, median(rs))
 	}
 	return pt, nil
+}
+
+func roundNote(round, rounds int) string {
+	if rounds == 1 {
+		return ""
+	}
+	return fmt.Sprintf(", round %d/%d", round+1, rounds)
+}
+
+// median returns the run of median throughput (the lower middle one of an
+// even number), with every run's throughput.
+func median(rs []BenchResult) BenchResult {
+	if len(rs) == 1 {
+		return rs[0]
+	}
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b BenchResult) int { return cmp.Compare(a.Throughput, b.Throughput) })
+	m := sorted[(len(sorted)-1)/2]
+	for _, r := range rs {
+		m.Throughputs = append(m.Throughputs, r.Throughput)
+	}
+	return m
 }
 
 // latHist is a log-linear histogram of latencies in ns: 16 buckets per
@@ -423,7 +463,11 @@ func (rep *BenchReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%s/%s %s, %d CPUs, GOMAXPROCS %d, %d workers, load %s -> %s, auto's objective %s\n",
 		rep.GOOS, rep.GOARCH, rep.GoVersion, rep.NumCPU, rep.GOMAXPROCS, rep.Workers, rep.Load, rep.LoadAfter, rep.Objective)
 	for _, pt := range rep.Points {
-		fmt.Fprintf(w, "\n%s %s: |R| %d, |S| %d, %d matches (checked by %s)\n", pt.Workload, pt.Params, pt.R, pt.S, pt.Matches, pt.Check)
+		fmt.Fprintf(w, "\n%s %s: |R| %d, |S| %d, %d matches (checked by %s)", pt.Workload, pt.Params, pt.R, pt.S, pt.Matches, pt.Check)
+		if pt.Repeat > 1 {
+			fmt.Fprintf(w, ", the median of %d runs", pt.Repeat)
+		}
+		fmt.Fprintln(w)
 		f := pt.Features
 		fmt.Fprintf(w, "features: rate R %.4g/ms S %.4g/ms, dupe %.3g, top key %.3g\n", f.RateR, f.RateS, f.Dupe, f.Skew)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

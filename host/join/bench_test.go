@@ -14,7 +14,7 @@ func TestRunBenchQuick(t *testing.T) {
 	var progress bytes.Buffer
 	rep, err := RunBench(context.Background(), BenchOptions{
 		Algorithms: Names(), Workers: 2, Workload: "micro", Micro: Micro{RateR: 20, RateS: 30, Window: 50, Dupe: 3, Seed: 1},
-		Progress: &progress,
+		Progress: &progress, Repeat: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,12 @@ func TestRunBenchQuick(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
 	}
-	if !strings.Contains(progress.String(), "bench join: point 1/1: npj (1/9)") {
+	for _, res := range pt.Results {
+		if len(res.Throughputs) != 2 {
+			t.Errorf("%s: throughputs %v, want 2 runs", res.Algorithm, res.Throughputs)
+		}
+	}
+	if !strings.Contains(progress.String(), "bench join: point 1/1: npj (1/9), round 2/2") {
 		t.Errorf("progress:\n%s", progress.String())
 	}
 }
