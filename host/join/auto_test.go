@@ -14,9 +14,9 @@ func TestMeasure(t *testing.T) {
 		dupeLo, dupeHi float64
 		skewed         bool
 	}{
-		{Micro{RateR: 200, RateS: 100, Window: 500, Dupe: 1, Seed: 1}, 1, 1.2, false},
-		{Micro{RateR: 200, RateS: 200, Window: 500, Dupe: 20, Seed: 2}, 14, 28, false},
-		{Micro{RateR: 200, RateS: 200, Window: 500, KeySkew: 1.6, Seed: 3}, 10, math.Inf(1), true},
+		{Micro{RateR: 200, RateS: 100, Window: 200, Dupe: 1, Seed: 1}, 1, 1.2, false},
+		{Micro{RateR: 200, RateS: 200, Window: 200, Dupe: 20, Seed: 2}, 14, 28, false},
+		{Micro{RateR: 200, RateS: 200, Window: 200, KeySkew: 1.6, Seed: 3}, 10, math.Inf(1), true},
 	} {
 		r, s, err := c.m.Generate()
 		if err != nil {
@@ -134,8 +134,8 @@ func TestAutoRunsWindows(t *testing.T) {
 	for i, m := range []Micro{
 		{RateR: 10, RateS: 10, Window: 100, Dupe: 1, Seed: 1},
 		{RateR: 10, RateS: 10, Window: 100, Dupe: 1, Seed: 2},
-		{RateR: 10000, RateS: 10000, Window: 2, Dupe: 40, Seed: 3},
-		{RateR: 10000, RateS: 10000, Window: 2, Dupe: 40, Seed: 4},
+		{RateR: 8000, RateS: 8000, Window: 1, Dupe: 40, Seed: 3},
+		{RateR: 8000, RateS: 8000, Window: 1, Dupe: 40, Seed: 4},
 	} {
 		r, s, _ := m.Generate()
 		var c counter

@@ -111,9 +111,13 @@ func TestKernelsAgainstNestedLoop(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				maxN := 300
+				if raceEnabled {
+					maxN = 100
+				}
 				for range 2 {
-					r := genTuples(t, "r", rapid.IntRange(0, 300).Draw(t, "nr"))
-					s := genTuples(t, "s", rapid.IntRange(0, 300).Draw(t, "ns"))
+					r := genTuples(t, "r", rapid.IntRange(0, maxN).Draw(t, "nr"))
+					s := genTuples(t, "s", rapid.IntRange(0, maxN).Draw(t, "ns"))
 					want := NestedLoop(r, s)
 					got := runKernel(t, k, r, s, rapid.Bool().Draw(t, "direct"))
 					SortMatches(want)
@@ -134,8 +138,8 @@ func head(ms []Match) []Match { return ms[:min(len(ms), 10)] }
 // against the hash count.
 func TestKernelsLargeAgainstCount(t *testing.T) {
 	n := 30_000
-	if testing.Short() {
-		n = 5_000
+	if testing.Short() || raceEnabled {
+		n = 3_000
 	}
 	for _, shape := range []struct {
 		name string
@@ -209,7 +213,7 @@ func TestNewErrors(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	m := Micro{RateR: 300_000, RateS: 300_000, Window: 1, Dupe: 1, Seed: 4}
+	m := Micro{RateR: 100_000, RateS: 100_000, Window: 1, Dupe: 1, Seed: 4}
 	r, s, err := m.Generate()
 	if err != nil {
 		t.Fatal(err)
