@@ -48,7 +48,9 @@ reaches its time; lazy ones get the window at its end and join it then.
   p95 latency  95th percentile of a match's time minus the later arrival of
                its two inputs;
   50% at       when half the matches had been emitted (progressiveness);
-  join busy    the time spent inside the kernel's calls, and the inputs over it.
+  join busy    the time spent inside the kernel's calls, and the inputs over it;
+  CPU          the CPU time the process used during the run (wall-clock figures
+               stretch with the machine's load, CPU time much less).
 Every run's match count is checked against an independent count (a nested loop
 on small windows, a count of each key on large ones) and the command fails
 rather than report a figure from a wrong run.

@@ -117,7 +117,11 @@ type BenchResult struct {
 	Busy time.Duration `json:"busy_ns"`
 	// JoinRate is the inputs over Busy, per s.
 	JoinRate float64 `json:"join_rate"`
-	Matches  uint64  `json:"matches"`
+	// CPU is the CPU time the process used during the run (all its
+	// threads; 0 where not measured). On a machine shared with other work
+	// the wall-clock figures stretch with the load; CPU much less.
+	CPU     time.Duration `json:"cpu_ns"`
+	Matches uint64        `json:"matches"`
 }
 
 // nestedLoopLimit is the most pairs the check counts by nested loop; above
@@ -316,6 +320,7 @@ func benchOne(ctx context.Context, opts *BenchOptions, name string, r, s []Tuple
 	}
 	half.Store(max((want+1)/2, 1))
 	var busy time.Duration
+	cpu0 := processCPU()
 	timed := func(f func() error) error {
 		t0 := time.Now()
 		err := f()
@@ -350,6 +355,7 @@ func benchOne(ctx context.Context, opts *BenchOptions, name string, r, s []Tuple
 		}
 	}
 	end := clock()
+	res.CPU = processCPU() - cpu0
 	var hist latHist
 	var last int64
 	for i := range stats {
@@ -471,7 +477,7 @@ func (rep *BenchReport) WriteTable(w io.Writer) error {
 		f := pt.Features
 		fmt.Fprintf(w, "features: rate R %.4g/ms S %.4g/ms, dupe %.3g, top key %.3g\n", f.RateR, f.RateS, f.Dupe, f.Skew)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "algorithm\tinputs/s\tlast match\tp95 latency\t50% at\tjoin busy\tjoin inputs/s\t")
+		fmt.Fprintln(tw, "algorithm\tinputs/s\tlast match\tp95 latency\t50% at\tjoin busy\tjoin inputs/s\tCPU\t")
 		best := 0.0
 		for _, res := range pt.Results {
 			if res.Algorithm != Auto {
@@ -483,9 +489,9 @@ func (rep *BenchReport) WriteTable(w io.Writer) error {
 			if res.Chosen != "" {
 				name += " (" + res.Chosen + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%.0f\t%v\t%v\t%v\t%v\t%.0f\t\n", name, res.Throughput,
+			fmt.Fprintf(tw, "%s\t%.0f\t%v\t%v\t%v\t%v\t%.0f\t%v\t\n", name, res.Throughput,
 				res.LastMatch.Round(time.Microsecond), res.P95.Round(time.Microsecond), res.T50.Round(time.Microsecond),
-				res.Busy.Round(time.Microsecond), res.JoinRate)
+				res.Busy.Round(time.Microsecond), res.JoinRate, res.CPU.Round(time.Millisecond))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
