@@ -497,9 +497,16 @@ func (rep *BenchReport) WriteTable(w io.Writer) error {
 			return err
 		}
 		for _, res := range pt.Results {
-			if res.Algorithm == Auto && best > 0 {
-				fmt.Fprintf(w, "auto chose %s (%s): %.3f x the best kernel's throughput\n", res.Chosen, res.Reason, res.Throughput/best)
+			if res.Algorithm != Auto || best == 0 {
+				continue
 			}
+			fmt.Fprintf(w, "auto chose %s (%s): %.3f x the best kernel's throughput", res.Chosen, res.Reason, res.Throughput/best)
+			for _, o := range pt.Results {
+				if o.Algorithm == res.Chosen {
+					fmt.Fprintf(w, "; %s's own runs %.3f x", o.Algorithm, o.Throughput/best)
+				}
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	return nil
