@@ -176,7 +176,8 @@ func (s *sampler) rate(unit time.Duration) float64 {
 	if span <= 0 {
 		return math.Inf(1)
 	}
-	return float64(s.n) / span
+	// n tuples over a span make n-1 gaps: v per ms gives exactly v.
+	return float64(s.n-1) / span
 }
 
 // dupeSkew estimates from the samples of two sides of nr and ns tuples the

@@ -26,7 +26,7 @@ func TestMeasure(t *testing.T) {
 		if f.R != len(r) || f.S != len(s) || f.Workers != 2 {
 			t.Errorf("%v: sizes %+v", c.m, f)
 		}
-		if math.Abs(f.RateR-float64(c.m.RateR)) > 0.01*float64(c.m.RateR) || math.Abs(f.RateS-float64(c.m.RateS)) > 0.01*float64(c.m.RateS) {
+		if math.Abs(f.RateR/float64(c.m.RateR)-1) > 1e-6 || math.Abs(f.RateS/float64(c.m.RateS)-1) > 1e-6 {
 			t.Errorf("%v: rates %.1f, %.1f", c.m, f.RateR, f.RateS)
 		}
 		if f.Dupe < c.dupeLo || f.Dupe > c.dupeHi {
