@@ -255,3 +255,29 @@ func TestMatched(t *testing.T) {
 type counter struct{ n atomic.Uint64 }
 
 func (c *counter) emit(_ int, ms []Match) { c.n.Add(uint64(len(ms))) }
+
+// TestLazyKernelsReuse checks that a lazy kernel joining a window of the
+// size of the one before allocates only a few small objects (its phases'
+// goroutines, PRJ's partition bounds), not its tables and buffers again.
+func TestLazyKernelsReuse(t *testing.T) {
+	r, s, err := Micro{RateR: 20_000, RateS: 20_000, Window: 1, Dupe: 2, Seed: 5}.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, a := range Algorithms() {
+		if !a.Lazy {
+			continue
+		}
+		k, _ := New(a.Name, Options{Workers: 3, RadixBits: 12}) // PRJ: two passes
+		join := func() {
+			if err := k.(Lazy).Join(ctx, r, s, func(int, []Match) {}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		join()
+		if n := testing.AllocsPerRun(3, join); n > 40 {
+			t.Errorf("%s: %.0f allocations per window after the first", a.Name, n)
+		}
+	}
+}
