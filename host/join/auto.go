@@ -228,6 +228,13 @@ type Config struct {
 	// LowRate: a side arriving at it or below (tuples/ms) is slow, and an
 	// eager join keeps up with it (default 1,600, the study's low rate).
 	LowRate float64
+	// EagerMax: the most tuples per ms, both sides together, an eager
+	// kernel keeps up with; above it a slow side does not make the choice
+	// eager, as its backlog would outgrow a lazy join's wait (default
+	// 8,000: on two cores shj-jm kept up with 1,600 + 1,600 and 1,600 +
+	// 6,400 tuples/ms, and ran at a third of npj's throughput at 1,600 +
+	// 12,800).
+	EagerMax float64
 	// HighRate: both sides at or above it (tuples/ms) is a high rate,
 	// where lazy joins win (default 6,400).
 	HighRate float64
@@ -256,7 +263,7 @@ type Config struct {
 // DefaultConfig returns the defaults above.
 func DefaultConfig() Config {
 	return Config{
-		LowRate: 1600, HighRate: 6400, DupeHigh: 10, SkewHigh: 0.05, LargeWindow: 65_536,
+		LowRate: 1600, EagerMax: 8000, HighRate: 6400, DupeHigh: 10, SkewHigh: 0.05, LargeWindow: 65_536,
 		Margin: 0.1, ExploreEvery: 16, History: 256, TSUnit: time.Nanosecond,
 	}
 }
@@ -280,8 +287,10 @@ type Decision struct {
 // Rule returns the study's decision tree's choice for f under cfg, and the
 // branch that chose it:
 //
-//   - at least one slow side (LowRate or less), or a small side (at most
-//     LargeWindow tuples) at rest beside a stream: shj-jm;
+//   - at least one slow side (LowRate or less) with at most EagerMax
+//     tuples per ms in all, or a small side (at most LargeWindow tuples)
+//     at rest beside a stream: shj-jm; a slow side beside a fast one
+//     above EagerMax: the lazy choice below;
 //   - both sides fast (HighRate or more) or data at rest: lazy; mpass when
 //     duplication is high, else prj for a large window with low skew,
 //     else npj;
@@ -306,8 +315,11 @@ func (c Config) Rule(f Features) (name, branch string) {
 		return "npj", "an empty side"
 	case !math.IsInf(lo, 1) && (atRest(f.RateR, f.R) || atRest(f.RateS, f.S)):
 		return "shj-jm", "a small side at rest: eager, each arrival probes a table in cache"
-	case lo <= c.LowRate:
+	case lo <= c.LowRate && f.RateR+f.RateS <= c.EagerMax:
 		return "shj-jm", "a slow side: eager, join-matrix"
+	case lo <= c.LowRate:
+		n, b := lazy()
+		return n, "a slow side, too many tuples for eager: " + b
 	case lo >= c.HighRate:
 		n, b := lazy()
 		return n, "high rate, " + b
@@ -416,6 +428,9 @@ func newAuto(o Options, cfg Config) *autoKernel {
 	d := DefaultConfig()
 	if cfg.LowRate == 0 {
 		cfg.LowRate = d.LowRate
+	}
+	if cfg.EagerMax == 0 {
+		cfg.EagerMax = d.EagerMax
 	}
 	if cfg.HighRate == 0 {
 		cfg.HighRate = d.HighRate

@@ -64,13 +64,14 @@ func TestRule(t *testing.T) {
 		obj  Objective
 		want string
 	}{
-		{Features{R: 10, S: 10, RateR: 100, RateS: 20000, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 100, RateS: 6000, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 100, RateS: 20000, Dupe: 1}, Throughput, "npj"},
 		{Features{R: 10, S: 10, RateR: 20000, RateS: 20000, Dupe: 50}, Throughput, "mpass"},
 		{Features{R: 2e6, S: 2e6, RateR: 20000, RateS: 20000, Dupe: 1}, Throughput, "prj"},
 		{Features{R: 2e6, S: 2e6, RateR: 20000, RateS: 20000, Dupe: 1, Skew: 0.2}, Throughput, "npj"},
 		{Features{R: 5e4, S: 5e4, RateR: 20000, RateS: 20000, Dupe: 1}, Throughput, "npj"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 50}, Throughput, "mpass"},
-		{Features{R: 10, S: 10, RateR: 1600, RateS: 20000, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 1600, RateS: 6400, Dupe: 1}, Throughput, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Latency, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Throughput, "npj"},
 		{Features{R: 10, S: 10, RateR: math.Inf(1), RateS: 3, Dupe: 1}, Throughput, "shj-jm"},
