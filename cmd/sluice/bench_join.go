@@ -64,7 +64,8 @@ debs are synthetic windows shaped like the study's real workloads, scaled to
 join in seconds (docs/joins.md). --quick divides the rates by 100. --repeat N
 runs every algorithm N times per window, in rounds, and reports the median run
 of each: on a loaded machine one run's figures vary by more than the
-algorithms differ. Progress
+algorithms differ. A kernel persists from round to round, as from window to
+window: its first round allocates its buffers, the later ones reuse them. Progress
 goes to stderr; the tables to stdout, the figures as JSON to --json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -394,7 +394,9 @@ type autoKernel struct {
 // AutoKernel is the adaptive kernel: a Kernel that runs one of the eight
 // algorithms per window, with its decisions for status pages.
 type AutoKernel interface {
-	Kernel
+	// Lazy: Join takes a whole window, with the chosen kernel's Join
+	// when that is lazy.
+	Lazy
 	// Hint gives the features of the next window when the caller knows
 	// them better than the last window does (a benchmark's generator, a
 	// configured rate).
@@ -552,15 +554,53 @@ func (a *autoKernel) Add(ctx context.Context, side Side, ts []Tuple, emit Emit) 
 	return err
 }
 
+// Join joins a whole window at once: with the chosen kernel's Join when
+// it is lazy, through Add and Close otherwise. The features are taken from
+// r and s (each in time order) by their ends and a sample of their keys.
+func (a *autoKernel) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
+	if !a.started {
+		a.start()
+	}
+	l, ok := a.cur.(Lazy)
+	if !ok {
+		if err := a.Add(ctx, R, r, emit); err != nil {
+			return err
+		}
+		if err := a.Add(ctx, S, s, emit); err != nil {
+			return err
+		}
+		return a.Close(ctx, emit)
+	}
+	for side, ts := range [2][]Tuple{r, s} {
+		sm := &a.side[side]
+		if len(ts) == 0 {
+			continue
+		}
+		stride := max(len(ts)/sampleCap, 1)
+		for i := 0; i < len(ts); i += stride {
+			sm.keys = append(sm.keys, ts[i].Key)
+		}
+		sm.n, sm.lo, sm.hi = len(ts), ts[0].TS, ts[len(ts)-1].TS
+	}
+	t0 := time.Now()
+	err := l.Join(ctx, r, s, emit)
+	return a.finish(err, 0, time.Since(t0))
+}
+
 func (a *autoKernel) Close(ctx context.Context, emit Emit) error {
 	if !a.started {
 		a.start()
 	}
 	t0 := time.Now()
 	err := a.cur.Close(ctx, emit)
-	closing := time.Since(t0)
-	adding := a.busy
-	a.busy += closing
+	return a.finish(err, a.busy, time.Since(t0))
+}
+
+// finish ends a window whose Add calls took adding and whose closing
+// (Close, or a whole Join) took closing: it learns what the window cost
+// and resets for the next.
+func (a *autoKernel) finish(err error, adding, closing time.Duration) error {
+	a.busy = adding + closing
 	a.started = false
 	a.hint = nil
 	if err != nil {

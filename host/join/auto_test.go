@@ -145,9 +145,21 @@ func TestAutoRunsWindows(t *testing.T) {
 			t.Fatalf("window %d: %d matches, want %d", i, got, want)
 		}
 	}
+	// A whole window through Join, as a lazy kernel takes it.
+	r, s, _ := Micro{RateR: 8000, RateS: 8000, Window: 1, Dupe: 40, Seed: 5}.Generate()
+	var c counter
+	if err := k.Join(ctx, r, s, c.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.n.Load(), CountMatches(r, s); got != want {
+		t.Fatalf("Join: %d matches, want %d", got, want)
+	}
 	ds := k.Decisions(0)
-	if len(ds) != 4 {
-		t.Fatalf("%d decisions, want 4", len(ds))
+	if len(ds) != 5 {
+		t.Fatalf("%d decisions, want 5", len(ds))
+	}
+	if m := ds[4].Measured; ds[4].Algorithm != "mpass" || m.R != len(r) || m.Dupe < 20 || ds[4].Busy <= 0 {
+		t.Errorf("the Join's decision %+v", ds[4])
 	}
 	if ds[1].Algorithm != "shj-jm" || ds[3].Algorithm != "mpass" {
 		t.Errorf("choices %s, %s after a slow and a duplicated fast window, want shj-jm, mpass", ds[1].Algorithm, ds[3].Algorithm)

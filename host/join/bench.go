@@ -204,10 +204,13 @@ func benchPoint(ctx context.Context, opts *BenchOptions, w Workload, params, at 
 	pt.Features = Measure(r, s, time.Nanosecond, opts.Workers)
 	pt.Repeat = max(opts.Repeat, 1)
 	runs := make([][]BenchResult, len(opts.Algorithms))
+	// Each algorithm's kernel persists from round to round, as from window
+	// to window of a stream: the first round allocates its buffers.
+	kernels := map[string]Kernel{}
 	for round := range pt.Repeat {
 		for i, name := range opts.Algorithms {
 			progress("point %s: %s (%d/%d)%s", at, name, i+1, len(opts.Algorithms), roundNote(round, pt.Repeat))
-			res, err := benchOne(ctx, opts, name, r, s, w.Window, pt.Features, pt.Matches)
+			res, err := benchOne(ctx, opts, kernels, name, r, s, w.Window, pt.Features, pt.Matches)
 			if err != nil {
 				return pt, fmt.Errorf("%s on %s %s: %w", name, w.Name, params, err)
 			}
@@ -276,27 +279,30 @@ type workerStats struct {
 
 // benchOne runs one algorithm on the window r, s, whose match count is
 // want (for the time to 50%; the caller checks the count).
-func benchOne(ctx context.Context, opts *BenchOptions, name string, r, s []Tuple, window int, f Features, want uint64) (BenchResult, error) {
+func benchOne(ctx context.Context, opts *BenchOptions, kernels map[string]Kernel, name string, r, s []Tuple, window int, f Features, want uint64) (BenchResult, error) {
 	res := BenchResult{Algorithm: name}
 	o := Options{Workers: opts.Workers, Expected: max(len(r), len(s))}
-	var k Kernel
-	lazy := false
-	if name == Auto {
-		a, err := NewAuto(o, Config{Objective: opts.Objective})
+	k := kernels[name]
+	if k == nil {
+		var err error
+		if name == Auto {
+			k, err = NewAuto(o, Config{Objective: opts.Objective})
+		} else {
+			k, err = opts.newKernel(name, o)
+		}
 		if err != nil {
 			return res, err
 		}
+		kernels[name] = k
+	}
+	lazy := false
+	if a, ok := k.(*autoKernel); ok {
 		a.Hint(f)
-		d := a.(*autoKernel)
-		d.start()
-		res.Chosen, res.Reason = d.decision.Algorithm, d.decision.Reason
+		a.start()
+		res.Chosen, res.Reason = a.decision.Algorithm, a.decision.Reason
 		alg, _ := ByName(res.Chosen)
-		k, lazy = a, alg.Lazy
+		lazy = alg.Lazy
 	} else {
-		var err error
-		if k, err = opts.newKernel(name, o); err != nil {
-			return res, err
-		}
 		alg, _ := ByName(name)
 		lazy = alg.Lazy
 	}
