@@ -226,14 +226,15 @@ type Config struct {
 	// Objective is what to optimise (default Throughput).
 	Objective Objective
 	// LowRate: a side arriving at it or below (tuples/ms) is slow, and an
-	// eager join keeps up with it (default 1,600, the study's low rate).
+	// eager join keeps up with it (default 2,000: the study's low rate is
+	// 1,600, and a stream of 1,600 per ms whose last tuple comes before the
+	// window's end measures a little more).
 	LowRate float64
 	// EagerMax: the most tuples per ms, both sides together, an eager
 	// kernel keeps up with; above it a slow side does not make the choice
 	// eager, as its backlog would outgrow a lazy join's wait (default
-	// 8,000: on two cores shj-jm kept up with 1,600 + 1,600 and 1,600 +
-	// 6,400 tuples/ms, and ran at a third of npj's throughput at 1,600 +
-	// 12,800).
+	// 9,000: on two cores shj-jm kept up with 1,600 + 1,600 and 1,600 +
+	// 6,400 tuples/ms, and fell behind prj at 1,600 + 12,800).
 	EagerMax float64
 	// HighRate: both sides at or above it (tuples/ms) is a high rate,
 	// where lazy joins win (default 6,400).
@@ -263,7 +264,7 @@ type Config struct {
 // DefaultConfig returns the defaults above.
 func DefaultConfig() Config {
 	return Config{
-		LowRate: 1600, EagerMax: 8000, HighRate: 6400, DupeHigh: 10, SkewHigh: 0.05, LargeWindow: 65_536,
+		LowRate: 2000, EagerMax: 9000, HighRate: 6400, DupeHigh: 10, SkewHigh: 0.05, LargeWindow: 65_536,
 		Margin: 0.1, ExploreEvery: 16, History: 256, TSUnit: time.Nanosecond,
 	}
 }
@@ -288,9 +289,11 @@ type Decision struct {
 // branch that chose it:
 //
 //   - at least one slow side (LowRate or less) with at most EagerMax
-//     tuples per ms in all, or a small side (at most LargeWindow tuples)
-//     at rest beside a stream: shj-jm; a slow side beside a fast one
-//     above EagerMax: the lazy choice below;
+//     tuples per ms in all and low duplication, or a small side (at most
+//     LargeWindow tuples) at rest beside a stream: shj-jm; a slow side
+//     with high duplication: mpass (shj-jm ran at under half its
+//     throughput at Zipf 0.8, 1,600 tuples/ms); a slow side beside a fast
+//     one above EagerMax: the lazy choice below;
 //   - both sides fast (HighRate or more) or data at rest: lazy; mpass when
 //     duplication is high, else prj for a large window with low skew,
 //     else npj;
@@ -315,8 +318,10 @@ func (c Config) Rule(f Features) (name, branch string) {
 		return "npj", "an empty side"
 	case !math.IsInf(lo, 1) && (atRest(f.RateR, f.R) || atRest(f.RateS, f.S)):
 		return "shj-jm", "a small side at rest: eager, each arrival probes a table in cache"
-	case lo <= c.LowRate && f.RateR+f.RateS <= c.EagerMax:
+	case lo <= c.LowRate && f.RateR+f.RateS <= c.EagerMax && f.Dupe <= c.DupeHigh:
 		return "shj-jm", "a slow side: eager, join-matrix"
+	case lo <= c.LowRate && f.Dupe > c.DupeHigh:
+		return "mpass", "a slow side, high duplication: sort-merge"
 	case lo <= c.LowRate:
 		n, b := lazy()
 		return n, "a slow side, too many tuples for eager: " + b

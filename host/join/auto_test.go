@@ -72,6 +72,8 @@ func TestRule(t *testing.T) {
 		{Features{R: 5e4, S: 5e4, RateR: 20000, RateS: 20000, Dupe: 1}, Throughput, "npj"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 50}, Throughput, "mpass"},
 		{Features{R: 10, S: 10, RateR: 1600, RateS: 6400, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 1601, RateS: 6401, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 1600, RateS: 1600, Dupe: 100}, Throughput, "mpass"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Latency, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Throughput, "npj"},
 		{Features{R: 10, S: 10, RateR: math.Inf(1), RateS: 3, Dupe: 1}, Throughput, "shj-jm"},
