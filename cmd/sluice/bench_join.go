@@ -26,6 +26,7 @@ type benchJoinFlags struct {
 	seed       uint64
 	objective  string
 	quick      bool
+	repeat     int
 	jsonFile   string
 	cpuProfile string
 }
@@ -47,16 +48,24 @@ reaches its time; lazy ones get the window at its end and join it then.
   p95 latency  95th percentile of a match's time minus the later arrival of
                its two inputs;
   50% at       when half the matches had been emitted (progressiveness);
-  join busy    the time spent inside the kernel's calls, and the inputs over it.
+  join busy    the time spent inside the kernel's calls, and the inputs over it;
+  CPU          the CPU time the process used during the run (wall-clock figures
+               stretch with the machine's load, CPU time much less).
 Every run's match count is checked against an independent count (a nested loop
 on small windows, a count of each key on large ones) and the command fails
 rather than report a figure from a wrong run.
 
 The micro workload takes the knobs below (the study's defaults: w = 1 s, v =
 12,800 tuples/ms per side, unique keys); --sweep runs one of the study's sweeps
-instead (rate, rate-s, dupe, key-skew, ts-skew, window). stock, rovio, ysb and
+instead (rate, rate-s, dupe, key-skew, ts-skew, window); with --window, a sweep
+keeps its rates and replaces its base window of 1 s (the window sweep scales
+with it), to run a sweep in less time and memory. stock, rovio, ysb and
 debs are synthetic windows shaped like the study's real workloads, scaled to
-join in seconds (docs/joins.md). --quick divides the rates by 100. Progress
+join in seconds (docs/joins.md). --quick divides the rates by 100. --repeat N
+runs every algorithm N times per window, in rounds, and reports the median run
+of each: on a loaded machine one run's figures vary by more than the
+algorithms differ. A kernel persists from round to round, as from window to
+window: its first round allocates its buffers, the later ones reuse them. Progress
 goes to stderr; the tables to stdout, the figures as JSON to --json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -94,6 +103,7 @@ goes to stderr; the tables to stdout, the figures as JSON to --json.`,
 	fl.Uint64Var(&f.seed, "seed", 1, "the generator's seed")
 	fl.StringVar(&f.objective, "objective", "throughput", "auto's objective: throughput, latency or progressiveness")
 	fl.BoolVar(&f.quick, "quick", false, "small windows, for a first look and for tests")
+	fl.IntVar(&f.repeat, "repeat", 1, "run every algorithm this many times per window, in rounds, and report each one's median run")
 	fl.StringVar(&f.jsonFile, "json", "bench-join.json", "where to write the results as JSON; - prints JSON instead of the tables")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
 	return cmd
@@ -121,6 +131,10 @@ func (f *benchJoinFlags) options() (join.BenchOptions, error) {
 		return opts, &usageError{fmt.Sprintf("--workers %d: want 1 or more", f.workers)}
 	}
 	opts.Workers = f.workers
+	if f.repeat < 1 {
+		return opts, &usageError{fmt.Sprintf("--repeat %d: want 1 or more", f.repeat)}
+	}
+	opts.Repeat = f.repeat
 	if f.workload != "micro" && !slices.Contains(join.Shapes(), f.workload) {
 		return opts, &usageError{fmt.Sprintf("--workload %q: want micro or one of %s", f.workload, strings.Join(join.Shapes(), ", "))}
 	}
@@ -165,6 +179,13 @@ func (f *benchJoinFlags) options() (join.BenchOptions, error) {
 		}
 		if opts.Sweep, err = join.Sweep(f.sweep, f.quick, f.seed); err != nil {
 			return opts, &usageError{fmt.Sprintf("--sweep %q: want one of %s", f.sweep, strings.Join(join.Sweeps(), ", "))}
+		}
+		if f.window != 0 {
+			// --window replaces the sweep's base window of 1 s, at the
+			// same rates: the window sweep scales with it.
+			for i := range opts.Sweep {
+				opts.Sweep[i].Window = max(opts.Sweep[i].Window*f.window/1000, 1)
+			}
 		}
 	}
 	return opts, nil

@@ -68,6 +68,7 @@ func TestBenchJoinBadFlags(t *testing.T) {
 		{[]string{"--sweep", "size"}, `--sweep "size"`},
 		{[]string{"--objective", "speed"}, `--objective "speed"`},
 		{[]string{"--dupe", "0"}, "--dupe 0"},
+		{[]string{"--repeat", "0"}, "--repeat 0"},
 	} {
 		code, _, errOut := sluice(t, ".", append([]string{"bench", "join", "--quick", "--json", "-"}, c.args...)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {

@@ -401,11 +401,31 @@ type pluginAggregate struct {
 	groups []plugin.AddGroup
 	pairs  []plugin.MergePair
 	fires  []plugin.Fire
+	outs   []*plugin.Output // Merge's, one per chunk
 }
 
 func (f *pluginAggregate) inst() *plugin.Instance { return f.st.workers[f.worker].inst }
 
+// guestChunk is the most groups, pairs or fires one guest call takes: a
+// firing of many windows (the end of input, a watermark that jumps) is
+// cut into calls whose input and output fit the guest's memory.
+const guestChunk = 1024
+
+// chunked calls fn on successive pieces of n items of at most guestChunk.
+func chunked(n int, fn func(lo, hi int) error) error {
+	for lo := 0; lo < n; lo += guestChunk {
+		if err := fn(lo, min(lo+guestChunk, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (f *pluginAggregate) Add(ctx context.Context, groups []window.Group) error {
+	return chunked(len(groups), func(lo, hi int) error { return f.add(ctx, groups[lo:hi]) })
+}
+
+func (f *pluginAggregate) add(ctx context.Context, groups []window.Group) error {
 	f.groups = f.groups[:0]
 	for _, g := range groups {
 		f.groups = append(f.groups, plugin.AddGroup{Key: g.Key, Time: g.Slice.MaxTime(), Acc: g.Acc, Recs: g.Recs})
@@ -437,33 +457,45 @@ func (f *pluginAggregate) Add(ctx context.Context, groups []window.Group) error 
 }
 
 func (f *pluginAggregate) Merge(ctx context.Context, pairs []window.Pair) error {
+	// The merged accumulators of a call stay valid until the next call of
+	// the function: one output buffer per chunk.
+	return chunked(len(pairs), func(lo, hi int) error { return f.merge(ctx, pairs[lo:hi], lo/guestChunk) })
+}
+
+func (f *pluginAggregate) merge(ctx context.Context, pairs []window.Pair, chunk int) error {
 	f.pairs = f.pairs[:0]
 	for _, p := range pairs {
 		f.pairs = append(f.pairs, plugin.MergePair{Key: p.Key, A: p.A, B: p.B})
 	}
-	f.out.Reset()
-	if err := f.inst().AggMerge(ctx, f.pairs, &f.out); err != nil {
+	for len(f.outs) <= chunk {
+		f.outs = append(f.outs, &plugin.Output{})
+	}
+	out := f.outs[chunk]
+	out.Reset()
+	if err := f.inst().AggMerge(ctx, f.pairs, out); err != nil {
 		return err
 	}
-	if len(f.out.Records) != len(pairs) {
-		return fmt.Errorf("exec: operator %q: %d merged accumulators for %d pairs", f.st.op.Name, len(f.out.Records), len(pairs))
+	if len(out.Records) != len(pairs) {
+		return fmt.Errorf("exec: operator %q: %d merged accumulators for %d pairs", f.st.op.Name, len(out.Records), len(pairs))
 	}
 	for j := range pairs {
-		pairs[j].Out = f.out.Records[j].Value
+		pairs[j].Out = out.Records[j].Value
 	}
 	return nil
 }
 
 func (f *pluginAggregate) Fire(ctx context.Context, fires []window.Fire, emit func(i int, r abi.Record)) error {
-	f.fires = f.fires[:0]
-	for _, fi := range fires {
-		f.fires = append(f.fires, plugin.Fire{Key: fi.Key, Window: guestWindow(fi), Acc: fi.Acc})
-	}
-	f.out.Reset()
-	if err := f.inst().AggFire(ctx, f.fires, &f.out); err != nil {
-		return err
-	}
-	return f.st.fired(&f.out, fires, emit)
+	return chunked(len(fires), func(lo, hi int) error {
+		f.fires = f.fires[:0]
+		for _, fi := range fires[lo:hi] {
+			f.fires = append(f.fires, plugin.Fire{Key: fi.Key, Window: guestWindow(fi), Acc: fi.Acc})
+		}
+		f.out.Reset()
+		if err := f.inst().AggFire(ctx, f.fires, &f.out); err != nil {
+			return err
+		}
+		return f.st.fired(&f.out, fires[lo:hi], func(i int, r abi.Record) { emit(lo+i, r) })
+	})
 }
 
 // pluginCollector is a worker's collecting window.Function over its
@@ -476,15 +508,29 @@ type pluginCollector struct {
 }
 
 func (f *pluginCollector) Fire(ctx context.Context, fires []window.Fire, emit func(i int, r abi.Record)) error {
-	f.fires = f.fires[:0]
-	for _, fi := range fires {
-		f.fires = append(f.fires, plugin.FireContents{Key: fi.Key, Window: guestWindow(fi), Recs: fi.Recs})
+	// By windows, in calls of at most guestChunk windows or about
+	// guestChunk records (a window of more goes alone).
+	for lo := 0; lo < len(fires); {
+		hi, n := lo, 0
+		for hi < len(fires) && (hi == lo || hi-lo < guestChunk && n+len(fires[hi].Recs) <= guestChunk) {
+			n += len(fires[hi].Recs)
+			hi++
+		}
+		f.fires = f.fires[:0]
+		for _, fi := range fires[lo:hi] {
+			f.fires = append(f.fires, plugin.FireContents{Key: fi.Key, Window: guestWindow(fi), Recs: fi.Recs})
+		}
+		f.out.Reset()
+		if err := f.st.workers[f.worker].inst.WindowFire(ctx, f.fires, &f.out); err != nil {
+			return err
+		}
+		base := lo
+		if err := f.st.fired(&f.out, fires[lo:hi], func(i int, r abi.Record) { emit(base+i, r) }); err != nil {
+			return err
+		}
+		lo = hi
 	}
-	f.out.Reset()
-	if err := f.st.workers[f.worker].inst.WindowFire(ctx, f.fires, &f.out); err != nil {
-		return err
-	}
-	return f.st.fired(&f.out, fires, emit)
+	return nil
 }
 
 // guestWindow is a firing window as the guest sees it.

@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"sync"
@@ -52,13 +53,54 @@ type Features struct {
 	// RateR and RateS are the arrival rates in tuples per ms; +Inf for a
 	// side whose tuples all have one time (data at rest).
 	RateR, RateS float64
-	// Dupe estimates the mean number of tuples per distinct key, over both
-	// sides, from a sample.
+	// Dupe estimates the mean number of tuples per key on the side that
+	// repeats its keys less, from a sample.
 	Dupe float64
 	// Skew is the share of the sample held by its most frequent key.
 	Skew float64
 	// Workers is the kernel's worker count.
 	Workers int
+}
+
+// MarshalJSON writes the features with a rate of data at rest (+Inf) as
+// null: JSON has no infinity.
+func (f Features) MarshalJSON() ([]byte, error) {
+	type plain Features
+	return json.Marshal(struct {
+		plain
+		RateR *float64 `json:"RateR"`
+		RateS *float64 `json:"RateS"`
+	}{plain(f), finite(f.RateR), finite(f.RateS)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (f *Features) UnmarshalJSON(b []byte) error {
+	type plain Features
+	var v struct {
+		plain
+		RateR *float64 `json:"RateR"`
+		RateS *float64 `json:"RateS"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = Features(v.plain)
+	f.RateR, f.RateS = infinite(v.RateR), infinite(v.RateS)
+	return nil
+}
+
+func finite(x float64) *float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return nil
+	}
+	return &x
+}
+
+func infinite(p *float64) float64 {
+	if p == nil {
+		return math.Inf(1)
+	}
+	return *p
 }
 
 // sampleCap is the most keys a side's sample keeps.
@@ -134,14 +176,18 @@ func (s *sampler) rate(unit time.Duration) float64 {
 	if span <= 0 {
 		return math.Inf(1)
 	}
-	return float64(s.n) / span
+	// n tuples over a span make n-1 gaps: v per ms gives exactly v.
+	return float64(s.n-1) / span
 }
 
 // dupeSkew estimates from the samples of two sides of nr and ns tuples the
-// mean number of tuples a tuple shares its key with on its side (sum of
-// the squared key counts over the tuples: 1 for unique keys, d for d
-// duplicates of every key), from the pairs of equal keys in each sample,
-// and the sampled share of the most frequent key.
+// duplication of the less duplicated side (the mean number of tuples a
+// tuple shares its key with on its side, the sum of the squared key counts
+// over the tuples: 1 for unique keys, d for d duplicates of every key, from
+// the pairs of equal keys in each sample), and the sampled share of the
+// most frequent key on either side. A join is costly to hash when both
+// sides repeat their keys: a few campaigns joined with many events is a
+// probe of a small table per event, no worse than unique keys.
 func dupeSkew(a, b []uint64, nr, ns int) (dupe, skew float64) {
 	da, ta := sideDupe(a, nr)
 	db, tb := sideDupe(b, ns)
@@ -153,7 +199,7 @@ func dupeSkew(a, b []uint64, nr, ns int) (dupe, skew float64) {
 	case len(b) == 0:
 		return da, ta
 	}
-	return (da*float64(nr) + db*float64(ns)) / float64(nr+ns), max(ta, tb)
+	return min(da, db), max(ta, tb)
 }
 
 func sideDupe(keys []uint64, n int) (dupe, top float64) {
@@ -179,9 +225,17 @@ func sideDupe(keys []uint64, n int) (dupe, top float64) {
 type Config struct {
 	// Objective is what to optimise (default Throughput).
 	Objective Objective
-	// LowRate: a side arriving below it (tuples/ms) is slow, and an eager
-	// join keeps up with it (default 1,600, the study's low rate).
+	// LowRate: a side arriving at it or below (tuples/ms) is slow, and an
+	// eager join keeps up with it (default 2,000: the study's low rate is
+	// 1,600, and a stream of 1,600 per ms whose last tuple comes before the
+	// window's end measures a little more).
 	LowRate float64
+	// EagerMax: the most tuples per ms, both sides together, an eager
+	// kernel keeps up with; above it a slow side does not make the choice
+	// eager, as its backlog would outgrow a lazy join's wait (default
+	// 9,000: on two cores shj-jm kept up with 1,600 + 1,600 and 1,600 +
+	// 6,400 tuples/ms, and fell behind prj at 1,600 + 12,800).
+	EagerMax float64
 	// HighRate: both sides at or above it (tuples/ms) is a high rate,
 	// where lazy joins win (default 6,400).
 	HighRate float64
@@ -192,7 +246,8 @@ type Config struct {
 	// 0.05).
 	SkewHigh float64
 	// LargeWindow: R above this many tuples is large, where PRJ's
-	// partitioning pays off (default 1,000,000).
+	// partitioning pays off (default 65,536: PRJ measured ahead of NPJ
+	// from 160,000 tuples a side up, unique keys, 2 workers).
 	LargeWindow int
 	// Margin: a measured algorithm replaces the rules' choice when its
 	// cost is lower by more than this fraction (default 0.1).
@@ -209,7 +264,7 @@ type Config struct {
 // DefaultConfig returns the defaults above.
 func DefaultConfig() Config {
 	return Config{
-		LowRate: 1600, HighRate: 6400, DupeHigh: 10, SkewHigh: 0.05, LargeWindow: 1_000_000,
+		LowRate: 2000, EagerMax: 9000, HighRate: 6400, DupeHigh: 10, SkewHigh: 0.05, LargeWindow: 65_536,
 		Margin: 0.1, ExploreEvery: 16, History: 256, TSUnit: time.Nanosecond,
 	}
 }
@@ -233,11 +288,18 @@ type Decision struct {
 // Rule returns the study's decision tree's choice for f under cfg, and the
 // branch that chose it:
 //
-//   - at least one slow side (below LowRate): shj-jm;
+//   - at least one slow side (LowRate or less) with at most EagerMax
+//     tuples per ms in all and low duplication, or a small side (at most
+//     LargeWindow tuples) at rest beside a stream: shj-jm; a slow side
+//     with high duplication: mpass (shj-jm ran at under half its
+//     throughput at Zipf 0.8, 1,600 tuples/ms); a slow side beside a fast
+//     one above EagerMax: the lazy choice below;
 //   - both sides fast (HighRate or more) or data at rest: lazy; mpass when
 //     duplication is high, else prj for a large window with low skew,
 //     else npj;
-//   - in between: pmj-jb with high duplication; otherwise shj-jm for
+//   - in between: mpass with high duplication (the study's tree has
+//     pmj-jb here; on two cores the lazy sort-merge measured ahead of it
+//     on all three metrics, on the rovio shape); otherwise shj-jm for
 //     latency and progressiveness, and the lazy choice for throughput.
 func (c Config) Rule(f Features) (name, branch string) {
 	lazy := func() (string, string) {
@@ -250,16 +312,24 @@ func (c Config) Rule(f Features) (name, branch string) {
 		return "npj", "low duplication: shared hash table"
 	}
 	lo := min(f.RateR, f.RateS)
+	atRest := func(rate float64, n int) bool { return math.IsInf(rate, 1) && n <= c.LargeWindow }
 	switch {
 	case f.R == 0 || f.S == 0:
 		return "npj", "an empty side"
-	case lo < c.LowRate:
+	case !math.IsInf(lo, 1) && (atRest(f.RateR, f.R) || atRest(f.RateS, f.S)):
+		return "shj-jm", "a small side at rest: eager, each arrival probes a table in cache"
+	case lo <= c.LowRate && f.RateR+f.RateS <= c.EagerMax && f.Dupe <= c.DupeHigh:
 		return "shj-jm", "a slow side: eager, join-matrix"
+	case lo <= c.LowRate && f.Dupe > c.DupeHigh:
+		return "mpass", "a slow side, high duplication: sort-merge"
+	case lo <= c.LowRate:
+		n, b := lazy()
+		return n, "a slow side, too many tuples for eager: " + b
 	case lo >= c.HighRate:
 		n, b := lazy()
 		return n, "high rate, " + b
 	case f.Dupe > c.DupeHigh:
-		return "pmj-jb", "medium rate, high duplication: progressive merge, biclique"
+		return "mpass", "medium rate, high duplication: sort-merge"
 	case c.Objective != Throughput:
 		return "shj-jm", "medium rate, " + c.Objective.String() + ": eager, join-matrix"
 	}
@@ -329,7 +399,9 @@ type autoKernel struct {
 // AutoKernel is the adaptive kernel: a Kernel that runs one of the eight
 // algorithms per window, with its decisions for status pages.
 type AutoKernel interface {
-	Kernel
+	// Lazy: Join takes a whole window, with the chosen kernel's Join
+	// when that is lazy.
+	Lazy
 	// Hint gives the features of the next window when the caller knows
 	// them better than the last window does (a benchmark's generator, a
 	// configured rate).
@@ -363,6 +435,9 @@ func newAuto(o Options, cfg Config) *autoKernel {
 	d := DefaultConfig()
 	if cfg.LowRate == 0 {
 		cfg.LowRate = d.LowRate
+	}
+	if cfg.EagerMax == 0 {
+		cfg.EagerMax = d.EagerMax
 	}
 	if cfg.HighRate == 0 {
 		cfg.HighRate = d.HighRate
@@ -484,15 +559,53 @@ func (a *autoKernel) Add(ctx context.Context, side Side, ts []Tuple, emit Emit) 
 	return err
 }
 
+// Join joins a whole window at once: with the chosen kernel's Join when
+// it is lazy, through Add and Close otherwise. The features are taken from
+// r and s (each in time order) by their ends and a sample of their keys.
+func (a *autoKernel) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
+	if !a.started {
+		a.start()
+	}
+	l, ok := a.cur.(Lazy)
+	if !ok {
+		if err := a.Add(ctx, R, r, emit); err != nil {
+			return err
+		}
+		if err := a.Add(ctx, S, s, emit); err != nil {
+			return err
+		}
+		return a.Close(ctx, emit)
+	}
+	for side, ts := range [2][]Tuple{r, s} {
+		sm := &a.side[side]
+		if len(ts) == 0 {
+			continue
+		}
+		stride := max(len(ts)/sampleCap, 1)
+		for i := 0; i < len(ts); i += stride {
+			sm.keys = append(sm.keys, ts[i].Key)
+		}
+		sm.n, sm.lo, sm.hi = len(ts), ts[0].TS, ts[len(ts)-1].TS
+	}
+	t0 := time.Now()
+	err := l.Join(ctx, r, s, emit)
+	return a.finish(err, 0, time.Since(t0))
+}
+
 func (a *autoKernel) Close(ctx context.Context, emit Emit) error {
 	if !a.started {
 		a.start()
 	}
 	t0 := time.Now()
 	err := a.cur.Close(ctx, emit)
-	closing := time.Since(t0)
-	adding := a.busy
-	a.busy += closing
+	return a.finish(err, a.busy, time.Since(t0))
+}
+
+// finish ends a window whose Add calls took adding and whose closing
+// (Close, or a whole Join) took closing: it learns what the window cost
+// and resets for the next.
+func (a *autoKernel) finish(err error, adding, closing time.Duration) error {
+	a.busy = adding + closing
 	a.started = false
 	a.hint = nil
 	if err != nil {

@@ -2,6 +2,7 @@ package join
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -13,9 +14,9 @@ func TestMeasure(t *testing.T) {
 		dupeLo, dupeHi float64
 		skewed         bool
 	}{
-		{Micro{RateR: 200, RateS: 100, Window: 500, Dupe: 1, Seed: 1}, 1, 1.2, false},
-		{Micro{RateR: 200, RateS: 200, Window: 500, Dupe: 20, Seed: 2}, 14, 28, false},
-		{Micro{RateR: 200, RateS: 200, Window: 500, KeySkew: 1.6, Seed: 3}, 10, math.Inf(1), true},
+		{Micro{RateR: 200, RateS: 100, Window: 200, Dupe: 1, Seed: 1}, 1, 1.2, false},
+		{Micro{RateR: 200, RateS: 200, Window: 200, Dupe: 20, Seed: 2}, 14, 28, false},
+		{Micro{RateR: 200, RateS: 200, Window: 200, KeySkew: 1.6, Seed: 3}, 10, math.Inf(1), true},
 	} {
 		r, s, err := c.m.Generate()
 		if err != nil {
@@ -25,7 +26,7 @@ func TestMeasure(t *testing.T) {
 		if f.R != len(r) || f.S != len(s) || f.Workers != 2 {
 			t.Errorf("%v: sizes %+v", c.m, f)
 		}
-		if math.Abs(f.RateR-float64(c.m.RateR)) > 0.01*float64(c.m.RateR) || math.Abs(f.RateS-float64(c.m.RateS)) > 0.01*float64(c.m.RateS) {
+		if math.Abs(f.RateR/float64(c.m.RateR)-1) > 1e-6 || math.Abs(f.RateS/float64(c.m.RateS)-1) > 1e-6 {
 			t.Errorf("%v: rates %.1f, %.1f", c.m, f.RateR, f.RateS)
 		}
 		if f.Dupe < c.dupeLo || f.Dupe > c.dupeHi {
@@ -41,6 +42,21 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
+func TestFeaturesJSON(t *testing.T) {
+	f := Features{R: 3, S: 4, RateR: math.Inf(1), RateS: 2.5, Dupe: 1.5, Skew: 0.1, Workers: 2}
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g Features
+	if err := json.Unmarshal(b, &g); err != nil {
+		t.Fatal(err)
+	}
+	if g != f {
+		t.Errorf("%s reads back as %+v, want %+v", b, g, f)
+	}
+}
+
 func TestRule(t *testing.T) {
 	c := DefaultConfig()
 	for _, tc := range []struct {
@@ -48,16 +64,23 @@ func TestRule(t *testing.T) {
 		obj  Objective
 		want string
 	}{
-		{Features{R: 10, S: 10, RateR: 100, RateS: 20000, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 100, RateS: 6000, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 100, RateS: 20000, Dupe: 1}, Throughput, "npj"},
 		{Features{R: 10, S: 10, RateR: 20000, RateS: 20000, Dupe: 50}, Throughput, "mpass"},
 		{Features{R: 2e6, S: 2e6, RateR: 20000, RateS: 20000, Dupe: 1}, Throughput, "prj"},
 		{Features{R: 2e6, S: 2e6, RateR: 20000, RateS: 20000, Dupe: 1, Skew: 0.2}, Throughput, "npj"},
-		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 50}, Throughput, "pmj-jb"},
+		{Features{R: 5e4, S: 5e4, RateR: 20000, RateS: 20000, Dupe: 1}, Throughput, "npj"},
+		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 50}, Throughput, "mpass"},
+		{Features{R: 10, S: 10, RateR: 1600, RateS: 6400, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 1601, RateS: 6401, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 1600, RateS: 1600, Dupe: 100}, Throughput, "mpass"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Latency, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Throughput, "npj"},
 		{Features{R: 10, S: 10, RateR: math.Inf(1), RateS: 3, Dupe: 1}, Throughput, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: math.Inf(1), RateS: math.Inf(1), Dupe: 100}, Throughput, "mpass"},
 		{Features{R: 0, S: 10}, Throughput, "npj"},
+		{Features{R: 1000, S: 2e6, RateR: math.Inf(1), RateS: 10000, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 1e6, S: 2e6, RateR: math.Inf(1), RateS: 10000, Dupe: 1}, Throughput, "prj"},
 	} {
 		c.Objective = tc.obj
 		if got, why := c.Rule(tc.f); got != tc.want {
@@ -114,8 +137,8 @@ func TestAutoRunsWindows(t *testing.T) {
 	for i, m := range []Micro{
 		{RateR: 10, RateS: 10, Window: 100, Dupe: 1, Seed: 1},
 		{RateR: 10, RateS: 10, Window: 100, Dupe: 1, Seed: 2},
-		{RateR: 10000, RateS: 10000, Window: 2, Dupe: 40, Seed: 3},
-		{RateR: 10000, RateS: 10000, Window: 2, Dupe: 40, Seed: 4},
+		{RateR: 8000, RateS: 8000, Window: 1, Dupe: 40, Seed: 3},
+		{RateR: 8000, RateS: 8000, Window: 1, Dupe: 40, Seed: 4},
 	} {
 		r, s, _ := m.Generate()
 		var c counter
@@ -124,9 +147,21 @@ func TestAutoRunsWindows(t *testing.T) {
 			t.Fatalf("window %d: %d matches, want %d", i, got, want)
 		}
 	}
+	// A whole window through Join, as a lazy kernel takes it.
+	r, s, _ := Micro{RateR: 8000, RateS: 8000, Window: 1, Dupe: 40, Seed: 5}.Generate()
+	var c counter
+	if err := k.Join(ctx, r, s, c.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.n.Load(), CountMatches(r, s); got != want {
+		t.Fatalf("Join: %d matches, want %d", got, want)
+	}
 	ds := k.Decisions(0)
-	if len(ds) != 4 {
-		t.Fatalf("%d decisions, want 4", len(ds))
+	if len(ds) != 5 {
+		t.Fatalf("%d decisions, want 5", len(ds))
+	}
+	if m := ds[4].Measured; ds[4].Algorithm != "mpass" || m.R != len(r) || m.Dupe < 20 || ds[4].Busy <= 0 {
+		t.Errorf("the Join's decision %+v", ds[4])
 	}
 	if ds[1].Algorithm != "shj-jm" || ds[3].Algorithm != "mpass" {
 		t.Errorf("choices %s, %s after a slow and a duplicated fast window, want shj-jm, mpass", ds[1].Algorithm, ds[3].Algorithm)

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -40,6 +42,11 @@ type BenchOptions struct {
 	Objective Objective
 	// Progress, if not nil, receives a line per run.
 	Progress io.Writer
+	// Repeat runs every algorithm this many times on each window, in
+	// rounds (every algorithm once per round, so that a change in the
+	// machine's load falls on all of them), and reports each one's run of
+	// median throughput (default 1).
+	Repeat int
 
 	// newKernel replaces New in the package's tests (a broken kernel
 	// must make the run fail).
@@ -79,6 +86,7 @@ type BenchPoint struct {
 	Window   int           `json:"window_ms"`
 	Matches  uint64        `json:"matches"`
 	Check    string        `json:"check"` // nested loop or hash count
+	Repeat   int           `json:"repeat"`
 	Features Features      `json:"features"`
 	Results  []BenchResult `json:"results"`
 }
@@ -89,6 +97,9 @@ type BenchPoint struct {
 // get the window at its end (its length on the clock) and join it then.
 type BenchResult struct {
 	Algorithm string `json:"algorithm"`
+	// Throughputs are every run's throughput when the window ran more
+	// than once; the other figures are the median run's.
+	Throughputs []float64 `json:"throughputs,omitempty"`
 	// Chosen is the algorithm auto ran.
 	Chosen string `json:"chosen,omitempty"`
 	Reason string `json:"reason,omitempty"`
@@ -106,7 +117,11 @@ type BenchResult struct {
 	Busy time.Duration `json:"busy_ns"`
 	// JoinRate is the inputs over Busy, per s.
 	JoinRate float64 `json:"join_rate"`
-	Matches  uint64  `json:"matches"`
+	// CPU is the CPU time the process used during the run (all its
+	// threads; 0 where not measured). On a machine shared with other work
+	// the wall-clock figures stretch with the load; CPU much less.
+	CPU     time.Duration `json:"cpu_ns"`
+	Matches uint64        `json:"matches"`
 }
 
 // nestedLoopLimit is the most pairs the check counts by nested loop; above
@@ -187,20 +202,52 @@ func benchPoint(ctx context.Context, opts *BenchOptions, w Workload, params, at 
 		pt.Matches, pt.Check = CountMatches(r, s), "hash count"
 	}
 	pt.Features = Measure(r, s, time.Nanosecond, opts.Workers)
-	for i, name := range opts.Algorithms {
-		progress("point %s: %s (%d/%d)", at, name, i+1, len(opts.Algorithms))
-		res, err := benchOne(ctx, opts, name, r, s, w.Window, pt.Features, pt.Matches)
-		if err != nil {
-			return pt, fmt.Errorf("%s on %s %s: %w", name, w.Name, params, err)
+	pt.Repeat = max(opts.Repeat, 1)
+	runs := make([][]BenchResult, len(opts.Algorithms))
+	// Each algorithm's kernel persists from round to round, as from window
+	// to window of a stream: the first round allocates its buffers.
+	kernels := map[string]Kernel{}
+	for round := range pt.Repeat {
+		for i, name := range opts.Algorithms {
+			progress("point %s: %s (%d/%d)%s", at, name, i+1, len(opts.Algorithms), roundNote(round, pt.Repeat))
+			res, err := benchOne(ctx, opts, kernels, name, r, s, w.Window, pt.Features, pt.Matches)
+			if err != nil {
+				return pt, fmt.Errorf("%s on %s %s: %w", name, w.Name, params, err)
+			}
+			if res.Matches != pt.Matches {
+				return pt, fmt.Errorf("%w: %s on %s %s: %d matches, the %s gives %d", ErrWrongCount, name, w.Name, params, res.Matches, pt.Check, pt.Matches)
+			}
+			progress("point %s: %s: %.0f inputs/s, p95 %v, last match %v", at, name, res.Throughput, res.P95.Round(time.Microsecond), res.LastMatch.Round(time.Microsecond))
+			runs[i] = append(runs[i], res)
+			runtime.GC() // the next run starts without this one's garbage
 		}
-		if res.Matches != pt.Matches {
-			return pt, fmt.Errorf("%w: %s on %s %s: %d matches, the %s gives %d", ErrWrongCount, name, w.Name, params, res.Matches, pt.Check, pt.Matches)
-		}
-		progress("point %s: %s: %.0f inputs/s, p95 %v, last match %v", at, name, res.Throughput, res.P95.Round(time.Microsecond), res.LastMatch.Round(time.Microsecond))
-		pt.Results = append(pt.Results, res)
-		runtime.GC() // the next run starts without this one's garbage
+	}
+	for _, rs := range runs {
+		pt.Results = append(pt.Results, median(rs))
 	}
 	return pt, nil
+}
+
+func roundNote(round, rounds int) string {
+	if rounds == 1 {
+		return ""
+	}
+	return fmt.Sprintf(", round %d/%d", round+1, rounds)
+}
+
+// median returns the run of median throughput (the lower middle one of an
+// even number), with every run's throughput.
+func median(rs []BenchResult) BenchResult {
+	if len(rs) == 1 {
+		return rs[0]
+	}
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b BenchResult) int { return cmp.Compare(a.Throughput, b.Throughput) })
+	m := sorted[(len(sorted)-1)/2]
+	for _, r := range rs {
+		m.Throughputs = append(m.Throughputs, r.Throughput)
+	}
+	return m
 }
 
 // latHist is a log-linear histogram of latencies in ns: 16 buckets per
@@ -232,27 +279,30 @@ type workerStats struct {
 
 // benchOne runs one algorithm on the window r, s, whose match count is
 // want (for the time to 50%; the caller checks the count).
-func benchOne(ctx context.Context, opts *BenchOptions, name string, r, s []Tuple, window int, f Features, want uint64) (BenchResult, error) {
+func benchOne(ctx context.Context, opts *BenchOptions, kernels map[string]Kernel, name string, r, s []Tuple, window int, f Features, want uint64) (BenchResult, error) {
 	res := BenchResult{Algorithm: name}
 	o := Options{Workers: opts.Workers, Expected: max(len(r), len(s))}
-	var k Kernel
-	lazy := false
-	if name == Auto {
-		a, err := NewAuto(o, Config{Objective: opts.Objective})
+	k := kernels[name]
+	if k == nil {
+		var err error
+		if name == Auto {
+			k, err = NewAuto(o, Config{Objective: opts.Objective})
+		} else {
+			k, err = opts.newKernel(name, o)
+		}
 		if err != nil {
 			return res, err
 		}
+		kernels[name] = k
+	}
+	lazy := false
+	if a, ok := k.(*autoKernel); ok {
 		a.Hint(f)
-		d := a.(*autoKernel)
-		d.start()
-		res.Chosen, res.Reason = d.decision.Algorithm, d.decision.Reason
+		a.start()
+		res.Chosen, res.Reason = a.decision.Algorithm, a.decision.Reason
 		alg, _ := ByName(res.Chosen)
-		k, lazy = a, alg.Lazy
+		lazy = alg.Lazy
 	} else {
-		var err error
-		if k, err = opts.newKernel(name, o); err != nil {
-			return res, err
-		}
 		alg, _ := ByName(name)
 		lazy = alg.Lazy
 	}
@@ -276,6 +326,7 @@ func benchOne(ctx context.Context, opts *BenchOptions, name string, r, s []Tuple
 	}
 	half.Store(max((want+1)/2, 1))
 	var busy time.Duration
+	cpu0 := processCPU()
 	timed := func(f func() error) error {
 		t0 := time.Now()
 		err := f()
@@ -310,6 +361,7 @@ func benchOne(ctx context.Context, opts *BenchOptions, name string, r, s []Tuple
 		}
 	}
 	end := clock()
+	res.CPU = processCPU() - cpu0
 	var hist latHist
 	var last int64
 	for i := range stats {
@@ -423,11 +475,15 @@ func (rep *BenchReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "%s/%s %s, %d CPUs, GOMAXPROCS %d, %d workers, load %s -> %s, auto's objective %s\n",
 		rep.GOOS, rep.GOARCH, rep.GoVersion, rep.NumCPU, rep.GOMAXPROCS, rep.Workers, rep.Load, rep.LoadAfter, rep.Objective)
 	for _, pt := range rep.Points {
-		fmt.Fprintf(w, "\n%s %s: |R| %d, |S| %d, %d matches (checked by %s)\n", pt.Workload, pt.Params, pt.R, pt.S, pt.Matches, pt.Check)
+		fmt.Fprintf(w, "\n%s %s: |R| %d, |S| %d, %d matches (checked by %s)", pt.Workload, pt.Params, pt.R, pt.S, pt.Matches, pt.Check)
+		if pt.Repeat > 1 {
+			fmt.Fprintf(w, ", the median of %d runs", pt.Repeat)
+		}
+		fmt.Fprintln(w)
 		f := pt.Features
 		fmt.Fprintf(w, "features: rate R %.4g/ms S %.4g/ms, dupe %.3g, top key %.3g\n", f.RateR, f.RateS, f.Dupe, f.Skew)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "algorithm\tinputs/s\tlast match\tp95 latency\t50% at\tjoin busy\tjoin inputs/s\t")
+		fmt.Fprintln(tw, "algorithm\tinputs/s\tlast match\tp95 latency\t50% at\tjoin busy\tjoin inputs/s\tCPU\t")
 		best := 0.0
 		for _, res := range pt.Results {
 			if res.Algorithm != Auto {
@@ -439,17 +495,24 @@ func (rep *BenchReport) WriteTable(w io.Writer) error {
 			if res.Chosen != "" {
 				name += " (" + res.Chosen + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%.0f\t%v\t%v\t%v\t%v\t%.0f\t\n", name, res.Throughput,
+			fmt.Fprintf(tw, "%s\t%.0f\t%v\t%v\t%v\t%v\t%.0f\t%v\t\n", name, res.Throughput,
 				res.LastMatch.Round(time.Microsecond), res.P95.Round(time.Microsecond), res.T50.Round(time.Microsecond),
-				res.Busy.Round(time.Microsecond), res.JoinRate)
+				res.Busy.Round(time.Microsecond), res.JoinRate, res.CPU.Round(time.Millisecond))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		for _, res := range pt.Results {
-			if res.Algorithm == Auto && best > 0 {
-				fmt.Fprintf(w, "auto chose %s (%s): %.3f x the best kernel's throughput\n", res.Chosen, res.Reason, res.Throughput/best)
+			if res.Algorithm != Auto || best == 0 {
+				continue
 			}
+			fmt.Fprintf(w, "auto chose %s (%s): %.3f x the best kernel's throughput", res.Chosen, res.Reason, res.Throughput/best)
+			for _, o := range pt.Results {
+				if o.Algorithm == res.Chosen {
+					fmt.Fprintf(w, "; %s's own runs %.3f x", o.Algorithm, o.Throughput/best)
+				}
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	return nil

@@ -14,7 +14,7 @@ func TestRunBenchQuick(t *testing.T) {
 	var progress bytes.Buffer
 	rep, err := RunBench(context.Background(), BenchOptions{
 		Algorithms: Names(), Workers: 2, Workload: "micro", Micro: Micro{RateR: 20, RateS: 30, Window: 50, Dupe: 3, Seed: 1},
-		Progress: &progress,
+		Progress: &progress, Repeat: 2,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +43,12 @@ func TestRunBenchQuick(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
 	}
-	if !strings.Contains(progress.String(), "bench join: point 1/1: npj (1/9)") {
+	for _, res := range pt.Results {
+		if len(res.Throughputs) != 2 {
+			t.Errorf("%s: throughputs %v, want 2 runs", res.Algorithm, res.Throughputs)
+		}
+	}
+	if !strings.Contains(progress.String(), "bench join: point 1/1: npj (1/9), round 2/2") {
 		t.Errorf("progress:\n%s", progress.String())
 	}
 }
@@ -80,8 +85,10 @@ func TestShapes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if testing.Short() || name == "ysb" {
-			w.R.N, w.S.N = min(w.R.N, 5000), min(w.S.N, 5000)
+		full := w.R.N
+		w.R.N, w.S.N = min(w.R.N, 20_000), min(w.S.N, 20_000) // the tests' time
+		if full <= 0 {
+			t.Errorf("%s: no R tuples", name)
 		}
 		r, s, err := w.Generate()
 		if err != nil {

@@ -1,6 +1,9 @@
 package join
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // eagerState is one worker's join state in an eager kernel: SHJ's two hash
 // tables or PMJ's runs.
@@ -9,6 +12,10 @@ type eagerState interface {
 	add(side Side, t *Tuple, o *out)
 	// finish emits what is left at the window's end and resets the state.
 	finish(ctx context.Context, o *out)
+	// reserve sizes the state for r and s tuples per window, so the first
+	// window does not grow its memory step by step (later windows reuse
+	// what the ones before grew).
+	reserve(r, s int)
 }
 
 // eager runs an eager algorithm over its workers with JM or JB
@@ -42,9 +49,23 @@ func newEager(name string, o Options, jb bool, mk func() eagerState) *eager {
 		e.groups = o.Workers / g
 	}
 	for range o.Workers {
-		e.states = append(e.states, mk())
+		st := mk()
+		if o.Expected > 0 {
+			st.reserve(e.shares(o.Expected))
+		}
+		e.states = append(e.states, st)
 	}
 	return e
+}
+
+// shares returns a worker's expected R and S tuples of a window with n
+// tuples per side: all of R under JM, its group's share under JB, and its
+// share of S.
+func (e *eager) shares(n int) (r, s int) {
+	if e.groups == 0 {
+		return n, n / e.workers
+	}
+	return n / e.groups, n / e.workers
 }
 
 func (e *eager) Name() string { return e.name }
@@ -123,37 +144,48 @@ func (e *eager) Close(ctx context.Context, emit Emit) error {
 	return ctx.Err()
 }
 
-// hashTable is a growable bucket-chain table of tuples for SHJ.
+// hashTable is a growable bucket-chain table of tuples for SHJ. An entry
+// holds its chain link in the tuple's padding (npjEntry's layout), so a
+// probe reads one cache line per candidate.
 type hashTable struct {
-	tuples []Tuple
-	next   []uint32 // 1 + the next tuple in the bucket, 0 at the end
-	head   []uint32
-	shift  uint
+	entries []npjEntry
+	head    []uint32 // 1 + the first entry of each bucket, 0 for none
+	shift   uint
 }
 
 func (h *hashTable) insert(t *Tuple) {
-	if len(h.tuples) >= len(h.head) {
+	if len(h.entries) >= len(h.head) {
 		h.grow()
 	}
 	b := hash(t.Key) >> h.shift
-	h.tuples = append(h.tuples, *t)
-	h.next = append(h.next, h.head[b])
-	h.head[b] = uint32(len(h.tuples))
+	h.entries = append(h.entries, npjEntry{key: t.Key, ts: t.TS, ref: t.Ref, next: h.head[b]})
+	h.head[b] = uint32(len(h.entries))
 }
 
 func (h *hashTable) grow() {
 	n := max(2*len(h.head), 1024)
 	h.head = make([]uint32, n)
 	h.shift = 64 - log2(n)
-	for i := range h.tuples {
-		b := hash(h.tuples[i].Key) >> h.shift
-		h.next[i] = h.head[b]
+	for i := range h.entries {
+		b := hash(h.entries[i].key) >> h.shift
+		h.entries[i].next = h.head[b]
 		h.head[b] = uint32(i + 1)
 	}
 }
 
+func (h *hashTable) reserve(n int) {
+	if n <= cap(h.entries) {
+		return
+	}
+	h.entries = append(make([]npjEntry, 0, n), h.entries...)
+	if ceilPow2(n) > len(h.head) {
+		h.head = make([]uint32, ceilPow2(n)/2)
+		h.grow()
+	}
+}
+
 func (h *hashTable) reset() {
-	h.tuples, h.next = h.tuples[:0], h.next[:0]
+	h.entries = h.entries[:0]
 	clear(h.head)
 }
 
@@ -169,16 +201,25 @@ func (j *shj) add(side Side, t *Tuple, o *out) {
 	if len(other.head) == 0 {
 		return
 	}
-	for e := other.head[hash(t.Key)>>other.shift]; e != 0; e = other.next[e-1] {
-		c := &other.tuples[e-1]
-		if c.Key == t.Key {
-			if side == R {
-				o.add(t, c)
-			} else {
-				o.add(c, t)
+	for e := other.head[hash(t.Key)>>other.shift]; e != 0; {
+		c := &other.entries[e-1]
+		if c.key == t.Key {
+			m := Match{R: t.Ref, S: c.ref, TS: max(t.TS, c.ts)}
+			if side == S {
+				m.R, m.S = c.ref, t.Ref
+			}
+			o.buf = append(o.buf, m)
+			if len(o.buf) == cap(o.buf) {
+				o.flush()
 			}
 		}
+		e = c.next
 	}
+}
+
+func (j *shj) reserve(r, s int) {
+	j.tabs[R].reserve(r)
+	j.tabs[S].reserve(s)
 }
 
 func (j *shj) finish(_ context.Context, _ *out) {
@@ -227,6 +268,14 @@ func newPMJ(delta float64, expect, minRun int) *pmj {
 		j.runSize = max(minRun, int(delta*float64(expect)))
 	}
 	return j
+}
+
+func (j *pmj) reserve(r, s int) {
+	for side, n := range [2]int{r, s} {
+		j.kept[side] = slices.Grow(j.kept[side], n)
+		j.meta[side] = slices.Grow(j.meta[side], n)
+		j.pend[side] = slices.Grow(j.pend[side], min(n, j.runSize))
+	}
 }
 
 func (j *pmj) add(side Side, t *Tuple, o *out) {

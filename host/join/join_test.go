@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -27,19 +28,27 @@ func (c *collector) emit(_ int, ms []Match) {
 	c.mu.Unlock()
 }
 
-// genTuples draws n tuples of one side: keys from a small alphabet
-// (duplication), Zipf-like skewed (a key is drawn as the minimum of a few
-// uniform draws) or unique, with increasing times.
+// genTuples draws n tuples of one side: keys from an alphabet from 1 key
+// (every tuple equal) to twice n (mostly unique), uniform or Zipf-skewed
+// (exponent 0.5 to 2), small or spread over 64 bits, with increasing
+// times.
 func genTuples(t *rapid.T, label string, n int) []Tuple {
 	alphabet := rapid.IntRange(1, 2*n+1).Draw(t, label+"-alphabet")
-	skew := rapid.IntRange(1, 4).Draw(t, label+"-skew")
+	skew := rapid.SampledFrom([]float64{0, 0.5, 1, 2}).Draw(t, label+"-zipf")
 	big := rapid.Bool().Draw(t, label+"-bigkeys")
+	var z *zipf
+	if skew > 0 {
+		z = newZipf(skew, alphabet)
+	}
+	rng := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, label+"-seed"), 0))
 	ts := make([]Tuple, n)
 	var now int64
 	for i := range ts {
-		k := uint64(alphabet)
-		for range skew {
-			k = min(k, uint64(rapid.IntRange(0, alphabet-1).Draw(t, "k")))
+		var k uint64
+		if z != nil {
+			k = uint64(z.draw(rng) - 1)
+		} else {
+			k = uint64(rapid.IntRange(0, alphabet-1).Draw(t, "k"))
 		}
 		if big {
 			k = k*0x9E3779B97F4A7C15 | 1<<63
@@ -102,9 +111,13 @@ func TestKernelsAgainstNestedLoop(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				maxN := 300
+				if raceEnabled {
+					maxN = 100
+				}
 				for range 2 {
-					r := genTuples(t, "r", rapid.IntRange(0, 300).Draw(t, "nr"))
-					s := genTuples(t, "s", rapid.IntRange(0, 300).Draw(t, "ns"))
+					r := genTuples(t, "r", rapid.IntRange(0, maxN).Draw(t, "nr"))
+					s := genTuples(t, "s", rapid.IntRange(0, maxN).Draw(t, "ns"))
 					want := NestedLoop(r, s)
 					got := runKernel(t, k, r, s, rapid.Bool().Draw(t, "direct"))
 					SortMatches(want)
@@ -125,8 +138,8 @@ func head(ms []Match) []Match { return ms[:min(len(ms), 10)] }
 // against the hash count.
 func TestKernelsLargeAgainstCount(t *testing.T) {
 	n := 30_000
-	if testing.Short() {
-		n = 5_000
+	if testing.Short() || raceEnabled {
+		n = 3_000
 	}
 	for _, shape := range []struct {
 		name string
@@ -200,7 +213,7 @@ func TestNewErrors(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	m := Micro{RateR: 300_000, RateS: 300_000, Window: 1, Dupe: 1, Seed: 4}
+	m := Micro{RateR: 100_000, RateS: 100_000, Window: 1, Dupe: 1, Seed: 4}
 	r, s, err := m.Generate()
 	if err != nil {
 		t.Fatal(err)
@@ -242,3 +255,29 @@ func TestMatched(t *testing.T) {
 type counter struct{ n atomic.Uint64 }
 
 func (c *counter) emit(_ int, ms []Match) { c.n.Add(uint64(len(ms))) }
+
+// TestLazyKernelsReuse checks that a lazy kernel joining a window of the
+// size of the one before allocates only a few small objects (its phases'
+// goroutines, PRJ's partition bounds), not its tables and buffers again.
+func TestLazyKernelsReuse(t *testing.T) {
+	r, s, err := Micro{RateR: 20_000, RateS: 20_000, Window: 1, Dupe: 2, Seed: 5}.Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, a := range Algorithms() {
+		if !a.Lazy {
+			continue
+		}
+		k, _ := New(a.Name, Options{Workers: 3, RadixBits: 12}) // PRJ: two passes
+		join := func() {
+			if err := k.(Lazy).Join(ctx, r, s, func(int, []Match) {}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		join()
+		if n := testing.AllocsPerRun(3, join); n > 40 {
+			t.Errorf("%s: %.0f allocations per window after the first", a.Name, n)
+		}
+	}
+}

@@ -31,6 +31,8 @@ type prjWorker struct {
 	out
 	histR, histS []int
 	r2, s2       []Tuple // second-pass buffers
+	cr, cs       []int   // second-pass partition bounds
+	posR, posS   []int   // second-pass write cursors
 	head         []uint32
 	next         []uint32
 }
@@ -174,8 +176,11 @@ func (ws *prjWorker) subPartition(pr, ps []Tuple, b1 uint, b2 int) {
 	mask := uint64(parts - 1)
 	ws.r2 = resizeTuples(ws.r2, len(pr))
 	ws.s2 = resizeTuples(ws.s2, len(ps))
-	cr := make([]int, parts+1)
-	cs := make([]int, parts+1)
+	ws.cr = resize(ws.cr, parts+1)
+	ws.cs = resize(ws.cs, parts+1)
+	cr, cs := ws.cr, ws.cs
+	clear(cr)
+	clear(cs)
 	for i := range pr {
 		cr[(hash(pr[i].Key)>>shift&mask)+1]++
 	}
@@ -186,8 +191,9 @@ func (ws *prjWorker) subPartition(pr, ps []Tuple, b1 uint, b2 int) {
 		cr[p] += cr[p-1]
 		cs[p] += cs[p-1]
 	}
-	posR := append([]int(nil), cr[:parts]...)
-	posS := append([]int(nil), cs[:parts]...)
+	ws.posR = append(ws.posR[:0], cr[:parts]...)
+	ws.posS = append(ws.posS[:0], cs[:parts]...)
+	posR, posS := ws.posR, ws.posS
 	for i := range pr {
 		p := hash(pr[i].Key) >> shift & mask
 		ws.r2[posR[p]] = pr[i]

@@ -13,7 +13,9 @@ func Sweeps() []string { return []string{"rate", "rate-s", "dupe", "key-skew", "
 //     machine spares);
 //   - rate-s: v_R = 1,600 and v_S = 1,600, 6,400, 12,800;
 //   - dupe: 1, 10, 100 tuples per key at v = 6,400;
-//   - key-skew: Zipf 0, 0.8, 1.6 at v = 12,800;
+//   - key-skew: Zipf 0, 0.4, 0.8 at v = 1,600 (the study sweeps 0 to 1.6
+//     at 12,800: Zipf 1.6 over 12.8 million keys makes some 10^13
+//     matches, and 0.8 at 12,800 600 million in a tenth of the window);
 //   - ts-skew: Zipf 0, 0.8, 1.6 at v = 1,600;
 //   - window: 500, 1,000, 1,500 ms at v = 12,800.
 //
@@ -38,7 +40,7 @@ func Sweep(name string, quick bool, seed uint64) ([]Micro, error) {
 	case "dupe":
 		each(3, func(i int, m *Micro) { m.RateR, m.RateS, m.Dupe = 6400, 6400, []int{1, 10, 100}[i] })
 	case "key-skew":
-		each(3, func(i int, m *Micro) { m.KeySkew = []float64{0, 0.8, 1.6}[i] })
+		each(3, func(i int, m *Micro) { m.RateR, m.RateS, m.KeySkew = 1600, 1600, []float64{0, 0.4, 0.8}[i] })
 	case "ts-skew":
 		each(3, func(i int, m *Micro) { m.RateR, m.RateS, m.TSSkew = 1600, 1600, []float64{0, 0.8, 1.6}[i] })
 	case "window":
