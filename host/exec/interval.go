@@ -89,8 +89,8 @@ func (st *intervalStage) run(ctx context.Context, recs []abi.Record) ([]abi.Reco
 			return nil, nil, fmt.Errorf("exec: join %q: worker %d: %w", st.op.Name, w.id, w.err)
 		}
 	}
-	out, _ := st.gather()
-	return out, nil, nil
+	out, rejects := st.gather()
+	return out, rejects, nil
 }
 
 // intervalCount is the namespace of a key's count of records stored.
@@ -107,6 +107,10 @@ func (st *intervalStage) runWorker(k int, w *worker) error {
 		r := &w.in[i]
 		wm := st.wms[w.global[i]]
 		side := int(r.Input)
+		if r.Time == 0 {
+			w.out.Rejects = append(w.out.Rejects, plugin.Reject{Index: i, Err: errNoEventTime})
+			continue
+		}
 		if r.Time <= wm {
 			st.mu.Lock()
 			st.lateRecs = append(st.lateRecs, lateRecord{index: int(w.global[i]), reason: fmt.Sprintf(

@@ -153,6 +153,40 @@ func (st *joinStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, 
 	start := time.Now()
 	defer func() { st.busy += time.Since(start); st.records += uint64(len(recs)) }()
 	st.outs, st.madeRecs, st.lateRecs, st.arena = st.outs[:0], st.madeRecs[:0], st.lateRecs[:0], st.arena[:0]
+	var rejects []plugin.Reject
+	for i := range recs {
+		if recs[i].Time == 0 {
+			rejects = append(rejects, plugin.Reject{Index: i, Err: errNoEventTime})
+		}
+	}
+	if len(rejects) > 0 {
+		// Leave them out: the rest, with their watermarks, in order.
+		kept, wms := make([]abi.Record, 0, len(recs)), make([]int64, 0, len(recs))
+		idx := make([]int, 0, len(recs))
+		for i := range recs {
+			if recs[i].Time != 0 {
+				kept, wms, idx = append(kept, recs[i]), append(wms, st.wms[i]), append(idx, i)
+			}
+		}
+		out, _, err := st.runKept(ctx, kept, wms)
+		if err != nil {
+			return nil, nil, err
+		}
+		for k := range st.lateRecs {
+			st.lateRecs[k].index = idx[st.lateRecs[k].index]
+		}
+		for k := range out {
+			out[k].Origin = uint32(len(recs) + k)
+		}
+		return out, rejects, nil
+	}
+	return st.runKept(ctx, recs, st.wms)
+}
+
+// runKept runs records that all have an event time, wms[i] the watermark
+// at record i; made outputs' Origins count from len(recs).
+func (st *joinStage) runKept(ctx context.Context, recs []abi.Record, wms []int64) ([]abi.Record, []plugin.Reject, error) {
+	st.wms = wms
 	for i := 0; i < len(recs); {
 		due, err := st.due()
 		if err != nil {

@@ -15,6 +15,12 @@ import (
 // destination came too late.
 const HeaderLate = "Sluice-Late"
 
+// HeaderFiring marks the results of a window that fired early (before its
+// end, the window going on) or late (again, for records that came within
+// the allowed lateness): "early" or "late". A result of a window's one
+// on-time firing has none.
+const HeaderFiring = "Sluice-Firing"
+
 // lateLetter is a record that came after its window closed.
 type lateLetter struct {
 	rec    abi.Record

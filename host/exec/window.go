@@ -162,13 +162,17 @@ func (st *windowStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record
 	for _, w := range st.workers {
 		w.in, w.global = w.in[:0], w.global[:0]
 	}
+	st.results, st.lateRecs, st.madeRecs = st.results[:0], st.lateRecs[:0], st.madeRecs[:0]
+	st.rejects = st.rejects[:0]
 	for i := range recs {
+		if st.spec.Domain == window.EventTime && recs[i].Time == 0 {
+			st.rejects = append(st.rejects, plugin.Reject{Index: i, Err: errNoEventTime})
+			continue
+		}
 		w := st.workers[st.assign.owner(state.KeyGroup(recs[i].Key, st.groups))]
 		w.in = append(w.in, recs[i])
 		w.global = append(w.global, int32(i))
 	}
-	st.results, st.lateRecs, st.madeRecs = st.results[:0], st.lateRecs[:0], st.madeRecs[:0]
-	st.rejects = st.rejects[:0]
 	var wg sync.WaitGroup
 	errs := make([]error, len(st.workers))
 	for k, w := range st.workers {
@@ -191,6 +195,11 @@ func (st *windowStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record
 	for _, r := range st.results {
 		rec := r.Record
 		rec.Origin = uint32(len(recs) + len(st.madeRecs))
+		if r.Firing != window.OnTimeFiring {
+			// A repeat of a window (a late firing) or a result before
+			// its end (an early one) says so.
+			rec.Headers = append(rec.Headers, abi.Header{Name: []byte(HeaderFiring), Value: []byte(r.Firing.String())})
+		}
 		st.outRecs = append(st.outRecs, rec)
 		id := st.resultID(&r)
 		n := ids[id]
@@ -219,6 +228,11 @@ func (st *windowStage) count() {
 		st.counted = fired
 	}
 }
+
+// errNoEventTime dead-letters a record with no event time that reaches a
+// window of event time.
+var errNoEventTime = fmt.Errorf("%w: the record has no event time (time 0): give the source a time_field (format json), "+
+	"a time member (format jsonl) or the messages a Sluice-Time header, or use windows of processing time", plugin.ErrRejected)
 
 // resultID identifies a fired window's output: the operator, the key, the
 // window and the firing's number.

@@ -343,7 +343,7 @@ func TestTwoWindowedOperators(t *testing.T) {
 					Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: w2.size}, Function: builtinCount(rt)}},
 				{Name: "j", Kind: KindJoin, Inputs: []string{"in", "in2"}, Parallelism: 2, Interval: &Interval{Lower: -time.Second, Upper: time.Second}},
 			},
-			Sinks: []Output{{Name: "a", Sink: a, Inputs: []string{"a"}}, {Name: "b", Sink: b, Inputs: []string{"b"}}, {Name: "j", Sink: j, Inputs: []string{"j"}}},
+			Sinks:      []Output{{Name: "a", Sink: a, Inputs: []string{"a"}}, {Name: "b", Sink: b, Inputs: []string{"b"}}, {Name: "j", Sink: j, Inputs: []string{"j"}}},
 			DeadLetter: dead, Late: late, Store: store, BatchSize: 7,
 		})
 		if err != nil {
@@ -362,4 +362,87 @@ func TestTwoWindowedOperators(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLateFiringIsMarked fires a window on time, then again for a record
+// within the allowed lateness: the repeat says it is late; a record later
+// than that goes to the late destination.
+func TestLateFiringIsMarked(t *testing.T) {
+	s := int64(time.Second)
+	base := int64(1_700_000_000) * s
+	recs := []abi.Record{
+		{Key: []byte("k"), Value: []byte("a"), Time: base + s},       // window [base, base+2s)
+		{Key: []byte("k"), Value: []byte("b"), Time: base + 5*s},     // the watermark passes it: on time, count 1
+		{Key: []byte("k"), Value: []byte("c"), Time: base + s/2},     // within lateness: late firing, count 2
+		{Key: []byte("k"), Value: []byte("d"), Time: base + 20*s},    // the lateness ends
+		{Key: []byte("k"), Value: []byte("e"), Time: base + s + s/2}, // too late: to the late destination
+	}
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: recs, chunk: 1}}},
+		Operators: []Operator{{Name: "count", Kind: plugin.KindAggregate, Parallelism: 1,
+			Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: 2 * time.Second, Lateness: 10 * time.Second}, Function: builtinCount(t)}}},
+		Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range sink.records() {
+		if !strings.Contains(string(o.Record.Value), fmt.Sprintf(`"start":%d`, base)) {
+			continue
+		}
+		got = append(got, fmt.Sprintf("%s %q", o.Record.Value, header(o.Record, HeaderFiring)))
+	}
+	want := []string{
+		fmt.Sprintf(`{"key":"k","start":%d,"end":%d,"count":1} ""`, base, base+2*s),
+		fmt.Sprintf(`{"key":"k","start":%d,"end":%d,"count":2} "late"`, base, base+2*s),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("firings of the first window:\n got %q\nwant %q", got, want)
+	}
+	if l := late.records(); len(l) != 1 || string(l[0].Record.Value) != "e" {
+		t.Errorf("late records %v, want e", l)
+	}
+}
+
+// TestNoEventTimeIsDeadLettered sends a record with no event time to the
+// dead letters, with the reason, from a window and from a join.
+func TestNoEventTimeIsDeadLettered(t *testing.T) {
+	base := int64(1_700_000_000) * int64(time.Second)
+	recs := []abi.Record{{Key: []byte("k"), Value: []byte("a"), Time: base}, {Key: []byte("k"), Value: []byte("none")}, {Key: []byte("k"), Value: []byte("b"), Time: base + 1}}
+	for _, op := range []Operator{
+		{Name: "w", Kind: plugin.KindAggregate, Inputs: []string{"l"}, Parallelism: 2,
+			Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: time.Second}, Function: builtinCount(t)}},
+		{Name: "j", Kind: KindJoin, Inputs: []string{"l", "r"}, Parallelism: 2, Join: &Join{Window: window.Spec{Assigner: window.Tumbling, Size: time.Second}, Algorithm: "npj"}},
+		{Name: "i", Kind: KindJoin, Inputs: []string{"l", "r"}, Parallelism: 2, Interval: &Interval{Upper: time.Second}},
+	} {
+		store := openStore(t, t.TempDir())
+		sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+		sources := []Input{{Name: "l", Source: &sliceSource{recs: recs}}}
+		if op.Kind == KindJoin {
+			sources = append(sources, Input{Name: "r", Source: &sliceSource{recs: recs[:1]}})
+		}
+		job, err := New(context.Background(), Config{Name: "p", Sources: sources, Operators: []Operator{op},
+			Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := job.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		d := dead.records()
+		if len(d) != 1 || string(d[0].Record.Value) != "none" || !strings.Contains(header(d[0].Record, HeaderError), "no event time") {
+			t.Errorf("%s: dead letters %v, want the record without a time, with the reason", op.Name, d)
+		}
+		if len(sink.records()) == 0 {
+			t.Errorf("%s: no results", op.Name)
+		}
+		store.Close()
+	}
 }
