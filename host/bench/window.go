@@ -19,8 +19,8 @@ import (
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/window"
-	"github.com/sluicehq/sluice/state"
 	wasm "github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/state"
 )
 
 // WindowOptions configure `sluice bench window`: a windowed count per key
