@@ -156,6 +156,9 @@ func loadCaseFile(path string) (*caseFile, error) {
 // declares the kinds declared (plugin.DeclaredKinds).
 func (f *caseFile) kind(declared []plugin.Kind) (plugin.Kind, error) {
 	if f.Kind == "" {
+		if len(declared) == 1 && declared[0].Windowed() {
+			return "", errWindowCases(declared[0])
+		}
 		switch {
 		case len(declared) == 1 && !declared[0].Transactional() && declared[0].Stateful() == (len(f.Tables) > 0):
 			return declared[0], nil
@@ -171,10 +174,20 @@ func (f *caseFile) kind(declared []plugin.Kind) (plugin.Kind, error) {
 	if k.Transactional() {
 		return "", errors.New("kind: transactional operators are tested with hosttest.LoadTxnWasm and txnop, not with case files")
 	}
+	if k.Windowed() {
+		return "", errWindowCases(k)
+	}
 	if k.Stateful() != (len(f.Tables) > 0) {
 		return "", fmt.Errorf("kind %s: a keyed operator, and only a keyed operator, declares tables", k)
 	}
 	return k, nil
+}
+
+// errWindowCases says how to test a window function, which case files,
+// records in and records out, cannot describe.
+func errWindowCases(k plugin.Kind) error {
+	return fmt.Errorf("kind %s: window functions are tested with the Go SDK's sluicetest (Add, Merge, Fire, FireWindow) "+
+		"or host/plugin/hosttest, not with case files; run them in a pipeline with a window (docs/windows.md)", k)
 }
 
 // configJSON returns the configuration bytes of node or raw (nil: none).
