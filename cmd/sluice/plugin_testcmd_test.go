@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/sdk/build"
 )
 
@@ -273,5 +274,24 @@ func TestPluginCheckAdvice(t *testing.T) {
 	code, out, _ = sluice(t, ".", "plugin", "check", filepath.Join(pluginsDir, "upper.wasm"))
 	if code != 0 || !strings.Contains(out, "language Go\n") {
 		t.Errorf("plugin check of a Go plugin exited %d:\n%s", code, out)
+	}
+}
+
+// TestCaseFileRefusesWindowFunctions: case files describe records in and
+// out, which says nothing of windows; a window function's kind, named or
+// declared by the module, is refused with how to test it.
+func TestCaseFileRefusesWindowFunctions(t *testing.T) {
+	for _, c := range []struct {
+		file     caseFile
+		declared []plugin.Kind
+	}{
+		{caseFile{Kind: "aggregate"}, nil},
+		{caseFile{Kind: "window"}, nil},
+		{caseFile{}, []plugin.Kind{plugin.KindAggregate}},
+	} {
+		_, err := c.file.kind(c.declared)
+		if err == nil || !strings.Contains(err.Error(), "window functions are tested with the Go SDK's sluicetest") {
+			t.Errorf("kind %q, declared %v: %v", c.file.Kind, c.declared, err)
+		}
 	}
 }
