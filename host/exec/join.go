@@ -337,12 +337,14 @@ func (st *joinStage) resetMatches() {
 
 // collect is the kernels' Emit: it keeps each worker's matches.
 func (st *joinStage) collect(worker int, ms []join.Match) {
+	// Kernels hand matches over in chunks (of about a thousand): one lock
+	// per chunk is cheap, and it guards the per-worker buffers' growth.
 	st.mu.Lock()
 	for len(st.matches) <= worker {
 		st.matches = append(st.matches, nil)
 	}
-	st.mu.Unlock()
 	st.matches[worker] = append(st.matches[worker], ms...)
+	st.mu.Unlock()
 }
 
 // take marks the matches collected, and makes them into outputs when emit
