@@ -34,7 +34,44 @@ type Status struct {
 	// process, write, commit), as the sluice_batch_duration_seconds
 	// histogram counts them.
 	BatchSeconds Histogram `json:"batch_seconds"`
-	Error        string    `json:"error,omitempty"`
+	// Sources are the sources' event time, for a job with a windowed
+	// operator or join (empty otherwise), in the pipeline's order.
+	Sources []SourceStatus `json:"sources,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// SourceStatus describes one source's event time in a Status, as of the
+// last batch.
+type SourceStatus struct {
+	Name string `json:"name"`
+	// Watermark is the source's watermark: the event time below which it
+	// expects no more records. Nil until the source delivers a record
+	// with an event time.
+	Watermark *time.Time `json:"watermark,omitempty"`
+	// LagSeconds is how far the watermark is behind the host's clock at
+	// the last batch (0 while Watermark is nil).
+	LagSeconds float64 `json:"watermark_lag_seconds"`
+	// Idle is set while the source is idle (nothing for its idle time):
+	// the watermarks of the operators that read it leave it out.
+	Idle bool `json:"idle"`
+}
+
+// WindowStatus is a windowed operator's or join's part of an
+// OperatorStatus, as of the last batch.
+type WindowStatus struct {
+	// Watermark is the operator's watermark at the end of the last batch:
+	// the least of its sources' that are not idle. Nil before any.
+	Watermark *time.Time `json:"watermark,omitempty"`
+	// OpenSlices is how many window slices a windowed operator keeps
+	// (records or accumulators of windows not yet purged), and Firings
+	// how many windows it fired (early and late firings included), the
+	// sluice_window_open_slices and sluice_window_firings_total metrics;
+	// both 0 for a join.
+	OpenSlices int64  `json:"open_slices"`
+	Firings    uint64 `json:"firings"`
+	// Late counts the records that came after their windows closed
+	// (sluice_operator_late_records_total).
+	Late uint64 `json:"late_records"`
 }
 
 // SinkStatus describes one sink in a Status.
@@ -86,6 +123,8 @@ type OperatorStatus struct {
 	Assignment uint64 `json:"assignment_version,omitempty"`
 	// Txn is set for a transactional operator.
 	Txn *TxnStatus `json:"txn,omitempty"`
+	// Window is set for a windowed operator or join.
+	Window *WindowStatus `json:"window,omitempty"`
 }
 
 // WorkerStatus describes one worker of an operator: what it ran and for

@@ -565,6 +565,58 @@
           h("td", { class: "mono" }, short(d.sha256)), h("td", { class: "muted" }, d.detail || ""))))));
   }
 
+  // windowsPage shows event time: each source's watermark and its lag
+  // behind the host's clock, and each windowed operator's or join's open
+  // window slices, firings and late records.
+  function windowsPage() {
+    const sources = h("tbody", { id: "w-sources" });
+    const ops = h("tbody", { id: "w-operators" });
+    const note = h("div", { class: "muted" });
+    const windowed = (st) => (st.operators || []).filter((o) => o.window);
+    const sum = (st, k) => windowed(st).reduce((x, o) => x + (o.window[k] || 0), 0);
+    const lag = chart("chart-watermark-lag", "Watermark lag behind the host's clock, per source", "s", []);
+    let lagKey = "", lagChart = lag;
+    const lagBox = h("div", {}, lag.el);
+    const rates = chart("chart-window-rates", "Windows fired and late records per second (all operators)", "", [
+      { label: "fired", f: (a, b, dt) => (sum(b, "firings") - sum(a, "firings")) / dt },
+      { label: "late", f: (a, b, dt) => (sum(b, "late_records") - sum(a, "late_records")) / dt },
+    ]);
+    const when = (t) => (t ? new Date(t).toISOString().replace("T", " ").replace(/\.000Z$|Z$/, " UTC") : "none yet");
+    const el = h("div", {}, h("h1", {}, "Windows"), note,
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Sources: event time"),
+        h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "source"), h("th", {}, "watermark"), h("th", { class: "num" }, "lag"), h("th", {}, "idle"))), sources)),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Windowed operators and joins (click one to open it)"),
+        h("table", {}, h("thead", {}, h("tr", {}, ...["operator", "kind", "watermark", "open slices", "fired", "fired/s", "late records", "late/s"].map((x, i) =>
+          h("th", { class: i > 2 ? "num" : undefined }, x)))), ops)),
+      h("div", { class: "grid2" }, lagBox, rates.el));
+    return {
+      el,
+      update(st) {
+        const srcs = st.sources || [];
+        const w = windowed(st);
+        note.textContent = srcs.length || w.length ? "" : "This pipeline has no windowed operator or join: it keeps no event time.";
+        const key = srcs.map((x) => x.name).join("\n");
+        if (key !== lagKey) {
+          lagKey = key;
+          lagChart = chart("chart-watermark-lag", "Watermark lag behind the host's clock, per source", "s", srcs.map((x) => ({
+            label: x.name, f: (a, b) => { const y = (b.sources || []).find((z) => z.name === x.name); return y && y.watermark ? y.watermark_lag_seconds : null; },
+          })));
+          lagBox.replaceChildren(lagChart.el);
+        }
+        sources.replaceChildren(...srcs.map((x) => h("tr", {}, h("td", {}, x.name), h("td", { class: "mono" }, when(x.watermark)),
+          h("td", { class: "num" }, x.watermark ? fmtSeconds(x.watermark_lag_seconds) : "–"), h("td", {}, x.idle ? "idle" : ""))));
+        const s = state.samples, n = s.length;
+        const prev = n > 1 ? s[n - 2].st : null, dt = n > 1 ? s[n - 1].t - s[n - 2].t || 1 : 1;
+        const per = (o, k) => { const p = prev && opOf(prev, o.name); return p && p.window ? fmt((o.window[k] - p.window[k]) / dt) : "–"; };
+        ops.replaceChildren(...w.map((o) => h("tr", {}, h("td", {}, h("a", { href: "#/operator/" + encodeURIComponent(o.name) }, o.name)), h("td", {}, o.kind),
+          h("td", { class: "mono" }, when(o.window.watermark)), h("td", { class: "num" }, fmt(o.window.open_slices)), h("td", { class: "num" }, fmt(o.window.firings)),
+          h("td", { class: "num" }, per(o, "firings")), h("td", { class: "num" }, fmt(o.window.late_records)), h("td", { class: "num" }, per(o, "late_records")))));
+        if (srcs.length) lagChart.update();
+        rates.update();
+      },
+    };
+  }
+
   function unavailable(title, what) {
     return { el: h("div", {}, h("h1", {}, title), h("div", { class: "unavailable panel" }, "Not available in this version: " + what)) };
   }
@@ -580,7 +632,7 @@
       case "overview": page = overview(); break;
       case "operator": page = operatorPage(parts[1] || ""); break;
       case "plugins": page = pluginsPage(); break;
-      case "windows": page = unavailable("Windows", "the host has no window operators yet; their watermarks, open windows and late records will show here."); break;
+      case "windows": page = windowsPage(); break;
       case "cluster": page = unavailable("Cluster", "the host runs on one machine; hosts, key groups per host and migrations will show here once pipelines scale out."); break;
       case "doctor": page = unavailable("Doctor", "the control plane's findings and decisions will show here once it exists."); break;
       default: page = unavailable("Not found", "no page " + name + ".");
