@@ -362,7 +362,7 @@ func TestTwoWindowedOperators(t *testing.T) {
 					Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: w2.size}, Function: builtinCount(rt)}},
 				{Name: "j", Kind: KindJoin, Inputs: []string{"in", "in2"}, Parallelism: 2, Interval: &Interval{Lower: -time.Second, Upper: time.Second}},
 			},
-			Sinks: []Output{{Name: "a", Sink: a, Inputs: []string{"a"}}, {Name: "b", Sink: b, Inputs: []string{"b"}}, {Name: "j", Sink: j, Inputs: []string{"j"}}},
+			Sinks:      []Output{{Name: "a", Sink: a, Inputs: []string{"a"}}, {Name: "b", Sink: b, Inputs: []string{"b"}}, {Name: "j", Sink: j, Inputs: []string{"j"}}},
 			DeadLetter: dead, Late: late, Store: store, BatchSize: 7,
 		})
 		if err != nil {
