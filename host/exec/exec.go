@@ -435,6 +435,39 @@ func (j *Job) Decisions(operator string, n int) ([]adapt.Record, error) {
 	return recs, nil
 }
 
+// ErrNotTransactional: the operator is not transactional.
+var ErrNotTransactional = errors.New("exec: the operator is not transactional")
+
+// TPG asks for a copy of the task precedence graph of the next batch of a
+// transactional operator that runs under a TPG strategy (of at most a few
+// thousand operations) and returns the last copy taken, with ok false
+// before any. It may be called while the job runs; the batches pay one
+// atomic load for it.
+func (j *Job) TPG(operator string) (tpg schema.TPG, ok bool, err error) {
+	nd, found := j.byName[operator]
+	if !found {
+		return schema.TPG{}, false, fmt.Errorf("%w %q", ErrUnknownOperator, operator)
+	}
+	ts, isTxn := nd.code.(*txnStage)
+	if !isTxn {
+		return schema.TPG{}, false, fmt.Errorf("%w: operator %q", ErrNotTransactional, operator)
+	}
+	s := ts.tpg()
+	if s == nil {
+		return schema.TPG{}, false, nil
+	}
+	tpg = schema.TPG{Strategy: s.Strategy, Txns: s.Txns, TotalOps: s.TotalOps, Truncated: s.Truncated, Units: s.Units,
+		Ops: make([]schema.TPGOp, len(s.Ops)), Edges: make([]schema.TPGEdge, len(s.Edges))}
+	for i, o := range s.Ops {
+		tpg.Ops[i] = schema.TPGOp{Txn: o.Txn, Index: o.Index, Table: o.Key.Table, Key: o.Key.Key, NonDet: o.NonDet,
+			Unit: o.Unit, Order: o.Order, Worker: o.Worker, Aborted: o.Aborted}
+	}
+	for i, e := range s.Edges {
+		tpg.Edges[i] = schema.TPGEdge{From: e.From, To: e.To, Kind: e.Kind.String()}
+	}
+	return tpg, true, nil
+}
+
 func (j *Job) setState(s string, err error) {
 	j.mu.Lock()
 	j.status.State = s

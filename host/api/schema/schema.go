@@ -178,6 +178,55 @@ type TxnStatus struct {
 // oldest first, each with the decision taken after it.
 type Decisions []adapt.Record
 
+// TPG is the answer of GET /api/v1/operators/{name}/tpg: the task
+// precedence graph of one batch of a transactional operator, sampled on
+// request.
+type TPG struct {
+	// Strategy is the strategy that ran the batch.
+	Strategy string `json:"strategy"`
+	// Txns and TotalOps are the batch's transactions and operations; Ops
+	// holds the first of them only (Truncated says so), Edges the
+	// dependencies between those.
+	Txns      int  `json:"txns"`
+	TotalOps  int  `json:"total_ops"`
+	Truncated bool `json:"truncated"`
+	// Units is the number of scheduling units the batch had.
+	Units int       `json:"units"`
+	Ops   []TPGOp   `json:"ops"`
+	Edges []TPGEdge `json:"edges"`
+}
+
+// TPGOp is one operation of a TPG.
+type TPGOp struct {
+	// Txn is the operation's transaction (its timestamp in the batch),
+	// Index its position in the transaction.
+	Txn   int32 `json:"txn"`
+	Index int32 `json:"index"`
+	// Table and Key are the key a deterministic operation writes; a
+	// non-deterministic one (NonDet) has its table only.
+	Table  uint32 `json:"table"`
+	Key    string `json:"key"`
+	NonDet bool   `json:"nondet"`
+	// Unit is the scheduling unit the operation was in, Order the place
+	// of that unit in the order the units first ran (0 first, -1 never
+	// ran) and Worker the scheduler's worker that ran it.
+	Unit   int32 `json:"unit"`
+	Order  int32 `json:"order"`
+	Worker int32 `json:"worker"`
+	// Aborted is set when the operation's transaction aborted.
+	Aborted bool `json:"aborted"`
+}
+
+// TPGEdge is one dependency of a TPG, by the operations' indexes in Ops:
+// To runs after From. Kind is temporal (To accesses the key From writes),
+// parametric (To reads it), nondet (a non-deterministic operation and one
+// on its table) or logical (consecutive operations of one transaction).
+type TPGEdge struct {
+	From int32  `json:"from"`
+	To   int32  `json:"to"`
+	Kind string `json:"kind"`
+}
+
 // Module describes one module of the plugin registry.
 type Module struct {
 	// SHA256 is the hex digest of the module's bytes, its identity.
