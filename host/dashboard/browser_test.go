@@ -356,6 +356,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitFor(ctx, t, "the transactions chart", `+(document.querySelector("#chart-txn-outcomes") || {dataset: {}}).dataset.points >= 2`)
 	waitFor(ctx, t, "the time by phase", `document.querySelectorAll("#txn-phases span").length === 6`)
 	waitFor(ctx, t, "the adaptive strategy's decisions", `document.querySelectorAll("#txn-decisions tbody tr").length >= 2`)
+	waitFor(ctx, t, "a sampled batch's task precedence graph", `document.querySelectorAll("#tpg g.tpg-op").length >= 2`)
+	// Which kinds a batch has depends on its events; a ledger's
+	// transactions have several operations (logical) and share accounts.
+	waitFor(ctx, t, "the graph's logical dependencies", `document.querySelectorAll("#tpg path.tpg-edge.logical").length >= 1`)
+	waitFor(ctx, t, "the graph's temporal or parametric dependencies", `document.querySelectorAll("#tpg path.tpg-edge.temporal, #tpg path.tpg-edge.parametric").length >= 1`)
+	waitFor(ctx, t, "the order the units ran in", `[...document.querySelectorAll("#tpg g.tpg-op")].some(g => +g.dataset.order > 0)`)
 	screenshot(ctx, t, shots, "transactional")
 	clean("transactional")
 	open(lh, "#/")
