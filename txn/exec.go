@@ -37,6 +37,13 @@ type run struct {
 
 	statusChanged atomic.Bool
 	workers       []workerState
+
+	// A sample's record of the units' first runs (sample.go); nil
+	// unitOrder: the batch is not sampled.
+	sampleMax  int
+	unitOrder  []int32
+	unitWorker []int32
+	unitSeq    atomic.Int32
 }
 
 type workerState struct {
@@ -86,6 +93,7 @@ func (s *Scheduler) runTPG(ctx context.Context, st Strategy, batch []Txn, store 
 	}
 	x.q.init()
 	x.bar.init(s.n)
+	x.startSample(s)
 	stats := &Stats{Strategy: st.String(), Workers: s.n, Counts: p.counts}
 	stats.Units, stats.SplitUnits, stats.Levels = us.count(), us.split, us.levelCount()
 	stats.Plan = time.Since(t0)
@@ -150,6 +158,9 @@ func (s *Scheduler) runTPG(ctx context.Context, st Strategy, batch []Txn, store 
 	stats.Finish = time.Since(f0)
 	stats.Wall = time.Since(t0)
 	res.Stats = *stats
+	if x.unitOrder != nil {
+		x.takeSample(s, res)
+	}
 	return res, nil
 }
 
@@ -208,6 +219,9 @@ func (x *run) pass(s *Scheduler) {
 
 // execUnit executes a unit's operations in timestamp order.
 func (x *run) execUnit(w *workerState, u int32) {
+	if x.unitOrder != nil {
+		x.noteUnit(w.acc.w, u)
+	}
 	if x.us.opStart == nil {
 		x.execOp(w, u)
 		return

@@ -39,6 +39,7 @@ type Scheduler struct {
 	closed     bool
 	work       []chan task
 	exited     sync.WaitGroup
+	sample     sampler // a request for a sample and the last one (sample.go)
 }
 
 type task struct {

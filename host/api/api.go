@@ -50,6 +50,12 @@ type StatusFunc func() schema.Status
 // its message.
 type DecisionsFunc func(operator string, n int) (schema.Decisions, error)
 
+// TPGFunc returns what /api/v1/operators/{name}/tpg reports: it asks for
+// a sample of a transactional operator's next batch and returns the last
+// one taken (ok false before any). An error (no such operator, not
+// transactional) is answered 404 with its message.
+type TPGFunc func(operator string) (tpg schema.TPG, ok bool, err error)
+
 // Control is what the plugin routes act on; the host implements it. Its
 // errors are answered with the status their sentinel says: ErrNotFound
 // 404, ErrRefused 422, ErrConflict 409, anything else 500.
@@ -82,6 +88,8 @@ type Options struct {
 	Registry  *prometheus.Registry
 	Status    StatusFunc
 	Decisions DecisionsFunc
+	// TPG serves GET /api/v1/operators/{name}/tpg; nil leaves it out.
+	TPG TPGFunc
 	// Updated serves GET /api/v1/events, the status as server-sent
 	// events; nil leaves it out.
 	Updated UpdatedFunc
@@ -207,6 +215,19 @@ func newMux(o Options) (http.Handler, []string) {
 		}
 		writeJSON(w, http.StatusOK, recs)
 	}))
+	if o.TPG != nil {
+		mux.Handle("GET /api/v1/operators/{name}/tpg", read(func(w http.ResponseWriter, r *http.Request) {
+			tpg, ok, err := o.TPG(r.PathValue("name"))
+			switch {
+			case err != nil:
+				writeJSON(w, http.StatusNotFound, schema.Error{Error: err.Error()})
+			case !ok:
+				writeJSON(w, http.StatusAccepted, schema.Error{Error: "no batch sampled yet: the next batch under a TPG strategy will be; ask again"})
+			default:
+				writeJSON(w, http.StatusOK, tpg)
+			}
+		}))
+	}
 	if o.Updated != nil {
 		mux.Handle("GET /api/v1/events", read(serveEvents(status, o.Updated)))
 	}

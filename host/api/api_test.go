@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -82,5 +83,38 @@ func TestListenErrorNamesAddress(t *testing.T) {
 	_, err = Listen(srv.Addr(), http.NotFoundHandler(), Limits{}, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), srv.Addr()) {
 		t.Errorf("second Listen on %s = %v", srv.Addr(), err)
+	}
+}
+
+// TestTPGRoute: 404 for an operator with no graph, 202 before a batch is
+// sampled, then the sample.
+func TestTPGRoute(t *testing.T) {
+	sampled := false
+	srv := httptest.NewServer(NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} },
+		TPG: func(op string) (schema.TPG, bool, error) {
+			if op != "ledger" {
+				return schema.TPG{}, false, fmt.Errorf("no operator %q", op)
+			}
+			if !sampled {
+				sampled = true
+				return schema.TPG{}, false, nil
+			}
+			return schema.TPG{Strategy: "dfs-op-eager", Ops: []schema.TPGOp{{Key: "a"}}}, true, nil
+		}}))
+	defer srv.Close()
+	for _, c := range []struct {
+		op   string
+		code int
+		body string
+	}{{"up", 404, `no operator \"up\"`}, {"ledger", 202, "no batch sampled yet"}, {"ledger", 200, `"strategy": "dfs-op-eager"`}} {
+		resp, err := http.Get(srv.URL + "/api/v1/operators/" + c.op + "/tpg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.code || !strings.Contains(string(b), c.body) {
+			t.Errorf("%s: %d %s; want %d with %s", c.op, resp.StatusCode, b, c.code, c.body)
+		}
 	}
 }

@@ -219,7 +219,8 @@ func TestEveryRouteDocumented(t *testing.T) {
 		documented = append(documented, m[1])
 	}
 	_, served := newMux(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} },
-		Updated: func() <-chan struct{} { return nil }, Control: &fakeControl{}, State: docState{}})
+		Updated: func() <-chan struct{} { return nil }, Control: &fakeControl{}, State: docState{},
+		TPG: func(string) (schema.TPG, bool, error) { return schema.TPG{}, false, nil }})
 	sort.Strings(documented)
 	served = slices.Sorted(slices.Values(served))
 	for _, r := range served {
@@ -294,6 +295,7 @@ func TestDocumentedShapes(t *testing.T) {
 		"GET /api/v1/operators/{name}/decisions": filled[schema.Decisions](t),
 		"GET /api/v1/state":                      page,
 		"GET /api/v1/plugins":                    filled[schema.Plugins](t),
+		"GET /api/v1/operators/{name}/tpg":       filled[schema.TPG](t),
 		"POST /api/v1/operators/{name}/swap":     filled[schema.SwapResult](t),
 		"POST /api/v1/operators/{name}/workers":  filled[schema.Workers](t),
 	} {

@@ -55,6 +55,24 @@ sinks:
 dead_letter: {path: dead.jsonl}
 `
 
+// windowPipeline: a windowed count over generated records whose event
+// time advances with the host's clock (one record a millisecond), so that
+// windows fire while the page is open.
+const windowPipeline = `
+name: windows
+sources:
+  - {name: seq, type: generator, mode: sequence, rate: 1000, keys: 20, watermark: {out_of_orderness: 100ms}}
+operators:
+  - name: per-second
+    kind: aggregate
+    function: count
+    parallelism: 2
+    window: {type: tumbling, size: 1s}
+sinks:
+  - {name: out, type: file, path: out.jsonl, format: json}
+dead_letter: {path: dead.jsonl}
+`
+
 // chromium finds Debian's Chromium (or another Chrome), or skips the test
 // unless SLUICE_REQUIRE_TOOLCHAINS=1, as the other toolchain tests do.
 func chromium(t *testing.T) string {
@@ -209,14 +227,15 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := os.WriteFile(lower, mods["lower"], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mapDir, ledgerDir := filepath.Join(dir, "map"), filepath.Join(dir, "ledger")
-	for _, d := range []string{mapDir, ledgerDir} {
+	mapDir, ledgerDir, windowDir := filepath.Join(dir, "map"), filepath.Join(dir, "ledger"), filepath.Join(dir, "window")
+	for _, d := range []string{mapDir, ledgerDir, windowDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	mh := host(t, mapDir, mapPipeline, map[string][]byte{"upper.wasm": mods["upper"]})
 	lh := host(t, ledgerDir, ledgerPipeline, map[string][]byte{"ledger.wasm": mods["ledger"]})
+	wh := host(t, windowDir, windowPipeline, nil)
 	token, err := os.ReadFile(filepath.Join(mapDir, "data", "api-token"))
 	if err != nil {
 		t.Fatal(err)
@@ -278,8 +297,22 @@ func TestDashboardInBrowser(t *testing.T) {
 	screenshot(ctx, t, shots, "operator")
 	clean("operator")
 
+	// Windows: a pipeline without windows says so; one with a windowed
+	// count shows its source's watermark and the windows it fires.
+	open(mh, "#/windows")
+	waitFor(ctx, t, "the note that there are no windows", `document.querySelector("#page").textContent.includes("no windowed operator")`)
+	clean("windows without windows")
+	open(wh, "#/windows")
+	waitFor(ctx, t, "the source's watermark", `[...document.querySelectorAll("#w-sources td")].some(td => td.textContent.includes("UTC"))`)
+	waitFor(ctx, t, "the windowed operator", `[...document.querySelectorAll("#w-operators td")].some(td => td.textContent === "per-second")`)
+	waitFor(ctx, t, "the firings and lag charts", `+document.querySelector("#chart-window-rates").dataset.points >= 2 && +document.querySelector("#chart-watermark-lag").dataset.points >= 2`)
+	fired := text(ctx, t, "#w-operators td:nth-child(5)")
+	waitFor(ctx, t, "windows firing", fmt.Sprintf(`document.querySelector("#w-operators td:nth-child(5)").textContent !== %q`, fired))
+	screenshot(ctx, t, shots, "windows")
+	clean("windows")
+
 	// The pages of later features.
-	for _, page := range []string{"windows", "cluster", "doctor"} {
+	for _, page := range []string{"cluster", "doctor"} {
 		open(mh, "#/"+page)
 		if s := text(ctx, t, ".unavailable"); !strings.Contains(s, "Not available in this version") {
 			t.Errorf("%s: %q, want it to say it is not available in this version", page, s)
@@ -323,6 +356,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	waitFor(ctx, t, "the transactions chart", `+(document.querySelector("#chart-txn-outcomes") || {dataset: {}}).dataset.points >= 2`)
 	waitFor(ctx, t, "the time by phase", `document.querySelectorAll("#txn-phases span").length === 6`)
 	waitFor(ctx, t, "the adaptive strategy's decisions", `document.querySelectorAll("#txn-decisions tbody tr").length >= 2`)
+	waitFor(ctx, t, "a sampled batch's task precedence graph", `document.querySelectorAll("#tpg g.tpg-op").length >= 2`)
+	// Which kinds a batch has depends on its events; a ledger's
+	// transactions have several operations (logical) and share accounts.
+	waitFor(ctx, t, "the graph's logical dependencies", `document.querySelectorAll("#tpg path.tpg-edge.logical").length >= 1`)
+	waitFor(ctx, t, "the graph's temporal or parametric dependencies", `document.querySelectorAll("#tpg path.tpg-edge.temporal, #tpg path.tpg-edge.parametric").length >= 1`)
+	waitFor(ctx, t, "the order the units ran in", `[...document.querySelectorAll("#tpg g.tpg-op")].some(g => +g.dataset.order > 0)`)
 	screenshot(ctx, t, shots, "transactional")
 	clean("transactional")
 	open(lh, "#/")

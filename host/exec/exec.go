@@ -268,7 +268,7 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 			return nil, err
 		}
 		staged = i + 1
-		n := &node{op: op, code: code, m: om, inputs: g.opInputs[i], version: op.Version}
+		n := &node{op: op, code: code, m: om, inputs: g.opInputs[i], version: op.Version, wm: window.MinWatermark}
 		if len(n.inputs) > 1 && op.Plugin != nil && !op.Plugin.ReadsInputs() {
 			j.log.Warn("the operator reads several inputs, but its plugin does not read which input a record came from (it exports no sluice_features; rebuild it with a current SDK): it cannot tell them apart",
 				"operator", op.Name, "inputs", len(n.inputs))
@@ -397,7 +397,12 @@ func (j *Job) Status() Status {
 			}
 			s.Operators[i].Txn = &c
 		}
+		if w := s.Operators[i].Window; w != nil {
+			c := *w
+			s.Operators[i].Window = &c
+		}
 	}
+	s.Sources = slices.Clone(j.status.Sources)
 	return s
 }
 
@@ -428,6 +433,39 @@ func (j *Job) Decisions(operator string, n int) ([]adapt.Record, error) {
 		return nil, fmt.Errorf("operator %q: %w", operator, err)
 	}
 	return recs, nil
+}
+
+// ErrNotTransactional: the operator is not transactional.
+var ErrNotTransactional = errors.New("exec: the operator is not transactional")
+
+// TPG asks for a copy of the task precedence graph of the next batch of a
+// transactional operator that runs under a TPG strategy (of at most a few
+// thousand operations) and returns the last copy taken, with ok false
+// before any. It may be called while the job runs; the batches pay one
+// atomic load for it.
+func (j *Job) TPG(operator string) (tpg schema.TPG, ok bool, err error) {
+	nd, found := j.byName[operator]
+	if !found {
+		return schema.TPG{}, false, fmt.Errorf("%w %q", ErrUnknownOperator, operator)
+	}
+	ts, isTxn := nd.code.(*txnStage)
+	if !isTxn {
+		return schema.TPG{}, false, fmt.Errorf("%w: operator %q", ErrNotTransactional, operator)
+	}
+	s := ts.tpg()
+	if s == nil {
+		return schema.TPG{}, false, nil
+	}
+	tpg = schema.TPG{Strategy: s.Strategy, Txns: s.Txns, TotalOps: s.TotalOps, Truncated: s.Truncated, Units: s.Units,
+		Ops: make([]schema.TPGOp, len(s.Ops)), Edges: make([]schema.TPGEdge, len(s.Edges))}
+	for i, o := range s.Ops {
+		tpg.Ops[i] = schema.TPGOp{Txn: o.Txn, Index: o.Index, Table: o.Key.Table, Key: o.Key.Key, NonDet: o.NonDet,
+			Unit: o.Unit, Order: o.Order, Worker: o.Worker, Aborted: o.Aborted}
+	}
+	for i, e := range s.Edges {
+		tpg.Edges[i] = schema.TPGEdge{From: e.From, To: e.To, Kind: e.Kind.String()}
+	}
+	return tpg, true, nil
 }
 
 func (j *Job) setState(s string, err error) {
@@ -752,6 +790,7 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 		}
 		if isClocked {
 			end := j.marks(b, n, j.up[slices.Index(j.nodes, j.order[k])], idx)
+			n.wm = end
 			if b.flush {
 				end = math.MaxInt64
 			}
@@ -844,6 +883,9 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 	for i, n := range j.nodes {
 		n.status(&h.ops[i])
 	}
+	if j.clock != nil {
+		h.sources = j.clock.status(j, b.now)
+	}
 	return h, nil
 }
 
@@ -856,8 +898,10 @@ type handoff struct {
 	dead    []connectors.Out
 	late    []connectors.Out
 	pending *state.PendingCommit
-	// ops is the operators' status after the batch.
-	ops []OperatorStatus
+	// ops is the operators' status after the batch, sources the
+	// sources' event time.
+	ops     []OperatorStatus
+	sources []schema.SourceStatus
 }
 
 // setOuts is the run of a handoff's outputs that some sinks write.
@@ -929,7 +973,10 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 	for i := range h.ops {
 		os, o := &j.status.Operators[i], &h.ops[i]
 		os.RecordsIn, os.RecordsOut, os.Dead, os.Retries = o.RecordsIn, o.RecordsOut, o.Dead, o.Retries
-		os.Workers, os.Txn = o.Workers, o.Txn
+		os.Workers, os.Txn, os.Window = o.Workers, o.Txn, o.Window
+	}
+	if h.sources != nil {
+		j.status.Sources = h.sources
 	}
 	j.mu.Unlock()
 	j.notify()

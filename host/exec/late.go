@@ -79,6 +79,7 @@ func (j *Job) lateLetters(b *batch) []connectors.Out {
 		r.Origin, r.Input = 0, 0
 		n := j.nodes[l.stage]
 		n.m.late.Inc()
+		n.late++
 		src, pos := j.where(b, l.o)
 		r.Headers = append(r.Headers,
 			abi.Header{Name: []byte(HeaderLate), Value: []byte(l.reason)},

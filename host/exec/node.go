@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/window"
 	"github.com/sluicehq/sluice/state"
@@ -22,7 +23,10 @@ type node struct {
 	inputs []ref
 
 	// Counters, updated by the executor goroutine only.
-	in, out, dead, retries uint64
+	in, out, dead, retries, late uint64
+	// wm is a windowed node's watermark at the end of the last batch
+	// (window.MinWatermark before any).
+	wm int64
 
 	// The code's lifecycle (swap.go, policy.go), executor goroutine only:
 	// the running version; the previous code, kept during a swapped-in
@@ -111,5 +115,8 @@ func (n *node) status(os *OperatorStatus) {
 	os.RecordsIn, os.RecordsOut, os.Dead, os.Retries = n.in, n.out, n.dead, n.retries
 	os.Swaps, os.Rollbacks, os.LastRollback = n.swaps, n.rollbacks, n.lastRollback
 	os.TrialBatches, os.Quarantined = n.probation, n.quarantined
+	if _, ok := n.code.(clocked); ok {
+		os.Window = &schema.WindowStatus{Watermark: wmTime(n.wm), Late: n.late}
+	}
 	n.code.report(os)
 }

@@ -71,6 +71,11 @@ type txnStage struct {
 	rejects []plugin.Reject
 
 	status TxnStatus
+	// A request for a sample of a batch's task precedence graph (tpg),
+	// whether one was passed to the operator, and the last sample.
+	wantSample  atomic.Bool
+	sampleArmed bool
+	sample      atomic.Pointer[txn.Sample]
 	// model is the operator's adaptive decision model (nil under a static
 	// strategy), kept apart from op, which Close clears, for Decisions.
 	model atomic.Pointer[adapt.Model]
@@ -142,6 +147,10 @@ func (ts *txnStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, [
 	st, m := ts, ts.m
 	name := ts.exop.Name
 	st.outRecs, st.rejects = st.outRecs[:0], st.rejects[:0]
+	ts.sampling(true)
+	if ts.sampleArmed {
+		defer ts.sampling(false)
+	}
 	ts.res = nil
 	clear(ts.carried)
 	ts.view.carried = nil
@@ -339,6 +348,33 @@ func (ts *txnStage) account(res *txn.Result, elapsed time.Duration, m *txnMetric
 	}
 	m.txnOpCost.Set(ms.OpCostNs / 1e9)
 	m.txnRate.Set(ms.Rate)
+}
+
+// tpgMaxOps bounds the operations a sampled task precedence graph keeps.
+const tpgMaxOps = 2000
+
+// tpg asks for a sample of the next batch's task precedence graph and
+// returns the last one taken, nil before any.
+func (ts *txnStage) tpg() *txn.Sample {
+	ts.wantSample.Store(true)
+	return ts.sample.Load()
+}
+
+// sampling passes a request for a sample to the operator before a batch
+// and takes the sample after it; executor goroutine only.
+func (ts *txnStage) sampling(before bool) {
+	if before {
+		if ts.wantSample.Load() {
+			ts.wantSample.Store(false)
+			ts.op.SampleNext(tpgMaxOps)
+			ts.sampleArmed = true
+		}
+		return
+	}
+	if s := ts.op.Sampled(); s != nil && s != ts.sample.Load() {
+		ts.sample.Store(s)
+		ts.sampleArmed = false
+	}
 }
 
 // decisions returns up to n of the adaptive strategy's latest records.

@@ -763,3 +763,39 @@ func TestTransactionalAdaptive(t *testing.T) {
 		t.Errorf("adaptive state %v, serial %v", states["adaptive"], states["serial"])
 	}
 }
+
+// TestTransactionalTPGSample: asking for a transactional operator's TPG
+// samples its next batch: its operations and dependencies as the
+// scheduler ran them; an unknown operator is an error.
+func TestTransactionalTPGSample(t *testing.T) {
+	var values []string
+	for i := range 200 {
+		values = append(values, fmt.Sprintf("xfer k%d k%d %d", i%5, (i+1)%5, i%7+1))
+	}
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	r := newRun(t, store, &sliceSource{recs: bankRecords(values), chunk: 64}, 0, bankOperator(t, "bank", "dfs-chain-lazy", 2, 64, false))
+	if _, _, err := r.job.TPG("nope"); !errors.Is(err, ErrUnknownOperator) {
+		t.Fatalf("TPG of an unknown operator: %v, want ErrUnknownOperator", err)
+	}
+	if _, ok, err := r.job.TPG("bank"); ok || err != nil {
+		t.Fatalf("TPG before a batch: ok %v, %v; want none yet", ok, err)
+	}
+	if err := r.job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g, ok, err := r.job.TPG("bank")
+	if !ok || err != nil {
+		t.Fatalf("TPG after the batches: ok %v, %v", ok, err)
+	}
+	if g.Strategy != "dfs-chain-lazy" || g.Txns != 64 || len(g.Ops) == 0 || len(g.Ops) != g.TotalOps || g.Units == 0 || g.Units > len(g.Ops) {
+		t.Fatalf("TPG: strategy %s, %d txns, %d of %d ops, %d units", g.Strategy, g.Txns, len(g.Ops), g.TotalOps, g.Units)
+	}
+	kinds := map[string]int{}
+	for _, e := range g.Edges {
+		kinds[e.Kind]++
+	}
+	if kinds["temporal"] == 0 || kinds["logical"] == 0 {
+		t.Errorf("TPG's edges by kind %v, want temporal and logical ones", kinds)
+	}
+}

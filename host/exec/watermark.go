@@ -3,6 +3,9 @@ package exec
 import (
 	"fmt"
 	"math"
+	"time"
+
+	"github.com/sluicehq/sluice/host/api/schema"
 
 	"github.com/sluicehq/sluice/host/window"
 )
@@ -85,6 +88,29 @@ func (c *clock) end(j *Job, b *batch) {
 			j.m.watermarkLag.WithLabelValues(j.cfg.Sources[s].Name).Set(float64(b.now-wm) / 1e9)
 		}
 	}
+}
+
+// status returns the sources' event time at processing time now.
+func (c *clock) status(j *Job, now int64) []schema.SourceStatus {
+	ss := make([]schema.SourceStatus, len(c.gens))
+	for s, g := range c.gens {
+		ss[s] = schema.SourceStatus{Name: j.cfg.Sources[s].Name, Idle: c.idle[s]}
+		if wm := g.Watermark(); wm != window.MinWatermark {
+			ss[s].Watermark = wmTime(wm)
+			ss[s].LagSeconds = float64(now-wm) / 1e9
+		}
+	}
+	return ss
+}
+
+// wmTime returns watermark wm as a time, nil for none (before any record)
+// or the end of event time.
+func wmTime(wm int64) *time.Time {
+	if wm == window.MinWatermark || wm == math.MaxInt64 {
+		return nil
+	}
+	t := time.Unix(0, wm).UTC()
+	return &t
 }
 
 // marks returns, for node n, its watermark at each batch input (the

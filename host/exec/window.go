@@ -90,6 +90,8 @@ type windowStage struct {
 	// openBase is the slices open when the stage was made, firedBase the
 	// firings of workers removed since; counted is the firings counted.
 	openBase, firedBase, counted int64
+	// open is the slices open after the last batch.
+	open int64
 
 	// This run's times and results.
 	wms       []int64
@@ -121,6 +123,7 @@ func newWindowStage(ctx context.Context, op *Operator, store *state.Store, om *o
 		return nil, fmt.Errorf("exec: operator %q: %w", op.Name, err)
 	}
 	om.open.Set(float64(st.openBase))
+	st.open = st.openBase
 	return st, nil
 }
 
@@ -223,6 +226,7 @@ func (st *windowStage) count() {
 		fired += s.Fired
 	}
 	st.om.open.Set(float64(open))
+	st.open = open
 	if fired > st.counted {
 		st.om.fired.Add(float64(fired - st.counted))
 		st.counted = fired
@@ -403,6 +407,9 @@ func (st *windowStage) resize(ctx context.Context, r *resize) error {
 
 func (st *windowStage) report(os *OperatorStatus) {
 	st.keyedStage.report(os)
+	if os.Window != nil {
+		os.Window.OpenSlices, os.Window.Firings = st.open, uint64(st.counted)
+	}
 }
 
 // pluginAggregate is a worker's window.Accumulator over its plugin

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -128,6 +129,24 @@ func runCount(t interface {
 	if fired, open, late := testutil.ToFloat64(m.windowsFired.WithLabelValues("count")), testutil.ToFloat64(m.windowsOpen.WithLabelValues("count")),
 		testutil.ToFloat64(m.opLate.WithLabelValues("count")); int(fired) != len(sink.records()) || open != 0 || int(late) != len(lateSink.records()) {
 		t.Fatalf("metrics: %v firings, %v slices open, %v late; want %d, 0, %d", fired, open, late, len(sink.records()), len(lateSink.records()))
+	}
+	// The status says the same, and each source's watermark.
+	st := job.Status()
+	if ow := st.Operators[0].Window; ow == nil || ow.Firings != uint64(len(sink.records())) || ow.OpenSlices != 0 || ow.Late != uint64(len(lateSink.records())) {
+		t.Fatalf("status: window %+v; want %d firings, 0 slices open, %d late", ow, len(sink.records()), len(lateSink.records()))
+	}
+	if len(st.Sources) != 1 || st.Sources[0].Name != "in" {
+		t.Fatalf("status: sources %+v; want one, in", st.Sources)
+	}
+	if len(w.recs) > 0 {
+		maxT := slices.MaxFunc(w.recs, func(a, b abi.Record) int { return cmp.Compare(a.Time, b.Time) }).Time
+		want := time.Unix(0, maxT-int64(w.bound)-1)
+		if got := st.Sources[0].Watermark; got == nil || !got.Equal(want) || st.Sources[0].LagSeconds <= 0 {
+			t.Fatalf("status: source watermark %v (lag %vs); want %v", got, st.Sources[0].LagSeconds, want)
+		}
+		if got := st.Operators[0].Window.Watermark; got == nil || !got.Equal(want) {
+			t.Fatalf("status: the operator's watermark %v; want %v", got, want)
+		}
 	}
 	return sink.records(), lateSink.records()
 }

@@ -230,6 +230,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 			Status:       func() schema.Status { return h.job.Status() },
 			Updated:      func() <-chan struct{} { return h.job.Updated() },
 			Decisions:    func(op string, n int) (schema.Decisions, error) { return h.job.Decisions(op, n) },
+			TPG:          h.job.TPG,
 			Control:      control{h},
 			State:        h.store,
 			Token:        h.token,

@@ -258,6 +258,13 @@ type emptyStore struct{}
 
 func (emptyStore) Get(txn.Key) ([]byte, bool, error) { return nil, false, nil }
 
+// SampleNext asks for a copy of the next batch's task precedence graph
+// of at most maxOps operations (txn.Scheduler.SampleNext).
+func (o *Operator) SampleNext(maxOps int) { o.sched.SampleNext(maxOps) }
+
+// Sampled returns the last batch sampled, nil before any.
+func (o *Operator) Sampled() *txn.Sample { return o.sched.Sampled() }
+
 // Workers returns the number of scheduler workers.
 func (o *Operator) Workers() int { return o.cfg.Workers }
 

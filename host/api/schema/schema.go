@@ -34,7 +34,44 @@ type Status struct {
 	// process, write, commit), as the sluice_batch_duration_seconds
 	// histogram counts them.
 	BatchSeconds Histogram `json:"batch_seconds"`
-	Error        string    `json:"error,omitempty"`
+	// Sources are the sources' event time, for a job with a windowed
+	// operator or join (empty otherwise), in the pipeline's order.
+	Sources []SourceStatus `json:"sources,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+// SourceStatus describes one source's event time in a Status, as of the
+// last batch.
+type SourceStatus struct {
+	Name string `json:"name"`
+	// Watermark is the source's watermark: the event time below which it
+	// expects no more records. Nil until the source delivers a record
+	// with an event time.
+	Watermark *time.Time `json:"watermark,omitempty"`
+	// LagSeconds is how far the watermark is behind the host's clock at
+	// the last batch (0 while Watermark is nil).
+	LagSeconds float64 `json:"watermark_lag_seconds"`
+	// Idle is set while the source is idle (nothing for its idle time):
+	// the watermarks of the operators that read it leave it out.
+	Idle bool `json:"idle"`
+}
+
+// WindowStatus is a windowed operator's or join's part of an
+// OperatorStatus, as of the last batch.
+type WindowStatus struct {
+	// Watermark is the operator's watermark at the end of the last batch:
+	// the least of its sources' that are not idle. Nil before any.
+	Watermark *time.Time `json:"watermark,omitempty"`
+	// OpenSlices is how many window slices a windowed operator keeps
+	// (records or accumulators of windows not yet purged), and Firings
+	// how many windows it fired (early and late firings included), the
+	// sluice_window_open_slices and sluice_window_firings_total metrics;
+	// both 0 for a join.
+	OpenSlices int64  `json:"open_slices"`
+	Firings    uint64 `json:"firings"`
+	// Late counts the records that came after their windows closed
+	// (sluice_operator_late_records_total).
+	Late uint64 `json:"late_records"`
 }
 
 // SinkStatus describes one sink in a Status.
@@ -86,6 +123,8 @@ type OperatorStatus struct {
 	Assignment uint64 `json:"assignment_version,omitempty"`
 	// Txn is set for a transactional operator.
 	Txn *TxnStatus `json:"txn,omitempty"`
+	// Window is set for a windowed operator or join.
+	Window *WindowStatus `json:"window,omitempty"`
 }
 
 // WorkerStatus describes one worker of an operator: what it ran and for
@@ -138,6 +177,55 @@ type TxnStatus struct {
 // latest batches of a transactional operator under the adaptive strategy,
 // oldest first, each with the decision taken after it.
 type Decisions []adapt.Record
+
+// TPG is the answer of GET /api/v1/operators/{name}/tpg: the task
+// precedence graph of one batch of a transactional operator, sampled on
+// request.
+type TPG struct {
+	// Strategy is the strategy that ran the batch.
+	Strategy string `json:"strategy"`
+	// Txns and TotalOps are the batch's transactions and operations; Ops
+	// holds the first of them only (Truncated says so), Edges the
+	// dependencies between those.
+	Txns      int  `json:"txns"`
+	TotalOps  int  `json:"total_ops"`
+	Truncated bool `json:"truncated"`
+	// Units is the number of scheduling units the batch had.
+	Units int       `json:"units"`
+	Ops   []TPGOp   `json:"ops"`
+	Edges []TPGEdge `json:"edges"`
+}
+
+// TPGOp is one operation of a TPG.
+type TPGOp struct {
+	// Txn is the operation's transaction (its timestamp in the batch),
+	// Index its position in the transaction.
+	Txn   int32 `json:"txn"`
+	Index int32 `json:"index"`
+	// Table and Key are the key a deterministic operation writes; a
+	// non-deterministic one (NonDet) has its table only.
+	Table  uint32 `json:"table"`
+	Key    string `json:"key"`
+	NonDet bool   `json:"nondet"`
+	// Unit is the scheduling unit the operation was in, Order the place
+	// of that unit in the order the units first ran (0 first, -1 never
+	// ran) and Worker the scheduler's worker that ran it.
+	Unit   int32 `json:"unit"`
+	Order  int32 `json:"order"`
+	Worker int32 `json:"worker"`
+	// Aborted is set when the operation's transaction aborted.
+	Aborted bool `json:"aborted"`
+}
+
+// TPGEdge is one dependency of a TPG, by the operations' indexes in Ops:
+// To runs after From. Kind is temporal (To accesses the key From writes),
+// parametric (To reads it), nondet (a non-deterministic operation and one
+// on its table) or logical (consecutive operations of one transaction).
+type TPGEdge struct {
+	From int32  `json:"from"`
+	To   int32  `json:"to"`
+	Kind string `json:"kind"`
+}
 
 // Module describes one module of the plugin registry.
 type Module struct {

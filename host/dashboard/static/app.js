@@ -446,8 +446,7 @@
         h("div", { class: "panel" }, h("div", { class: "muted" }, "Time by phase, summed over the scheduler's workers"), bar, legend)),
       h("div", { class: "panel" }, h("div", { class: "muted" }, "Strategy per batch: what each batch measured and the decision taken after it"), decNote,
         h("table", { id: "txn-decisions" }, h("thead", {}, h("tr", {}, ...["batch", "ran", "events", "ops", "skew", "abort ratio", "op cost", "events/s", "next", "rule"].map((x) => h("th", {}, x)))), decisions)),
-      h("div", { class: "panel" }, h("div", { class: "muted" }, "Task precedence graph"),
-        h("div", { class: "unavailable", id: "tpg" }, "Not available in this version: the executor does not sample a batch's task precedence graph yet.")));
+      tpgViewer(name));
     let timer = null;
     const row = (r) => h("tr", {}, h("td", {}, String(r.batch)), h("td", {}, r.strategy), h("td", { class: "num" }, fmt(r.events)),
       h("td", { class: "num" }, fmt(r.ops)), h("td", { class: "num" }, fmt(r.skew)), h("td", { class: "num" }, fmt(r.abort_ratio)),
@@ -490,6 +489,81 @@
       },
       leave() { clearInterval(timer); },
     };
+  }
+
+  // tpgViewer draws a sampled batch's task precedence graph: operations
+  // as nodes (by transaction and key, coloured by the worker that ran
+  // them, numbered by the order their units ran in), dependencies as
+  // edges by kind; the wheel zooms and dragging pans.
+  const EDGE_COLOURS = { temporal: "#2f6fde", parametric: "#2f9e62", nondet: "#d64545", logical: "#98a2b3" };
+  const WORKER_COLOURS = ["#dbe7ff", "#d9f2e3", "#fde8c8", "#eadff9", "#fbdcdc", "#e4e7ec"];
+  const TPG_DRAWN = 300; // operations laid out at most
+  function tpgViewer(name) {
+    const box = h("div", { class: "tpg", id: "tpg" }, h("div", { class: "muted" }, "Sampling a batch…"));
+    const info = h("div", { class: "muted", id: "tpg-info" });
+    const legend = h("div", { class: "legend" }, ...Object.entries(EDGE_COLOURS).map(([k, c]) => { const i = h("i"); i.style.background = c; return h("span", {}, i, k); }));
+    let sample = null;
+    const fetchOne = async () => {
+      const r = await api("api/v1/operators/" + encodeURIComponent(name) + "/tpg");
+      if (r.status === 200) { sample = r.body; draw(); return true; }
+      if (r.status !== 202) { box.replaceChildren(h("div", { class: "muted" }, (r.body && r.body.error) || "no graph")); return true; }
+      return false;
+    };
+    const poll = async () => { if (!(await fetchOne())) setTimeout(() => { if (box.isConnected) poll(); }, 1000); };
+    const again = h("button", { id: "tpg-again", onclick: async () => { await api("api/v1/operators/" + encodeURIComponent(name) + "/tpg"); const old = sample; const wait = async () => { const r = await api("api/v1/operators/" + encodeURIComponent(name) + "/tpg"); if (r.status === 200 && JSON.stringify(r.body) !== JSON.stringify(old)) { sample = r.body; draw(); } else if (box.isConnected) setTimeout(wait, 1000); }; wait(); } }, "Sample another batch");
+    function draw() {
+      const t = sample, n = Math.min(t.ops.length, TPG_DRAWN);
+      info.textContent = `${t.strategy}: ${t.txns} transactions, ${t.total_ops} operations, ${t.units} scheduling units` +
+        (n < t.total_ops ? `; the first ${n} operations drawn` : "") + ". Each node: transaction.operation, its key, and #the place its unit ran in (worker by colour); aborted transactions outlined red.";
+      const g = new dagre.graphlib.Graph({ multigraph: true });
+      g.setGraph({ rankdir: "LR", nodesep: 8, ranksep: 40, marginx: 10, marginy: 10 });
+      g.setDefaultEdgeLabel(() => ({}));
+      for (let i = 0; i < n; i++) g.setNode(String(i), { width: 96, height: 34 });
+      const edges = t.edges.filter((e) => e.from < n && e.to < n);
+      edges.forEach((e, k) => g.setEdge(String(e.from), String(e.to), {}, String(k)));
+      dagre.layout(g);
+      const gg = g.graph();
+      const root = svg("svg", { width: "100%", height: 480, viewBox: `0 0 ${gg.width} ${gg.height}`, role: "img", "aria-label": "task precedence graph" });
+      const layer = svg("g", {});
+      root.append(layer);
+      edges.forEach((e, k) => {
+        const ge = g.edge(String(e.from), String(e.to), String(k));
+        const d = ge.points.map((p, i) => (i ? "L" : "M") + p.x.toFixed(1) + " " + p.y.toFixed(1)).join(" ");
+        layer.append(svg("path", { d, class: "tpg-edge " + e.kind, stroke: EDGE_COLOURS[e.kind] || "#888", fill: "none", "stroke-width": 1.2, "stroke-dasharray": e.kind === "logical" ? "3 3" : "" }));
+      });
+      for (let i = 0; i < n; i++) {
+        const o = t.ops[i], gn = g.node(String(i));
+        const key = o.nondet ? "table " + o.table + " (nondet)" : o.key.length > 12 ? o.key.slice(0, 11) + "…" : o.key;
+        const rect = svg("rect", { x: gn.x - 48, y: gn.y - 17, width: 96, height: 34, rx: 4, fill: WORKER_COLOURS[o.worker % WORKER_COLOURS.length], stroke: o.aborted ? "#d64545" : "#8b95a7", "stroke-width": o.aborted ? 2 : 1 });
+        layer.append(svg("g", { class: "tpg-op", "data-unit": o.unit, "data-order": o.order },
+          svg("title", {}, `transaction ${o.txn}, operation ${o.index}; key ${o.key} (table ${o.table}); unit ${o.unit}, ran ${o.order < 0 ? "never" : "#" + o.order} on worker ${o.worker}${o.aborted ? "; aborted" : ""}`),
+          rect, svg("text", { x: gn.x, y: gn.y - 3, "text-anchor": "middle", "font-size": 10 }, `${o.txn}.${o.index} ${key}`),
+          svg("text", { x: gn.x, y: gn.y + 11, "text-anchor": "middle", "font-size": 9, fill: "#667085" }, `u${o.unit} #${o.order} w${o.worker}`)));
+      }
+      // Zoom with the wheel, pan by dragging: the viewBox moves.
+      let vb = [0, 0, gg.width, gg.height], drag = null;
+      const apply = () => root.setAttribute("viewBox", vb.map((v) => v.toFixed(1)).join(" "));
+      root.addEventListener("wheel", (ev) => {
+        ev.preventDefault();
+        const r = root.getBoundingClientRect(), f = ev.deltaY > 0 ? 1.2 : 1 / 1.2;
+        const px = vb[0] + ((ev.clientX - r.left) / r.width) * vb[2], py = vb[1] + ((ev.clientY - r.top) / r.height) * vb[3];
+        vb = [px - (px - vb[0]) * f, py - (py - vb[1]) * f, vb[2] * f, vb[3] * f];
+        apply();
+      }, { passive: false });
+      root.addEventListener("pointerdown", (ev) => { drag = { x: ev.clientX, y: ev.clientY, vb: vb.slice() }; });
+      root.addEventListener("pointermove", (ev) => {
+        if (!drag) return;
+        const r = root.getBoundingClientRect();
+        vb = [drag.vb[0] - ((ev.clientX - drag.x) / r.width) * vb[2], drag.vb[1] - ((ev.clientY - drag.y) / r.height) * vb[3], vb[2], vb[3]];
+        apply();
+      });
+      root.addEventListener("pointerup", () => { drag = null; });
+      root.addEventListener("pointerleave", () => { drag = null; });
+      apply();
+      box.replaceChildren(root);
+    }
+    poll();
+    return h("div", { class: "panel" }, h("div", { class: "muted" }, "Task precedence graph of a sampled batch (scroll to zoom, drag to pan)"), info, legend, box, h("div", {}, again));
   }
 
   function pluginsPage() {
@@ -565,6 +639,58 @@
           h("td", { class: "mono" }, short(d.sha256)), h("td", { class: "muted" }, d.detail || ""))))));
   }
 
+  // windowsPage shows event time: each source's watermark and its lag
+  // behind the host's clock, and each windowed operator's or join's open
+  // window slices, firings and late records.
+  function windowsPage() {
+    const sources = h("tbody", { id: "w-sources" });
+    const ops = h("tbody", { id: "w-operators" });
+    const note = h("div", { class: "muted" });
+    const windowed = (st) => (st.operators || []).filter((o) => o.window);
+    const sum = (st, k) => windowed(st).reduce((x, o) => x + (o.window[k] || 0), 0);
+    const lag = chart("chart-watermark-lag", "Watermark lag behind the host's clock, per source", "s", []);
+    let lagKey = "", lagChart = lag;
+    const lagBox = h("div", {}, lag.el);
+    const rates = chart("chart-window-rates", "Windows fired and late records per second (all operators)", "", [
+      { label: "fired", f: (a, b, dt) => (sum(b, "firings") - sum(a, "firings")) / dt },
+      { label: "late", f: (a, b, dt) => (sum(b, "late_records") - sum(a, "late_records")) / dt },
+    ]);
+    const when = (t) => (t ? new Date(t).toISOString().replace("T", " ").replace(/\.000Z$|Z$/, " UTC") : "none yet");
+    const el = h("div", {}, h("h1", {}, "Windows"), note,
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Sources: event time"),
+        h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "source"), h("th", {}, "watermark"), h("th", { class: "num" }, "lag"), h("th", {}, "idle"))), sources)),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Windowed operators and joins (click one to open it)"),
+        h("table", {}, h("thead", {}, h("tr", {}, ...["operator", "kind", "watermark", "open slices", "fired", "fired/s", "late records", "late/s"].map((x, i) =>
+          h("th", { class: i > 2 ? "num" : undefined }, x)))), ops)),
+      h("div", { class: "grid2" }, lagBox, rates.el));
+    return {
+      el,
+      update(st) {
+        const srcs = st.sources || [];
+        const w = windowed(st);
+        note.textContent = srcs.length || w.length ? "" : "This pipeline has no windowed operator or join: it keeps no event time.";
+        const key = srcs.map((x) => x.name).join("\n");
+        if (key !== lagKey) {
+          lagKey = key;
+          lagChart = chart("chart-watermark-lag", "Watermark lag behind the host's clock, per source", "s", srcs.map((x) => ({
+            label: x.name, f: (a, b) => { const y = (b.sources || []).find((z) => z.name === x.name); return y && y.watermark ? y.watermark_lag_seconds : null; },
+          })));
+          lagBox.replaceChildren(lagChart.el);
+        }
+        sources.replaceChildren(...srcs.map((x) => h("tr", {}, h("td", {}, x.name), h("td", { class: "mono" }, when(x.watermark)),
+          h("td", { class: "num" }, x.watermark ? fmtSeconds(x.watermark_lag_seconds) : "–"), h("td", {}, x.idle ? "idle" : ""))));
+        const s = state.samples, n = s.length;
+        const prev = n > 1 ? s[n - 2].st : null, dt = n > 1 ? s[n - 1].t - s[n - 2].t || 1 : 1;
+        const per = (o, k) => { const p = prev && opOf(prev, o.name); return p && p.window ? fmt((o.window[k] - p.window[k]) / dt) : "–"; };
+        ops.replaceChildren(...w.map((o) => h("tr", {}, h("td", {}, h("a", { href: "#/operator/" + encodeURIComponent(o.name) }, o.name)), h("td", {}, o.kind),
+          h("td", { class: "mono" }, when(o.window.watermark)), h("td", { class: "num" }, fmt(o.window.open_slices)), h("td", { class: "num" }, fmt(o.window.firings)),
+          h("td", { class: "num" }, per(o, "firings")), h("td", { class: "num" }, fmt(o.window.late_records)), h("td", { class: "num" }, per(o, "late_records")))));
+        if (srcs.length) lagChart.update();
+        rates.update();
+      },
+    };
+  }
+
   function unavailable(title, what) {
     return { el: h("div", {}, h("h1", {}, title), h("div", { class: "unavailable panel" }, "Not available in this version: " + what)) };
   }
@@ -580,7 +706,7 @@
       case "overview": page = overview(); break;
       case "operator": page = operatorPage(parts[1] || ""); break;
       case "plugins": page = pluginsPage(); break;
-      case "windows": page = unavailable("Windows", "the host has no window operators yet; their watermarks, open windows and late records will show here."); break;
+      case "windows": page = windowsPage(); break;
       case "cluster": page = unavailable("Cluster", "the host runs on one machine; hosts, key groups per host and migrations will show here once pipelines scale out."); break;
       case "doctor": page = unavailable("Doctor", "the control plane's findings and decisions will show here once it exists."); break;
       default: page = unavailable("Not found", "no page " + name + ".");
