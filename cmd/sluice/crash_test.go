@@ -145,23 +145,7 @@ func TestKillAndResumeFromJetStream(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	srv, err := natsconn.StartEmbedded(ctx, natsconn.Options{Dir: filepath.Join(dir, "nats"), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(ctx)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "IN", Subjects: []string{"in.lines"}}); err != nil {
-		t.Fatal(err)
-	}
+	url, js := startJetStream(t, dir, "in.lines")
 	lines := testLines(20000)
 	for _, l := range lines {
 		if _, err := js.PublishAsync("in.lines", []byte(l)); err != nil {
@@ -174,7 +158,7 @@ func TestKillAndResumeFromJetStream(t *testing.T) {
 		t.Fatal("publishing the input did not complete")
 	}
 
-	p := writePipeline(t, dir, strings.Replace(jetStreamWordCount, "NATSURL", srv.ClientURL(), 1))
+	p := writePipeline(t, dir, strings.Replace(jetStreamWordCount, "NATSURL", url, 1))
 	first := startHost(t, dir, p)
 	first.waitFor(t, "lines", 2000)
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -238,4 +222,30 @@ func TestKillAndResumeFromJetStream(t *testing.T) {
 		return
 	}
 	_ = os.Remove(p)
+}
+
+// startJetStream starts an embedded NATS server with JetStream under dir,
+// stopped when the test ends, with a stream IN of subject, and returns its
+// URL and a JetStream client.
+func startJetStream(t *testing.T, dir, subject string) (string, jetstream.JetStream) {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := natsconn.StartEmbedded(ctx, natsconn.Options{Dir: filepath.Join(dir, "nats"), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(ctx) })
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "IN", Subjects: []string{subject}}); err != nil {
+		t.Fatal(err)
+	}
+	return srv.ClientURL(), js
 }

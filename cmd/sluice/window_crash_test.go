@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/connectors/natsconn"
 )
@@ -56,23 +55,7 @@ func TestKillWindowedCountFromJetStream(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	srv, err := natsconn.StartEmbedded(ctx, natsconn.Options{Dir: filepath.Join(dir, "nats"), Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(ctx)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "IN", Subjects: []string{"in.clicks"}}); err != nil {
-		t.Fatal(err)
-	}
+	url, js := startJetStream(t, dir, "in.clicks")
 	// 20,000 clicks of 50 keys, 10 ms apart in event time: 100 a window.
 	const n, keys = 20000, 50
 	base := int64(1_700_000_000) * int64(time.Second)
@@ -106,7 +89,7 @@ func TestKillWindowedCountFromJetStream(t *testing.T) {
 		}
 	}
 
-	p := writePipeline(t, dir, strings.Replace(jetStreamWindowedCount, "NATSURL", srv.ClientURL(), 1))
+	p := writePipeline(t, dir, strings.Replace(jetStreamWindowedCount, "NATSURL", url, 1))
 	first := startHost(t, dir, p)
 	first.waitFor(t, "clicks", 5000)
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -97,32 +97,11 @@ func TestJoinMatchesNestedLoop(t *testing.T) {
 		batch := rapid.SampledFrom([]int{1, 50}).Draw(rt, "batch")
 		workers := rapid.IntRange(1, 2).Draw(rt, "workers")
 
-		store := openStore(rt, t.TempDir())
-		defer store.Close()
-		sink, dead, late := &memSink{}, &memSink{}, &memSink{}
-		wm := &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: bound}
-		job, err := New(context.Background(), Config{
-			Name: "p",
-			Sources: []Input{
-				{Name: "l", Source: &sliceSource{recs: l, chunk: batch}, Watermark: wm},
-				{Name: "r", Source: &sliceSource{recs: r, chunk: batch}, Watermark: wm},
-			},
-			Operators: []Operator{{Name: "j", Kind: KindJoin, Inputs: []string{"l", "r"}, Parallelism: workers,
-				Join: &Join{Type: typ, Window: spec, Algorithm: algo}}},
-			Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
-		})
-		if err != nil {
-			rt.Fatal(err)
-		}
-		if err := job.Run(context.Background()); err != nil {
-			rt.Fatal(err)
-		}
-		if n := len(late.records()) + len(dead.records()); n > 0 {
-			rt.Fatalf("%d records late or dead", n)
-		}
+		outs := runJoin(rt, t.TempDir(), l, r, bound, batch, Operator{Name: "j", Parallelism: workers,
+			Join: &Join{Type: typ, Window: spec, Algorithm: algo}})
 		var got []string
 		ids := map[string]bool{}
-		for _, o := range sink.records() {
+		for _, o := range outs {
 			got = append(got, joinLine(rt, o))
 			if ids[o.ID] {
 				rt.Fatalf("id %q twice", o.ID)
@@ -167,31 +146,10 @@ func TestIntervalJoinMatchesNestedLoop(t *testing.T) {
 		slices.Sort(want)
 		batch := rapid.SampledFrom([]int{1, 50}).Draw(rt, "batch")
 
-		store := openStore(rt, t.TempDir())
-		defer store.Close()
-		sink, dead, late := &memSink{}, &memSink{}, &memSink{}
-		wm := &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: bound}
-		job, err := New(context.Background(), Config{
-			Name: "p",
-			Sources: []Input{
-				{Name: "l", Source: &sliceSource{recs: l, chunk: batch}, Watermark: wm},
-				{Name: "r", Source: &sliceSource{recs: r, chunk: batch}, Watermark: wm},
-			},
-			Operators: []Operator{{Name: "j", Kind: KindJoin, Inputs: []string{"l", "r"}, Parallelism: rapid.IntRange(1, 3).Draw(rt, "workers"),
-				Interval: &Interval{Lower: lower, Upper: upper}}},
-			Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
-		})
-		if err != nil {
-			rt.Fatal(err)
-		}
-		if err := job.Run(context.Background()); err != nil {
-			rt.Fatal(err)
-		}
-		if n := len(late.records()) + len(dead.records()); n > 0 {
-			rt.Fatalf("%d records late or dead", n)
-		}
+		outs := runJoin(rt, t.TempDir(), l, r, bound, batch, Operator{Name: "j", Parallelism: rapid.IntRange(1, 3).Draw(rt, "workers"),
+			Interval: &Interval{Lower: lower, Upper: upper}})
 		var got []string
-		for _, o := range sink.records() {
+		for _, o := range outs {
 			var v struct{ Left, Right json.RawMessage }
 			if err := json.Unmarshal(o.Record.Value, &v); err != nil {
 				rt.Fatalf("result %q: %v", o.Record.Value, err)
@@ -256,31 +214,10 @@ func TestSessionJoinMatchesOracle(t *testing.T) {
 		}
 		slices.Sort(want)
 		batch := rapid.SampledFrom([]int{1, 50}).Draw(rt, "batch")
-		store := openStore(rt, t.TempDir())
-		defer store.Close()
-		sink, dead, late := &memSink{}, &memSink{}, &memSink{}
-		wm := &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: bound}
-		job, err := New(context.Background(), Config{
-			Name: "p",
-			Sources: []Input{
-				{Name: "l", Source: &sliceSource{recs: l, chunk: batch}, Watermark: wm},
-				{Name: "r", Source: &sliceSource{recs: r, chunk: batch}, Watermark: wm},
-			},
-			Operators: []Operator{{Name: "j", Kind: KindJoin, Inputs: []string{"l", "r"}, Parallelism: rapid.IntRange(1, 3).Draw(rt, "workers"),
-				Join: &Join{Type: typ, Window: window.Spec{Assigner: window.Session, Gap: time.Duration(gap)}}}},
-			Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
-		})
-		if err != nil {
-			rt.Fatal(err)
-		}
-		if err := job.Run(context.Background()); err != nil {
-			rt.Fatal(err)
-		}
-		if n := len(late.records()) + len(dead.records()); n > 0 {
-			rt.Fatalf("%d records late or dead", n)
-		}
+		outs := runJoin(rt, t.TempDir(), l, r, bound, batch, Operator{Name: "j", Parallelism: rapid.IntRange(1, 3).Draw(rt, "workers"),
+			Join: &Join{Type: typ, Window: window.Spec{Assigner: window.Session, Gap: time.Duration(gap)}}})
 		var got []string
-		for _, o := range sink.records() {
+		for _, o := range outs {
 			var v struct {
 				Left, Right json.RawMessage
 				Start       int64 `json:"window_start"`
@@ -296,4 +233,34 @@ func TestSessionJoinMatchesOracle(t *testing.T) {
 			rt.Fatalf("%s session join, gap %v:\n got %q\nwant %q", []string{"inner", "left", "right", "full"}[typ], time.Duration(gap), got, want)
 		}
 	})
+}
+
+// runJoin runs op, a join of sources l and r (their watermarks bounded by
+// bound), in batches of batch records, and returns its results; no record
+// may come late or be dead-lettered.
+func runJoin(rt *rapid.T, dir string, l, r []abi.Record, bound time.Duration, batch int, op Operator) []connectors.Out {
+	store := openStore(rt, dir)
+	defer store.Close()
+	sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+	wm := &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: bound}
+	op.Kind, op.Inputs = KindJoin, []string{"l", "r"}
+	job, err := New(context.Background(), Config{
+		Name: "p",
+		Sources: []Input{
+			{Name: "l", Source: &sliceSource{recs: l, chunk: batch}, Watermark: wm},
+			{Name: "r", Source: &sliceSource{recs: r, chunk: batch}, Watermark: wm},
+		},
+		Operators: []Operator{op},
+		Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
+	})
+	if err != nil {
+		rt.Fatal(err)
+	}
+	if err := job.Run(context.Background()); err != nil {
+		rt.Fatal(err)
+	}
+	if n := len(late.records()) + len(dead.records()); n > 0 {
+		rt.Fatalf("%d records late or dead", n)
+	}
+	return sink.records()
 }
