@@ -465,3 +465,43 @@ func TestNoEventTimeIsDeadLettered(t *testing.T) {
 		store.Close()
 	}
 }
+
+// TestIdleSourceLetsTimeGoOn runs a windowed count over two sources, one
+// of which never delivers a record: without an idle timeout it would hold
+// the watermark back forever; with one, the windows of the other fire
+// while both sources stay open.
+func TestIdleSourceLetsTimeGoOn(t *testing.T) {
+	base := int64(1_700_000_000) * int64(time.Second)
+	var recs []abi.Record
+	for i := range 10 {
+		recs = append(recs, abi.Record{Key: []byte("k"), Value: []byte("v"), Time: base + int64(i)*int64(time.Second)})
+	}
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+	wm := &window.WatermarkStrategy{Kind: window.Monotonous, Idle: 50 * time.Millisecond}
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{
+			{Name: "busy", Source: &sliceSource{recs: recs, block: true}, Watermark: wm},
+			{Name: "quiet", Source: &sliceSource{block: true}, Watermark: wm},
+		},
+		Operators: []Operator{{Name: "count", Kind: plugin.KindAggregate, Inputs: []string{"busy", "quiet"}, Parallelism: 1,
+			Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: 2 * time.Second}, Function: builtinCount(t)}}},
+		Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- job.Run(ctx) }()
+	// The windows before the busy source's last record fire: 4 of them.
+	waitFor(t, func() bool { return len(sink.records()) >= 4 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := len(sink.records()); n != 4 {
+		t.Errorf("%d windows fired, want 4 (the fifth holds the last record, at the watermark)", n)
+	}
+}
