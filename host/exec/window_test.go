@@ -505,3 +505,41 @@ func TestIdleSourceLetsTimeGoOn(t *testing.T) {
 		t.Errorf("%d windows fired, want 4 (the fifth holds the last record, at the watermark)", n)
 	}
 }
+
+// TestProcessingTimeWindowsFireWithoutInput counts records in windows of
+// the host's clock: they fire while the source stays open and quiet.
+func TestProcessingTimeWindowsFireWithoutInput(t *testing.T) {
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: records("a", "b", "a"), block: true}}},
+		Operators: []Operator{{Name: "count", Kind: plugin.KindAggregate, Parallelism: 2,
+			Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: 50 * time.Millisecond, Domain: window.ProcessingTime}, Function: builtinCount(t)}}},
+		Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- job.Run(ctx) }()
+	total := func() int {
+		n := 0
+		for _, o := range sink.records() {
+			var v struct{ Count int }
+			if err := json.Unmarshal(o.Record.Value, &v); err == nil {
+				n += v.Count
+			}
+		}
+		return n
+	}
+	waitFor(t, func() bool { return total() == 3 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := total(); n != 3 {
+		t.Errorf("the windows counted %d records, want 3", n)
+	}
+}
