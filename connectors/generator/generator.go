@@ -64,7 +64,8 @@ type Config struct {
 	// Seed selects the stream; the same seed gives the same records. Not
 	// used in Txn mode, whose workload has its own seed.
 	Seed uint64
-	// Start is the event time of position 1; zero: the Unix epoch.
+	// Start is the event time of position 1; zero: one Step after the
+	// Unix epoch (a time of 0 means "none" to the windows of event time).
 	Start time.Time
 	// Step is the event time between consecutive positions; 0: 1/Rate
 	// when Rate is set, else 1 millisecond.
@@ -151,6 +152,9 @@ func New(cfg Config) (*Source, error) {
 		s.step = max(int64(float64(time.Second)/cfg.Rate), 1)
 	default:
 		s.step = int64(time.Millisecond)
+	}
+	if cfg.Start.IsZero() {
+		s.start = s.step
 	}
 	if cfg.Mode == Words {
 		s.words = strings.Fields(vocabulary)

@@ -71,7 +71,7 @@ func TestDeterministicAndResumable(t *testing.T) {
 				if m.Position != uint64(i+1) {
 					t.Fatalf("message %d at position %d", i, m.Position)
 				}
-				if want := int64(i) * int64(max(cfg.Step, time.Millisecond)); cfg.Start.IsZero() && m.Record.Time != want {
+				if want := int64(i+1) * int64(max(cfg.Step, time.Millisecond)); cfg.Start.IsZero() && m.Record.Time != want {
 					t.Fatalf("message %d time %d, want %d", i, m.Record.Time, want)
 				}
 			}
