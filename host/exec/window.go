@@ -6,7 +6,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"hash/maphash"
+	"hash/fnv"
 	"log/slog"
 	"math"
 	"slices"
@@ -84,7 +84,6 @@ type windowStage struct {
 	// ns is the namespace of the operator's windows and timers (its own:
 	// timers are the store's, shared by every operator).
 	ns   string
-	seed maphash.Seed
 	log  *slog.Logger
 	om   *opMetrics
 	// openBase is the slices open when the stage was made, firedBase the
@@ -111,7 +110,7 @@ func newWindowStage(ctx context.Context, op *Operator, store *state.Store, om *o
 		return nil, err
 	}
 	st := &windowStage{keyedStage: ks, spec: op.Window.Spec, table: ks.tables[0], native: op.Window.Function, ns: window.NamespaceOf(op.Tables[0]),
-		seed: maphash.MakeSeed(), log: log, om: om}
+		log: log, om: om}
 	for range ks.workers {
 		if err := st.addOperator(); err != nil {
 			st.closeWorkers(ctx)
@@ -249,7 +248,11 @@ func (st *windowStage) resultID(r *window.Result) string {
 	} else {
 		b = hex.AppendEncode(b, r.Key[:min(len(r.Key), 16)])
 		b = append(b, '~')
-		b = strconv.AppendUint(b, maphash.Bytes(st.seed, r.Key), 36)
+		// A hash that is the same in every process: the id must be
+		// reproduced by a replay after a restart.
+		h := fnv.New64a()
+		h.Write(r.Key)
+		b = strconv.AppendUint(b, h.Sum64(), 36)
 	}
 	b = append(b, '/')
 	b = strconv.AppendInt(b, r.Window.Start, 10)
@@ -263,7 +266,7 @@ func (st *windowStage) resultID(r *window.Result) string {
 // printableKey reports whether k can stand in an id as it is.
 func printableKey(k []byte) bool {
 	for _, c := range k {
-		if c <= ' ' || c >= 0x7f || c == '/' {
+		if c <= ' ' || c >= 0x7f || c == '/' || c == '~' {
 			return false
 		}
 	}
