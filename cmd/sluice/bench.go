@@ -19,11 +19,12 @@ func newBenchCmd() *cobra.Command {
 		only       []string
 		cpuProfile string
 		noTimeout  bool
+		dashboard  bool
 		engine     string
 		logs       logFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "bench [--quick] [--json FILE] [--only wasm|nats|keyed] [--no-call-timeout] [--engine wazero|wasmtime] [--cpuprofile FILE]",
+		Use:   "bench [--quick] [--json FILE] [--only wasm|nats|keyed] [--no-call-timeout] [--dashboard] [--engine wazero|wasmtime] [--cpuprofile FILE]",
 		Short: "Measure the user-level figures: Wasm call path, NATS pipeline, keyed state commits",
 		Long: `Build the example plugins (upper, wordcount) from source and measure:
 
@@ -35,6 +36,9 @@ func newBenchCmd() *cobra.Command {
          and against a relay (a subscriber that publishes each message
          again: the same two crossings of the server with nothing between
          them), measured in the same run (rounds interleaved, medians);
+         with --dashboard, each round's pipeline runs twice with the job's
+         event stream served on 127.0.0.1, a page open (a client decoding
+         every event) and closed, interleaved, and reports open over closed;
   keyed  generator -> wordcount (keyed state) -> discard with Pebble commits:
          records per second and the cost of one commit.
 
@@ -76,6 +80,7 @@ wasmtime tag): the wasm suite then compares native Go with wasmtime.`,
 			stderr := cmd.ErrOrStderr()
 			opts.Logger = log
 			opts.NoCallTimeout = noTimeout
+			opts.NATS.Dashboard = dashboard
 			opts.Progress = stderr
 
 			work, err := os.MkdirTemp("", "sluice-bench-")
@@ -113,6 +118,7 @@ wasmtime tag): the wasm suite then compares native Go with wasmtime.`,
 	cmd.Flags().StringVar(&jsonFile, "json", "bench.json", "where to write the results as JSON; - prints JSON instead of the tables")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these suites: wasm, nats, keyed (repeat or separate with commas)")
 	cmd.Flags().BoolVar(&noTimeout, "no-call-timeout", false, "run the nats and keyed pipelines' plugins without the call timeout, to see what the deadline costs them (wasm always measures both)")
+	cmd.Flags().BoolVar(&dashboard, "dashboard", false, "nats: run each pipeline round with the event stream served, once with a dashboard page reading it and once without, and report open over closed")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (not the plugin build) to this file")
 	registerEngineFlag(cmd, &engine)
 	logs.register(cmd, "info")

@@ -89,6 +89,12 @@ type NATSConfig struct {
 	Parallelism int
 	// Stall fails a round when no message arrives for this long; 0: 10 s.
 	Stall time.Duration
+	// Dashboard runs each round's pipeline twice with the job's event
+	// stream (GET /api/v1/events) served on 127.0.0.1: once with a reader
+	// that decodes every event as the dashboard's page does, once without,
+	// in an order that alternates from round to round; NATSSize.Page holds
+	// both rates and their ratio.
+	Dashboard bool
 }
 
 // KeyedConfig sizes the keyed suite.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,28 @@ type NATSSize struct {
 	RawRounds      []float64 `json:"raw_rounds_msgs_per_second"`
 	RelayRounds    []float64 `json:"relay_rounds_msgs_per_second"`
 	PipelineRounds []float64 `json:"pipeline_rounds_msgs_per_second"`
+
+	// Page holds the pipeline with a dashboard page open and closed, with
+	// NATSConfig.Dashboard; PipelineRate and PipelineRounds are then the
+	// rounds with the page closed.
+	Page *NATSPage `json:"dashboard,omitempty"`
+}
+
+// NATSPage compares the pipeline's rounds with the job's event stream
+// (GET /api/v1/events) served on 127.0.0.1 and read by a client as the
+// dashboard's page reads it (open) against rounds with the stream served
+// and nobody reading (closed), interleaved.
+type NATSPage struct {
+	// OpenRate and ClosedRate are the medians of the rounds.
+	OpenRate   float64 `json:"open_msgs_per_second"`
+	ClosedRate float64 `json:"closed_msgs_per_second"`
+	// Ratio is the median of the per-round ratios, open over closed.
+	Ratio        float64   `json:"open_to_closed"`
+	OpenRounds   []float64 `json:"open_rounds_msgs_per_second"`
+	ClosedRounds []float64 `json:"closed_rounds_msgs_per_second"`
+	// Events is the number of events the reader decoded, all rounds
+	// together.
+	Events int64 `json:"events_read"`
 }
 
 // defaultStall is how long a round waits without any arrival before it
@@ -97,10 +120,16 @@ func runNATS(ctx context.Context, e *env, code []byte, cfg NATSConfig) (*NATSRes
 			if err != nil {
 				return nil, err
 			}
-			e.step("nats: %d-byte messages, round %d/%d: NATS -> upper map (%d workers) -> NATS, %d messages", size, r+1, cfg.Rounds, par, cfg.Messages)
-			pipe, err := pipelineRound(ctx, e, url, p, size, r, par, cfg)
-			if err != nil {
-				return nil, err
+			var pipe float64
+			if cfg.Dashboard {
+				if pipe, err = pageRounds(ctx, e, url, p, size, r, par, cfg, &s); err != nil {
+					return nil, err
+				}
+			} else {
+				e.step("nats: %d-byte messages, round %d/%d: NATS -> upper map (%d workers) -> NATS, %d messages", size, r+1, cfg.Rounds, par, cfg.Messages)
+				if pipe, _, err = pipelineRound(ctx, e, url, p, size, r, par, pageNone, cfg); err != nil {
+					return nil, err
+				}
 			}
 			s.RawRounds = append(s.RawRounds, raw)
 			s.RelayRounds = append(s.RelayRounds, relay)
@@ -110,6 +139,13 @@ func runNATS(ctx context.Context, e *env, code []byte, cfg NATSConfig) (*NATSRes
 		}
 		s.RawRate, s.PipelineRate, s.Ratio = median(s.RawRounds), median(s.PipelineRounds), median(ratios)
 		s.RelayRate, s.RelayRatio = median(s.RelayRounds), median(relayRatios)
+		if pg := s.Page; pg != nil {
+			var pr []float64
+			for i := range pg.OpenRounds {
+				pr = append(pr, pg.OpenRounds[i]/pg.ClosedRounds[i])
+			}
+			pg.OpenRate, pg.ClosedRate, pg.Ratio = median(pg.OpenRounds), median(pg.ClosedRounds), median(pr)
+		}
 		res.Sizes = append(res.Sizes, s)
 	}
 	return res, nil
@@ -396,10 +432,52 @@ func (d *discardSink) Write(_ context.Context, out []connectors.Out) error {
 func (d *discardSink) Flush(context.Context) error { return nil }
 func (d *discardSink) Close() error                { return nil }
 
+// pageRounds runs round r's two pipeline rounds with the event stream
+// served, one with a page open and one without, in an order that
+// alternates from round to round, adds them to s.Page and returns the
+// closed round's rate.
+func pageRounds(ctx context.Context, e *env, url string, p *plugin.Plugin, size, r, par int, cfg NATSConfig, s *NATSSize) (closed float64, err error) {
+	if s.Page == nil {
+		s.Page = &NATSPage{}
+	}
+	modes := []pageMode{pageClosed, pageOpen}
+	if r%2 == 1 {
+		modes = []pageMode{pageOpen, pageClosed}
+	}
+	var open float64
+	for _, m := range modes {
+		words := "closed"
+		if m == pageOpen {
+			words = "open"
+		}
+		e.step("nats: %d-byte messages, round %d/%d: NATS -> upper map (%d workers) -> NATS, dashboard page %s, %d messages", size, r+1, cfg.Rounds, par, words, cfg.Messages)
+		rate, events, err := pipelineRound(ctx, e, url, p, size, 2*r+int(m)-1, par, m, cfg)
+		if err != nil {
+			return 0, err
+		}
+		if m == pageOpen {
+			open = rate
+			s.Page.Events += events
+		} else {
+			closed = rate
+		}
+	}
+	s.Page.OpenRounds = append(s.Page.OpenRounds, open)
+	s.Page.ClosedRounds = append(s.Page.ClosedRounds, closed)
+	return closed, nil
+}
+
 // pipelineRound measures NATS -> upper map -> NATS through exec.Job and
-// returns messages per second.
-func pipelineRound(ctx context.Context, e *env, url string, p *plugin.Plugin, size, round, par int, cfg NATSConfig) (rate float64, err error) {
+// returns messages per second; with page, the job's event stream is served
+// meanwhile (and read, pageOpen), and events is what the reader decoded.
+func pipelineRound(ctx context.Context, e *env, url string, p *plugin.Plugin, size, round, par int, page pageMode, cfg NATSConfig) (rate float64, events int64, err error) {
 	what := fmt.Sprintf("NATS -> upper map -> NATS, %d-byte messages", size)
+	if page != pageNone {
+		what += ", dashboard page closed"
+		if page == pageOpen {
+			what = strings.Replace(what, "closed", "open", 1)
+		}
+	}
 	errs := &asyncErrs{}
 	var closers []func() error
 	defer func() {
@@ -411,7 +489,7 @@ func pipelineRound(ctx context.Context, e *env, url string, p *plugin.Plugin, si
 	}()
 	conns, closeAll, err := connectAll(ctx, e, url, errs, "bench-host", "bench-pub", "bench-sub")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	closers = append(closers, func() error { closeAll(); return nil })
 	host, pub, sub := conns[0], conns[1], conns[2]
@@ -420,24 +498,24 @@ func pipelineRound(ctx context.Context, e *env, url string, p *plugin.Plugin, si
 	c := newCounter(cfg.Messages, func(b []byte) bool { return len(b) == size && isUpper(b[0]) && isUpper(b[size-1]) })
 	s, err := subscribe(ctx, sub, out, c.handle)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	closers = append(closers, func() error { _ = s.Unsubscribe(); return nil })
 
 	src, err := natsconn.NewCoreSource(host, natsconn.CoreSourceConfig{Subject: in})
 	if err != nil {
-		return 0, fmt.Errorf("bench: %w", err)
+		return 0, 0, fmt.Errorf("bench: %w", err)
 	}
 	closers = append(closers, src.Close)
 	sink, err := natsconn.NewCoreSink(host, natsconn.CoreSinkConfig{Subject: out})
 	if err != nil {
-		return 0, fmt.Errorf("bench: %w", err)
+		return 0, 0, fmt.Errorf("bench: %w", err)
 	}
 	closers = append(closers, sink.Close)
 	store, err := state.Open(filepath.Join(e.dir, "nats-state", fmt.Sprintf("%d-%d", size, round)),
 		state.Options{KeyGroups: pipeline.DefaultKeyGroups, Logger: e.log})
 	if err != nil {
-		return 0, fmt.Errorf("bench: %w", err)
+		return 0, 0, fmt.Errorf("bench: %w", err)
 	}
 	closers = append(closers, store.Close)
 	dead := &discardSink{name: "dead-letters"}
@@ -453,27 +531,59 @@ func pipelineRound(ctx context.Context, e *env, url string, p *plugin.Plugin, si
 		Logger:     e.log,
 	})
 	if err != nil {
-		return 0, fmt.Errorf("bench: %w", err)
+		return 0, 0, fmt.Errorf("bench: %w", err)
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
 	go func() { runErr <- job.Run(runCtx) }()
+	var reader *pageReader
+	stopReader := func() {}
+	if page != pageNone {
+		srv, err := pageServer(e, job)
+		if err != nil {
+			stop()
+			return 0, 0, errors.Join(err, <-runErr)
+		}
+		closers = append(closers, func() error {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			return srv.Close(cctx)
+		})
+		if page == pageOpen {
+			rctx, cancel := context.WithCancel(ctx)
+			reader = openPage(rctx, srv.Addr())
+			stopReader = cancel
+			if err := reader.attached(ctx); err != nil {
+				cancel()
+				stop()
+				return 0, 0, errors.Join(err, <-reader.done, <-runErr)
+			}
+		}
+	}
 	start, perr := publishAndWait(ctx, pub, in, lowerPayload(size), c, errs, cfg)
+	var rerr error
+	if reader != nil {
+		stopReader()
+		if rerr = <-reader.done; rerr != nil {
+			rerr = fmt.Errorf("bench: dashboard reader: %w", rerr)
+		}
+		events = reader.events.Load()
+	}
 	stop()
 	jerr := <-runErr
-	if err := errors.Join(perr, jerr); err != nil {
-		return 0, fmt.Errorf("%w (%s)", err, what)
+	if err := errors.Join(perr, jerr, rerr); err != nil {
+		return 0, 0, fmt.Errorf("%w (%s)", err, what)
 	}
 	if err := flush(ctx, sub); err != nil {
-		return 0, fmt.Errorf("bench: %w", err)
+		return 0, 0, fmt.Errorf("bench: %w", err)
 	}
 	if err := checkArrivals(what, c, errs); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	st := job.Status()
 	if st.RecordsIn != uint64(cfg.Messages) || st.Outputs != uint64(cfg.Messages) || st.Dead != 0 || dead.records != 0 {
-		return 0, fmt.Errorf("bench: %s: the job read %d records, wrote %d and dead-lettered %d; %d were published",
+		return 0, 0, fmt.Errorf("bench: %s: the job read %d records, wrote %d and dead-lettered %d; %d were published",
 			what, st.RecordsIn, st.Outputs, st.Dead, cfg.Messages)
 	}
-	return float64(c.want) / c.last.Sub(start).Seconds(), nil
+	return float64(c.want) / c.last.Sub(start).Seconds(), events, nil
 }

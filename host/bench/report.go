@@ -25,6 +25,10 @@ const (
 	TargetNATSRatio = 0.5
 	// targetNATSSize is the message size the NATS target is about.
 	targetNATSSize = 64
+	// TargetDashboardRatio is the least the NATS pipeline's rate with a
+	// dashboard page open may be over its rate with none (64-byte
+	// messages): the page costs under 2% of throughput.
+	TargetDashboardRatio = 0.98
 )
 
 // checkTargets evaluates the targets whose suites ran.
@@ -69,6 +73,14 @@ func (r *Report) checkTargets() []Target {
 				Got:  fmt.Sprintf("%s msgs/s, %.2f x raw", thousands(s.PipelineRate), s.Ratio),
 				Met:  s.PipelineRate >= TargetNATSRate || s.Ratio >= TargetNATSRatio,
 			})
+			if pg := s.Page; pg != nil {
+				ts = append(ts, Target{
+					Name: fmt.Sprintf("Dashboard: NATS pipeline with a page open over closed, %d-byte messages", s.Size),
+					Want: fmt.Sprintf(">= %.2f", TargetDashboardRatio),
+					Got:  fmt.Sprintf("%.3f (%s over %s msgs/s)", pg.Ratio, thousands(pg.OpenRate), thousands(pg.ClosedRate)),
+					Met:  pg.Ratio >= TargetDashboardRatio,
+				})
+			}
 		}
 	}
 	return ts
@@ -107,6 +119,18 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 		tw.Flush()
 		fmt.Fprintln(&b, "relay: a subscription that publishes each message again as it arrives, the pipeline's two crossings of the server with nothing between them")
+		if len(x.Sizes) > 0 && x.Sizes[0].Page != nil {
+			fmt.Fprintln(&b, "\nDashboard: the pipeline with the job's event stream served on 127.0.0.1, a page open (a client decoding each event) and closed, rounds interleaved, medians")
+			tw := table(&b)
+			fmt.Fprintln(tw, "message	page closed	page open	open / closed	events read	")
+			for _, s := range x.Sizes {
+				if pg := s.Page; pg != nil {
+					fmt.Fprintf(tw, "%s\t%s msgs/s\t%s msgs/s\t%.3f\t%d\t\n", byteSize(s.Size),
+						thousands(pg.ClosedRate), thousands(pg.OpenRate), pg.Ratio, pg.Events)
+				}
+			}
+			tw.Flush()
+		}
 	}
 	if x := r.Keyed; x != nil {
 		fmt.Fprintf(&b, "\nKeyed counting with Pebble commits: generator -> wordcount -> discard, %s records, %s keys, %d workers, batches of %d, %s, median of %d rounds\n",
