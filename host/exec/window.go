@@ -83,9 +83,9 @@ type windowStage struct {
 	ops    []*window.Operator // one per worker, with its scratch
 	// ns is the namespace of the operator's windows and timers (its own:
 	// timers are the store's, shared by every operator).
-	ns   string
-	log  *slog.Logger
-	om   *opMetrics
+	ns  string
+	log *slog.Logger
+	om  *opMetrics
 	// openBase is the slices open when the stage was made, firedBase the
 	// firings of workers removed since; counted is the firings counted.
 	openBase, firedBase, counted int64
