@@ -1,12 +1,15 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicehq/sluice/host/window"
 )
 
 // Operator kinds of windows and joins.
@@ -275,6 +278,16 @@ func (p *Pipeline) validateWindow(i int, w *Window) []error {
 	if w.EarlyEvery < 0 {
 		at(fmt.Sprintf("early_every %d: want 1 or more", w.EarlyEvery), "early_every")
 	}
+	if len(errs) == 0 {
+		if _, err := w.Spec(); err != nil {
+			var se *window.SpecError
+			if errors.As(err, &se) {
+				at(se.Reason, se.Key)
+			} else {
+				at(err.Error())
+			}
+		}
+	}
 	return errs
 }
 
@@ -314,4 +327,50 @@ func (p *Pipeline) validateJoin(i int, o *Operator) []error {
 		}
 	}
 	return errs
+}
+
+// Spec returns the window as the window manager takes it, or why it
+// cannot work: a *window.SpecError whose Key is the pipeline key at fault
+// below window (size, slide, count, early_every, allowed_lateness...).
+func (w *Window) Spec() (window.Spec, error) {
+	s := window.Spec{
+		Size: time.Duration(w.Size), Slide: time.Duration(w.Slide), Offset: time.Duration(w.Offset),
+		Gap: time.Duration(w.Gap), Count: w.Count, EarlyCount: w.EarlyEvery,
+		EarlyInterval: time.Duration(w.EarlyInterval), Lateness: time.Duration(w.AllowedLateness),
+	}
+	switch w.Type {
+	case WindowTumbling:
+		s.Assigner = window.Tumbling
+	case WindowSliding:
+		s.Assigner = window.Sliding
+	case WindowSession:
+		s.Assigner = window.Session
+	case WindowGlobal:
+		s.Assigner = window.Global
+	}
+	if w.Time == "processing" {
+		s.Domain = window.ProcessingTime
+	}
+	if w.Count > 0 {
+		s.Trigger = window.Count
+	}
+	if err := s.Validate(); err != nil {
+		var se *window.SpecError
+		if errors.As(err, &se) {
+			return s, &window.SpecError{Key: specKey(se.Key), Reason: se.Reason}
+		}
+		return s, err
+	}
+	return s, nil
+}
+
+// specKey names, as the pipeline file spells it below window, the key of
+// a window.SpecError.
+func specKey(key string) string {
+	key = strings.TrimPrefix(key, "window.")
+	if k, ok := map[string]string{"early.count": "early_every", "early.interval": "early_interval",
+		"lateness": "allowed_lateness", "trigger": "count"}[key]; ok {
+		return k
+	}
+	return key
 }

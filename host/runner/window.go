@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -29,48 +28,14 @@ func watermark(s *pipeline.Source) *window.WatermarkStrategy {
 	return ws
 }
 
-// spec converts operator i's window keys into a window.Spec, or reports
-// the key at fault with its line.
+// spec returns operator i's window as the window manager takes it; the
+// pipeline's validation refused one that cannot work, with its line.
 func (h *Host) spec(i int, o *pipeline.Operator) (window.Spec, error) {
-	w := o.Window
-	s := window.Spec{
-		Size: time.Duration(w.Size), Slide: time.Duration(w.Slide), Offset: time.Duration(w.Offset),
-		Gap: time.Duration(w.Gap), Count: w.Count, EarlyCount: w.EarlyEvery,
-		EarlyInterval: time.Duration(w.EarlyInterval), Lateness: time.Duration(w.AllowedLateness),
-	}
-	switch w.Type {
-	case pipeline.WindowTumbling:
-		s.Assigner = window.Tumbling
-	case pipeline.WindowSliding:
-		s.Assigner = window.Sliding
-	case pipeline.WindowSession:
-		s.Assigner = window.Session
-	case pipeline.WindowGlobal:
-		s.Assigner = window.Global
-	}
-	if w.Time == "processing" {
-		s.Domain = window.ProcessingTime
-	}
-	if w.Count > 0 {
-		s.Trigger = window.Count
-	}
-	if err := s.Validate(); err != nil {
-		var se *window.SpecError
-		if errors.As(err, &se) {
-			return s, h.p.ErrorAt(se.Reason, "operators", i, "window", trimWindow(se.Key))
-		}
+	s, err := o.Window.Spec()
+	if err != nil {
 		return s, h.p.ErrorAt(err.Error(), "operators", i, "window")
 	}
 	return s, nil
-}
-
-// trimWindow returns a spec error's key without its "window." prefix.
-func trimWindow(key string) string {
-	const prefix = "window."
-	if len(key) > len(prefix) && key[:len(prefix)] == prefix {
-		return key[len(prefix):]
-	}
-	return key
 }
 
 // window returns the exec.Window of a windowed operator (nil for others),
