@@ -227,7 +227,7 @@ func (st *intervalStage) pair(w *worker, i int, l, r *abi.Record) {
 	v = append(v, `,"right":`...)
 	v = appendJSON(v, r.Value)
 	v = append(v, '}')
-	w.out.Records = append(w.out.Records, abi.Record{Origin: uint32(i), Key: l.Key, Value: v, Time: max(l.Time, r.Time, math.MinInt64)})
+	w.out.Records = append(w.out.Records, abi.Record{Origin: uint32(i), Key: l.Key, Value: v, Time: max(l.Time, r.Time)})
 }
 
 func (st *intervalStage) retry(context.Context, *abi.Record) ([]abi.Record, error) {
