@@ -71,23 +71,7 @@ func (e *TxnError) Error() string {
 		s += fmt.Sprintf(": event %d operation %d", e.Event, e.Op)
 	}
 	// Say plugin and export once, then what went wrong.
-	switch err := e.Err.(type) {
-	case *runtime.Error:
-		if err.Err != nil {
-			s += fmt.Sprintf(": %s: %v", err.Kind, err.Err)
-			if err.Stderr != "" {
-				s += " (guest stderr: " + err.Stderr + ")"
-			}
-			return s
-		}
-	case *StatusError:
-		s += fmt.Sprintf(": returned status %d (%s)", err.Status, statusName(err.Status))
-		if err.Reason != "" {
-			return s + ": " + err.Reason
-		}
-		return s + " without logging a reason"
-	}
-	return s + ": " + e.Err.Error()
+	return withCause(s, e.Err)
 }
 
 // Unwrap returns the cause.
@@ -463,4 +447,27 @@ func (i *Instance) Post(ctx context.Context, events []abi.Record, outcomes []byt
 // txnError wraps err as the failure of export.
 func (i *Instance) txnError(export string, event, op int, err error) error {
 	return &TxnError{Plugin: i.p.name, Export: export, Event: event, Op: op, Err: err}
+}
+
+// withCause appends to s, a message naming the plugin and the export, what
+// went wrong in a guest call: the trap, timeout or host function error of
+// a *runtime.Error, the status and reason of a *StatusError, or err.
+func withCause(s string, err error) string {
+	switch err := err.(type) {
+	case *runtime.Error:
+		if err.Err != nil {
+			s += fmt.Sprintf(": %s: %v", err.Kind, err.Err)
+			if err.Stderr != "" {
+				s += " (guest stderr: " + err.Stderr + ")"
+			}
+			return s
+		}
+	case *StatusError:
+		s += fmt.Sprintf(": returned status %d (%s)", err.Status, statusName(err.Status))
+		if err.Reason != "" {
+			return s + ": " + err.Reason
+		}
+		return s + " without logging a reason"
+	}
+	return s + ": " + err.Error()
 }

@@ -108,23 +108,7 @@ type WindowError struct {
 
 func (e *WindowError) Error() string {
 	s := fmt.Sprintf("plugin %q export %q", e.Plugin, e.Export)
-	switch err := e.Err.(type) {
-	case *runtime.Error:
-		if err.Err != nil {
-			s += fmt.Sprintf(": %s: %v", err.Kind, err.Err)
-			if err.Stderr != "" {
-				s += " (guest stderr: " + err.Stderr + ")"
-			}
-			return s
-		}
-	case *StatusError:
-		s += fmt.Sprintf(": returned status %d (%s)", err.Status, statusName(err.Status))
-		if err.Reason != "" {
-			return s + ": " + err.Reason
-		}
-		return s + " without logging a reason"
-	}
-	return s + ": " + e.Err.Error()
+	return withCause(s, e.Err)
 }
 
 // Unwrap returns the cause.
