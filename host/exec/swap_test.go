@@ -128,8 +128,12 @@ func (r *liveRun) feed(t *testing.T, want int, values ...string) {
 	for i, v := range values {
 		recs[i] = abi.Record{Key: []byte(v), Value: []byte(v), Time: int64(i)}
 	}
+	before := r.job.Status().RecordsIn
 	r.src.ch <- recs
 	waitFor(t, func() bool { return len(r.sink.records())+len(r.dead.records()) >= want })
+	// The sinks are written before the batch commits; the status counts
+	// it once it has.
+	waitFor(t, func() bool { return r.job.Status().RecordsIn >= before+uint64(len(recs)) })
 }
 
 // waitFor polls cond until it holds; a deadline fails the test (it is no
