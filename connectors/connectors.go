@@ -17,6 +17,10 @@ type Message struct {
 	// sequence number for the generator, the stream sequence for JetStream,
 	// a local counter for core NATS.
 	Position uint64
+	// Group is the key group of the record, set by a Partitioned source
+	// (which reads key groups from separate subjects); other sources leave
+	// it 0 and the host does not read it.
+	Group int
 	// Err is set when the source could not decode this input (a malformed
 	// JSON line, a record over the size limit). The host dead-letters the
 	// message with its position; Record.Value then holds the raw bytes.
@@ -52,6 +56,35 @@ type Source interface {
 	// Close releases the source. It does not close connections the source
 	// was given.
 	Close() error
+}
+
+// Partitioned is a source whose input is partitioned by key group (the
+// key group of each record's key, as state.KeyGroup computes it over
+// KeyGroups groups), so that the groups a host owns can be read, paused
+// and resumed each on its own: a host reads only the groups it owns, and
+// a group that moves to another host is read there from the position its
+// state was handed over at.
+//
+// Positions are still strictly increasing over the whole source (a
+// JetStream stream sequence), but each group has its own floor: the
+// position of the last record of that group the host has applied. A
+// Partitioned source is opened with OpenGroups, not Open.
+type Partitioned interface {
+	Source
+	// KeyGroups returns the number of key groups the input is
+	// partitioned into.
+	KeyGroups() int
+	// OpenGroups starts reading the key groups in floors, each after its
+	// own position floors[kg] (0: from the beginning). Records of other
+	// groups are not returned.
+	OpenGroups(ctx context.Context, floors map[int]uint64) error
+	// SetGroups changes, at run time, the groups read and their floors,
+	// as OpenGroups set them. It may be called while another goroutine
+	// waits in Read. Records returned before the call may belong to a
+	// group no longer read, and records of a group still read may be
+	// returned again after it (those above the floor given): the host
+	// drops both by their group and position.
+	SetGroups(ctx context.Context, floors map[int]uint64) error
 }
 
 // Out is one record to write to a sink.
