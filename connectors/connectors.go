@@ -85,6 +85,14 @@ type Partitioned interface {
 	// returned again after it (those above the floor given): the host
 	// drops both by their group and position.
 	SetGroups(ctx context.Context, floors map[int]uint64) error
+	// Delivered returns a position up to which every record of the groups
+	// read, above its group's floor, has been returned by Read since the
+	// last OpenGroups or SetGroups: the position of the last record the
+	// source took from its stream (returned or dropped below a floor),
+	// or the lowest floor before it took any. The host calls it after
+	// Read, on the reading goroutine, and commits it as the position
+	// from which a restart reads every group it still owns.
+	Delivered() uint64
 }
 
 // Out is one record to write to a sink.

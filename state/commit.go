@@ -50,7 +50,7 @@ func (s *Store) Prepare() (*PendingCommit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, newError(ErrClosed, nil, "state: prepare a commit to %s", s.dir)
+		return nil, newError(ErrClosed, nil, "state: prepare a commit to %s: the store is closed", s.dir)
 	}
 	if err := s.health.Err(); err != nil {
 		return nil, err
@@ -201,7 +201,7 @@ func (p *PendingCommit) write(positions map[string]uint64) error {
 	if closed {
 		_ = p.b.Close()
 		p.b = nil
-		return newError(ErrClosed, nil, "state: commit to %s", s.dir)
+		return newError(ErrClosed, nil, "state: commit to %s: the store is closed", s.dir)
 	}
 	if err := s.health.Err(); err != nil {
 		_ = p.b.Close()

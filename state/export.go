@@ -55,7 +55,7 @@ func (s *Store) ExportKeyGroup(kg int) (_ []byte, err error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, newError(ErrClosed, nil, "state: export key group %d of %s", kg, s.dir)
+		return nil, newError(ErrClosed, nil, "state: export key group %d of %s: the store is closed", kg, s.dir)
 	}
 	why := ""
 	switch {
@@ -261,7 +261,7 @@ func (s *Store) ImportKeyGroup(kg int, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return newError(ErrClosed, nil, "state: import key group %d into %s", kg, s.dir)
+		return newError(ErrClosed, nil, "state: import key group %d into %s: the store is closed", kg, s.dir)
 	}
 	s.dropLocked(kg)
 	for _, xt := range x.tables {
@@ -293,7 +293,7 @@ func (s *Store) DropKeyGroup(kg int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return newError(ErrClosed, nil, "state: drop key group %d of %s", kg, s.dir)
+		return newError(ErrClosed, nil, "state: drop key group %d of %s: the store is closed", kg, s.dir)
 	}
 	s.dropLocked(kg)
 	return nil

@@ -72,7 +72,7 @@ func (s *Store) Read(q Query) (_ Page, err error) {
 	}
 	s.mu.Unlock()
 	if closed {
-		return Page{}, newError(ErrClosed, nil, "state: read %s", s.dir)
+		return Page{}, newError(ErrClosed, nil, "state: read %s: the store is closed", s.dir)
 	}
 	return readPage(s.db, s.dir, tables, s.groups, q)
 }
@@ -82,7 +82,7 @@ func (s *Store) Read(q Query) (_ Page, err error) {
 func (r *Reader) Read(q Query) (_ Page, err error) {
 	defer r.health.recoverFatal(&err, false)
 	if r.closed {
-		return Page{}, newError(ErrClosed, nil, "state: read %s", r.dir)
+		return Page{}, newError(ErrClosed, nil, "state: read %s: the store is closed", r.dir)
 	}
 	return readPage(r.db, r.dir, r.meta.tables, r.meta.groups, q)
 }
@@ -114,7 +114,7 @@ func readPage(db *pebble.DB, dir string, tables map[string]uint32, groups int, q
 		}
 	}
 	if q.Table != "" && len(ids) == 0 {
-		return Page{}, newError(ErrUnknownTable, nil, "state: read table %q in %s", q.Table, dir)
+		return Page{}, newError(ErrUnknownTable, nil, "state: read table %q in %s: no such table", q.Table, dir)
 	}
 	slices.Sort(ids)
 	first, last := 0, groups-1

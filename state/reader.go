@@ -85,11 +85,11 @@ func (r *Reader) Scan(table string, fn func(key, value []byte) error) error {
 func (r *Reader) ScanKeys(table string, fn func(key Key, value []byte) error) (err error) {
 	defer r.health.recoverFatal(&err, false)
 	if r.closed {
-		return newError(ErrClosed, nil, "state: scan table %q in %s", table, r.dir)
+		return newError(ErrClosed, nil, "state: scan table %q in %s: the store is closed", table, r.dir)
 	}
 	id, ok := r.meta.tables[table]
 	if !ok {
-		return newError(ErrUnknownTable, nil, "state: scan table %q in %s", table, r.dir)
+		return newError(ErrUnknownTable, nil, "state: scan table %q in %s: no such table", table, r.dir)
 	}
 	return scanTable(r.db, r.dir, table, id, r.meta.groups, fn)
 }

@@ -447,10 +447,10 @@ func (s *Store) ScanKeys(table string, fn func(key Key, value []byte) error) (er
 	t, closed := s.byName[table], s.closed
 	s.mu.Unlock()
 	if closed {
-		return newError(ErrClosed, nil, "state: scan table %q in %s", table, s.dir)
+		return newError(ErrClosed, nil, "state: scan table %q in %s: the store is closed", table, s.dir)
 	}
 	if t == nil {
-		return newError(ErrUnknownTable, nil, "state: scan table %q in %s", table, s.dir)
+		return newError(ErrUnknownTable, nil, "state: scan table %q in %s: no such table", table, s.dir)
 	}
 	return scanTable(s.db, s.dir, t.name, t.id, s.groups, fn)
 }

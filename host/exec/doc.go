@@ -73,6 +73,24 @@
 // fails the call. Each worker's records and busy time are counted, so a
 // straggler shows in the status and the metrics.
 //
+// # Key groups across hosts
+//
+// A job given Config.Groups owns only those key groups, as one host of a
+// pipeline spread over several (groups.go). Its sources are
+// connectors.Partitioned: each owned group is read after its own floor,
+// and records of other groups never reach the operators. The floors are
+// committed with the state, compactly: one position per source up to
+// which every owned group is complete (what the source's Delivered said
+// after a read whose records are all committed), plus an entry for each
+// group whose floor is above it. ReleaseGroups and AcquireGroups move
+// groups at a batch boundary with no batch in hand: the job waits for the
+// batch in flight to commit, then exports (or imports) the groups with
+// their floors and commits, and the source reads the new set of groups;
+// every other group keeps running. A read that began before such a
+// change cannot vouch for the groups it did not read, so its records'
+// floors are committed one by one. A record read again (after a change
+// of groups, or a restart) is dropped by its group's last position.
+//
 // # Transactional operators
 //
 // A transactional operator (Operator.Txn) has no workers of its own: its

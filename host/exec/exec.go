@@ -127,6 +127,12 @@ type Config struct {
 	Linger    time.Duration
 	Logger    *slog.Logger
 	Metrics   *Metrics
+	// Groups, when not nil, are the key groups the job owns, for a
+	// pipeline that runs on several hosts: every source must then be a
+	// connectors.Partitioned, read for those groups only, and groups move
+	// with ReleaseGroups and AcquireGroups (groups.go). Nil: the job owns
+	// every key group and reads its sources whole.
+	Groups []int
 	// OnRollback, when set, is told of every automatic rollback: the
 	// operator, the version that failed, the version put back and why.
 	// It is called on the executor's goroutine, between batches.
@@ -177,6 +183,16 @@ type Job struct {
 	spill chunk
 	// free holds read buffers for the readers to reuse.
 	free chan []connectors.Message
+	// owned[kg] is whether the job owns key group kg (nil: it owns every
+	// group); parts[i] is source i's partitioned view (nil: not
+	// partitioned); epochs[i] counts source i's changes of groups, so a
+	// read that began before one is not trusted for the new groups
+	// (groups.go). commit is Run's committer, for changes that wait for
+	// the batch in flight.
+	owned  []bool
+	parts  []*partition
+	epochs []atomic.Uint64
+	commit *committer
 	// clock is the sources' event time, for windowed operators (nil in a
 	// job without them); up are the sources each node reads, directly or
 	// not; tick is how often a batch runs with no input, for windows of
@@ -336,8 +352,23 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 			return nil, fmt.Errorf("exec: commit the sinks' first offsets: %w", err)
 		}
 	}
-	for _, in := range cfg.Sources {
+	j.parts, j.epochs = make([]*partition, len(cfg.Sources)), make([]atomic.Uint64, len(cfg.Sources))
+	if cfg.Groups != nil {
+		if err := j.ownGroups(cfg.Groups); err != nil {
+			j.closeStages(ctx)
+			return nil, err
+		}
+	}
+	for si, in := range cfg.Sources {
 		after := committed[in.Name]
+		if p, ok := in.Source.(connectors.Partitioned); ok && j.owned != nil {
+			if err := j.openPartitioned(ctx, si, p, committed); err != nil {
+				j.closeStages(ctx)
+				return nil, err
+			}
+			j.status.Positions[in.Name] = after
+			continue
+		}
 		if err := in.Source.Open(ctx, after); err != nil {
 			j.closeStages(ctx)
 			return nil, fmt.Errorf("exec: open source %q: %w", in.Name, err)
@@ -518,6 +549,9 @@ func refNames(cfg *Config, rs []ref) []string {
 type chunk struct {
 	src  int
 	msgs []connectors.Message
+	// delivered is a partitioned source's Delivered after the read, and
+	// epoch the source's epoch before it; they hold for the last piece.
+	delivered, epoch uint64
 	// buf is the buffer msgs lies in, to recycle once its messages are in
 	// a batch: set on a chunk's last piece.
 	buf []connectors.Message
@@ -572,6 +606,8 @@ func (j *Job) Run(ctx context.Context) (err error) {
 	procCtx := context.WithoutCancel(ctx)
 	c := j.startCommitter(procCtx)
 	defer c.stop()
+	j.commit = c
+	defer func() { j.commit = nil }()
 	// Two batches: one processed while the other is written and committed.
 	batches := [2]*batch{newBatch(j.cfg.Sources), newBatch(j.cfg.Sources)}
 	k := 0
@@ -641,10 +677,15 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 		default:
 			buf = make([]connectors.Message, size)
 		}
+		epoch := j.epochs[i].Load()
 		n, err := src.Read(ctx, buf[:size])
 		if n > 0 {
 			j.m.sourceRecords.WithLabelValues(in.Name).Add(float64(n))
-			queue <- chunk{src: i, msgs: buf[:n], buf: buf}
+			c := chunk{src: i, msgs: buf[:n], buf: buf, epoch: epoch}
+			if p := j.parts[i]; p != nil {
+				c.delivered = p.src.Delivered()
+			}
+			queue <- c
 		} else {
 			j.recycle(buf)
 		}
@@ -675,6 +716,7 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 // between batches is a batch boundary.
 func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, error) {
 	b.reset()
+	j.applyChanges(ctx, false)
 	var tick <-chan time.Time
 	if j.tick > 0 {
 		t := time.NewTimer(j.tick)
@@ -692,7 +734,7 @@ func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, 
 			}
 			j.spill = c
 		case <-j.wake:
-			j.applyChanges(ctx)
+			j.applyChanges(ctx, false)
 		case <-tick:
 			// Nothing came for a while: a batch without input, so that
 			// windows of processing time fire and idle sources let event
@@ -734,7 +776,7 @@ func (j *Job) take(b *batch) chunk {
 		j.spill = chunk{}
 		return c
 	}
-	j.spill = chunk{src: c.src, msgs: c.msgs[room:], buf: c.buf}
+	j.spill = chunk{src: c.src, msgs: c.msgs[room:], buf: c.buf, delivered: c.delivered, epoch: c.epoch}
 	return chunk{src: c.src, msgs: c.msgs[:room]}
 }
 
@@ -754,9 +796,24 @@ func (j *Job) recycle(buf []connectors.Message) {
 // add appends a chunk's messages to the batch. Messages the source could not
 // decode go straight to the dead letters.
 func (j *Job) add(b *batch, c chunk) {
+	part := j.parts[c.src]
+	current := part != nil && c.epoch == j.epochs[c.src].Load()
 	for i := range c.msgs {
 		m := &c.msgs[i]
-		b.advance(c.src, m.Position)
+		if part != nil {
+			if !part.take(j, m) {
+				continue // read again, or of a group not owned here
+			}
+			b.touched[c.src] = true
+			if !current {
+				// Read across a change of groups: its Delivered does not
+				// vouch for the record, so its group's floor is committed.
+				part.floors[m.Group] = m.Position
+				b.positions[floorKey(b.srcNames[c.src], m.Group)] = m.Position
+			}
+		} else {
+			b.advance(c.src, m.Position)
+		}
 		if m.Err != nil {
 			b.dead = append(b.dead, deadLetter{rec: m.Record, src: c.src, pos: m.Position, stage: -1, err: m.Err})
 			continue
@@ -768,6 +825,10 @@ func (j *Job) add(b *batch, c chunk) {
 			j.clock.observe(b, c.src, m.Record.Time)
 		}
 	}
+	if current && c.buf != nil {
+		b.complete(c.src, b.srcNames[c.src], c.delivered)
+		part.advance(c.delivered)
+	}
 	j.recycle(c.buf)
 }
 
@@ -775,7 +836,7 @@ func (j *Job) add(b *batch, c chunk) {
 // its outputs copied, its state captured for the commit.
 func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 	start := time.Now()
-	j.applyChanges(ctx)
+	j.applyChanges(ctx, true)
 	if j.clock != nil {
 		j.clock.end(j, b)
 	}

@@ -173,7 +173,7 @@ func (j *Job) quarantine(n *node, reason error) {
 func (j *Job) awaitSwap(n *node) error {
 	ctx := j.runCtx
 	for n.quarantined {
-		j.applyChanges(context.WithoutCancel(ctx))
+		j.applyChanges(context.WithoutCancel(ctx), true)
 		if !n.quarantined {
 			break
 		}

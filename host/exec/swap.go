@@ -101,14 +101,33 @@ func (j *Job) submit(ctx context.Context, c change) error {
 	return <-q.done // taken: the executor answers at once
 }
 
+// boundaryChange is a change that needs a boundary with no batch in
+// hand (a change of the key groups read): collect applies it before it
+// takes a record, and a boundary inside a batch leaves it queued.
+type boundaryChange interface {
+	change
+	boundary()
+}
+
 // applyChanges makes the queued changes. It runs on the executor's
-// goroutine, between batches, so no worker is running.
-func (j *Job) applyChanges(ctx context.Context) {
+// goroutine, between batches, so no worker is running; inHand says a
+// batch has been read, which leaves boundary changes queued.
+func (j *Job) applyChanges(ctx context.Context, inHand bool) {
 	j.changeMu.Lock()
 	qs := j.changes
 	j.changes = nil
+	if inHand {
+		for _, q := range qs {
+			if _, ok := q.c.(boundaryChange); ok {
+				j.changes = append(j.changes, q)
+			}
+		}
+	}
 	j.changeMu.Unlock()
 	for _, q := range qs {
+		if _, ok := q.c.(boundaryChange); ok && inHand {
+			continue
+		}
 		q.done <- q.c.apply(ctx, j)
 	}
 }
