@@ -217,6 +217,9 @@ func TestLeaseExpiresWithoutRenewal(t *testing.T) {
 	if err := c.Leave(testCtx(t)); err != nil { // the lease is gone already
 		t.Fatal(err)
 	}
+	// The host restarts with its id: the expired lease does not hold it.
+	join(t, c, "h1")
+	waitEvent(t, events, Joined, "h1")
 }
 
 func TestLeaseRenewedStays(t *testing.T) {
@@ -245,6 +248,12 @@ func TestLeaveRemovesAtOnce(t *testing.T) {
 	waitEvent(t, events, Left, "h1")
 	if err := c.Leave(testCtx(t)); !errors.Is(err, ErrNotJoined) {
 		t.Errorf("a second Leave: %v, want ErrNotJoined", err)
+	}
+	// The host joins again after a clean leave.
+	join(t, c, "h1")
+	waitEvent(t, events, Joined, "h1")
+	if ids := memberIDs(t, observer); !slices.Equal(ids, []string{"h1"}) {
+		t.Errorf("members after joining again: %v", ids)
 	}
 }
 
