@@ -226,7 +226,26 @@ func TestLeaseRenewedStays(t *testing.T) {
 	url := startServer(t)
 	c := open(t, url, Config{Lease: 2 * time.Second})
 	join(t, c, "h1")
-	time.Sleep(5 * time.Second) // two and a half leases: renewals keep it
+	// Renewals rewrite the lease: wait for two of them (no bound on how
+	// soon; a starved machine renews late), then the host is still live.
+	first, err := c.leases.Get(testCtx(t), "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		e, err := c.leases.Get(testCtx(t), "h1")
+		if err != nil {
+			t.Fatalf("the lease while renewed: %v", err)
+		}
+		if e.Revision() >= first.Revision()+2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lease was not renewed twice within a minute")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if ids := memberIDs(t, c); !slices.Equal(ids, []string{"h1"}) {
 		t.Fatalf("members %v after renewals, want [h1]", ids)
 	}
