@@ -1,0 +1,131 @@
+package cluster
+
+import (
+	"errors"
+	"testing"
+)
+
+// invalidTables are tables a person could edit the bucket into, each with
+// the field and words its error must name. Every one is over 4 groups and
+// hosts a and b; valid() is the table they start from.
+var invalidTables = []struct {
+	name   string
+	json   string
+	field  string
+	reason string
+}{
+	{"group count", `{"key_groups":5,"owners":["a","a","b","b","a"]}`, "key_groups", "pipeline"},
+	{"owners length", `{"key_groups":4,"owners":["a","a","b"]}`, "owners", "3 entries for 4 key groups"},
+	{"unknown host", `{"key_groups":4,"owners":["a","a","zed","b"]}`, "owners[2]", `"zed" has never joined`},
+	{"unknown field", `{"key_groups":4,"owners":["a","a","b","b"],"owner":"a"}`, "", `unknown field "owner"`},
+	{"trailing data", `{"key_groups":4,"owners":["a","a","b","b"]} {}`, "", "data after the JSON value"},
+	{"not json", `key_groups: 4`, "", "not a table this build reads"},
+	{"group named twice", `{"key_groups":4,"owners":["a","a","b","b"],"migration":{"id":"m","current":0,"steps":[
+		{"state":"planned","moves":[{"group":1,"from":"a","to":"b","state":"planned"}]},
+		{"state":"planned","moves":[{"group":1,"from":"a","to":"b","state":"planned"}]}]}}`,
+		"migration.steps[1].moves[0].group", "group 1 is named twice (also by migration.steps[0].moves[0])"},
+	{"group not in table", `{"key_groups":4,"owners":["a","a","b","b"],"migration":{"id":"m","current":0,"steps":[
+		{"state":"planned","moves":[{"group":4,"from":"a","to":"b","state":"planned"}]}]}}`,
+		"migration.steps[0].moves[0].group", "4 is not a key group of the table (0 to 3)"},
+	{"step after current not planned", `{"key_groups":4,"owners":["a","a","b","b"],"migration":{"id":"m","current":0,"steps":[
+		{"state":"planned","moves":[{"group":0,"from":"a","to":"b","state":"planned"}]},
+		{"state":"released","moves":[{"group":1,"from":"a","to":"b","state":"released"}]}]}}`,
+		"migration.steps[1].state", "after the current one (0)"},
+	{"step before current not done", `{"key_groups":4,"owners":["b","a","b","b"],"migration":{"id":"m","current":1,"steps":[
+		{"state":"installed","moves":[{"group":0,"from":"a","to":"b","state":"installed"}]},
+		{"state":"planned","moves":[{"group":1,"from":"a","to":"b","state":"planned"}]}]}}`,
+		"migration.steps[0].state", "before the current one (1)"},
+	{"step state ahead of its moves", `{"key_groups":4,"owners":["a","a","b","b"],"migration":{"id":"m","current":0,"steps":[
+		{"state":"installed","moves":[{"group":0,"from":"a","to":"b","state":"released"}]}]}}`,
+		"migration.steps[0].state", "installed, but its moves say released"},
+	{"installed but owner is the source", `{"key_groups":4,"owners":["a","a","b","b"],"migration":{"id":"m","current":0,"steps":[
+		{"state":"installed","moves":[{"group":0,"from":"a","to":"b","state":"installed"}]}]}}`,
+		"owners[0]", `its destination "b" owns the group`},
+	{"unknown state", `{"key_groups":4,"owners":["a","a","b","b"],"migration":{"id":"m","current":0,"steps":[
+		{"state":"planned","moves":[{"group":0,"from":"a","to":"b","state":"moving"}]}]}}`,
+		"migration.steps[0].moves[0].state", `"moving" is not a move state`},
+	{"current out of range", `{"key_groups":4,"owners":["a","a","b","b"],"migration":{"id":"m","current":3,"steps":[
+		{"state":"planned","moves":[{"group":0,"from":"a","to":"b","state":"planned"}]}]}}`,
+		"migration.current", "3 is not a step (0 to 0)"},
+	{"move to itself", `{"key_groups":4,"owners":["a","a","b","b"],"migration":{"id":"m","current":0,"steps":[
+		{"state":"planned","moves":[{"group":0,"from":"a","to":"a","state":"planned"}]}]}}`,
+		"migration.steps[0].moves[0]", `from "a" to itself`},
+}
+
+func TestValidateRefuses(t *testing.T) {
+	for _, tc := range invalidTables {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := decodeAssignment([]byte(tc.json))
+			if err == nil {
+				err = (&Cluster{cfg: Config{Pipeline: "p", KeyGroups: 4}}).validate(a, []string{"a", "b"})
+			}
+			var ie *InvalidError
+			if !errors.Is(err, ErrInvalidAssignment) || !errors.As(err, &ie) {
+				t.Fatalf("error %v, want an *InvalidError", err)
+			}
+			if ie.Field != tc.field || !contains(ie.Msg, tc.reason) {
+				t.Errorf("error %q: field %q, want %q; message %q, want it to hold %q", err, ie.Field, tc.field, ie.Msg, tc.reason)
+			}
+		})
+	}
+}
+
+func TestMigrationLifecycle(t *testing.T) {
+	hosts := []string{"a", "b", "c"}
+	a := NewAssignment(6)
+	a.Owners = Spread(6, []string{"a", "b"})
+	next := Rebalance(a.Owners, hosts)
+	steps, err := Plan(a.Owners, next, Knobs{Batch: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Begin("m1", steps); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Begin("m2", steps); !errors.Is(err, ErrMigration) {
+		t.Fatalf("a second migration: %v, want ErrMigration", err)
+	}
+	check := func() {
+		t.Helper()
+		if err := a.Validate(hosts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check()
+	for !func() bool {
+		s := a.Migration.Steps[a.Migration.Current]
+		if _, err := a.Advance(); !errors.Is(err, ErrMigration) {
+			t.Fatalf("advance before the moves are installed: %v, want ErrMigration", err)
+		}
+		for _, mv := range s.Moves {
+			if err := a.Mark(mv.Group, StepInstalled); !errors.Is(err, ErrMigration) {
+				t.Fatalf("installed before released: %v, want ErrMigration", err)
+			}
+			if err := a.Mark(mv.Group, StepReleased); err != nil {
+				t.Fatal(err)
+			}
+			check()
+			if err := a.Mark(mv.Group, StepInstalled); err != nil {
+				t.Fatal(err)
+			}
+			check()
+		}
+		done, err := a.Advance()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !done {
+			check()
+		}
+		return done
+	}() {
+	}
+	if a.Migration != nil {
+		t.Fatal("the migration is still in the table")
+	}
+	for g := range next {
+		if a.Owners[g] != next[g] {
+			t.Fatalf("after the migration owners %v, want %v", a.Owners, next)
+		}
+	}
+}

@@ -1,0 +1,398 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/connectors/natsconn"
+)
+
+// pipelineText is the pipeline text the tests' hosts run.
+const pipelineText = "name: orders\nsources:\n  - jetstream: IN\noperators:\n  - keyed: count.wasm\n"
+
+// testCtx returns a context that ends with the test, bounded so that a
+// hang fails the test instead of the whole run.
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// startServer starts an embedded NATS server for one test and returns its
+// URL.
+func startServer(t testing.TB) string {
+	t.Helper()
+	e, err := natsconn.StartEmbedded(testCtx(t), natsconn.Options{Dir: t.TempDir(), Port: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return e.ClientURL()
+}
+
+// open connects to url and opens cfg's cluster, as a host process would.
+func open(t testing.TB, url string, cfg Config) *Cluster {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Pipeline == "" {
+		cfg.Pipeline = "orders"
+	}
+	if cfg.Text == nil {
+		cfg.Text = []byte(pipelineText)
+	}
+	if cfg.KeyGroups == 0 {
+		cfg.KeyGroups = 4
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := Open(testCtx(t), js, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// join joins c as host id and leaves when the test ends.
+func join(t testing.TB, c *Cluster, id string) {
+	t.Helper()
+	if err := c.Join(testCtx(t), HostInfo{ID: id, Addr: "127.0.0.1:0", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Leave(context.Background()); err != nil && !errors.Is(err, ErrNotJoined) {
+			t.Error(err)
+		}
+	})
+}
+
+// memberIDs returns the ids of c's live members.
+func memberIDs(t testing.TB, c *Cluster) []string {
+	t.Helper()
+	ms, err := c.Members(testCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range ms {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// waitEvent reads events until one of kind for host comes, failing the
+// test after a generous deadline.
+func waitEvent(t testing.TB, events <-chan Event, kind EventKind, host string) {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatalf("the watch ended before %s %s", host, kind)
+			}
+			if ev.Kind == kind && ev.Host.ID == host {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %s event for %s within a minute", kind, host)
+		}
+	}
+}
+
+// watch watches c's membership until the test ends, waiting at the end
+// for the watch to close.
+func watch(t testing.TB, c *Cluster) <-chan Event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(testCtx(t))
+	events, err := c.Watch(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		for range events {
+		}
+	})
+	return events
+}
+
+func TestUpdateRacingWritersBothLand(t *testing.T) {
+	url := startServer(t)
+	ca := open(t, url, Config{KeyGroups: 16})
+	cb := open(t, url, Config{KeyGroups: 16})
+	join(t, ca, "a")
+	join(t, cb, "b")
+	ctx := testCtx(t)
+
+	// A forced conflict: a's function lets b write in between a's read
+	// and a's write, so a's compare-and-set fails and a reads again.
+	calls := 0
+	_, err := ca.Update(ctx, func(x *Assignment) error {
+		calls++
+		if calls == 1 {
+			if _, err := cb.Update(ctx, func(y *Assignment) error { y.Owners[1] = "b"; return nil }); err != nil {
+				return err
+			}
+		}
+		x.Owners[0] = "a"
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 {
+		t.Errorf("a's function ran %d times, want 2 (once more after the conflicting write)", calls)
+	}
+
+	// Two writers racing: each claims its half of the groups, one group
+	// per update; every claim lands.
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for i, c := range []*Cluster{ca, cb} {
+		host := []string{"a", "b"}[i]
+		wg.Go(func() {
+			for g := i; g < 16; g += 2 {
+				if _, err := c.Update(ctx, func(x *Assignment) error { x.Owners[g] = host; return nil }); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	got, err := ca.Assignment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, h := range got.Owners {
+		if want := []string{"a", "b"}[g%2]; h != want {
+			t.Fatalf("owners %v: group %d is %q, want %q", got.Owners, g, h, want)
+		}
+	}
+}
+
+func TestLeaseExpiresWithoutRenewal(t *testing.T) {
+	url := startServer(t)
+	observer := open(t, url, Config{Lease: time.Second})
+	events := watch(t, observer)
+
+	c := open(t, url, Config{Lease: time.Second})
+	ctx, stopRenewing := context.WithCancel(testCtx(t))
+	if err := c.Join(ctx, HostInfo{ID: "h1", Addr: "127.0.0.1:8080"}); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, events, Joined, "h1")
+	stopRenewing() // the host stops renewing, as a hung process would
+	waitEvent(t, events, Expired, "h1")
+	if ids := memberIDs(t, observer); len(ids) != 0 {
+		t.Errorf("members after the lease expired: %v", ids)
+	}
+	if err := c.Leave(testCtx(t)); err != nil { // the lease is gone already
+		t.Fatal(err)
+	}
+	// The host restarts with its id: the expired lease does not hold it.
+	join(t, c, "h1")
+	waitEvent(t, events, Joined, "h1")
+}
+
+func TestLeaseRenewedStays(t *testing.T) {
+	url := startServer(t)
+	c := open(t, url, Config{Lease: 2 * time.Second})
+	join(t, c, "h1")
+	// Renewals rewrite the lease: wait for two of them (no bound on how
+	// soon; a starved machine renews late), then the host is still live.
+	first, err := c.leases.Get(testCtx(t), "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		e, err := c.leases.Get(testCtx(t), "h1")
+		if err != nil {
+			t.Fatalf("the lease while renewed: %v", err)
+		}
+		if e.Revision() >= first.Revision()+2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lease was not renewed twice within a minute")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ids := memberIDs(t, c); !slices.Equal(ids, []string{"h1"}) {
+		t.Fatalf("members %v after renewals, want [h1]", ids)
+	}
+}
+
+func TestLeaveRemovesAtOnce(t *testing.T) {
+	url := startServer(t)
+	observer := open(t, url, Config{})
+	events := watch(t, observer)
+	c := open(t, url, Config{}) // the default lease: 10 s
+	join(t, c, "h1")
+	waitEvent(t, events, Joined, "h1")
+	if err := c.Leave(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if ids := memberIDs(t, observer); len(ids) != 0 {
+		t.Errorf("members right after Leave: %v", ids)
+	}
+	waitEvent(t, events, Left, "h1")
+	if err := c.Leave(testCtx(t)); !errors.Is(err, ErrNotJoined) {
+		t.Errorf("a second Leave: %v, want ErrNotJoined", err)
+	}
+	// The host joins again after a clean leave.
+	join(t, c, "h1")
+	waitEvent(t, events, Joined, "h1")
+	if ids := memberIDs(t, observer); !slices.Equal(ids, []string{"h1"}) {
+		t.Errorf("members after joining again: %v", ids)
+	}
+}
+
+func TestLostLease(t *testing.T) {
+	url := startServer(t)
+	c := open(t, url, Config{Lease: time.Second})
+	join(t, c, "h1")
+	// A person removes the lease by hand: the next renewal finds it gone.
+	if err := c.leases.Delete(testCtx(t), "h1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-c.Lost():
+	case <-time.After(time.Minute):
+		t.Fatal("the lost lease was not reported within a minute")
+	}
+}
+
+func TestHostIDInUse(t *testing.T) {
+	url := startServer(t)
+	join(t, open(t, url, Config{}), "h1")
+	err := open(t, url, Config{}).Join(testCtx(t), HostInfo{ID: "h1"})
+	if !errors.Is(err, ErrHostExists) || !contains(err.Error(), "h1") {
+		t.Fatalf("a second host h1: %v, want ErrHostExists naming h1", err)
+	}
+	if err := open(t, url, Config{}).Join(testCtx(t), HostInfo{ID: "h.1"}); !errors.Is(err, ErrBadConfig) || !contains(err.Error(), `"h.1"`) {
+		t.Fatalf("host id h.1: %v, want ErrBadConfig naming it", err)
+	}
+}
+
+func TestInvalidEntryRefused(t *testing.T) {
+	url := startServer(t)
+	c := open(t, url, Config{})
+	join(t, c, "a")
+	join(t, open(t, url, Config{}), "b")
+	ctx := testCtx(t)
+	for _, tc := range invalidTables {
+		t.Run(tc.name, func(t *testing.T) {
+			rev, err := c.kv.Put(ctx, keyAssignment, []byte(tc.json)) // edited by hand
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Assignment(ctx)
+			if !errors.Is(err, ErrInvalidAssignment) {
+				t.Fatalf("reading: %v, want ErrInvalidAssignment", err)
+			}
+			want := fmt.Sprintf(`bucket %s key "assignment" (revision %d)`, BucketName("orders"), rev)
+			if msg := err.Error(); !contains(msg, want) || !contains(msg, tc.field) || !contains(msg, tc.reason) {
+				t.Errorf("error %q does not name %q, the field %q and %q", msg, want, tc.field, tc.reason)
+			}
+			// Nothing is applied: an update fails without writing.
+			_, err = c.Update(ctx, func(a *Assignment) error { a.Owners = Spread(4, []string{"a", "b"}); return nil })
+			if !errors.Is(err, ErrInvalidAssignment) {
+				t.Fatalf("updating: %v, want ErrInvalidAssignment", err)
+			}
+			e, err := c.kv.Get(ctx, keyAssignment)
+			if err != nil || e.Revision() != rev || string(e.Value()) != tc.json {
+				t.Fatalf("the entry changed: revision %d (was %d), err %v", e.Revision(), rev, err)
+			}
+		})
+	}
+	// A valid table is read again once the entry is fixed.
+	if _, err := c.kv.Put(ctx, keyAssignment, []byte(`{"key_groups":4,"owners":["a","b","a","b"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Assignment(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// An update that would write an invalid table is refused too.
+	_, err := c.Update(ctx, func(a *Assignment) error { a.Owners[3] = "zed"; return nil })
+	if !errors.Is(err, ErrInvalidAssignment) || !contains(err.Error(), "owners[3]") {
+		t.Fatalf("an update to an unknown host: %v, want ErrInvalidAssignment naming owners[3]", err)
+	}
+}
+
+func TestPipelineMismatch(t *testing.T) {
+	url := startServer(t)
+	a := open(t, url, Config{})
+	join(t, a, "a")
+	same := open(t, url, Config{})
+	join(t, same, "same") // the same text joins
+
+	other := "name: orders\nsources:\n  - jetstream: OTHER\noperators:\n  - keyed: count.wasm\n"
+	b := open(t, url, Config{Text: []byte(other)})
+	err := b.Join(testCtx(t), HostInfo{ID: "b"})
+	var pm *PipelineMismatchError
+	if !errors.Is(err, ErrPipelineMismatch) || !errors.As(err, &pm) {
+		t.Fatalf("a host with another text: %v, want a *PipelineMismatchError", err)
+	}
+	if pm.Line != 3 || pm.Cluster != "  - jetstream: IN" || pm.Host != "  - jetstream: OTHER" {
+		t.Errorf("mismatch at line %d: %q vs %q", pm.Line, pm.Cluster, pm.Host)
+	}
+	if msg := err.Error(); !contains(msg, `line 3 is "  - jetstream: IN" in the cluster's and "  - jetstream: OTHER" in this host's`) {
+		t.Errorf("error %q does not name the line", msg)
+	}
+	if ids := memberIDs(t, a); !slices.Equal(ids, []string{"a", "same"}) {
+		t.Errorf("members %v: the refused host's lease is left", ids)
+	}
+
+	// A text that is shorter names the end of the file.
+	short := open(t, url, Config{Text: []byte("name: orders\n")})
+	err = short.Join(testCtx(t), HostInfo{ID: "short"})
+	if !errors.As(err, &pm) || pm.Line != 2 || !pm.HostEnded || !contains(err.Error(), "(end of file) in this host's") {
+		t.Errorf("a shorter text: %v", err)
+	}
+
+	// ReplacePipeline does not replace the text of live hosts...
+	r := open(t, url, Config{Text: []byte(other), ReplacePipeline: true})
+	if err := r.Join(testCtx(t), HostInfo{ID: "r"}); !errors.Is(err, ErrPipelineMismatch) || !contains(err.Error(), "is live") {
+		t.Fatalf("replace with live hosts: %v, want ErrPipelineMismatch", err)
+	}
+	// ... but does once they are gone.
+	for _, c := range []*Cluster{a, same} {
+		if err := c.Leave(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	join(t, r, "r")
+	err = open(t, url, Config{}).Join(testCtx(t), HostInfo{ID: "old"})
+	if !errors.As(err, &pm) || pm.Cluster != "  - jetstream: OTHER" {
+		t.Errorf("the old text after the replacement: %v", err)
+	}
+}

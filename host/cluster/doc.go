@@ -1,0 +1,108 @@
+// Package cluster coordinates the hosts that run one pipeline against one
+// NATS cluster: which host owns which key group (the assignment), which
+// hosts are alive (membership by leases), that they all run the same
+// pipeline (the pipeline check), and how key groups move between them (the
+// placement functions and the migration planner). Everything shared lives
+// in JetStream key-value buckets; there is no coordinator process: a host
+// changes the shared state only by compare-and-set, so any host may make a
+// change and two racing changes cannot both be lost.
+//
+// The package moves no state and reads no records: the executor releases
+// and installs key groups, package checkpoint ships their state. It records
+// what the hosts agree on.
+//
+// # Buckets and keys
+//
+// Each pipeline has two buckets, named after the pipeline (pipeline names
+// hold letters, digits, - and _, so the two prefixes keep any two
+// pipelines' buckets apart):
+//
+//	sluice-cluster-<pipeline>   kept (history 16, so a person can see past tables)
+//	  assignment                the Assignment, as JSON
+//	  pipeline                  the canonical pipeline text the cluster runs
+//	  hosts.<id>                a HostInfo per host that has ever joined
+//	sluice-leases-<pipeline>    entries expire after the lease (the bucket's MaxAge)
+//	  <id>                      a live host's HostInfo, its lease
+//
+// The hosts.<id> keys are the hosts an assignment may name: a table that
+// names another host is refused. A host that has left stays known, so a
+// table that still gives it groups (before failover moves them) is valid.
+//
+// # Leases
+//
+// A host's lease is its key in the lease bucket. Join creates it (a live
+// host's id cannot be taken: the create fails); a goroutine renews it every
+// third of the lease by a compare-and-set on its revision, until Leave or
+// the end of the context given to Join. Leave deletes it: the others see
+// the host leave at once. A host that stops renewing (a crash, a hang, a
+// partition) disappears when the entry ages out, and the server leaves a
+// marker that Watch reports as Expired. If a renewal finds the lease gone,
+// the host has lost it: Lost's channel is closed and the host must stop
+// serving its groups, which the survivors may have taken.
+//
+// The lease is the bucket's MaxAge, not a per-key TTL: with a MaxAge every
+// write of a key starts its age afresh, so a renewal is an ordinary update
+// by revision, and the server expires a lease with no help from its host;
+// a per-key TTL is set when a key is created and the key-value API cannot
+// set it again on an update. The lease is therefore the cluster's, not a
+// host's: the host that creates the bucket sets it (Config.Lease, 10 s by
+// default), and the others use the bucket's. The bucket's limit markers
+// (LimitMarkerTTL) make an expiry visible to watchers.
+//
+// # The pipeline check
+//
+// The first host to join writes its pipeline text to the pipeline key (by
+// create, so two first hosts cannot both write). A host that joins with a
+// different text is refused with a *PipelineMismatchError naming the first
+// line that differs, and its lease is removed. Two pipeline files with one
+// name share the buckets, so the second is refused the same way. A host
+// with Config.ReplacePipeline set replaces the text when no other host is
+// live (its own lease is created before it looks, so of two such hosts
+// joining at once at most one replaces it).
+//
+// # The assignment and the compare-and-set rule
+//
+// Update reads the table with its revision, applies a pure function to a
+// copy, validates the result, and writes it only if the entry is still at
+// that revision; if another host wrote first it reads again and retries
+// (up to 32 times). A table that breaks an invariant (see Assignment) is
+// never written, and a stored one (edited by hand) is refused when read,
+// with an error naming the key, its revision and the field at fault:
+// nothing is applied until a person fixes the entry.
+//
+// # Migrations and step states
+//
+// A migration is a list of steps, each a set of moves (group, from, to).
+// Steps run one at a time. Each move goes
+//
+//	planned    the source host still reads the group
+//	released   the source stopped reading it at a batch boundary, committed,
+//	           and shipped its state with its floors
+//	installed  the destination installed that state and reads the group
+//	           from the floors; Owners names the destination
+//
+// and a step's state is the least of its moves', until Advance marks it
+// done and makes the next step current. Steps before the current one are
+// done, steps after it planned. Begin, Mark and Advance are the changes,
+// made inside Update.
+//
+// # The planner
+//
+// Plan turns an old and a new table into steps with Spacker's knobs:
+//
+//   - Order: the order each source host's groups move in: "keygroup"
+//     (ascending), "reverse", "random" (drawn from Seed, the same
+//     everywhere), "hottest" (most load first, ties by group).
+//   - Batch: groups per source host per step; 0 moves all at once. Each
+//     source host's ordered groups are cut into chunks of Batch, and step
+//     i moves every source host's i-th chunk, so sources run in parallel.
+//     With Global, Batch counts a step's groups over all source hosts.
+//   - Replicate: group g is replicated ahead of its move (its destination
+//     keeps a warm copy, so the move ships only what changed since) iff
+//     Replicate > 0 and g % Replicate == 0: 1 all, 2 half, 0 none.
+//
+// AllAtOnce (one step) and Fluid (one group per step, over all hosts) are
+// the baselines. Spread and Rebalance make the new tables: Spread deals
+// groups round robin, Rebalance moves the fewest groups that leave every
+// live host within one group of the others.
+package cluster
