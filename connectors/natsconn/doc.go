@@ -8,11 +8,30 @@
 //
 // StartEmbedded runs nats-server inside the process with JetStream stored in
 // a directory, for the one-command laptop setup; the same code runs against
-// a real cluster given a URL. Connect makes the one client connection a
+// a real cluster given a URL, and embedded servers can form a cluster too. Connect makes the one client connection a
 // process needs: it reconnects forever with exponential backoff once
 // connected, but does not retry the first connection, so that a server that
 // is down at start is a clear error rather than a silent wait. Sources and
 // sinks take a *nats.Conn and never close it.
+//
+// # Clustered embedded servers
+//
+// With Options.Cluster the embedded server is a member of a NATS cluster
+// and JetStream is clustered: a stream or key-value bucket with replicas
+// lives on that many members and keeps serving while a minority of them is
+// down. Every member is given the cluster's name, its route listener and
+// the routes of members to connect to (at least one; a member's own route
+// is ignored, so all members can share one list); members learn the rest
+// of the cluster from each other. JetStream knows a member by its server
+// name, which must differ between members and stay the same across
+// restarts: a member given no Name makes one up at its first start and
+// keeps it in the file server-name of its directory. Needing a route at
+// start is the server's rule: the first member of a new cluster, with no
+// other to route to, is given its own route, on a port it must know in
+// advance. RouteURL reads back the route a member listens on. JetStream
+// elects a meta leader only once two members have met, so a member is
+// ready for connections before the cluster can take requests; package
+// natstest waits for both and starts clusters for tests.
 //
 // # Core NATS
 //
