@@ -37,7 +37,8 @@ type PendingCommit struct {
 // Prepare ends the current batch of changes: it copies every entry written
 // or deleted since the last Prepare, in every table and key group, the
 // timers set and deleted, the ids of new tables, the key groups dropped
-// or imported, and the metadata set, into a PendingCommit, then clears
+// or imported, the metadata set, and the next generation of each key
+// group so changed (Store.Generation), into a PendingCommit, then clears
 // the dirty marks, forgets committed deletions and ends the Sessions'
 // undo epoch (sessions should be Reset). Memory then holds the state the
 // PendingCommit will make durable.
@@ -68,6 +69,7 @@ func (s *Store) Prepare() (*PendingCommit, error) {
 	// Dropped key groups first: the range deletions come before the
 	// writes of this batch to the same groups, which therefore survive.
 	for _, kg := range slices.Sorted(maps.Keys(s.drops)) {
+		s.changed[kg] = true
 		for _, t := range s.tables {
 			lower := appendGroupPrefix(nil, t.id, kg)
 			keep(b.DeleteRange(lower, prefixEnd(lower), nil))
@@ -81,15 +83,30 @@ func (s *Store) Prepare() (*PendingCommit, error) {
 			keep(b.Set(metaTableKey(t.name), encodeU32(t.id), nil))
 		}
 		for kg := range t.groups {
-			entries += s.prepareGroup(b, &t.groups[kg], func(dst []byte, e *entry) []byte {
+			if n := s.prepareGroup(b, &t.groups[kg], func(dst []byte, e *entry) []byte {
 				return appendStateKey(dst, t.id, kg, e)
-			}, keep)
+			}, keep); n > 0 {
+				entries += n
+				s.changed[kg] = true
+			}
 		}
 	}
 	for kg := range s.timers.groups {
-		entries += s.prepareGroup(b, &s.timers.groups[kg], func(dst []byte, e *entry) []byte {
+		if n := s.prepareGroup(b, &s.timers.groups[kg], func(dst []byte, e *entry) []byte {
 			return append(appendTimerGroupPrefix(dst, kg), e.key...)
-		}, keep)
+		}, keep); n > 0 {
+			entries += n
+			s.changed[kg] = true
+		}
+	}
+	// Each changed key group's next generation, written with its changes.
+	var gen [8]byte
+	for kg, changed := range s.changed {
+		if changed {
+			s.keyBuf = appendGenKey(s.keyBuf[:0], kg)
+			binary.BigEndian.PutUint64(gen[:], s.gens[kg]+1)
+			keep(b.Set(s.keyBuf, gen[:], nil))
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.staged)) {
 		if v := s.staged[name]; v != nil {
@@ -100,8 +117,15 @@ func (s *Store) Prepare() (*PendingCommit, error) {
 	}
 	if berr != nil {
 		_ = b.Close()
+		clear(s.changed)
 		return nil, fmt.Errorf("state: prepare a commit of %d entries to %s: %w", entries, s.dir, berr)
 	}
+	for kg, changed := range s.changed {
+		if changed {
+			s.gens[kg]++
+		}
+	}
+	clear(s.changed)
 
 	// Captured: now forget the dirty marks and deletions.
 	for _, t := range append(slices.Clip(s.tables), s.timers) {

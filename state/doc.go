@@ -109,6 +109,7 @@
 //	0x00 "key-groups"        -> u32 key group count
 //	0x00 "table/" name       -> u32 table id (from 1, never reused)
 //	0x00 "meta/" name        -> metadata value (Store.SetMeta)
+//	0x00 "gen/" u16 kg       -> u64 generation of key group kg (absent: 0)
 //	0x01 source name         -> u64 last committed position of the source
 //	0x02 u32 table, u16 kg, key encoding -> value
 //	0x03 u16 kg, u8 domain, u64 time^(1<<63), key encoding -> (empty): a timer
@@ -125,8 +126,9 @@
 // atomic batch (every state key rewritten, the count logged); OpenReadOnly
 // cannot, and refuses such a directory with ErrLayout.
 //
-// Metadata is written when the directory is created (layout, key groups)
-// and by the commit that first writes to a table (its id). Table ids, not
+// Metadata is written when the directory is created (layout, key groups),
+// by the commit that first writes to a table (its id), and by every commit
+// that changes a key group (its generation). Table ids, not
 // names, prefix state keys, so keys stay short and a table could be renamed
 // by rewriting one metadata key.
 //
@@ -139,6 +141,16 @@
 // deletion per table for the group, then the imported entries, without
 // touching other groups. Export takes committed state only: it refuses a
 // key group with uncommitted changes (ErrUncommitted).
+//
+// Each key group has a generation, the number of commits that changed it
+// (Store.Generation): a commit bumps it for every group in which it finds
+// a written entry or timer, an import or a drop, and writes it in the same
+// batch. A caller that keeps Generations can ask which groups changed
+// since (ChangedSince) and ship only those: incremental checkpoints. The
+// generations were added within layout 2; a directory written before has
+// none, which reads as 0, and a build without them leaves them as they
+// were, so after such a build has committed to a directory generations no
+// longer tell every change (run that build on a copy).
 //
 // Store.Scan and Reader.Scan return a table's plain keys in key order by
 // merging the per-group ranges, ScanKeys every key; Group.Range walks the

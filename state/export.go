@@ -130,6 +130,34 @@ func (p *PendingCommit) finished() bool {
 	}
 }
 
+// ExportedKeyGroup reads the header of data, an ExportKeyGroup output, and
+// returns the key group it holds and the key group count of the store it
+// was exported from, after checking its checksum. It does not decode the
+// entries (ImportKeyGroup does). It fails with an error matching
+// ErrBadExport if data is not an export this build reads.
+func ExportedKeyGroup(data []byte) (kg, groups int, err error) {
+	bad := func(format string, args ...any) error {
+		return newError(ErrBadExport, nil, "state: key group export: "+format, args...)
+	}
+	head := len(exportMagic) + 1 + 4 + 4
+	if len(data) < head+1+4 || string(data[:len(exportMagic)]) != exportMagic {
+		return 0, 0, bad("not a key group export")
+	}
+	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return 0, 0, bad("checksum mismatch: the export is damaged")
+	}
+	if v := body[len(exportMagic)]; v != exportVersion {
+		return 0, 0, bad("export format version %d; this build reads version %d", v, exportVersion)
+	}
+	groups = int(binary.BigEndian.Uint32(body[len(exportMagic)+1:]))
+	kg = int(binary.BigEndian.Uint32(body[len(exportMagic)+5:]))
+	if groups < 1 || groups > MaxKeyGroups || kg >= groups {
+		return 0, 0, bad("key group %d of %d out of range", kg, groups)
+	}
+	return kg, groups, nil
+}
+
 // exported is a decoded export.
 type exported struct {
 	tables []exportedTable

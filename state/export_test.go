@@ -223,3 +223,32 @@ func flipByte(b []byte, i int) []byte {
 	b[i] ^= 1
 	return b
 }
+
+// TestExportedKeyGroup reads the header of an export and refuses a
+// damaged one.
+func TestExportedKeyGroup(t *testing.T) {
+	s := openTest(t, t.TempDir(), 4)
+	se := s.NewSession()
+	k := []byte("key")
+	kg := KeyGroup(k, 4)
+	if err := se.Put(s.Table("t"), k, []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	data, err := s.ExportKeyGroup(kg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, n, err := ExportedKeyGroup(data); err != nil || g != kg || n != 4 {
+		t.Fatalf("ExportedKeyGroup = %d, %d, %v; want %d, 4", g, n, err, kg)
+	}
+	bad := append([]byte(nil), data...)
+	bad[len(bad)-6] ^= 1
+	for _, d := range [][]byte{nil, []byte("SLUICEKG"), bad, data[:len(data)-1]} {
+		if _, _, err := ExportedKeyGroup(d); !errors.Is(err, ErrBadExport) {
+			t.Errorf("ExportedKeyGroup(%q): %v, want ErrBadExport", d, err)
+		}
+	}
+}

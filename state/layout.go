@@ -31,7 +31,14 @@ var (
 	metaKeyGroups   = []byte{prefixMeta, 'k', 'e', 'y', '-', 'g', 'r', 'o', 'u', 'p', 's'}
 	metaTablePrefix = []byte{prefixMeta, 't', 'a', 'b', 'l', 'e', '/'}
 	metaUserPrefix  = []byte{prefixMeta, 'm', 'e', 't', 'a', '/'}
+	metaGenPrefix   = []byte{prefixMeta, 'g', 'e', 'n', '/'}
 )
+
+// appendGenKey appends the metadata key of key group kg's generation.
+func appendGenKey(dst []byte, kg int) []byte {
+	dst = append(dst, metaGenPrefix...)
+	return binary.BigEndian.AppendUint16(dst, uint16(kg))
+}
 
 // metaUserKey is the metadata key of the user metadata name (Store.SetMeta).
 func metaUserKey(name string) []byte {

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -15,6 +16,7 @@ type meta struct {
 	tables    map[string]uint32
 	positions map[string]uint64
 	user      map[string][]byte // Store.SetMeta
+	gens      []uint64          // generation per key group (Store.Generation)
 }
 
 // readMeta reads the metadata and positions of the store in db. found is
@@ -54,7 +56,7 @@ func readMeta(db pebble.Reader, dir string) (m meta, found bool, err error) {
 		return meta{}, false, corrupt(fmt.Errorf("key group count %d out of range", groups))
 	}
 	m = meta{version: version, groups: int(groups), tables: map[string]uint32{},
-		positions: map[string]uint64{}, user: map[string][]byte{}}
+		positions: map[string]uint64{}, user: map[string][]byte{}, gens: make([]uint64, groups)}
 
 	ids := map[uint32]string{}
 	err = forEach(db, metaTablePrefix, prefixEnd(metaTablePrefix), func(k, v []byte) error {
@@ -76,6 +78,25 @@ func readMeta(db pebble.Reader, dir string) (m meta, found bool, err error) {
 
 	err = forEach(db, metaUserPrefix, prefixEnd(metaUserPrefix), func(k, v []byte) error {
 		m.user[string(k[len(metaUserPrefix):])] = bytes.Clone(v)
+		return nil
+	})
+	if err != nil {
+		return meta{}, false, corrupt(err)
+	}
+
+	err = forEach(db, metaGenPrefix, prefixEnd(metaGenPrefix), func(k, v []byte) error {
+		if len(k) != len(metaGenPrefix)+2 {
+			return fmt.Errorf("generation key %x: want a 2-byte key group", k)
+		}
+		kg := int(binary.BigEndian.Uint16(k[len(metaGenPrefix):]))
+		if kg >= m.groups {
+			return fmt.Errorf("generation of key group %d: out of range (%d groups)", kg, m.groups)
+		}
+		g, err := decodeU64(fmt.Sprintf("generation of key group %d", kg), v)
+		if err != nil {
+			return err
+		}
+		m.gens[kg] = g
 		return nil
 	})
 	if err != nil {

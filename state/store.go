@@ -109,6 +109,8 @@ type Store struct {
 	staged    map[string][]byte // user metadata set since the last Prepare
 	drops     map[int]bool      // key groups dropped since the last Prepare
 	tail      *PendingCommit    // the last prepared commit
+	gens      []uint64          // generation per key group (generation.go)
+	changed   []bool            // Prepare's scratch: key groups it found changed
 }
 
 // Open opens the data directory dir, creating it and a new store in it if
@@ -219,6 +221,8 @@ func (s *Store) load(want int) (_ int, err error) {
 	s.groups = m.groups
 	s.positions = m.positions
 	s.meta = m.user
+	s.gens = m.gens
+	s.changed = make([]bool, s.groups)
 	s.timers = newTable(s, timerTableName, 0, s.groups)
 	if m.version == layoutV1 {
 		if err := s.migrate(); err != nil {
@@ -312,6 +316,8 @@ func (s *Store) create(groups int) error {
 	s.groups = groups
 	s.positions = map[string]uint64{}
 	s.meta = map[string][]byte{}
+	s.gens = make([]uint64, groups)
+	s.changed = make([]bool, groups)
 	s.timers = newTable(s, timerTableName, 0, s.groups)
 	return nil
 }

@@ -1,0 +1,67 @@
+// Package checkpoint keeps a pipeline's key group checkpoints in a
+// JetStream object store, so that a host started on an empty disk can take
+// over any key group: it loads the group's checkpoint and replays the
+// group's input from the positions recorded with it.
+//
+// # Objects
+//
+// Each pipeline has one bucket, BucketName(pipeline):
+// "sluice-<pipeline>-ckpt", with the characters NATS refuses in a bucket
+// name replaced by '_' and, when any were, a hash of the pipeline's name
+// appended. The bucket's metadata names its pipeline, and Open refuses a
+// bucket that names another. A key group's checkpoint is the object
+// ObjectName(kg), "kg-" and the group in five digits, replaced by each Put:
+// the object store keeps the latest only, and a Put that fails leaves the
+// previous one whole.
+//
+// An object is an envelope: a magic string, a format version, the key
+// group, its generation in the writer's store, the writer's host name, the
+// caller's metadata (the lead puts the group's source floors there; this
+// package does not read it), the group's state as
+// state.Store.ExportKeyGroup wrote it, and a CRC-32C of all of it
+// (checkpoint.go gives the layout). The object's NATS metadata repeats the
+// key group, the key group count, the generation, the host and a SHA-256
+// of the metadata and export, so that List describes every checkpoint
+// without downloading one. Get and Load check the envelope's checksum, that
+// it holds the key group its name says, that its export is that group's,
+// and that it comes from a store of the destination's key group count; a
+// damaged or foreign object is refused with an ObjectError that names the
+// bucket, the object and the fault (matching ErrCorrupt or ErrForeign),
+// and nothing is imported.
+//
+// # Incremental shipping
+//
+// state.Store counts, per key group, the commits that changed it (its
+// generation). Ship puts the groups whose generation moved since this
+// Bucket put or loaded them, and skips the others without exporting them;
+// a group whose generation moved but whose export and metadata are those
+// the bucket already holds (a group just loaded, or written with the
+// values it had) is exported and compared, not put. A restarted host
+// learns what the bucket holds from List, by the content digests, so it
+// does not put again what it put before it stopped. A host calls Ship on a
+// period and before it hands groups over, at a batch boundary: exports
+// read committed state, and a group written since the last commit is
+// either not exported (its committed state was shipped) or refused.
+//
+// Incremental is per key group: a changed group is shipped whole. With
+// state.DefaultKeyGroups groups and a workload that touches most groups
+// between two Ships, each Ship puts most of the state; fewer writes, more
+// groups or a shorter period make the increments smaller.
+//
+// # Replicas
+//
+// A Replica keeps an in-memory copy of the latest checkpoint of some
+// groups (Spacker's replication knob: the share of groups a destination
+// holds in advance). Refresh updates the copies on request, Run as
+// checkpoints are put. At a migration the destination calls Install, which
+// asks the bucket for the object's digest only and imports the copy when it
+// is current, so the move of a group unchanged since the last Ship fetches
+// nothing, and the move of a changed group fetches that group alone. Stats
+// counts bytes put, bytes fetched when needed and bytes prefetched by
+// replicas, so that a benchmark can show the bytes a migration moves
+// falling with the replicated share.
+//
+// A Bucket remembers what it put; a host that hands a group over calls
+// Forget for it, since another host may checkpoint the group before it
+// comes back.
+package checkpoint

@@ -1,0 +1,202 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/state"
+)
+
+// Replica keeps, in memory, a copy of the latest checkpoint of each of a
+// set of key groups (Spacker's replication): a host that may take those
+// groups over fetches their checkpoints ahead of time, so that the move
+// of a group that did not change since fetches nothing, and the move of
+// one that did fetches that group alone.
+//
+// Refresh brings the copies up to date on request; Run does so as
+// checkpoints are put, until its context ends. Install is the hand-over:
+// it imports a group from its copy if the copy is the bucket's latest,
+// and fetches it otherwise. The bytes each fetches are counted in the
+// Bucket's Stats (PrefetchBytes for Refresh and Run, GetBytes for
+// Install). Its methods are safe for concurrent use.
+type Replica struct {
+	b *Bucket
+
+	mu     sync.Mutex
+	groups map[int]bool
+	copies map[int]replicaCopy
+}
+
+// replicaCopy is a replica's copy of a group's checkpoint.
+type replicaCopy struct {
+	f      *fetched
+	digest string // the NATS digest of the object it was read from
+}
+
+// NewReplica returns a Replica of groups, holding no copies yet.
+func (b *Bucket) NewReplica(groups []int) *Replica {
+	r := &Replica{b: b, copies: map[int]replicaCopy{}}
+	r.SetGroups(groups)
+	return r
+}
+
+// SetGroups changes the set of groups replicated, dropping the copies of
+// groups no longer in it; Refresh fetches those added.
+func (r *Replica) SetGroups(groups []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.groups = make(map[int]bool, len(groups))
+	for _, kg := range groups {
+		r.groups[kg] = true
+	}
+	maps.DeleteFunc(r.copies, func(kg int, _ replicaCopy) bool { return !r.groups[kg] })
+}
+
+// Groups returns the groups replicated, in order.
+func (r *Replica) Groups() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.groups))
+}
+
+// Refresh fetches the checkpoint of every replicated group whose copy is
+// missing or older than the bucket's, and returns the bytes it fetched. A
+// group without a checkpoint has no copy.
+func (r *Replica) Refresh(ctx context.Context) (int64, error) {
+	var total int64
+	for _, kg := range r.Groups() {
+		n, err := r.refresh(ctx, kg, "")
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// refresh brings kg's copy up to date with the object whose digest is
+// digest, or with the bucket's latest when digest is empty.
+func (r *Replica) refresh(ctx context.Context, kg int, digest string) (int64, error) {
+	if digest == "" {
+		info, err := r.b.obs.GetInfo(ctx, ObjectName(kg))
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			r.mu.Lock()
+			delete(r.copies, kg)
+			r.mu.Unlock()
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("checkpoint: replica of %s in bucket %s: %w", ObjectName(kg), r.b.name, err)
+		}
+		digest = info.Digest
+	}
+	r.mu.Lock()
+	c, ok := r.copies[kg]
+	r.mu.Unlock()
+	if ok && c.digest == digest {
+		return 0, nil
+	}
+	f, got, err := r.b.fetch(ctx, kg)
+	if err != nil {
+		return 0, err
+	}
+	n := int64(len(f.env))
+	r.b.prefetches.Add(1)
+	r.b.prefetchBytes.Add(n)
+	r.keep(kg, f, got)
+	return n, nil
+}
+
+// keep stores f as kg's copy if kg is replicated.
+func (r *Replica) keep(kg int, f *fetched, digest string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.groups[kg] {
+		r.copies[kg] = replicaCopy{f: f, digest: digest}
+	}
+}
+
+// Run keeps the copies up to date until ctx ends: it watches the bucket
+// and fetches each replicated group's checkpoint when one is put. It
+// returns ctx's error, or the first failure.
+func (r *Replica) Run(ctx context.Context) error {
+	w, err := r.b.obs.Watch(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("checkpoint: watch bucket %s: %w", r.b.name, err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case o, ok := <-w.Updates():
+			if !ok {
+				return fmt.Errorf("checkpoint: watch bucket %s: the watch ended", r.b.name)
+			}
+			if o == nil { // the end of the initial values
+				continue
+			}
+			kg, err := strconv.Atoi(o.Metadata[metaGroup])
+			if err != nil || ObjectName(kg) != o.Name {
+				continue // not a checkpoint
+			}
+			r.mu.Lock()
+			want := r.groups[kg]
+			r.mu.Unlock()
+			if !want {
+				continue
+			}
+			if _, err := r.refresh(ctx, kg, o.Digest); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Install imports key group kg's latest checkpoint into st, as Bucket.Load
+// does, and returns its metadata and the bytes fetched: none when the
+// replica's copy is the bucket's latest checkpoint (Stats.ReplicaHits),
+// the group's object otherwise (Stats.GetBytes). A missing, damaged or
+// foreign checkpoint is refused as Load refuses it, st unchanged.
+func (r *Replica) Install(ctx context.Context, st *state.Store, kg int) ([]byte, int64, error) {
+	if kg < 0 || kg >= st.KeyGroups() {
+		return nil, 0, fmt.Errorf("checkpoint: install key group %d from bucket %s: out of range 0..%d", kg, r.b.name, st.KeyGroups()-1)
+	}
+	obj := ObjectName(kg)
+	info, err := r.b.obs.GetInfo(ctx, obj)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, 0, &ObjectError{Bucket: r.b.name, Object: obj, Fault: "not found", Kind: ErrNotFound, Cause: err}
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("checkpoint: install %s from bucket %s: %w", obj, r.b.name, err)
+	}
+	r.mu.Lock()
+	c, ok := r.copies[kg]
+	r.mu.Unlock()
+	var n int64
+	if ok && c.digest == info.Digest {
+		r.b.replicaHits.Add(1)
+	} else {
+		f, digest, err := r.b.fetch(ctx, kg)
+		if err != nil {
+			return nil, 0, err
+		}
+		n = int64(len(f.env))
+		r.b.gets.Add(1)
+		r.b.getBytes.Add(n)
+		r.keep(kg, f, digest)
+		c = replicaCopy{f: f, digest: digest}
+	}
+	if err := r.b.install(st, c.f); err != nil {
+		return nil, n, err
+	}
+	return bytes.Clone(c.f.Meta), n, nil
+}
