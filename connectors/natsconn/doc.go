@@ -87,4 +87,32 @@
 // queue, a per-subject limit (the sink warns when it is created), or limits
 // that discarded messages stored after the commit (Rewind warns); those
 // outputs are de-duplicated only within the window.
+//
+// # Partitioned by key group: one subject per group
+//
+// Hosts that share a pipeline read its input by key group, each the groups
+// it owns. A JetStreamSink with KeyGroups publishes each record to
+// "<Subject>.<kg>", kg being state.KeyGroup of its key (of the empty key
+// when it has none), and a stream it creates captures "<Subject>.*".
+//
+// PartitionedSource is the connectors.Partitioned that reads such a
+// stream: each group it reads has its own floor, the stream sequence of
+// the last record of that group the host applied. It reads through an
+// ordered consumer, ephemeral and without acknowledgements, from the
+// lowest floor + 1, and drops each record at or below its group's floor,
+// so that the committed floors are the only position and Ack does
+// nothing. SetGroups starts a new consumer for the new groups and floors
+// and stops the old one, while the other goroutine goes on reading. The
+// ordered consumer recreates itself after the last record it delivered
+// when it is lost, so a server restart loses and repeats nothing.
+//
+// The consumer is filtered to the subjects of the groups read, or, above
+// MaxFilters groups, to "<Subject>.*" with the other groups dropped by the
+// source: the server delivers a consumer with several filters at a cost
+// per message that grows with the subjects of the stream (about 200 µs
+// with 1,024 groups against 4 µs unfiltered, on 2 cores), so a host
+// reading a third of 1,024 groups reads the whole stream 20 times faster
+// than its share through filters. A record on a subject of the stream that
+// is not a group number is malformed and belongs to group 0, read only
+// through "<Subject>.*".
 package natsconn

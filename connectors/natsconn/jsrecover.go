@@ -45,7 +45,7 @@ func (s *JetStreamSink) findStream(ctx context.Context) error {
 			return err
 		}
 	} else {
-		name, err := s.js.StreamNameBySubject(ctx, s.cfg.Subject)
+		name, err := s.js.StreamNameBySubject(ctx, s.filter())
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil
 		}
@@ -53,7 +53,7 @@ func (s *JetStreamSink) findStream(ctx context.Context) error {
 			st, err = s.js.Stream(ctx, name)
 		}
 		if err != nil {
-			return fmt.Errorf("jetstream stream of subject %q: %w", s.cfg.Subject, err)
+			return fmt.Errorf("jetstream stream of subject %q: %w", s.filter(), err)
 		}
 	}
 	s.stream = st
@@ -153,6 +153,15 @@ func (s *JetStreamSink) Rewind(offset uint64) error {
 	return nil
 }
 
+// filter returns the subjects the sink publishes to: Subject, or with
+// KeyGroups "<Subject>.*".
+func (s *JetStreamSink) filter() string {
+	if s.groups != nil {
+		return s.cfg.Subject + ".*"
+	}
+	return s.cfg.Subject
+}
+
 // storedAfter returns the Nats-Msg-Id and stream sequence of every message
 // on the sink's subject stored at sequence start or later.
 func (s *JetStreamSink) storedAfter(start uint64) (map[string]uint64, error) {
@@ -161,7 +170,7 @@ func (s *JetStreamSink) storedAfter(start uint64) (map[string]uint64, error) {
 		Description:       "sluice sink recovery",
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       start,
-		FilterSubject:     s.cfg.Subject,
+		FilterSubject:     s.filter(),
 		AckPolicy:         jetstream.AckNonePolicy,
 		HeadersOnly:       true,
 		MemoryStorage:     true,

@@ -15,12 +15,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/state"
 )
 
 // JetStreamSinkConfig configures a JetStreamSink.
 type JetStreamSinkConfig struct {
 	// Subject to publish to; a stream must capture it. Required.
 	Subject string
+	// KeyGroups, when above 0, partitions the output by key group: each
+	// record is published to "<Subject>.<kg>", kg being
+	// state.KeyGroup(key, KeyGroups) (a record without a key is in the
+	// group of the empty key), so that a PartitionedSource can read the
+	// groups one by one. Subject must then have no wildcard, and a stream
+	// the sink creates captures "<Subject>.*" (CreateStream.Subjects, when
+	// set, must capture every group's subject). 0: Subject as it is.
+	KeyGroups int
 	// Stream, when set, is checked to exist when the sink is created (and
 	// created from CreateStream when missing and CreateStream is set).
 	Stream string
@@ -75,6 +84,7 @@ type JetStreamSink struct {
 	name   string
 	log    *slog.Logger
 	stream jetstream.Stream // the stream capturing Subject; nil if none was found
+	groups []string         // with KeyGroups: the subject of each key group
 
 	mu       sync.Mutex
 	inflight int         // published, not yet acknowledged or failed
@@ -111,6 +121,19 @@ func NewJetStreamSink(ctx context.Context, nc *nats.Conn, cfg JetStreamSinkConfi
 	if cfg.CreateStream != nil && cfg.Stream == "" {
 		return nil, errors.New("natsconn: jetstream sink: CreateStream needs Stream")
 	}
+	groups, err := partitionSubjects(cfg.Subject, cfg.KeyGroups)
+	if err != nil {
+		return nil, fmt.Errorf("natsconn: jetstream sink: %w", err)
+	}
+	if groups != nil && cfg.CreateStream != nil {
+		spec := *cfg.CreateStream
+		if len(spec.Subjects) == 0 {
+			spec.Subjects = []string{cfg.Subject + ".*"}
+		} else if err := captureAll(spec.Subjects, groups); err != nil {
+			return nil, fmt.Errorf("natsconn: jetstream sink: stream %q to create: %w", cfg.Stream, err)
+		}
+		cfg.CreateStream = &spec
+	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 4096
 	}
@@ -131,6 +154,7 @@ func NewJetStreamSink(ctx context.Context, nc *nats.Conn, cfg JetStreamSinkConfi
 		name:    name,
 		log:     log.With("sink", name),
 		changed: make(chan struct{}, 1),
+		groups:  groups,
 	}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(cfg.MaxInFlight),
@@ -206,7 +230,8 @@ func retriable(err error) bool {
 }
 
 // Write publishes out, waiting while MaxInFlight messages are
-// unacknowledged. The values are copied: out may be reused when Write
+// unacknowledged. With KeyGroups, each record goes to the subject of its
+// key's group. The values are copied: out may be reused when Write
 // returns. After Rewind, a record whose ID the stream already holds is
 // not published again.
 func (s *JetStreamSink) Write(ctx context.Context, out []connectors.Out) error {
@@ -229,7 +254,11 @@ func (s *JetStreamSink) Write(ctx context.Context, out []connectors.Out) error {
 		rec := &out[i].Record
 		start := len(slab)
 		slab = append(slab, rec.Value...)
-		m := &nats.Msg{Subject: s.cfg.Subject, Data: slab[start:len(slab):len(slab)], Header: s.cfg.Mapping.header(rec)}
+		subject := s.cfg.Subject
+		if s.groups != nil {
+			subject = s.groups[state.KeyGroup(rec.Key, len(s.groups))]
+		}
+		m := &nats.Msg{Subject: subject, Data: slab[start:len(slab):len(slab)], Header: s.cfg.Mapping.header(rec)}
 		if id := out[i].ID; id != "" {
 			if m.Header == nil {
 				m.Header = make(nats.Header, 1)
