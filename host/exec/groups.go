@@ -128,9 +128,14 @@ func (j *Job) Groups() []int {
 
 // ReleaseGroups hands key groups over at the next batch boundary: the
 // job waits for its batches in flight to commit, stops reading the
-// groups, exports their committed state with their floors, drops them
-// from its store (committed) and returns them, for AcquireGroups on the
-// job that takes them. The other groups keep running.
+// groups, and returns their committed state with their floors, for
+// AcquireGroups on the job that takes them. The other groups keep
+// running.
+//
+// The groups' state stays in the store, unread, until DropGroups: a
+// caller that must put it somewhere durable first (a checkpoint store)
+// drops it once that is done, so a crash in between loses nothing. A
+// restarted job not given the groups never reads it.
 //
 // It is refused (ErrGroupsRefused) for a job that does not own groups
 // (no Config.Groups) or a group it does not own.
@@ -143,6 +148,16 @@ func (j *Job) ReleaseGroups(ctx context.Context, groups []int) ([]GroupState, er
 		return nil, err
 	}
 	return c.out, nil
+}
+
+// DropGroups removes the state of key groups the job does not own (ones
+// it released) from its store, committed at the next batch boundary.
+// It is refused (ErrGroupsRefused) for a group the job owns.
+func (j *Job) DropGroups(ctx context.Context, groups []int) error {
+	if err := j.checkGroups(groups, false); err != nil {
+		return err
+	}
+	return j.submit(ctx, &groupChange{groups: slices.Clone(groups), drop: true})
 }
 
 // AcquireGroups takes key groups over at the next batch boundary: the
@@ -197,11 +212,15 @@ func (j *Job) checkGroups(groups []int, owned bool) error {
 // groupChange is a queued ReleaseGroups (in nil) or AcquireGroups.
 type groupChange struct {
 	groups []int
+	drop   bool
 	in     []GroupState
 	out    []GroupState
 }
 
 func (c *groupChange) describe() string {
+	if c.drop {
+		return fmt.Sprintf("drop key groups %v", c.groups)
+	}
 	if c.in == nil {
 		return fmt.Sprintf("release key groups %v", c.groups)
 	}
@@ -216,7 +235,7 @@ func (c *groupChange) boundary() {}
 
 func (c *groupChange) apply(ctx context.Context, j *Job) error {
 	// Checked again: the ownership may have changed while it waited.
-	if err := j.checkGroups(c.groups, c.in == nil); err != nil {
+	if err := j.checkGroups(c.groups, c.in == nil && !c.drop); err != nil {
 		return err
 	}
 	if j.commit != nil {
@@ -224,13 +243,30 @@ func (c *groupChange) apply(ctx context.Context, j *Job) error {
 			return fmt.Errorf("exec: %s: a batch in flight failed: %w", c.describe(), err)
 		}
 	}
-	if c.in == nil {
+	switch {
+	case c.drop:
+		return j.drop(c)
+	case c.in == nil:
 		return j.release(ctx, c)
 	}
 	return j.acquire(ctx, c)
 }
 
-// release exports and drops c's groups; every batch is committed.
+// drop removes c's groups, which the job does not own, from the store.
+func (j *Job) drop(c *groupChange) error {
+	for _, kg := range c.groups {
+		if err := j.cfg.Store.DropKeyGroup(kg); err != nil {
+			return fmt.Errorf("exec: drop key group %d: %w", kg, err)
+		}
+	}
+	if err := j.cfg.Store.Commit(nil); err != nil {
+		return fmt.Errorf("exec: drop key groups %v: commit: %w", c.groups, err)
+	}
+	return nil
+}
+
+// release stops reading c's groups and exports them; every batch is
+// committed.
 func (j *Job) release(ctx context.Context, c *groupChange) error {
 	store := j.cfg.Store
 	for _, kg := range c.groups {
@@ -246,19 +282,11 @@ func (j *Job) release(ctx context.Context, c *groupChange) error {
 		}
 		c.out = append(c.out, st)
 	}
-	for _, kg := range c.groups {
-		if err := store.DropKeyGroup(kg); err != nil {
-			return fmt.Errorf("exec: release key group %d: %w", kg, err)
-		}
-	}
 	j.changeMu.Lock()
 	for _, kg := range c.groups {
 		j.owned[kg] = false
 	}
 	j.changeMu.Unlock()
-	if err := store.Commit(nil); err != nil {
-		return fmt.Errorf("exec: release key groups %v: commit: %w", c.groups, err)
-	}
 	for si, p := range j.parts {
 		if p == nil {
 			continue
