@@ -1,0 +1,47 @@
+// Package migrate moves key groups between the hosts of a pipeline while
+// it runs: Spacker's planned, progressive migration over Trisk's partial
+// pause, on NATS alone.
+//
+// The parts it joins are each another package's: package cluster holds
+// the assignment (which host owns which group, and the migration in
+// progress, step by step, in a JetStream key-value bucket changed only by
+// compare-and-set) and plans the steps; package checkpoint carries a
+// group's state between hosts in a JetStream object store; package exec
+// releases and acquires groups at a batch boundary, with the groups it
+// keeps running.
+//
+// # The protocol
+//
+// Start writes the migration into the assignment: cluster.Plan cuts the
+// moves into steps by Spacker's knobs (order, batch size, replication).
+// Every host runs Host.Step (or Host.Run, which calls it on a period),
+// which does the host's part of the current step:
+//
+//  1. The source host releases the step's groups: its job finishes the
+//     batch in hand, commits, stops reading the groups and exports their
+//     committed state with their floors (the position of each group's
+//     last applied record). It puts each group in the checkpoint bucket,
+//     marks the moves released, and drops the groups from its store.
+//  2. The destination host, seeing them released, gets them from the
+//     bucket; its job imports them at a batch boundary, commits them with
+//     their floors and reads each group's records after its floor. It
+//     marks the moves installed, which makes it the groups' owner.
+//  3. Once every move of the step is installed, a host advances the
+//     migration to the next step; after the last, the migration is over.
+//
+// Records of a moving group wait in JetStream meanwhile (the input is
+// partitioned by key group), so none is lost and each key keeps its
+// order; every other group on both hosts keeps running.
+//
+// # Crashes
+//
+// Each effect comes before the mark that records it, and the marks are
+// the truth: a host restarted mid-step takes its groups from Owned (the
+// table's owners, less what it has released) and runs the step again. A
+// source that crashed before marking a release still owns the groups and
+// reads them again from its committed floors; the state it had exported
+// is put again. A destination that crashed before marking an install
+// installs again from the bucket and replays from the floors, making the
+// same outputs, which sinks drop by id. So a move finishes or stays
+// undone, never both.
+package migrate

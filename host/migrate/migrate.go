@@ -1,0 +1,254 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/host/checkpoint"
+	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/exec"
+)
+
+// Owned returns the key groups host owns in a: those whose owner it is,
+// less those it has released in the current step (their destination
+// installs them next). A group moving to host is owned once installed,
+// when the table names host its owner.
+func Owned(a *cluster.Assignment, host string) []int {
+	released := map[int]bool{}
+	if m := a.Migration; m != nil {
+		for _, mv := range m.Steps[m.Current].Moves {
+			if mv.From == host && mv.State == cluster.StepReleased {
+				released[mv.Group] = true
+			}
+		}
+	}
+	gs := []int{}
+	for kg, o := range a.Owners {
+		if o == host && !released[kg] {
+			gs = append(gs, kg)
+		}
+	}
+	return gs
+}
+
+// Start begins a migration of the pipeline's key groups to owners,
+// planned with knobs (load weighs groups for cluster.OrderHottest), and
+// returns the table with the migration in it. The hosts then run it with
+// Host.Step. It fails, matching cluster.ErrMigration, while another
+// migration is in progress or when no group changes owner.
+func Start(ctx context.Context, c *cluster.Cluster, id string, owners []string, knobs cluster.Knobs, load map[int]float64) (*cluster.Assignment, error) {
+	return c.Update(ctx, func(a *cluster.Assignment) error {
+		steps, err := cluster.Plan(a.Owners, owners, knobs, load)
+		if err != nil {
+			return err
+		}
+		return a.Begin(id, steps)
+	})
+}
+
+// Host is one host's part in the migrations of a pipeline: it releases
+// the groups the current step moves off it and installs those it moves
+// onto it, through the checkpoint bucket, and records each move's state
+// in the assignment.
+type Host struct {
+	// ID is the host's id in the cluster.
+	ID string
+	// Job is the host's running job, which owns the host's key groups.
+	Job *exec.Job
+	// Cluster holds the assignment.
+	Cluster *cluster.Cluster
+	// Checkpoints holds the groups' state on their way between hosts.
+	Checkpoints *checkpoint.Bucket
+	// Logger receives a line per release and install; nil: discarded.
+	Logger *slog.Logger
+}
+
+func (h *Host) log() *slog.Logger {
+	if h.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return h.Logger
+}
+
+// Step does the host's part of the current step of the migration in
+// progress, if any, and reports whether it changed anything:
+//
+//   - the groups the step moves off the host, still planned, are released
+//     by the job at a batch boundary, put in the checkpoint bucket with
+//     their floors, marked released, and then dropped from the job's store;
+//   - the groups it moves onto the host, released, are read from the
+//     bucket, acquired by the job at a batch boundary and marked installed;
+//   - once every move of the step is installed, the step is advanced.
+//
+// Each effect comes before the mark that records it, so a host that
+// crashes between the two does the step again when it restarts: a release
+// not marked leaves the group with its source (which reads it again from
+// its floors), and an install not marked is made again from the bucket
+// (the replay from the floors makes the same outputs, which sinks drop by
+// id). A move is never both undone and done.
+func (h *Host) Step(ctx context.Context) (bool, error) {
+	a, err := h.Cluster.Assignment(ctx)
+	if err != nil {
+		return false, err
+	}
+	m := a.Migration
+	if m == nil {
+		return false, nil
+	}
+	var out, in []int
+	installed := true
+	for _, mv := range m.Steps[m.Current].Moves {
+		switch {
+		case mv.From == h.ID && mv.State == cluster.StepPlanned:
+			out = append(out, mv.Group)
+		case mv.To == h.ID && mv.State == cluster.StepReleased:
+			in = append(in, mv.Group)
+		}
+		installed = installed && mv.State == cluster.StepInstalled
+	}
+	if installed {
+		_, err := h.Cluster.Update(ctx, func(a *cluster.Assignment) error {
+			if a.Migration == nil || a.Migration.ID != m.ID || a.Migration.Current != m.Current {
+				return nil // another host advanced it
+			}
+			_, err := a.Advance()
+			return err
+		})
+		if err != nil {
+			return false, fmt.Errorf("migrate: %s: advance step %d of %q: %w", h.ID, m.Current, m.ID, err)
+		}
+		return true, nil
+	}
+	if len(out) > 0 {
+		if err := h.release(ctx, m.ID, out); err != nil {
+			return false, err
+		}
+	}
+	if len(in) > 0 {
+		if err := h.install(ctx, m.ID, in); err != nil {
+			return false, err
+		}
+	}
+	return len(out) > 0 || len(in) > 0, nil
+}
+
+// release hands groups over: released by the job, put in the bucket,
+// marked, dropped.
+func (h *Host) release(ctx context.Context, id string, groups []int) error {
+	start := time.Now()
+	states, err := h.Job.ReleaseGroups(ctx, groups)
+	if err != nil {
+		return fmt.Errorf("migrate: %s: release key groups %v for %q: %w", h.ID, groups, id, err)
+	}
+	var bytes int
+	for _, st := range states {
+		meta, err := json.Marshal(st.Floors)
+		if err != nil {
+			return fmt.Errorf("migrate: %s: key group %d: encoding its floors: %w", h.ID, st.Group, err)
+		}
+		if err := h.Checkpoints.Put(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Meta: meta, Data: st.Data}); err != nil {
+			return fmt.Errorf("migrate: %s: key group %d: %w", h.ID, st.Group, err)
+		}
+		bytes += len(st.Data)
+	}
+	if err := h.mark(ctx, id, groups, cluster.StepReleased); err != nil {
+		return err
+	}
+	h.Checkpoints.Forget(groups...)
+	if err := h.Job.DropGroups(ctx, groups); err != nil {
+		// The groups are handed over; their copy here is only unread.
+		h.log().Warn("released key groups could not be dropped from the store; they stay, unread", "groups", groups, "err", err)
+	}
+	h.log().Info("key groups released", "migration", id, "groups", groups, "bytes", bytes, "took", time.Since(start))
+	return nil
+}
+
+// install takes groups over: read from the bucket, acquired by the job,
+// marked.
+func (h *Host) install(ctx context.Context, id string, groups []int) error {
+	start := time.Now()
+	states := make([]exec.GroupState, 0, len(groups))
+	var bytes int
+	for _, kg := range groups {
+		g, err := h.Checkpoints.Get(ctx, kg)
+		if err != nil {
+			return fmt.Errorf("migrate: %s: key group %d: %w", h.ID, kg, err)
+		}
+		var floors map[string]uint64
+		if err := json.Unmarshal(g.Meta, &floors); err != nil {
+			return fmt.Errorf("migrate: %s: key group %d: the checkpoint's floors: %w", h.ID, kg, err)
+		}
+		states = append(states, exec.GroupState{Group: kg, Data: g.Data, Floors: floors})
+		bytes += len(g.Data)
+	}
+	err := h.Job.AcquireGroups(ctx, states)
+	if errors.Is(err, exec.ErrGroupsRefused) && h.owns(groups) {
+		err = nil // acquired before a crash that came before the mark
+	}
+	if err != nil {
+		return fmt.Errorf("migrate: %s: acquire key groups %v for %q: %w", h.ID, groups, id, err)
+	}
+	if err := h.mark(ctx, id, groups, cluster.StepInstalled); err != nil {
+		return err
+	}
+	h.log().Info("key groups installed", "migration", id, "groups", groups, "bytes", bytes, "took", time.Since(start))
+	return nil
+}
+
+// owns reports whether the job owns every group of groups.
+func (h *Host) owns(groups []int) bool {
+	have := h.Job.Groups()
+	for _, kg := range groups {
+		if !slices.Contains(have, kg) {
+			return false
+		}
+	}
+	return true
+}
+
+// mark records groups' moves in migration id as state.
+func (h *Host) mark(ctx context.Context, id string, groups []int, state cluster.StepState) error {
+	_, err := h.Cluster.Update(ctx, func(a *cluster.Assignment) error {
+		if a.Migration == nil || a.Migration.ID != id {
+			return fmt.Errorf("%w: migration %q is no longer in progress", cluster.ErrMigration, id)
+		}
+		for _, kg := range groups {
+			if err := a.Mark(kg, state); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrate: %s: mark key groups %v %s: %w", h.ID, groups, state, err)
+	}
+	return nil
+}
+
+// Run calls Step every period until ctx is done, and returns ctx's error
+// or Step's first error.
+func (h *Host) Run(ctx context.Context, period time.Duration) error {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		for {
+			did, err := h.Step(ctx)
+			if err != nil {
+				return err
+			}
+			if !did {
+				break
+			}
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,267 @@
+package migrate_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/connectors/natsconn"
+	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
+	"github.com/sluicehq/sluice/host/checkpoint"
+	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/exec"
+	"github.com/sluicehq/sluice/host/migrate"
+	"github.com/sluicehq/sluice/host/plugin"
+	wasm "github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
+	"github.com/sluicehq/sluice/state"
+)
+
+// wordcount is the word count plugin's module, built once in TestMain.
+var wordcount []byte
+
+func TestMain(m *testing.M) {
+	mods, err := wasmbuild.GoModules(context.Background(), map[string]string{"wordcount": "../../plugins/wordcount"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	wordcount = mods["wordcount"]
+	goleak.VerifyTestMain(m,
+		// nats.go's object store Put can leave its reconnect listener
+		// waiting on a channel it cleared (see package checkpoint's tests).
+		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"))
+}
+
+const groups = 16
+
+// outputs is a sink that keeps what it is given by id, as a JetStream
+// sink's stream does, and fails on an id given twice with other content.
+type outputs struct {
+	mu   sync.Mutex
+	byID map[string]abi.Record
+	err  error
+}
+
+func (s *outputs) Name() string  { return "outputs" }
+func (s *outputs) UsesIDs() bool { return true }
+func (s *outputs) Write(_ context.Context, out []connectors.Out) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range out {
+		if prev, ok := s.byID[o.ID]; ok && string(prev.Value) != string(o.Record.Value) && s.err == nil {
+			s.err = fmt.Errorf("output %s written as %q and as %q", o.ID, prev.Value, o.Record.Value)
+		}
+		s.byID[o.ID] = abi.Record{Key: append([]byte(nil), o.Record.Key...), Value: append([]byte(nil), o.Record.Value...)}
+	}
+	return nil
+}
+func (s *outputs) Flush(context.Context) error { return nil }
+func (s *outputs) Close() error                { return nil }
+func (s *outputs) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byID)
+}
+
+// host is one sluice host in the test: its job, its part in migrations.
+type host struct {
+	id     string
+	job    *exec.Job
+	store  *state.Store
+	mig    *migrate.Host
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.JetStream, id string, out *outputs, first bool) *host {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	c, err := cluster.Open(ctx, js, cluster.Config{Pipeline: "p", Text: []byte("name: p\n"), KeyGroups: groups, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Join(ctx, cluster.HostInfo{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Leave(context.Background()) })
+	if first {
+		if _, err := c.Update(ctx, func(a *cluster.Assignment) error {
+			a.Owners = cluster.Spread(groups, []string{id})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := c.Assignment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckpt, err := checkpoint.Open(ctx, js, "p", checkpoint.Options{Host: id, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(t.TempDir(), state.Options{KeyGroups: groups, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := natsconn.NewPartitionedSource(nc, natsconn.PartitionedSourceConfig{Stream: "IN", Prefix: "in", KeyGroups: groups, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := wasm.NewWazero(ctx, wasm.NewConfig().WithHostModules(plugin.HostModule()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := plugin.Load(ctx, eng, "wordcount.wasm", wordcount, plugin.KindKeyed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job, err := exec.New(ctx, exec.Config{
+		Name: "p", Sources: []exec.Input{{Name: "in", Source: src}},
+		Operators: []exec.Operator{{Name: "count", Kind: plugin.KindKeyed, Plugin: wc, Parallelism: 2, Tables: []string{"counts"}}},
+		Sinks:     []exec.Output{{Name: "out", Sink: out}}, DeadLetter: &outputs{byID: map[string]abi.Record{}}, Store: store,
+		BatchSize: 8, Linger: time.Millisecond, Groups: migrate.Owned(a, id), Logger: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &host{id: id, job: job, store: store, done: make(chan error, 1),
+		mig: &migrate.Host{ID: id, Job: job, Cluster: c, Checkpoints: ckpt}}
+	runCtx, cancel := context.WithCancel(ctx)
+	h.cancel = cancel
+	go func() { h.done <- job.Run(runCtx) }()
+	go func() {
+		if err := h.mig.Run(runCtx, 10*time.Millisecond); err != nil && runCtx.Err() == nil {
+			t.Errorf("host %s: %v", id, err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-h.done
+		_ = job.Close(context.Background())
+		_ = src.Close()
+		_ = store.Close()
+		_ = eng.Close(context.Background())
+	})
+	return h
+}
+
+// publish writes records with keys to the partitioned input stream.
+func publish(t *testing.T, ctx context.Context, sink *natsconn.JetStreamSink, keys []string, from int) {
+	t.Helper()
+	out := make([]connectors.Out, len(keys))
+	for i, k := range keys {
+		out[i] = connectors.Out{Record: abi.Record{Key: []byte(k), Value: []byte(k)}, ID: "in/" + strconv.Itoa(from+i)}
+	}
+	if err := sink.Write(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMigrationMovesEveryGroupWithNothingLost runs two hosts of one
+// pipeline over one NATS server: host a starts with every key group, half
+// of them move to host b in steps of two while records arrive, then the
+// rest at once; each record must be counted once, in its key's order, by
+// whichever host owned its group.
+func TestMigrationMovesEveryGroupWithNothingLost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv := natstest.StartServer(t)
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := natsconn.NewJetStreamSink(ctx, nc, natsconn.JetStreamSinkConfig{Subject: "in", Stream: "IN", KeyGroups: groups,
+		CreateStream: &natsconn.StreamSpec{Subjects: []string{"in.*"}}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close() })
+	out := &outputs{byID: map[string]abi.Record{}}
+	a := startHost(t, ctx, nc, js, "a", out, true)
+	b := startHost(t, ctx, nc, js, "b", out, false)
+
+	keys := make([]string, 600)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i*7%23)
+	}
+	over := func() bool {
+		tbl, err := a.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration == nil
+	}
+	publish(t, ctx, in, keys[:200], 0)
+	waitFor(t, func() bool { return out.len() >= 100 })
+	half := cluster.Spread(groups, []string{"a", "b"})
+	if _, err := migrate.Start(ctx, a.mig.Cluster, "half", half, cluster.Knobs{Order: cluster.OrderKeyGroup, Batch: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ctx, in, keys[200:300], 200) // while groups move
+	waitFor(t, over)
+	if got := b.job.Groups(); len(got) != groups/2 {
+		t.Errorf("after the first migration host b owns %v, want half", got)
+	}
+	publish(t, ctx, in, keys[300:400], 300)
+	if _, err := migrate.Start(ctx, b.mig.Cluster, "rest", slices.Repeat([]string{"b"}, groups), cluster.AllAtOnce(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, over)
+	publish(t, ctx, in, keys[400:], 400)
+	waitFor(t, func() bool { return out.len() >= len(keys) })
+
+	if out.err != nil {
+		t.Fatal(out.err)
+	}
+	running := map[string]int{}
+	for i, k := range keys {
+		running[k]++
+		// Output ids are the pipeline's, from the input's stream sequence.
+		r, ok := out.byID[fmt.Sprintf("p/in/%d/0", i+1)]
+		if !ok {
+			t.Fatalf("no output for record %d (%s)", i+1, k)
+		}
+		if got, want := string(r.Key)+"="+string(r.Value), k+"="+strconv.Itoa(running[k]); got != want {
+			t.Fatalf("output of record %d is %s, want %s", i+1, got, want)
+		}
+	}
+	if n := out.len(); n != len(keys) {
+		t.Errorf("%d outputs for %d records", n, len(keys))
+	}
+	if got := a.job.Groups(); len(got) != 0 {
+		t.Errorf("host a still owns %v", got)
+	}
+	if got := b.job.Groups(); len(got) != groups {
+		t.Errorf("host b owns %v, want every group", got)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
