@@ -37,9 +37,11 @@ type Pipeline struct {
 	Late       Late        `yaml:"late"`
 	HTTP       HTTP        `yaml:"http"`
 	OnError    ErrorPolicy `yaml:"on_error"`
-	File       string      `yaml:"-"` // the file it was read from, for messages
-	Dir        string      `yaml:"-"` // the directory relative paths are resolved against
-	root       *yaml.Node
+	// Cluster, when set, spreads the pipeline over several hosts.
+	Cluster *Cluster `yaml:"cluster"`
+	File    string   `yaml:"-"` // the file it was read from, for messages
+	Dir     string   `yaml:"-"` // the directory relative paths are resolved against
+	root    *yaml.Node
 
 	// CompileCache is the directory of the plugins' compiled code; empty:
 	// the user's cache directory, which every pipeline shares (see
@@ -701,6 +703,9 @@ func (p *Pipeline) validate() error {
 	for _, err := range p.HTTP.validate(p) {
 		add(err)
 	}
+	for _, err := range p.validateCluster() {
+		add(err)
+	}
 	if p.OnError == "" {
 		p.OnError = PolicyDeadLetter
 	} else if err := p.checkPolicy(p.OnError, "on_error"); err != nil {
@@ -1134,5 +1139,5 @@ func (p *Pipeline) NeedsNATS() bool {
 			return true
 		}
 	}
-	return p.DeadLetter.Subject != "" || p.Late.Subject != ""
+	return p.DeadLetter.Subject != "" || p.Late.Subject != "" || p.Cluster != nil
 }

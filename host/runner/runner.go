@@ -54,6 +54,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/natsconn"
 	"github.com/sluicehq/sluice/host/api"
 	"github.com/sluicehq/sluice/host/api/schema"
+	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/dashboard"
 	"github.com/sluicehq/sluice/host/exec"
 	"github.com/sluicehq/sluice/host/pipeline"
@@ -77,6 +78,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the host's version, which the dashboard shows.
 	Version string
+	// HostID overrides cluster.host: this host's id among the hosts of a
+	// pipeline spread over several.
+	HostID string
 }
 
 // Host is a pipeline ready to run, with everything it opened.
@@ -99,6 +103,10 @@ type Host struct {
 	// addrFile is the file the HTTP API's address was written to, removed
 	// by Close.
 	addrFile string
+	// cluster is the host's part in a pipeline spread over hosts (nil:
+	// the host runs the whole pipeline); dataDir is its data directory.
+	cluster *clusterHost
+	dataDir string
 	// txnOps are transactional operators built before the job: exec.New
 	// takes them over; until then Close closes them.
 	txnOps []*txnop.Operator
@@ -158,13 +166,32 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		h.log.Info("transactional tables initialised", "entries", n)
 	}
 
+	h.dataDir = dataDir
+	if p.Cluster != nil && p.NATS.URL == "" && opts.NATSURL == "" {
+		return nil, p.ErrorAt("a pipeline spread over hosts needs the NATS cluster they share: set nats.url (or give --nats-url)", "cluster")
+	}
 	if p.NeedsNATS() {
 		if err := h.connectNATS(ctx, dataDir, opts.NATSURL); err != nil {
 			return nil, err
 		}
 	}
 	var inputs []exec.Input
+	var groups []int
+	if p.Cluster != nil {
+		src, owned, err := h.startCluster(ctx, opts.HostID)
+		if src != nil {
+			h.sources = append(h.sources, src)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: cluster: %w", p.File, err)
+		}
+		inputs = append(inputs, exec.Input{Name: p.Sources[0].Name, Source: src, Watermark: watermark(&p.Sources[0])})
+		groups = owned
+	}
 	for i := range p.Sources {
+		if p.Cluster != nil {
+			break // read through the partition stream
+		}
 		src, err := h.source(ctx, &p.Sources[i])
 		if err != nil {
 			return nil, fmt.Errorf("%s: source %q: %w", p.File, p.Sources[i].Name, err)
@@ -197,7 +224,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	h.job, err = exec.New(ctx, exec.Config{
 		Name: p.Name, Sources: inputs, Operators: ops, Sinks: outputs, DeadLetter: dead, Late: late,
 		Store: h.store, BatchSize: p.Batch.Size, Linger: time.Duration(p.Batch.Linger),
-		Logger: h.log, Metrics: h.metrics, OnRollback: h.autoRollback,
+		Logger: h.log, Metrics: h.metrics, OnRollback: h.autoRollback, Groups: groups,
 	})
 	h.txnOps = nil // the job owns them now, or closed them when it failed
 	if err != nil {
@@ -552,7 +579,12 @@ func (h *Host) Metrics() *exec.Metrics { return h.metrics }
 // (a full or read-only disk: state.Store.Err), the job stops as if
 // cancelled and Run returns the store's failure.
 func (h *Host) Run(ctx context.Context) error {
-	err := runUntilFailed(ctx, h.store, h.log, h.job.Run)
+	var err error
+	if h.cluster != nil {
+		err = h.runCluster(ctx, h.dataDir)
+	} else {
+		err = runUntilFailed(ctx, h.store, h.log, h.job.Run)
+	}
 	if cerr := h.Close(context.WithoutCancel(ctx)); err == nil {
 		err = cerr
 	}
@@ -610,6 +642,15 @@ func (h *Host) Close(ctx context.Context) error {
 		errs = append(errs, h.http.Close(sctx))
 		cancel()
 		h.http = nil
+	}
+	h.stopIngest()
+	if h.cluster != nil {
+		// A host that stops without handing over (a failure) leaves, so
+		// that the others take its key groups at once.
+		if err := h.cluster.c.Leave(ctx); err != nil && !errors.Is(err, cluster.ErrNotJoined) {
+			errs = append(errs, err)
+		}
+		h.cluster = nil
 	}
 	for _, s := range h.sinks {
 		errs = append(errs, s.Close())

@@ -1,0 +1,509 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/connectors"
+	"github.com/sluicehq/sluice/connectors/file"
+	"github.com/sluicehq/sluice/connectors/natsconn"
+	"github.com/sluicehq/sluice/host/checkpoint"
+	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/exec"
+	"github.com/sluicehq/sluice/host/migrate"
+	"github.com/sluicehq/sluice/host/pipeline"
+	"github.com/sluicehq/sluice/state"
+)
+
+// A pipeline with a cluster section runs on several hosts (docs/cluster.md).
+// Each host runs two jobs:
+//
+//   - the ingest, on the host that owns key group 0 (so exactly one host
+//     runs it once the assignment settles, and it moves with that group):
+//     it reads the pipeline's source and publishes each record to the
+//     partition stream, on the subject of its key group, with an id from
+//     its source position, so that two ingests for a moment (one handing
+//     over, one taking over) store each record once;
+//   - the host's own job, which runs the pipeline's operators and sinks
+//     over the key groups the host owns, read from the partition stream.
+//
+// Key groups move with package migrate; the host joins the cluster by a
+// lease, and the live host with the lowest id rebalances the groups over
+// the live hosts whenever they change (a host joins, leaves or fails).
+
+// clusterPeriod is how often a host looks at the assignment: for its part
+// in a migration, and, as the coordinator, for a rebalance.
+const clusterPeriod = 200 * time.Millisecond
+
+// clusterHost is what a host of a pipeline spread over hosts holds.
+type clusterHost struct {
+	cfg    *pipeline.Cluster
+	id     string
+	c      *cluster.Cluster
+	ckpt   *checkpoint.Bucket
+	mig    *migrate.Host
+	prefix string // the partition stream's subject prefix
+	groups int
+	src    *pipeline.Source // the pipeline's source, which the ingest reads
+	ingest *ingest          // running while the host owns key group 0
+	mu     sync.Mutex       // guards ingest
+}
+
+// partitionPrefix is the subject prefix of the partition stream of
+// pipeline name: the records of key group kg are on "<prefix>.<kg>".
+func partitionPrefix(name string) string { return "sluice.in." + name }
+
+// startCluster joins the cluster and returns the source the host's job
+// reads (its key groups of the partition stream) and the groups it owns.
+func (h *Host) startCluster(ctx context.Context, hostID string) (connectors.Source, []int, error) {
+	p := h.p
+	cfg := p.Cluster
+	id := cfg.Host
+	if hostID != "" {
+		id = hostID
+	}
+	text, err := os.ReadFile(p.File)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: the pipeline file: %w", err)
+	}
+	js, err := jetstream.New(h.nc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: %w", err)
+	}
+	ch := &clusterHost{cfg: cfg, id: id, prefix: partitionPrefix(p.Name), groups: p.State.KeyGroups, src: &p.Sources[0]}
+	ch.c, err = cluster.Open(ctx, js, cluster.Config{Pipeline: p.Name, Text: text, KeyGroups: p.State.KeyGroups,
+		Lease: time.Duration(cfg.Lease), Replicas: cfg.Replicas, Logger: h.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ch.c.Join(context.WithoutCancel(ctx), cluster.HostInfo{ID: id, Started: time.Now()}); err != nil {
+		return nil, nil, fmt.Errorf("cluster: join as host %q: %w", id, err)
+	}
+	h.cluster = ch
+	a, err := ch.c.Update(ctx, func(a *cluster.Assignment) error {
+		if !slices.ContainsFunc(a.Owners, func(o string) bool { return o != "" }) {
+			a.Owners = cluster.Spread(a.KeyGroups, []string{id}) // the first host takes every group
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	ch.ckpt, err = checkpoint.Open(ctx, js, p.Name, checkpoint.Options{Host: id, Replicas: cfg.Replicas, Logger: h.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	spec := &natsconn.StreamSpec{Subjects: []string{ch.prefix + ".*"}, Replicas: cfg.Replicas, Duplicates: time.Duration(cfg.Duplicates)}
+	src, err := natsconn.NewPartitionedSource(h.nc, natsconn.PartitionedSourceConfig{Stream: cfg.Stream, Prefix: ch.prefix,
+		KeyGroups: ch.groups, CreateStream: spec, Name: p.Sources[0].Name, Logger: h.log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: %w", err)
+	}
+	owned := migrate.Owned(a, id)
+	h.log.Info("joined the cluster", "host", id, "key_groups", len(owned), "of", ch.groups)
+	return src, owned, nil
+}
+
+// runCluster runs the host's job with its part in the cluster until ctx
+// is done (then, if other hosts are live, it hands its key groups over
+// first) or the job fails.
+func (h *Host) runCluster(ctx context.Context, dataDir string) error {
+	ch := h.cluster
+	ch.mig = &migrate.Host{ID: ch.id, Job: h.job, Cluster: ch.c, Checkpoints: ch.ckpt, Logger: h.log}
+	jobCtx, stopJob := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJob()
+	jobDone := make(chan error, 1)
+	go func() { jobDone <- runUntilFailed(jobCtx, h.store, h.log, h.job.Run) }()
+
+	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
+	var loops sync.WaitGroup
+	loopErr := make(chan error, 3)
+	loops.Go(func() {
+		if err := ch.mig.Run(loopCtx, clusterPeriod); err != nil && loopCtx.Err() == nil {
+			loopErr <- fmt.Errorf("cluster: migration: %w", err)
+		}
+	})
+	loops.Go(func() { ch.coordinate(loopCtx, h.log) })
+	loops.Go(func() {
+		if err := h.manageIngest(loopCtx, dataDir); err != nil && loopCtx.Err() == nil {
+			loopErr <- fmt.Errorf("cluster: ingest: %w", err)
+		}
+	})
+	defer func() {
+		stopLoops()
+		loops.Wait()
+		h.stopIngest()
+	}()
+
+	var err error
+	select {
+	case err = <-jobDone:
+		return err
+	case err = <-loopErr:
+	case <-ch.c.Lost():
+		err = fmt.Errorf("cluster: host %q lost its lease (it did not renew in time): its key groups may be another host's now; stopping", ch.id)
+	case <-ctx.Done():
+		ch.handOver(context.WithoutCancel(ctx), h.log)
+	}
+	stopJob()
+	if jerr := <-jobDone; err == nil {
+		err = jerr
+	}
+	return err
+}
+
+// coordinate rebalances the key groups over the live hosts whenever the
+// set of them changes (a host joins, leaves or fails), on the live host
+// with the lowest id, once no migration is in progress; meanwhile it gives
+// the moves of the migration in progress whose destination is gone to a
+// live host. A host handing its groups over before it leaves is still
+// live: the set has not changed, so its groups are not given back to it.
+func (ch *clusterHost) coordinate(ctx context.Context, log *slog.Logger) {
+	t := time.NewTicker(clusterPeriod)
+	defer t.Stop()
+	var balanced []string // the live hosts the groups were last balanced over
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		live, err := ch.live(ctx)
+		if err != nil || len(live) == 0 || live[0] != ch.id {
+			balanced = nil // another host coordinates
+			continue
+		}
+		a, err := ch.c.Assignment(ctx)
+		if err != nil {
+			continue
+		}
+		if a.Migration != nil {
+			ch.retarget(ctx, a, live, log)
+			continue
+		}
+		if slices.Equal(live, balanced) {
+			continue
+		}
+		target := cluster.Rebalance(a.Owners, live)
+		if slices.Equal(target, a.Owners) {
+			balanced = live
+			continue
+		}
+		id := "rebalance-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
+		if _, err := migrate.Start(ctx, ch.c, id, target, cluster.Knobs{Order: cluster.OrderKeyGroup, Batch: 8}, nil); err != nil {
+			if !errors.Is(err, cluster.ErrMigration) {
+				log.Warn("cluster: could not start a rebalance", "err", err)
+			}
+			continue
+		}
+		balanced = live
+		log.Info("cluster: rebalancing the key groups over the live hosts", "migration", id, "hosts", live)
+	}
+}
+
+// retarget gives the moves of the current step whose destination is not
+// live, and which it has not installed, to the live host (other than the
+// move's source) with the fewest groups.
+func (ch *clusterHost) retarget(ctx context.Context, a *cluster.Assignment, live []string, log *slog.Logger) {
+	gone := func(id string) bool { return !slices.Contains(live, id) }
+	m := a.Migration
+	if !slices.ContainsFunc(m.Steps[m.Current].Moves, func(mv cluster.Move) bool { return mv.State != cluster.StepInstalled && gone(mv.To) }) {
+		return
+	}
+	_, err := ch.c.Update(ctx, func(a *cluster.Assignment) error {
+		m := a.Migration
+		if m == nil {
+			return nil
+		}
+		load := map[string]int{}
+		for _, o := range a.Owners {
+			load[o]++
+		}
+		for i := range m.Steps[m.Current].Moves {
+			mv := &m.Steps[m.Current].Moves[i]
+			if mv.State == cluster.StepInstalled || !gone(mv.To) {
+				continue
+			}
+			best := ""
+			for _, h := range live {
+				if h != mv.From && (best == "" || load[h] < load[best]) {
+					best = h
+				}
+			}
+			if best != "" {
+				load[best]++
+				mv.To = best
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		log.Warn("cluster: could not give the moves of a host that is gone to another", "err", err)
+		return
+	}
+	log.Info("cluster: moves to a host that is gone were given to live hosts", "migration", m.ID)
+}
+
+// live returns the ids of the live hosts, sorted.
+func (ch *clusterHost) live(ctx context.Context) ([]string, error) {
+	ms, err := ch.c.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// handOverLimit bounds how long a host that is asked to stop waits for
+// its key groups to move to the others.
+const handOverLimit = time.Minute
+
+// handOver moves the host's key groups to the other live hosts before it
+// stops, and leaves the cluster. Without other hosts it just leaves: its
+// groups stay assigned to it, and it takes them back when it starts again.
+func (ch *clusterHost) handOver(ctx context.Context, log *slog.Logger) {
+	leaveCtx := ctx
+	defer func() {
+		if err := ch.c.Leave(leaveCtx); err != nil {
+			log.Warn("cluster: leaving", "err", err)
+		}
+	}()
+	live, err := ch.live(ctx)
+	if err != nil {
+		log.Warn("cluster: cannot hand the key groups over", "err", err)
+		return
+	}
+	others := slices.DeleteFunc(live, func(id string) bool { return id == ch.id })
+	if len(others) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, handOverLimit)
+	defer cancel()
+	for ctx.Err() == nil {
+		a, err := ch.c.Assignment(ctx)
+		if err != nil {
+			break
+		}
+		if len(migrate.Owned(a, ch.id)) == 0 && a.Migration == nil {
+			log.Info("cluster: every key group handed over")
+			return
+		}
+		if a.Migration == nil {
+			target := cluster.Rebalance(a.Owners, others)
+			if _, err := migrate.Start(ctx, ch.c, "leave-"+ch.id, target, cluster.AllAtOnce(), nil); err == nil {
+				log.Info("cluster: handing the key groups over before stopping", "to", others)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(clusterPeriod):
+		}
+	}
+	log.Warn("cluster: stopped before every key group was handed over; the others take the rest when its lease expires")
+}
+
+// ingest is the job that partitions the pipeline's source.
+type ingest struct {
+	job   *exec.Job
+	store *state.Store
+	src   connectors.Source
+	sink  connectors.Sink
+	dead  connectors.Sink
+	stop  context.CancelFunc
+	done  chan error
+}
+
+// manageIngest runs the ingest while the host owns key group 0, checking
+// on every period.
+func (h *Host) manageIngest(ctx context.Context, dataDir string) error {
+	t := time.NewTicker(clusterPeriod)
+	defer t.Stop()
+	for {
+		ch := h.cluster
+		own := slices.Contains(h.job.Groups(), 0)
+		ch.mu.Lock()
+		running := ch.ingest != nil
+		ch.mu.Unlock()
+		switch {
+		case own && !running:
+			if err := h.startIngest(ctx, dataDir); err != nil {
+				return err
+			}
+		case !own && running:
+			h.stopIngest()
+		case running:
+			select {
+			case err := <-ch.ingest.done:
+				ch.ingest.done <- err // for stopIngest
+				if err != nil {
+					return err
+				}
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// ingestResumeMargin is how many source positions before the last one it
+// finds in the partition stream a new ingest starts from: the records the
+// one before it may have had in flight, which the stream then stores once.
+const ingestResumeMargin = 4096
+
+// startIngest starts the ingest job: the pipeline's source into the
+// partition stream.
+func (h *Host) startIngest(ctx context.Context, dataDir string) error {
+	ch := h.cluster
+	p := h.p
+	store, err := state.Open(filepath.Join(dataDir, "ingest"), state.Options{Logger: h.log})
+	if err != nil {
+		return err
+	}
+	in := &ingest{store: store, done: make(chan error, 1)}
+	fail := func(err error) error {
+		if in.src != nil {
+			in.src.Close()
+		}
+		if in.sink != nil {
+			in.sink.Close()
+		}
+		if in.dead != nil {
+			in.dead.Close()
+		}
+		store.Close()
+		return err
+	}
+	if in.src, err = h.source(ctx, ch.src); err != nil {
+		return fail(err)
+	}
+	sink, err := natsconn.NewJetStreamSink(ctx, h.nc, natsconn.JetStreamSinkConfig{Subject: ch.prefix, Stream: ch.cfg.Stream,
+		KeyGroups: ch.groups, Name: "partition", Logger: h.log})
+	if err != nil {
+		return fail(err)
+	}
+	in.sink = sink
+	// An ingest that takes over from another host has no position of its
+	// own: it starts a little before the last one the stream holds.
+	name := p.Name + "-ingest"
+	if _, ok := store.Positions()[ch.src.Name]; !ok {
+		if pos, ok, err := lastIngested(ctx, h.nc, ch.cfg.Stream, name, ch.src.Name); err != nil {
+			return fail(err)
+		} else if ok {
+			from := uint64(0)
+			if pos > ingestResumeMargin {
+				from = pos - ingestResumeMargin
+			}
+			if err := store.Commit(map[string]uint64{ch.src.Name: from}); err != nil {
+				return fail(err)
+			}
+			h.log.Info("cluster: ingest takes over", "after", from, "last_in_stream", pos)
+		}
+	}
+	// Records the source cannot decode are dead-lettered by the ingest,
+	// to a file of their own: the host's job has its own.
+	deadPath := filepath.Join(dataDir, "ingest-"+pipeline.DefaultDeadLetterFile)
+	deadFile, err := file.NewSink(file.SinkConfig{Path: deadPath, Name: "dead_letter"})
+	if err != nil {
+		return fail(err)
+	}
+	in.dead = deadLetterFile{Sink: deadFile, path: deadPath, log: h.log}
+	in.job, err = exec.New(ctx, exec.Config{Name: name, Sources: []exec.Input{{Name: ch.src.Name, Source: in.src}},
+		Sinks: []exec.Output{{Name: "partition", Sink: sink}}, DeadLetter: in.dead, Store: store,
+		BatchSize: p.Batch.Size, Linger: time.Duration(p.Batch.Linger), Logger: h.log.With("job", "ingest")})
+	if err != nil {
+		return fail(err)
+	}
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	in.stop = stop
+	go func() { in.done <- in.job.Run(runCtx) }()
+	ch.mu.Lock()
+	ch.ingest = in
+	ch.mu.Unlock()
+	h.log.Info("cluster: this host ingests the source into the partition stream", "source", ch.src.Name, "stream", ch.cfg.Stream)
+	return nil
+}
+
+// stopIngest stops the ingest job, if it runs, after it commits what it
+// read.
+func (h *Host) stopIngest() {
+	ch := h.cluster
+	if ch == nil {
+		return
+	}
+	ch.mu.Lock()
+	in := ch.ingest
+	ch.ingest = nil
+	ch.mu.Unlock()
+	if in == nil {
+		return
+	}
+	in.stop()
+	if err := <-in.done; err != nil {
+		h.log.Warn("cluster: the ingest stopped with an error", "err", err)
+	}
+	ctx := context.Background()
+	_ = in.job.Close(ctx)
+	_ = in.sink.Close()
+	_ = in.dead.Close()
+	_ = in.src.Close()
+	_ = in.store.Close()
+	h.log.Info("cluster: this host stopped ingesting (key group 0 moved)")
+}
+
+// lastIngested returns the source position of the last record the
+// partition stream holds from the ingest job named job, from its message
+// id ("<job>/<source>/<position>/<n>").
+func lastIngested(ctx context.Context, nc *nats.Conn, stream, job, source string) (uint64, bool, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return 0, false, err
+	}
+	s, err := js.Stream(ctx, stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	if info.State.Msgs == 0 {
+		return 0, false, nil
+	}
+	m, err := s.GetMsg(ctx, info.State.LastSeq)
+	if err != nil {
+		return 0, false, fmt.Errorf("stream %s: the last message: %w", stream, err)
+	}
+	id := m.Header.Get(jetstream.MsgIDHeader)
+	parts := strings.Split(id, "/")
+	if len(parts) != 4 || parts[0] != job || parts[1] != source {
+		return 0, false, fmt.Errorf("stream %s: the last message's id %q is not one of ingest %s from source %s: is the stream another pipeline's?", stream, id, job, source)
+	}
+	pos, err := strconv.ParseUint(parts[2], 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("stream %s: the last message's id %q: %w", stream, id, err)
+	}
+	return pos, true, nil
+}
