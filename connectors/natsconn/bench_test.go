@@ -225,3 +225,65 @@ func BenchmarkJetStreamSource(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPartitionedSource measures reading a backlog spread over 1,024
+// key groups by a source that reads a third of them, through the
+// subjects of its groups (filters) or through "<prefix>.*", dropping the
+// other groups (wildcard, the default at this share). The rate counts the
+// records returned.
+func BenchmarkPartitionedSource(b *testing.B) {
+	const groups = 1024
+	for _, bc := range []struct {
+		name       string
+		maxFilters int
+	}{{"wildcard", 0}, {"filters", groups}} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := startServer(b)
+			nc := connect(b, e.ClientURL())
+			ctx := context.Background()
+			js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH", Subjects: []string{"bench.*"}}); err != nil {
+				b.Fatal(err)
+			}
+			floors := map[int]uint64{}
+			for kg := 0; kg < groups; kg += 3 {
+				floors[kg] = 0
+			}
+			payload := make([]byte, 64)
+			for i := range b.N * 3 {
+				if _, err := js.PublishAsync("bench."+strconv.Itoa(i%groups), payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-js.PublishAsyncComplete()
+			want := 0
+			for i := range b.N * 3 {
+				if _, ok := floors[i%groups]; ok {
+					want++
+				}
+			}
+			src, err := NewPartitionedSource(nc, PartitionedSourceConfig{Stream: "BENCH", Prefix: "bench", KeyGroups: groups, MaxFilters: bc.maxFilters, Logger: quiet()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer src.Close()
+			buf := make([]connectors.Message, 256)
+			b.ResetTimer()
+			if err := src.OpenGroups(ctx, floors); err != nil {
+				b.Fatal(err)
+			}
+			for n := 0; n < want; {
+				k, err := src.Read(ctx, buf)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n += k
+			}
+			b.StopTimer()
+			reportRate(b, want)
+		})
+	}
+}

@@ -511,10 +511,24 @@ func TestPartitionedSourceSurvivesServerRestart(t *testing.T) {
 	if e, err = StartEmbedded(ctx, opts); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the client to reconnect", nc.IsConnected)
+	waitFor(ctx, t, "the client to reconnect", func() bool { return nc.Stats().Reconnects > 0 && nc.IsConnected() })
 	var more []partRecord
 	for i := range 10 {
-		more = append(more, publishGroup(t, js, "p", i%3, fmt.Sprint("b", i)))
+		// A publication lost with the old connection is retried; its id
+		// keeps it from being stored twice.
+		kg, value := i%3, fmt.Sprint("b", i)
+		for {
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			ack, err := js.Publish(pctx, fmt.Sprint("p.", kg), []byte(value), jetstream.WithMsgID(value))
+			cancel()
+			if err == nil {
+				more = append(more, partRecord{seq: ack.Sequence, group: kg, value: value})
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("publishing after the restart: %v", err)
+			}
+		}
 	}
 	expectRecords(ctx, t, src, above(more, floors))
 	if after := src.cur.Load().cons.CachedInfo().Name; after == before {
