@@ -38,7 +38,9 @@ import (
 // GroupState is a key group handed from one job to another: its
 // committed state, as state.Store.ExportKeyGroup writes it, and its floor
 // in each partitioned source (by source name): the position of the last
-// record of the group that the state includes.
+// record of the group that the state includes. A nil Data is a group
+// with no state (Job.EmptyGroup): its acquisition removes whatever the
+// store holds of it.
 type GroupState struct {
 	Group  int
 	Data   []byte
@@ -307,6 +309,12 @@ func (j *Job) release(ctx context.Context, c *groupChange) error {
 func (j *Job) acquire(ctx context.Context, c *groupChange) error {
 	store := j.cfg.Store
 	for _, st := range c.in {
+		if st.Data == nil {
+			if err := store.DropKeyGroup(st.Group); err != nil {
+				return fmt.Errorf("exec: acquire key group %d empty: %w", st.Group, err)
+			}
+			continue
+		}
 		if err := store.ImportKeyGroup(st.Group, st.Data); err != nil {
 			return fmt.Errorf("exec: acquire key group %d: %w", st.Group, err)
 		}

@@ -44,4 +44,38 @@
 // installs again from the bucket and replays from the floors, making the
 // same outputs, which sinks drop by id. So a move finishes or stays
 // undone, never both.
+//
+// # Periodic checkpoints
+//
+// Host.Checkpoint (Host.Run calls it every CheckpointEvery) exports, at a
+// batch boundary, the owned groups whose state changed since the host's
+// last checkpoint, with their floors, and puts them in the checkpoint
+// bucket after the boundary, while the job runs on. The bucket then holds,
+// for every group that ever changed, a state and the floors it is
+// consistent with, at most a checkpoint period old.
+//
+// # Failover
+//
+// A host whose lease expired (a crash, a hang, a partition) is dead; any
+// live host may call Failover, which starts a migration of the dead
+// host's groups to the live ones (only those groups move). The dead host
+// cannot release them: each destination, seeing a planned move whose
+// source holds no lease, marks it released itself, installs the group
+// from its last checkpoint (empty, with every floor 0, for a group never
+// checkpointed) and reads the group's input after the checkpoint's
+// floors. The records the dead host applied after that checkpoint are
+// applied again, in order, and make again the outputs they made, under
+// the same ids: sinks drop them by id, so a JetStream sink's duplicate
+// window must cover the checkpoint period plus the lease (and the time a
+// failover takes to start). Of two Failover calls at once, the bucket's
+// compare-and-set lets one begin the migration; the other is refused as
+// another migration in progress.
+//
+// A host whose lease expired must not come back owning its old groups:
+// the survivors may have taken them. When cluster.Cluster.Lost's channel
+// is closed, the host must stop its job at once (without committing
+// another batch or putting another checkpoint), drop its Host, and start
+// again as a new member: Join again, and open a job with Owned of the
+// table as it then is, which no longer names it for the groups taken.
+// Its local store's copy of those groups is never read again.
 package migrate

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/host/checkpoint"
@@ -64,8 +65,18 @@ type Host struct {
 	Cluster *cluster.Cluster
 	// Checkpoints holds the groups' state on their way between hosts.
 	Checkpoints *checkpoint.Bucket
-	// Logger receives a line per release and install; nil: discarded.
+	// Logger receives a line per release, install and checkpoint; nil:
+	// discarded.
 	Logger *slog.Logger
+	// CheckpointEvery is how often Run calls Checkpoint; 0: never.
+	CheckpointEvery time.Duration
+
+	// mu serializes Step and Checkpoint, so that a periodic checkpoint
+	// put after a release never replaces the release's.
+	mu sync.Mutex
+	// gens are the store's generations at the last checkpoint; nil before
+	// the first.
+	gens []uint64
 }
 
 func (h *Host) log() *slog.Logger {
@@ -91,7 +102,15 @@ func (h *Host) log() *slog.Logger {
 // its floors), and an install not marked is made again from the bucket
 // (the replay from the floors makes the same outputs, which sinks drop by
 // id). A move is never both undone and done.
+//
+// A move whose source is not live (its lease expired: see Failover) and
+// still planned is marked released by the destination itself, since the
+// source cannot release it, and installed from the group's last
+// checkpoint in the bucket; a group with no checkpoint is installed empty
+// with every floor 0, and replayed from the start of its input.
 func (h *Host) Step(ctx context.Context) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	a, err := h.Cluster.Assignment(ctx)
 	if err != nil {
 		return false, err
@@ -100,7 +119,8 @@ func (h *Host) Step(ctx context.Context) (bool, error) {
 	if m == nil {
 		return false, nil
 	}
-	var out, in []int
+	var out, in, orphans []int
+	sources := map[int]string{} // of the moves onto the host
 	installed := true
 	for _, mv := range m.Steps[m.Current].Moves {
 		switch {
@@ -108,9 +128,20 @@ func (h *Host) Step(ctx context.Context) (bool, error) {
 			out = append(out, mv.Group)
 		case mv.To == h.ID && mv.State == cluster.StepReleased:
 			in = append(in, mv.Group)
+			sources[mv.Group] = mv.From
+		case mv.To == h.ID && mv.State == cluster.StepPlanned:
+			orphans = append(orphans, mv.Group) // if its source is dead
+			sources[mv.Group] = mv.From
 		}
 		installed = installed && mv.State == cluster.StepInstalled
 	}
+	var dead map[string]bool // the sources of moves onto the host that are not live
+	if len(sources) > 0 {
+		if dead, err = h.deadSources(ctx, sources); err != nil {
+			return false, err
+		}
+	}
+	orphans = slices.DeleteFunc(orphans, func(kg int) bool { return !dead[sources[kg]] })
 	if installed {
 		_, err := h.Cluster.Update(ctx, func(a *cluster.Assignment) error {
 			if a.Migration == nil || a.Migration.ID != m.ID || a.Migration.Current != m.Current {
@@ -129,12 +160,44 @@ func (h *Host) Step(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
+	if len(orphans) > 0 {
+		// The source is dead: the destination releases for it. The
+		// group's last checkpoint is what the source left.
+		if err := h.mark(ctx, m.ID, orphans, cluster.StepReleased); err != nil {
+			return false, err
+		}
+		h.log().Warn("key groups of a host that is not live taken from their last checkpoints", "migration", m.ID, "groups", orphans)
+		in = append(in, orphans...)
+	}
 	if len(in) > 0 {
-		if err := h.install(ctx, m.ID, in); err != nil {
+		orphaned := map[int]bool{}
+		for _, kg := range in {
+			orphaned[kg] = dead[sources[kg]]
+		}
+		if err := h.install(ctx, m.ID, in, orphaned); err != nil {
 			return false, err
 		}
 	}
 	return len(out) > 0 || len(in) > 0, nil
+}
+
+// deadSources returns which of sources (hosts by group) hold no lease.
+func (h *Host) deadSources(ctx context.Context, sources map[int]string) (map[string]bool, error) {
+	members, err := h.Cluster.Members(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %s: %w", h.ID, err)
+	}
+	live := map[string]bool{}
+	for _, mb := range members {
+		live[mb.ID] = true
+	}
+	dead := map[string]bool{}
+	for _, src := range sources {
+		if !live[src] {
+			dead[src] = true
+		}
+	}
+	return dead, nil
 }
 
 // release hands groups over: released by the job, put in the bucket,
@@ -169,13 +232,20 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 }
 
 // install takes groups over: read from the bucket, acquired by the job,
-// marked.
-func (h *Host) install(ctx context.Context, id string, groups []int) error {
+// marked. An orphaned group (its source is dead) with no checkpoint is
+// taken over empty, from the start of its input.
+func (h *Host) install(ctx context.Context, id string, groups []int, orphaned map[int]bool) error {
 	start := time.Now()
 	states := make([]exec.GroupState, 0, len(groups))
 	var bytes int
+	var empty []int
 	for _, kg := range groups {
 		g, err := h.Checkpoints.Get(ctx, kg)
+		if errors.Is(err, checkpoint.ErrNotFound) && orphaned[kg] {
+			states = append(states, h.Job.EmptyGroup(kg))
+			empty = append(empty, kg)
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("migrate: %s: key group %d: %w", h.ID, kg, err)
 		}
@@ -196,7 +266,7 @@ func (h *Host) install(ctx context.Context, id string, groups []int) error {
 	if err := h.mark(ctx, id, groups, cluster.StepInstalled); err != nil {
 		return err
 	}
-	h.log().Info("key groups installed", "migration", id, "groups", groups, "bytes", bytes, "took", time.Since(start))
+	h.log().Info("key groups installed", "migration", id, "groups", groups, "empty", empty, "bytes", bytes, "took", time.Since(start))
 	return nil
 }
 
@@ -230,11 +300,18 @@ func (h *Host) mark(ctx context.Context, id string, groups []int, state cluster.
 	return nil
 }
 
-// Run calls Step every period until ctx is done, and returns ctx's error
-// or Step's first error.
+// Run calls Step every period, and Checkpoint every CheckpointEvery,
+// until ctx is done, and returns ctx's error or Step's or Checkpoint's
+// first error.
 func (h *Host) Run(ctx context.Context, period time.Duration) error {
 	t := time.NewTicker(period)
 	defer t.Stop()
+	var ckpt <-chan time.Time
+	if h.CheckpointEvery > 0 {
+		ct := time.NewTicker(h.CheckpointEvery)
+		defer ct.Stop()
+		ckpt = ct.C
+	}
 	for {
 		for {
 			did, err := h.Step(ctx)
@@ -247,6 +324,10 @@ func (h *Host) Run(ctx context.Context, period time.Duration) error {
 		}
 		select {
 		case <-t.C:
+		case <-ckpt:
+			if _, err := h.Checkpoint(ctx); err != nil {
+				return err
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -84,18 +84,30 @@ type host struct {
 	mig    *migrate.Host
 	cancel context.CancelFunc
 	done   chan error
+	// kill stops the job and the lease's renewals, with no Leave: the
+	// lease expires.
+	kill func()
 }
 
-func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.JetStream, id string, out *outputs, first bool) *host {
+// hostOpts are a test host's settings; the zero value is the default.
+type hostOpts struct {
+	lease      time.Duration // cluster.Config.Lease
+	checkpoint time.Duration // migrate.Host.CheckpointEvery
+}
+
+func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.JetStream, id string, out *outputs, first bool, opts hostOpts) *host {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	c, err := cluster.Open(ctx, js, cluster.Config{Pipeline: "p", Text: []byte("name: p\n"), KeyGroups: groups, Logger: quiet})
+	c, err := cluster.Open(ctx, js, cluster.Config{Pipeline: "p", Text: []byte("name: p\n"), KeyGroups: groups, Lease: opts.lease, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Join(ctx, cluster.HostInfo{ID: id}); err != nil {
+	joinCtx, stopRenewing := context.WithCancel(ctx)
+	if err := c.Join(joinCtx, cluster.HostInfo{ID: id}); err != nil {
+		stopRenewing()
 		t.Fatal(err)
 	}
+	t.Cleanup(stopRenewing)
 	t.Cleanup(func() { _ = c.Leave(context.Background()) })
 	if first {
 		if _, err := c.Update(ctx, func(a *cluster.Assignment) error {
@@ -139,9 +151,13 @@ func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.Je
 		t.Fatal(err)
 	}
 	h := &host{id: id, job: job, store: store, done: make(chan error, 1),
-		mig: &migrate.Host{ID: id, Job: job, Cluster: c, Checkpoints: ckpt}}
+		mig: &migrate.Host{ID: id, Job: job, Cluster: c, Checkpoints: ckpt, CheckpointEvery: opts.checkpoint}}
 	runCtx, cancel := context.WithCancel(ctx)
 	h.cancel = cancel
+	h.kill = func() {
+		stopRenewing()
+		cancel()
+	}
 	go func() { h.done <- job.Run(runCtx) }()
 	go func() {
 		if err := h.mig.Run(runCtx, 10*time.Millisecond); err != nil && runCtx.Err() == nil {
@@ -199,8 +215,8 @@ func TestMigrationMovesEveryGroupWithNothingLost(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = in.Close() })
 	out := &outputs{byID: map[string]abi.Record{}}
-	a := startHost(t, ctx, nc, js, "a", out, true)
-	b := startHost(t, ctx, nc, js, "b", out, false)
+	a := startHost(t, ctx, nc, js, "a", out, true, hostOpts{})
+	b := startHost(t, ctx, nc, js, "b", out, false, hostOpts{})
 
 	keys := make([]string, 600)
 	for i := range keys {

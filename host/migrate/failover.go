@@ -1,0 +1,159 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/host/checkpoint"
+	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/exec"
+)
+
+// ErrFailover is wrapped by the error of a Failover that is refused: the
+// host named dead holds a lease, a host named live does not, or no host is
+// named live.
+var ErrFailover = errors.New("migrate: failover refused")
+
+// Checkpointed reports what one Checkpoint put.
+type Checkpointed struct {
+	Groups []int // the key groups put, in order
+	Bytes  int   // the size of their exports
+}
+
+// Checkpoint puts in the checkpoint bucket the key groups the host owns
+// whose state changed since its last checkpoint (by the store's
+// generations; the first checkpoint of a Host puts every owned group that
+// ever changed), each with its floors as the metadata, and reports what it
+// put. The groups are exported at a batch boundary (exec.Job.Checkpoint),
+// where the job pauses for the copy only; they are put after it, while
+// the job runs on.
+//
+// A group whose records did not change its state keeps its previous
+// checkpoint and floors: a failover replays more of it, making the same
+// outputs again. A failed put leaves the generations as they were, so the
+// next Checkpoint puts the groups again.
+func (h *Host) Checkpoint(ctx context.Context) (Checkpointed, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	start := time.Now()
+	var (
+		groups []checkpoint.Group
+		gens   []uint64
+	)
+	err := h.Job.Checkpoint(ctx, func(c exec.GroupCheckpoint) error {
+		gens = c.Store.Generations()
+		for _, kg := range c.Store.ChangedSince(h.gens) {
+			if _, ok := slices.BinarySearch(c.Groups, kg); !ok {
+				continue
+			}
+			data, err := c.Store.ExportKeyGroup(kg)
+			if err != nil {
+				return fmt.Errorf("key group %d: %w", kg, err)
+			}
+			meta, err := json.Marshal(c.Floors[kg])
+			if err != nil {
+				return fmt.Errorf("key group %d: encoding its floors: %w", kg, err)
+			}
+			groups = append(groups, checkpoint.Group{KeyGroup: kg, Generation: gens[kg], Meta: meta, Data: data})
+		}
+		return nil
+	})
+	if err != nil {
+		return Checkpointed{}, fmt.Errorf("migrate: %s: checkpoint: %w", h.ID, err)
+	}
+	out := Checkpointed{Groups: []int{}}
+	for _, g := range groups {
+		if err := h.Checkpoints.Put(ctx, g); err != nil {
+			return out, fmt.Errorf("migrate: %s: checkpoint: %w", h.ID, err)
+		}
+		out.Groups = append(out.Groups, g.KeyGroup)
+		out.Bytes += len(g.Data)
+	}
+	h.gens = gens
+	if len(out.Groups) > 0 {
+		h.log().Info("key groups checkpointed", "groups", len(out.Groups), "bytes", out.Bytes, "took", time.Since(start))
+	}
+	return out, nil
+}
+
+// Failover starts a migration that gives the key groups of host dead,
+// whose lease has expired, to the live hosts, planned with knobs, and
+// returns the table with the migration in it. Only the dead host's groups
+// move: each goes to the live host holding the fewest groups at that
+// point (ties by host id), which balances the live hosts as far as moving
+// no other group can; a later Rebalance evens out the rest.
+//
+// The live hosts run the migration with Host.Step, as any other: since the
+// dead host cannot release its groups, each destination marks them
+// released itself and installs them from their last checkpoint, then
+// replays their input from the checkpoint's floors (from the start for a
+// group never checkpointed).
+//
+// Any live host may call Failover; of two calls at once, one starts the
+// migration and the other fails, matching cluster.ErrMigration (another
+// migration is in progress), as it does when dead owns no group. It is
+// refused, matching ErrFailover, while dead holds a lease, when a host of
+// live does not, or when live is empty or names dead.
+func Failover(ctx context.Context, c *cluster.Cluster, dead string, live []string, knobs cluster.Knobs) (*cluster.Assignment, error) {
+	if len(live) == 0 {
+		return nil, fmt.Errorf("%w: host %s: no live host to take its key groups", ErrFailover, dead)
+	}
+	if slices.Contains(live, dead) {
+		return nil, fmt.Errorf("%w: host %s is named both dead and live", ErrFailover, dead)
+	}
+	members, err := c.Members(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: failover of host %s: %w", dead, err)
+	}
+	leased := map[string]bool{}
+	for _, m := range members {
+		leased[m.ID] = true
+	}
+	if leased[dead] {
+		return nil, fmt.Errorf("%w: host %s holds a lease: it is live", ErrFailover, dead)
+	}
+	for _, l := range live {
+		if !leased[l] {
+			return nil, fmt.Errorf("%w: host %s, named live, holds no lease", ErrFailover, l)
+		}
+	}
+	id := "failover-" + dead + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	return c.Update(ctx, func(a *cluster.Assignment) error {
+		steps, err := cluster.Plan(a.Owners, survivors(a.Owners, dead, live), knobs, nil)
+		if err != nil {
+			return err
+		}
+		return a.Begin(id, steps)
+	})
+}
+
+// survivors returns owners with dead's groups dealt to the live hosts,
+// each to the one holding the fewest at that point (ties by id).
+func survivors(owners []string, dead string, live []string) []string {
+	hosts := slices.Sorted(slices.Values(live))
+	hosts = slices.Compact(hosts)
+	held := map[string]int{}
+	for _, o := range owners {
+		held[o]++
+	}
+	out := slices.Clone(owners)
+	for g, o := range owners {
+		if o != dead {
+			continue
+		}
+		to := hosts[0]
+		for _, h := range hosts[1:] {
+			if held[h] < held[to] {
+				to = h
+			}
+		}
+		out[g] = to
+		held[to]++
+	}
+	return out
+}
