@@ -92,7 +92,7 @@
 //
 // Hosts that share a pipeline read its input by key group, each the groups
 // it owns. A JetStreamSink with KeyGroups publishes each record to
-// "<Subject>.<kg>", kg being state.KeyGroup of its key (of the empty key
+// "<Subject>.<kg>", kg being the configured KeyGroup of its key (of the empty key
 // when it has none), and a stream it creates captures "<Subject>.*".
 //
 // PartitionedSource is the connectors.Partitioned that reads such a

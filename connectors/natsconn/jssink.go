@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/connectors"
-	"github.com/sluicehq/sluice/state"
 )
 
 // JetStreamSinkConfig configures a JetStreamSink.
@@ -24,12 +23,17 @@ type JetStreamSinkConfig struct {
 	Subject string
 	// KeyGroups, when above 0, partitions the output by key group: each
 	// record is published to "<Subject>.<kg>", kg being
-	// state.KeyGroup(key, KeyGroups) (a record without a key is in the
+	// KeyGroup(key, KeyGroups) (a record without a key is in the
 	// group of the empty key), so that a PartitionedSource can read the
 	// groups one by one. Subject must then have no wildcard, and a stream
 	// the sink creates captures "<Subject>.*" (CreateStream.Subjects, when
 	// set, must capture every group's subject). 0: Subject as it is.
 	KeyGroups int
+	// KeyGroup is the partition function of a sink with KeyGroups: the
+	// key group of a key among groups groups. The host gives its state's
+	// (state.KeyGroup), so that a record's subject is the group its key's
+	// state lives in. Required with KeyGroups.
+	KeyGroup func(key []byte, groups int) int
 	// Stream, when set, is checked to exist when the sink is created (and
 	// created from CreateStream when missing and CreateStream is set).
 	Stream string
@@ -124,6 +128,9 @@ func NewJetStreamSink(ctx context.Context, nc *nats.Conn, cfg JetStreamSinkConfi
 	groups, err := partitionSubjects(cfg.Subject, cfg.KeyGroups)
 	if err != nil {
 		return nil, fmt.Errorf("natsconn: jetstream sink: %w", err)
+	}
+	if groups != nil && cfg.KeyGroup == nil {
+		return nil, errors.New("natsconn: jetstream sink: KeyGroups needs KeyGroup, the partition function")
 	}
 	if groups != nil && cfg.CreateStream != nil {
 		spec := *cfg.CreateStream
@@ -256,7 +263,7 @@ func (s *JetStreamSink) Write(ctx context.Context, out []connectors.Out) error {
 		slab = append(slab, rec.Value...)
 		subject := s.cfg.Subject
 		if s.groups != nil {
-			subject = s.groups[state.KeyGroup(rec.Key, len(s.groups))]
+			subject = s.groups[s.cfg.KeyGroup(rec.Key, len(s.groups))]
 		}
 		m := &nats.Msg{Subject: subject, Data: slab[start:len(slab):len(slab)], Header: s.cfg.Mapping.header(rec)}
 		if id := out[i].ID; id != "" {

@@ -16,8 +16,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/connectors"
-	"github.com/sluicehq/sluice/state"
 )
+
+// maxKeyGroups is the most key groups a stream is partitioned into: a
+// host's state has at most that many (its layout stores a group in 16
+// bits).
+const maxKeyGroups = 1 << 16
 
 // PartitionedSourceConfig configures a PartitionedSource.
 type PartitionedSourceConfig struct {
@@ -28,7 +32,7 @@ type PartitionedSourceConfig struct {
 	// them. Required; no wildcards.
 	Prefix string
 	// KeyGroups is the number of key groups the input is partitioned
-	// into, the sink's KeyGroups. Required: 1 to state.MaxKeyGroups.
+	// into, the sink's KeyGroups. Required: 1 to 65536.
 	KeyGroups int
 	// CreateStream, when set, creates the stream with this spec if it does
 	// not exist (no subjects: "<Prefix>.*"); nil: the stream must exist.
@@ -124,7 +128,7 @@ func NewPartitionedSource(nc *nats.Conn, cfg PartitionedSourceConfig) (*Partitio
 		return nil, errors.New("natsconn: partitioned source: Stream and Prefix are required")
 	}
 	if cfg.KeyGroups <= 0 {
-		return nil, fmt.Errorf("natsconn: partitioned source: KeyGroups %d out of range: 1 to %d", cfg.KeyGroups, state.MaxKeyGroups)
+		return nil, fmt.Errorf("natsconn: partitioned source: KeyGroups %d out of range: 1 to %d", cfg.KeyGroups, maxKeyGroups)
 	}
 	filters, err := partitionSubjects(cfg.Prefix, cfg.KeyGroups)
 	if err != nil {
@@ -558,8 +562,8 @@ func partitionSubjects(prefix string, groups int) ([]string, error) {
 	if groups == 0 {
 		return nil, nil
 	}
-	if groups < 0 || groups > state.MaxKeyGroups {
-		return nil, fmt.Errorf("KeyGroups %d out of range: 1 to %d (0: not partitioned)", groups, state.MaxKeyGroups)
+	if groups < 0 || groups > maxKeyGroups {
+		return nil, fmt.Errorf("KeyGroups %d out of range: 1 to %d (0: not partitioned)", groups, maxKeyGroups)
 	}
 	for tok := range strings.SplitSeq(prefix, ".") {
 		if tok == "" || tok == "*" || tok == ">" || strings.ContainsAny(tok, " \t\r\n") {

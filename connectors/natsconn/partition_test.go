@@ -90,7 +90,7 @@ func TestJetStreamSinkPartitionsByKeyGroup(t *testing.T) {
 	ctx := testCtx(t)
 	const groups = 8
 	sink := newJSSink(t, nc, JetStreamSinkConfig{
-		Subject: "part", Stream: "PART", CreateStream: &StreamSpec{}, KeyGroups: groups,
+		Subject: "part", Stream: "PART", CreateStream: &StreamSpec{}, KeyGroups: groups, KeyGroup: state.KeyGroup,
 	})
 	out := make([]connectors.Out, 100)
 	for i := range out {
@@ -162,7 +162,7 @@ func TestJetStreamSinkPartitionsByKeyGroup(t *testing.T) {
 func TestJetStreamSinkPartitionedRewind(t *testing.T) {
 	e := startServer(t)
 	nc := connect(t, e.ClientURL())
-	cfg := JetStreamSinkConfig{Subject: "part", Stream: "PART", CreateStream: &StreamSpec{}, KeyGroups: 4}
+	cfg := JetStreamSinkConfig{Subject: "part", Stream: "PART", CreateStream: &StreamSpec{}, KeyGroups: 4, KeyGroup: state.KeyGroup}
 	sink := newJSSink(t, nc, cfg)
 	batch(t, sink, outputs([2]int{1, 0}, [2]int{2, 0}))
 	offset := sink.Offset()
@@ -188,13 +188,14 @@ func TestJetStreamSinkPartitionConfig(t *testing.T) {
 		cfg  JetStreamSinkConfig
 		want string
 	}{
-		{JetStreamSinkConfig{Subject: "a.*", KeyGroups: 4}, `subject "a.*" cannot be partitioned`},
-		{JetStreamSinkConfig{Subject: "a..b", KeyGroups: 4}, `subject "a..b" cannot be partitioned`},
+		{JetStreamSinkConfig{Subject: "a.*", KeyGroups: 4, KeyGroup: state.KeyGroup}, `subject "a.*" cannot be partitioned`},
+		{JetStreamSinkConfig{Subject: "a..b", KeyGroups: 4, KeyGroup: state.KeyGroup}, `subject "a..b" cannot be partitioned`},
 		{JetStreamSinkConfig{Subject: "a", KeyGroups: -1}, "KeyGroups -1 out of range"},
+		{JetStreamSinkConfig{Subject: "a", KeyGroups: 4}, "KeyGroups needs KeyGroup, the partition function"},
 		{JetStreamSinkConfig{Subject: "a", KeyGroups: state.MaxKeyGroups + 1}, "KeyGroups 65537 out of range"},
-		{JetStreamSinkConfig{Subject: "a", Stream: "A", KeyGroups: 4, CreateStream: &StreamSpec{Subjects: []string{"a"}}},
+		{JetStreamSinkConfig{Subject: "a", Stream: "A", KeyGroups: 4, KeyGroup: state.KeyGroup, CreateStream: &StreamSpec{Subjects: []string{"a"}}},
 			`subjects ["a"] do not capture "a.0", the subject of key group 0`},
-		{JetStreamSinkConfig{Subject: "a", Stream: "A", KeyGroups: 12, CreateStream: &StreamSpec{Subjects: []string{"a.1", "a.0", "x.>"}}},
+		{JetStreamSinkConfig{Subject: "a", Stream: "A", KeyGroups: 12, KeyGroup: state.KeyGroup, CreateStream: &StreamSpec{Subjects: []string{"a.1", "a.0", "x.>"}}},
 			`do not capture "a.2"`},
 	} {
 		_, err := NewJetStreamSink(testCtx(t), nc, tc.cfg)
@@ -203,7 +204,7 @@ func TestJetStreamSinkPartitionConfig(t *testing.T) {
 		}
 	}
 	// Subjects that capture every group are taken as they are.
-	newJSSink(t, nc, JetStreamSinkConfig{Subject: "b", Stream: "B", KeyGroups: 4, CreateStream: &StreamSpec{Subjects: []string{"b.>"}}})
+	newJSSink(t, nc, JetStreamSinkConfig{Subject: "b", Stream: "B", KeyGroups: 4, KeyGroup: state.KeyGroup, CreateStream: &StreamSpec{Subjects: []string{"b.>"}}})
 }
 
 func TestSubjectMatches(t *testing.T) {

@@ -38,7 +38,7 @@ func setup(t *testing.T, ctx context.Context) (*nats.Conn, jetstream.JetStream, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := natsconn.NewJetStreamSink(ctx, nc, natsconn.JetStreamSinkConfig{Subject: "in", Stream: "IN", KeyGroups: groups,
+	in, err := natsconn.NewJetStreamSink(ctx, nc, natsconn.JetStreamSinkConfig{Subject: "in", Stream: "IN", KeyGroups: groups, KeyGroup: state.KeyGroup,
 		CreateStream: &natsconn.StreamSpec{Subjects: []string{"in.*"}}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -121,7 +121,8 @@ func (h *Host) startCluster(ctx context.Context, hostID string) (connectors.Sour
 // first) or the job fails.
 func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 	ch := h.cluster
-	ch.mig = &migrate.Host{ID: ch.id, Job: h.job, Cluster: ch.c, Checkpoints: ch.ckpt, Logger: h.log}
+	ch.mig = &migrate.Host{ID: ch.id, Job: h.job, Cluster: ch.c, Checkpoints: ch.ckpt, Logger: h.log,
+		CheckpointEvery: time.Duration(ch.cfg.CheckpointEvery)}
 	jobCtx, stopJob := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJob()
 	jobDone := make(chan error, 1)
@@ -397,7 +398,7 @@ func (h *Host) startIngest(ctx context.Context, dataDir string) error {
 		return fail(err)
 	}
 	sink, err := natsconn.NewJetStreamSink(ctx, h.nc, natsconn.JetStreamSinkConfig{Subject: ch.prefix, Stream: ch.cfg.Stream,
-		KeyGroups: ch.groups, Name: "partition", Logger: h.log})
+		KeyGroups: ch.groups, KeyGroup: state.KeyGroup, Name: "partition", Logger: h.log})
 	if err != nil {
 		return fail(err)
 	}
