@@ -500,7 +500,7 @@ func (k *knobFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&k.order, "order", string(cluster.OrderKeyGroup), "the order each source host's groups move in: keygroup (ascending), reverse, random (drawn from --seed) or hottest (most load first; the command has no load measures, so it falls back to key group order)")
 	fl.IntVar(&k.batch, "batch", 0, "key groups each source host moves per step; 0 moves them all in one step")
 	fl.BoolVar(&k.global, "global", false, "--batch counts a step's groups over all source hosts, not per source host")
-	fl.IntVar(&k.replicate, "replicate", 0, "replicate group g ahead of its move (its destination keeps a warm copy) iff g % N == 0: 1 all, 2 half, 0 none")
+	fl.IntVar(&k.replicate, "replicate", 0, "mark the moves of the groups g with g % N == 0 replicated (their destination may keep a warm copy ahead of the move): 1 all, 2 half, 0 none")
 	fl.Uint64Var(&k.seed, "seed", 0, "the seed of --order random (the same seed gives the same order)")
 	fl.BoolVar(&k.wait, "wait", false, "after starting the migration, print each step as it completes until the migration is over (interrupt to stop waiting; the migration goes on)")
 }
