@@ -128,6 +128,6 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate(versionLine())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(newVersionCmd(), newRunCmd(), newDemoCmd(), newPluginCmd(), newStateCmd(), newBenchCmd())
-	root.AddCommand(newLintCmd(), newWorkersCmd())
+	root.AddCommand(newLintCmd(), newWorkersCmd(), newClusterCmd())
 	return root
 }

@@ -1,0 +1,801 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/connectors/natsconn"
+	"github.com/sluicehq/sluice/host/checkpoint"
+	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/migrate"
+	"github.com/sluicehq/sluice/host/pipeline"
+)
+
+// clusterPoll is how often `cluster move --wait` and `cluster rebalance
+// --wait` read the assignment.
+const clusterPoll = 250 * time.Millisecond
+
+func newClusterCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Inspect and move the key groups of a pipeline that runs on several hosts",
+		Long: `The cluster commands read and change the assignment of a pipeline's key
+groups to its hosts, which lives in JetStream key-value buckets on the NATS
+cluster the hosts share. They talk to NATS directly: no host's HTTP API is
+needed. The pipeline's name and key group count come from its file (-c), the
+NATS URL from --nats-url, else from the file's nats.url.`,
+	}
+	cmd.AddCommand(newClusterStatusCmd(), newClusterMoveCmd(), newClusterRebalanceCmd())
+	return cmd
+}
+
+// clusterFlags are the flags every cluster command has.
+type clusterFlags struct {
+	config  string
+	natsURL string
+	timeout time.Duration
+}
+
+func (f *clusterFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.config, "config", "c", "", "the pipeline's file, for its name, key group count and NATS URL (required)")
+	cmd.Flags().StringVar(&f.natsURL, "nats-url", "", "the NATS server or cluster the hosts share (default: nats.url of -c PIPELINE)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for NATS on each read or change (not for --wait)")
+}
+
+// clusterConn is an open view of one pipeline's cluster.
+type clusterConn struct {
+	name    string // the pipeline's name
+	groups  int    // its key group count
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	cluster *cluster.Cluster
+}
+
+func (c *clusterConn) Close() { c.nc.Close() }
+
+// open loads the pipeline file, connects to NATS and binds to the
+// pipeline's cluster bucket, which a host must have created: the commands
+// create nothing.
+func (f *clusterFlags) open(ctx context.Context, name string) (*clusterConn, error) {
+	if f.config == "" {
+		return nil, &usageError{name + ": -c PIPELINE is required (the pipeline file the hosts run)"}
+	}
+	if f.timeout <= 0 {
+		return nil, &usageError{fmt.Sprintf("%s: --timeout %v: want a positive duration", name, f.timeout)}
+	}
+	p, err := pipeline.Load(f.config)
+	if err != nil {
+		return nil, err
+	}
+	url := f.natsURL
+	if url == "" {
+		url = p.NATS.URL
+	}
+	if url == "" {
+		return nil, &usageError{fmt.Sprintf("%s: no NATS URL: give --nats-url, or nats.url in %s (a cluster's hosts share a NATS server; an embedded one is a single host's)", name, f.config)}
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	cctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	nc, err := natsconn.Connect(cctx, url, "sluice-cluster-cli", natsconn.WithLogger(quiet))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	// Bind only: a status or a move of a pipeline no host runs is an
+	// error, not a new empty cluster.
+	bucket := cluster.BucketName(p.Name)
+	if _, err := js.KeyValue(cctx, bucket); err != nil {
+		nc.Close()
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return nil, fmt.Errorf("%s: pipeline %q has no cluster on %s: no bucket %s (a host running the pipeline in cluster mode creates it): %w", name, p.Name, redactNATS(url), bucket, err)
+		}
+		return nil, fmt.Errorf("%s: bucket %s on %s: %w", name, bucket, redactNATS(url), err)
+	}
+	c, err := cluster.Open(cctx, js, cluster.Config{Pipeline: p.Name, Text: []byte(p.Name), KeyGroups: p.State.KeyGroups, Logger: quiet})
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &clusterConn{name: p.Name, groups: p.State.KeyGroups, nc: nc, js: js, cluster: c}, nil
+}
+
+// redactNATS is url without the user and password it may hold.
+func redactNATS(url string) string {
+	var out []string
+	for _, u := range strings.Split(url, ",") {
+		if i := strings.Index(u, "@"); i >= 0 {
+			if j := strings.Index(u, "://"); j >= 0 && j < i {
+				u = u[:j+3] + "***" + u[i:]
+			} else {
+				u = "***" + u[i:]
+			}
+		}
+		out = append(out, u)
+	}
+	return strings.Join(out, ",")
+}
+
+// --- status ---
+
+// clusterStatus is what `sluice cluster status --json` prints, one object.
+type clusterStatus struct {
+	// Pipeline is the pipeline's name.
+	Pipeline string `json:"pipeline"`
+	// KeyGroups is its key group count.
+	KeyGroups int `json:"key_groups"`
+	// Revision is the assignment's revision in the bucket (0: none yet).
+	Revision uint64 `json:"revision"`
+	// LeaseSeconds is the cluster's lease: a host that has not renewed
+	// for this long is no longer live.
+	LeaseSeconds float64 `json:"lease_seconds"`
+	// Hosts are every host that has joined, live or not, by id.
+	Hosts []hostStatus `json:"hosts"`
+	// Unassigned are the key groups no host owns, and the same as ranges.
+	Unassigned       []int  `json:"unassigned"`
+	UnassignedRanges string `json:"unassigned_ranges"`
+	// Migration is the migration in progress; null when none is.
+	Migration *migrationStatus `json:"migration"`
+	// Checkpoints are the checkpoints in the pipeline's object store, by
+	// the host that wrote them, by host id.
+	Checkpoints []checkpointStatus `json:"checkpoints"`
+}
+
+// hostStatus is one host of clusterStatus.
+type hostStatus struct {
+	// ID is the host's id.
+	ID string `json:"id"`
+	// Live reports whether the host holds a lease.
+	Live bool `json:"live"`
+	// Addr is the HTTP address a live host gave; omitted when none.
+	Addr string `json:"addr,omitempty"`
+	// Started is when a live host started; omitted when unknown.
+	Started time.Time `json:"started,omitzero"`
+	// LeaseAgeSeconds is how long ago a live host last renewed its lease;
+	// omitted for a host that is not live.
+	LeaseAgeSeconds *float64 `json:"lease_age_seconds,omitempty"`
+	// Groups is the number of key groups the host owns.
+	Groups int `json:"groups"`
+	// KeyGroups are those groups, and Ranges the same as "0-31, 64-95".
+	KeyGroups []int  `json:"key_groups"`
+	Ranges    string `json:"ranges"`
+}
+
+// migrationStatus is the migration of clusterStatus.
+type migrationStatus struct {
+	// ID is the migration's id.
+	ID string `json:"id"`
+	// Step is the current step, from 1, of Steps.
+	Step  int `json:"step"`
+	Steps int `json:"steps"`
+	// State is the current step's state: planned, released or installed.
+	State cluster.StepState `json:"state"`
+	// Moves are the current step's moves, each with its state.
+	Moves []cluster.Move `json:"moves"`
+	// GroupsDone counts the groups the migration has installed, of
+	// GroupsTotal it moves.
+	GroupsDone  int `json:"groups_done"`
+	GroupsTotal int `json:"groups_total"`
+}
+
+// checkpointStatus sums the checkpoints one host wrote.
+type checkpointStatus struct {
+	// Host is the host that wrote them.
+	Host string `json:"host"`
+	// Count is the number of key groups, Bytes their size.
+	Count int   `json:"count"`
+	Bytes int64 `json:"bytes"`
+	// Newest is when the newest of them was put.
+	Newest time.Time `json:"newest"`
+}
+
+func newClusterStatusCmd() *cobra.Command {
+	var f clusterFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status -c PIPELINE [--nats-url URL] [--json]",
+		Short: "Show a cluster's hosts, their key groups, the migration in progress and the checkpoints",
+		Long: `Status reads the pipeline's cluster buckets and prints: every host that has
+joined (live ones with their lease age, that is how long ago they last renewed
+it, and address; the others as not live), the key groups each owns (a count
+and ranges such as 0-31, 64-95), the groups no host owns, the migration in
+progress (its id, step i of n, and each move of the current step with its
+state: planned, released, installed) and, from the checkpoint bucket, per host
+that wrote them, the number of key group checkpoints, their bytes and the
+newest one's time.
+
+With --json it prints one JSON object: pipeline, key_groups, revision (of the
+assignment), lease_seconds, hosts (id, live, addr, started,
+lease_age_seconds, groups, key_groups, ranges), unassigned,
+unassigned_ranges, migration (null, or id, step, steps, state, moves with
+group, from, to, replicated, state, then groups_done and groups_total) and
+checkpoints (host, count, bytes, newest). docs/cluster.md describes them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cc, err := f.open(cmd.Context(), "cluster status")
+			if err != nil {
+				return err
+			}
+			defer cc.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			st, err := cc.status(ctx, time.Now())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			return st.print(cmd.OutOrStdout(), time.Now())
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (fields in --help and docs/cluster.md)")
+	return cmd
+}
+
+// status reads everything status shows.
+func (c *clusterConn) status(ctx context.Context, now time.Time) (*clusterStatus, error) {
+	a, err := c.cluster.Assignment(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster status: %w", err)
+	}
+	known, err := c.cluster.Known(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster status: %w", err)
+	}
+	members, err := c.cluster.Members(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster status: %w", err)
+	}
+	leases, err := c.js.KeyValue(ctx, cluster.LeaseBucketName(c.name))
+	if err != nil {
+		return nil, fmt.Errorf("cluster status: bucket %s: %w", cluster.LeaseBucketName(c.name), err)
+	}
+	st := &clusterStatus{Pipeline: c.name, KeyGroups: a.KeyGroups, Revision: a.Revision,
+		LeaseSeconds: c.cluster.Lease().Seconds(), Unassigned: []int{}, Checkpoints: []checkpointStatus{}}
+	live := map[string]cluster.HostInfo{}
+	for _, m := range members {
+		live[m.ID] = m
+	}
+	ids := slices.Clone(known)
+	for _, m := range members {
+		if !slices.Contains(ids, m.ID) {
+			ids = append(ids, m.ID) // a lease whose host record is not written yet
+		}
+	}
+	slices.Sort(ids)
+	owned := map[string][]int{}
+	for g, h := range a.Owners {
+		if h == "" {
+			st.Unassigned = append(st.Unassigned, g)
+			continue
+		}
+		owned[h] = append(owned[h], g)
+	}
+	st.UnassignedRanges = groupRanges(st.Unassigned)
+	for _, id := range ids {
+		hs := hostStatus{ID: id, KeyGroups: owned[id], Groups: len(owned[id]), Ranges: groupRanges(owned[id])}
+		if hs.KeyGroups == nil {
+			hs.KeyGroups = []int{}
+		}
+		if m, ok := live[id]; ok {
+			e, err := leases.Get(ctx, id)
+			switch {
+			case err == nil:
+				hs.Live, hs.Addr, hs.Started = true, m.Addr, m.Started
+				age := max(now.Sub(e.Created()), 0).Seconds()
+				hs.LeaseAgeSeconds = &age
+			case errors.Is(err, jetstream.ErrKeyNotFound):
+				// The lease expired or was deleted since Members read it.
+			default:
+				return nil, fmt.Errorf("cluster status: reading the lease of host %s: %w", id, err)
+			}
+		}
+		st.Hosts = append(st.Hosts, hs)
+	}
+	if m := a.Migration; m != nil {
+		cur := m.Steps[m.Current]
+		ms := &migrationStatus{ID: m.ID, Step: m.Current + 1, Steps: len(m.Steps), State: cur.State, Moves: cur.Moves}
+		for _, s := range m.Steps {
+			for _, mv := range s.Moves {
+				ms.GroupsTotal++
+				if s.State == cluster.StepDone || mv.State == cluster.StepInstalled {
+					ms.GroupsDone++
+				}
+			}
+		}
+		st.Migration = ms
+	}
+	st.Checkpoints, err = c.checkpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// checkpoints sums the pipeline's checkpoints by writing host. A pipeline
+// with no checkpoint bucket yet has none; the bucket is not created.
+func (c *clusterConn) checkpoints(ctx context.Context) ([]checkpointStatus, error) {
+	out := []checkpointStatus{}
+	name := checkpoint.BucketName(c.name)
+	if _, err := c.js.ObjectStore(ctx, name); errors.Is(err, jetstream.ErrBucketNotFound) {
+		return out, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("cluster status: checkpoint bucket %s: %w", name, err)
+	}
+	b, err := checkpoint.Open(ctx, c.js, c.name, checkpoint.Options{Host: "sluice-cluster-cli", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, fmt.Errorf("cluster status: %w", err)
+	}
+	infos, err := b.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster status: %w", err)
+	}
+	by := map[string]*checkpointStatus{}
+	for _, in := range infos {
+		s, ok := by[in.Host]
+		if !ok {
+			s = &checkpointStatus{Host: in.Host}
+			by[in.Host] = s
+		}
+		s.Count++
+		s.Bytes += in.Size
+		if in.Time.After(s.Newest) {
+			s.Newest = in.Time
+		}
+	}
+	for _, s := range by {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b checkpointStatus) int { return strings.Compare(a.Host, b.Host) })
+	return out, nil
+}
+
+// print writes st as text.
+func (st *clusterStatus) print(w io.Writer, now time.Time) error {
+	fmt.Fprintf(w, "pipeline %s: %d key groups, assignment revision %d, lease %v\n",
+		st.Pipeline, st.KeyGroups, st.Revision, time.Duration(st.LeaseSeconds*float64(time.Second)))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nHOST\tLIVE\tLEASE AGE\tADDR\tGROUPS\tKEY GROUPS")
+	for _, h := range st.Hosts {
+		live, age, addr := "no", "-", "-"
+		if h.Live {
+			live = "yes"
+			age = time.Duration(*h.LeaseAgeSeconds * float64(time.Second)).Round(time.Millisecond).String()
+			if h.Addr != "" {
+				addr = h.Addr
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", h.ID, live, age, addr, h.Groups, orNone(h.Ranges))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nunassigned: %d groups: %s\n", len(st.Unassigned), orNone(st.UnassignedRanges))
+	if m := st.Migration; m != nil {
+		fmt.Fprintf(w, "\nmigration %s: step %d of %d, %s; %d of %d groups moved\n", m.ID, m.Step, m.Steps, m.State, m.GroupsDone, m.GroupsTotal)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tFROM\tTO\tSTATE")
+		for _, mv := range m.Moves {
+			state := string(mv.State)
+			if mv.Replicated {
+				state += " (replicated)"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", mv.Group, orNone(mv.From), mv.To, state)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(w, "\nmigration: none in progress")
+	}
+	if len(st.Checkpoints) == 0 {
+		_, err := fmt.Fprintln(w, "\ncheckpoints: none")
+		return err
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nCHECKPOINTS BY\tGROUPS\tBYTES\tNEWEST")
+	for _, c := range st.Checkpoints {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s (%v ago)\n", orNone(c.Host), c.Count, c.Bytes,
+			c.Newest.UTC().Format(time.RFC3339), max(now.Sub(c.Newest), 0).Round(time.Second))
+	}
+	return tw.Flush()
+}
+
+// orNone is s, or "none" when s is empty.
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// groupRanges formats sorted groups as ranges: "0-31, 64-95, 100".
+func groupRanges(groups []int) string {
+	var parts []string
+	for i := 0; i < len(groups); {
+		j := i
+		for j+1 < len(groups) && groups[j+1] == groups[j]+1 {
+			j++
+		}
+		if i == j {
+			parts = append(parts, strconv.Itoa(groups[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", groups[i], groups[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
+}
+
+// parseGroups reads a list of key groups and ranges, "3,5,8-11", each
+// below groups; the result is sorted, without duplicates.
+func parseGroups(s string, groups int) ([]int, error) {
+	var out []int
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			return nil, fmt.Errorf("--groups %q: an empty item (want groups and ranges such as 3,5,8-11)", s)
+		}
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 0 || b < 0 {
+			return nil, fmt.Errorf("--groups %q: %q is not a key group or a range of them (want e.g. 3 or 8-11)", s, part)
+		}
+		if a > b {
+			return nil, fmt.Errorf("--groups %q: range %q runs backwards", s, part)
+		}
+		if b >= groups {
+			return nil, fmt.Errorf("--groups %q: key group %d is out of range: the pipeline has key groups 0 to %d", s, b, groups-1)
+		}
+		for g := a; g <= b; g++ {
+			out = append(out, g)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// --- move and rebalance ---
+
+// knobFlags are the migration planner's knobs on the command line.
+type knobFlags struct {
+	order     string
+	batch     int
+	global    bool
+	replicate int
+	seed      uint64
+	wait      bool
+}
+
+func (k *knobFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&k.order, "order", string(cluster.OrderKeyGroup), "the order each source host's groups move in: keygroup (ascending), reverse, random (drawn from --seed) or hottest (most load first; the command has no load measures, so it falls back to key group order)")
+	fl.IntVar(&k.batch, "batch", 0, "key groups each source host moves per step; 0 moves them all in one step")
+	fl.BoolVar(&k.global, "global", false, "--batch counts a step's groups over all source hosts, not per source host")
+	fl.IntVar(&k.replicate, "replicate", 0, "mark the moves of the groups g with g % N == 0 replicated (their destination may keep a warm copy ahead of the move): 1 all, 2 half, 0 none")
+	fl.Uint64Var(&k.seed, "seed", 0, "the seed of --order random (the same seed gives the same order)")
+	fl.BoolVar(&k.wait, "wait", false, "after starting the migration, print each step as it completes until the migration is over (interrupt to stop waiting; the migration goes on)")
+}
+
+// knobs returns the planner's knobs, refusing bad values by their flag.
+func (k *knobFlags) knobs(name string) (cluster.Knobs, error) {
+	kn := cluster.Knobs{Order: cluster.Order(k.order), Batch: k.batch, Global: k.global, Replicate: k.replicate, Seed: k.seed}
+	switch kn.Order {
+	case cluster.OrderKeyGroup, cluster.OrderReverse, cluster.OrderRandom, cluster.OrderHottest:
+	default:
+		return kn, &usageError{fmt.Sprintf("%s: --order %q: want keygroup, reverse, random or hottest", name, k.order)}
+	}
+	if k.batch < 0 {
+		return kn, &usageError{fmt.Sprintf("%s: --batch %d: want 0 (all at once) or more", name, k.batch)}
+	}
+	if k.replicate < 0 {
+		return kn, &usageError{fmt.Sprintf("%s: --replicate %d: want 0 (none) or more", name, k.replicate)}
+	}
+	return kn, kn.Validate()
+}
+
+// migrationID returns a new migration's id: kind, the time and a random
+// suffix, e.g. "move-20261202-101500-3f9a".
+func migrationID(kind string, now time.Time) string {
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	return kind + "-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// liveIDs returns the ids of the live hosts.
+func (c *clusterConn) liveIDs(ctx context.Context) ([]string, error) {
+	members, err := c.cluster.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(members))
+	for i, m := range members {
+		ids[i] = m.ID
+	}
+	return ids, nil
+}
+
+// idle fails, matching cluster.ErrMigration, while a migration is in
+// progress, naming it and its step.
+func idle(name string, a *cluster.Assignment) error {
+	if m := a.Migration; m != nil {
+		return fmt.Errorf("%s: %w: migration %s is in progress, at step %d of %d (%s); wait for it to finish (sluice cluster status shows it)",
+			name, cluster.ErrMigration, m.ID, m.Current+1, len(m.Steps), m.Steps[m.Current].State)
+	}
+	return nil
+}
+
+// sourcesLive fails unless every group that changes owner from owners to
+// next is owned now by a live host: only a live host releases its groups,
+// so a move from an unassigned group or a host that is gone would wait for
+// ever.
+func sourcesLive(name string, owners, next, live []string) error {
+	var unassigned []int
+	gone := map[string][]int{}
+	for g := range owners {
+		if owners[g] == next[g] {
+			continue
+		}
+		switch {
+		case owners[g] == "":
+			unassigned = append(unassigned, g)
+		case !slices.Contains(live, owners[g]):
+			gone[owners[g]] = append(gone[owners[g]], g)
+		}
+	}
+	if len(unassigned) > 0 {
+		return fmt.Errorf("%s: key groups %s are unassigned: a migration moves groups from a live host that releases them, and no host holds these", name, groupRanges(unassigned))
+	}
+	if len(gone) > 0 {
+		h := slices.Sorted(maps.Keys(gone))[0]
+		return fmt.Errorf("%s: key groups %s are owned by host %s, which is not live: only a live host can release its groups", name, groupRanges(gone[h]), h)
+	}
+	return nil
+}
+
+// start begins migration id to next (computed from the table by
+// plan), and prints it; with wait it then follows it to the end.
+func (c *clusterConn) start(ctx context.Context, w io.Writer, name, id string, timeout time.Duration, kn cluster.Knobs, wait bool,
+	plan func(a *cluster.Assignment, live []string) ([]string, error)) error {
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	live, err := c.liveIDs(tctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	a, err := c.cluster.Assignment(tctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := idle(name, a); err != nil {
+		return err
+	}
+	next, err := plan(a, live)
+	if err != nil {
+		return err
+	}
+	if err := sourcesLive(name, a.Owners, next, live); err != nil {
+		return err
+	}
+	if slices.Equal(next, a.Owners) {
+		_, err := fmt.Fprintf(w, "no key group changes owner: nothing to migrate\n")
+		return err
+	}
+	got, err := migrate.Start(tctx, c.cluster, id, next, kn, nil)
+	if err != nil {
+		if a2, rerr := c.cluster.Assignment(tctx); rerr == nil && a2.Migration != nil && a2.Migration.ID != id {
+			return idle(name, a2) // another migration began meanwhile
+		}
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	m := got.Migration
+	moves := 0
+	for _, s := range m.Steps {
+		moves += len(s.Moves)
+	}
+	fmt.Fprintf(w, "migration %s: %d key groups in %d steps (revision %d)\n", m.ID, moves, len(m.Steps), got.Revision)
+	for i, s := range m.Steps {
+		fmt.Fprintf(w, "  step %d: %s\n", i+1, describeMoves(s.Moves))
+	}
+	if !wait {
+		return nil
+	}
+	return c.follow(ctx, w, name, m)
+}
+
+// describeMoves says what moves go where: "3, 5 h1 -> h2; 9 h3 -> h2".
+func describeMoves(moves []cluster.Move) string {
+	type pair struct{ from, to string }
+	by := map[pair][]int{}
+	var order []pair
+	for _, mv := range moves {
+		p := pair{mv.From, mv.To}
+		if _, ok := by[p]; !ok {
+			order = append(order, p)
+		}
+		by[p] = append(by[p], mv.Group)
+	}
+	parts := make([]string, len(order))
+	for i, p := range order {
+		gs := slices.Sorted(slices.Values(by[p]))
+		parts[i] = fmt.Sprintf("groups %s %s -> %s", groupRanges(gs), p.from, p.to)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// follow polls the assignment and prints each step of m as it completes,
+// until m is over. A migration gone from the table with a group not at
+// its destination is reported as an error.
+func (c *clusterConn) follow(ctx context.Context, w io.Writer, name string, m *cluster.Migration) error {
+	done := 0 // steps printed
+	began := time.Now()
+	t := time.NewTicker(clusterPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: stopped waiting for migration %s after step %d of %d (it goes on): %w", name, m.ID, done, len(m.Steps), ctx.Err())
+		case <-t.C:
+		}
+		a, err := c.cluster.Assignment(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue
+			}
+			return fmt.Errorf("%s: following migration %s: %w", name, m.ID, err)
+		}
+		over := a.Migration == nil || a.Migration.ID != m.ID
+		reached := len(m.Steps)
+		if !over {
+			reached = a.Migration.Current
+		}
+		for ; done < reached; done++ {
+			fmt.Fprintf(w, "step %d of %d done after %v: %s\n", done+1, len(m.Steps), time.Since(began).Round(time.Millisecond), describeMoves(m.Steps[done].Moves))
+		}
+		if !over {
+			continue
+		}
+		var astray []string
+		for _, s := range m.Steps {
+			for _, mv := range s.Moves {
+				if a.Owners[mv.Group] != mv.To {
+					astray = append(astray, fmt.Sprintf("%d (owner %s, not %s)", mv.Group, orNone(a.Owners[mv.Group]), mv.To))
+				}
+			}
+		}
+		if len(astray) > 0 {
+			return fmt.Errorf("%s: migration %s is no longer in progress, but key groups %s are not with their destination", name, m.ID, strings.Join(astray, ", "))
+		}
+		_, err = fmt.Fprintf(w, "migration %s finished after %v\n", m.ID, time.Since(began).Round(time.Millisecond))
+		return err
+	}
+}
+
+func newClusterMoveCmd() *cobra.Command {
+	var f clusterFlags
+	var k knobFlags
+	var groups, to string
+	cmd := &cobra.Command{
+		Use:   "move -c PIPELINE --groups LIST --to HOST [--nats-url URL] [--order O] [--batch N] [--replicate N] [--wait]",
+		Short: "Move key groups to a host while the pipeline runs",
+		Long: `Move starts a migration that gives the key groups of --groups (such as
+3,5,8-11) to the live host --to, planned in steps by the knobs (--order,
+--batch, --global, --replicate, --seed): each source host releases a step's
+groups at a batch boundary and ships their state, the destination installs it
+and reads their records from where the source stopped, and the other groups
+keep running. Groups --to owns already stay. The hosts run the migration; the
+command only writes it into the assignment and returns, or with --wait prints
+each step as it completes until the migration is over.
+
+Refused: a host that is not live, a group out of range, a group that no live
+host owns, and any migration while another is in progress (named, with its
+step).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			const name = "cluster move"
+			kn, err := k.knobs(name)
+			if err != nil {
+				return err
+			}
+			if groups == "" {
+				return &usageError{name + ": --groups is required (key groups and ranges, such as 3,5,8-11)"}
+			}
+			if to == "" {
+				return &usageError{name + ": --to is required (the id of the live host that takes the groups)"}
+			}
+			cc, err := f.open(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			defer cc.Close()
+			gs, err := parseGroups(groups, cc.groups)
+			if err != nil {
+				return &usageError{name + ": " + err.Error()}
+			}
+			id := migrationID("move", time.Now())
+			return cc.start(cmd.Context(), cmd.OutOrStdout(), name, id, f.timeout, kn, k.wait, func(a *cluster.Assignment, live []string) ([]string, error) {
+				if !slices.Contains(live, to) {
+					return nil, fmt.Errorf("%s: --to %s: host %s is not live (live hosts: %s)", name, to, to, orNone(strings.Join(live, ", ")))
+				}
+				next := slices.Clone(a.Owners)
+				for _, g := range gs {
+					next[g] = to
+				}
+				return next, nil
+			})
+		},
+	}
+	f.register(cmd)
+	k.register(cmd)
+	cmd.Flags().StringVar(&groups, "groups", "", "the key groups to move: groups and ranges, such as 3,5,8-11 (required)")
+	cmd.Flags().StringVar(&to, "to", "", "the live host that takes the groups, by id (required)")
+	return cmd
+}
+
+func newClusterRebalanceCmd() *cobra.Command {
+	var f clusterFlags
+	var k knobFlags
+	cmd := &cobra.Command{
+		Use:   "rebalance -c PIPELINE [--nats-url URL] [--order O] [--batch N] [--replicate N] [--wait]",
+		Short: "Spread the key groups evenly over the live hosts, moving the fewest",
+		Long: `Rebalance starts a migration that leaves every live host within one key group
+of the others, moving the fewest groups that get there: groups of hosts that
+are not live move first, then hosts over their share give up their highest
+groups to the hosts under it. It is planned in steps by the knobs, as for
+sluice cluster move, and refused while another migration is in progress, or
+when a group that would move has no live owner to release it (a host that is
+gone: its groups go to the survivors by failover first). With --wait it prints
+each step as it completes until the migration is over.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			const name = "cluster rebalance"
+			kn, err := k.knobs(name)
+			if err != nil {
+				return err
+			}
+			cc, err := f.open(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			defer cc.Close()
+			id := migrationID("rebalance", time.Now())
+			return cc.start(cmd.Context(), cmd.OutOrStdout(), name, id, f.timeout, kn, k.wait, func(a *cluster.Assignment, live []string) ([]string, error) {
+				if len(live) == 0 {
+					return nil, fmt.Errorf("%s: no host of pipeline %q is live", name, cc.name)
+				}
+				return cluster.Rebalance(a.Owners, live), nil
+			})
+		},
+	}
+	f.register(cmd)
+	k.register(cmd)
+	return cmd
+}
