@@ -29,14 +29,186 @@ nats: {url: "NATSURL"}
 http: {addr: "127.0.0.1:0"}
 state: {key_groups: 16}
 batch: {size: 20}
-cluster: {lease: 2s, checkpoint_every: 500ms, duplicates: 2m}
+cluster: {lease: 2s, checkpoint_every: 500ms, duplicates: 2mEXTRA}
 sources:
-  - {name: gen, type: generator, mode: sequence, keys: 50, count: COUNT, rate: RATE}
+  - {name: gen, type: generator, mode: sequence, keys: KEYS, count: COUNT, rate: RATE}
 operators:
   - {name: count, plugin: PLUGINS/wordcount.wasm, kind: keyed, parallelism: 2, state: [counts]}
 sinks:
   - {name: out, type: jetstream, subject: out, stream: OUT, create: true}
 `
+
+// spread is a pipeline run as sluice processes over a NATS cluster.
+type spread struct {
+	t      *testing.T
+	nats   *natstest.Cluster
+	dir    string
+	file   string
+	text   string
+	count  int
+	keys   int
+	js     jetstream.JetStream
+	hosts  map[string]*exec.Cmd
+	c      *cluster.Cluster
+	outMsg func() int
+}
+
+// startSpread writes the pipeline (count records over keys keys, with the
+// cluster section's extra keys) and connects to a new NATS cluster of
+// servers servers.
+func startSpread(t *testing.T, servers, count, keys int, extra string) *spread {
+	t.Helper()
+	s := &spread{t: t, nats: natstest.StartCluster(t, servers), dir: t.TempDir(), count: count, keys: keys, hosts: map[string]*exec.Cmd{}}
+	s.file = filepath.Join(s.dir, "spread.yaml")
+	s.text = strings.NewReplacer("NATSURL", s.nats.URLs(), "PLUGINS", pluginsDir, "COUNT", strconv.Itoa(count), "KEYS", strconv.Itoa(keys),
+		"RATE", "600", "EXTRA", extra).Replace(spreadWordCount)
+	if err := os.WriteFile(s.file, []byte(s.text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(s.nats.URLs(), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if s.js, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// start runs host id as a sluice process, its log in <dir>/<id>.log.
+func (s *spread) start(id string) {
+	t := s.t
+	t.Helper()
+	cmd := exec.Command(sluiceBin, "run", "-c", s.file, "--host-id", id, "--data-dir", filepath.Join(s.dir, id), "--log-format", "json")
+	cmd.Dir = s.dir
+	logFile, err := os.Create(filepath.Join(s.dir, id+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr, cmd.Stdout = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.hosts[id] = cmd
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		logFile.Close()
+	})
+}
+
+// logs returns every host's log.
+func (s *spread) logs() string {
+	var b strings.Builder
+	for id := range s.hosts {
+		data, _ := os.ReadFile(filepath.Join(s.dir, id+".log"))
+		fmt.Fprintf(&b, "--- %s\n%s", id, data)
+	}
+	return b.String()
+}
+
+// owned returns how many key groups host id owns (-1 when the table
+// cannot be read now).
+func (s *spread) owned(id string) int {
+	ctx := context.Background()
+	if s.c == nil {
+		c, err := cluster.Open(ctx, s.js, cluster.Config{Pipeline: "spread", Text: []byte(s.text), KeyGroups: 16, Lease: 2 * time.Second})
+		if err != nil {
+			return -1
+		}
+		s.c = c
+	}
+	a, err := s.c.Assignment(ctx)
+	if err != nil {
+		return -1
+	}
+	return len(migrate.Owned(a, id))
+}
+
+// outputs returns how many messages the output stream holds.
+func (s *spread) outputs() int {
+	ctx := context.Background()
+	st, err := s.js.Stream(ctx, "OUT")
+	if err != nil {
+		return 0
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return 0
+	}
+	return int(info.State.Msgs)
+}
+
+// wait polls cond; three minutes fail the test with every host's log.
+func (s *spread) wait(what string, cond func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: not within three minutes\n%s", what, s.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// check checks the output stream: for each key, the counts 1 to n once
+// each.
+func (s *spread) check() {
+	t := s.t
+	t.Helper()
+	ctx := context.Background()
+	st, err := s.js.Stream(ctx, "OUT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perKey := map[string][]int{}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("output %d: %v", seq, err)
+		}
+		n, err := strconv.Atoi(string(m.Data))
+		if err != nil {
+			t.Fatalf("output %d: %q is not a count", seq, m.Data)
+		}
+		k := m.Header.Get("Sluice-Key")
+		perKey[k] = append(perKey[k], n)
+	}
+	if len(perKey) != s.keys {
+		t.Errorf("%d keys counted, want %d", len(perKey), s.keys)
+	}
+	for k, ns := range perKey {
+		slices.Sort(ns)
+		for i, n := range ns {
+			if n != i+1 || len(ns) != s.count/s.keys {
+				t.Fatalf("key %s: counts %v, want 1 to %d once each", k, ns, s.count/s.keys)
+			}
+		}
+	}
+}
+
+// stop stops the hosts ids with SIGTERM and checks they exit cleanly.
+func (s *spread) stop(ids ...string) {
+	t := s.t
+	t.Helper()
+	for _, id := range ids {
+		if err := s.hosts[id].Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		if err := s.hosts[id].Wait(); err != nil {
+			t.Errorf("host %s ended with %v after SIGTERM\n%s", id, err, s.logs())
+		}
+	}
+}
 
 // TestClusterOfProcesses runs a pipeline as three sluice processes over a
 // cluster of three NATS servers: the key groups spread over them, one
@@ -48,147 +220,46 @@ func TestClusterOfProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NATS servers and three hosts")
 	}
-	nc3 := natstest.StartCluster(t, 3)
-	const count, keys = 3000, 50
-	dir := t.TempDir()
-	file := filepath.Join(dir, "spread.yaml")
-	text := strings.NewReplacer("NATSURL", nc3.URLs(), "PLUGINS", pluginsDir, "COUNT", strconv.Itoa(count), "RATE", "600").Replace(spreadWordCount)
-	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	nc, err := nats.Connect(nc3.URLs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	hosts := map[string]*exec.Cmd{}
-	start := func(id string) {
-		t.Helper()
-		cmd := exec.Command(sluiceBin, "run", "-c", file, "--host-id", id, "--data-dir", filepath.Join(dir, id), "--log-format", "json")
-		cmd.Dir = dir
-		logFile, err := os.Create(filepath.Join(dir, id+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr, cmd.Stdout = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		hosts[id] = cmd
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-			logFile.Close()
-		})
-	}
-	logs := func() string {
-		var b strings.Builder
-		for _, id := range []string{"h1", "h2", "h3"} {
-			data, _ := os.ReadFile(filepath.Join(dir, id+".log"))
-			fmt.Fprintf(&b, "--- %s\n%s", id, data)
-		}
-		return b.String()
-	}
-	var c *cluster.Cluster
-	owned := func(id string) int {
-		if c == nil {
-			cl, err := cluster.Open(ctx, js, cluster.Config{Pipeline: "spread", Text: []byte(text), KeyGroups: 16})
-			if err != nil {
-				return -1
-			}
-			c = cl
-		}
-		a, err := c.Assignment(ctx)
-		if err != nil {
-			return -1
-		}
-		return len(migrate.Owned(a, id))
-	}
-	outputs := func() int {
-		s, err := js.Stream(ctx, "OUT")
-		if err != nil {
-			return 0
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return 0
-		}
-		return int(info.State.Msgs)
-	}
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(3 * time.Minute)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within three minutes\n%s", what, logs())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-
-	start("h1")
-	wait("h1's first outputs", func() bool { return outputs() > 0 })
-	start("h2")
-	start("h3")
-	wait("the groups spread over three hosts", func() bool {
-		return owned("h1") >= 5 && owned("h2") >= 5 && owned("h3") >= 5
+	s := startSpread(t, 3, 3000, 50, "")
+	s.start("h1")
+	s.wait("h1's first outputs", func() bool { return s.outputs() > 0 })
+	s.start("h2")
+	s.start("h3")
+	s.wait("the groups spread over three hosts", func() bool {
+		return s.owned("h1") >= 5 && s.owned("h2") >= 5 && s.owned("h3") >= 5
 	})
-	wait("some records counted on every host", func() bool { return outputs() > count/4 })
-	if err := hosts["h3"].Process.Signal(syscall.SIGKILL); err != nil {
+	s.wait("some records counted on every host", func() bool { return s.outputs() > s.count/4 })
+	if err := s.hosts["h3"].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = hosts["h3"].Wait()
-	wait("h3's groups taken by the others", func() bool { return owned("h1")+owned("h2") == 16 })
-	wait("every record counted", func() bool { return outputs() >= count })
+	_ = s.hosts["h3"].Wait()
+	s.wait("h3's groups taken by the others", func() bool { return s.owned("h1")+s.owned("h2") == 16 })
+	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
+	s.check()
+	s.stop("h1", "h2")
+}
 
-	s, err := js.Stream(ctx, "OUT")
-	if err != nil {
+// TestClusterSurvivesANATSServer runs a pipeline as two sluice processes
+// over three NATS servers with every stream and bucket replicated three
+// times, stops one server while records flow and starts it again: every
+// record is counted once.
+func TestClusterSurvivesANATSServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three NATS servers and two hosts")
+	}
+	s := startSpread(t, 3, 3000, 50, ", replicas: 3")
+	ctx := context.Background()
+	if _, err := s.js.CreateStream(ctx, jetstream.StreamConfig{Name: "OUT", Subjects: []string{"out"}, Replicas: 3, Duplicates: 2 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	perKey := map[string][]int{}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("output %d: %v", seq, err)
-		}
-		n, err := strconv.Atoi(string(m.Data))
-		if err != nil {
-			t.Fatalf("output %d: %q is not a count", seq, m.Data)
-		}
-		k := m.Header.Get("Sluice-Key")
-		perKey[k] = append(perKey[k], n)
-	}
-	if len(perKey) != keys {
-		t.Errorf("%d keys counted, want %d", len(perKey), keys)
-	}
-	for k, ns := range perKey {
-		slices.Sort(ns)
-		for i, n := range ns {
-			if n != i+1 || len(ns) != count/keys {
-				t.Fatalf("key %s: counts %v, want 1 to %d once each", k, ns, count/keys)
-			}
-		}
-	}
-	for _, id := range []string{"h1", "h2"} {
-		if err := hosts[id].Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, id := range []string{"h1", "h2"} {
-		if err := hosts[id].Wait(); err != nil {
-			t.Errorf("host %s ended with %v after SIGTERM\n%s", id, err, logs())
-		}
-	}
+	s.start("h1")
+	s.start("h2")
+	s.wait("the groups spread over two hosts", func() bool { return s.owned("h1") == 8 && s.owned("h2") == 8 })
+	s.wait("some records counted", func() bool { return s.outputs() > s.count/4 })
+	s.nats.Stop(0)
+	s.wait("more records counted with a server down", func() bool { return s.outputs() > s.count/2 })
+	s.nats.Restart(0)
+	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
+	s.check()
+	s.stop("h1", "h2")
 }

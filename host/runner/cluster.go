@@ -130,18 +130,12 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 
 	loopCtx, stopLoops := context.WithCancel(context.WithoutCancel(ctx))
 	var loops sync.WaitGroup
-	loopErr := make(chan error, 3)
-	loops.Go(func() {
-		if err := ch.mig.Run(loopCtx, clusterPeriod); err != nil && loopCtx.Err() == nil {
-			loopErr <- fmt.Errorf("cluster: migration: %w", err)
-		}
-	})
+	// The cluster's loops outlive what NATS does meanwhile (a server
+	// restarting, a leader being elected): a failed round is logged and
+	// tried again, and the job keeps its groups meanwhile.
+	loops.Go(func() { retry(loopCtx, h.log, "migration", func() error { return ch.mig.Run(loopCtx, clusterPeriod) }) })
 	loops.Go(func() { ch.coordinate(loopCtx, h.log) })
-	loops.Go(func() {
-		if err := h.manageIngest(loopCtx, dataDir); err != nil && loopCtx.Err() == nil {
-			loopErr <- fmt.Errorf("cluster: ingest: %w", err)
-		}
-	})
+	loops.Go(func() { retry(loopCtx, h.log, "ingest", func() error { return h.manageIngest(loopCtx, dataDir) }) })
 	defer func() {
 		stopLoops()
 		loops.Wait()
@@ -152,7 +146,6 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 	select {
 	case err = <-jobDone:
 		return err
-	case err = <-loopErr:
 	case <-ch.c.Lost():
 		err = fmt.Errorf("cluster: host %q lost its lease (it did not renew in time): its key groups may be another host's now; stopping", ch.id)
 	case <-ctx.Done():
@@ -163,6 +156,26 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 		err = jerr
 	}
 	return err
+}
+
+// retryPause is how long a cluster loop that failed waits before it runs
+// again.
+const retryPause = time.Second
+
+// retry runs loop until ctx is done, running it again, after a warning
+// and a pause, whenever it fails.
+func retry(ctx context.Context, log *slog.Logger, what string, loop func() error) {
+	for ctx.Err() == nil {
+		err := loop()
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		log.Warn("cluster: "+what+" failed; trying again", "err", err, "in", retryPause)
+		select {
+		case <-ctx.Done():
+		case <-time.After(retryPause):
+		}
+	}
 }
 
 // coordinate rebalances the key groups over the live hosts whenever the
@@ -353,6 +366,8 @@ func (h *Host) manageIngest(ctx context.Context, dataDir string) error {
 			case err := <-ch.ingest.done:
 				ch.ingest.done <- err // for stopIngest
 				if err != nil {
+					// Started again in the next round, from what it committed.
+					h.stopIngest()
 					return err
 				}
 			default:
