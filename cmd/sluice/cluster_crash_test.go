@@ -263,3 +263,32 @@ func TestClusterSurvivesANATSServer(t *testing.T) {
 	s.check()
 	s.stop("h1", "h2")
 }
+
+// TestClusterRefusesAnotherPipelineFile starts a host, then one whose
+// pipeline file differs from the cluster's: the second is refused, with
+// the line that differs, and the first keeps running.
+func TestClusterRefusesAnotherPipelineFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two NATS servers")
+	}
+	s := startSpread(t, 2, 100000, 10, "")
+	s.start("h1")
+	s.wait("h1 owns every group", func() bool { return s.owned("h1") == 16 })
+	other := filepath.Join(s.dir, "other.yaml")
+	if err := os.WriteFile(other, []byte(strings.Replace(s.text, "batch: {size: 20}", "batch: {size: 21}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(sluiceBin, "run", "-c", other, "--host-id", "h2", "--data-dir", filepath.Join(s.dir, "h2")).CombinedOutput()
+	if err == nil {
+		t.Fatalf("a host with another pipeline file was let in:\n%s", out)
+	}
+	for _, want := range []string{"line 6", "batch: {size: 20}", "batch: {size: 21}"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out)
+		}
+	}
+	if s.hosts["h1"].ProcessState != nil {
+		t.Fatalf("h1 stopped:\n%s", s.logs())
+	}
+	s.stop("h1")
+}
