@@ -211,16 +211,20 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 	var bytes int
 	for _, st := range states {
 		meta, err := json.Marshal(st.Floors)
-		if err != nil {
-			return fmt.Errorf("migrate: %s: key group %d: encoding its floors: %w", h.ID, st.Group, err)
+		if err == nil {
+			err = h.Checkpoints.Put(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Meta: meta, Data: st.Data})
 		}
-		if err := h.Checkpoints.Put(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Meta: meta, Data: st.Data}); err != nil {
-			return fmt.Errorf("migrate: %s: key group %d: %w", h.ID, st.Group, err)
+		if err != nil {
+			return h.undoRelease(ctx, states, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, st.Group, err))
 		}
 		bytes += len(st.Data)
 	}
 	if err := h.mark(ctx, id, groups, cluster.StepReleased); err != nil {
-		return err
+		// The mark may have been written and its answer lost: the table
+		// says which.
+		if a, rerr := h.Cluster.Assignment(ctx); rerr != nil || !released(a, h.ID, groups) {
+			return h.undoRelease(ctx, states, err)
+		}
 	}
 	h.Checkpoints.Forget(groups...)
 	if err := h.Job.DropGroups(ctx, groups); err != nil {
@@ -229,6 +233,36 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 	}
 	h.log().Info("key groups released", "migration", id, "groups", groups, "bytes", bytes, "took", time.Since(start))
 	return nil
+}
+
+// undoRelease gives released groups back to the job after the hand-over
+// failed before its mark, so that the host reads them again from where it
+// stopped, and returns err. The next Step releases them again.
+func (h *Host) undoRelease(ctx context.Context, states []exec.GroupState, err error) error {
+	if uerr := h.Job.AcquireGroups(ctx, states); uerr != nil {
+		return errors.Join(err, fmt.Errorf("migrate: %s: taking back the groups whose hand-over failed: %w", h.ID, uerr))
+	}
+	return err
+}
+
+// released reports whether a records groups as released by host: each
+// owned by another host now, or released (or installed) in the current
+// step of the migration in progress.
+func released(a *cluster.Assignment, host string, groups []int) bool {
+	for _, kg := range groups {
+		if a.Owners[kg] != host {
+			continue
+		}
+		m := a.Migration
+		if m == nil {
+			return false
+		}
+		i := slices.IndexFunc(m.Steps[m.Current].Moves, func(mv cluster.Move) bool { return mv.Group == kg })
+		if i < 0 || m.Steps[m.Current].Moves[i].State == cluster.StepPlanned {
+			return false
+		}
+	}
+	return true
 }
 
 // install takes groups over: read from the bucket, acquired by the job,

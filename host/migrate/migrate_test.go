@@ -160,8 +160,14 @@ func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.Je
 	}
 	go func() { h.done <- job.Run(runCtx) }()
 	go func() {
-		if err := h.mig.Run(runCtx, 10*time.Millisecond); err != nil && runCtx.Err() == nil {
-			t.Errorf("host %s: %v", id, err)
+		// As the runner does: a failed round is logged and tried again.
+		for {
+			err := h.mig.Run(runCtx, 10*time.Millisecond)
+			if err == nil || runCtx.Err() != nil {
+				return
+			}
+			t.Logf("host %s: %v (trying again)", id, err)
+			time.Sleep(20 * time.Millisecond)
 		}
 	}()
 	t.Cleanup(func() {
@@ -279,5 +285,60 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within a minute")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFailedHandOverIsUndone removes the checkpoint bucket under a
+// migration, so that the source's put of a released group fails: the
+// source takes the group back and goes on counting it, nothing is marked,
+// and once the bucket is back the step is done again; every record is
+// counted once, in its key's order.
+func TestFailedHandOverIsUndone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, js, in := setup(t, ctx)
+	out := &outputs{byID: map[string]abi.Record{}}
+	a := startHost(t, ctx, nc, js, "a", out, true, hostOpts{})
+	b := startHost(t, ctx, nc, js, "b", out, false, hostOpts{})
+	keys := make([]string, 300)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i*7%23)
+	}
+	publish(t, ctx, in, keys[:100], 0)
+	waitFor(t, func() bool { return out.len() >= 100 })
+	if err := js.DeleteObjectStore(ctx, checkpoint.BucketName("p")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Start(ctx, a.mig.Cluster, "half", cluster.Spread(groups, []string{"a", "b"}), cluster.AllAtOnce(), nil); err != nil {
+		t.Fatal(err)
+	}
+	// The hand-over fails (Run logs it and tries again): host a keeps its
+	// groups and counts what arrives meanwhile.
+	publish(t, ctx, in, keys[100:200], 100)
+	waitFor(t, func() bool { return out.len() >= 200 })
+	if got := len(a.job.Groups()); got != groups {
+		t.Fatalf("while the hand-over fails, host a owns %d groups, want all %d", got, groups)
+	}
+	tbl, err := a.mig.Cluster.Assignment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mv := range tbl.Migration.Steps[0].Moves {
+		if mv.State != cluster.StepPlanned {
+			t.Fatalf("move of group %d is %s after a failed hand-over, want planned", mv.Group, mv.State)
+		}
+	}
+	if _, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: checkpoint.BucketName("p")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		tbl, err := a.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration == nil
+	})
+	publish(t, ctx, in, keys[200:], 200)
+	waitFor(t, func() bool { return out.len() >= len(keys) })
+	checkCounts(t, out, keys)
+	if got := len(b.job.Groups()); got != groups/2 {
+		t.Errorf("host b owns %d groups, want %d", got, groups/2)
 	}
 }
