@@ -40,17 +40,16 @@ sinks:
 
 // spread is a pipeline run as sluice processes over a NATS cluster.
 type spread struct {
-	t      *testing.T
-	nats   *natstest.Cluster
-	dir    string
-	file   string
-	text   string
-	count  int
-	keys   int
-	js     jetstream.JetStream
-	hosts  map[string]*exec.Cmd
-	c      *cluster.Cluster
-	outMsg func() int
+	t     *testing.T
+	nats  *natstest.Cluster
+	dir   string
+	file  string
+	text  string
+	count int
+	keys  int
+	js    jetstream.JetStream
+	hosts map[string]*exec.Cmd
+	c     *cluster.Cluster
 }
 
 // startSpread writes the pipeline (count records over keys keys, with the
