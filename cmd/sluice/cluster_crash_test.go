@@ -291,3 +291,52 @@ func TestClusterRefusesAnotherPipelineFile(t *testing.T) {
 	}
 	s.stop("h1")
 }
+
+// TestClusterKillMidMigration moves host h1's key groups to h3 one at a
+// time (sluice cluster move --batch 1) and kills h1 with SIGKILL while the
+// migration runs: the moves it had not released are taken by h3 from
+// their last checkpoints, its other groups go to the survivors, and every
+// record is counted once.
+func TestClusterKillMidMigration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three NATS servers and three hosts")
+	}
+	s := startSpread(t, 3, 3000, 50, "")
+	for _, id := range []string{"h1", "h2", "h3"} {
+		s.start(id)
+	}
+	settled := func() bool {
+		a, err := s.c.Assignment(context.Background())
+		return err == nil && a.Migration == nil
+	}
+	s.wait("the groups spread over three hosts", func() bool {
+		return s.owned("h1") >= 5 && s.owned("h2") >= 5 && s.owned("h3") >= 5 && settled()
+	})
+	s.wait("some records counted", func() bool { return s.outputs() > s.count/5 })
+	a, err := s.c.Assignment(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []string
+	for kg, o := range a.Owners {
+		if o == "h1" {
+			mine = append(mine, strconv.Itoa(kg))
+		}
+	}
+	move := exec.Command(sluiceBin, "cluster", "move", "-c", s.file, "--groups", strings.Join(mine, ","), "--to", "h3", "--batch", "1")
+	if out, err := move.CombinedOutput(); err != nil {
+		t.Fatalf("sluice cluster move: %v\n%s", err, out)
+	}
+	s.wait("the migration's second step", func() bool {
+		a, err := s.c.Assignment(context.Background())
+		return err == nil && (a.Migration == nil || a.Migration.Current >= 1)
+	})
+	if err := s.hosts["h1"].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.hosts["h1"].Wait()
+	s.wait("h1's groups taken by the others", func() bool { return s.owned("h2")+s.owned("h3") == 16 && settled() })
+	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
+	s.check()
+	s.stop("h2", "h3")
+}
