@@ -146,6 +146,9 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Cluster, er
 	if err != nil {
 		return nil, err
 	}
+	if c.kv, err = readFromLeader(ctx, js, c.kv); err != nil {
+		return nil, err
+	}
 	c.leases, err = bucket(ctx, js, jetstream.KeyValueConfig{
 		Bucket:         LeaseBucketName(cfg.Pipeline),
 		Description:    "sluice cluster of pipeline " + cfg.Pipeline + ": leases of live hosts",
@@ -179,6 +182,32 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: bucket %s: %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// readFromLeader makes kv's reads go to its stream's leader. A bucket
+// with replicas answers reads from any of them by default (direct gets),
+// and a replica that lags answers with an older table: a host that read
+// its own release back as planned would release the groups again. The
+// assignment must be read as it was last written, so the bucket's stream
+// does not allow direct gets, and kv is bound again to read that way.
+func readFromLeader(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) (jetstream.KeyValue, error) {
+	name := "KV_" + kv.Bucket()
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bucket %s: %w", kv.Bucket(), err)
+	}
+	cfg := s.CachedInfo().Config
+	if !cfg.AllowDirect {
+		return kv, nil
+	}
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("cluster: bucket %s: reading from its leader only: %w", kv.Bucket(), err)
+	}
+	if kv, err = js.KeyValue(ctx, kv.Bucket()); err != nil {
+		return nil, fmt.Errorf("cluster: bucket %s: %w", kv.Bucket(), err)
 	}
 	return kv, nil
 }

@@ -396,3 +396,29 @@ func TestPipelineMismatch(t *testing.T) {
 		t.Errorf("the old text after the replacement: %v", err)
 	}
 }
+
+// TestAssignmentReadFromLeader checks that the cluster bucket's stream
+// answers reads from its leader only: a replica that lags must not hand a
+// host an older table.
+func TestAssignmentReadFromLeader(t *testing.T) {
+	url := startServer(t)
+	c := open(t, url, Config{})
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(testCtx(t), "KV_"+BucketName(c.cfg.Pipeline))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CachedInfo().Config.AllowDirect {
+		t.Error("the cluster bucket's stream allows direct gets: reads may come from a lagging replica")
+	}
+	// A second Open binds the bucket as it is.
+	open(t, url, Config{})
+}
