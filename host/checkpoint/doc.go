@@ -64,4 +64,15 @@
 // A Bucket remembers what it put; a host that hands a group over calls
 // Forget for it, since another host may checkpoint the group before it
 // comes back.
+//
+// # A known leak in the NATS client
+//
+// nats.go's object store (v1.55.0, the newest) makes a JetStream context
+// of its own for every put and cleans it up at the end; when the cleanup
+// runs before that context's reconnect watcher has started, the watcher
+// waits on a nil channel for ever. Measured: 3 goroutines left behind per
+// 1,000 puts. A host that checkpoints every 30 seconds and changes every
+// one of 128 groups leaves about one every 80 seconds (a few KiB each,
+// some MiB a day). It is the library's to fix; the tests name it to their
+// leak checker.
 package checkpoint
