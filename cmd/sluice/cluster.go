@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,9 +18,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/connectors/natsconn"
-	"github.com/sluicehq/sluice/host/checkpoint"
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/cluster"
-	"github.com/sluicehq/sluice/host/migrate"
+	"github.com/sluicehq/sluice/host/clusterctl"
 	"github.com/sluicehq/sluice/host/pipeline"
 )
 
@@ -65,6 +62,7 @@ type clusterConn struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	cluster *cluster.Cluster
+	admin   *clusterctl.Admin
 }
 
 func (c *clusterConn) Close() { c.nc.Close() }
@@ -117,7 +115,7 @@ func (f *clusterFlags) open(ctx context.Context, name string) (*clusterConn, err
 		nc.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &clusterConn{name: p.Name, groups: p.State.KeyGroups, nc: nc, js: js, cluster: c}, nil
+	return &clusterConn{name: p.Name, groups: p.State.KeyGroups, nc: nc, js: js, cluster: c, admin: &clusterctl.Admin{Pipeline: p.Name, JS: js, Cluster: c}}, nil
 }
 
 // redactNATS is url without the user and password it may hold.
@@ -137,77 +135,6 @@ func redactNATS(url string) string {
 }
 
 // --- status ---
-
-// clusterStatus is what `sluice cluster status --json` prints, one object.
-type clusterStatus struct {
-	// Pipeline is the pipeline's name.
-	Pipeline string `json:"pipeline"`
-	// KeyGroups is its key group count.
-	KeyGroups int `json:"key_groups"`
-	// Revision is the assignment's revision in the bucket (0: none yet).
-	Revision uint64 `json:"revision"`
-	// LeaseSeconds is the cluster's lease: a host that has not renewed
-	// for this long is no longer live.
-	LeaseSeconds float64 `json:"lease_seconds"`
-	// Hosts are every host that has joined, live or not, by id.
-	Hosts []hostStatus `json:"hosts"`
-	// Unassigned are the key groups no host owns, and the same as ranges.
-	Unassigned       []int  `json:"unassigned"`
-	UnassignedRanges string `json:"unassigned_ranges"`
-	// Migration is the migration in progress; null when none is.
-	Migration *migrationStatus `json:"migration"`
-	// Checkpoints are the checkpoints in the pipeline's object store, by
-	// the host that wrote them, by host id.
-	Checkpoints []checkpointStatus `json:"checkpoints"`
-}
-
-// hostStatus is one host of clusterStatus.
-type hostStatus struct {
-	// ID is the host's id.
-	ID string `json:"id"`
-	// Live reports whether the host holds a lease.
-	Live bool `json:"live"`
-	// Addr is the HTTP address a live host gave; omitted when none.
-	Addr string `json:"addr,omitempty"`
-	// Started is when a live host started; omitted when unknown.
-	Started time.Time `json:"started,omitzero"`
-	// LeaseAgeSeconds is how long ago a live host last renewed its lease;
-	// omitted for a host that is not live.
-	LeaseAgeSeconds *float64 `json:"lease_age_seconds,omitempty"`
-	// Groups is the number of key groups the host owns.
-	Groups int `json:"groups"`
-	// KeyGroups are those groups, and Ranges the same as "0-31, 64-95".
-	KeyGroups []int  `json:"key_groups"`
-	Ranges    string `json:"ranges"`
-}
-
-// migrationStatus is the migration of clusterStatus.
-type migrationStatus struct {
-	// ID is the migration's id.
-	ID string `json:"id"`
-	// Step is the current step, from 1, of Steps.
-	Step  int `json:"step"`
-	Steps int `json:"steps"`
-	// State is the current step's state: planned, released or installed.
-	State cluster.StepState `json:"state"`
-	// Moves are the current step's moves, each with its state.
-	Moves []cluster.Move `json:"moves"`
-	// GroupsDone counts the groups the migration has installed, of
-	// GroupsTotal it moves.
-	GroupsDone  int `json:"groups_done"`
-	GroupsTotal int `json:"groups_total"`
-}
-
-// checkpointStatus sums the checkpoints one host wrote.
-type checkpointStatus struct {
-	// Host is the host that wrote them.
-	Host string `json:"host"`
-	// Count is the number of key groups, Bytes their size.
-	Count int   `json:"count"`
-	Bytes int64 `json:"bytes"`
-	// Newest is when the newest of them was put.
-	Newest time.Time `json:"newest"`
-}
 
 func newClusterStatusCmd() *cobra.Command {
 	var f clusterFlags
@@ -248,7 +175,7 @@ checkpoints (host, count, bytes, newest). docs/cluster.md describes them.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
 			}
-			return st.print(cmd.OutOrStdout(), time.Now())
+			return printStatus(cmd.OutOrStdout(), st, time.Now())
 		},
 	}
 	f.register(cmd)
@@ -257,125 +184,16 @@ checkpoints (host, count, bytes, newest). docs/cluster.md describes them.`,
 }
 
 // status reads everything status shows.
-func (c *clusterConn) status(ctx context.Context, now time.Time) (*clusterStatus, error) {
-	a, err := c.cluster.Assignment(ctx)
+func (c *clusterConn) status(ctx context.Context, now time.Time) (*schema.ClusterStatus, error) {
+	st, err := c.admin.Status(ctx, now)
 	if err != nil {
 		return nil, fmt.Errorf("cluster status: %w", err)
-	}
-	known, err := c.cluster.Known(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cluster status: %w", err)
-	}
-	members, err := c.cluster.Members(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cluster status: %w", err)
-	}
-	leases, err := c.js.KeyValue(ctx, cluster.LeaseBucketName(c.name))
-	if err != nil {
-		return nil, fmt.Errorf("cluster status: bucket %s: %w", cluster.LeaseBucketName(c.name), err)
-	}
-	st := &clusterStatus{Pipeline: c.name, KeyGroups: a.KeyGroups, Revision: a.Revision,
-		LeaseSeconds: c.cluster.Lease().Seconds(), Unassigned: []int{}, Checkpoints: []checkpointStatus{}}
-	live := map[string]cluster.HostInfo{}
-	for _, m := range members {
-		live[m.ID] = m
-	}
-	ids := slices.Clone(known)
-	for _, m := range members {
-		if !slices.Contains(ids, m.ID) {
-			ids = append(ids, m.ID) // a lease whose host record is not written yet
-		}
-	}
-	slices.Sort(ids)
-	owned := map[string][]int{}
-	for g, h := range a.Owners {
-		if h == "" {
-			st.Unassigned = append(st.Unassigned, g)
-			continue
-		}
-		owned[h] = append(owned[h], g)
-	}
-	st.UnassignedRanges = groupRanges(st.Unassigned)
-	for _, id := range ids {
-		hs := hostStatus{ID: id, KeyGroups: owned[id], Groups: len(owned[id]), Ranges: groupRanges(owned[id])}
-		if hs.KeyGroups == nil {
-			hs.KeyGroups = []int{}
-		}
-		if m, ok := live[id]; ok {
-			e, err := leases.Get(ctx, id)
-			switch {
-			case err == nil:
-				hs.Live, hs.Addr, hs.Started = true, m.Addr, m.Started
-				age := max(now.Sub(e.Created()), 0).Seconds()
-				hs.LeaseAgeSeconds = &age
-			case errors.Is(err, jetstream.ErrKeyNotFound):
-				// The lease expired or was deleted since Members read it.
-			default:
-				return nil, fmt.Errorf("cluster status: reading the lease of host %s: %w", id, err)
-			}
-		}
-		st.Hosts = append(st.Hosts, hs)
-	}
-	if m := a.Migration; m != nil {
-		cur := m.Steps[m.Current]
-		ms := &migrationStatus{ID: m.ID, Step: m.Current + 1, Steps: len(m.Steps), State: cur.State, Moves: cur.Moves}
-		for _, s := range m.Steps {
-			for _, mv := range s.Moves {
-				ms.GroupsTotal++
-				if s.State == cluster.StepDone || mv.State == cluster.StepInstalled {
-					ms.GroupsDone++
-				}
-			}
-		}
-		st.Migration = ms
-	}
-	st.Checkpoints, err = c.checkpoints(ctx)
-	if err != nil {
-		return nil, err
 	}
 	return st, nil
 }
 
-// checkpoints sums the pipeline's checkpoints by writing host. A pipeline
-// with no checkpoint bucket yet has none; the bucket is not created.
-func (c *clusterConn) checkpoints(ctx context.Context) ([]checkpointStatus, error) {
-	out := []checkpointStatus{}
-	name := checkpoint.BucketName(c.name)
-	if _, err := c.js.ObjectStore(ctx, name); errors.Is(err, jetstream.ErrBucketNotFound) {
-		return out, nil
-	} else if err != nil {
-		return nil, fmt.Errorf("cluster status: checkpoint bucket %s: %w", name, err)
-	}
-	b, err := checkpoint.Open(ctx, c.js, c.name, checkpoint.Options{Host: "sluice-cluster-cli", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		return nil, fmt.Errorf("cluster status: %w", err)
-	}
-	infos, err := b.List(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cluster status: %w", err)
-	}
-	by := map[string]*checkpointStatus{}
-	for _, in := range infos {
-		s, ok := by[in.Host]
-		if !ok {
-			s = &checkpointStatus{Host: in.Host}
-			by[in.Host] = s
-		}
-		s.Count++
-		s.Bytes += in.Size
-		if in.Time.After(s.Newest) {
-			s.Newest = in.Time
-		}
-	}
-	for _, s := range by {
-		out = append(out, *s)
-	}
-	slices.SortFunc(out, func(a, b checkpointStatus) int { return strings.Compare(a.Host, b.Host) })
-	return out, nil
-}
-
 // print writes st as text.
-func (st *clusterStatus) print(w io.Writer, now time.Time) error {
+func printStatus(w io.Writer, st *schema.ClusterStatus, now time.Time) error {
 	fmt.Fprintf(w, "pipeline %s: %d key groups, assignment revision %d, lease %v\n",
 		st.Pipeline, st.KeyGroups, st.Revision, time.Duration(st.LeaseSeconds*float64(time.Second)))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -431,24 +249,6 @@ func orNone(s string) string {
 		return "none"
 	}
 	return s
-}
-
-// groupRanges formats sorted groups as ranges: "0-31, 64-95, 100".
-func groupRanges(groups []int) string {
-	var parts []string
-	for i := 0; i < len(groups); {
-		j := i
-		for j+1 < len(groups) && groups[j+1] == groups[j]+1 {
-			j++
-		}
-		if i == j {
-			parts = append(parts, strconv.Itoa(groups[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", groups[i], groups[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ", ")
 }
 
 // parseGroups reads a list of key groups and ranges, "3,5,8-11", each
@@ -522,99 +322,19 @@ func (k *knobFlags) knobs(name string) (cluster.Knobs, error) {
 	return kn, kn.Validate()
 }
 
-// migrationID returns a new migration's id: kind, the time and a random
-// suffix, e.g. "move-20261202-101500-3f9a".
-func migrationID(kind string, now time.Time) string {
-	var b [2]byte
-	_, _ = rand.Read(b[:])
-	return kind + "-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
-
-// liveIDs returns the ids of the live hosts.
-func (c *clusterConn) liveIDs(ctx context.Context) ([]string, error) {
-	members, err := c.cluster.Members(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(members))
-	for i, m := range members {
-		ids[i] = m.ID
-	}
-	return ids, nil
-}
-
-// idle fails, matching cluster.ErrMigration, while a migration is in
-// progress, naming it and its step.
-func idle(name string, a *cluster.Assignment) error {
-	if m := a.Migration; m != nil {
-		return fmt.Errorf("%s: %w: migration %s is in progress, at step %d of %d (%s); wait for it to finish (sluice cluster status shows it)",
-			name, cluster.ErrMigration, m.ID, m.Current+1, len(m.Steps), m.Steps[m.Current].State)
-	}
-	return nil
-}
-
-// sourcesLive fails unless every group that changes owner from owners to
-// next is owned now by a live host: only a live host releases its groups,
-// so a move from an unassigned group or a host that is gone would wait for
-// ever.
-func sourcesLive(name string, owners, next, live []string) error {
-	var unassigned []int
-	gone := map[string][]int{}
-	for g := range owners {
-		if owners[g] == next[g] {
-			continue
-		}
-		switch {
-		case owners[g] == "":
-			unassigned = append(unassigned, g)
-		case !slices.Contains(live, owners[g]):
-			gone[owners[g]] = append(gone[owners[g]], g)
-		}
-	}
-	if len(unassigned) > 0 {
-		return fmt.Errorf("%s: key groups %s are unassigned: a migration moves groups from a live host that releases them, and no host holds these", name, groupRanges(unassigned))
-	}
-	if len(gone) > 0 {
-		h := slices.Sorted(maps.Keys(gone))[0]
-		return fmt.Errorf("%s: key groups %s are owned by host %s, which is not live: only a live host can release its groups", name, groupRanges(gone[h]), h)
-	}
-	return nil
-}
-
-// start begins migration id to next (computed from the table by
-// plan), and prints it; with wait it then follows it to the end.
-func (c *clusterConn) start(ctx context.Context, w io.Writer, name, id string, timeout time.Duration, kn cluster.Knobs, wait bool,
-	plan func(a *cluster.Assignment, live []string) ([]string, error)) error {
+// start runs begin, which starts a migration (or finds nothing to
+// migrate), and prints it; with wait it then follows it to the end.
+func (c *clusterConn) start(ctx context.Context, w io.Writer, name string, timeout time.Duration, wait bool,
+	begin func(ctx context.Context) (*cluster.Assignment, error)) error {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	live, err := c.liveIDs(tctx)
+	got, err := begin(tctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	a, err := c.cluster.Assignment(tctx)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if err := idle(name, a); err != nil {
-		return err
-	}
-	next, err := plan(a, live)
-	if err != nil {
-		return err
-	}
-	if err := sourcesLive(name, a.Owners, next, live); err != nil {
-		return err
-	}
-	if slices.Equal(next, a.Owners) {
+	if got == nil {
 		_, err := fmt.Fprintf(w, "no key group changes owner: nothing to migrate\n")
 		return err
-	}
-	got, err := migrate.Start(tctx, c.cluster, id, next, kn, nil)
-	if err != nil {
-		if a2, rerr := c.cluster.Assignment(tctx); rerr == nil && a2.Migration != nil && a2.Migration.ID != id {
-			return idle(name, a2) // another migration began meanwhile
-		}
-		return fmt.Errorf("%s: %w", name, err)
 	}
 	m := got.Migration
 	moves := 0
@@ -646,7 +366,7 @@ func describeMoves(moves []cluster.Move) string {
 	parts := make([]string, len(order))
 	for i, p := range order {
 		gs := slices.Sorted(slices.Values(by[p]))
-		parts[i] = fmt.Sprintf("groups %s %s -> %s", groupRanges(gs), p.from, p.to)
+		parts[i] = fmt.Sprintf("groups %s %s -> %s", clusterctl.Ranges(gs), p.from, p.to)
 	}
 	return strings.Join(parts, "; ")
 }
@@ -740,17 +460,14 @@ step).`,
 			if err != nil {
 				return &usageError{name + ": " + err.Error()}
 			}
-			id := migrationID("move", time.Now())
-			return cc.start(cmd.Context(), cmd.OutOrStdout(), name, id, f.timeout, kn, k.wait, func(a *cluster.Assignment, live []string) ([]string, error) {
-				if !slices.Contains(live, to) {
-					return nil, fmt.Errorf("%s: --to %s: host %s is not live (live hosts: %s)", name, to, to, orNone(strings.Join(live, ", ")))
-				}
-				next := slices.Clone(a.Owners)
-				for _, g := range gs {
-					next[g] = to
-				}
-				return next, nil
+			id := clusterctl.MigrationID("move", time.Now())
+			err = cc.start(cmd.Context(), cmd.OutOrStdout(), name, f.timeout, k.wait, func(ctx context.Context) (*cluster.Assignment, error) {
+				return cc.admin.Move(ctx, id, gs, to, kn)
 			})
+			if re := (*clusterctl.RefusedError)(nil); errors.As(err, &re) && re.Field == "to" {
+				return fmt.Errorf("%s: --to %s: %w", name, to, re)
+			}
+			return err
 		},
 	}
 	f.register(cmd)
@@ -786,12 +503,9 @@ each step as it completes until the migration is over.`,
 				return err
 			}
 			defer cc.Close()
-			id := migrationID("rebalance", time.Now())
-			return cc.start(cmd.Context(), cmd.OutOrStdout(), name, id, f.timeout, kn, k.wait, func(a *cluster.Assignment, live []string) ([]string, error) {
-				if len(live) == 0 {
-					return nil, fmt.Errorf("%s: no host of pipeline %q is live", name, cc.name)
-				}
-				return cluster.Rebalance(a.Owners, live), nil
+			id := clusterctl.MigrationID("rebalance", time.Now())
+			return cc.start(cmd.Context(), cmd.OutOrStdout(), name, f.timeout, k.wait, func(ctx context.Context) (*cluster.Assignment, error) {
+				return cc.admin.Rebalance(ctx, id, kn)
 			})
 		},
 	}

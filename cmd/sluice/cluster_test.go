@@ -17,8 +17,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
+	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/checkpoint"
 	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/clusterctl"
 	"github.com/sluicehq/sluice/state"
 )
 
@@ -213,7 +215,7 @@ func TestClusterStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st clusterStatus
+	var st schema.ClusterStatus
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&st); err != nil {
@@ -240,8 +242,8 @@ func TestClusterStatus(t *testing.T) {
 		t.Errorf("status --json: unassigned %v %q", st.Unassigned, st.UnassignedRanges)
 	}
 	m := st.Migration
-	if m == nil || m.ID != "m1" || m.Step != 1 || m.Steps != 2 || m.State != cluster.StepPlanned || m.GroupsDone != 0 || m.GroupsTotal != 3 ||
-		len(m.Moves) != 2 || m.Moves[0].State != cluster.StepReleased || m.Moves[1].State != cluster.StepPlanned || !m.Moves[1].Replicated {
+	if m == nil || m.ID != "m1" || m.Step != 1 || m.Steps != 2 || m.State != string(cluster.StepPlanned) || m.GroupsDone != 0 || m.GroupsTotal != 3 ||
+		len(m.Moves) != 2 || m.Moves[0].State != string(cluster.StepReleased) || m.Moves[1].State != string(cluster.StepPlanned) || !m.Moves[1].Replicated {
 		t.Errorf("status --json: migration %+v", m)
 	}
 	if len(st.Checkpoints) != 1 || st.Checkpoints[0].Host != "h1" || st.Checkpoints[0].Count != 2 ||
@@ -485,8 +487,8 @@ func TestGroupRanges(t *testing.T) {
 		{[]int{4}, "4"},
 		{[]int{0, 1, 2, 5, 7, 8}, "0-2, 5, 7-8"},
 	} {
-		if got := groupRanges(c.in); got != c.want {
-			t.Errorf("groupRanges(%v) = %q, want %q", c.in, got, c.want)
+		if got := clusterctl.Ranges(c.in); got != c.want {
+			t.Errorf("Ranges(%v) = %q, want %q", c.in, got, c.want)
 		}
 	}
 	if got, err := parseGroups(" 8-11,3, 5,3", 16); err != nil || !slices.Equal(got, []int{3, 5, 8, 9, 10, 11}) {

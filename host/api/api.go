@@ -72,6 +72,20 @@ type Control interface {
 	SetWorkers(ctx context.Context, operator string, workers int) (schema.Workers, error)
 }
 
+// Cluster is what the cluster routes act on: the pipeline's cluster as
+// this host sees it (package clusterctl implements it). Its errors are
+// answered as Control's are: ErrNotFound 404, ErrRefused 422, ErrConflict
+// 409 (a migration in progress), anything else 500.
+type Cluster interface {
+	// Status returns the cluster's state, with this host's id.
+	Status(ctx context.Context) (schema.ClusterStatus, error)
+	// Move starts a migration that gives key groups to a live host.
+	Move(ctx context.Context, req schema.ClusterMoveRequest) (schema.ClusterStart, error)
+	// Rebalance starts a migration that spreads the key groups evenly
+	// over the live hosts.
+	Rebalance(ctx context.Context, req schema.ClusterRebalanceRequest) (schema.ClusterStart, error)
+}
+
 // Errors a Control wraps to choose the answer's status.
 var (
 	ErrNotFound = errors.New("not found")
@@ -97,6 +111,9 @@ type Options struct {
 	Control Control
 	// State serves GET /api/v1/state; nil leaves it out.
 	State StateReader
+	// Cluster serves the cluster routes; nil (a host that runs the whole
+	// pipeline itself) answers them 404, saying so.
+	Cluster Cluster
 	// Token is required by the POST routes; "" refuses every POST.
 	Token string
 	// AuthReads makes the GET routes require Token too, all but /healthz.
@@ -166,6 +183,14 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 //	POST /api/v1/operators/{name}/swap?file=F.wasm body: the module; swaps
 //	                                              it in at the next batch
 //	POST /api/v1/operators/{name}/rollback        back to the previous one
+//
+// and these, which without o.Cluster answer 404:
+//
+//	GET  /api/v1/cluster                          the cluster's hosts, key
+//	                                              groups and migration
+//	POST /api/v1/cluster/move                     body: groups, to, knobs;
+//	                                              starts a migration
+//	POST /api/v1/cluster/rebalance                body: knobs; starts one
 //
 // docs/api.md documents every route and the JSON of its answer, one type
 // of package schema each; Client reads them.
@@ -283,7 +308,86 @@ func newMux(o Options) (http.Handler, []string) {
 			answerAfterWait(w, r, v, err)
 		}))
 	}
+	serveCluster(mux, o, read)
 	return mux.ServeMux, mux.patterns
+}
+
+// maxClusterBody bounds the body of a cluster route: a list of key groups
+// and the planner's knobs.
+const maxClusterBody = 1 << 20
+
+// noCluster is the answer of a cluster route on a host that does not run
+// in cluster mode.
+const noCluster = "this host does not run in cluster mode: its pipeline has no cluster section, so it has no hosts, key groups to move or migrations (docs/cluster.md)"
+
+// serveCluster registers the cluster routes.
+func serveCluster(mux *patternMux, o Options, read func(http.HandlerFunc) http.Handler) {
+	c := o.Cluster
+	mux.Handle("GET /api/v1/cluster", read(func(w http.ResponseWriter, r *http.Request) {
+		if c == nil {
+			writeJSON(w, http.StatusNotFound, schema.Error{Error: noCluster})
+			return
+		}
+		v, err := c.Status(r.Context())
+		answer(w, v, err)
+	}))
+	mux.Handle("POST /api/v1/cluster/move", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
+		var req schema.ClusterMoveRequest
+		if !decodeBody(w, r, &req, c != nil) {
+			return
+		}
+		v, err := c.Move(r.Context(), req)
+		answer(w, v, err)
+	}))
+	mux.Handle("POST /api/v1/cluster/rebalance", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
+		var req schema.ClusterRebalanceRequest
+		if !decodeBody(w, r, &req, c != nil) {
+			return
+		}
+		v, err := c.Rebalance(r.Context(), req)
+		answer(w, v, err)
+	}))
+}
+
+// decodeBody reads r's JSON body into v, which keeps its zero value when
+// the body is empty, and reports whether it did; otherwise it has
+// answered: 404 when the host has no cluster (ok false), 400 for a body
+// that is not v's JSON (naming what is wrong), 413 for one past
+// maxClusterBody.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, ok bool) bool {
+	if !ok {
+		dropBody(w)
+		writeJSON(w, http.StatusNotFound, schema.Error{Error: noCluster})
+		return false
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxClusterBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		return true
+	case errors.As(err, &mbe):
+		dropBody(w)
+		writeJSON(w, http.StatusRequestEntityTooLarge, schema.Error{Error: fmt.Sprintf("the body is longer than %d bytes", maxClusterBody)})
+	default:
+		writeJSON(w, http.StatusBadRequest, schema.Error{Error: fmt.Sprintf("the body is not a %s: %v", bodyName(v), err)})
+	}
+	return false
+}
+
+// bodyName names the JSON document v decodes, for an error.
+func bodyName(v any) string {
+	switch v.(type) {
+	case *schema.ClusterMoveRequest:
+		return `move request ({"groups": [3, 5], "to": "HOST", "knobs": {...}})`
+	case *schema.ClusterRebalanceRequest:
+		return `rebalance request ({"knobs": {...}}, or nothing)`
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // patternMux is a ServeMux that lists the patterns it was given.

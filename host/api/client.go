@@ -106,6 +106,40 @@ func (c *Client) SetWorkers(ctx context.Context, operator string, workers int) (
 	return v, c.do(ctx, http.MethodPost, path, nil, &v)
 }
 
+// Cluster returns the state of the cluster the host runs in (GET
+// /api/v1/cluster); a host that does not run in cluster mode answers
+// ErrNotFound.
+func (c *Client) Cluster(ctx context.Context) (schema.ClusterStatus, error) {
+	var v schema.ClusterStatus
+	return v, c.do(ctx, http.MethodGet, "/api/v1/cluster", nil, &v)
+}
+
+// ClusterMove starts a migration that gives key groups to a live host
+// (POST /api/v1/cluster/move). It is refused (ErrRefused) for a host that
+// is not live, a group out of range or one no live host owns, and
+// (ErrConflict) while another migration is in progress.
+func (c *Client) ClusterMove(ctx context.Context, req schema.ClusterMoveRequest) (schema.ClusterStart, error) {
+	var v schema.ClusterStart
+	return v, c.doJSON(ctx, "/api/v1/cluster/move", req, &v)
+}
+
+// ClusterRebalance starts a migration that spreads the key groups evenly
+// over the live hosts (POST /api/v1/cluster/rebalance), refused as
+// ClusterMove is.
+func (c *Client) ClusterRebalance(ctx context.Context, req schema.ClusterRebalanceRequest) (schema.ClusterStart, error) {
+	var v schema.ClusterStart
+	return v, c.doJSON(ctx, "/api/v1/cluster/rebalance", req, &v)
+}
+
+// doJSON posts body as JSON to path and decodes the answer into out.
+func (c *Client) doJSON(ctx context.Context, path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("api: POST %s: %w", path, err)
+	}
+	return c.send(ctx, http.MethodPost, path, b, "application/json", out)
+}
+
 // State returns one page of committed state (GET /api/v1/state): q's
 // table, prefix, key group (when at least 0), limit (when above 0) and
 // after.
@@ -133,6 +167,11 @@ func (c *Client) State(ctx context.Context, q state.Query) (StatePage, error) {
 // do sends a request and decodes a 200 answer into out; any other answer
 // is a *StatusError.
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	return c.send(ctx, method, path, body, "application/wasm", out)
+}
+
+// send is do with the body's content type.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, contentType string, out any) error {
 	base := c.Addr
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
@@ -149,7 +188,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/wasm")
+		req.Header.Set("Content-Type", contentType)
 	}
 	hc := c.HTTP
 	if hc == nil {

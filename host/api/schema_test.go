@@ -112,6 +112,22 @@ func (c docControl) SetWorkers(context.Context, string, int) (schema.Workers, er
 	return c.workers, nil
 }
 
+// docCluster answers with fixed documents.
+type docCluster struct {
+	status schema.ClusterStatus
+	start  schema.ClusterStart
+}
+
+func (c docCluster) Status(context.Context) (schema.ClusterStatus, error) { return c.status, nil }
+
+func (c docCluster) Move(context.Context, schema.ClusterMoveRequest) (schema.ClusterStart, error) {
+	return c.start, nil
+}
+
+func (c docCluster) Rebalance(context.Context, schema.ClusterRebalanceRequest) (schema.ClusterStart, error) {
+	return c.start, nil
+}
+
 // docState answers every query with one page.
 type docState struct{ page state.Page }
 
@@ -124,6 +140,7 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 	status := filled[schema.Status](t)
 	decisions := filled[schema.Decisions](t)
 	ctl := docControl{plugins: filled[schema.Plugins](t), swap: filled[schema.SwapResult](t), workers: filled[schema.Workers](t)}
+	clu := docCluster{status: filled[schema.ClusterStatus](t), start: filled[schema.ClusterStart](t)}
 	page := state.Page{Entries: []state.Entry{
 		{Table: "accounts", Key: []byte("alice"), Value: []byte("10"), KeyGroup: 3},
 		{Table: "accounts", Key: []byte{0xff}, Value: []byte{0xfe}, KeyGroup: 4},
@@ -134,6 +151,7 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 		Decisions: func(string, int) (schema.Decisions, error) { return decisions, nil },
 		Control:   ctl,
 		State:     docState{page},
+		Cluster:   clu,
 		Token:     "tok",
 	}))
 	defer srv.Close()
@@ -171,6 +189,12 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 	check("POST /api/v1/operators/{name}/workers", ctl.workers, w, err)
 	sp, err := c.State(ctx, state.Query{KeyGroup: -1})
 	check("GET /api/v1/state", wantPage, sp, err)
+	cs, err := c.Cluster(ctx)
+	check("GET /api/v1/cluster", clu.status, cs, err)
+	st, err := c.ClusterMove(ctx, schema.ClusterMoveRequest{Groups: []int{3}, To: "h2"})
+	check("POST /api/v1/cluster/move", clu.start, st, err)
+	st, err = c.ClusterRebalance(ctx, schema.ClusterRebalanceRequest{})
+	check("POST /api/v1/cluster/rebalance", clu.start, st, err)
 }
 
 // TestClientErrors: an error answer is a *StatusError that matches the
@@ -298,6 +322,8 @@ func TestDocumentedShapes(t *testing.T) {
 		"GET /api/v1/operators/{name}/tpg":       filled[schema.TPG](t),
 		"POST /api/v1/operators/{name}/swap":     filled[schema.SwapResult](t),
 		"POST /api/v1/operators/{name}/workers":  filled[schema.Workers](t),
+		"GET /api/v1/cluster":                    filled[schema.ClusterStatus](t),
+		"POST /api/v1/cluster/move":              filled[schema.ClusterStart](t),
 	} {
 		_, sec, ok := strings.Cut(doc, "### `"+route+"`")
 		if !ok {

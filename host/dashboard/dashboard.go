@@ -1,8 +1,10 @@
 // Package dashboard serves the host's web dashboard: a page at "/" of the
 // HTTP API's address that draws the pipeline's graph with live rates,
 // charts of throughput and batch latency, a transactional operator's
-// outcomes, time per phase and the adaptive strategy's decisions, and the
-// plugin registry with swap and rollback.
+// outcomes, time per phase and the adaptive strategy's decisions, the
+// plugin registry with swap and rollback, and, on a host in cluster mode,
+// the cluster's hosts, key groups, migration and checkpoints with a
+// rebalance button.
 //
 // Decisions, and why:
 //

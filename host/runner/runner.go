@@ -251,6 +251,11 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		if err != nil {
 			return nil, err
 		}
+		clusterRoutes, err := h.clusterAPI()
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
 		c := p.HTTP
 		routes := api.NewHandler(api.Options{
 			Registry:     h.metrics.Registry,
@@ -260,6 +265,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 			TPG:          h.job.TPG,
 			Control:      control{h},
 			State:        h.store,
+			Cluster:      clusterRoutes,
 			Token:        h.token,
 			AuthReads:    c.Auth == pipeline.AuthAll,
 			MaxBodyBytes: int64(c.MaxBodyBytes),

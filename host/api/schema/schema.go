@@ -342,3 +342,145 @@ type Workers struct {
 type Error struct {
 	Error string `json:"error"`
 }
+
+// ClusterStatus is the answer of GET /api/v1/cluster and what `sluice
+// cluster status --json` prints: the hosts of a pipeline that runs on
+// several, the key groups each owns, the migration in progress and the
+// checkpoints.
+type ClusterStatus struct {
+	// Host is the id of the host that answered; omitted by the CLI, which
+	// reads the cluster from NATS, not from a host.
+	Host string `json:"host,omitempty"`
+	// Pipeline is the pipeline's name.
+	Pipeline string `json:"pipeline"`
+	// KeyGroups is its key group count.
+	KeyGroups int `json:"key_groups"`
+	// Revision is the assignment's revision in the bucket (0: none yet).
+	Revision uint64 `json:"revision"`
+	// LeaseSeconds is the cluster's lease: a host that has not renewed
+	// for this long is no longer live.
+	LeaseSeconds float64 `json:"lease_seconds"`
+	// Hosts are every host that has joined, live or not, by id.
+	Hosts []ClusterHost `json:"hosts"`
+	// Unassigned are the key groups no host owns, and UnassignedRanges
+	// the same as ranges.
+	Unassigned       []int  `json:"unassigned"`
+	UnassignedRanges string `json:"unassigned_ranges"`
+	// Migration is the migration in progress; null when none is.
+	Migration *ClusterMigration `json:"migration"`
+	// Checkpoints are the checkpoints in the pipeline's object store, by
+	// the host that wrote them, by host id.
+	Checkpoints []ClusterCheckpoints `json:"checkpoints"`
+}
+
+// ClusterHost is one host of a ClusterStatus.
+type ClusterHost struct {
+	// ID is the host's id.
+	ID string `json:"id"`
+	// Live reports whether the host holds a lease.
+	Live bool `json:"live"`
+	// Addr is the HTTP address a live host gave; omitted when none.
+	Addr string `json:"addr,omitempty"`
+	// Started is when a live host started; omitted when unknown.
+	Started time.Time `json:"started,omitzero"`
+	// LeaseAgeSeconds is how long ago a live host last renewed its lease;
+	// omitted for a host that is not live.
+	LeaseAgeSeconds *float64 `json:"lease_age_seconds,omitempty"`
+	// Groups is the number of key groups the host owns.
+	Groups int `json:"groups"`
+	// KeyGroups are those groups, and Ranges the same as "0-31, 64-95".
+	KeyGroups []int  `json:"key_groups"`
+	Ranges    string `json:"ranges"`
+}
+
+// ClusterMigration is the migration in progress of a ClusterStatus.
+type ClusterMigration struct {
+	// ID is the migration's id.
+	ID string `json:"id"`
+	// Step is the current step, from 1, of Steps.
+	Step  int `json:"step"`
+	Steps int `json:"steps"`
+	// State is the current step's state: planned, released or installed.
+	State string `json:"state"`
+	// Moves are the current step's moves, each with its state.
+	Moves []ClusterMove `json:"moves"`
+	// GroupsDone counts the groups the migration has installed, of
+	// GroupsTotal it moves.
+	GroupsDone  int `json:"groups_done"`
+	GroupsTotal int `json:"groups_total"`
+}
+
+// ClusterMove is one key group's move in a migration.
+type ClusterMove struct {
+	// Group is the key group.
+	Group int `json:"group"`
+	// From is the host that owns it before the move ("" if none), To the
+	// one after.
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Replicated marks a group whose destination may keep a warm copy of
+	// it ahead of the move.
+	Replicated bool `json:"replicated,omitempty"`
+	// State is how far the move has come: planned, released or installed.
+	State string `json:"state"`
+}
+
+// ClusterCheckpoints sums the key group checkpoints one host wrote.
+type ClusterCheckpoints struct {
+	// Host is the host that wrote them.
+	Host string `json:"host"`
+	// Count is the number of key groups, Bytes their size.
+	Count int   `json:"count"`
+	Bytes int64 `json:"bytes"`
+	// Newest is when the newest of them was put.
+	Newest time.Time `json:"newest"`
+}
+
+// ClusterKnobs are the migration planner's knobs in the body of POST
+// /api/v1/cluster/move and .../rebalance; each omitted one is its
+// default.
+type ClusterKnobs struct {
+	// Order is the order each source host's groups move in: keygroup (the
+	// default), reverse, random (drawn from Seed) or hottest.
+	Order string `json:"order,omitempty"`
+	// Batch is the number of key groups each source host moves per step;
+	// 0 moves them all in one step.
+	Batch int `json:"batch,omitempty"`
+	// Global makes Batch count a step's groups over all source hosts.
+	Global bool `json:"global,omitempty"`
+	// Replicate marks the moves of the groups g with g % Replicate == 0
+	// replicated (1: all, 2: half, 0: none).
+	Replicate int `json:"replicate,omitempty"`
+	// Seed draws the order of Order random.
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// ClusterMoveRequest is the body of POST /api/v1/cluster/move: give the
+// key groups Groups to the live host To, planned by Knobs.
+type ClusterMoveRequest struct {
+	Groups []int        `json:"groups"`
+	To     string       `json:"to"`
+	Knobs  ClusterKnobs `json:"knobs,omitzero"`
+}
+
+// ClusterRebalanceRequest is the body of POST /api/v1/cluster/rebalance:
+// spread the key groups evenly over the live hosts, planned by Knobs. An
+// empty body takes every knob's default.
+type ClusterRebalanceRequest struct {
+	Knobs ClusterKnobs `json:"knobs,omitzero"`
+}
+
+// ClusterStart is the answer of POST /api/v1/cluster/move and
+// .../rebalance: the migration started, or null when no key group changes
+// owner, and the assignment's revision after it.
+type ClusterStart struct {
+	Migration *ClusterPlan `json:"migration"`
+	Revision  uint64       `json:"revision"`
+}
+
+// ClusterPlan is a migration as planned: its id and its steps, each the
+// moves it makes.
+type ClusterPlan struct {
+	ID    string          `json:"id"`
+	Steps [][]ClusterMove `json:"steps"`
+}

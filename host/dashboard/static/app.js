@@ -28,6 +28,7 @@
     graphKey: "",
     wantToken: null, // resolves when a token is entered
     swapResults: {}, // the last swap's or rollback's answer per operator
+    cluster: null, // GET /api/v1/cluster's first answer; null when the host runs in no cluster
   };
 
   // h makes an element: h("div", {class: "x"}, "text", child...). Text is
@@ -341,6 +342,7 @@
     ]);
     const el = h("div", {},
       h("h1", {}, "Overview"),
+      h("div", { class: "panel", id: "cluster-link", hidden: true }),
       h("div", { class: "cards" }, card("records in", "t-in"), card("records out", "t-out"), card("dead letters", "t-dead"),
         card("batches", "t-batches"), card("uptime", "t-uptime"), card("version", "t-version")),
       h("div", { class: "panel" }, h("div", { class: "muted" }, "Pipeline (records per second on each edge; click an operator)"), graphBox),
@@ -691,6 +693,133 @@
     };
   }
 
+  // --- cluster ---------------------------------------------------------------
+
+  // HOST_COLOURS colour the hosts of a cluster, in id order.
+  const HOST_COLOURS = ["#2f6fde", "#2f9e62", "#d98e04", "#8e6bd8", "#d64545", "#0f9fb0", "#b5568f", "#6b7d2f"];
+
+  // clusterPage shows the cluster the host runs in, from GET
+  // /api/v1/cluster read every second: its hosts, the key groups each
+  // owns, the migration in progress and the checkpoints; and a button that
+  // starts a rebalance, which needs the token.
+  function clusterPage() {
+    const info = h("div", { class: "muted", id: "cl-info" }, "reading the cluster…");
+    const hosts = h("tbody", { id: "cl-hosts" });
+    const grid = h("div", { class: "kg-grid", id: "cl-groups" });
+    const legend = h("div", { class: "legend", id: "cl-legend" });
+    const mig = h("div", { id: "cl-migration" });
+    const ckpts = h("tbody", { id: "cl-checkpoints" });
+    const result = h("div", { class: "result", id: "rebalance-result" });
+    const batch = h("input", { type: "number", min: "0", value: "8", id: "rebalance-batch", style: "width: 5em" });
+    const rebalance = async () => {
+      result.className = "result"; result.textContent = "starting a rebalance…";
+      const r = await api("api/v1/cluster/rebalance", { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ knobs: { batch: Math.max(0, parseInt(batch.value, 10) || 0) } }) });
+      if (!r.ok) {
+        result.className = "result err";
+        result.textContent = "rebalance refused (" + r.status + "): " + ((r.body && r.body.error) || "");
+        return;
+      }
+      result.className = "result ok";
+      const m = r.body.migration;
+      result.textContent = m ? "started migration " + m.id + ": " + m.steps.reduce((n, s) => n + s.length, 0) + " key groups in " + m.steps.length + " steps"
+        : "the key groups are balanced already: nothing to migrate";
+      load();
+    };
+    const body = h("div", {},
+      h("div", { class: "cards" }, card("hosts live", "cl-live"), card("key groups", "cl-count"), card("unassigned", "cl-unassigned"), card("assignment revision", "cl-revision")),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Hosts"),
+        h("table", {}, h("thead", {}, h("tr", {}, ...["host", "live", "lease age", "address", "groups", "key groups"].map((x, i) => h("th", { class: i === 4 ? "num" : undefined }, x)))), hosts)),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Key groups by owner (outlined: moving in the current step)"), legend, grid),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Migration"), mig,
+        h("p", { class: "muted" }, "A rebalance leaves every live host within one key group of the others, moving the fewest; it needs the host's API token (enter it above)."),
+        h("div", {}, "groups per step ", batch, " ", h("button", { class: "primary", id: "rebalance", onclick: rebalance }, "Rebalance")), result),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Checkpoints by the host that wrote them"),
+        h("table", {}, h("thead", {}, h("tr", {}, ...["host", "key groups", "bytes", "newest"].map((x, i) => h("th", { class: i === 1 || i === 2 ? "num" : undefined }, x)))), ckpts)));
+    body.hidden = true;
+    const el = h("div", {}, h("h1", {}, "Cluster"), info, body);
+    const show = (c) => {
+      const colour = {};
+      c.hosts.forEach((x, i) => { colour[x.id] = HOST_COLOURS[i % HOST_COLOURS.length]; });
+      const owner = new Array(c.key_groups).fill("");
+      for (const x of c.hosts) for (const g of x.key_groups) owner[g] = x.id;
+      const moving = {};
+      for (const mv of (c.migration && c.migration.moves) || []) moving[mv.group] = mv;
+      info.textContent = "Pipeline " + c.pipeline + " on " + c.hosts.length + " hosts; this page is served by host " + (c.host || "–") +
+        ". A host that has not renewed its lease for " + fmtSeconds(c.lease_seconds) + " is gone.";
+      set("cl-live", String(c.hosts.filter((x) => x.live).length) + " of " + c.hosts.length);
+      set("cl-count", fmt(c.key_groups));
+      set("cl-unassigned", c.unassigned.length ? c.unassigned_ranges : "none");
+      set("cl-revision", String(c.revision));
+      hosts.replaceChildren(...c.hosts.map((x) => h("tr", { "data-host": x.id },
+        h("td", {}, h("i", { class: "swatch", style: "background:" + colour[x.id] }), x.id, x.id === c.host ? " (this host)" : ""),
+        h("td", {}, x.live ? "live" : "gone"), h("td", { class: "num" }, x.live ? fmtSeconds(x.lease_age_seconds) : "–"),
+        h("td", { class: "mono" }, x.addr || "–"), h("td", { class: "num" }, String(x.groups)), h("td", { class: "mono" }, x.ranges || "none"))));
+      legend.replaceChildren(...c.hosts.map((x) => h("span", {}, h("i", { style: "background:" + colour[x.id] }), x.id)),
+        h("span", {}, h("i", { style: "background:#e4e7ec" }), "unassigned"));
+      grid.replaceChildren(...owner.map((o, g) => h("span", {
+        class: "kg" + (moving[g] ? " moving" : ""), "data-group": String(g), "data-owner": o,
+        style: "background:" + (o ? colour[o] : "#e4e7ec"),
+        title: "key group " + g + ": " + (o || "unassigned") + (moving[g] ? " (moving to " + moving[g].to + ", " + moving[g].state + ")" : ""),
+      }, String(g))));
+      const m = c.migration;
+      if (!m) mig.replaceChildren(h("div", { id: "cl-migration-state" }, "None in progress."));
+      else mig.replaceChildren(
+        h("div", { id: "cl-migration-state" }, "Migration ", h("code", {}, m.id), ": step " + m.step + " of " + m.steps + ", " + m.state + "; " + m.groups_done + " of " + m.groups_total + " key groups moved"),
+        h("div", { class: "bar" }, h("span", { style: "width:" + (m.groups_total ? 100 * m.groups_done / m.groups_total : 0) + "%; background: var(--ok)" })),
+        h("table", {}, h("thead", {}, h("tr", {}, ...["key group", "from", "to", "state"].map((x) => h("th", {}, x)))),
+          h("tbody", { id: "cl-moves" }, ...m.moves.map((mv) => h("tr", {}, h("td", {}, String(mv.group)), h("td", {}, mv.from || "none"), h("td", {}, mv.to),
+            h("td", {}, mv.state + (mv.replicated ? " (replicated)" : "")))))));
+      ckpts.replaceChildren(...(c.checkpoints.length ? c.checkpoints.map((x) => h("tr", {}, h("td", {}, x.host || "–"), h("td", { class: "num" }, fmt(x.count)),
+        h("td", { class: "num" }, fmt(x.bytes)), h("td", {}, new Date(x.newest).toLocaleString()))) : [h("tr", {}, h("td", { colspan: "4", class: "muted" }, "none yet"))]));
+    };
+    let timer = null, stopped = false;
+    const load = async () => {
+      let r;
+      try { r = await api("api/v1/cluster"); } catch (e) { info.textContent = "reading the cluster failed: " + e.message; return; }
+      if (stopped) return;
+      if (r.status === 404) {
+        body.hidden = true;
+        info.className = "unavailable panel";
+        info.textContent = (r.body && r.body.error) || "This host does not run in cluster mode.";
+        return;
+      }
+      if (!r.ok) {
+        info.textContent = r.status === 401 ? "The host needs its API token to show the cluster (http.auth: all)." : "Reading the cluster failed: " + ((r.body && r.body.error) || r.status);
+        return;
+      }
+      info.className = "muted";
+      body.hidden = false;
+      show(r.body);
+      el.dataset.revision = String(r.body.revision);
+    };
+    load();
+    timer = setInterval(load, 1000);
+    return { el, leave() { stopped = true; clearInterval(timer); } };
+  }
+
+  // detectCluster shows the Cluster page's link, and the overview's, when
+  // the host runs in cluster mode.
+  async function detectCluster() {
+    try {
+      const r = await api("api/v1/cluster");
+      state.cluster = r.ok ? r.body : null;
+    } catch (e) {
+      state.cluster = null;
+    }
+    document.querySelector('nav a[data-page="cluster"]').hidden = !state.cluster;
+    clusterLink();
+  }
+
+  // clusterLink fills the overview's line about the cluster.
+  function clusterLink() {
+    const box = document.getElementById("cluster-link");
+    if (!box) return;
+    const c = state.cluster;
+    box.hidden = !c;
+    if (c) box.replaceChildren("This host (", c.host, ") runs the pipeline with " + (c.hosts.length - 1) + " other hosts: ", h("a", { href: "#/cluster" }, "see the cluster"), ".");
+  }
+
   function unavailable(title, what) {
     return { el: h("div", {}, h("h1", {}, title), h("div", { class: "unavailable panel" }, "Not available in this version: " + what)) };
   }
@@ -707,7 +836,7 @@
       case "operator": page = operatorPage(parts[1] || ""); break;
       case "plugins": page = pluginsPage(); break;
       case "windows": page = windowsPage(); break;
-      case "cluster": page = unavailable("Cluster", "the host runs on one machine; hosts, key groups per host and migrations will show here once pipelines scale out."); break;
+      case "cluster": page = clusterPage(); break;
       case "doctor": page = unavailable("Doctor", "the control plane's findings and decisions will show here once it exists."); break;
       default: page = unavailable("Not found", "no page " + name + ".");
     }
@@ -717,6 +846,7 @@
     document.body.dataset.page = name;
     for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === name);
     document.getElementById("page").replaceChildren(page.el);
+    clusterLink();
     if (state.last && page.update) page.update(state.last);
   }
 
@@ -730,11 +860,13 @@
     else sessionStorage.removeItem(TOKEN_KEY);
     if (state.wantToken) { state.wantToken(); state.wantToken = null; }
     if (state.page && state.page.name === "plugins") route();
+    if (!state.cluster) detectCluster();
   });
   if (state.token) document.getElementById("token").placeholder = "token set";
   window.addEventListener("hashchange", route);
   setInterval(() => { if (state.page && state.page.name === "overview") set("t-uptime", fmtDuration(Date.now() - state.started)); }, 1000);
   setConn("connecting…");
   route();
+  detectCluster();
   stream();
 })();

@@ -1,0 +1,147 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sluicehq/sluice/host/api/schema"
+)
+
+// fakeCluster records the requests of the cluster routes.
+type fakeCluster struct {
+	moves      []schema.ClusterMoveRequest
+	rebalances []schema.ClusterRebalanceRequest
+	err        error
+}
+
+func (f *fakeCluster) Status(context.Context) (schema.ClusterStatus, error) {
+	return schema.ClusterStatus{Host: "h1", Pipeline: "p", KeyGroups: 4}, f.err
+}
+
+func (f *fakeCluster) Move(_ context.Context, req schema.ClusterMoveRequest) (schema.ClusterStart, error) {
+	f.moves = append(f.moves, req)
+	return schema.ClusterStart{Migration: &schema.ClusterPlan{ID: "m1"}, Revision: 2}, f.err
+}
+
+func (f *fakeCluster) Rebalance(_ context.Context, req schema.ClusterRebalanceRequest) (schema.ClusterStart, error) {
+	f.rebalances = append(f.rebalances, req)
+	return schema.ClusterStart{Revision: 2}, f.err
+}
+
+// post sends body to path on srv with token, and returns the status and
+// the answer's error message ("" for an answer that is not an error).
+func post(t *testing.T, srv *httptest.Server, path, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e schema.Error
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+		return resp.StatusCode, ""
+	}
+	return resp.StatusCode, e.Error
+}
+
+// TestClusterRoutesWithoutCluster: a host that does not run in cluster
+// mode answers every cluster route 404, saying so.
+func TestClusterRoutesWithoutCluster(t *testing.T) {
+	srv := httptest.NewServer(NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} }, Token: "tok"}))
+	defer srv.Close()
+	c := &Client{Addr: srv.URL, Token: "tok"}
+	ctx := context.Background()
+	_, err := c.Cluster(ctx)
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "does not run in cluster mode") {
+		t.Errorf("GET /api/v1/cluster: %v, want a 404 saying the host does not run in cluster mode", err)
+	}
+	if _, err := c.ClusterMove(ctx, schema.ClusterMoveRequest{Groups: []int{1}, To: "h2"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("POST /api/v1/cluster/move: %v, want a 404", err)
+	}
+	if _, err := c.ClusterRebalance(ctx, schema.ClusterRebalanceRequest{}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("POST /api/v1/cluster/rebalance: %v, want a 404", err)
+	}
+}
+
+// TestClusterRoutes: the cluster routes pass their bodies on, need the
+// token to change anything, refuse a body that is not the route's JSON
+// by what is wrong, and answer the provider's errors by their sentinel.
+func TestClusterRoutes(t *testing.T) {
+	f := &fakeCluster{}
+	srv := httptest.NewServer(NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} }, Cluster: f, Token: "tok"}))
+	defer srv.Close()
+	c := &Client{Addr: srv.URL, Token: "tok"}
+	ctx := context.Background()
+
+	st, err := c.Cluster(ctx)
+	if err != nil || st.Host != "h1" || st.Pipeline != "p" {
+		t.Errorf("status: %+v, %v", st, err)
+	}
+	req := schema.ClusterMoveRequest{Groups: []int{3, 5}, To: "h2", Knobs: schema.ClusterKnobs{Order: "reverse", Batch: 1, Replicate: 2}}
+	got, err := c.ClusterMove(ctx, req)
+	if err != nil || got.Migration == nil || got.Migration.ID != "m1" {
+		t.Errorf("move: %+v, %v", got, err)
+	}
+	if len(f.moves) != 1 || !reflect.DeepEqual(f.moves[0], req) {
+		t.Errorf("the provider got moves %+v, want %+v", f.moves, req)
+	}
+	// An empty body is every knob's default.
+	if code, body := post(t, srv, "/api/v1/cluster/rebalance", "tok", ""); code != http.StatusOK {
+		t.Errorf("rebalance with no body: %d %s", code, body)
+	}
+	if len(f.rebalances) != 1 || f.rebalances[0] != (schema.ClusterRebalanceRequest{}) {
+		t.Errorf("the provider got rebalances %+v", f.rebalances)
+	}
+
+	for _, c := range []struct {
+		path, token, body string
+		code              int
+		want              string
+	}{
+		{"/api/v1/cluster/move", "", `{"groups":[1],"to":"h2"}`, 401, "needs the host's token"},
+		{"/api/v1/cluster/rebalance", "wrong", ``, 401, "needs the host's token"},
+		{"/api/v1/cluster/move", "tok", `{"groups":[1],"host":"h2"}`, 400, `unknown field "host"`},
+		{"/api/v1/cluster/move", "tok", `{"groups":"1-3"}`, 400, "move request"},
+		{"/api/v1/cluster/rebalance", "tok", `{"knobs":{"batch":2}} {}`, 400, "more than one JSON value"},
+		{"/api/v1/cluster/rebalance", "tok", `{"knobs":{"bacth":2}}`, 400, `unknown field "bacth"`},
+		{"/api/v1/cluster/rebalance", "tok", `{"knobs":` + strings.Repeat(" ", maxClusterBody) + `{}}`, 413, "longer than"},
+	} {
+		code, body := post(t, srv, c.path, c.token, c.body)
+		if code != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("POST %s %.40q with token %q: %d %s, want %d saying %q", c.path, c.body, c.token, code, body, c.code, c.want)
+		}
+	}
+	if len(f.moves) != 1 || len(f.rebalances) != 1 {
+		t.Errorf("refused requests reached the provider: moves %+v, rebalances %+v", f.moves, f.rebalances)
+	}
+
+	for _, e := range []struct {
+		err      error
+		sentinel error
+	}{
+		{fmt.Errorf("host h9 is not live: %w", ErrRefused), ErrRefused},
+		{fmt.Errorf("migration m1 is in progress: %w", ErrConflict), ErrConflict},
+	} {
+		f.err = e.err
+		if _, err := c.ClusterRebalance(ctx, schema.ClusterRebalanceRequest{}); !errors.Is(err, e.sentinel) || !strings.Contains(err.Error(), e.err.Error()) {
+			t.Errorf("rebalance failing with %v: %v", e.err, err)
+		}
+	}
+}

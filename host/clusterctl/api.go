@@ -1,0 +1,87 @@
+package clusterctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/host/api"
+	"github.com/sluicehq/sluice/host/api/schema"
+	"github.com/sluicehq/sluice/host/cluster"
+)
+
+// API serves the cluster routes of a host's HTTP API (it is an
+// api.Cluster): the status of Admin's cluster with the id of the host that
+// answers, and the migrations Move and Rebalance start, their refusals
+// marked for the API's statuses.
+type API struct {
+	// Host is the id of the host that serves the API.
+	Host string
+	// Admin is the host's view of its pipeline's cluster.
+	Admin *Admin
+}
+
+// Status returns the cluster's state, with p.Host.
+func (p API) Status(ctx context.Context) (schema.ClusterStatus, error) {
+	st, err := p.Admin.Status(ctx, time.Now())
+	if err != nil {
+		return schema.ClusterStatus{}, fmt.Errorf("cluster status: %w", err)
+	}
+	st.Host = p.Host
+	return *st, nil
+}
+
+// Move starts a migration that gives req.Groups to req.To.
+func (p API) Move(ctx context.Context, req schema.ClusterMoveRequest) (schema.ClusterStart, error) {
+	kn, err := Knobs(req.Knobs)
+	if err != nil {
+		return schema.ClusterStart{}, apiError("cluster move", err)
+	}
+	a, err := p.Admin.Move(ctx, MigrationID("move", time.Now()), req.Groups, req.To, kn)
+	return started(ctx, p.Admin, a, apiError("cluster move", err))
+}
+
+// Rebalance starts a migration that spreads the key groups evenly over
+// the live hosts.
+func (p API) Rebalance(ctx context.Context, req schema.ClusterRebalanceRequest) (schema.ClusterStart, error) {
+	kn, err := Knobs(req.Knobs)
+	if err != nil {
+		return schema.ClusterStart{}, apiError("cluster rebalance", err)
+	}
+	a, err := p.Admin.Rebalance(ctx, MigrationID("rebalance", time.Now()), kn)
+	return started(ctx, p.Admin, a, apiError("cluster rebalance", err))
+}
+
+// started is the answer of a move or rebalance that returned a and err:
+// the migration it started, or none and the current revision.
+func started(ctx context.Context, ad *Admin, a *cluster.Assignment, err error) (schema.ClusterStart, error) {
+	if err != nil {
+		return schema.ClusterStart{}, err
+	}
+	if a == nil {
+		cur, err := ad.Cluster.Assignment(ctx)
+		if err != nil {
+			return schema.ClusterStart{}, err
+		}
+		return schema.ClusterStart{Revision: cur.Revision}, nil
+	}
+	return schema.ClusterStart{Migration: Plan(a), Revision: a.Revision}, nil
+}
+
+// apiError marks err for the API's status: a refusal or bad knobs
+// api.ErrRefused, a migration in progress api.ErrConflict.
+func apiError(name string, err error) error {
+	var re *RefusedError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &re) && re.Field != "":
+		return fmt.Errorf("%s: %w: %s: %w", name, api.ErrRefused, re.Field, err)
+	case errors.As(err, &re), errors.Is(err, cluster.ErrBadPlan):
+		return fmt.Errorf("%s: %w: %w", name, api.ErrRefused, err)
+	case errors.Is(err, cluster.ErrMigration):
+		return fmt.Errorf("%s: %w: %w", name, api.ErrConflict, err)
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
