@@ -92,6 +92,7 @@ type Bucket struct {
 	recovered bool          // known was filled from List
 
 	puts, putBytes            atomic.Int64
+	amends, amendBytes        atomic.Int64
 	gets, getBytes            atomic.Int64
 	prefetches, prefetchBytes atomic.Int64
 	replicaHits               atomic.Int64
@@ -114,6 +115,8 @@ const (
 	metaGeneration = "sluice-generation"
 	metaHost       = "sluice-host"
 	metaContent    = "sluice-content-sha256"
+	metaExport     = "sluice-export-sha256" // of the export alone, for Amend
+	metaAmended    = "sluice-amended-meta"  // Amend's metadata, base64
 )
 
 // BucketName returns the name of the object store bucket of pipeline's
@@ -228,6 +231,9 @@ type Info struct {
 // NATS's framing.
 type Stats struct {
 	Puts, PutBytes int64 // checkpoints put
+	// Amends and AmendBytes are Amend calls that replaced a checkpoint's
+	// metadata only, and the bytes of that metadata.
+	Amends, AmendBytes int64
 	// Gets and GetBytes are checkpoints fetched when they were needed:
 	// by Get, Load, and Replica.Install when its copy was missing or old.
 	Gets, GetBytes int64
@@ -243,6 +249,7 @@ type Stats struct {
 func (b *Bucket) Stats() Stats {
 	return Stats{
 		Puts: b.puts.Load(), PutBytes: b.putBytes.Load(),
+		Amends: b.amends.Load(), AmendBytes: b.amendBytes.Load(),
 		Gets: b.gets.Load(), GetBytes: b.getBytes.Load(),
 		Prefetches: b.prefetches.Load(), PrefetchBytes: b.prefetchBytes.Load(),
 		ReplicaHits: b.replicaHits.Load(),
@@ -273,6 +280,7 @@ func (b *Bucket) put(ctx context.Context, g Group) (int64, error) {
 	}
 	env := encode(g)
 	content := contentSum(g.Meta, g.Data)
+	export := sha256.Sum256(g.Data)
 	_, err = b.obs.Put(ctx, jetstream.ObjectMeta{
 		Name: obj,
 		Metadata: map[string]string{
@@ -281,6 +289,7 @@ func (b *Bucket) put(ctx context.Context, g Group) (int64, error) {
 			metaGeneration: strconv.FormatUint(g.Generation, 10),
 			metaHost:       g.Host,
 			metaContent:    hex.EncodeToString(content[:]),
+			metaExport:     hex.EncodeToString(export[:]),
 		},
 	}, bytes.NewReader(env))
 	if err != nil {
@@ -345,6 +354,9 @@ func (b *Bucket) fetch(ctx context.Context, kg int) (*fetched, string, error) {
 	if f.KeyGroup != kg {
 		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Kind: ErrForeign,
 			Fault: fmt.Sprintf("it holds key group %d", f.KeyGroup)}
+	}
+	if f, err = b.amended(info, f); err != nil {
+		return nil, "", err
 	}
 	return f, info.Digest, nil
 }
