@@ -323,11 +323,33 @@ type fetched struct {
 	env    []byte
 }
 
+// fetchStall bounds one download of an object: a download whose object is
+// replaced meanwhile (its chunks purged by the Put that replaced it)
+// waits for chunks that never come, so after fetchStall the object is
+// looked up again and, if it was replaced, downloaded again.
+const fetchStall = 10 * time.Second
+
 // fetch downloads and decodes kg's object; it returns the object's NATS
 // digest too. It counts nothing.
 func (b *Bucket) fetch(ctx context.Context, kg int) (*fetched, string, error) {
+	for {
+		f, digest, err := b.fetchOnce(ctx, kg)
+		if !errors.Is(err, errReplaced) {
+			return f, digest, err
+		}
+	}
+}
+
+// errReplaced is fetchOnce's error for an object replaced while it was
+// being downloaded.
+var errReplaced = errors.New("replaced during the download")
+
+// fetchOnce is one download of fetch.
+func (b *Bucket) fetchOnce(ctx context.Context, kg int) (*fetched, string, error) {
 	obj := ObjectName(kg)
-	res, err := b.obs.Get(ctx, obj)
+	dctx, cancel := context.WithTimeout(ctx, fetchStall)
+	defer cancel()
+	res, err := b.obs.Get(dctx, obj)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Fault: "not found", Kind: ErrNotFound, Cause: err}
 	}
@@ -337,6 +359,14 @@ func (b *Bucket) fetch(ctx context.Context, kg int) (*fetched, string, error) {
 	var buf bytes.Buffer
 	_, err = buf.ReadFrom(res)
 	_ = res.Close()
+	if err != nil && dctx.Err() != nil && ctx.Err() == nil {
+		// Stalled: was the object replaced under the download?
+		was, ierr := res.Info()
+		now, nerr := b.obs.GetInfo(ctx, obj)
+		if ierr == nil && (errors.Is(nerr, jetstream.ErrObjectNotFound) || nerr == nil && now.NUID != was.NUID) {
+			return nil, "", errReplaced
+		}
+	}
 	if errors.Is(err, jetstream.ErrDigestMismatch) {
 		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Fault: "its chunks do not match its digest", Kind: ErrCorrupt, Cause: err}
 	}

@@ -3,6 +3,7 @@ package migrate_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -53,7 +54,7 @@ func TestMigrationWithReplicationLosesNothing(t *testing.T) {
 			waitFor(t, migrationOver(ctx, a))
 			publish(t, ctx, in, keys[300:400], 300)
 			rest := cluster.Knobs{Order: cluster.OrderKeyGroup, Replicate: replicate}
-			if _, err := migrate.Start(ctx, b.mig.Cluster, "rest", slicesRepeat("b", groups), rest, nil); err != nil {
+			if _, err := migrate.Start(ctx, b.mig.Cluster, "rest", slices.Repeat([]string{"b"}, groups), rest, nil); err != nil {
 				t.Fatal(err)
 			}
 			publish(t, ctx, in, keys[400:500], 400) // while groups move
@@ -69,14 +70,6 @@ func TestMigrationWithReplicationLosesNothing(t *testing.T) {
 			}
 		})
 	}
-}
-
-func slicesRepeat(s string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = s
-	}
-	return out
 }
 
 // TestReplicationCutsBytesAtTheMove moves every key group from host a to
@@ -136,7 +129,7 @@ func TestReplicationCutsBytesAtTheMove(t *testing.T) {
 			}
 
 			knobs := cluster.Knobs{Order: cluster.OrderKeyGroup, Batch: 2, Replicate: replicate}
-			if _, err := migrate.Start(ctx, a.mig.Cluster, "all", slicesRepeat("b", groups), knobs, nil); err != nil {
+			if _, err := migrate.Start(ctx, a.mig.Cluster, "all", slices.Repeat([]string{"b"}, groups), knobs, nil); err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, migrationOver(ctx, a))
