@@ -92,6 +92,7 @@ type Bucket struct {
 	recovered bool          // known was filled from List
 
 	puts, putBytes            atomic.Int64
+	amends, amendBytes        atomic.Int64
 	gets, getBytes            atomic.Int64
 	prefetches, prefetchBytes atomic.Int64
 	replicaHits               atomic.Int64
@@ -114,6 +115,8 @@ const (
 	metaGeneration = "sluice-generation"
 	metaHost       = "sluice-host"
 	metaContent    = "sluice-content-sha256"
+	metaExport     = "sluice-export-sha256" // of the export alone, for Amend
+	metaAmended    = "sluice-amended-meta"  // Amend's metadata, base64
 )
 
 // BucketName returns the name of the object store bucket of pipeline's
@@ -228,6 +231,9 @@ type Info struct {
 // NATS's framing.
 type Stats struct {
 	Puts, PutBytes int64 // checkpoints put
+	// Amends and AmendBytes are Amend calls that replaced a checkpoint's
+	// metadata only, and the bytes of that metadata.
+	Amends, AmendBytes int64
 	// Gets and GetBytes are checkpoints fetched when they were needed:
 	// by Get, Load, and Replica.Install when its copy was missing or old.
 	Gets, GetBytes int64
@@ -243,6 +249,7 @@ type Stats struct {
 func (b *Bucket) Stats() Stats {
 	return Stats{
 		Puts: b.puts.Load(), PutBytes: b.putBytes.Load(),
+		Amends: b.amends.Load(), AmendBytes: b.amendBytes.Load(),
 		Gets: b.gets.Load(), GetBytes: b.getBytes.Load(),
 		Prefetches: b.prefetches.Load(), PrefetchBytes: b.prefetchBytes.Load(),
 		ReplicaHits: b.replicaHits.Load(),
@@ -273,6 +280,7 @@ func (b *Bucket) put(ctx context.Context, g Group) (int64, error) {
 	}
 	env := encode(g)
 	content := contentSum(g.Meta, g.Data)
+	export := sha256.Sum256(g.Data)
 	_, err = b.obs.Put(ctx, jetstream.ObjectMeta{
 		Name: obj,
 		Metadata: map[string]string{
@@ -281,6 +289,7 @@ func (b *Bucket) put(ctx context.Context, g Group) (int64, error) {
 			metaGeneration: strconv.FormatUint(g.Generation, 10),
 			metaHost:       g.Host,
 			metaContent:    hex.EncodeToString(content[:]),
+			metaExport:     hex.EncodeToString(export[:]),
 		},
 	}, bytes.NewReader(env))
 	if err != nil {
@@ -314,11 +323,33 @@ type fetched struct {
 	env    []byte
 }
 
+// fetchStall bounds one download of an object: a download whose object is
+// replaced meanwhile (its chunks purged by the Put that replaced it)
+// waits for chunks that never come, so after fetchStall the object is
+// looked up again and, if it was replaced, downloaded again.
+const fetchStall = 10 * time.Second
+
 // fetch downloads and decodes kg's object; it returns the object's NATS
 // digest too. It counts nothing.
 func (b *Bucket) fetch(ctx context.Context, kg int) (*fetched, string, error) {
+	for {
+		f, digest, err := b.fetchOnce(ctx, kg)
+		if !errors.Is(err, errReplaced) {
+			return f, digest, err
+		}
+	}
+}
+
+// errReplaced is fetchOnce's error for an object replaced while it was
+// being downloaded.
+var errReplaced = errors.New("replaced during the download")
+
+// fetchOnce is one download of fetch.
+func (b *Bucket) fetchOnce(ctx context.Context, kg int) (*fetched, string, error) {
 	obj := ObjectName(kg)
-	res, err := b.obs.Get(ctx, obj)
+	dctx, cancel := context.WithTimeout(ctx, fetchStall)
+	defer cancel()
+	res, err := b.obs.Get(dctx, obj)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Fault: "not found", Kind: ErrNotFound, Cause: err}
 	}
@@ -328,6 +359,14 @@ func (b *Bucket) fetch(ctx context.Context, kg int) (*fetched, string, error) {
 	var buf bytes.Buffer
 	_, err = buf.ReadFrom(res)
 	_ = res.Close()
+	if err != nil && dctx.Err() != nil && ctx.Err() == nil {
+		// Stalled: was the object replaced under the download?
+		was, ierr := res.Info()
+		now, nerr := b.obs.GetInfo(ctx, obj)
+		if ierr == nil && (errors.Is(nerr, jetstream.ErrObjectNotFound) || nerr == nil && now.NUID != was.NUID) {
+			return nil, "", errReplaced
+		}
+	}
 	if errors.Is(err, jetstream.ErrDigestMismatch) {
 		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Fault: "its chunks do not match its digest", Kind: ErrCorrupt, Cause: err}
 	}
@@ -345,6 +384,9 @@ func (b *Bucket) fetch(ctx context.Context, kg int) (*fetched, string, error) {
 	if f.KeyGroup != kg {
 		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Kind: ErrForeign,
 			Fault: fmt.Sprintf("it holds key group %d", f.KeyGroup)}
+	}
+	if f, err = b.amended(info, f); err != nil {
+		return nil, "", err
 	}
 	return f, info.Digest, nil
 }

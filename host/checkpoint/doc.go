@@ -61,6 +61,18 @@
 // replicas, so that a benchmark can show the bytes a migration moves
 // falling with the replicated share.
 //
+// # Amendments
+//
+// Amend is Put for a hand-over: when the bucket's checkpoint of a group
+// holds the export being put already (by the SHA-256 of the export that
+// Put records in the object's NATS metadata), only the metadata, the
+// generation and the host are replaced, in the object's NATS metadata
+// (ObjectStore.UpdateMeta), and the export is not sent again; the object's
+// chunks and digest stay, so a replica's copy stays current. The object's
+// content digest is replaced with them, and every reader checks the
+// amended metadata against it and the export it holds (ErrCorrupt when
+// they disagree). A later Put replaces the object and its amendment.
+//
 // A Bucket remembers what it put; a host that hands a group over calls
 // Forget for it, since another host may checkpoint the group before it
 // comes back.

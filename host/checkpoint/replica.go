@@ -170,6 +170,36 @@ func (r *Replica) Install(ctx context.Context, st *state.Store, kg int) ([]byte,
 	if kg < 0 || kg >= st.KeyGroups() {
 		return nil, 0, fmt.Errorf("checkpoint: install key group %d from bucket %s: out of range 0..%d", kg, r.b.name, st.KeyGroups()-1)
 	}
+	f, n, err := r.latest(ctx, kg)
+	if err != nil {
+		return nil, n, err
+	}
+	if err := r.b.install(st, f); err != nil {
+		return nil, n, err
+	}
+	return bytes.Clone(f.Meta), n, nil
+}
+
+// Get returns key group kg's latest checkpoint, as Bucket.Get does, and
+// the bytes fetched: none when the replica's copy is the bucket's latest
+// checkpoint (Stats.ReplicaHits), the group's object otherwise
+// (Stats.GetBytes). It is Install for a caller that imports the group
+// itself (a job, at a batch boundary). A checkpoint whose metadata alone
+// was replaced since the copy was fetched (Bucket.Amend) is served from
+// the copy with the new metadata.
+func (r *Replica) Get(ctx context.Context, kg int) (*Group, int64, error) {
+	f, n, err := r.latest(ctx, kg)
+	if err != nil {
+		return nil, n, err
+	}
+	g := *f.Group
+	g.Meta, g.Data = bytes.Clone(g.Meta), bytes.Clone(g.Data)
+	return &g, n, nil
+}
+
+// latest returns kg's latest checkpoint, from the copy when it is current,
+// and the bytes fetched.
+func (r *Replica) latest(ctx context.Context, kg int) (*fetched, int64, error) {
 	obj := ObjectName(kg)
 	info, err := r.b.obs.GetInfo(ctx, obj)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
@@ -181,22 +211,21 @@ func (r *Replica) Install(ctx context.Context, st *state.Store, kg int) ([]byte,
 	r.mu.Lock()
 	c, ok := r.copies[kg]
 	r.mu.Unlock()
-	var n int64
 	if ok && c.digest == info.Digest {
-		r.b.replicaHits.Add(1)
-	} else {
-		f, digest, err := r.b.fetch(ctx, kg)
+		f, err := r.b.amended(info, c.f)
 		if err != nil {
 			return nil, 0, err
 		}
-		n = int64(len(f.env))
-		r.b.gets.Add(1)
-		r.b.getBytes.Add(n)
-		r.keep(kg, f, digest)
-		c = replicaCopy{f: f, digest: digest}
+		r.b.replicaHits.Add(1)
+		return f, 0, nil
 	}
-	if err := r.b.install(st, c.f); err != nil {
-		return nil, n, err
+	f, digest, err := r.b.fetch(ctx, kg)
+	if err != nil {
+		return nil, 0, err
 	}
-	return bytes.Clone(c.f.Meta), n, nil
+	n := int64(len(f.env))
+	r.b.gets.Add(1)
+	r.b.getBytes.Add(n)
+	r.keep(kg, f, digest)
+	return f, n, nil
 }

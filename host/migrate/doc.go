@@ -33,6 +33,43 @@
 // partitioned by key group), so none is lost and each key keeps its
 // order; every other group on both hosts keeps running.
 //
+// # Replication
+//
+// A move marked replicated (cluster.Knobs.Replicate) has a warm copy of
+// its group at its destination before its step runs, so the move ships
+// only what changed since (Spacker's replication). When a host's Step
+// first sees a migration whose current or later steps move replicated
+// groups onto it, it makes a checkpoint.Replica of those groups and
+// fetches their checkpoints; Run then watches the checkpoint bucket and
+// fetches a group's checkpoint again each time its source puts one (the
+// sources keep checkpointing meanwhile, every CheckpointEvery). A group
+// leaves the replica once installed; the replica goes when the migration
+// ends.
+//
+// At a group's step the source releases it as before, at a batch
+// boundary with its exact floors, and hands it over with
+// checkpoint.Bucket.Amend: when the bucket's checkpoint holds the state
+// just exported (the group did not change since it was checkpointed), only
+// the floors are sent, replacing the checkpoint's metadata; otherwise the
+// checkpoint is put whole. The floors are always those of the release:
+// a group whose state did not change but whose floors advanced (records
+// that wrote nothing) hands over its new floors, so the destination reads
+// exactly the records after them, none twice. The decision compares the
+// export itself (by its SHA-256) rather than the store's generation, so
+// it holds for a checkpoint put by another host or before a restart. This
+// applies to every move, replicated or not: an unchanged group is never
+// sent twice.
+//
+// The destination installs a replicated group through its replica: from
+// the copy when the copy is of the bucket's latest object (an amendment
+// keeps the object, so the copy stays current, and the floors are read
+// from the amendment, checked against the object's content digest), else
+// by fetching the object. Host.Moved counts what releases put and installs
+// fetched; the replica's fetches ahead of the moves are in the bucket's
+// Stats (PrefetchBytes). The groups of the migration's first step are
+// fetched when the migration begins, concurrently with their release, so
+// replication pays for the groups of later steps.
+//
 // # Crashes
 //
 // Each effect comes before the mark that records it, and the marks are

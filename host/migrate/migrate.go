@@ -77,6 +77,37 @@ type Host struct {
 	// gens are the store's generations at the last checkpoint; nil before
 	// the first.
 	gens []uint64
+	// replica holds warm copies of the replicated groups that the
+	// migration replicaOf moves onto the host; nil when there are none.
+	replica   *checkpoint.Replica
+	replicaOf string
+	// moved counts the bytes of releases and installs.
+	moved Moved
+}
+
+// Moved counts what a Host's releases and installs moved through the
+// checkpoint bucket, for benchmarks and metrics.
+type Moved struct {
+	// Released is the number of groups released; Whole of them had their
+	// state put, the others only their floors (their state was in the
+	// bucket already: see Host.Step).
+	Released, Whole int
+	// PutBytes is what the releases sent: whole checkpoints and floors.
+	PutBytes int64
+	// Installed is the number of groups installed; ReplicaHits of them
+	// came from the host's replica with nothing fetched.
+	Installed, ReplicaHits int
+	// FetchedBytes is what the installs fetched from the bucket.
+	FetchedBytes int64
+}
+
+// Moved returns what the host's releases and installs have moved since it
+// was made. Its replica's prefetches, ahead of the moves, are in
+// Checkpoints.Stats (PrefetchBytes).
+func (h *Host) Moved() Moved {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.moved
 }
 
 func (h *Host) log() *slog.Logger {
@@ -91,10 +122,18 @@ func (h *Host) log() *slog.Logger {
 //
 //   - the groups the step moves off the host, still planned, are released
 //     by the job at a batch boundary, put in the checkpoint bucket with
-//     their floors, marked released, and then dropped from the job's store;
+//     their floors (the floors alone when the bucket holds their state
+//     already: checkpoint.Bucket.Amend), marked released, and then dropped
+//     from the job's store;
 //   - the groups it moves onto the host, released, are read from the
-//     bucket, acquired by the job at a batch boundary and marked installed;
+//     bucket (a replicated group from the host's replica when its copy is
+//     current), acquired by the job at a batch boundary and marked
+//     installed;
 //   - once every move of the step is installed, the step is advanced.
+//
+// The host first brings its replica up to date with the migration: the
+// groups marked replicated that the current and later steps move onto it
+// (see the package documentation).
 //
 // Each effect comes before the mark that records it, so a host that
 // crashes between the two does the step again when it restarts: a release
@@ -116,6 +155,9 @@ func (h *Host) Step(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	m := a.Migration
+	if err := h.replicate(ctx, m); err != nil {
+		return false, err
+	}
 	if m == nil {
 		return false, nil
 	}
@@ -208,17 +250,27 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 	if err != nil {
 		return fmt.Errorf("migrate: %s: release key groups %v for %q: %w", h.ID, groups, id, err)
 	}
-	var bytes int
+	var (
+		bytes int64
+		whole int
+	)
 	for _, st := range states {
 		meta, err := json.Marshal(st.Floors)
+		var am checkpoint.Amended
 		if err == nil {
-			err = h.Checkpoints.Put(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Meta: meta, Data: st.Data})
+			am, err = h.Checkpoints.Amend(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Meta: meta, Data: st.Data})
 		}
 		if err != nil {
 			return h.undoRelease(ctx, states, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, st.Group, err))
 		}
-		bytes += len(st.Data)
+		bytes += am.Bytes
+		if am.Whole {
+			whole++
+		}
 	}
+	h.moved.Released += len(states)
+	h.moved.Whole += whole
+	h.moved.PutBytes += bytes
 	if err := h.mark(ctx, id, groups, cluster.StepReleased); err != nil {
 		// The mark may have been written and its answer lost: the table
 		// says which.
@@ -231,7 +283,7 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 		// The groups are handed over; their copy here is only unread.
 		h.log().Warn("released key groups could not be dropped from the store; they stay, unread", "groups", groups, "err", err)
 	}
-	h.log().Info("key groups released", "migration", id, "groups", groups, "bytes", bytes, "took", time.Since(start))
+	h.log().Info("key groups released", "migration", id, "groups", groups, "whole", whole, "bytes", bytes, "took", time.Since(start))
 	return nil
 }
 
@@ -271,10 +323,24 @@ func released(a *cluster.Assignment, host string, groups []int) bool {
 func (h *Host) install(ctx context.Context, id string, groups []int, orphaned map[int]bool) error {
 	start := time.Now()
 	states := make([]exec.GroupState, 0, len(groups))
-	var bytes int
 	var empty []int
+	// The Bucket counts what the gets below fetch; nothing else gets from
+	// it meanwhile, since h.mu is held.
+	before := h.Checkpoints.Stats()
+	var replicated []int
+	if h.replica != nil {
+		replicated = h.replica.Groups()
+	}
 	for _, kg := range groups {
-		g, err := h.Checkpoints.Get(ctx, kg)
+		var (
+			g   *checkpoint.Group
+			err error
+		)
+		if _, ok := slices.BinarySearch(replicated, kg); ok {
+			g, _, err = h.replica.Get(ctx, kg)
+		} else {
+			g, err = h.Checkpoints.Get(ctx, kg)
+		}
 		if errors.Is(err, checkpoint.ErrNotFound) && orphaned[kg] {
 			states = append(states, h.Job.EmptyGroup(kg))
 			empty = append(empty, kg)
@@ -288,7 +354,6 @@ func (h *Host) install(ctx context.Context, id string, groups []int, orphaned ma
 			return fmt.Errorf("migrate: %s: key group %d: the checkpoint's floors: %w", h.ID, kg, err)
 		}
 		states = append(states, exec.GroupState{Group: kg, Data: g.Data, Floors: floors})
-		bytes += len(g.Data)
 	}
 	err := h.Job.AcquireGroups(ctx, states)
 	if errors.Is(err, exec.ErrGroupsRefused) && h.owns(groups) {
@@ -300,7 +365,12 @@ func (h *Host) install(ctx context.Context, id string, groups []int, orphaned ma
 	if err := h.mark(ctx, id, groups, cluster.StepInstalled); err != nil {
 		return err
 	}
-	h.log().Info("key groups installed", "migration", id, "groups", groups, "empty", empty, "bytes", bytes, "took", time.Since(start))
+	after := h.Checkpoints.Stats()
+	bytes, hits := after.GetBytes-before.GetBytes, int(after.ReplicaHits-before.ReplicaHits)
+	h.moved.Installed += len(groups)
+	h.moved.ReplicaHits += hits
+	h.moved.FetchedBytes += bytes
+	h.log().Info("key groups installed", "migration", id, "groups", groups, "empty", empty, "replicated", hits, "bytes", bytes, "took", time.Since(start))
 	return nil
 }
 
@@ -336,10 +406,14 @@ func (h *Host) mark(ctx context.Context, id string, groups []int, state cluster.
 
 // Run calls Step every period, and Checkpoint every CheckpointEvery,
 // until ctx is done, and returns ctx's error or Step's or Checkpoint's
-// first error.
+// first error. While a migration moves replicated groups onto the host,
+// Run also watches the checkpoint bucket and refreshes the host's warm
+// copies of them as their sources checkpoint them.
 func (h *Host) Run(ctx context.Context, period time.Duration) error {
 	t := time.NewTicker(period)
 	defer t.Stop()
+	w := &watcher{h: h}
+	defer w.stop()
 	var ckpt <-chan time.Time
 	if h.CheckpointEvery > 0 {
 		ct := time.NewTicker(h.CheckpointEvery)
@@ -356,6 +430,7 @@ func (h *Host) Run(ctx context.Context, period time.Duration) error {
 				break
 			}
 		}
+		w.sync(ctx)
 		select {
 		case <-t.C:
 		case <-ckpt:

@@ -1,0 +1,110 @@
+package checkpoint
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/state"
+)
+
+// Amended reports what one Amend sent.
+type Amended struct {
+	// Whole is true when the checkpoint was put whole: the bucket's
+	// checkpoint of the group held another export, or there was none.
+	Whole bool
+	// Bytes is what was sent: the object's size when whole, else the
+	// size of the metadata.
+	Bytes int64
+}
+
+// Amend makes g key group g.KeyGroup's checkpoint, as Put does, but sends
+// its export only when the bucket's checkpoint of the group does not hold
+// that export already. When it does (the group's state did not change
+// since it was put, though its metadata may have: its floors advance with
+// records that wrote nothing), Amend replaces the checkpoint's metadata,
+// generation and host alone, in the object's NATS metadata, and the
+// export already in the bucket is not sent again. A reader (Get, Load,
+// Replica.Install) then sees the new metadata with the export it had, or
+// the checkpoint as it was, never a mix: the object's content digest
+// (sha256 of metadata and export) is replaced with the metadata, and a
+// reader checks the amended metadata against it and against the export
+// it holds (ErrCorrupt otherwise).
+//
+// Amend compares exports by the SHA-256 that Put records with each
+// checkpoint; a checkpoint put by a build that did not record it is
+// replaced whole. Like Put, it expects a single writer of the group at a
+// time (the group's owner).
+func (b *Bucket) Amend(ctx context.Context, g Group) (Amended, error) {
+	obj := ObjectName(g.KeyGroup)
+	kg, _, err := state.ExportedKeyGroup(g.Data)
+	if err != nil {
+		return Amended{}, fmt.Errorf("checkpoint: amend %s in bucket %s: %w", obj, b.name, err)
+	}
+	if g.KeyGroup < 0 || kg != g.KeyGroup {
+		return Amended{}, fmt.Errorf("checkpoint: amend %s in bucket %s: the data is an export of key group %d", obj, b.name, kg)
+	}
+	info, err := b.obs.GetInfo(ctx, obj)
+	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		return Amended{}, fmt.Errorf("checkpoint: amend %s in bucket %s: %w", obj, b.name, err)
+	}
+	export := sha256.Sum256(g.Data)
+	if err != nil || info.Metadata[metaExport] != hex.EncodeToString(export[:]) {
+		n, err := b.put(ctx, g)
+		return Amended{Whole: true, Bytes: n}, err
+	}
+	if g.Host == "" {
+		g.Host = b.host
+	}
+	content := contentSum(g.Meta, g.Data)
+	md := maps.Clone(info.Metadata)
+	md[metaGeneration] = strconv.FormatUint(g.Generation, 10)
+	md[metaHost] = g.Host
+	md[metaContent] = hex.EncodeToString(content[:])
+	md[metaAmended] = base64.StdEncoding.EncodeToString(g.Meta)
+	err = b.obs.UpdateMeta(ctx, obj, jetstream.ObjectMeta{Name: obj, Description: info.Description, Headers: info.Headers, Metadata: md})
+	if err != nil {
+		return Amended{}, fmt.Errorf("checkpoint: amend %s in bucket %s: %w", obj, b.name, err)
+	}
+	b.amends.Add(1)
+	b.amendBytes.Add(int64(len(g.Meta)))
+	b.mu.Lock()
+	b.known[kg] = known{content: content}
+	b.mu.Unlock()
+	return Amended{Bytes: int64(len(g.Meta))}, nil
+}
+
+// amended returns f with the metadata, generation and host that Amend
+// recorded in info, the object's NATS description, if any: a copy of f
+// checked against the object's content digest. f itself is unchanged.
+func (b *Bucket) amended(info *jetstream.ObjectInfo, f *fetched) (*fetched, error) {
+	enc, ok := info.Metadata[metaAmended]
+	if !ok {
+		return f, nil
+	}
+	corrupt := func(fault string) error {
+		return &ObjectError{Bucket: b.name, Object: info.Name, Kind: ErrCorrupt, Fault: fault}
+	}
+	meta, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return nil, corrupt("its amended metadata is not base64")
+	}
+	gen, err := strconv.ParseUint(info.Metadata[metaGeneration], 10, 64)
+	if err != nil {
+		return nil, corrupt(fmt.Sprintf("its amended generation %q", info.Metadata[metaGeneration]))
+	}
+	sum := contentSum(meta, f.Data)
+	if info.Metadata[metaContent] != hex.EncodeToString(sum[:]) {
+		return nil, corrupt("its amended metadata and its export do not match its content digest")
+	}
+	g := *f.Group
+	g.Meta, g.Generation, g.Host = meta, gen, info.Metadata[metaHost]
+	return &fetched{Group: &g, groups: f.groups, env: f.env}, nil
+}
