@@ -609,9 +609,13 @@ func (j *Job) Run(ctx context.Context) (err error) {
 	j.commit = c
 	defer func() { j.commit = nil }()
 	// Two batches: one processed while the other is written and committed.
+	// k counts the batches handed to the committer: batches[k%2] is the
+	// one not in flight. A batch that ends up empty (every record read
+	// again, or of a key group not owned here) is not handed over, and is
+	// filled again.
 	batches := [2]*batch{newBatch(j.cfg.Sources), newBatch(j.cfg.Sources)}
 	k := 0
-	for ; ; k++ {
+	for {
 		b := batches[k%2]
 		more, err := j.collect(procCtx, queue, b)
 		if err != nil {
@@ -625,6 +629,7 @@ func (j *Job) Run(ctx context.Context) (err error) {
 			if err := c.submit(h); err != nil {
 				return err
 			}
+			k++
 		}
 		if !more {
 			break
@@ -637,7 +642,7 @@ func (j *Job) Run(ctx context.Context) (err error) {
 		if err := c.wait(); err != nil {
 			return err
 		}
-		b := batches[(k+1)%2]
+		b := batches[k%2]
 		b.reset()
 		j.clock.begin(b, time.Now().UnixNano())
 		b.flush = true
