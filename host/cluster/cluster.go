@@ -159,6 +159,10 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Cluster, er
 	if err != nil {
 		return nil, err
 	}
+	// A lease read from a lagging replica could make a live host look gone.
+	if c.leases, err = readFromLeader(ctx, js, c.leases); err != nil {
+		return nil, err
+	}
 	st, err := c.leases.Status(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: bucket %s: %w", LeaseBucketName(cfg.Pipeline), err)
@@ -188,10 +192,11 @@ func bucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueC
 
 // readFromLeader makes kv's reads go to its stream's leader. A bucket
 // with replicas answers reads from any of them by default (direct gets),
-// and a replica that lags answers with an older table: a host that read
-// its own release back as planned would release the groups again. The
-// assignment must be read as it was last written, so the bucket's stream
-// does not allow direct gets, and kv is bound again to read that way.
+// and a replica that lags answers with an older entry: a host that read
+// its own release back as planned would release the groups again, and a
+// lease not yet copied would make a live host look gone. The buckets must
+// be read as they were last written, so their streams do not allow direct
+// gets, and kv is bound again to read that way.
 func readFromLeader(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue) (jetstream.KeyValue, error) {
 	name := "KV_" + kv.Bucket()
 	s, err := js.Stream(ctx, name)

@@ -412,12 +412,14 @@ func TestAssignmentReadFromLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := js.Stream(testCtx(t), "KV_"+BucketName(c.cfg.Pipeline))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.CachedInfo().Config.AllowDirect {
-		t.Error("the cluster bucket's stream allows direct gets: reads may come from a lagging replica")
+	for _, bucket := range []string{BucketName(c.cfg.Pipeline), LeaseBucketName(c.cfg.Pipeline)} {
+		s, err := js.Stream(testCtx(t), "KV_"+bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.CachedInfo().Config.AllowDirect {
+			t.Errorf("bucket %s's stream allows direct gets: reads may come from a lagging replica", bucket)
+		}
 	}
 	// A second Open binds the bucket as it is.
 	open(t, url, Config{})
