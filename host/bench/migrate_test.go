@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/abi"
 )
 
 // TestMigrateEveryStrategyAndPhase runs the migration benchmark with tiny
@@ -107,5 +109,31 @@ func TestMigrateOptionsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("RunMigrate: %v; want an error naming %s", err, c.want)
 		}
+	}
+}
+
+// TestKeyLogOrder checks the sink's mapping from a key's n-th count to
+// the record it stands for: an output carrying another record's time (the
+// key's records counted out of order) or a count past the key's records
+// is refused.
+func TestKeyLogOrder(t *testing.T) {
+	l := &keyLog{pos: map[string][]uint64{}, rate: 1000}
+	start := time.Unix(100, 0)
+	l.setStart(start)
+	l.add("a", 1)
+	l.add("b", 2)
+	l.add("a", 3)
+	due := func(pos uint64) int64 { return start.UnixNano() + dueNs(pos-1, 1000) }
+	rec := func(key, count string, pos uint64) *abi.Record {
+		return &abi.Record{Key: []byte(key), Value: []byte(count), Time: due(pos)}
+	}
+	if pos, err := l.seq(rec("a", "2", 3)); err != nil || pos != 3 {
+		t.Errorf("a's second count: position %d, %v; want 3", pos, err)
+	}
+	if _, err := l.seq(rec("a", "1", 3)); err == nil || !strings.Contains(err.Error(), "order") {
+		t.Errorf("a's first count with the time of its second record: %v; want an order error", err)
+	}
+	if _, err := l.seq(rec("b", "2", 2)); err == nil {
+		t.Error("b's second count, of one record published: no error")
 	}
 }
