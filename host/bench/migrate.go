@@ -775,10 +775,9 @@ func (r *migRun) openHost(ctx context.Context, url, id string, replicas int) (h 
 		return nil, err
 	}
 	text := []byte("name: " + r.pipeline + "\n")
-	// The assignment and lease buckets have one replica: reads of a
-	// replicated bucket may be served by a follower that lags, and a host
-	// that reads its own release as still planned releases again and
-	// fails (seen with three servers).
+	// The assignment and lease buckets have one replica: with three, a
+	// host released groups it had already released and failed, as it
+	// would if a read were served by a replica that lags.
 	if h.cl, err = cluster.Open(ctx, js, cluster.Config{Pipeline: r.pipeline, Text: text, KeyGroups: opts.KeyGroups, Replicas: 1, Logger: r.e.log}); err != nil {
 		return nil, err
 	}
