@@ -778,9 +778,9 @@ func (r *migRun) openHost(ctx context.Context, url, id string, replicas int) (h 
 	// The assignment and lease buckets have one replica: with three, a
 	// host released groups it had already released and failed, as it
 	// would if a read were served by a replica that lags.
-	// The lease is long: no host fails here, and a listing of the live
-	// hosts made while a lease is renewed has been seen to miss that host,
-	// whose moves the destination then took as a dead host's.
+	// The lease is long: no host fails here, and once a destination took
+	// a live source for dead and released its moves itself, as a listing
+	// of the live hosts that missed a lease being renewed would make it do.
 	if h.cl, err = cluster.Open(ctx, js, cluster.Config{Pipeline: r.pipeline, Text: text, KeyGroups: opts.KeyGroups, Replicas: 1, Lease: time.Minute, Logger: r.e.log}); err != nil {
 		return nil, err
 	}
