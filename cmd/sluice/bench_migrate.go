@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/host/bench"
+	"github.com/sluicehq/sluice/host/pipeline"
+	"github.com/sluicehq/sluice/state"
+)
+
+func newBenchMigrateCmd() *cobra.Command {
+	var (
+		quick       bool
+		jsonFile    string
+		strategies  []string
+		natsServers int
+		hosts       int
+		keyGroups   int
+		stateSize   string
+		rate        float64
+		duration    time.Duration
+		profile     string
+		logs        logFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "migrate [--state 32MiB] [--key-groups 1024] [--rate N] [--duration D] [--strategy S] [--quick] [--json FILE]",
+		Short: "Measure key group migrations between hosts under load: nothing lost, latency during the moves, completion time, bytes shipped",
+		Long: `Build plugins/wordcount and, in this process, start --nats-servers embedded
+NATS servers (clustered on 127.0.0.1 when more than one) and --hosts hosts of
+one keyed pipeline, each a job with its own store reading the key groups it
+owns from a partition stream, stepping migrations through the assignment and
+checkpoint buckets. Before the run each group's ballast (--state in all, in
+1 KiB values) is committed into its owner's store, so a move ships it. A paced
+publisher writes --rate records/s into the partition stream, each with its
+sequence number and due time; the sink checks by sequence number that every
+record's output arrives exactly once (the command fails otherwise) and records
+its latency from the due time.
+
+For each strategy (Spacker with batches of 8 per source host in group order,
+hottest first, and with every other group marked replicated; the all-at-once
+and fluid baselines) it runs four phases of --duration each: steady, a move of
+a quarter of the groups from one host to another, a move of every group to a
+new owner, and, with the keys drawn from a Zipf distribution, a rebalance by
+the groups' measured load, hottest first. A move phase runs half its duration
+before the move (its steady reference) and goes on until the move is over.
+
+It prints per strategy and phase the groups moved, the steps, the completion
+time, the p99 latency during the move against before it, the throughput and
+the bytes shipped through the checkpoint bucket, and, in the 25% move, each
+Spacker setting against all-at-once (p99 spike and completion time). Warm
+replicas are not kept yet: a move marked replicated ships its group like any
+other, and the report says so. Progress goes to stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts := bench.DefaultMigrateOptions()
+			if quick {
+				opts = bench.QuickMigrateOptions()
+			}
+			fl := cmd.Flags()
+			for _, list := range strategies {
+				for _, name := range strings.Split(list, ",") {
+					name = strings.TrimSpace(name)
+					if _, err := bench.ParseMigrateStrategy(name); err != nil {
+						return &usageError{fmt.Sprintf("--strategy %q: %v", name, err)}
+					}
+					opts.Strategies = append(opts.Strategies, name)
+				}
+			}
+			if fl.Changed("nats-servers") {
+				if natsServers < 1 {
+					return &usageError{fmt.Sprintf("--nats-servers %d: want at least 1", natsServers)}
+				}
+				opts.NATSServers = natsServers
+			}
+			if fl.Changed("hosts") {
+				if hosts < 2 {
+					return &usageError{fmt.Sprintf("--hosts %d: want at least 2 (groups move between hosts)", hosts)}
+				}
+				opts.Hosts = hosts
+			}
+			if fl.Changed("key-groups") {
+				opts.KeyGroups = keyGroups
+			}
+			if opts.KeyGroups < 4*opts.Hosts || opts.KeyGroups > state.MaxKeyGroups {
+				return &usageError{fmt.Sprintf("--key-groups %d: want 4 per host (%d) to %d", opts.KeyGroups, 4*opts.Hosts, state.MaxKeyGroups)}
+			}
+			if fl.Changed("state") {
+				n, err := pipeline.ParseSize(stateSize)
+				if err != nil {
+					return &usageError{fmt.Sprintf("--state: %v", err)}
+				}
+				opts.State = n
+			}
+			if fl.Changed("rate") {
+				if rate <= 0 {
+					return &usageError{fmt.Sprintf("--rate %v: want a positive number of records per second", rate)}
+				}
+				opts.Rate = rate
+			}
+			if fl.Changed("duration") {
+				if duration <= 0 {
+					return &usageError{fmt.Sprintf("--duration %v: want a positive duration per phase", duration)}
+				}
+				opts.Duration = duration
+			}
+			if jsonFile == "" {
+				return &usageError{"--json: a file name is required (use - for stdout)"}
+			}
+			log, err := logs.logger()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			stderr := cmd.ErrOrStderr()
+			opts.Logger, opts.Progress = log, stderr
+
+			work, err := os.MkdirTemp("", "sluice-bench-migrate-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(work)
+			opts.Dir = work
+			fmt.Fprintln(stderr, "bench: building the example plugin wordcount with the Go toolchain")
+			paths, err := buildExamples(ctx, filepath.Join(work, "plugins"), "wordcount")
+			if err != nil {
+				return err
+			}
+			if err := readExamples(paths, map[string]*[]byte{"wordcount": &opts.WordCount}); err != nil {
+				return err
+			}
+			if profile != "" {
+				stopProfile, err := startCPUProfile(profile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
+			rep, err := bench.RunMigrate(ctx, opts)
+			if err != nil {
+				return err
+			}
+			return writeReport(cmd, rep, jsonFile, profile)
+		},
+	}
+	def := bench.DefaultMigrateOptions()
+	var names []string
+	for _, s := range bench.MigrateStrategies() {
+		names = append(names, s.Name)
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&quick, "quick", false, "a short run (one NATS server, 2 hosts, 32 key groups, 256 KiB of state, 1 s phases), for a first look and for tests")
+	fl.StringVar(&jsonFile, "json", "bench-migrate.json", "where to write the results as JSON; - prints JSON instead of the tables")
+	fl.StringSliceVar(&strategies, "strategy", nil, "strategies to run: "+strings.Join(names, ", ")+" (repeat or separate with commas; default all)")
+	fl.IntVar(&natsServers, "nats-servers", def.NATSServers, "embedded NATS servers, clustered when more than one")
+	fl.IntVar(&hosts, "hosts", def.Hosts, "hosts of the pipeline, each a job with its own store")
+	fl.IntVar(&keyGroups, "key-groups", def.KeyGroups, "key groups of the pipeline")
+	fl.StringVar(&stateSize, "state", "32MiB", "keyed state preloaded over the groups (the issue's figure is 256MiB)")
+	fl.Float64Var(&rate, "rate", def.Rate, "records per second from the publisher")
+	fl.DurationVar(&duration, "duration", def.Duration, "length of each phase (a move phase lasts until its move is over)")
+	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the runs (not the plugin build) to this file")
+	logs.register(cmd, "warn")
+	return cmd
+}
