@@ -70,7 +70,7 @@ func TestMigrateEveryStrategyAndPhase(t *testing.T) {
 	if err := rep.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"fluid", "all-at-once", "zipf-rebalance", "marked only", "25% move against all-at-once"} {
+	for _, want := range []string{"fluid", "all-at-once", "zipf-rebalance", "replicate2", "25% move against all-at-once"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
