@@ -29,7 +29,7 @@ nats: {url: "NATSURL"}
 http: {addr: "127.0.0.1:0"}
 state: {key_groups: 16}
 batch: {size: 20}
-cluster: {lease: 2s, checkpoint_every: 500ms, duplicates: 2mEXTRA}
+cluster: {lease: LEASE, checkpoint_every: 500ms, duplicates: 2mEXTRA}
 sources:
   - {name: gen, type: generator, mode: sequence, keys: KEYS, count: COUNT, rate: RATE}
 operators:
@@ -48,6 +48,7 @@ type spread struct {
 	count int
 	keys  int
 	js    jetstream.JetStream
+	lease time.Duration
 	hosts map[string]*exec.Cmd
 	c     *cluster.Cluster
 }
@@ -55,12 +56,12 @@ type spread struct {
 // startSpread writes the pipeline (count records over keys keys, with the
 // cluster section's extra keys) and connects to a new NATS cluster of
 // servers servers.
-func startSpread(t *testing.T, servers, count, keys int, extra string) *spread {
+func startSpread(t *testing.T, servers, count, keys int, lease time.Duration, extra string) *spread {
 	t.Helper()
-	s := &spread{t: t, nats: natstest.StartCluster(t, servers), dir: t.TempDir(), count: count, keys: keys, hosts: map[string]*exec.Cmd{}}
+	s := &spread{t: t, nats: natstest.StartCluster(t, servers), dir: t.TempDir(), count: count, keys: keys, lease: lease, hosts: map[string]*exec.Cmd{}}
 	s.file = filepath.Join(s.dir, "spread.yaml")
 	s.text = strings.NewReplacer("NATSURL", s.nats.URLs(), "PLUGINS", pluginsDir, "COUNT", strconv.Itoa(count), "KEYS", strconv.Itoa(keys),
-		"RATE", "600", "EXTRA", extra).Replace(spreadWordCount)
+		"RATE", "600", "LEASE", lease.String(), "EXTRA", extra).Replace(spreadWordCount)
 	if err := os.WriteFile(s.file, []byte(s.text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func (s *spread) logs() string {
 func (s *spread) owned(id string) int {
 	ctx := context.Background()
 	if s.c == nil {
-		c, err := cluster.Open(ctx, s.js, cluster.Config{Pipeline: "spread", Text: []byte(s.text), KeyGroups: 16, Lease: 2 * time.Second})
+		c, err := cluster.Open(ctx, s.js, cluster.Config{Pipeline: "spread", Text: []byte(s.text), KeyGroups: 16, Lease: s.lease})
 		if err != nil {
 			return -1
 		}
@@ -219,7 +220,7 @@ func TestClusterOfProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NATS servers and three hosts")
 	}
-	s := startSpread(t, 3, 3000, 50, "")
+	s := startSpread(t, 3, 3000, 50, 2*time.Second, "")
 	s.start("h1")
 	s.wait("h1's first outputs", func() bool { return s.outputs() > 0 })
 	s.start("h2")
@@ -246,7 +247,9 @@ func TestClusterSurvivesANATSServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NATS servers and two hosts")
 	}
-	s := startSpread(t, 3, 3000, 50, ", replicas: 3")
+	// The lease outlasts the elections of new stream and bucket leaders
+	// that follow a server's stop (seconds on a loaded machine).
+	s := startSpread(t, 3, 3000, 50, 15*time.Second, ", replicas: 3")
 	ctx := context.Background()
 	if _, err := s.js.CreateStream(ctx, jetstream.StreamConfig{Name: "OUT", Subjects: []string{"out"}, Replicas: 3, Duplicates: 2 * time.Minute}); err != nil {
 		t.Fatal(err)
@@ -270,7 +273,7 @@ func TestClusterRefusesAnotherPipelineFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two NATS servers")
 	}
-	s := startSpread(t, 2, 100000, 10, "")
+	s := startSpread(t, 2, 100000, 10, 2*time.Second, "")
 	s.start("h1")
 	s.wait("h1 owns every group", func() bool { return s.owned("h1") == 16 })
 	other := filepath.Join(s.dir, "other.yaml")
@@ -301,7 +304,7 @@ func TestClusterKillMidMigration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NATS servers and three hosts")
 	}
-	s := startSpread(t, 3, 3000, 50, "")
+	s := startSpread(t, 3, 3000, 50, 2*time.Second, "")
 	for _, id := range []string{"h1", "h2", "h3"} {
 		s.start(id)
 	}

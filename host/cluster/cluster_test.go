@@ -424,3 +424,52 @@ func TestAssignmentReadFromLeader(t *testing.T) {
 	// A second Open binds the bucket as it is.
 	open(t, url, Config{})
 }
+
+// TestRenewalWhoseAnswerWasLost writes the host's lease behind its
+// renewer's back, as a renewal the server stored but whose answer was
+// lost (a server failing over) leaves it: the renewer's next update finds
+// another revision, sees its own description there, and goes on; the
+// lease is not taken for lost.
+func TestRenewalWhoseAnswerWasLost(t *testing.T) {
+	url := startServer(t)
+	c := open(t, url, Config{Lease: 1500 * time.Millisecond})
+	join(t, c, "h1")
+	ctx := testCtx(t)
+	var wrote uint64
+	for wrote == 0 {
+		e, err := c.leases.Get(ctx, "h1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, err := c.leases.Update(ctx, "h1", e.Value(), e.Revision())
+		if err == nil {
+			wrote = rev
+		} else if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		e, err := c.leases.Get(ctx, "h1")
+		if err != nil {
+			t.Fatalf("the lease after a lost answer: %v", err)
+		}
+		if e.Revision() >= wrote+2 {
+			break // renewed twice since
+		}
+		select {
+		case <-c.Lost():
+			t.Fatal("the lease was taken for lost after a renewal whose answer was lost")
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not renewed twice within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case <-c.Lost():
+		t.Fatal("the lease was taken for lost after a renewal whose answer was lost")
+	default:
+	}
+}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -134,6 +135,9 @@ func (c *Cluster) renew(ctx context.Context, m *membership, data []byte) {
 		switch {
 		case err == nil:
 			m.rev = rev
+		case errors.Is(err, jetstream.ErrKeyRevisionMismatch) && c.ownWrite(ctx, m, data):
+			// A renewal whose answer was lost (a server failing over)
+			// was written: the lease is the host's, at a newer revision.
 		case errors.Is(err, jetstream.ErrKeyRevisionMismatch), errors.Is(err, jetstream.ErrKeyNotFound):
 			c.log.Error("cluster: the host's lease is lost: it expired or was removed; its key groups may be given to other hosts", "host", m.info.ID, "err", err)
 			close(m.lost)
@@ -144,6 +148,21 @@ func (c *Cluster) renew(ctx context.Context, m *membership, data []byte) {
 			c.log.Warn("cluster: renewing the host's lease failed; retrying", "host", m.info.ID, "err", err)
 		}
 	}
+}
+
+// ownWrite reports whether the lease, found at another revision than the
+// host last wrote, still holds the host's own description: a renewal the
+// server stored but whose answer did not come back. It then takes that
+// revision as the host's.
+func (c *Cluster) ownWrite(ctx context.Context, m *membership, data []byte) bool {
+	rctx, cancel := context.WithTimeout(ctx, c.lease/3)
+	defer cancel()
+	e, err := c.leases.Get(rctx, m.info.ID)
+	if err != nil || e.Operation() != jetstream.KeyValuePut || !bytes.Equal(e.Value(), data) || e.Revision() < m.rev {
+		return false
+	}
+	m.rev = e.Revision()
+	return true
 }
 
 // Lost returns a channel closed when the joined host's lease is known to

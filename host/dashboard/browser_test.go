@@ -321,7 +321,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// A host that runs the whole pipeline has no cluster to show
 	// (cluster_test.go shows one).
 	open(mh, "#/cluster")
-	waitFor(ctx, t, "the cluster page saying why", `(document.querySelector(".unavailable") || {}).textContent.includes("does not run in cluster mode")`)
+	waitFor(ctx, t, "the cluster page saying why", `((document.querySelector(".unavailable") || {}).textContent || "").includes("does not run in cluster mode")`)
 	clean("cluster")
 
 	// The pages of later features.
