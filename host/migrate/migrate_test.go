@@ -18,7 +18,6 @@ import (
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/connectors"
 	"github.com/sluicehq/sluice/connectors/natsconn"
-	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
 	"github.com/sluicehq/sluice/host/checkpoint"
 	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/exec"
@@ -204,22 +203,7 @@ func publish(t *testing.T, ctx context.Context, sink *natsconn.JetStreamSink, ke
 func TestMigrationMovesEveryGroupWithNothingLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv := natstest.StartServer(t)
-	nc, err := nats.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := natsconn.NewJetStreamSink(ctx, nc, natsconn.JetStreamSinkConfig{Subject: "in", Stream: "IN", KeyGroups: groups, KeyGroup: state.KeyGroup,
-		CreateStream: &natsconn.StreamSpec{Subjects: []string{"in.*"}}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = in.Close() })
+	nc, js, in := setup(t, ctx)
 	out := &outputs{byID: map[string]abi.Record{}}
 	a := startHost(t, ctx, nc, js, "a", out, true, hostOpts{})
 	b := startHost(t, ctx, nc, js, "b", out, false, hostOpts{})
@@ -251,24 +235,7 @@ func TestMigrationMovesEveryGroupWithNothingLost(t *testing.T) {
 	publish(t, ctx, in, keys[400:], 400)
 	waitFor(t, func() bool { return out.len() >= len(keys) })
 
-	if out.err != nil {
-		t.Fatal(out.err)
-	}
-	running := map[string]int{}
-	for i, k := range keys {
-		running[k]++
-		// Output ids are the pipeline's, from the input's stream sequence.
-		r, ok := out.byID[fmt.Sprintf("p/in/%d/0", i+1)]
-		if !ok {
-			t.Fatalf("no output for record %d (%s)", i+1, k)
-		}
-		if got, want := string(r.Key)+"="+string(r.Value), k+"="+strconv.Itoa(running[k]); got != want {
-			t.Fatalf("output of record %d is %s, want %s", i+1, got, want)
-		}
-	}
-	if n := out.len(); n != len(keys) {
-		t.Errorf("%d outputs for %d records", n, len(keys))
-	}
+	checkCounts(t, out, keys)
 	if got := a.job.Groups(); len(got) != 0 {
 		t.Errorf("host a still owns %v", got)
 	}
