@@ -39,7 +39,11 @@ func TestMain(m *testing.M) {
 		}
 		code := m.Run()
 		if code == 0 {
-			if err := goleak.Find(); err != nil {
+			// nats.go's async publisher can leave its reconnect listener
+			// waiting on a channel its cleanup cleared (a race in the
+			// library, rare: see package checkpoint's doc); the JetStream
+			// sink publishes asynchronously.
+			if err := goleak.Find(goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect")); err != nil {
 				fmt.Fprintln(os.Stderr, "goleak:", err)
 				return 1
 			}
