@@ -483,7 +483,7 @@ func (h *Host) stopIngest() {
 	_ = in.dead.Close()
 	_ = in.src.Close()
 	_ = in.store.Close()
-	h.log.Info("cluster: this host stopped ingesting (key group 0 moved)")
+	h.log.Info("cluster: this host stopped ingesting the source")
 }
 
 // lastIngested returns the source position of the last record the
