@@ -84,9 +84,10 @@
 // after a read whose records are all committed), plus an entry for each
 // group whose floor is above it. ReleaseGroups and AcquireGroups move
 // groups at a batch boundary with no batch in hand: the job waits for the
-// batch in flight to commit, then exports (or imports) the groups with
-// their floors and commits, and the source reads the new set of groups;
-// every other group keeps running. A read that began before such a
+// batch in flight to commit, then exports the groups with their floors
+// (a release, which leaves their state in the store, unread, until
+// DropGroups) or imports them and commits (an acquisition), and the
+// source reads the new set of groups; every other group keeps running. A read that began before such a
 // change cannot vouch for the groups it did not read, so its records'
 // floors are committed one by one. A record read again (after a change
 // of groups, or a restart) is dropped by its group's last position.
