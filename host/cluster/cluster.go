@@ -90,6 +90,7 @@ type Config struct {
 type Cluster struct {
 	cfg    Config
 	lease  time.Duration
+	js     jetstream.JetStream
 	kv     jetstream.KeyValue // assignment, pipeline text, known hosts
 	leases jetstream.KeyValue // one expiring key per live host
 	log    *slog.Logger
@@ -131,7 +132,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Cluster, er
 	if cfg.Replicas == 0 {
 		cfg.Replicas = 1
 	}
-	c := &Cluster{cfg: cfg, log: cfg.Logger}
+	c := &Cluster{cfg: cfg, js: js, log: cfg.Logger}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -328,7 +329,7 @@ func (c *Cluster) Update(ctx context.Context, fn func(*Assignment) error) (*Assi
 // Known returns the ids of every host that has joined the cluster (live or
 // not), sorted: the hosts an assignment may name.
 func (c *Cluster) Known(ctx context.Context) ([]string, error) {
-	es, err := entries(ctx, c.kv, keyHostPrefix+">")
+	es, err := entries(ctx, c.js, c.kv, keyHostPrefix+">")
 	if err != nil {
 		return nil, fmt.Errorf("cluster: listing hosts in bucket %s: %w", BucketName(c.cfg.Pipeline), err)
 	}
@@ -340,28 +341,42 @@ func (c *Cluster) Known(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// entries returns the live entries of kv whose keys match filter.
-func entries(ctx context.Context, kv jetstream.KeyValue, filter string) ([]jetstream.KeyValueEntry, error) {
-	w, err := kv.Watch(ctx, filter, jetstream.IgnoreDeletes())
+// entries returns the live entries of kv whose keys match filter, read
+// from js. It takes the keys from the stream's own list of subjects (one
+// answer from the server) and then reads each key's last entry. A watch's
+// initial values cannot serve here: the server lists the last message of
+// each subject when the watch starts, skips one overwritten meanwhile, and
+// sends the new one after the end-of-initial-values marker, so a lease
+// renewed during a listing went missing from it and a live host looked
+// dead. A key deleted or expired between the two reads is left out, as it
+// would be a moment later.
+func entries(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, filter string) ([]jetstream.KeyValueEntry, error) {
+	s, err := js.Stream(ctx, "KV_"+kv.Bucket())
 	if err != nil {
 		return nil, err
 	}
-	defer stopWatcher(w)
-	var out []jetstream.KeyValueEntry
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("watcher closed")
-			}
-			if e == nil {
-				return out, nil
-			}
-			out = append(out, e)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	prefix := "$KV." + kv.Bucket() + "."
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(prefix+filter))
+	if err != nil {
+		return nil, err
 	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subj := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subj, prefix))
+	}
+	slices.Sort(keys)
+	out := make([]jetstream.KeyValueEntry, 0, len(keys))
+	for _, k := range keys {
+		e, err := kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("key %q: %w", k, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 // stopWatcher stops w and drains what it still delivers, so that its

@@ -251,6 +251,49 @@ func TestLeaseRenewedStays(t *testing.T) {
 	}
 }
 
+// TestMembersWhileRenewing lists the members over and over while three
+// hosts renew their leases: every listing names all three. (A listing
+// taken from a watch's initial values dropped a lease renewed while it
+// was read.)
+func TestMembersWhileRenewing(t *testing.T) {
+	url := startServer(t)
+	var hosts []*Cluster
+	for _, id := range []string{"h1", "h2", "h3"} {
+		c := open(t, url, Config{Lease: 2 * time.Second})
+		join(t, c, id)
+		hosts = append(hosts, c)
+	}
+	// List until each lease has been renewed a few times, so that many
+	// listings overlap a renewal.
+	first := make([]uint64, len(hosts))
+	renewed := func() bool {
+		for i, c := range hosts {
+			e, err := c.leases.Get(testCtx(t), c.member.info.ID)
+			if err != nil {
+				t.Fatalf("the lease of %s: %v", c.member.info.ID, err)
+			}
+			if first[i] == 0 {
+				first[i] = e.Revision()
+			}
+			if e.Revision() < first[i]+3*uint64(len(hosts)) {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(time.Minute)
+	for n := 0; !renewed(); n++ {
+		for range 50 {
+			if ids := memberIDs(t, hosts[n%len(hosts)]); !slices.Equal(ids, []string{"h1", "h2", "h3"}) {
+				t.Fatalf("members %v while every host renews, want [h1 h2 h3]", ids)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the leases were not renewed three times each within a minute")
+		}
+	}
+}
+
 func TestLeaveRemovesAtOnce(t *testing.T) {
 	url := startServer(t)
 	observer := open(t, url, Config{})

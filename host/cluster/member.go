@@ -206,7 +206,7 @@ func (c *Cluster) Leave(ctx context.Context) error {
 // Members returns the live hosts (those whose lease has not expired),
 // sorted by id.
 func (c *Cluster) Members(ctx context.Context) ([]HostInfo, error) {
-	es, err := entries(ctx, c.leases, ">")
+	es, err := entries(ctx, c.js, c.leases, ">")
 	if err != nil {
 		return nil, fmt.Errorf("cluster: listing leases in bucket %s: %w", LeaseBucketName(c.cfg.Pipeline), err)
 	}

@@ -511,8 +511,10 @@ func (j *Job) setState(s string, err error) {
 
 // Updated returns a channel that is closed the next time the status
 // changes: a batch is committed, or the job's state changes. Callers that
-// follow the job (the API's event stream) wait on it, then read Status,
-// then ask again; the job does nothing for them while none waits.
+// follow the job (the API's event stream) ask for the channel, then read
+// Status, then wait on the channel and ask again: a change between the
+// read and the wait closes the channel already in hand. The job does
+// nothing for them while none waits.
 func (j *Job) Updated() <-chan struct{} {
 	for {
 		if p := j.updated.Load(); p != nil {

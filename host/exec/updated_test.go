@@ -34,17 +34,16 @@ func TestUpdatedFollowsTheStatus(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.job.Run(ctx) }()
+	// Follow the job as the API's event stream does: ask for the channel,
+	// then read the status, then wait, so that no change falls between.
 	deadline := time.After(time.Minute)
-	for {
+	for r.job.Status().RecordsIn != 6 {
 		select {
 		case <-updated:
 		case <-deadline:
 			cancel()
 			<-done
 			t.Fatal("Updated's channel was not closed within a minute of the job running")
-		}
-		if r.job.Status().RecordsIn == 6 {
-			break
 		}
 		updated = r.job.Updated()
 	}

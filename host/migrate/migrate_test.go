@@ -159,14 +159,18 @@ func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.Je
 	}
 	go func() { h.done <- job.Run(runCtx) }()
 	go func() {
-		// As the runner does: a failed round is logged and tried again.
+		// As the runner does: a failed round is logged and tried again
+		// after a pause. (The runner pauses a second; a pause much shorter
+		// than it takes a loaded machine to reopen a group's input after
+		// a failed hand-over gives it back can keep the group's records
+		// from being read at all.)
 		for {
 			err := h.mig.Run(runCtx, 10*time.Millisecond)
 			if err == nil || runCtx.Err() != nil {
 				return
 			}
 			t.Logf("host %s: %v (trying again)", id, err)
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(250 * time.Millisecond)
 		}
 	}()
 	t.Cleanup(func() {
@@ -283,9 +287,9 @@ func TestFailedHandOverIsUndone(t *testing.T) {
 	// groups and counts what arrives meanwhile.
 	publish(t, ctx, in, keys[100:200], 100)
 	waitFor(t, func() bool { return out.len() >= 200 })
-	if got := len(a.job.Groups()); got != groups {
-		t.Fatalf("while the hand-over fails, host a owns %d groups, want all %d", got, groups)
-	}
+	// Each attempt releases the groups and, failing, takes them back: host
+	// a is seen between two attempts owning them all.
+	waitFor(t, func() bool { return len(a.job.Groups()) == groups })
 	tbl, err := a.mig.Cluster.Assignment(ctx)
 	if err != nil {
 		t.Fatal(err)
