@@ -484,3 +484,142 @@ type ClusterPlan struct {
 	ID    string          `json:"id"`
 	Steps [][]ClusterMove `json:"steps"`
 }
+
+// Control is the answer of GET /api/v1/control and what `sluice doctor`
+// prints: the control plane's policies, its view of each worker at the
+// last round, the decisions it made and the job doctor's findings.
+type Control struct {
+	// Enabled is false when the pipeline has no control: section (or
+	// turns it off); the rest is then empty.
+	Enabled bool `json:"enabled"`
+	// Policies are the policies that run, highest priority first.
+	Policies []string `json:"policies"`
+	// Rounds counts the management rounds run; LastRound is the last
+	// one's time.
+	Rounds    uint64    `json:"rounds"`
+	LastRound time.Time `json:"last_round,omitzero"`
+	// LockedUntil is the end of the lock period after the last decision:
+	// no decision is applied before it.
+	LockedUntil time.Time `json:"locked_until,omitzero"`
+	// Workers are the measurements and the latency guarantor's verdict
+	// for each worker of each stateless or keyed operator, at the last
+	// round.
+	Workers []WorkerHealth `json:"workers,omitempty"`
+	// Decisions are the last decisions (at most 100), newest first.
+	Decisions []Decision `json:"decisions"`
+	// Findings are the job doctor's diagnoses at the last round: causes
+	// no automatic action fixes, each with its evidence.
+	Findings []Finding `json:"findings"`
+}
+
+// WorkerHealth is one worker's load and latency as a control round saw
+// them.
+type WorkerHealth struct {
+	Operator string `json:"operator"`
+	Worker   int    `json:"worker"`
+	// Host is the host the worker runs on (a spread pipeline), "" for a
+	// pipeline on one host.
+	Host      string `json:"host,omitempty"`
+	KeyGroups int    `json:"key_groups"`
+	// ArrivalRate is records/s arriving for the worker's key groups (λ);
+	// ServiceRate is records it runs per second of busy time (μ, DS2's
+	// true processing rate); Utilization is λ/μ.
+	ArrivalRate float64 `json:"arrival_rate"`
+	ServiceRate float64 `json:"service_rate"`
+	Utilization float64 `json:"utilization"`
+	// DelaySeconds is the instantaneous delay l: the smoothed mean time
+	// from a record's arrival to its processing, over the last seconds.
+	DelaySeconds float64 `json:"delay_seconds"`
+	// PredictedSeconds is the long-term delay L = 1/(μ-λ); Saturated is
+	// set instead when μ <= λ (L is infinite).
+	PredictedSeconds float64 `json:"predicted_seconds"`
+	Saturated        bool    `json:"saturated,omitempty"`
+	// State is the worker's healthiness: good, moderate or severe.
+	State string `json:"state"`
+}
+
+// Decision is one decision of the control plane: what a policy chose,
+// on what evidence, what it predicted, and what happened after.
+type Decision struct {
+	ID   uint64    `json:"id"`
+	Time time.Time `json:"time"`
+	// Trigger is what started the round: "period", "request", or
+	// "condition: " and the condition (backlog growing, latency over
+	// the bound).
+	Trigger string `json:"trigger"`
+	Policy  string `json:"policy"`
+	Action  Action `json:"action"`
+	// Reason says in a sentence why the policy chose the action.
+	Reason   string     `json:"reason"`
+	Evidence []Evidence `json:"evidence,omitempty"`
+	// Predicted is what the policy expects once the action is applied.
+	Predicted []Evidence `json:"predicted,omitempty"`
+	// Outcome is "applied" until it is checked, then "kept" or
+	// "rolled back" (it made things worse: Observed says how), or
+	// "failed" (the actuator refused it: Error says why).
+	Outcome  string     `json:"outcome"`
+	Observed []Evidence `json:"observed,omitempty"`
+	Error    string     `json:"error,omitempty"`
+	// Others are the proposals of other policies in the same round that
+	// were not applied (one decision per round, by priority).
+	Others []string `json:"others,omitempty"`
+}
+
+// Action is what a decision does.
+type Action struct {
+	// Kind is "move-groups" (key groups to other workers of the
+	// operator), "set-workers" (the operator's worker count) or
+	// "move-host-groups" (key groups to other hosts).
+	Kind     string `json:"kind"`
+	Operator string `json:"operator,omitempty"`
+	// Moves are the key groups a move-groups or move-host-groups action
+	// moves.
+	Moves []GroupMove `json:"moves,omitempty"`
+	// From and To are the worker counts of a set-workers action.
+	From int `json:"from,omitempty"`
+	To   int `json:"to,omitempty"`
+}
+
+// GroupMove is one key group's move: between workers of an operator
+// (FromWorker, ToWorker) or between hosts (FromHost, ToHost).
+type GroupMove struct {
+	Group      int    `json:"group"`
+	FromWorker int    `json:"from_worker,omitempty"`
+	ToWorker   int    `json:"to_worker,omitempty"`
+	FromHost   string `json:"from_host,omitempty"`
+	ToHost     string `json:"to_host,omitempty"`
+}
+
+// Evidence is one measurement a decision or finding rests on.
+type Evidence struct {
+	// Name says what was measured, with its subject ("delay of
+	// count/1", "arrival rate of key group 7").
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	// Unit is "s", "records/s", "bytes", "ratio", "count" or "".
+	Unit string `json:"unit,omitempty"`
+}
+
+// Finding is one diagnosis of the job doctor.
+type Finding struct {
+	// Cause names the kind of fault: "backlog", "hot-key",
+	// "slow-version", "slow-commits", "memory-pressure",
+	// "slow-consumer", "straggler" or "idle-with-lag".
+	Cause string `json:"cause"`
+	// Subject is what the finding is about: an operator, a worker
+	// ("count/1"), a key group, a source, the store.
+	Subject        string     `json:"subject"`
+	Summary        string     `json:"summary"`
+	Evidence       []Evidence `json:"evidence,omitempty"`
+	Recommendation string     `json:"recommendation"`
+	// Since is when the doctor first found it (it is found again at each
+	// round while it lasts).
+	Since time.Time `json:"since"`
+}
+
+// ControlRoundRequest is the body of POST /api/v1/control/round: run a
+// management round now.
+type ControlRoundRequest struct {
+	// Reason is recorded as the round's trigger ("request: " Reason).
+	Reason string `json:"reason,omitempty"`
+}
