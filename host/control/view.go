@@ -1,0 +1,133 @@
+package control
+
+import "time"
+
+// View is what a policy is shown in a round: the recent samples, oldest
+// first (the last is the round's), and why the round runs.
+type View struct {
+	Samples []Sample
+	// Trigger is the round's trigger: "period", "request: ..." or
+	// "condition: ...".
+	Trigger string
+}
+
+// Last returns the round's sample, nil when there is none.
+func (v *View) Last() *Sample {
+	if len(v.Samples) == 0 {
+		return nil
+	}
+	return &v.Samples[len(v.Samples)-1]
+}
+
+// Span returns the oldest sample taken at most d before the last one, and
+// the last one: the two ends of the window over which rates are taken.
+// ok is false when fewer than two samples fall in it.
+func (v *View) Span(d time.Duration) (first, last *Sample, ok bool) {
+	n := len(v.Samples)
+	if n < 2 {
+		return nil, nil, false
+	}
+	last = &v.Samples[n-1]
+	i := n - 2
+	for i > 0 && last.At.Sub(v.Samples[i-1].At) <= d {
+		i--
+	}
+	first = &v.Samples[i]
+	return first, last, last.At.After(first.At)
+}
+
+// OperatorRates are one operator's rates between two samples.
+type OperatorRates struct {
+	Name    string
+	Seconds float64 // the time between the samples
+	// InRate and OutRate are the operator's observed rates (records/s of
+	// wall time).
+	InRate, OutRate float64
+	Workers         []WorkerRates
+	// GroupArrival is each key group's arrival rate (records/s), nil for
+	// an operator without key groups.
+	GroupArrival []float64
+}
+
+// WorkerRates are one worker's rates between two samples.
+type WorkerRates struct {
+	ID     int
+	Host   string
+	Groups []int
+	// Arrival is λ: records/s arriving for the worker's key groups (for
+	// an operator without key groups, the records it ran per second).
+	Arrival float64
+	// Service is μ, DS2's true processing rate: records run per second of
+	// useful time (0 when the worker ran nothing); OutService is the true
+	// output rate, records written per second of useful time.
+	Service, OutService float64
+	// Busy is the fraction of wall time the worker was useful.
+	Busy float64
+	// Delay is the mean time from arrival to the end of processing of
+	// the records the worker ran (0 when it ran none).
+	Delay float64
+	// Records is how many records the worker ran.
+	Records uint64
+}
+
+// Rates returns the rates of operator name between samples a and b (a
+// before b); ok is false when either lacks the operator or no time
+// passed. Workers present in b only are measured from zero.
+func Rates(a, b *Sample, name string) (r OperatorRates, ok bool) {
+	oa, ob := findOperator(a, name), findOperator(b, name)
+	secs := b.At.Sub(a.At).Seconds()
+	if oa == nil || ob == nil || secs <= 0 {
+		return OperatorRates{}, false
+	}
+	r = OperatorRates{Name: name, Seconds: secs, InRate: float64(ob.In-min(oa.In, ob.In)) / secs, OutRate: float64(ob.Out-min(oa.Out, ob.Out)) / secs}
+	if len(ob.Groups) > 0 {
+		r.GroupArrival = make([]float64, len(ob.Groups))
+		for kg, g := range ob.Groups {
+			var before uint64
+			if kg < len(oa.Groups) {
+				before = min(oa.Groups[kg].Arrived, g.Arrived)
+			}
+			r.GroupArrival[kg] = float64(g.Arrived-before) / secs
+		}
+	}
+	for _, wb := range ob.Workers {
+		var wa WorkerSample
+		for _, w := range oa.Workers {
+			if w.ID == wb.ID {
+				wa = w
+			}
+		}
+		recs := wb.Records - min(wa.Records, wb.Records)
+		out := wb.Out - min(wa.Out, wb.Out)
+		busy := max(wb.BusySeconds-wa.BusySeconds, 0)
+		wr := WorkerRates{ID: wb.ID, Host: wb.Host, Groups: wb.Groups, Records: recs, Busy: busy / secs}
+		if busy > 0 {
+			wr.Service = float64(recs) / busy
+			wr.OutService = float64(out) / busy
+		}
+		if n := wb.Delayed - min(wa.Delayed, wb.Delayed); n > 0 {
+			wr.Delay = max(wb.DelaySeconds-wa.DelaySeconds, 0) / float64(n)
+		}
+		if r.GroupArrival != nil {
+			for _, kg := range wb.Groups {
+				if kg < len(r.GroupArrival) {
+					wr.Arrival += r.GroupArrival[kg]
+				}
+			}
+		} else {
+			wr.Arrival = float64(recs) / secs
+		}
+		r.Workers = append(r.Workers, wr)
+	}
+	return r, true
+}
+
+// findOperator returns s's operator named name, or nil.
+func findOperator(s *Sample, name string) *OperatorSample {
+	for i := range s.Operators {
+		if s.Operators[i].Name == name {
+			return &s.Operators[i]
+		}
+	}
+	return nil
+}
