@@ -9,6 +9,9 @@ type View struct {
 	// Trigger is the round's trigger: "period", "request: ..." or
 	// "condition: ...".
 	Trigger string
+	// MinWorkers and MaxWorkers bound every operator's worker count: a
+	// policy proposes no count outside them.
+	MinWorkers, MaxWorkers int
 }
 
 // Last returns the round's sample, nil when there is none.
