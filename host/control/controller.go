@@ -1,0 +1,614 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/host/api/schema"
+)
+
+// Actuator applies the controller's decisions to a job.
+type Actuator interface {
+	// MoveGroups moves each key group of moves (key group -> worker) of
+	// operator to its worker.
+	MoveGroups(ctx context.Context, operator string, moves map[int]int) error
+	// SetWorkers changes operator's worker count.
+	SetWorkers(ctx context.Context, operator string, workers int) error
+}
+
+// Config configures a Controller. Zero durations and bounds take the
+// defaults of the pipeline file's control: section.
+type Config struct {
+	// Period is the time between two rounds of Run (default 1s, at
+	// least 100ms).
+	Period time.Duration
+	// Lock is how long after an applied decision no other is applied
+	// (default 5s).
+	Lock time.Duration
+	// Settle is how long after a decision its effect is checked (default
+	// 10s, at least Period).
+	Settle time.Duration
+	// Window is the time over which rates and delays are taken: a
+	// policy is shown the samples of the last Window (default 2s).
+	Window time.Duration
+	// MinWorkers and MaxWorkers bound every operator's worker count
+	// (defaults 1 and 8).
+	MinWorkers, MaxWorkers int
+	// Policies are the policies, highest priority first: the first
+	// non-empty proposal of a round is the one applied.
+	Policies []Policy
+	// Sample takes a sample of the job's measurements.
+	Sample func() Sample
+	// Actuator applies decisions.
+	Actuator Actuator
+	// Logger logs each decision (nil: slog.Default()).
+	Logger *slog.Logger
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Decision outcomes.
+const (
+	OutcomeApplied    = "applied"
+	OutcomeKept       = "kept"
+	OutcomeRolledBack = "rolled back"
+	OutcomeFailed     = "failed"
+)
+
+// maxDecisions is how many decisions Status keeps.
+const maxDecisions = 100
+
+// Controller runs management rounds over a job: each round it takes a
+// sample, asks every policy for a proposal and its findings, and applies
+// at most one proposal, the highest-priority policy's. None is applied
+// while the last applied decision's lock lasts, while a decision awaits
+// its check, or while key groups migrate between hosts.
+//
+// Settle after a decision, its effect is checked (see Worse): a decision
+// that made its operator's delays or the sources' backlogs clearly worse
+// is undone (groups moved back to their workers, the worker count set
+// back) and its outcome is "rolled back"; otherwise it is "kept". The
+// policy that proposed it is told either way.
+//
+// A Controller is safe for use by several goroutines; rounds run one at a
+// time.
+type Controller struct {
+	cfg     Config
+	latency LatencyConfig
+
+	round   sync.Mutex // held for a whole round
+	history []Sample   // the recent samples, oldest first (round)
+	nextID  uint64     // (round)
+	pending *check     // the decision that awaits its check (round)
+
+	mu          sync.Mutex // guards what Status reports
+	rounds      uint64
+	lastRound   time.Time
+	lockedUntil time.Time
+	workers     []schema.WorkerHealth
+	decisions   []schema.Decision // newest first
+	findings    []schema.Finding
+}
+
+// check is an applied decision that awaits its check.
+type check struct {
+	id      uint64
+	policy  Policy
+	at      time.Time
+	before  Effect
+	inverse schema.Action
+}
+
+// New returns a controller for cfg, or an error wrapping ErrBadConfig
+// that names the setting at fault.
+func New(cfg Config) (*Controller, error) {
+	set := func(d *time.Duration, def time.Duration) {
+		if *d == 0 {
+			*d = def
+		}
+	}
+	set(&cfg.Period, time.Second)
+	set(&cfg.Lock, 5*time.Second)
+	set(&cfg.Settle, 10*time.Second)
+	set(&cfg.Window, 2*time.Second)
+	if cfg.MinWorkers == 0 {
+		cfg.MinWorkers = 1
+	}
+	if cfg.MaxWorkers == 0 {
+		cfg.MaxWorkers = max(8, cfg.MinWorkers)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"period", cfg.Period}, {"lock", cfg.Lock}, {"settle", cfg.Settle}, {"window", cfg.Window}} {
+		if d.v < 0 {
+			return nil, fmt.Errorf("%w: %s %v is not positive", ErrBadConfig, d.name, d.v)
+		}
+	}
+	switch {
+	case cfg.Period < 100*time.Millisecond:
+		return nil, fmt.Errorf("%w: period %v is under 100ms", ErrBadConfig, cfg.Period)
+	case cfg.Settle < cfg.Period:
+		return nil, fmt.Errorf("%w: settle %v is shorter than the period %v", ErrBadConfig, cfg.Settle, cfg.Period)
+	case cfg.MinWorkers < 1:
+		return nil, fmt.Errorf("%w: workers min %d is under 1", ErrBadConfig, cfg.MinWorkers)
+	case cfg.MinWorkers > cfg.MaxWorkers:
+		return nil, fmt.Errorf("%w: workers min %d is over max %d", ErrBadConfig, cfg.MinWorkers, cfg.MaxWorkers)
+	case cfg.Sample == nil:
+		return nil, fmt.Errorf("%w: no Sample function", ErrBadConfig)
+	case cfg.Actuator == nil:
+		return nil, fmt.Errorf("%w: no Actuator", ErrBadConfig)
+	}
+	c := &Controller{cfg: cfg, latency: DefaultLatencyConfig()}
+	names := map[string]bool{}
+	for i, p := range cfg.Policies {
+		if p == nil {
+			return nil, fmt.Errorf("%w: policy %d is nil", ErrBadConfig, i)
+		}
+		if names[p.Name()] {
+			return nil, fmt.Errorf("%w: policy %q is listed twice", ErrBadConfig, p.Name())
+		}
+		names[p.Name()] = true
+		if l, ok := p.(*Latency); ok {
+			c.latency = l.Config()
+		}
+	}
+	c.cfg.Policies = slices.Clone(cfg.Policies)
+	return c, nil
+}
+
+// Run runs a round every Period until ctx ends, then returns nil. Each
+// round's trigger is "period", or the condition that holds on its sample
+// (see Condition).
+func (c *Controller) Run(ctx context.Context) error {
+	t := time.NewTicker(c.cfg.Period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		if _, err := c.run(ctx, ""); err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+}
+
+// Round runs a round now, with trigger as its trigger ("request: ..."
+// for a round asked for through the API; empty, Run's: "period" or the
+// condition that holds), and returns the decision it applied (nil when
+// none). A decision the actuator refused is returned with its outcome
+// "failed"; the error is ctx's when it has ended.
+func (c *Controller) Round(ctx context.Context, trigger string) (*schema.Decision, error) {
+	return c.run(ctx, trigger)
+}
+
+// run runs a round; an empty trigger is "period" or the condition that
+// holds.
+func (c *Controller) run(ctx context.Context, trigger string) (*schema.Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.round.Lock()
+	defer c.round.Unlock()
+	s := c.cfg.Sample()
+	now := c.cfg.Now()
+	if s.At.IsZero() {
+		s.At = now
+	}
+	c.remember(s)
+	v := &View{Samples: c.history, MinWorkers: c.cfg.MinWorkers, MaxWorkers: c.cfg.MaxWorkers}
+	if trigger == "" {
+		trigger = "period"
+		if cond := Condition(v, c.latency.High); cond != "" {
+			trigger = "condition: " + cond
+		}
+	}
+	v.Trigger = trigger
+
+	// Every policy, every round, so each keeps its memory and findings
+	// current.
+	proposals := make([]*Proposal, len(c.cfg.Policies))
+	var found []schema.Finding
+	for i, p := range c.cfg.Policies {
+		prop, fs := p.Propose(v)
+		if prop != nil && prop.Action.Kind != "" {
+			if prop.Policy == "" {
+				prop.Policy = p.Name()
+			}
+			proposals[i] = prop
+		}
+		found = append(found, fs...)
+	}
+	findings := c.mergeFindings(found, s.At)
+
+	c.checkPending(ctx, v, now)
+
+	c.mu.Lock()
+	locked := now.Before(c.lockedUntil)
+	c.mu.Unlock()
+	var applied *schema.Decision
+	if !locked && c.pending == nil && !s.Migrating {
+		applied = c.apply(ctx, v, proposals, trigger, now)
+	}
+
+	health := c.health(v)
+	c.mu.Lock()
+	c.rounds++
+	c.lastRound = now
+	c.workers = health
+	c.findings = findings
+	c.mu.Unlock()
+	return applied, ctx.Err()
+}
+
+// remember appends s to the history and drops the samples older than
+// the window needs (two are always kept).
+func (c *Controller) remember(s Sample) {
+	c.history = append(c.history, s)
+	i := 0
+	for len(c.history)-i > 2 && s.At.Sub(c.history[i].At) > c.cfg.Window {
+		i++
+	}
+	if i > 0 {
+		c.history = slices.Delete(c.history, 0, i)
+	}
+}
+
+// mergeFindings deduplicates found by cause and subject, each keeping
+// the time the same finding was first found (at, for a new one).
+func (c *Controller) mergeFindings(found []schema.Finding, at time.Time) []schema.Finding {
+	c.mu.Lock()
+	since := map[[2]string]time.Time{}
+	for _, f := range c.findings {
+		since[[2]string{f.Cause, f.Subject}] = f.Since
+	}
+	c.mu.Unlock()
+	seen := map[[2]string]bool{}
+	out := []schema.Finding{}
+	for _, f := range found {
+		k := [2]string{f.Cause, f.Subject}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if t, ok := since[k]; ok {
+			f.Since = t
+		} else if f.Since.IsZero() {
+			f.Since = at
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// apply applies the first proposal in priority order that changes
+// something, and records it.
+func (c *Controller) apply(ctx context.Context, v *View, proposals []*Proposal, trigger string, now time.Time) *schema.Decision {
+	chosen := -1
+	for i, p := range proposals {
+		if p == nil {
+			continue
+		}
+		if p.Action.Kind == "set-workers" {
+			p.Action.From = workerCount(v.Last(), p.Action.Operator, p.Action.From)
+			p.Action.To = min(max(p.Action.To, c.cfg.MinWorkers), c.cfg.MaxWorkers)
+			if p.Action.To == p.Action.From {
+				proposals[i] = nil // clamped to nothing
+				continue
+			}
+		}
+		if p.Action.Kind == "move-groups" && len(p.Action.Moves) == 0 {
+			proposals[i] = nil
+			continue
+		}
+		if chosen < 0 {
+			chosen = i
+		}
+	}
+	if chosen < 0 {
+		return nil
+	}
+	p := proposals[chosen]
+	c.nextID++
+	d := schema.Decision{
+		ID: c.nextID, Time: now, Trigger: trigger, Policy: p.Policy, Action: p.Action,
+		Reason: p.Reason, Evidence: p.Evidence, Predicted: p.Predicted, Outcome: OutcomeApplied,
+	}
+	for i, o := range proposals {
+		if o != nil && i != chosen {
+			d.Others = append(d.Others, fmt.Sprintf("%s: %s (%s)", o.Policy, Describe(o.Action), o.Reason))
+		}
+	}
+	if err := c.act(ctx, p.Action); err != nil {
+		d.Outcome, d.Error = OutcomeFailed, err.Error()
+		c.cfg.Logger.Warn("control decision failed", "id", d.ID, "policy", d.Policy, "action", Describe(d.Action), "reason", d.Reason, "error", err)
+	} else {
+		c.cfg.Logger.Info("control decision", "id", d.ID, "policy", d.Policy, "trigger", trigger, "action", Describe(d.Action),
+			"reason", d.Reason, "evidence", evidenceText(d.Evidence), "predicted", evidenceText(d.Predicted))
+		c.pending = &check{id: d.ID, policy: c.cfg.Policies[chosen], at: now, before: Measure(v, p.Action.Operator), inverse: Inverse(p.Action)}
+	}
+	c.mu.Lock()
+	if d.Outcome == OutcomeApplied {
+		c.lockedUntil = now.Add(c.cfg.Lock)
+	}
+	c.decisions = slices.Insert(c.decisions, 0, d)
+	if len(c.decisions) > maxDecisions {
+		c.decisions = c.decisions[:maxDecisions]
+	}
+	c.mu.Unlock()
+	c.cfg.Policies[chosen].Outcome(d)
+	return &d
+}
+
+// act applies action through the actuator.
+func (c *Controller) act(ctx context.Context, a schema.Action) error {
+	switch a.Kind {
+	case "set-workers":
+		return c.cfg.Actuator.SetWorkers(ctx, a.Operator, a.To)
+	case "move-groups":
+		moves := make(map[int]int, len(a.Moves))
+		for _, m := range a.Moves {
+			moves[m.Group] = m.ToWorker
+		}
+		return c.cfg.Actuator.MoveGroups(ctx, a.Operator, moves)
+	}
+	return fmt.Errorf("control: action %q is not one the controller applies", a.Kind)
+}
+
+// checkPending checks the decision that awaits its check once it has
+// settled: it is rolled back when Worse says so, kept otherwise.
+func (c *Controller) checkPending(ctx context.Context, v *View, now time.Time) {
+	p := c.pending
+	if p == nil || now.Sub(p.at) < c.cfg.Settle {
+		return
+	}
+	c.pending = nil
+	after := Measure(v, p.inverse.Operator)
+	worse, why := Worse(p.before, after, c.latency.Low.Seconds())
+	observed := []schema.Evidence{
+		{Name: "worst delay of " + p.inverse.Operator + " before", Value: p.before.Delay, Unit: "s"},
+		{Name: "worst delay of " + p.inverse.Operator + " after", Value: after.Delay, Unit: "s"},
+		{Name: "backlog growth before", Value: p.before.BacklogGrowth, Unit: "records/s"},
+		{Name: "backlog growth after", Value: after.BacklogGrowth, Unit: "records/s"},
+	}
+	outcome, errText := OutcomeKept, ""
+	if worse {
+		outcome = OutcomeRolledBack
+		if err := c.act(ctx, p.inverse); err != nil {
+			outcome, errText = OutcomeFailed, "rolling back: "+err.Error()
+			c.cfg.Logger.Warn("control decision made things worse and could not be rolled back", "id", p.id, "why", why, "error", err)
+		} else {
+			c.cfg.Logger.Info("control decision rolled back", "id", p.id, "why", why, "undo", Describe(p.inverse), "observed", evidenceText(observed))
+		}
+	}
+	c.mu.Lock()
+	var d schema.Decision
+	for i := range c.decisions {
+		if c.decisions[i].ID == p.id {
+			c.decisions[i].Outcome, c.decisions[i].Observed, c.decisions[i].Error = outcome, observed, errText
+			d = c.decisions[i]
+		}
+	}
+	if outcome == OutcomeRolledBack {
+		c.lockedUntil = now.Add(c.cfg.Lock)
+	}
+	c.mu.Unlock()
+	if d.ID != 0 {
+		p.policy.Outcome(d)
+	}
+}
+
+// health returns the workers' health at this round: the latency
+// guarantor's estimates when it runs, the window's rates otherwise.
+func (c *Controller) health(v *View) []schema.WorkerHealth {
+	for _, p := range c.cfg.Policies {
+		if l, ok := p.(*Latency); ok {
+			return l.Health()
+		}
+	}
+	first, last, ok := v.Span(viewSpan(v))
+	if !ok {
+		return nil
+	}
+	var hs []schema.WorkerHealth
+	for _, op := range last.Operators {
+		if !(op.Resizable || op.Movable) {
+			continue
+		}
+		r, ok := Rates(first, last, op.Name)
+		if !ok {
+			continue
+		}
+		for _, w := range r.Workers {
+			wl := workerLoad{id: w.ID, host: w.Host, groups: w.Groups, arrival: w.Arrival, service: w.Service, delay: w.Delay}
+			h := workerHealth(op.Name, wl, c.latency)
+			if w.Arrival == 0 && w.Service == 0 {
+				// Idle and never measured: nothing is predicted.
+				h.Saturated, h.PredictedSeconds = false, 0
+				h.State = c.latency.State(w.Delay, 0)
+			}
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
+// Status returns the controller's state: its policies, its last view of
+// the workers, its last decisions (newest first) and findings.
+func (c *Controller) Status() schema.Control {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := schema.Control{
+		Enabled:     true,
+		Rounds:      c.rounds,
+		LastRound:   c.lastRound,
+		LockedUntil: c.lockedUntil,
+		Workers:     slices.Clone(c.workers),
+		Decisions:   make([]schema.Decision, len(c.decisions)),
+		Findings:    make([]schema.Finding, len(c.findings)),
+	}
+	for _, p := range c.cfg.Policies {
+		st.Policies = append(st.Policies, p.Name())
+	}
+	for i, d := range c.decisions {
+		d.Evidence, d.Predicted, d.Observed, d.Others = slices.Clone(d.Evidence), slices.Clone(d.Predicted), slices.Clone(d.Observed), slices.Clone(d.Others)
+		d.Action.Moves = slices.Clone(d.Action.Moves)
+		st.Decisions[i] = d
+	}
+	for i, f := range c.findings {
+		f.Evidence = slices.Clone(f.Evidence)
+		st.Findings[i] = f
+	}
+	return st
+}
+
+// Effect is what the controller compares before and after a decision:
+// the worst mean delay of the operator's workers and the growth of the
+// sources' backlogs over a window, with the rate read from the sources.
+type Effect struct {
+	Delay         float64 // seconds
+	BacklogGrowth float64 // records/s, summed over the sources
+	ReadRate      float64 // records/s, summed over the sources
+}
+
+// Measure returns the Effect over the view's samples for operator.
+func Measure(v *View, operator string) Effect {
+	var e Effect
+	first, last, ok := v.Span(viewSpan(v))
+	if !ok {
+		return e
+	}
+	if r, ok := Rates(first, last, operator); ok {
+		for _, w := range r.Workers {
+			e.Delay = max(e.Delay, w.Delay)
+		}
+	}
+	secs := last.At.Sub(first.At).Seconds()
+	for _, s := range last.Sources {
+		for _, b := range first.Sources {
+			if b.Name != s.Name {
+				continue
+			}
+			e.ReadRate += float64(s.Read-min(b.Read, s.Read)) / secs
+			if s.Backlog >= 0 && b.Backlog >= 0 {
+				e.BacklogGrowth += float64(s.Backlog-b.Backlog) / secs
+			}
+		}
+	}
+	return e
+}
+
+// worseRatio is how much worse than before a decision's effect must be
+// for it to be rolled back.
+const worseRatio = 1.5
+
+// Worse reports whether a decision made things clearly worse, and why:
+// the operator's worst delay after it is over 1.5 times the delay before
+// and over low (the latency guarantor's l_low: a delay under it is good
+// whatever it was before), or the sources' backlogs grow after it faster
+// than 1.5 times their growth before and faster than 5% of the rate read
+// from them (a backlog growing that slowly is noise).
+func Worse(before, after Effect, low float64) (bool, string) {
+	if after.Delay > worseRatio*before.Delay && after.Delay > low {
+		return true, fmt.Sprintf("the worst delay rose from %s to %s", seconds(before.Delay), seconds(after.Delay))
+	}
+	floor := 0.05 * after.ReadRate
+	if after.BacklogGrowth > worseRatio*max(before.BacklogGrowth, 0) && after.BacklogGrowth > floor {
+		return true, fmt.Sprintf("the backlog grows by %.0f records/s, %.0f before", after.BacklogGrowth, before.BacklogGrowth)
+	}
+	return false, ""
+}
+
+// Inverse returns the action that undoes a: the groups moved back to
+// their workers, or the worker count set back.
+func Inverse(a schema.Action) schema.Action {
+	inv := schema.Action{Kind: a.Kind, Operator: a.Operator, From: a.To, To: a.From}
+	for _, m := range a.Moves {
+		inv.Moves = append(inv.Moves, schema.GroupMove{Group: m.Group, FromWorker: m.ToWorker, ToWorker: m.FromWorker, FromHost: m.ToHost, ToHost: m.FromHost})
+	}
+	return inv
+}
+
+// Condition returns the condition that holds on the view's window and
+// calls for a round, "" when none: a source's backlog grew over it
+// ("backlog growing on source X"), or a worker's mean delay over it is
+// over high ("delay over bound on op/w").
+func Condition(v *View, high time.Duration) string {
+	first, last, ok := v.Span(viewSpan(v))
+	if !ok {
+		return ""
+	}
+	for _, s := range last.Sources {
+		for _, b := range first.Sources {
+			if b.Name == s.Name && s.Backlog >= 0 && b.Backlog >= 0 && s.Backlog > b.Backlog {
+				return "backlog growing on source " + s.Name
+			}
+		}
+	}
+	for _, op := range last.Operators {
+		r, ok := Rates(first, last, op.Name)
+		if !ok {
+			continue
+		}
+		for _, w := range r.Workers {
+			if w.Delay > high.Seconds() {
+				return fmt.Sprintf("delay over bound on %s/%d", op.Name, w.ID)
+			}
+		}
+	}
+	return ""
+}
+
+// Describe returns an action in a few words: "set-workers count 2 -> 3",
+// "move-groups count: 7 from worker 0 to 1".
+func Describe(a schema.Action) string {
+	switch a.Kind {
+	case "set-workers":
+		return fmt.Sprintf("set-workers %s %d -> %d", a.Operator, a.From, a.To)
+	case "move-groups":
+		parts := make([]string, len(a.Moves))
+		for i, m := range a.Moves {
+			parts[i] = fmt.Sprintf("%d from worker %d to %d", m.Group, m.FromWorker, m.ToWorker)
+		}
+		return fmt.Sprintf("move-groups %s: %s", a.Operator, strings.Join(parts, ", "))
+	}
+	return a.Kind + " " + a.Operator
+}
+
+// workerCount returns operator's worker count in s, def when s lacks it.
+func workerCount(s *Sample, operator string, def int) int {
+	if s == nil {
+		return def
+	}
+	if op := findOperator(s, operator); op != nil {
+		return len(op.Workers)
+	}
+	return def
+}
+
+// evidenceText formats evidence for a log line.
+func evidenceText(ev []schema.Evidence) string {
+	parts := make([]string, len(ev))
+	for i, e := range ev {
+		v := fmt.Sprintf("%.4g", e.Value)
+		if math.IsInf(e.Value, 0) || math.IsNaN(e.Value) {
+			v = fmt.Sprint(e.Value)
+		}
+		parts[i] = e.Name + "=" + v + e.Unit
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,281 @@
+package control
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sluicehq/sluice/host/api/schema"
+)
+
+// DS2Config is the DS2 auto-scaler's configuration.
+type DS2Config struct {
+	// Interval is the least time between two of DS2's decisions.
+	Interval time.Duration
+	// WarmUp is how long after any change of an operator's worker count
+	// (by any policy, or by hand) DS2 decides nothing: the rates then
+	// mix the old and the new configuration.
+	WarmUp time.Duration
+	// Activation is how many consecutive rounds must compute the same
+	// worker count for an operator before DS2 proposes it.
+	Activation int
+	// DeadBand: a computed count within DeadBand workers of the current
+	// one is ignored.
+	DeadBand int
+	// ScalingFactor is headroom: the computed count is multiplied by
+	// 1 + ScalingFactor (before it is rounded up).
+	ScalingFactor float64
+}
+
+// DefaultDS2Config returns the defaults: interval 10s, warm-up 10s,
+// activation 2, dead band 1, scaling factor 0.
+func DefaultDS2Config() DS2Config {
+	return DS2Config{Interval: 10 * time.Second, WarmUp: 10 * time.Second, Activation: 2, DeadBand: 1}
+}
+
+// DS2 is the DS2 auto-scaler: it sizes each stateless or keyed operator
+// from true rates, measured over useful time rather than wall time.
+//
+// Each round, for each operator, the true processing rate per worker is
+// the records its workers ran divided by their useful (busy) seconds, and
+// its selectivity the records they wrote per record run. The target
+// input rate of each operator follows in topological order: a source's
+// rate is what was read from it plus its backlog's growth (the rate at
+// which records arrive, so a pipeline falling behind asks for more);
+// an operator's target is the sum of its inputs' (an operator's output
+// target is its input target times its selectivity). An operator needs
+// ceil(target / rate per worker × (1 + ScalingFactor)) workers, within
+// the view's bounds.
+//
+// A count that was rolled back is not proposed again for its operator
+// until the computed count changes. Transactional operators are never
+// resized. A count is proposed (one operator per round, the first in topological
+// order) when it differs from the current one by more than DeadBand, the
+// last Activation rounds computed it, no worker count changed in the
+// last WarmUp and DS2's last decision is at least Interval old.
+type DS2 struct {
+	cfg        DS2Config
+	at         time.Time      // the last sample judged
+	workers    map[string]int // worker counts at the last sample
+	rescaledAt time.Time      // when a worker count last changed
+	decidedAt  time.Time      // when DS2's last applied decision was proposed
+	proposedAt time.Time      // when DS2 last proposed
+	streaks    map[string]streak
+	vetoed     map[string]int // operator -> a count rolled back
+}
+
+// streak is how many consecutive rounds computed the same count.
+type streak struct{ to, rounds int }
+
+// NewDS2 returns a DS2 auto-scaler; zero durations and a zero
+// activation take DefaultDS2Config's values.
+func NewDS2(cfg DS2Config) (*DS2, error) {
+	def := DefaultDS2Config()
+	if cfg.Interval == 0 {
+		cfg.Interval = def.Interval
+	}
+	if cfg.WarmUp == 0 {
+		cfg.WarmUp = def.WarmUp
+	}
+	if cfg.Activation == 0 {
+		cfg.Activation = def.Activation
+	}
+	switch {
+	case cfg.Interval < 0:
+		return nil, fmt.Errorf("%w: ds2 interval %v is not positive", ErrBadConfig, cfg.Interval)
+	case cfg.WarmUp < 0:
+		return nil, fmt.Errorf("%w: ds2 warm_up %v is not positive", ErrBadConfig, cfg.WarmUp)
+	case cfg.Activation < 1:
+		return nil, fmt.Errorf("%w: ds2 activation %d is under 1", ErrBadConfig, cfg.Activation)
+	case cfg.DeadBand < 0:
+		return nil, fmt.Errorf("%w: ds2 dead_band %d is negative", ErrBadConfig, cfg.DeadBand)
+	case cfg.ScalingFactor < 0 || math.IsNaN(cfg.ScalingFactor) || math.IsInf(cfg.ScalingFactor, 0):
+		return nil, fmt.Errorf("%w: ds2 scaling_factor %v is negative or not a number", ErrBadConfig, cfg.ScalingFactor)
+	}
+	return &DS2{cfg: cfg, workers: map[string]int{}, streaks: map[string]streak{}, vetoed: map[string]int{}}, nil
+}
+
+// Name returns "ds2".
+func (d *DS2) Name() string { return "ds2" }
+
+// Outcome starts the interval when a decision of DS2's was applied, and
+// remembers a count that was rolled back.
+func (d *DS2) Outcome(dec schema.Decision) {
+	switch dec.Outcome {
+	case OutcomeApplied:
+		d.decidedAt = d.proposedAt
+		clear(d.streaks)
+	case OutcomeRolledBack:
+		d.vetoed[dec.Action.Operator] = dec.Action.To
+	}
+}
+
+// ds2Operator is one operator's measurements and targets in a round.
+type ds2Operator struct {
+	sample      *OperatorSample
+	rate        float64 // true processing rate per worker (0: unknown)
+	selectivity float64
+	target      float64 // target input rate
+	done        bool
+}
+
+// Propose computes each operator's worker count and proposes one when
+// the settings allow.
+func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
+	first, last, ok := v.Span(viewSpan(v))
+	if !ok || last.At.Equal(d.at) {
+		return nil, nil
+	}
+	d.at = last.At
+	for _, op := range last.Operators {
+		if n, ok := d.workers[op.Name]; ok && n != len(op.Workers) {
+			d.rescaledAt = last.At
+		}
+		d.workers[op.Name] = len(op.Workers)
+	}
+	if !d.rescaledAt.IsZero() && last.At.Sub(d.rescaledAt) < d.cfg.WarmUp {
+		clear(d.streaks)
+		return nil, nil
+	}
+	secs := last.At.Sub(first.At).Seconds()
+	sources := map[string]float64{}
+	var evidence []schema.Evidence
+	for _, s := range last.Sources {
+		rate := sourceRate(first, s, secs)
+		sources[s.Name] = rate
+		evidence = append(evidence, schema.Evidence{Name: "arrival rate of source " + s.Name + " (read and backlog growth)", Value: rate, Unit: "records/s"})
+	}
+	ops := map[string]*ds2Operator{}
+	var order []*ds2Operator
+	for i := range last.Operators {
+		op := &last.Operators[i]
+		o := &ds2Operator{sample: op, selectivity: 1}
+		if r, ok := Rates(first, last, op.Name); ok {
+			var recs, out, busy float64
+			for _, w := range r.Workers {
+				recs += float64(w.Records)
+				if w.Service > 0 {
+					busy += float64(w.Records) / w.Service
+					out += w.OutService * float64(w.Records) / w.Service
+				}
+			}
+			if busy > 0 {
+				o.rate = recs / busy
+			}
+			if recs > 0 {
+				o.selectivity = out / recs
+			}
+		}
+		ops[op.Name] = o
+	}
+	// Targets in topological order (inputs first).
+	var visit func(o *ds2Operator, depth int) float64
+	visit = func(o *ds2Operator, depth int) float64 {
+		if o.done || depth > len(ops) {
+			return o.target
+		}
+		for _, in := range o.sample.Inputs {
+			if u, ok := ops[in]; ok {
+				o.target += visit(u, depth+1) * u.selectivity
+			} else {
+				o.target += sources[in]
+			}
+		}
+		o.done = true
+		order = append(order, o)
+		return o.target
+	}
+	for i := range last.Operators {
+		visit(ops[last.Operators[i].Name], 0)
+	}
+	var chosen *Proposal
+	for _, o := range order {
+		op := o.sample
+		if !op.Resizable || op.Kind == "transactional" || o.rate <= 0 {
+			delete(d.streaks, op.Name)
+			continue
+		}
+		p := len(op.Workers)
+		want := DS2Workers(o.target, o.rate, d.cfg.ScalingFactor, v.MinWorkers, v.MaxWorkers)
+		if to, ok := d.vetoed[op.Name]; ok && to != want {
+			delete(d.vetoed, op.Name)
+		}
+		if to, ok := d.vetoed[op.Name]; abs(want-p) <= d.cfg.DeadBand || (ok && to == want) {
+			delete(d.streaks, op.Name)
+			continue
+		}
+		s := d.streaks[op.Name]
+		if s.to == want {
+			s.rounds++
+		} else {
+			s = streak{to: want, rounds: 1}
+		}
+		d.streaks[op.Name] = s
+		if chosen != nil || s.rounds < d.cfg.Activation || (!d.decidedAt.IsZero() && last.At.Sub(d.decidedAt) < d.cfg.Interval) {
+			continue
+		}
+		ev := append([]schema.Evidence{
+			{Name: "target input rate of " + op.Name, Value: o.target, Unit: "records/s"},
+			{Name: "true processing rate per worker of " + op.Name, Value: o.rate, Unit: "records/s"},
+			{Name: "selectivity of " + op.Name, Value: o.selectivity, Unit: "ratio"},
+			{Name: "workers of " + op.Name, Value: float64(p), Unit: "count"},
+		}, evidence...)
+		chosen = &Proposal{
+			Policy: d.Name(),
+			Action: schema.Action{Kind: "set-workers", Operator: op.Name, From: p, To: want},
+			Reason: fmt.Sprintf("%s needs %d workers for a target input of %.0f records/s at a true rate of %.0f records/s per worker; it has %d",
+				op.Name, want, o.target, o.rate, p),
+			Evidence: ev,
+			Predicted: []schema.Evidence{
+				{Name: "workers of " + op.Name, Value: float64(want), Unit: "count"},
+				{Name: "utilization of " + op.Name, Value: o.target / (float64(want) * o.rate), Unit: "ratio"},
+			},
+		}
+	}
+	if chosen != nil {
+		d.proposedAt = last.At
+	}
+	return chosen, nil
+}
+
+// DS2Workers returns DS2's worker count for an operator whose target
+// input rate is target and whose true processing rate per worker is
+// rate: ceil(target / rate × (1 + factor)), within [lo, hi] (a bound
+// under 1 is not applied).
+func DS2Workers(target, rate, factor float64, lo, hi int) int {
+	n := int(math.Ceil(target / rate * (1 + factor)))
+	if lo >= 1 {
+		n = max(n, lo)
+	}
+	if hi >= 1 {
+		n = min(n, hi)
+	}
+	return max(n, 1)
+}
+
+// sourceRate returns source s's arrival rate over the secs seconds since
+// first: its read rate plus its backlog's growth rate (a backlog that
+// cannot be told counts as not growing), never negative.
+func sourceRate(first *Sample, s SourceSample, secs float64) float64 {
+	var before *SourceSample
+	for i := range first.Sources {
+		if first.Sources[i].Name == s.Name {
+			before = &first.Sources[i]
+		}
+	}
+	if before == nil || secs <= 0 {
+		return 0
+	}
+	rate := float64(s.Read-min(before.Read, s.Read)) / secs
+	if s.Backlog >= 0 && before.Backlog >= 0 {
+		rate += float64(s.Backlog-before.Backlog) / secs
+	}
+	return max(rate, 0)
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,278 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/host/api/schema"
+)
+
+// parseAndCount is the two-operator chain of the DS2 tests: "parse" (true
+// rate 3000 records/s per worker, writes one record for two read) then
+// "count" (2000 records/s per worker).
+func parseAndCount(rate float64, parse, count int) *chainSim {
+	return newChainSim(rate,
+		&chainOp{name: "parse", workers: parse, rate: 3000, selectivity: 0.5},
+		&chainOp{name: "count", workers: count, rate: 2000, selectivity: 1})
+}
+
+// ds2Rounds runs d over rounds samples of sim, one a second, each round
+// shown the last two seconds, and returns the proposals in order (nil
+// where none). A proposal is applied to sim and reported to d.
+func ds2Rounds(d *DS2, sim *chainSim, rounds int) []*Proposal {
+	var samples []Sample
+	var out []*Proposal
+	samples = append(samples, sim.step(0))
+	for range rounds {
+		samples = append(samples, sim.step(time.Second))
+		p, _ := d.Propose(viewOf(samples, 3))
+		out = append(out, p)
+		if p != nil {
+			_ = sim.SetWorkers(context.Background(), p.Action.Operator, p.Action.To)
+			d.Outcome(schema.Decision{Policy: "ds2", Action: p.Action, Outcome: OutcomeApplied})
+		}
+	}
+	return out
+}
+
+func TestDS2ParallelismFormula(t *testing.T) {
+	// The source makes 10000 records/s. With parse on 2 workers (6000/s
+	// of capacity) and count on 1 (2000/s, which takes 4000/s of parse's
+	// input at selectivity 0.5), the pipeline runs 4000 records/s and
+	// the backlog grows by 6000/s: the source's rate is 4000 + 6000 =
+	// 10000 records/s.
+	//
+	//   parse: π = ceil(10000 / 3000) = ceil(3.33) = 4
+	//   count: target input = 10000 × 0.5 = 5000; π = ceil(5000 / 2000)
+	//          = ceil(2.5) = 3
+	//
+	// DS2 proposes parse first (topological order).
+	if got := DS2Workers(10000, 3000, 0, 1, 8); got != 4 {
+		t.Fatalf("DS2Workers(10000, 3000) = %d, want 4", got)
+	}
+	if got := DS2Workers(5000, 2000, 0, 1, 8); got != 3 {
+		t.Fatalf("DS2Workers(5000, 2000) = %d, want 3", got)
+	}
+	// A scaling factor of 0.25: ceil(3.33 × 1.25) = ceil(4.17) = 5; the
+	// bounds clamp.
+	if got := DS2Workers(10000, 3000, 0.25, 1, 8); got != 5 {
+		t.Fatalf("DS2Workers(10000, 3000, 0.25) = %d, want 5", got)
+	}
+	if got := DS2Workers(10000, 1000, 0, 1, 8); got != 8 {
+		t.Fatalf("DS2Workers(10000, 1000) = %d, want the bound 8", got)
+	}
+
+	cfg := DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1}
+	d, err := NewDS2(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := ds2Rounds(d, parseAndCount(10000, 2, 1), 1)
+	p := ps[0]
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.Operator != "parse" || p.Action.From != 2 || p.Action.To != 4 {
+		t.Fatalf("proposal = %+v, want set-workers parse 2 -> 4", p)
+	}
+	for name, want := range map[string]float64{
+		"target input rate of parse":                          10000,
+		"true processing rate per worker of parse":            3000,
+		"arrival rate of source in (read and backlog growth)": 10000,
+	} {
+		if e := findEvidence(p.Evidence, name); e == nil || math.Abs(e.Value-want) > 1e-6 {
+			t.Errorf("evidence %q = %+v, want %v", name, e, want)
+		}
+	}
+
+	// parse at 4: count's turn, 1 -> 3.
+	d, _ = NewDS2(cfg)
+	p = ds2Rounds(d, parseAndCount(10000, 4, 1), 1)[0]
+	if p == nil || p.Action.Operator != "count" || p.Action.From != 1 || p.Action.To != 3 {
+		t.Fatalf("proposal = %+v, want set-workers count 1 -> 3", p)
+	}
+	if e := findEvidence(p.Evidence, "target input rate of count"); e == nil || math.Abs(e.Value-5000) > 1e-6 {
+		t.Errorf("target of count = %+v, want 5000", e)
+	}
+}
+
+func TestDS2ConvergesWithinThreeDecisions(t *testing.T) {
+	// The workers' true rates stay fixed as counts change; from one
+	// worker each, DS2 reaches parse 4, count 3 and stays there, with
+	// the defaults (interval 10s, warm-up 10s, activation 2, dead band 1).
+	d, err := NewDS2(DS2Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := parseAndCount(10000, 1, 1)
+	decisions := 0
+	for _, p := range ds2Rounds(d, sim, 120) {
+		if p != nil {
+			decisions++
+		}
+	}
+	if got := sim.workers(); got[0] != 4 || got[1] != 3 {
+		t.Fatalf("workers = %v after 120 rounds, want [4 3]", got)
+	}
+	t.Logf("%d decisions", decisions)
+	if decisions > 3 {
+		t.Fatalf("%d decisions, want at most 3", decisions)
+	}
+}
+
+func TestDS2DeadBand(t *testing.T) {
+	// parse on 3 workers, 4 needed: within a dead band of 1.
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1, DeadBand: 1})
+	for i, p := range ds2Rounds(d, parseAndCount(10000, 3, 3), 10) {
+		if p != nil {
+			t.Fatalf("round %d proposed %+v within the dead band", i, p.Action)
+		}
+	}
+	d, _ = NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1, DeadBand: 0})
+	if p := ds2Rounds(d, parseAndCount(10000, 3, 3), 1)[0]; p == nil || p.Action.To != 4 {
+		t.Fatalf("proposal without a dead band = %+v, want parse 3 -> 4", p)
+	}
+}
+
+func TestDS2Activation(t *testing.T) {
+	// Activation 3: the third round that computes parse 4 proposes it.
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 3})
+	ps := ds2Rounds(d, parseAndCount(10000, 1, 3), 3)
+	if ps[0] != nil || ps[1] != nil || ps[2] == nil || ps[2].Action.To != 4 {
+		t.Fatalf("proposals %v, want none, none, then parse -> 4", ps)
+	}
+}
+
+func TestDS2WarmUp(t *testing.T) {
+	// A worker count changed by someone else (a rescale seen in the
+	// samples) holds DS2 back for its warm-up: 5s here.
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: 5 * time.Second, Activation: 1})
+	sim := parseAndCount(10000, 4, 3)
+	var samples []Sample
+	samples = append(samples, sim.step(0))
+	for range 3 {
+		samples = append(samples, sim.step(time.Second))
+		if p, _ := d.Propose(viewOf(samples, 3)); p != nil {
+			t.Fatalf("proposal %+v with parse and count sized right", p.Action)
+		}
+	}
+	_ = sim.SetWorkers(context.Background(), "parse", 1) // at 13s
+	var first time.Duration
+	for i := range 10 {
+		samples = append(samples, sim.step(time.Second))
+		if p, _ := d.Propose(viewOf(samples, 3)); p != nil {
+			if p.Action.Operator != "parse" || p.Action.To != 4 {
+				t.Fatalf("proposal %+v, want parse 1 -> 4", p.Action)
+			}
+			first = time.Duration(i+1) * time.Second
+			break
+		}
+	}
+	// The change shows in the sample 1s after it; DS2 waits 5s from
+	// that sample.
+	if first != 6*time.Second {
+		t.Fatalf("first proposal %v after the rescale, want 6s (warm-up 5s after it was seen)", first)
+	}
+}
+
+func TestDS2Interval(t *testing.T) {
+	// After an applied decision, DS2 waits its interval (20s) for the
+	// next, even past the warm-up (1s).
+	d, _ := NewDS2(DS2Config{Interval: 20 * time.Second, WarmUp: time.Second, Activation: 1, DeadBand: 0})
+	var at []int
+	for i, p := range ds2Rounds(d, parseAndCount(10000, 1, 1), 40) {
+		if p != nil {
+			at = append(at, i)
+		}
+	}
+	if len(at) != 2 || at[1]-at[0] < 20 {
+		t.Fatalf("decisions at rounds %v, want two 20 rounds apart at least", at)
+	}
+}
+
+func TestDS2BacklogGrowthRaisesTarget(t *testing.T) {
+	// parse alone on one worker of 3000/s under a source of 6000/s: it
+	// reads 3000/s and the backlog grows 3000/s; the target is 6000, so
+	// 2 workers.
+	cfg := DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1}
+	d, _ := NewDS2(cfg)
+	sim := newChainSim(6000, &chainOp{name: "parse", workers: 1, rate: 3000, selectivity: 1})
+	p := ds2Rounds(d, sim, 1)[0]
+	if p == nil || p.Action.To != 2 {
+		t.Fatalf("proposal = %+v, want parse 1 -> 2", p)
+	}
+	if e := findEvidence(p.Evidence, "target input rate of parse"); e == nil || math.Abs(e.Value-6000) > 1e-6 {
+		t.Errorf("target = %+v, want 6000", e)
+	}
+	// A source that cannot tell its backlog: only what was read counts,
+	// 3000/s, and one worker is enough.
+	d, _ = NewDS2(cfg)
+	sim = newChainSim(6000, &chainOp{name: "parse", workers: 1, rate: 3000, selectivity: 1})
+	sim.noBacklog = true
+	if p := ds2Rounds(d, sim, 3); p[2] != nil {
+		t.Fatalf("proposal %+v without backlog growth, want none", p[2].Action)
+	}
+}
+
+func TestDS2IgnoresTransactionalOperators(t *testing.T) {
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1, DeadBand: 0})
+	sim := newChainSim(6000, &chainOp{name: "parse", workers: 1, rate: 3000, selectivity: 1})
+	sim.transaction = "parse"
+	for _, p := range ds2Rounds(d, sim, 3) {
+		if p != nil {
+			t.Fatalf("proposal %+v for a transactional operator", p.Action)
+		}
+	}
+}
+
+func TestNewDS2RefusesBadConfig(t *testing.T) {
+	for _, c := range []struct {
+		cfg  DS2Config
+		name string
+	}{
+		{DS2Config{Interval: -time.Second}, "interval"},
+		{DS2Config{WarmUp: -time.Second}, "warm_up"},
+		{DS2Config{Activation: -1}, "activation"},
+		{DS2Config{DeadBand: -1}, "dead_band"},
+		{DS2Config{ScalingFactor: -0.5}, "scaling_factor"},
+	} {
+		_, err := NewDS2(c.cfg)
+		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("NewDS2(%+v) = %v, want an ErrBadConfig naming %s", c.cfg, err, c.name)
+		}
+	}
+}
+
+func TestDS2LeavesRolledBackCountAlone(t *testing.T) {
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1})
+	sim := parseAndCount(10000, 2, 3)
+	var samples []Sample
+	samples = append(samples, sim.step(0))
+	propose := func() *Proposal {
+		samples = append(samples, sim.step(time.Second))
+		p, _ := d.Propose(viewOf(samples, 3))
+		return p
+	}
+	p := propose()
+	if p == nil || p.Action.To != 4 {
+		t.Fatalf("proposal %+v, want parse 2 -> 4", p)
+	}
+	d.Outcome(schema.Decision{Policy: "ds2", Action: p.Action, Outcome: OutcomeRolledBack})
+	for range 5 {
+		if q := propose(); q != nil {
+			t.Fatalf("proposal %+v after parse 4 was rolled back", q.Action)
+		}
+	}
+	// The rate changes: a new count is proposed.
+	sim.rate = 20000
+	var q *Proposal
+	for range 3 {
+		if q = propose(); q != nil {
+			break
+		}
+	}
+	if q == nil || q.Action.Operator != "parse" || q.Action.To == 4 {
+		t.Fatalf("proposal %+v once the rate doubled, want a new count for parse", q)
+	}
+}

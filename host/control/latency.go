@@ -1,0 +1,712 @@
+package control
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/host/api/schema"
+)
+
+// The healthiness of a worker or an operator, as the latency guarantor
+// judges it.
+const (
+	StateGood     = "good"
+	StateModerate = "moderate"
+	StateSevere   = "severe"
+)
+
+// smoothing is the weight an estimate keeps of its past at each new
+// sample (an exponentially weighted moving average): StreamSwitch's 0.875.
+const smoothing = 0.875
+
+// LatencyConfig is the latency guarantor's configuration.
+type LatencyConfig struct {
+	// Lreq bounds a worker's predicted (long-term) delay L.
+	Lreq time.Duration
+	// Low is the instantaneous delay under which a worker is good (with
+	// L <= Lreq); High the one over which, with L > Lreq, it is severe.
+	Low, High time.Duration
+}
+
+// DefaultLatencyConfig returns StreamSwitch's defaults: Lreq 1s, Low 50ms,
+// High 100ms.
+func DefaultLatencyConfig() LatencyConfig {
+	return LatencyConfig{Lreq: time.Second, Low: 50 * time.Millisecond, High: 100 * time.Millisecond}
+}
+
+// State returns the healthiness of a worker whose instantaneous delay is
+// delay and whose predicted delay is predicted (both in seconds;
+// predicted is +Inf for a saturated worker): severe when predicted >
+// Lreq and delay > High, good when predicted <= Lreq and delay <= Low,
+// moderate otherwise.
+func (c LatencyConfig) State(delay, predicted float64) string {
+	lreq := c.Lreq.Seconds()
+	switch {
+	case predicted > lreq && delay > c.High.Seconds():
+		return StateSevere
+	case predicted <= lreq && delay <= c.Low.Seconds():
+		return StateGood
+	}
+	return StateModerate
+}
+
+// ErrBadConfig is wrapped by every error about a policy's or the
+// controller's configuration.
+var ErrBadConfig = errors.New("control: bad configuration")
+
+// Latency is the latency guarantor (StreamSwitch): it keeps every
+// worker's delay under a bound by moving key groups off the worst worker
+// and by changing an operator's worker count.
+//
+// Each round it estimates, per worker of each stateless or keyed
+// operator (never a transactional one), the instantaneous delay l (the
+// mean delay of the records the worker ran over the window, smoothed)
+// and the predicted long-term delay L = 1/(μ-λ), λ the smoothed arrival
+// rate of the worker's key groups and μ its smoothed service rate (L is
+// infinite when μ <= λ). An operator is severe when one of its workers
+// is, good when all are, moderate otherwise.
+//
+// A severe operator has key groups moved off its worst worker: to each
+// other unsaturated worker in turn, the worst worker's groups are added
+// one at a time, lowest arrival rate first, until the target's predicted
+// delay would exceed the source's or the target would saturate; the move
+// whose predicted delays, sorted from the highest, are the lowest is
+// proposed when it brings every worker's predicted delay to at most
+// Lreq. Otherwise one worker is added (the operator's groups spread again
+// as the executor spreads them). A good operator loses a worker when,
+// its groups spread over one worker fewer, every worker's predicted delay
+// stays at most Low. A moderate operator is left alone.
+//
+// When an operator cannot grow (its count is at the bound, or it is not
+// resizable), the best move is proposed if it lowers the worst predicted
+// delay, even when it does not bring it under Lreq.
+//
+// An action that was rolled back is not proposed again for a minute.
+type Latency struct {
+	cfg    LatencyConfig
+	at     time.Time // the last sample smoothed
+	ops    map[string]*opEstimate
+	vetoed map[string]time.Time // rolled-back actions (Describe) -> until
+}
+
+// vetoFor is how long a policy leaves alone an action that was rolled
+// back.
+const vetoFor = time.Minute
+
+// opEstimate is the guarantor's smoothed view of one operator.
+type opEstimate struct {
+	sample  OperatorSample // as of the last sample
+	groups  []float64      // smoothed arrival rate of each key group
+	workers map[int]*workerEstimate
+}
+
+// workerEstimate is one worker's smoothed estimates.
+type workerEstimate struct {
+	arrival float64 // λ of an operator without key groups
+	service float64 // μ, 0 until measured
+	delay   float64 // l
+	seen    bool
+}
+
+// workerLoad is one worker's load and delays as a round sees them.
+type workerLoad struct {
+	id      int
+	host    string
+	groups  []int
+	arrival float64 // λ
+	service float64 // μ (a peer's mean when not measured yet)
+	delay   float64 // l
+}
+
+// predicted returns the worker's long-term delay.
+func (w workerLoad) predicted() float64 { return predictDelay(w.arrival, w.service) }
+
+// predictDelay returns 1/(μ-λ), or +Inf when μ <= λ.
+func predictDelay(arrival, service float64) float64 {
+	if service <= arrival {
+		return math.Inf(1)
+	}
+	return 1 / (service - arrival)
+}
+
+// NewLatency returns a latency guarantor; zero fields of cfg take
+// DefaultLatencyConfig's values.
+func NewLatency(cfg LatencyConfig) (*Latency, error) {
+	def := DefaultLatencyConfig()
+	if cfg.Lreq == 0 {
+		cfg.Lreq = def.Lreq
+	}
+	if cfg.Low == 0 {
+		cfg.Low = def.Low
+	}
+	if cfg.High == 0 {
+		cfg.High = def.High
+	}
+	switch {
+	case cfg.Lreq < 0:
+		return nil, fmt.Errorf("%w: latency lreq %v is not positive", ErrBadConfig, cfg.Lreq)
+	case cfg.Low < 0:
+		return nil, fmt.Errorf("%w: latency l_low %v is not positive", ErrBadConfig, cfg.Low)
+	case cfg.High < 0:
+		return nil, fmt.Errorf("%w: latency l_high %v is not positive", ErrBadConfig, cfg.High)
+	case cfg.Low > cfg.High:
+		return nil, fmt.Errorf("%w: latency l_low %v is over l_high %v", ErrBadConfig, cfg.Low, cfg.High)
+	}
+	return &Latency{cfg: cfg, ops: map[string]*opEstimate{}, vetoed: map[string]time.Time{}}, nil
+}
+
+// Name returns "latency".
+func (l *Latency) Name() string { return "latency" }
+
+// Config returns the guarantor's configuration.
+func (l *Latency) Config() LatencyConfig { return l.cfg }
+
+// Outcome remembers an action that was rolled back, so that it is not
+// proposed again for a minute.
+func (l *Latency) Outcome(d schema.Decision) {
+	if d.Outcome == OutcomeRolledBack {
+		l.vetoed[Describe(d.Action)] = d.Time.Add(vetoFor)
+	}
+}
+
+// allowed reports whether p may be proposed at the last sample (its
+// action was not rolled back in the last minute).
+func (l *Latency) allowed(p *Proposal) bool {
+	for a, until := range l.vetoed {
+		if !l.at.Before(until) {
+			delete(l.vetoed, a)
+		}
+	}
+	_, vetoed := l.vetoed[Describe(p.Action)]
+	return !vetoed
+}
+
+// Propose smooths the estimates with the view's last sample and
+// proposes a move of key groups or a change of worker count for the
+// most severe operator, or fewer workers for a good one.
+func (l *Latency) Propose(v *View) (*Proposal, []schema.Finding) {
+	first, last, ok := v.Span(viewSpan(v))
+	if !ok {
+		return nil, nil
+	}
+	if !last.At.Equal(l.at) {
+		l.update(first, last)
+	}
+	// The most severe operator first: the one whose worst worker's
+	// predicted delay is the highest.
+	var severe, good []string
+	worst := map[string]workerLoad{}
+	for _, op := range last.Operators {
+		if !eligible(&op) {
+			continue
+		}
+		loads := l.loads(op.Name)
+		if loads == nil {
+			continue
+		}
+		switch l.opState(loads) {
+		case StateSevere:
+			severe = append(severe, op.Name)
+			worst[op.Name] = l.worst(loads)
+		case StateGood:
+			good = append(good, op.Name)
+		}
+	}
+	slices.SortStableFunc(severe, func(a, b string) int {
+		wa, wb := worst[a], worst[b]
+		if c := cmp.Compare(wb.predicted(), wa.predicted()); c != 0 {
+			return c
+		}
+		return cmp.Compare(wb.delay, wa.delay)
+	})
+	for _, name := range severe {
+		if p := l.treatSevere(v, name); p != nil && l.allowed(p) {
+			return p, nil
+		}
+	}
+	for _, name := range good {
+		if p := l.scaleIn(v, name); p != nil && l.allowed(p) {
+			return p, nil
+		}
+	}
+	return nil, nil
+}
+
+// viewSpan is the span of the whole view: a policy takes its rates over
+// all the samples it is shown (the controller shows the last window's).
+func viewSpan(v *View) time.Duration {
+	if len(v.Samples) < 2 {
+		return 0
+	}
+	return v.Samples[len(v.Samples)-1].At.Sub(v.Samples[0].At)
+}
+
+// eligible reports whether the guarantor may act on op.
+func eligible(op *OperatorSample) bool {
+	return op.Kind != "transactional" && (op.Movable || op.Resizable) && len(op.Workers) > 0
+}
+
+// update smooths the estimates with the rates between first and last.
+func (l *Latency) update(first, last *Sample) {
+	l.at = last.At
+	seen := map[string]bool{}
+	for _, op := range last.Operators {
+		if !(op.Movable || op.Resizable) {
+			continue
+		}
+		r, ok := Rates(first, last, op.Name)
+		if !ok {
+			continue
+		}
+		seen[op.Name] = true
+		e := l.ops[op.Name]
+		if e == nil {
+			e = &opEstimate{workers: map[int]*workerEstimate{}}
+			l.ops[op.Name] = e
+		}
+		e.sample = op
+		if len(r.GroupArrival) != len(e.groups) {
+			e.groups = slices.Clone(r.GroupArrival)
+		} else {
+			for kg, a := range r.GroupArrival {
+				e.groups[kg] = smooth(e.groups[kg], a)
+			}
+		}
+		ids := map[int]bool{}
+		for _, wr := range r.Workers {
+			ids[wr.ID] = true
+			w := e.workers[wr.ID]
+			if w == nil {
+				w = &workerEstimate{}
+				e.workers[wr.ID] = w
+			}
+			if !w.seen {
+				w.arrival, w.delay, w.seen = wr.Arrival, wr.Delay, true
+			} else {
+				w.arrival = smooth(w.arrival, wr.Arrival)
+				// A worker that ran nothing while records arrived
+				// for it keeps its delay: it has not gone down.
+				if wr.Records > 0 || wr.Arrival == 0 {
+					w.delay = smooth(w.delay, wr.Delay)
+				}
+			}
+			if wr.Records > 0 && wr.Service > 0 {
+				if w.service == 0 {
+					w.service = wr.Service
+				} else {
+					w.service = smooth(w.service, wr.Service)
+				}
+			}
+		}
+		for id := range e.workers {
+			if !ids[id] {
+				delete(e.workers, id)
+			}
+		}
+	}
+	for name := range l.ops {
+		if !seen[name] {
+			delete(l.ops, name)
+		}
+	}
+}
+
+// smooth returns the moving average of prev after x.
+func smooth(prev, x float64) float64 { return smoothing*prev + (1-smoothing)*x }
+
+// loads returns the workers of operator name as the estimates stand,
+// nil when no worker's service rate is known yet.
+func (l *Latency) loads(name string) []workerLoad {
+	e := l.ops[name]
+	if e == nil {
+		return nil
+	}
+	var sum float64
+	var n int
+	for _, w := range e.workers {
+		if w.service > 0 {
+			sum += w.service
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	mean := sum / float64(n)
+	loads := make([]workerLoad, 0, len(e.sample.Workers))
+	for _, ws := range e.sample.Workers {
+		w := e.workers[ws.ID]
+		if w == nil {
+			continue
+		}
+		wl := workerLoad{id: ws.ID, host: ws.Host, groups: ws.Groups, service: w.service, delay: w.delay, arrival: w.arrival}
+		if wl.service == 0 {
+			wl.service = mean
+		}
+		if e.groups != nil {
+			wl.arrival = 0
+			for _, kg := range ws.Groups {
+				if kg < len(e.groups) {
+					wl.arrival += e.groups[kg]
+				}
+			}
+		}
+		loads = append(loads, wl)
+	}
+	return loads
+}
+
+// opState returns the healthiness of an operator whose workers are
+// loads: severe when one is, good when all are.
+func (l *Latency) opState(loads []workerLoad) string {
+	state := StateGood
+	for _, w := range loads {
+		switch l.cfg.State(w.delay, w.predicted()) {
+		case StateSevere:
+			return StateSevere
+		case StateModerate:
+			state = StateModerate
+		}
+	}
+	return state
+}
+
+// worst returns the severe worker with the highest predicted delay (the
+// highest instantaneous delay among equals).
+func (l *Latency) worst(loads []workerLoad) workerLoad {
+	var w workerLoad
+	found := false
+	for _, x := range loads {
+		if l.cfg.State(x.delay, x.predicted()) != StateSevere {
+			continue
+		}
+		if !found || x.predicted() > w.predicted() || (x.predicted() == w.predicted() && x.delay > w.delay) {
+			w, found = x, true
+		}
+	}
+	return w
+}
+
+// Health returns the guarantor's view of every worker of each stateless
+// or keyed operator at the last round.
+func (l *Latency) Health() []schema.WorkerHealth {
+	names := make([]string, 0, len(l.ops))
+	for name := range l.ops {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var hs []schema.WorkerHealth
+	for _, name := range names {
+		for _, w := range l.loads(name) {
+			hs = append(hs, workerHealth(name, w, l.cfg))
+		}
+	}
+	return hs
+}
+
+// workerHealth describes w, a worker of operator op, judged by cfg.
+func workerHealth(op string, w workerLoad, cfg LatencyConfig) schema.WorkerHealth {
+	h := schema.WorkerHealth{
+		Operator: op, Worker: w.id, Host: w.host, KeyGroups: len(w.groups),
+		ArrivalRate: w.arrival, ServiceRate: w.service, DelaySeconds: w.delay,
+		State: cfg.State(w.delay, w.predicted()),
+	}
+	if w.service > 0 {
+		h.Utilization = w.arrival / w.service
+	}
+	if p := w.predicted(); math.IsInf(p, 1) {
+		h.Saturated = true
+	} else {
+		h.PredictedSeconds = p
+	}
+	return h
+}
+
+// treatSevere proposes a move of key groups off the worst worker of
+// operator name, or one worker more.
+func (l *Latency) treatSevere(v *View, name string) *Proposal {
+	e := l.ops[name]
+	op := &e.sample
+	loads := l.loads(name)
+	src := l.worst(loads)
+	subject := fmt.Sprintf("%s/%d", name, src.id)
+	evidence := []schema.Evidence{
+		{Name: "delay of " + subject, Value: src.delay, Unit: "s"},
+		{Name: "arrival rate of " + subject, Value: src.arrival, Unit: "records/s"},
+		{Name: "service rate of " + subject, Value: src.service, Unit: "records/s"},
+		predictedEvidence("predicted delay of "+subject, src.arrival, src.service),
+	}
+	why := fmt.Sprintf("%s is severe (delay %s over l_high %v, predicted delay %s over lreq %v)",
+		subject, seconds(src.delay), l.cfg.High, seconds(src.predicted()), l.cfg.Lreq)
+	canGrow := op.Resizable && len(op.Workers) < v.MaxWorkers
+	if op.Movable && e.groups != nil {
+		moves, after, ok := l.balance(loads, src, e.groups)
+		fixed := ok && slices.Max(after) <= l.cfg.Lreq.Seconds()
+		if ok && (fixed || !canGrow) {
+			target := moves[0].ToWorker
+			var predicted []schema.Evidence
+			for i, w := range loads {
+				if w.id == src.id || w.id == target {
+					predicted = append(predicted, delayEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), after[i]))
+				}
+			}
+			reason := fmt.Sprintf("%s: moving %d key groups to %s/%d brings every worker's predicted delay under lreq", why, len(moves), name, target)
+			if !fixed {
+				reason = fmt.Sprintf("%s: moving %d key groups to %s/%d lowers the worst predicted delay to %s (the operator cannot have more workers)", why, len(moves), name, target, seconds(slices.Max(after)))
+			}
+			return &Proposal{
+				Policy:    l.Name(),
+				Action:    schema.Action{Kind: "move-groups", Operator: name, Moves: moves},
+				Reason:    reason,
+				Evidence:  evidence,
+				Predicted: predicted,
+			}
+		}
+	}
+	if !canGrow {
+		return nil
+	}
+	n := len(op.Workers)
+	after := spread(loads, e.groups, n+1)
+	var predicted []schema.Evidence
+	for _, w := range after {
+		predicted = append(predicted, predictedEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), w.arrival, w.service))
+	}
+	return &Proposal{
+		Policy:    l.Name(),
+		Action:    schema.Action{Kind: "set-workers", Operator: name, From: n, To: n + 1},
+		Reason:    fmt.Sprintf("%s and moving key groups to other workers does not fix it: one worker more", why),
+		Evidence:  evidence,
+		Predicted: predicted,
+	}
+}
+
+// scaleIn proposes one worker fewer for operator name when every worker
+// would stay good (predicted delay at most Low and at most Lreq).
+func (l *Latency) scaleIn(v *View, name string) *Proposal {
+	e := l.ops[name]
+	op := &e.sample
+	n := len(op.Workers)
+	if !op.Resizable || n <= max(v.MinWorkers, 1) {
+		return nil
+	}
+	loads := l.loads(name)
+	after := spread(loads, e.groups, n-1)
+	bound := min(l.cfg.Low, l.cfg.Lreq).Seconds()
+	var predicted, evidence []schema.Evidence
+	for _, w := range after {
+		if w.predicted() > bound {
+			return nil
+		}
+		predicted = append(predicted, predictedEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), w.arrival, w.service))
+	}
+	worstDelay, worstPredicted := 0.0, 0.0
+	for _, w := range loads {
+		worstDelay = max(worstDelay, w.delay)
+		worstPredicted = max(worstPredicted, w.predicted())
+		evidence = append(evidence, schema.Evidence{Name: fmt.Sprintf("delay of %s/%d", name, w.id), Value: w.delay, Unit: "s"})
+	}
+	return &Proposal{
+		Policy: l.Name(),
+		Action: schema.Action{Kind: "set-workers", Operator: name, From: n, To: n - 1},
+		Reason: fmt.Sprintf("every worker of %s is good (delays at most %s, predicted at most %s): with one worker fewer every predicted delay stays under l_low %v",
+			name, seconds(worstDelay), seconds(worstPredicted), min(l.cfg.Low, l.cfg.Lreq)),
+		Evidence:  evidence,
+		Predicted: predicted,
+	}
+}
+
+// balance returns the best move of key groups off src (see Latency) and
+// the predicted delay of each worker of loads after it; ok is false when
+// no move lowers the predicted delays.
+func (l *Latency) balance(loads []workerLoad, src workerLoad, groups []float64) (moves []schema.GroupMove, after []float64, ok bool) {
+	// src's groups, lowest arrival first; a group with no arrivals
+	// changes no delay and does not move.
+	var candidates []int
+	for _, kg := range src.groups {
+		if kg < len(groups) && groups[kg] > 0 {
+			candidates = append(candidates, kg)
+		}
+	}
+	slices.SortStableFunc(candidates, func(a, b int) int { return cmp.Compare(groups[a], groups[b]) })
+	current := make([]float64, len(loads))
+	for i, w := range loads {
+		current[i] = w.predicted()
+	}
+	best := current
+	var bestMoves []schema.GroupMove
+	for ti, tgt := range loads {
+		if tgt.id == src.id || tgt.arrival >= tgt.service {
+			continue
+		}
+		si := slices.IndexFunc(loads, func(w workerLoad) bool { return w.id == src.id })
+		srcArrival, tgtArrival := src.arrival, tgt.arrival
+		var taken []schema.GroupMove
+		for _, kg := range candidates {
+			srcArrival -= groups[kg]
+			tgtArrival += groups[kg]
+			srcL, tgtL := predictDelay(srcArrival, src.service), predictDelay(tgtArrival, tgt.service)
+			if tgtArrival >= tgt.service || tgtL > srcL {
+				break
+			}
+			taken = append(taken, schema.GroupMove{Group: kg, FromWorker: src.id, ToWorker: tgt.id})
+			vec := slices.Clone(current)
+			vec[si], vec[ti] = srcL, tgtL
+			if lessVector(vec, best) {
+				best, bestMoves = vec, slices.Clone(taken)
+			}
+		}
+	}
+	if bestMoves == nil {
+		return nil, nil, false
+	}
+	return bestMoves, best, true
+}
+
+// lessVector reports whether a, sorted from its highest value, is
+// lexicographically below b sorted likewise.
+func lessVector(a, b []float64) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(x, func(p, q float64) int { return cmp.Compare(q, p) })
+	slices.SortFunc(y, func(p, q float64) int { return cmp.Compare(q, p) })
+	return slices.Compare(x, y) < 0
+}
+
+// spread returns the loads of an operator's workers once its worker
+// count is n: its key groups spread as the executor spreads them (see
+// rebalance), or, without key groups, its arrivals spread evenly. A new
+// worker's service rate is the mean of the others'.
+func spread(loads []workerLoad, groups []float64, n int) []workerLoad {
+	var total, service float64
+	for _, w := range loads {
+		total += w.arrival
+		service += w.service
+	}
+	mean := service / float64(len(loads))
+	out := make([]workerLoad, n)
+	for id := range out {
+		out[id] = workerLoad{id: id, service: mean}
+		for _, w := range loads {
+			if w.id == id {
+				out[id].service, out[id].host = w.service, w.host
+			}
+		}
+	}
+	if groups == nil {
+		for id := range out {
+			out[id].arrival = total / float64(n)
+		}
+		return out
+	}
+	owners := make([]int, len(groups))
+	for _, w := range loads {
+		for _, kg := range w.groups {
+			if kg < len(owners) {
+				owners[kg] = w.id
+			}
+		}
+	}
+	for kg, o := range rebalance(owners, n) {
+		out[o].groups = append(out[o].groups, kg)
+		out[o].arrival += groups[kg]
+	}
+	return out
+}
+
+// rebalance returns the owners of key groups spread over n workers as
+// the executor spreads them when an operator's worker count changes:
+// the fewest groups move while every worker ends within one group of the
+// others; the groups of workers that go away and those overloaded
+// workers give up go to the least loaded workers, in key-group order.
+func rebalance(owners []int, n int) []int {
+	b := slices.Clone(owners)
+	load := make([]int, n)
+	var free []int
+	for kg, o := range b {
+		if o >= n || o < 0 {
+			free = append(free, kg)
+			continue
+		}
+		load[o]++
+	}
+	most := (len(b) + n - 1) / n
+	for kg := len(b) - 1; kg >= 0; kg-- {
+		if o := b[kg]; o >= 0 && o < n && load[o] > most {
+			load[o]--
+			free = append(free, kg)
+			b[kg] = n
+		}
+	}
+	least := func() int {
+		w := 0
+		for i := range load {
+			if load[i] < load[w] {
+				w = i
+			}
+		}
+		return w
+	}
+	slices.Sort(free)
+	for _, kg := range free {
+		w := least()
+		b[kg] = w
+		load[w]++
+	}
+	for {
+		hi, lo := 0, least()
+		for i := range load {
+			if load[i] > load[hi] {
+				hi = i
+			}
+		}
+		if load[hi]-load[lo] <= 1 {
+			return b
+		}
+		for kg := len(b) - 1; kg >= 0; kg-- {
+			if b[kg] == hi {
+				b[kg] = lo
+				load[hi]--
+				load[lo]++
+				break
+			}
+		}
+	}
+}
+
+// predictedEvidence is the predicted delay of a worker with arrival and
+// service rates, or its utilization when it would saturate (an infinite
+// delay has no JSON form).
+func predictedEvidence(name string, arrival, service float64) schema.Evidence {
+	if p := predictDelay(arrival, service); !math.IsInf(p, 1) {
+		return schema.Evidence{Name: name, Value: p, Unit: "s"}
+	}
+	u := math.Inf(1)
+	if service > 0 {
+		u = arrival / service
+	}
+	if math.IsInf(u, 1) {
+		return schema.Evidence{Name: name + " (saturated: nothing measured it can run)", Unit: "ratio"}
+	}
+	return schema.Evidence{Name: name + " (saturated: utilization)", Value: u, Unit: "ratio"}
+}
+
+// delayEvidence is a predicted delay, or a saturation when it is
+// infinite.
+func delayEvidence(name string, delay float64) schema.Evidence {
+	if math.IsInf(delay, 1) {
+		return schema.Evidence{Name: name + " (saturated)", Unit: "s"}
+	}
+	return schema.Evidence{Name: name, Value: delay, Unit: "s"}
+}
+
+// seconds formats a delay in seconds for a reason.
+func seconds(s float64) string {
+	if math.IsInf(s, 1) {
+		return "infinite"
+	}
+	return time.Duration(s * float64(time.Second)).Round(time.Microsecond).String()
+}

@@ -1,0 +1,277 @@
+package control
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/host/api/schema"
+)
+
+func TestLatencyStateBoundaries(t *testing.T) {
+	cfg := DefaultLatencyConfig() // lreq 1s, l_low 50ms, l_high 100ms
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		delay, predicted float64
+		want             string
+	}{
+		{0.05, 1, StateGood},          // both at their bounds: good
+		{0.0501, 1, StateModerate},    // delay over l_low
+		{0.01, 1.0001, StateModerate}, // predicted over lreq, delay under l_high
+		{0.1, 2, StateModerate},       // delay at l_high is not over it
+		{0.1001, 1, StateModerate},    // predicted at lreq is not over it
+		{0.1001, 1.0001, StateSevere}, // both over
+		{0.2, inf, StateSevere},       // saturated and slow
+		{0.01, inf, StateModerate},    // saturated but not slow yet
+		{0.07, 0.5, StateModerate},    // between l_low and l_high
+	} {
+		if got := cfg.State(c.delay, c.predicted); got != c.want {
+			t.Errorf("State(l=%v, L=%v) = %s, want %s", c.delay, c.predicted, got, c.want)
+		}
+	}
+}
+
+func TestNewLatencyRefusesLowOverHigh(t *testing.T) {
+	_, err := NewLatency(LatencyConfig{Low: 200 * time.Millisecond, High: 100 * time.Millisecond})
+	if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "l_low") {
+		t.Fatalf("NewLatency(l_low > l_high) = %v, want an ErrBadConfig naming l_low", err)
+	}
+	l, err := NewLatency(LatencyConfig{})
+	if err != nil || l.Config() != DefaultLatencyConfig() {
+		t.Fatalf("NewLatency(zero) = %+v, %v; want the defaults", l.Config(), err)
+	}
+}
+
+// proposeOn runs the guarantor over rounds samples of sim, one a second,
+// each round shown the last two seconds, and returns the last proposal.
+func proposeOn(t *testing.T, l *Latency, sim *keyedSim, rounds int) *Proposal {
+	t.Helper()
+	var samples []Sample
+	var p *Proposal
+	samples = append(samples, sim.step(0))
+	for range rounds {
+		samples = append(samples, sim.step(time.Second))
+		p, _ = l.Propose(viewOf(samples, 3))
+	}
+	return p
+}
+
+func TestLatencyMovesHotGroupsOffWorstWorker(t *testing.T) {
+	// Eight key groups round-robin over two workers of 1000 records/s
+	// each: worker 0 owns 0, 2, 4, 6, worker 1 owns 1, 3, 5, 7. Groups 0
+	// and 2 are hot (600 and 290/s): worker 0's λ is 600 + 290 + 60 + 50
+	// = 1000 (saturated, L infinite, l 5s: severe), worker 1's 50 + 50 +
+	// 50 + 30 = 180.
+	//
+	// Worker 0's groups, lowest arrival first: 6 (50), 4 (60), 2 (290), 0
+	// (600). Adding them to worker 1 one at a time, L of worker 0 / 1:
+	// after 6, 1/50 = 20ms / 1/770 = 1.3ms; after 4, 1/110 = 9.1ms /
+	// 1/690 = 1.4ms; after 2, 1/400 = 2.5ms / 1/420 = 2.4ms (the target's
+	// L is still not over the source's); adding 0 would saturate worker
+	// 1. The best vector moves 6, 4 and 2, predicting 2.5ms and 2.4ms.
+	sim := newKeyedSim(skewed(), []float64{1000, 1000})
+	l, err := NewLatency(LatencyConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := proposeOn(t, l, sim, 3)
+	if p == nil {
+		t.Fatal("no proposal on a skewed trace")
+	}
+	if p.Action.Kind != "move-groups" || p.Action.Operator != "count" {
+		t.Fatalf("action = %+v, want move-groups on count", p.Action)
+	}
+	var groups []int
+	for _, m := range p.Action.Moves {
+		if m.FromWorker != 0 || m.ToWorker != 1 {
+			t.Errorf("move %+v, want from worker 0 to 1", m)
+		}
+		groups = append(groups, m.Group)
+	}
+	slices.Sort(groups)
+	if !slices.Equal(groups, []int{2, 4, 6}) {
+		t.Errorf("moved groups %v, want [2 4 6]", groups)
+	}
+	for w, want := range map[string]float64{"count/0": 1.0 / 400, "count/1": 1.0 / 420} {
+		e := findEvidence(p.Predicted, "predicted delay of "+w)
+		if e == nil || math.Abs(e.Value-want) > 1e-9 {
+			t.Errorf("predicted delay of %s = %+v, want %v", w, e, want)
+		}
+	}
+	if e := findEvidence(p.Evidence, "delay of count/0"); e == nil || math.Abs(e.Value-5) > 1e-6 {
+		t.Errorf("evidence of count/0's delay = %+v, want 5s", e)
+	}
+	// The health the controller reports agrees.
+	for _, h := range l.Health() {
+		want := StateGood
+		if h.Worker == 0 {
+			want = StateSevere
+		}
+		if h.State != want {
+			t.Errorf("health of count/%d = %s, want %s", h.Worker, h.State, want)
+		}
+	}
+}
+
+func TestLatencyScalesOutWhenNoMoveFixes(t *testing.T) {
+	// Four groups of 600/s over two workers of 1000/s: both workers get
+	// 1200/s, both saturate, and no worker can take a group. One worker
+	// more: the executor spreads the groups 2, 1, 1 (group 2 goes to the
+	// new worker).
+	sim := newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
+	l, _ := NewLatency(LatencyConfig{})
+	p := proposeOn(t, l, sim, 3)
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 3 {
+		t.Fatalf("proposal = %+v, want set-workers 2 -> 3", p)
+	}
+	if e := findEvidence(p.Predicted, "predicted delay of count/2"); e == nil || math.Abs(e.Value-1.0/400) > 1e-9 {
+		t.Errorf("predicted delay of the new worker = %+v, want 2.5ms", e)
+	}
+	if e := findEvidence(p.Predicted, "predicted delay of count/1 (saturated: utilization)"); e == nil || math.Abs(e.Value-1.2) > 1e-9 {
+		t.Errorf("predicted utilization of count/1 = %+v, want 1.2 (it keeps two groups)", e)
+	}
+
+	// At the bound, nothing.
+	sim = newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
+	l, _ = NewLatency(LatencyConfig{})
+	var samples []Sample
+	samples = append(samples, sim.step(0))
+	for range 3 {
+		samples = append(samples, sim.step(time.Second))
+		v := viewOf(samples, 3)
+		v.MaxWorkers = 2
+		if p, _ := l.Propose(v); p != nil {
+			t.Fatalf("proposal at the worker bound: %+v", p)
+		}
+	}
+}
+
+func TestLatencyScalesInOnlyWhenPredictionStaysGood(t *testing.T) {
+	// Four workers of 100 records/s, eight groups. At 10/s a group, each
+	// worker gets 20/s (L 12.5ms); spread over three workers, 30, 30, 20
+	// (L at most 14.3ms): still good, one worker fewer.
+	sim := newKeyedSim(slices.Repeat([]float64{10}, 8), []float64{100, 100, 100, 100})
+	sim.delay = map[int]float64{0: 0.005, 1: 0.005, 2: 0.005, 3: 0.005}
+	l, _ := NewLatency(LatencyConfig{})
+	p := proposeOn(t, l, sim, 3)
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 4 || p.Action.To != 3 {
+		t.Fatalf("proposal = %+v, want set-workers 4 -> 3", p)
+	}
+	if e := findEvidence(p.Predicted, "predicted delay of count/0"); e == nil || math.Abs(e.Value-1.0/70) > 1e-9 {
+		t.Errorf("predicted delay of count/0 = %+v, want 1/70 s", e)
+	}
+
+	// At 30/s a group, each worker gets 60/s (L 25ms, good); over three
+	// workers, 90/s (L 100ms, over l_low): not good, so no scale-in.
+	sim = newKeyedSim(slices.Repeat([]float64{30}, 8), []float64{100, 100, 100, 100})
+	sim.delay = map[int]float64{0: 0.005, 1: 0.005, 2: 0.005, 3: 0.005}
+	l, _ = NewLatency(LatencyConfig{})
+	if p := proposeOn(t, l, sim, 3); p != nil {
+		t.Fatalf("proposal = %+v, want none (the prediction leaves good)", p)
+	}
+	for _, h := range l.Health() {
+		if h.State != StateGood {
+			t.Errorf("count/%d is %s, want good", h.Worker, h.State)
+		}
+	}
+
+	// At the lower bound, nothing.
+	sim = newKeyedSim(slices.Repeat([]float64{10}, 8), []float64{100, 100})
+	sim.delay = map[int]float64{0: 0.005, 1: 0.005}
+	l, _ = NewLatency(LatencyConfig{})
+	var samples []Sample
+	samples = append(samples, sim.step(0))
+	for range 3 {
+		samples = append(samples, sim.step(time.Second))
+		v := viewOf(samples, 3)
+		v.MinWorkers = 2
+		if p, _ := l.Propose(v); p != nil {
+			t.Fatalf("proposal at the lower bound: %+v", p)
+		}
+	}
+}
+
+func TestLatencyIgnoresTransactionalOperators(t *testing.T) {
+	sim := newKeyedSim(skewed(), []float64{1000, 1000})
+	sim.kind = "transactional"
+	l, _ := NewLatency(LatencyConfig{})
+	if p := proposeOn(t, l, sim, 3); p != nil {
+		t.Fatalf("proposal for a transactional operator: %+v", p)
+	}
+}
+
+func TestLatencySmoothsDelays(t *testing.T) {
+	// A worker's delay steps from 10ms to 90ms: the instantaneous delay
+	// l follows by an eighth of the difference per sample, so the
+	// operator does not turn severe on one bad window.
+	sim := newKeyedSim([]float64{10, 10}, []float64{1000, 1000})
+	sim.delay = map[int]float64{0: 0.01, 1: 0.01}
+	l, _ := NewLatency(LatencyConfig{})
+	var samples []Sample
+	samples = append(samples, sim.step(0), sim.step(time.Second))
+	l.Propose(viewOf(samples, 2))
+	sim.delay[0] = 0.09
+	samples = append(samples, sim.step(time.Second))
+	l.Propose(viewOf(samples, 2))
+	for _, h := range l.Health() {
+		if h.Worker == 0 && math.Abs(h.DelaySeconds-(0.875*0.01+0.125*0.09)) > 1e-9 {
+			t.Fatalf("l of count/0 = %v, want %v", h.DelaySeconds, 0.875*0.01+0.125*0.09)
+		}
+	}
+}
+
+func TestRebalanceMatchesExecutor(t *testing.T) {
+	// The executor's rebalance (host/exec/assign.go): from four workers
+	// to three, worker 3's groups go to the least loaded workers in
+	// key-group order; from two to three, the new worker takes from the
+	// most loaded, highest groups first.
+	if got := rebalance([]int{0, 1, 2, 3, 0, 1, 2, 3}, 3); !slices.Equal(got, []int{0, 1, 2, 0, 0, 1, 2, 1}) {
+		t.Errorf("rebalance 4 -> 3 = %v", got)
+	}
+	if got := rebalance([]int{0, 1, 0, 1}, 3); !slices.Equal(got, []int{0, 1, 2, 1}) {
+		t.Errorf("rebalance 2 -> 3 = %v", got)
+	}
+}
+
+// findEvidence returns the evidence named name, nil when there is none.
+func findEvidence(ev []schema.Evidence, name string) *schema.Evidence {
+	for i := range ev {
+		if ev[i].Name == name {
+			return &ev[i]
+		}
+	}
+	return nil
+}
+
+func TestLatencyLeavesRolledBackActionAloneForAMinute(t *testing.T) {
+	sim := newKeyedSim(skewed(), []float64{1000, 1000})
+	l, _ := NewLatency(LatencyConfig{})
+	var samples []Sample
+	samples = append(samples, sim.step(0))
+	propose := func() *Proposal {
+		samples = append(samples, sim.step(time.Second))
+		p, _ := l.Propose(viewOf(samples, 3))
+		return p
+	}
+	propose()
+	p := propose()
+	if p == nil || p.Action.Kind != "move-groups" {
+		t.Fatalf("proposal %+v, want a move", p)
+	}
+	l.Outcome(schema.Decision{Action: p.Action, Outcome: OutcomeRolledBack, Time: samples[len(samples)-1].At})
+	for i := range 59 {
+		if q := propose(); q != nil {
+			t.Fatalf("%ds after the rollback: proposal %+v", i+1, q.Action)
+		}
+	}
+	if q := propose(); q == nil || Describe(q.Action) != Describe(p.Action) {
+		t.Fatalf("a minute after the rollback: proposal %+v, want the move again", q)
+	}
+}
+
+// skewed returns the arrival rates of eight key groups whose hot groups
+// (0 and 2) fall on worker 0 of two.
+func skewed() []float64 { return []float64{600, 50, 290, 50, 60, 50, 50, 30} }
