@@ -384,6 +384,8 @@ func (c *Controller) checkPending(ctx context.Context, v *View, now time.Time) {
 		{Name: "worst delay of " + p.inverse.Operator + " after", Value: after.Delay, Unit: "s"},
 		{Name: "backlog growth before", Value: p.before.BacklogGrowth, Unit: "records/s"},
 		{Name: "backlog growth after", Value: after.BacklogGrowth, Unit: "records/s"},
+		{Name: "arrival rate at the sources before", Value: p.before.ReadRate + p.before.BacklogGrowth, Unit: "records/s"},
+		{Name: "arrival rate at the sources after", Value: after.ReadRate + after.BacklogGrowth, Unit: "records/s"},
 	}
 	outcome, errText := OutcomeKept, ""
 	if worse {
@@ -513,16 +515,26 @@ func Measure(v *View, operator string) Effect {
 }
 
 // worseRatio is how much worse than before a decision's effect must be
-// for it to be rolled back.
-const worseRatio = 1.5
+// for it to be rolled back; loadRise how much the load may rise before
+// the comparison says nothing of the decision.
+const (
+	worseRatio = 1.5
+	loadRise   = 1.2
+)
 
 // Worse reports whether a decision made things clearly worse, and why:
 // the operator's worst delay after it is over 1.5 times the delay before
 // and over low (the latency guarantor's l_low: a delay under it is good
 // whatever it was before), or the sources' backlogs grow after it faster
 // than 1.5 times their growth before and faster than 5% of the rate read
-// from them (a backlog growing that slowly is noise).
+// from them (a backlog growing that slowly is noise). A decision is not
+// blamed when the load rose meanwhile: when records arrive at the
+// sources (read plus backlog growth) over 1.2 times as fast as before,
+// nothing is worse.
 func Worse(before, after Effect, low float64) (bool, string) {
+	if after.ReadRate+after.BacklogGrowth > loadRise*(before.ReadRate+before.BacklogGrowth) {
+		return false, ""
+	}
 	if after.Delay > worseRatio*before.Delay && after.Delay > low {
 		return true, fmt.Sprintf("the worst delay rose from %s to %s", seconds(before.Delay), seconds(after.Delay))
 	}

@@ -216,22 +216,22 @@ func TestControllerLock(t *testing.T) {
 
 func TestControllerRollsBackDecisionThatMadeThingsWorse(t *testing.T) {
 	once := false
-	p := &stubPolicy{name: "p", propose: func(*View) *Proposal {
-		if once {
+	p := &stubPolicy{name: "p", propose: func(v *View) *Proposal {
+		if once || len(v.Samples) < 2 {
 			return nil
 		}
 		once = true
 		return &Proposal{Action: schema.Action{Kind: "move-groups", Operator: "count", Moves: []schema.GroupMove{{Group: 3, FromWorker: 1, ToWorker: 0}}}}
 	}}
 	r := newRig(t, Config{Lock: time.Second, Settle: 5 * time.Second}, p)
-	r.rounds(t, 3) // a decision at the first round; delays 1/800s
+	r.rounds(t, 3) // a decision at the second round; delays 1/800s
 	if o, _ := p.lastOutcome(); o.Outcome != OutcomeApplied {
 		t.Fatalf("outcome %q, want applied", o.Outcome)
 	}
 	r.sim.mu.Lock()
 	r.sim.delay[0] = 0.5 // worker 0 now slow: the move made it worse
 	r.sim.mu.Unlock()
-	r.rounds(t, 3)
+	r.rounds(t, 4) // checked at 6s, 5s after the decision
 	d, n := p.lastOutcome()
 	if n != 2 || d.Outcome != OutcomeRolledBack {
 		t.Fatalf("policy told %+v (%d outcomes), want rolled back", d, n)
@@ -262,8 +262,8 @@ func TestControllerKeepsDecisionThatHelped(t *testing.T) {
 			d = x
 		}
 	}
-	if d == nil || d.Action.Kind != "move-groups" {
-		t.Fatalf("decision %+v, want the guarantor's move", d)
+	if d == nil || d.Action.Kind != "move-groups" || d.Policy != "latency" || len(d.Predicted) == 0 || len(d.Evidence) == 0 {
+		t.Fatalf("decision %+v, want the guarantor's move with its evidence and prediction", d)
 	}
 	r.rounds(t, 4)
 	st := r.c.Status()
@@ -460,14 +460,16 @@ func TestWorse(t *testing.T) {
 		before, after Effect
 		want          bool
 	}{
-		{Effect{Delay: 0.1}, Effect{Delay: 0.15}, false},                                // 1.5x is not over 1.5x
-		{Effect{Delay: 0.1}, Effect{Delay: 0.16}, true},                                 // over 1.5x and l_low
-		{Effect{Delay: 0.002}, Effect{Delay: 0.04}, false},                              // 20x, but under l_low
-		{Effect{Delay: 0.2}, Effect{Delay: 0.1}, false},                                 // better
-		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 40, ReadRate: 1000}, false},      // under 5% of the read rate
-		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 60, ReadRate: 1000}, true},       // a backlog now growing
-		{Effect{BacklogGrowth: 100}, Effect{BacklogGrowth: 140, ReadRate: 1000}, false}, // growing as before
-		{Effect{BacklogGrowth: 100}, Effect{BacklogGrowth: 160, ReadRate: 1000}, true},  // growing faster
+		{Effect{Delay: 0.1}, Effect{Delay: 0.15}, false},                                                  // 1.5x is not over 1.5x
+		{Effect{Delay: 0.1}, Effect{Delay: 0.16}, true},                                                   // over 1.5x and l_low
+		{Effect{Delay: 0.002}, Effect{Delay: 0.04}, false},                                                // 20x, but under l_low
+		{Effect{Delay: 0.2}, Effect{Delay: 0.1}, false},                                                   // better
+		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 40, ReadRate: 1000}, false},                        // under 5% of the read rate
+		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 60, ReadRate: 1000}, true},                         // a backlog now growing
+		{Effect{BacklogGrowth: 100}, Effect{BacklogGrowth: 140, ReadRate: 1000}, false},                   // growing as before
+		{Effect{BacklogGrowth: 100, ReadRate: 1000}, Effect{BacklogGrowth: 160, ReadRate: 1000}, true},    // growing faster
+		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 300}, false}, // the load rose 30%
+		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 200}, true},  // the load rose 20%
 	} {
 		if got, why := Worse(c.before, c.after, low); got != c.want || (got && why == "") {
 			t.Errorf("Worse(%+v, %+v) = %v %q, want %v", c.before, c.after, got, why, c.want)

@@ -3,6 +3,8 @@ package control
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -274,5 +276,49 @@ func TestDS2LeavesRolledBackCountAlone(t *testing.T) {
 	}
 	if q == nil || q.Action.Operator != "parse" || q.Action.To == 4 {
 		t.Fatalf("proposal %+v once the rate doubled, want a new count for parse", q)
+	}
+}
+
+func TestDS2ConvergesUnderTheController(t *testing.T) {
+	// The same chain driven through the controller (lock 5s, settle
+	// 10s): DS2's decisions are applied, checked and kept, at most 3 of
+	// them, and the counts settle at parse 4, count 3.
+	sim := parseAndCount(10000, 1, 1)
+	clock := &fakeClock{t: epoch}
+	d, _ := NewDS2(DS2Config{})
+	started := false
+	c, err := New(Config{
+		Policies: []Policy{d},
+		Actuator: sim,
+		Now:      clock.Now,
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Sample: func() Sample {
+			if !started {
+				started = true
+				return sim.step(0)
+			}
+			clock.Advance(time.Second)
+			return sim.step(time.Second)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 180 {
+		if _, err := c.Round(context.Background(), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := sim.workers(); got[0] != 4 || got[1] != 3 {
+		t.Fatalf("workers = %v, want [4 3]", got)
+	}
+	st := c.Status()
+	if len(st.Decisions) > 3 {
+		t.Fatalf("%d decisions, want at most 3", len(st.Decisions))
+	}
+	for _, dec := range st.Decisions {
+		if dec.Outcome != OutcomeKept || dec.Policy != "ds2" {
+			t.Errorf("decision %d (%s): %s by %s, want kept", dec.ID, Describe(dec.Action), dec.Outcome, dec.Policy)
+		}
 	}
 }

@@ -19,9 +19,15 @@ const (
 	StateSevere   = "severe"
 )
 
-// smoothing is the weight an estimate keeps of its past at each new
-// sample (an exponentially weighted moving average): StreamSwitch's 0.875.
-const smoothing = 0.875
+// smoothing is the weight an estimate keeps of its past every
+// smoothingTick (an exponentially weighted moving average): StreamSwitch's
+// 0.875 at its 100ms rounds. Samples further apart keep less of the
+// past (0.875^10, about 0.26, a second apart), so the estimates follow a
+// change as fast whatever the period.
+const (
+	smoothing     = 0.875
+	smoothingTick = 100 * time.Millisecond
+)
 
 // LatencyConfig is the latency guarantor's configuration.
 type LatencyConfig struct {
@@ -64,7 +70,8 @@ var ErrBadConfig = errors.New("control: bad configuration")
 //
 // Each round it estimates, per worker of each stateless or keyed
 // operator (never a transactional one), the instantaneous delay l (the
-// mean delay of the records the worker ran over the window, smoothed)
+// mean delay of the records the worker ran over the window, smoothed:
+// 0.875 of the estimate is kept per 100ms since the last sample)
 // and the predicted long-term delay L = 1/(μ-λ), λ the smoothed arrival
 // rate of the worker's key groups and μ its smoothed service rate (L is
 // infinite when μ <= λ). An operator is severe when one of its workers
@@ -89,6 +96,7 @@ var ErrBadConfig = errors.New("control: bad configuration")
 type Latency struct {
 	cfg    LatencyConfig
 	at     time.Time // the last sample smoothed
+	keep   float64   // the weight of the past at the last sample
 	ops    map[string]*opEstimate
 	vetoed map[string]time.Time // rolled-back actions (Describe) -> until
 }
@@ -252,6 +260,10 @@ func eligible(op *OperatorSample) bool {
 
 // update smooths the estimates with the rates between first and last.
 func (l *Latency) update(first, last *Sample) {
+	l.keep = smoothing
+	if !l.at.IsZero() && last.At.After(l.at) {
+		l.keep = math.Pow(smoothing, float64(last.At.Sub(l.at))/float64(smoothingTick))
+	}
 	l.at = last.At
 	seen := map[string]bool{}
 	for _, op := range last.Operators {
@@ -273,7 +285,7 @@ func (l *Latency) update(first, last *Sample) {
 			e.groups = slices.Clone(r.GroupArrival)
 		} else {
 			for kg, a := range r.GroupArrival {
-				e.groups[kg] = smooth(e.groups[kg], a)
+				e.groups[kg] = smooth(l.keep, e.groups[kg], a)
 			}
 		}
 		ids := map[int]bool{}
@@ -287,18 +299,18 @@ func (l *Latency) update(first, last *Sample) {
 			if !w.seen {
 				w.arrival, w.delay, w.seen = wr.Arrival, wr.Delay, true
 			} else {
-				w.arrival = smooth(w.arrival, wr.Arrival)
+				w.arrival = smooth(l.keep, w.arrival, wr.Arrival)
 				// A worker that ran nothing while records arrived
 				// for it keeps its delay: it has not gone down.
 				if wr.Records > 0 || wr.Arrival == 0 {
-					w.delay = smooth(w.delay, wr.Delay)
+					w.delay = smooth(l.keep, w.delay, wr.Delay)
 				}
 			}
 			if wr.Records > 0 && wr.Service > 0 {
 				if w.service == 0 {
 					w.service = wr.Service
 				} else {
-					w.service = smooth(w.service, wr.Service)
+					w.service = smooth(l.keep, w.service, wr.Service)
 				}
 			}
 		}
@@ -315,8 +327,8 @@ func (l *Latency) update(first, last *Sample) {
 	}
 }
 
-// smooth returns the moving average of prev after x.
-func smooth(prev, x float64) float64 { return smoothing*prev + (1-smoothing)*x }
+// smooth returns the moving average of prev after x, prev weighing keep.
+func smooth(keep, prev, x float64) float64 { return keep*prev + (1-keep)*x }
 
 // loads returns the workers of operator name as the estimates stand,
 // nil when no worker's service rate is known yet.
@@ -454,9 +466,9 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 					predicted = append(predicted, delayEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), after[i]))
 				}
 			}
-			reason := fmt.Sprintf("%s: moving %d key groups to %s/%d brings every worker's predicted delay under lreq", why, len(moves), name, target)
+			reason := fmt.Sprintf("%s: moving %s to %s/%d brings every worker's predicted delay under lreq", why, keyGroups(len(moves)), name, target)
 			if !fixed {
-				reason = fmt.Sprintf("%s: moving %d key groups to %s/%d lowers the worst predicted delay to %s (the operator cannot have more workers)", why, len(moves), name, target, seconds(slices.Max(after)))
+				reason = fmt.Sprintf("%s: moving %s to %s/%d lowers the worst predicted delay to %s (the operator cannot have more workers)", why, keyGroups(len(moves)), name, target, seconds(slices.Max(after)))
 			}
 			return &Proposal{
 				Policy:    l.Name(),
@@ -709,4 +721,12 @@ func seconds(s float64) string {
 		return "infinite"
 	}
 	return time.Duration(s * float64(time.Second)).Round(time.Microsecond).String()
+}
+
+// keyGroups says how many key groups n is: "1 key group", "3 key groups".
+func keyGroups(n int) string {
+	if n == 1 {
+		return "1 key group"
+	}
+	return fmt.Sprintf("%d key groups", n)
 }

@@ -205,8 +205,9 @@ func TestLatencyIgnoresTransactionalOperators(t *testing.T) {
 
 func TestLatencySmoothsDelays(t *testing.T) {
 	// A worker's delay steps from 10ms to 90ms: the instantaneous delay
-	// l follows by an eighth of the difference per sample, so the
-	// operator does not turn severe on one bad window.
+	// l keeps 0.875 of its past per 100ms, 0.875^10 over a second's
+	// sample and 0.875 over a 100ms one, so the operator does not turn
+	// severe on one bad window.
 	sim := newKeyedSim([]float64{10, 10}, []float64{1000, 1000})
 	sim.delay = map[int]float64{0: 0.01, 1: 0.01}
 	l, _ := NewLatency(LatencyConfig{})
@@ -216,10 +217,17 @@ func TestLatencySmoothsDelays(t *testing.T) {
 	sim.delay[0] = 0.09
 	samples = append(samples, sim.step(time.Second))
 	l.Propose(viewOf(samples, 2))
-	for _, h := range l.Health() {
-		if h.Worker == 0 && math.Abs(h.DelaySeconds-(0.875*0.01+0.125*0.09)) > 1e-9 {
-			t.Fatalf("l of count/0 = %v, want %v", h.DelaySeconds, 0.875*0.01+0.125*0.09)
-		}
+	keep := math.Pow(0.875, 10)
+	want := keep*0.01 + (1-keep)*0.09
+	if h := l.Health()[0]; h.Worker != 0 || math.Abs(h.DelaySeconds-want) > 1e-9 {
+		t.Fatalf("l of count/%d = %v, want %v", h.Worker, h.DelaySeconds, want)
+	}
+	sim.delay[0] = 0.5
+	samples = append(samples, sim.step(100*time.Millisecond))
+	l.Propose(viewOf(samples, 2))
+	want = 0.875*want + 0.125*0.5
+	if h := l.Health()[0]; math.Abs(h.DelaySeconds-want) > 1e-9 {
+		t.Fatalf("l of count/0 = %v, want %v", h.DelaySeconds, want)
 	}
 }
 
