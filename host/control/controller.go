@@ -68,7 +68,8 @@ const maxDecisions = 100
 // sample, asks every policy for a proposal and its findings, and applies
 // at most one proposal, the highest-priority policy's. None is applied
 // while the last applied decision's lock lasts, while a decision awaits
-// its check, or while key groups migrate between hosts.
+// its check, or while key groups migrate between hosts; a proposal for a
+// transactional operator is never applied.
 //
 // Settle after a decision, its effect is checked (see Worse): a decision
 // that made its operator's delays or the sources' backlogs clearly worse
@@ -301,6 +302,11 @@ func (c *Controller) apply(ctx context.Context, v *View, proposals []*Proposal, 
 	chosen := -1
 	for i, p := range proposals {
 		if p == nil {
+			continue
+		}
+		if op := findOperator(v.Last(), p.Action.Operator); op != nil && op.Kind == "transactional" {
+			c.cfg.Logger.Warn("control proposal for a transactional operator ignored", "policy", p.Policy, "action", Describe(p.Action))
+			proposals[i] = nil
 			continue
 		}
 		if p.Action.Kind == "set-workers" {

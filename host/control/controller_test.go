@@ -319,6 +319,20 @@ func TestControllerAppliesNothingWhileMigrating(t *testing.T) {
 	}
 }
 
+func TestControllerNeverActsOnTransactionalOperators(t *testing.T) {
+	p := &stubPolicy{name: "p", propose: always(schema.Action{Kind: "set-workers", Operator: "count", To: 3})}
+	r := newRig(t, Config{}, p)
+	r.sim.kind = "transactional"
+	for i, d := range r.rounds(t, 3) {
+		if d != nil {
+			t.Fatalf("round %d decided %+v on a transactional operator", i, d)
+		}
+	}
+	if calls := r.act.Calls(); len(calls) != 0 {
+		t.Fatalf("actuator calls %q, want none", calls)
+	}
+}
+
 func TestControllerClampsWorkerCounts(t *testing.T) {
 	for _, c := range []struct {
 		to   int
