@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"slices"
@@ -73,6 +74,11 @@ func TestControllerFollowsLoadWithoutOscillating(t *testing.T) {
 		sim.mu.Unlock()
 		if _, err := c.Round(context.Background(), ""); err != nil {
 			t.Fatal(err)
+		}
+		// The status is GET /api/v1/control's document: it must encode
+		// (no infinite delay in it, saturated workers included).
+		if _, err := json.Marshal(c.Status()); err != nil {
+			t.Fatalf("the status at %ds does not encode: %v", i, err)
 		}
 		if want, ok := phases[i]; ok && workers() != want {
 			t.Errorf("%d workers at %ds, want %d", workers(), i, want)
