@@ -114,6 +114,7 @@ func (d *DS2) Outcome(dec schema.Decision) {
 type ds2Operator struct {
 	sample      *OperatorSample
 	rate        float64 // true processing rate per worker (0: unknown)
+	outRate     float64 // true output rate per worker
 	selectivity float64
 	target      float64 // target input rate
 	done        bool
@@ -160,7 +161,7 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 				}
 			}
 			if busy > 0 {
-				o.rate = recs / busy
+				o.rate, o.outRate = recs/busy, out/busy
 			}
 			if recs > 0 {
 				o.selectivity = out / recs
@@ -217,6 +218,7 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		ev := append([]schema.Evidence{
 			{Name: "target input rate of " + op.Name, Value: o.target, Unit: "records/s"},
 			{Name: "true processing rate per worker of " + op.Name, Value: o.rate, Unit: "records/s"},
+			{Name: "true output rate per worker of " + op.Name, Value: o.outRate, Unit: "records/s"},
 			{Name: "selectivity of " + op.Name, Value: o.selectivity, Unit: "ratio"},
 			{Name: "workers of " + op.Name, Value: float64(p), Unit: "count"},
 		}, evidence...)

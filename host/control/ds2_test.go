@@ -81,6 +81,8 @@ func TestDS2ParallelismFormula(t *testing.T) {
 	for name, want := range map[string]float64{
 		"target input rate of parse":                          10000,
 		"true processing rate per worker of parse":            3000,
+		"true output rate per worker of parse":                1500,
+		"selectivity of parse":                                0.5,
 		"arrival rate of source in (read and backlog growth)": 10000,
 	} {
 		if e := findEvidence(p.Evidence, name); e == nil || math.Abs(e.Value-want) > 1e-6 {
