@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -208,8 +209,8 @@ func (c *chainSim) step(d time.Duration) Sample {
 }
 
 // MoveGroups fails: a chain has no key groups (an Actuator).
-func (c *chainSim) MoveGroups(context.Context, string, map[int]int) error {
-	panic("chainSim: no key groups")
+func (c *chainSim) MoveGroups(_ context.Context, op string, _ map[int]int) error {
+	return fmt.Errorf("chain operator %q has no key groups", op)
 }
 
 // SetWorkers changes an operator's worker count (an Actuator).
