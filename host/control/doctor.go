@@ -15,9 +15,9 @@ var ErrDoctorConfig = errors.New("bad doctor setting")
 
 // DoctorConfig configures a Doctor; zero fields take their defaults.
 type DoctorConfig struct {
-	// CommitSeconds: a mean commit time over it is slow (default 100ms).
-	//lint:ignore ST1011 named after the pipeline file's key, commit_seconds
-	CommitSeconds time.Duration
+	// SlowCommit: a mean commit time over it is slow (default 100ms; the
+	// pipeline file's doctor.commit_seconds).
+	SlowCommit time.Duration
 	// SlowVersionRatio: a plugin version whose cost per record is more
 	// than this many times the previous version's is slow (default 1.3;
 	// must be over 1).
@@ -85,7 +85,7 @@ const (
 //     remembers the cost of each version it saw run (at least 1000
 //     records of each are needed).
 //   - "slow-commits" (subject: "store"): the mean commit time over the
-//     window is over CommitSeconds.
+//     window is over SlowCommit.
 //   - "memory-pressure" (subject: "heap"): a memory limit is set and the
 //     live heap is over HeapRatio of it, or the garbage collector's
 //     pauses took over 10% of the window.
@@ -114,15 +114,15 @@ type doctorCost struct {
 	busy    float64
 }
 
-// NewDoctor returns a job doctor; it refuses a negative CommitSeconds or
+// NewDoctor returns a job doctor; it refuses a negative SlowCommit or
 // Window, a SlowVersionRatio of 1 or less, or a HeapRatio over 1 or
 // negative, with an error wrapping ErrDoctorConfig.
 func NewDoctor(cfg DoctorConfig) (*Doctor, error) {
-	if cfg.CommitSeconds < 0 {
-		return nil, fmt.Errorf("control: doctor: commit_seconds %v: %w (it must be positive)", cfg.CommitSeconds, ErrDoctorConfig)
+	if cfg.SlowCommit < 0 {
+		return nil, fmt.Errorf("control: doctor: commit_seconds %v: %w (it must be positive)", cfg.SlowCommit, ErrDoctorConfig)
 	}
-	if cfg.CommitSeconds == 0 {
-		cfg.CommitSeconds = defaultDoctorCommit
+	if cfg.SlowCommit == 0 {
+		cfg.SlowCommit = defaultDoctorCommit
 	}
 	if cfg.SlowVersionRatio == 0 {
 		cfg.SlowVersionRatio = defaultDoctorSlowVersion
@@ -461,14 +461,14 @@ func (d *Doctor) slowCommits(first, last *Sample) (schema.Finding, bool) {
 		return schema.Finding{}, false
 	}
 	mean := max(last.CommitSeconds-first.CommitSeconds, 0) / float64(n)
-	if mean <= d.cfg.CommitSeconds.Seconds() {
+	if mean <= d.cfg.SlowCommit.Seconds() {
 		return schema.Finding{}, false
 	}
 	return schema.Finding{
 		Cause:   "slow-commits",
 		Subject: "store",
 		Summary: fmt.Sprintf("Commits take %s on average (%d in the window), over the %s bound: every batch waits for its commit.",
-			doctorSeconds(mean), n, d.cfg.CommitSeconds),
+			doctorSeconds(mean), n, d.cfg.SlowCommit),
 		Evidence: []schema.Evidence{
 			{Name: "mean commit time", Value: mean, Unit: "s"},
 			{Name: "commits in the window", Value: float64(n), Unit: "count"},

@@ -250,7 +250,7 @@ func TestDoctorSlowCommits(t *testing.T) {
 	if v := evidence(f.Evidence, "mean commit time"); math.Abs(v-0.2) > 1e-9 {
 		t.Errorf("mean %v, want 0.2", v)
 	}
-	if _, fs := newDoctor(t, DoctorConfig{CommitSeconds: 300 * time.Millisecond}).Propose(sdView(0, 6, slow)); len(fs) != 0 {
+	if _, fs := newDoctor(t, DoctorConfig{SlowCommit: 300 * time.Millisecond}).Propose(sdView(0, 6, slow)); len(fs) != 0 {
 		t.Errorf("findings %+v under a 300ms bound", fs)
 	}
 }
@@ -316,7 +316,7 @@ func TestDoctorFewSamples(t *testing.T) {
 
 func TestNewDoctorRefusesBadSettings(t *testing.T) {
 	for _, cfg := range []DoctorConfig{
-		{CommitSeconds: -time.Millisecond},
+		{SlowCommit: -time.Millisecond},
 		{SlowVersionRatio: 1},
 		{SlowVersionRatio: 0.9},
 		{SlowVersionRatio: math.NaN()},
@@ -330,7 +330,7 @@ func TestNewDoctorRefusesBadSettings(t *testing.T) {
 		}
 	}
 	d := newDoctor(t, DoctorConfig{})
-	if got, want := d.Config(), (DoctorConfig{CommitSeconds: 100 * time.Millisecond, SlowVersionRatio: 1.3, HeapRatio: 0.9, Window: 2 * time.Second}); got != want {
+	if got, want := d.Config(), (DoctorConfig{SlowCommit: 100 * time.Millisecond, SlowVersionRatio: 1.3, HeapRatio: 0.9, Window: 2 * time.Second}); got != want {
 		t.Errorf("defaults %+v, want %+v", got, want)
 	}
 	if d.Name() != "doctor" {
