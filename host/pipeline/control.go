@@ -106,8 +106,9 @@ type StragglerPolicy struct {
 
 // DoctorPolicy tunes the job doctor's diagnoses.
 type DoctorPolicy struct {
-	// CommitSeconds: a mean commit time above it is slow. Default 100ms.
-	CommitSeconds time.Duration `yaml:"commit_seconds"`
+	// SlowCommit (key commit_seconds): a mean commit time above it is slow.
+	// Default 100ms.
+	SlowCommit time.Duration `yaml:"commit_seconds"`
 	// SlowVersionRatio: a plugin version whose cost per record is this
 	// much over the previous version's is slow. Default 1.3; more than 1.
 	SlowVersionRatio float64 `yaml:"slow_version_ratio"`
@@ -141,7 +142,7 @@ func DefaultControl() Control {
 		Latency:   LatencyPolicy{LReq: time.Second, LLow: 50 * time.Millisecond, LHigh: 100 * time.Millisecond},
 		DS2:       DS2Policy{Interval: 10 * time.Second, WarmUp: 10 * time.Second, Activation: 2, DeadBand: 1},
 		Straggler: StragglerPolicy{Ratio: 1.5, MinRecords: 1000},
-		Doctor:    DoctorPolicy{CommitSeconds: 100 * time.Millisecond, SlowVersionRatio: 1.3, HeapRatio: 0.9},
+		Doctor:    DoctorPolicy{SlowCommit: 100 * time.Millisecond, SlowVersionRatio: 1.3, HeapRatio: 0.9},
 	}
 }
 
@@ -174,7 +175,7 @@ func (p *Pipeline) validateControl() []error {
 		{&c.Latency.LHigh, def.Latency.LHigh, []any{"latency", "l_high"}},
 		{&c.DS2.Interval, def.DS2.Interval, []any{"ds2", "interval"}},
 		{&c.DS2.WarmUp, def.DS2.WarmUp, []any{"ds2", "warm_up"}},
-		{&c.Doctor.CommitSeconds, def.Doctor.CommitSeconds, []any{"doctor", "commit_seconds"}},
+		{&c.Doctor.SlowCommit, def.Doctor.SlowCommit, []any{"doctor", "commit_seconds"}},
 	}
 	for _, d := range durations {
 		switch {
