@@ -99,6 +99,20 @@ func TestControlDefaults(t *testing.T) {
 	}
 }
 
+// TestControlAnchored: a control section given by an alias (its anchor
+// in an operator's config, which takes any YAML) keeps the anchor's
+// values, and takes the defaults of the others.
+func TestControlAnchored(t *testing.T) {
+	file := strings.Replace(controlBase, "kind: keyed}", "kind: keyed, config: &ctl {period: 2s, latency: {l_high: 300ms}}}", 1) + "control: *ctl\n"
+	p, err := Parse("p.yaml", t.TempDir(), []byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := p.Control; !c.Enabled || c.Period != 2*time.Second || c.Latency.LHigh != 300*time.Millisecond || c.Lock != 5*time.Second || c.Latency.LLow != 50*time.Millisecond {
+		t.Errorf("an anchored control section: %+v", c)
+	}
+}
+
 // TestControlRefusals: every bad value of the section is refused with the
 // file, the line and the key at fault.
 func TestControlRefusals(t *testing.T) {
