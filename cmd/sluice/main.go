@@ -13,6 +13,7 @@
 //	sluice plugin rollback --operator OP         return to the plugin that ran before
 //	sluice workers --operator OP N    change a running operator's number of workers
 //	sluice state dump -c pipeline.yaml  print committed state as JSON Lines (running or stopped)
+//	sluice doctor -c pipeline.yaml    the control plane's findings, workers' health and decisions
 //	sluice bench                      measure the user-level figures
 //	sluice bench txn --app sl         run a transactional workload under every strategy
 //	sluice version                    print the version (or sluice --version)
@@ -128,6 +129,6 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate(versionLine())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	root.AddCommand(newVersionCmd(), newRunCmd(), newDemoCmd(), newPluginCmd(), newStateCmd(), newBenchCmd())
-	root.AddCommand(newLintCmd(), newWorkersCmd(), newClusterCmd())
+	root.AddCommand(newLintCmd(), newWorkersCmd(), newClusterCmd(), newDoctorCmd())
 	return root
 }

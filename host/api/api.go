@@ -1,7 +1,7 @@
 // Package api serves a running host over HTTP: /healthz for liveness,
 // /metrics for Prometheus, /api/v1/... for the pipeline's status, its
-// committed state and its plugins, and the routes that change the running job (plugin swap and
-// rollback).
+// committed state, its plugins and its control plane, and the routes that change the running
+// job (plugin swap and rollback, a control round).
 //
 // The server listens on 127.0.0.1 unless told otherwise: it exposes what a
 // pipeline processes, and it logs a warning when it listens on any other
@@ -114,6 +114,17 @@ type Options struct {
 	// Cluster serves the cluster routes; nil (a host that runs the whole
 	// pipeline itself) answers them 404, saying so.
 	Cluster Cluster
+	// ControlPlane serves GET /api/v1/control: the control plane's
+	// policies, workers' health, decisions and findings. Nil (a pipeline
+	// without a control: section) answers {"enabled": false, ...}, so a
+	// client can tell the control plane is off.
+	ControlPlane func() schema.Control
+	// ControlRound serves POST /api/v1/control/round: it runs a
+	// management round now, reason recorded as its trigger, and returns
+	// the decision applied in it, nil when it decided nothing. Its errors
+	// are answered as Control's are. Nil answers the route 404, saying
+	// the control plane is off.
+	ControlRound func(ctx context.Context, reason string) (*schema.Decision, error)
 	// Token is required by the POST routes; "" refuses every POST.
 	Token string
 	// AuthReads makes the GET routes require Token too, all but /healthz.
@@ -183,6 +194,16 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 //	POST /api/v1/operators/{name}/swap?file=F.wasm body: the module; swaps
 //	                                              it in at the next batch
 //	POST /api/v1/operators/{name}/rollback        back to the previous one
+//
+// and these, the second of which without o.ControlRound answers 404:
+//
+//	GET  /api/v1/control                          the control plane's
+//	                                              workers, decisions and
+//	                                              findings ({"enabled":
+//	                                              false} when it is off)
+//	POST /api/v1/control/round                    body: reason; runs a
+//	                                              round, answers its
+//	                                              decision (204: none)
 //
 // and these, which without o.Cluster answer 404:
 //
@@ -309,7 +330,43 @@ func newMux(o Options) (http.Handler, []string) {
 		}))
 	}
 	serveCluster(mux, o, read)
+	serveControlPlane(mux, o, read)
 	return mux.ServeMux, mux.patterns
+}
+
+// noControl is the answer of POST /api/v1/control/round on a host whose
+// pipeline runs no control plane.
+const noControl = "the control plane is off: the pipeline has no control: section, or it sets enabled: false (docs/control.md)"
+
+// serveControlPlane registers the control plane's routes.
+func serveControlPlane(mux *patternMux, o Options, read func(http.HandlerFunc) http.Handler) {
+	mux.Handle("GET /api/v1/control", read(func(w http.ResponseWriter, _ *http.Request) {
+		v := schema.Control{Policies: []string{}, Decisions: []schema.Decision{}, Findings: []schema.Finding{}}
+		if o.ControlPlane != nil {
+			v = o.ControlPlane()
+			// Lists, never null, for the page and scripts that read it.
+			v.Policies = nonNil(v.Policies)
+			v.Decisions = nonNil(v.Decisions)
+			v.Findings = nonNil(v.Findings)
+		}
+		writeJSON(w, http.StatusOK, v)
+	}))
+	mux.Handle("POST /api/v1/control/round", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
+		var req schema.ControlRoundRequest
+		missing := ""
+		if o.ControlRound == nil {
+			missing = noControl
+		}
+		if !decodeBody(w, r, &req, missing) {
+			return
+		}
+		d, err := o.ControlRound(r.Context(), req.Reason)
+		if err == nil && d == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		answer(w, d, err)
+	}))
 }
 
 // maxClusterBody bounds the body of a cluster route: a list of key groups
@@ -333,7 +390,7 @@ func serveCluster(mux *patternMux, o Options, read func(http.HandlerFunc) http.H
 	}))
 	mux.Handle("POST /api/v1/cluster/move", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
 		var req schema.ClusterMoveRequest
-		if !decodeBody(w, r, &req, c != nil) {
+		if !decodeBody(w, r, &req, noClusterIf(c == nil)) {
 			return
 		}
 		v, err := c.Move(r.Context(), req)
@@ -341,7 +398,7 @@ func serveCluster(mux *patternMux, o Options, read func(http.HandlerFunc) http.H
 	}))
 	mux.Handle("POST /api/v1/cluster/rebalance", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
 		var req schema.ClusterRebalanceRequest
-		if !decodeBody(w, r, &req, c != nil) {
+		if !decodeBody(w, r, &req, noClusterIf(c == nil)) {
 			return
 		}
 		v, err := c.Rebalance(r.Context(), req)
@@ -349,15 +406,31 @@ func serveCluster(mux *patternMux, o Options, read func(http.HandlerFunc) http.H
 	}))
 }
 
+// nonNil returns s, or an empty slice for nil.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// noClusterIf is noCluster when none is true, else "".
+func noClusterIf(none bool) string {
+	if none {
+		return noCluster
+	}
+	return ""
+}
+
 // decodeBody reads r's JSON body into v, which keeps its zero value when
 // the body is empty, and reports whether it did; otherwise it has
-// answered: 404 when the host has no cluster (ok false), 400 for a body
-// that is not v's JSON (naming what is wrong), 413 for one past
-// maxClusterBody.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any, ok bool) bool {
-	if !ok {
+// answered: 404 with missing when it is not "" (the host has no cluster,
+// no control plane), 400 for a body that is not v's JSON (naming what is
+// wrong), 413 for one past maxClusterBody.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, missing string) bool {
+	if missing != "" {
 		dropBody(w)
-		writeJSON(w, http.StatusNotFound, schema.Error{Error: noCluster})
+		writeJSON(w, http.StatusNotFound, schema.Error{Error: missing})
 		return false
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxClusterBody))
@@ -386,6 +459,8 @@ func bodyName(v any) string {
 		return `move request ({"groups": [3, 5], "to": "HOST", "knobs": {...}})`
 	case *schema.ClusterRebalanceRequest:
 		return `rebalance request ({"knobs": {...}}, or nothing)`
+	case *schema.ControlRoundRequest:
+		return `round request ({"reason": "..."}, or nothing)`
 	}
 	return fmt.Sprintf("%T", v)
 }

@@ -31,7 +31,7 @@ type Client struct {
 	strict bool
 }
 
-// StatusError is an answer other than 200 OK. It matches ErrNotFound,
+// StatusError is an answer other than 200 OK and 204 No Content. It matches ErrNotFound,
 // ErrRefused and ErrConflict as the server chose its status from them.
 type StatusError struct {
 	// Code and Status are the answer's HTTP status ("404 Not Found").
@@ -131,6 +131,24 @@ func (c *Client) ClusterRebalance(ctx context.Context, req schema.ClusterRebalan
 	return v, c.doJSON(ctx, "/api/v1/cluster/rebalance", req, &v)
 }
 
+// Control returns the control plane's policies, its view of each worker
+// at the last round, its decisions and the job doctor's findings (GET
+// /api/v1/control); Enabled is false when the pipeline runs no control
+// plane.
+func (c *Client) Control(ctx context.Context) (schema.Control, error) {
+	var v schema.Control
+	return v, c.do(ctx, http.MethodGet, "/api/v1/control", nil, &v)
+}
+
+// ControlRound runs a management round now, reason recorded as its
+// trigger, and returns the decision applied in it, nil when it decided
+// nothing (POST /api/v1/control/round). A host whose pipeline runs no
+// control plane answers ErrNotFound.
+func (c *Client) ControlRound(ctx context.Context, reason string) (*schema.Decision, error) {
+	var v *schema.Decision
+	return v, c.doJSON(ctx, "/api/v1/control/round", schema.ControlRoundRequest{Reason: reason}, &v)
+}
+
 // doJSON posts body as JSON to path and decodes the answer into out.
 func (c *Client) doJSON(ctx context.Context, path string, body, out any) error {
 	b, err := json.Marshal(body)
@@ -164,8 +182,8 @@ func (c *Client) State(ctx context.Context, q state.Query) (StatePage, error) {
 	return p, c.do(ctx, http.MethodGet, "/api/v1/state?"+v.Encode(), nil, &p)
 }
 
-// do sends a request and decodes a 200 answer into out; any other answer
-// is a *StatusError.
+// do sends a request and decodes a 200 answer into out, which a 204
+// leaves as it is; any other answer is a *StatusError.
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {
 	return c.send(ctx, method, path, body, "application/wasm", out)
 }
@@ -202,6 +220,9 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, con
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return fmt.Errorf("reading the host's answer: %w", err)
+	}
+	if resp.StatusCode == http.StatusNoContent {
+		return nil // out keeps its zero value
 	}
 	if resp.StatusCode != http.StatusOK {
 		se := &StatusError{Code: resp.StatusCode, Status: resp.Status, Message: strings.TrimSpace(string(b))}

@@ -145,14 +145,18 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 		{Table: "accounts", Key: []byte("alice"), Value: []byte("10"), KeyGroup: 3},
 		{Table: "accounts", Key: []byte{0xff}, Value: []byte{0xfe}, KeyGroup: 4},
 	}, Next: "cursor"}
+	plane := filled[schema.Control](t)
+	round := filled[schema.Decision](t)
 	srv := httptest.NewServer(NewHandler(Options{
-		Registry:  prometheus.NewRegistry(),
-		Status:    func() schema.Status { return status },
-		Decisions: func(string, int) (schema.Decisions, error) { return decisions, nil },
-		Control:   ctl,
-		State:     docState{page},
-		Cluster:   clu,
-		Token:     "tok",
+		ControlPlane: func() schema.Control { return plane },
+		ControlRound: func(context.Context, string) (*schema.Decision, error) { return &round, nil },
+		Registry:     prometheus.NewRegistry(),
+		Status:       func() schema.Status { return status },
+		Decisions:    func(string, int) (schema.Decisions, error) { return decisions, nil },
+		Control:      ctl,
+		State:        docState{page},
+		Cluster:      clu,
+		Token:        "tok",
 	}))
 	defer srv.Close()
 	c := &Client{Addr: srv.URL, Token: "tok", strict: true}
@@ -195,6 +199,10 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 	check("POST /api/v1/cluster/move", clu.start, st, err)
 	st, err = c.ClusterRebalance(ctx, schema.ClusterRebalanceRequest{})
 	check("POST /api/v1/cluster/rebalance", clu.start, st, err)
+	cp, err := c.Control(ctx)
+	check("GET /api/v1/control", plane, cp, err)
+	rd, err := c.ControlRound(ctx, "why")
+	check("POST /api/v1/control/round", &round, rd, err)
 }
 
 // TestClientErrors: an error answer is a *StatusError that matches the
@@ -324,6 +332,8 @@ func TestDocumentedShapes(t *testing.T) {
 		"POST /api/v1/operators/{name}/workers":  filled[schema.Workers](t),
 		"GET /api/v1/cluster":                    filled[schema.ClusterStatus](t),
 		"POST /api/v1/cluster/move":              filled[schema.ClusterStart](t),
+		"GET /api/v1/control":                    filled[schema.Control](t),
+		"POST /api/v1/control/round":             filled[schema.Decision](t),
 	} {
 		_, sec, ok := strings.Cut(doc, "### `"+route+"`")
 		if !ok {

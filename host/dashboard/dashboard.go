@@ -2,9 +2,9 @@
 // HTTP API's address that draws the pipeline's graph with live rates,
 // charts of throughput and batch latency, a transactional operator's
 // outcomes, time per phase and the adaptive strategy's decisions, the
-// plugin registry with swap and rollback, and, on a host in cluster mode,
-// the cluster's hosts, key groups, migration and checkpoints with a
-// rebalance button.
+// plugin registry with swap and rollback, on a host in cluster mode the
+// cluster's hosts, key groups, migration and checkpoints with a rebalance
+// button, and the control plane's findings, workers' health and decisions.
 //
 // Decisions, and why:
 //

@@ -39,8 +39,11 @@ type Pipeline struct {
 	OnError    ErrorPolicy `yaml:"on_error"`
 	// Cluster, when set, spreads the pipeline over several hosts.
 	Cluster *Cluster `yaml:"cluster"`
-	File    string   `yaml:"-"` // the file it was read from, for messages
-	Dir     string   `yaml:"-"` // the directory relative paths are resolved against
+	// Control runs the control plane (docs/control.md) when the file has
+	// a control: section; its defaults are filled in either way.
+	Control Control `yaml:"control"`
+	File    string  `yaml:"-"` // the file it was read from, for messages
+	Dir     string  `yaml:"-"` // the directory relative paths are resolved against
 	root    *yaml.Node
 
 	// CompileCache is the directory of the plugins' compiled code; empty:
@@ -704,6 +707,9 @@ func (p *Pipeline) validate() error {
 		add(err)
 	}
 	for _, err := range p.validateCluster() {
+		add(err)
+	}
+	for _, err := range p.validateControl() {
 		add(err)
 	}
 	if p.OnError == "" {

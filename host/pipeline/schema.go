@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -59,6 +60,7 @@ func describe(t reflect.Type, path []any) string {
 		"Batch": "batch", "State": "state", "NATS": "nats", "DeadLetter": "dead_letter", "HTTP": "http",
 		"Grants": "grants", "GrantDir": "a granted directory", "Adaptive": "adaptive",
 		"Window": "a window", "Watermark": "watermark", "Join": "join", "Interval": "interval", "Late": "late",
+		"Control": "control",
 	}[t.Name()]; ok {
 		return w
 	}
@@ -296,6 +298,9 @@ func shape(n *yaml.Node) string {
 
 // scalarWords says what a value of type t is written as.
 func scalarWords(t reflect.Type) string {
+	if t == reflect.TypeFor[time.Duration]() {
+		return "a duration (write it like 250ms, 5s or 1m)"
+	}
 	switch t.Kind() {
 	case reflect.Bool:
 		return "true or false"
@@ -311,7 +316,7 @@ func scalarWords(t reflect.Type) string {
 
 // scalarError says why scalar n does not decode into type t.
 func scalarError(n *yaml.Node, t reflect.Type) string {
-	if n.ShortTag() == "!!int" {
+	if n.ShortTag() == "!!int" && t != reflect.TypeFor[time.Duration]() {
 		switch t.Kind() {
 		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 			lim := int64(1)<<(t.Bits()-1) - 1

@@ -96,7 +96,7 @@ func TestUnknownKeys(t *testing.T) {
 		{"    kind: map\n", "    kind: map\n    limits: {max_record_byte: 1}\n", `operators[0].limits.max_record_byte: unknown key "max_record_byte" in limits: did you mean "max_record_bytes"?`},
 		{"    path: in.jsonl\n", "    path: in.jsonl\n    formt: json\n", `sources[0].formt: unknown key "formt" in a file source: did you mean "format"? (known: name, type, path, format, key_field, time_field, time_unit, max_line_bytes, watermark)`},
 		{"name: x\n", "name: x\nbatchs: {size: 1}\n", `p.yaml:2: batchs: unknown key "batchs" in the pipeline: did you mean "batch"?`},
-		{"name: x\n", "name: x\nzzz: 1\n", `unknown key "zzz" in the pipeline (known: name, nats, data_dir, state, batch, sources, operators, sinks, dead_letter, late, http, on_error, cluster, compile_cache)`},
+		{"name: x\n", "name: x\nzzz: 1\n", `unknown key "zzz" in the pipeline (known: name, nats, data_dir, state, batch, sources, operators, sinks, dead_letter, late, http, on_error, cluster, control, compile_cache)`},
 		{"    kind: map\n", "    kind: map\n    kind: filter\n", `p.yaml:10: operators[0].kind: kind is given twice (first at line 9)`},
 	} {
 		if got := parseErr(t, strings.Replace(small, tc.old, tc.new, 1)); !strings.Contains(got, tc.want) {

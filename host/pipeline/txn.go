@@ -154,10 +154,14 @@ func (p Punctuation) String() string {
 	return fmt.Sprintf("{events: %d, interval: %s}", p.Events, time.Duration(p.Interval))
 }
 
-// node returns the node at path below the root, or nil.
+// node returns the node at path below the root, or nil; an alias is
+// followed to its anchored node.
 func (p *Pipeline) node(path ...any) *yaml.Node {
 	n := p.root
 	for _, e := range path {
+		if n != nil && n.Kind == yaml.AliasNode {
+			n = n.Alias
+		}
 		if n == nil {
 			return nil
 		}

@@ -820,6 +820,101 @@
     if (c) box.replaceChildren("This host (", c.host, ") runs the pipeline with " + (c.hosts.length - 1) + " other hosts: ", h("a", { href: "#/cluster" }, "see the cluster"), ".");
   }
 
+  // --- doctor ----------------------------------------------------------------
+
+  // STATE_COLOURS colour a worker's health as the latency guarantor judges
+  // it, and OUTCOME_CLASS a decision's outcome.
+  const STATE_COLOURS = { good: "var(--ok)", moderate: "var(--warn)", severe: "var(--bad)" };
+  const OUTCOME_CLASS = { applied: "applied", kept: "kept", "rolled back": "rolled-back", failed: "failed" };
+
+  // evidenceText writes measurements: "delay of count/1 180.0 ms, ...".
+  const evidenceText = (ev) => (ev || []).map((e) => e.name + " " + (e.unit === "s" ? fmtSeconds(e.value) : fmt(e.value) + (e.unit ? " " + e.unit : ""))).join(", ");
+
+  // actionText writes an action: "set-workers count 2 → 3", "move-groups
+  // count: group 7 worker 1 → 0".
+  function actionText(a) {
+    let s = a.kind + (a.operator ? " " + a.operator : "");
+    if (a.kind === "set-workers") return s + " " + a.from + " → " + a.to;
+    const moves = (a.moves || []).map((m) => "group " + m.group + (m.from_host || m.to_host
+      ? " " + (m.from_host || "none") + " → " + (m.to_host || "none") : " worker " + (m.from_worker || 0) + " → " + (m.to_worker || 0)));
+    return moves.length ? s + ": " + moves.join(", ") : s;
+  }
+
+  // doctorPage shows the control plane, from GET /api/v1/control read
+  // every two seconds: the job doctor's findings, each worker's health
+  // coloured by its state, and the decisions, newest first, with their
+  // evidence and outcome.
+  function doctorPage() {
+    const info = h("div", { class: "muted", id: "dr-info" }, "reading the control plane…");
+    const findings = h("div", { id: "dr-findings" });
+    const workers = h("tbody", { id: "dr-workers" });
+    const decisions = h("ol", { class: "timeline", id: "dr-decisions" });
+    const body = h("div", {},
+      h("div", { class: "cards" }, card("rounds", "dr-rounds"), card("findings", "dr-nfindings"), card("severe workers", "dr-severe"), card("decisions", "dr-ndecisions")),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Findings: what no automatic action fixes"), findings),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Workers at the last round"),
+        h("table", {}, h("thead", {}, h("tr", {}, ...["operator", "worker", "host", "key groups", "arrival/s", "service/s", "utilization", "delay", "predicted", "state"]
+          .map((x, i) => h("th", { class: i === 3 || (i >= 4 && i <= 8) ? "num" : undefined }, x)))), workers)),
+      h("div", { class: "panel" }, h("div", { class: "muted" }, "Decisions, newest first"), decisions));
+    body.hidden = true;
+    const el = h("div", {}, h("h1", {}, "Doctor"), info, body);
+    const show = (c) => {
+      info.textContent = "Policies " + (c.policies.length ? c.policies.join(", ") : "none") + " (highest priority first); " + c.rounds + " rounds" +
+        (c.last_round ? ", the last at " + new Date(c.last_round).toLocaleTimeString() : "") +
+        (c.locked_until && Date.parse(c.locked_until) > Date.now() ? "; no decision is applied before " + new Date(c.locked_until).toLocaleTimeString() : "") + ".";
+      const ws = c.workers || [];
+      set("dr-rounds", fmt(c.rounds));
+      set("dr-nfindings", String(c.findings.length));
+      set("dr-severe", String(ws.filter((w) => w.state === "severe").length) + " of " + ws.length);
+      set("dr-ndecisions", String(c.decisions.length));
+      findings.replaceChildren(...(c.findings.length ? c.findings.map((f) => h("div", { class: "finding", "data-cause": f.cause },
+        h("div", {}, h("span", { class: "pill cause" }, f.cause), " ", h("b", {}, f.subject), ": ", f.summary),
+        f.evidence && f.evidence.length ? h("div", { class: "muted" }, "evidence: " + evidenceText(f.evidence)) : null,
+        h("div", {}, "recommendation: " + f.recommendation),
+        f.since ? h("div", { class: "muted" }, "since " + new Date(f.since).toLocaleString()) : null))
+        : [h("div", { class: "muted" }, "None: the job doctor finds nothing wrong.")]));
+      workers.replaceChildren(...(ws.length ? ws.map((w) => h("tr", { "data-worker": w.operator + "/" + w.worker, "data-state": w.state },
+        h("td", {}, w.operator), h("td", {}, String(w.worker)), h("td", {}, w.host || "–"), h("td", { class: "num" }, String(w.key_groups)),
+        h("td", { class: "num" }, fmt(w.arrival_rate)), h("td", { class: "num" }, fmt(w.service_rate)), h("td", { class: "num" }, w.utilization.toFixed(2)),
+        h("td", { class: "num" }, fmtSeconds(w.delay_seconds)), h("td", { class: "num" }, w.saturated ? "saturated" : fmtSeconds(w.predicted_seconds)),
+        h("td", {}, h("span", { class: "pill state", style: "background:" + (STATE_COLOURS[w.state] || "var(--idle)") }, w.state))))
+        : [h("tr", {}, h("td", { colspan: "10", class: "muted" }, "no round has measured a worker yet"))]));
+      decisions.replaceChildren(...(c.decisions.length ? c.decisions.map((d) => h("li", { "data-id": String(d.id), class: "outcome-" + (OUTCOME_CLASS[d.outcome] || "other") },
+        h("div", {}, h("span", { class: "mono" }, new Date(d.time).toLocaleTimeString()), " ", h("b", {}, d.policy), " ", h("code", {}, actionText(d.action)), " ",
+          h("span", { class: "pill outcome" }, d.outcome), d.error ? h("span", { class: "err" }, " " + d.error) : null),
+        h("div", {}, d.reason),
+        h("div", { class: "muted" }, "trigger: " + d.trigger),
+        d.evidence && d.evidence.length ? h("div", { class: "evidence" }, "evidence: " + evidenceText(d.evidence)) : null,
+        d.predicted && d.predicted.length ? h("div", { class: "predicted" }, "predicted: " + evidenceText(d.predicted)) : null,
+        d.observed && d.observed.length ? h("div", { class: "observed" }, "observed: " + evidenceText(d.observed)) : null,
+        d.others && d.others.length ? h("div", { class: "muted" }, "not applied: " + d.others.join("; ")) : null))
+        : [h("li", { class: "muted" }, "none yet")]));
+    };
+    let timer = null, stopped = false;
+    const load = async () => {
+      let r;
+      try { r = await api("api/v1/control"); } catch (e) { info.textContent = "reading the control plane failed: " + e.message; return; }
+      if (stopped) return;
+      if (!r.ok) {
+        info.textContent = r.status === 401 ? "The host needs its API token to show the control plane (http.auth: all)." : "Reading the control plane failed: " + ((r.body && r.body.error) || r.status);
+        return;
+      }
+      if (!r.body.enabled) {
+        body.hidden = true;
+        info.className = "unavailable panel";
+        info.textContent = "Control is off: add a control: section to the pipeline file (docs/control.md).";
+        return;
+      }
+      info.className = "muted";
+      body.hidden = false;
+      show(r.body);
+      el.dataset.rounds = String(r.body.rounds);
+    };
+    load();
+    timer = setInterval(load, 2000);
+    return { el, leave() { stopped = true; clearInterval(timer); } };
+  }
+
   function unavailable(title, what) {
     return { el: h("div", {}, h("h1", {}, title), h("div", { class: "unavailable panel" }, "Not available in this version: " + what)) };
   }
@@ -837,7 +932,7 @@
       case "plugins": page = pluginsPage(); break;
       case "windows": page = windowsPage(); break;
       case "cluster": page = clusterPage(); break;
-      case "doctor": page = unavailable("Doctor", "the control plane's findings and decisions will show here once it exists."); break;
+      case "doctor": page = doctorPage(); break;
       default: page = unavailable("Not found", "no page " + name + ".");
     }
     page.name = name;
