@@ -202,7 +202,9 @@ func (n *node) publish() {
 // since the job was made, as of the end of the last batch; At is now.
 //
 // The delay of a record runs from the read of its chunk from the source
-// to the end of its worker's run of the batch. Operators that run no
+// to the end of its worker's run of the batch; a record the job made (a
+// fired window's result, downstream of its window) has no read time and
+// is not among Delayed. Operators that run no
 // workers of their own (transactional, windowed, joins) are measured as
 // one worker, id 0, whose busy time is that of their runs; they have no
 // groups and are neither resizable nor movable.
