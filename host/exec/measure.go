@@ -204,10 +204,10 @@ func (n *node) publish() {
 // The delay of a record runs from the read of its chunk from the source
 // to the end of its worker's run of the batch; a record the job made (a
 // fired window's result, downstream of its window) has no read time and
-// is not among Delayed. Operators that run no
-// workers of their own (transactional, windowed, joins) are measured as
-// one worker, id 0, whose busy time is that of their runs; they have no
-// groups and are neither resizable nor movable.
+// is not among Delayed. Operators that run no workers of their own
+// (transactional, windowed, joins) are measured as one worker, id 0,
+// whose busy time is that of their runs; they have no groups and are
+// neither resizable nor movable.
 //
 // GCPauseSeconds, HeapBytes, HeapLimit, SlowConsumers and Migrating are
 // left for the caller to fill. Measure may be called from any goroutine,
