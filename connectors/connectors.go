@@ -95,6 +95,19 @@ type Partitioned interface {
 	Delivered() uint64
 }
 
+// Backlogged is a source that can tell how many records wait in it, not
+// read yet: the control plane's measure of how far the pipeline is
+// behind its input.
+type Backlogged interface {
+	Source
+	// Backlog returns the number of records waiting, not read yet, or -1
+	// when the source cannot tell (yet). It is an estimate as of the
+	// source's last look (a JetStream source: the pending count the server
+	// sent with the last message delivered), never a request of its own.
+	// It may be called from any goroutine, while another waits in Read.
+	Backlog() int64
+}
+
 // Out is one record to write to a sink.
 type Out struct {
 	Record abi.Record

@@ -28,6 +28,13 @@
 // it, a JetStream sink skips the outputs whose ids its stream holds after it.
 // A core NATS sink publishes a crashed batch's outputs again (at least once).
 //
+// # Backlog
+//
+// A source that can tell how many records wait in it, not read yet,
+// implements Backlogged, for the control plane: the JetStream sources from
+// the pending count the server sends with each message (no request of
+// their own), the generator from its rate's schedule. Others report none.
+//
 // # Records on NATS
 //
 // A record maps to a NATS message as follows, for core NATS and JetStream

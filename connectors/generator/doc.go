@@ -35,5 +35,7 @@
 //
 // Rate limits the pace to a number of records per second, measured from
 // Open; Read sleeps on a timer until the next record is due, never spins.
-// Count bounds the stream: after position Count, Read returns io.EOF.
+// With a Rate, Backlog reports the records due and not read yet (a reader
+// that falls behind the pace). Count bounds the stream: after position
+// Count, Read returns io.EOF.
 package generator

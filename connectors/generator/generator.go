@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/abi"
@@ -92,17 +93,24 @@ type Source struct {
 	start int64     // event time of position 1, ns
 	step  int64     // ns
 
-	mu    sync.Mutex // guards state, so that Close may interrupt Read
+	mu    sync.Mutex // guards state, opened and after, so that Close may interrupt Read
 	state int        // 0 new, 1 open, 2 closed
 	done  chan struct{}
+	// opened is when Open was called and after the position it was given:
+	// set by Open, read by Read and Backlog.
+	opened time.Time
+	after  uint64
+	// emitted counts the records returned since Open: written by Read,
+	// read by Backlog too.
+	emitted atomic.Uint64
 
 	// Read's goroutine only.
 	next    uint64 // position of the next record
 	txnSize int    // Txn mode: bytes to reserve per record
-	opened  time.Time
-	emitted uint64 // records returned since Open
 	timer   *time.Timer
 }
+
+var _ connectors.Backlogged = (*Source)(nil)
 
 var _ connectors.Source = (*Source)(nil)
 
@@ -190,7 +198,7 @@ func (s *Source) Open(_ context.Context, after uint64) error {
 	}
 	s.state = 1
 	s.next = after + 1
-	s.opened = time.Now()
+	s.opened, s.after = time.Now(), after
 	return nil
 }
 
@@ -198,7 +206,7 @@ func (s *Source) Open(_ context.Context, after uint64) error {
 // due by now with one, waiting for the next when none is due.
 func (s *Source) Read(ctx context.Context, buf []connectors.Message) (int, error) {
 	s.mu.Lock()
-	state := s.state
+	state, opened := s.state, s.opened
 	s.mu.Unlock()
 	switch state {
 	case 0:
@@ -220,26 +228,32 @@ func (s *Source) Read(ctx context.Context, buf []connectors.Message) (int, error
 		return 0, nil
 	}
 	if s.cfg.Rate > 0 {
-		due, err := s.due(ctx)
+		due, err := s.due(ctx, opened)
 		if err != nil {
 			return 0, err
 		}
 		n = min(n, due)
 	}
 	s.fill(buf[:n])
-	s.emitted += n
+	s.emitted.Add(n)
 	return int(n), nil
 }
 
+// dueBy returns how many records are due elapsed after Open: record k
+// (counting from 0 since Open) is due at k/Rate seconds.
+func (s *Source) dueBy(elapsed time.Duration) uint64 {
+	return uint64(elapsed.Seconds()*s.cfg.Rate) + 1
+}
+
 // due waits until at least one record is due and returns how many are.
-func (s *Source) due(ctx context.Context) (uint64, error) {
+func (s *Source) due(ctx context.Context, opened time.Time) (uint64, error) {
 	for {
-		elapsed := time.Since(s.opened)
-		// Record k (counting from 0 since Open) is due at k/Rate seconds.
-		if due := uint64(elapsed.Seconds()*s.cfg.Rate) + 1; due > s.emitted {
-			return due - s.emitted, nil
+		elapsed := time.Since(opened)
+		emitted := s.emitted.Load()
+		if due := s.dueBy(elapsed); due > emitted {
+			return due - emitted, nil
 		}
-		at := time.Duration(float64(s.emitted) / s.cfg.Rate * float64(time.Second))
+		at := time.Duration(float64(emitted) / s.cfg.Rate * float64(time.Second))
 		wait := max(at-elapsed, time.Microsecond)
 		if s.timer == nil {
 			s.timer = time.NewTimer(wait)
@@ -256,6 +270,30 @@ func (s *Source) due(ctx context.Context) (uint64, error) {
 			return 0, fmt.Errorf("%s: read: %w", s.name, connectors.ErrClosed)
 		}
 	}
+}
+
+// Backlog returns the records due by the rate's schedule and not yet
+// read (at most those left of Count); -1 for a source without a Rate,
+// whose records are made as fast as they are read, or one not open.
+func (s *Source) Backlog() int64 {
+	if s.cfg.Rate <= 0 {
+		return -1
+	}
+	s.mu.Lock()
+	state, opened, after := s.state, s.opened, s.after
+	s.mu.Unlock()
+	if state != 1 {
+		return -1
+	}
+	emitted := s.emitted.Load()
+	due := s.dueBy(time.Since(opened))
+	if s.cfg.Count > 0 {
+		due = min(due, s.cfg.Count-min(after, s.cfg.Count))
+	}
+	if due <= emitted {
+		return 0
+	}
+	return int64(due - emitted)
 }
 
 // fill generates the records of the next len(buf) positions. Their bytes

@@ -310,3 +310,39 @@ func TestCloseInterruptsAWaitingRead(t *testing.T) {
 		t.Fatalf("Read across Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestBacklog: a generator with a rate reports the records due and not
+// read, bounded by Count; one without a rate, or not open, cannot tell.
+func TestBacklog(t *testing.T) {
+	g, err := New(Config{Mode: Sequence, Rate: 1e9, Count: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := g.Backlog(); b != -1 {
+		t.Errorf("backlog %d before Open, want -1", b)
+	}
+	if err := g.Open(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	// At a billion records a second the eight left are all due at once
+	// (a microsecond after Open); the backlog never exceeds them.
+	deadline := time.Now().Add(10 * time.Second)
+	for g.Backlog() != 8 {
+		if b := g.Backlog(); b > 8 || time.Now().After(deadline) {
+			t.Fatalf("backlog %d, want 8: Count 10 after position 2", b)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	take(t, g, 3, 3)
+	if b := g.Backlog(); b != 5 {
+		t.Errorf("backlog %d after reading 3 of 8, want 5", b)
+	}
+	take(t, g, 5, 5)
+	if b := g.Backlog(); b != 0 {
+		t.Errorf("backlog %d after reading everything, want 0", b)
+	}
+	if b := open(t, Config{Mode: Sequence}, 0).Backlog(); b != -1 {
+		t.Errorf("backlog %d of a generator without a rate, want -1", b)
+	}
+}

@@ -544,3 +544,28 @@ func TestJetStreamSourceSkipsUpToAfter(t *testing.T) {
 	expectPositions(t, readN(ctx, t, src, 5), 6, "v")
 	waitFor(ctx, t, "the skipped messages acknowledged", func() bool { return consumerInfo(t, js, "IN", "new").AckFloor.Stream >= 5 })
 }
+
+// TestJetStreamSourceBacklog: the backlog is the pending count that came
+// with the last message read: the messages not read yet.
+func TestJetStreamSourceBacklog(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	js := newStream(t, nc, "IN", "in")
+	publishValues(t, js, "in", "v", 10)
+	src := newJSSource(t, nc, JetStreamSourceConfig{Stream: "IN", Durable: "d"})
+	if b := src.Backlog(); b != -1 {
+		t.Errorf("backlog %d before any message, want -1", b)
+	}
+	if err := src.Open(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	expectPositions(t, readN(ctx, t, src, 1), 1, "v")
+	if b := src.Backlog(); b != 9 {
+		t.Errorf("backlog %d after reading 1 of 10, want 9", b)
+	}
+	expectPositions(t, readN(ctx, t, src, 9), 2, "v")
+	if b := src.Backlog(); b != 0 {
+		t.Errorf("backlog %d after reading all 10, want 0", b)
+	}
+}

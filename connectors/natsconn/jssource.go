@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -88,6 +89,10 @@ type JetStreamSource struct {
 	unacked     []pendingAck     // returned, not acknowledged, by sequence
 	lastErr     error            // last error reported by the consume loop
 	acked       atomic.Uint64    // highest position acknowledged or skipped
+	// pending is the consumer's pending count that came with the last
+	// message delivered (messages in the stream not delivered yet); -1
+	// before any.
+	pending atomic.Int64
 
 	// Read's goroutine only (set up by Open).
 	js         jetstream.JetStream
@@ -107,7 +112,10 @@ type pendingAck struct {
 	msg jetstream.Msg
 }
 
-var _ connectors.Source = (*JetStreamSource)(nil)
+var (
+	_ connectors.Source     = (*JetStreamSource)(nil)
+	_ connectors.Backlogged = (*JetStreamSource)(nil)
+)
 
 // NewJetStreamSource returns a source for cfg on nc; Open does the I/O. nc
 // stays the caller's.
@@ -138,14 +146,16 @@ func NewJetStreamSource(nc *nats.Conn, cfg JetStreamSourceConfig) (*JetStreamSou
 	if log == nil {
 		log = slog.Default()
 	}
-	return &JetStreamSource{
+	s := &JetStreamSource{
 		nc:   nc,
 		cfg:  cfg,
 		name: name,
 		log:  log.With("source", name),
 		msgs: make(chan jetstream.Msg, cfg.Batch),
 		done: make(chan struct{}),
-	}, nil
+	}
+	s.pending.Store(-1)
+	return s, nil
 }
 
 // Name returns the source's name.
@@ -434,6 +444,7 @@ func (s *JetStreamSource) accept(m jetstream.Msg, buf []connectors.Message, n in
 		return n
 	}
 	seq, dseq := meta.Sequence.Stream, meta.Sequence.Consumer
+	s.pending.Store(int64(min(meta.NumPending, math.MaxInt64)))
 	switch {
 	case s.needReset:
 		// Dropped: the reset to come delivers it again.
@@ -471,6 +482,13 @@ func (s *JetStreamSource) accept(m jetstream.Msg, buf []connectors.Message, n in
 	s.readPend = append(s.readPend, pendingAck{seq: seq, msg: m})
 	return n + 1
 }
+
+// Backlog returns the consumer's pending count as the server sent it with
+// the last message delivered: the messages of the stream (under the
+// filter) not delivered yet, which includes those the client holds and
+// Read has not returned. It is -1 before the first message. It makes no
+// request, so it lags what was published since that message.
+func (s *JetStreamSource) Backlog() int64 { return s.pending.Load() }
 
 // Ack acknowledges every message up to and including position pos.
 func (s *JetStreamSource) Ack(ctx context.Context, pos uint64) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -106,6 +107,9 @@ type partSession struct {
 	// from this session's consumer (returned or dropped), or the lowest
 	// floor before it took any: every read group is complete up to it.
 	delivered atomic.Uint64
+	// pending is the consumer's pending count that came with the last
+	// message Read took from it; -1 before any.
+	pending atomic.Int64
 
 	mu      sync.Mutex
 	lastErr error // last error reported by the consumer
@@ -116,7 +120,10 @@ type partDelivery struct {
 	msg  jetstream.Msg
 }
 
-var _ connectors.Partitioned = (*PartitionedSource)(nil)
+var (
+	_ connectors.Partitioned = (*PartitionedSource)(nil)
+	_ connectors.Backlogged  = (*PartitionedSource)(nil)
+)
 
 // NewPartitionedSource returns a source for cfg on nc; OpenGroups does the
 // I/O. nc stays the caller's.
@@ -281,6 +288,7 @@ func (s *PartitionedSource) checkFloors(floors map[int]uint64) error {
 func (s *PartitionedSource) start(ctx context.Context, floors map[int]uint64) (*partSession, error) {
 	k := s.cfg.KeyGroups
 	ss := &partSession{floor: make([]uint64, k), read: make([]bool, k), stop: make(chan struct{})}
+	ss.pending.Store(-1)
 	if len(floors) == 0 {
 		return ss, nil
 	}
@@ -470,6 +478,7 @@ func (s *PartitionedSource) accept(d partDelivery, buf []connectors.Message, n i
 	}
 	seq := meta.Sequence.Stream
 	ss.delivered.Store(seq) // the consumer delivers in stream order
+	ss.pending.Store(int64(min(meta.NumPending, math.MaxInt64)))
 	kg, ok := parseGroup(m.Subject(), s.cfg.Prefix, s.cfg.KeyGroups)
 	if !ok {
 		kg = 0
@@ -498,6 +507,20 @@ func (s *PartitionedSource) Delivered() uint64 {
 		return ss.delivered.Load()
 	}
 	return 0
+}
+
+// Backlog returns the pending count the server sent with the last message
+// Read took from the current consumer: the messages under its filter not
+// delivered yet. That is the groups read, when they are at most
+// MaxFilters; reading more, the consumer's filter is "<Prefix>.*" and the
+// count includes the records of every group. It is -1 before the first
+// message since the last OpenGroups or SetGroups. It makes no request, so
+// it lags what was published since that message.
+func (s *PartitionedSource) Backlog() int64 {
+	if ss := s.cur.Load(); ss != nil {
+		return ss.pending.Load()
+	}
+	return -1
 }
 
 // Ack does nothing: the source reads through a consumer without

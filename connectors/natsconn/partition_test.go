@@ -640,3 +640,36 @@ func TestPartitionedSourceProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestPartitionedSourceBacklog: the backlog counts the messages of the
+// groups read that were not read yet, not those of other groups (read
+// through filters of their own: no more groups than MaxFilters).
+func TestPartitionedSourceBacklog(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	js := newStream(t, nc, "P", "p.*")
+	var want []partRecord
+	for i := range 7 {
+		kg := []int{1, 2, 3}[i%3]
+		r := publishGroup(t, js, "p", kg, fmt.Sprint("v", i))
+		if kg != 3 {
+			want = append(want, r)
+		}
+	}
+	src := newPartSource(t, nc, PartitionedSourceConfig{Stream: "P", Prefix: "p", KeyGroups: 4, MaxFilters: 4})
+	if b := src.Backlog(); b != -1 {
+		t.Errorf("backlog %d before OpenGroups, want -1", b)
+	}
+	if err := src.OpenGroups(ctx, map[int]uint64{1: 0, 2: 0}); err != nil {
+		t.Fatal(err)
+	}
+	expectRecords(ctx, t, src, want[:1])
+	if b := src.Backlog(); b != int64(len(want)-1) {
+		t.Errorf("backlog %d after reading 1 of groups 1 and 2's %d, want %d", b, len(want), len(want)-1)
+	}
+	expectRecords(ctx, t, src, want[1:])
+	if b := src.Backlog(); b != 0 {
+		t.Errorf("backlog %d after reading every message of groups 1 and 2, want 0", b)
+	}
+}

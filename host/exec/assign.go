@@ -36,7 +36,6 @@ func newAssignment(groups, workers int) *assignment {
 // owner returns the worker of key group kg.
 func (a *assignment) owner(kg int) int { return int(a.owners[kg]) }
 
-// count returns how many key groups worker w owns.
 // groupsOf returns the key groups worker w owns, in order.
 func (a *assignment) groupsOf(w int) []int {
 	var gs []int
@@ -48,6 +47,7 @@ func (a *assignment) groupsOf(w int) []int {
 	return gs
 }
 
+// count returns how many key groups worker w owns.
 func (a *assignment) count(w int) int {
 	n := 0
 	for _, o := range a.owners {
@@ -121,6 +121,24 @@ func (a *assignment) rebalance(n int) *assignment {
 			}
 		}
 	}
+}
+
+// move returns the assignment with the groups of moves (key group ->
+// worker) given to those workers, or a itself when no group changes
+// owner. The caller has checked the groups and workers.
+func (a *assignment) move(moves map[int]int) *assignment {
+	b := &assignment{version: a.version + 1, workers: a.workers, owners: slices.Clone(a.owners)}
+	changed := false
+	for kg, w := range moves {
+		if int(b.owners[kg]) != w {
+			b.owners[kg] = uint16(w)
+			changed = true
+		}
+	}
+	if !changed {
+		return a
+	}
+	return b
 }
 
 // assignmentMeta is the store metadata under which an operator's

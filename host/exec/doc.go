@@ -71,7 +71,31 @@
 // stays in place, since every worker's session reads the same tables.
 // Ownership is enforced: a guest touching a key of another worker's group
 // fails the call. Each worker's records and busy time are counted, so a
-// straggler shows in the status and the metrics.
+// straggler shows in the status and the metrics. MoveGroups moves chosen
+// groups to chosen workers the same way: a new version of the table, at a
+// batch boundary, committed with the next batch.
+//
+// # Measurements for the control plane
+//
+// Measure (measure.go) returns what the control plane decides on, always
+// kept: per operator its records in and out; per worker its records,
+// outputs, busy time and the delay of each record it ran (from the read
+// of the record's chunk to the end of the worker's run of the batch,
+// summed with a count); per key group of a keyed operator the records
+// that arrived for it and that its worker ran, and a space-saving sample
+// of the hottest keys (every 64th record, 8 counters); per source the
+// records read and its backlog (connectors.Backlogged); the commits and
+// their time. The executor counts in its own fields and copies them, once
+// per batch, under the status's lock, so Measure costs the batches a lock
+// and a copy of what changed. Operators without a pool of workers
+// (transactional, windowed, joins) are measured as one worker.
+//
+// SetWorkerCap is a benchmark setting: it throttles a worker of a
+// stateless or keyed operator to a number of records per second, by
+// sleeping after its share of each batch (counted as busy time), so that
+// a worker's capacity is small and known on a small machine, or one
+// worker is a straggler. Caps stay with worker ids through MoveGroups and
+// SetWorkers.
 //
 // # Key groups across hosts
 //

@@ -137,6 +137,10 @@ type Config struct {
 	// operator, the version that failed, the version put back and why.
 	// It is called on the executor's goroutine, between batches.
 	OnRollback func(operator, failed, restored string, reason error)
+
+	// noMeasure turns the measurements of Job.Measure off, for the
+	// benchmark of what they cost.
+	noMeasure bool
 }
 
 // Job is a running pipeline.
@@ -162,6 +166,15 @@ type Job struct {
 
 	mu     sync.Mutex
 	status Status
+	// Measurements (measure.go), under mu: each operator's, in Config
+	// order, and the batches committed with the time their commits took.
+	// epoch is what the delays' times count from; reads counts each
+	// source's records read (its reader adds to it).
+	meters     []*meter
+	commits    uint64
+	commitTime time.Duration
+	epoch      time.Time
+	reads      []atomic.Uint64
 	// updated is the channel Updated handed out, closed (and cleared)
 	// once the status changes; nil while nobody waits, so that a batch
 	// pays one atomic load for it.
@@ -254,7 +267,7 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 		cfg.Metrics = NewMetrics()
 	}
 	j := &Job{cfg: cfg, log: cfg.Logger, m: cfg.Metrics, batchSize: cfg.BatchSize, linger: cfg.Linger,
-		wake: make(chan struct{}, 1), runCtx: context.Background()}
+		wake: make(chan struct{}, 1), runCtx: context.Background(), epoch: time.Now(), reads: make([]atomic.Uint64, len(cfg.Sources))}
 	if transactional {
 		j.batchSize, j.linger = events, interval
 	}
@@ -295,6 +308,12 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 		n.status(&os)
 		os.Inputs = refNames(&cfg, g.opInputs[i])
 		j.status.Operators = append(j.status.Operators, os)
+		if p := poolOf(code); p != nil {
+			p.measure = !cfg.noMeasure
+		}
+		n.meter = newMeter(n, os.Inputs)
+		n.publish()
+		j.meters = append(j.meters, n.meter)
 	}
 	for i, s := range cfg.Sinks {
 		j.status.Sinks = append(j.status.Sinks, schema.SinkStatus{Name: s.Name, Inputs: refNames(&cfg, g.sinkInputs[i])})
@@ -557,6 +576,8 @@ type chunk struct {
 	// buf is the buffer msgs lies in, to recycle once its messages are in
 	// a batch: set on a chunk's last piece.
 	buf []connectors.Message
+	// read is when the chunk was read, since the job's epoch.
+	read time.Duration
 }
 
 // Run processes batches until the sources end (finite sources: returns nil
@@ -688,7 +709,8 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 		n, err := src.Read(ctx, buf[:size])
 		if n > 0 {
 			j.m.sourceRecords.WithLabelValues(in.Name).Add(float64(n))
-			c := chunk{src: i, msgs: buf[:n], buf: buf, epoch: epoch}
+			j.reads[i].Add(uint64(n))
+			c := chunk{src: i, msgs: buf[:n], buf: buf, epoch: epoch, read: time.Since(j.epoch)}
 			if p := j.parts[i]; p != nil {
 				c.delivered = p.src.Delivered()
 			}
@@ -783,8 +805,8 @@ func (j *Job) take(b *batch) chunk {
 		j.spill = chunk{}
 		return c
 	}
-	j.spill = chunk{src: c.src, msgs: c.msgs[room:], buf: c.buf, delivered: c.delivered, epoch: c.epoch}
-	return chunk{src: c.src, msgs: c.msgs[:room]}
+	j.spill = chunk{src: c.src, msgs: c.msgs[room:], buf: c.buf, delivered: c.delivered, epoch: c.epoch, read: c.read}
+	return chunk{src: c.src, msgs: c.msgs[:room], read: c.read}
 }
 
 // recycle hands a read buffer back to the readers (the records in it were
@@ -828,6 +850,9 @@ func (j *Job) add(b *batch, c chunk) {
 		m.Record.Origin = uint32(len(b.in))
 		b.in = append(b.in, m.Record)
 		b.prov = append(b.prov, origin{src: int32(c.src), pos: m.Position})
+		if !j.cfg.noMeasure {
+			b.readAt = append(b.readAt, int64(c.read))
+		}
 		if j.clock != nil {
 			j.clock.observe(b, c.src, m.Record.Time)
 		}
@@ -866,9 +891,13 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 		}
 		n.in += uint64(len(recs))
 		n.m.in.Add(float64(len(recs)))
+		runStart := time.Now()
 		out, rejects, err := j.runNode(ctx, n, recs)
 		if err != nil {
 			return nil, err
+		}
+		if !j.cfg.noMeasure {
+			j.measureRun(n, b, idx, runStart, time.Now())
 		}
 		for _, r := range rejects {
 			o := b.prov[idx[r.Index]]
@@ -951,6 +980,13 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 	for i, n := range j.nodes {
 		n.status(&h.ops[i])
 	}
+	if !j.cfg.noMeasure {
+		j.mu.Lock()
+		for _, n := range j.nodes {
+			n.publish()
+		}
+		j.mu.Unlock()
+	}
 	if j.clock != nil {
 		h.sources = j.clock.status(j, b.now)
 	}
@@ -1008,9 +1044,11 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 	for _, out := range j.rewindable() {
 		b.positions[sinkKey(out.Name)] = out.Sink.(connectors.Rewindable).Offset()
 	}
+	commitStart := time.Now()
 	if err := h.pending.Commit(ctx, b.positions); err != nil {
 		return fmt.Errorf("exec: commit: %w", err)
 	}
+	commitTook := time.Since(commitStart)
 	for si, in := range j.cfg.Sources {
 		if !b.touched[si] {
 			continue
@@ -1028,6 +1066,8 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 	j.m.outputs.Add(float64(h.total))
 	j.m.dead.Add(float64(len(h.dead)))
 	j.mu.Lock()
+	j.commits++
+	j.commitTime += commitTook
 	j.status.Batches++
 	j.status.RecordsIn += uint64(len(b.in))
 	j.status.Outputs += uint64(h.total)
@@ -1361,6 +1401,9 @@ type deadLetter struct {
 type batch struct {
 	in   []abi.Record
 	prov []origin
+	// readAt is when each of in was read (its chunk's read time), since
+	// the job's epoch; empty when the job does not measure.
+	readAt []int64
 	// made are the inputs no source delivered (fired windows): an origin
 	// with src -1 is made[pos].
 	made      []madeRecord
@@ -1400,6 +1443,7 @@ func newBatch(sources []Input) *batch {
 
 func (b *batch) reset() {
 	b.in, b.prov, b.dead, b.outs = b.in[:0], b.prov[:0], b.dead[:0], b.outs[:0]
+	b.readAt = b.readAt[:0]
 	b.made, b.late = b.made[:0], b.late[:0]
 	b.tick, b.flush = false, false
 	clear(b.positions)

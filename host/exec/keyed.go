@@ -22,10 +22,15 @@ type keyedStage struct {
 	groups int
 	assign *assignment
 	sps    savepoint
+	// Measurements (executor goroutine): the groups' counts since they
+	// were last published, and a sample of the keys.
+	counts groupCounts
+	hot    topKeys
 }
 
 func newKeyedStage(ctx context.Context, op *Operator, store *state.Store, m *workerMetrics) (*keyedStage, error) {
-	st := &keyedStage{pool: pool{op: op, m: m}, store: store, names: op.Tables, groups: store.KeyGroups()}
+	st := &keyedStage{pool: pool{op: op, m: m, measure: true}, store: store, names: op.Tables, groups: store.KeyGroups()}
+	st.counts = groupCounts{arrived: make([]uint64, st.groups), processed: make([]uint64, st.groups)}
 	for _, name := range op.Tables {
 		st.tables = append(st.tables, store.Table(name))
 	}
@@ -57,12 +62,18 @@ func (st *keyedStage) addWorker(w *worker) {
 
 func (st *keyedStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, []plugin.Reject, error) {
 	for _, w := range st.workers {
-		w.in, w.global = w.in[:0], w.global[:0]
+		w.in, w.global, w.kgs = w.in[:0], w.global[:0], w.kgs[:0]
 	}
 	for i := range recs {
-		w := st.workers[st.assign.owner(state.KeyGroup(recs[i].Key, st.groups))]
+		kg := state.KeyGroup(recs[i].Key, st.groups)
+		w := st.workers[st.assign.owner(kg)]
 		w.in = append(w.in, recs[i])
 		w.global = append(w.global, int32(i))
+		if st.measure {
+			w.kgs = append(w.kgs, int32(kg))
+			st.counts.arrive(kg)
+			st.hot.offer(recs[i].Key, kg)
+		}
 	}
 	st.active = st.active[:0]
 	for _, w := range st.workers {
@@ -75,6 +86,13 @@ func (st *keyedStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record,
 	}
 	if err := st.work(ctx); err != nil {
 		return nil, nil, err
+	}
+	if st.measure {
+		for _, w := range st.active {
+			for _, kg := range w.kgs {
+				st.counts.processed[kg]++
+			}
+		}
 	}
 	out, rejects := st.gather()
 	return out, rejects, nil

@@ -18,6 +18,8 @@ type node struct {
 	op   *Operator
 	code stage
 	m    *opMetrics
+	// meter is the operator's measurements for Job.Measure.
+	meter *meter
 	// inputs are the streams the operator reads, in the order of
 	// Operator.Inputs (a record's abi.Record.Input is its position here).
 	inputs []ref

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -32,6 +33,18 @@ type worker struct {
 	// (busy, not waiting for the batch's other workers).
 	records uint64
 	busy    time.Duration
+	// Totals for Measure: outputs, and the delays of the records run
+	// (delay summed over delayed records); end is when the worker's last
+	// run ended.
+	outs    uint64
+	delay   time.Duration
+	delayed uint64
+	end     time.Time
+	// kgs[i] is the key group of in[i] (a keyed stage that measures).
+	kgs []int32
+	// limit is the worker's cap for this batch in records per second (0:
+	// none), copied from the pool's caps.
+	limit float64
 }
 
 // index returns the stage input of the worker's local input i.
@@ -49,6 +62,13 @@ type pool struct {
 	m       *workerMetrics
 	workers []*worker
 	active  []*worker
+
+	// measure is set unless the job's measurements are off (a benchmark
+	// of their cost).
+	measure bool
+	// caps are the workers' throttles (SetWorkerCap), by worker id.
+	capMu sync.Mutex
+	caps  map[int]float64
 
 	// Scratch reused from batch to batch.
 	outRecs []abi.Record
@@ -80,6 +100,11 @@ func newInstances(ctx context.Context, op *Operator, code *plugin.Plugin, first,
 // work runs the active workers, in parallel when there are several, and
 // returns the first worker's error.
 func (p *pool) work(ctx context.Context) error {
+	p.capMu.Lock()
+	for _, w := range p.active {
+		w.limit = p.caps[w.id]
+	}
+	p.capMu.Unlock()
 	if len(p.active) == 1 {
 		p.runWorker(ctx, p.active[0])
 	} else {
@@ -98,12 +123,23 @@ func (p *pool) work(ctx context.Context) error {
 	return nil
 }
 
+// runWorker runs the worker's input. A capped worker then sleeps until
+// its run has taken at least its records at its cap's rate: it is slower,
+// so the sleep counts as busy time.
 func (p *pool) runWorker(ctx context.Context, w *worker) {
 	start := time.Now()
 	w.out.Reset()
 	w.err = w.inst.Process(ctx, w.in, w.state, &w.out)
-	w.busy += time.Since(start)
+	if w.limit > 0 {
+		least := time.Duration(math.Ceil(float64(len(w.in)) / w.limit * float64(time.Second)))
+		if d := least - time.Since(start); d > 0 {
+			time.Sleep(d)
+		}
+	}
+	w.end = time.Now()
+	w.busy += w.end.Sub(start)
 	w.records += uint64(len(w.in))
+	w.outs += uint64(len(w.out.Records))
 }
 
 // gather collects the active workers' outputs and rejects, by input order
@@ -220,6 +256,9 @@ func (p *pool) grow(ctx context.Context, r *resize, add func(w *worker)) error {
 			errs = append(errs, w.inst.Close(ctx))
 		}
 		p.m.drop(w.id)
+		p.capMu.Lock()
+		delete(p.caps, w.id)
+		p.capMu.Unlock()
 		p.workers = p.workers[:len(p.workers)-1]
 	}
 	for _, inst := range r.insts {

@@ -19,7 +19,7 @@ type statelessStage struct {
 }
 
 func newStatelessStage(ctx context.Context, op *Operator, m *workerMetrics) (*statelessStage, error) {
-	st := &statelessStage{pool: pool{op: op, m: m}}
+	st := &statelessStage{pool: pool{op: op, m: m, measure: true}}
 	insts, err := newInstances(ctx, op, op.Plugin, 0, op.Parallelism)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"math"
 	"slices"
 
 	"github.com/sluicehq/sluice/host/plugin"
@@ -343,6 +345,155 @@ func (c *workerChange) apply(ctx context.Context, j *Job) error {
 	return nil
 }
 
+// MoveGroups moves key groups of a keyed operator to other workers of
+// the operator (moves maps a key group to the id of the worker that is to
+// own it) at the next batch boundary, and returns once they are moved.
+// State stays in place: every worker reads the same tables, so a group
+// changes hands by changing its owner. The new assignment is a new
+// version, committed with the next batch, so a restart finds the groups
+// where they were moved. Moving a group to the worker that owns it does
+// nothing.
+//
+// It is refused (ErrChangeRefused, naming what is at fault) for an
+// operator that does not exist or is not keyed, a key group out of range,
+// a worker that does not exist, and during a swapped-in module's trial;
+// when ctx ends first, the move is withdrawn (if it was not made) and
+// ctx's error returned.
+func (j *Job) MoveGroups(ctx context.Context, operator string, moves map[int]int) error {
+	n, ok := j.byName[operator]
+	if !ok {
+		return fmt.Errorf("%w: %w %q", ErrChangeRefused, ErrUnknownOperator, operator)
+	}
+	ks, ok := n.code.(*keyedStage)
+	if !ok {
+		return fmt.Errorf("%w: operator %q is %s, not keyed: it has no key groups to move between workers", ErrChangeRefused, operator, n.op.Kind)
+	}
+	j.changeMu.Lock()
+	ended, workers := j.ended, ks.parallelism()
+	j.changeMu.Unlock()
+	if ended {
+		return fmt.Errorf("%w: cannot move key groups of operator %q", ErrNotRunning, operator)
+	}
+	if err := checkMoves(operator, moves, ks.groups, workers); err != nil {
+		return err
+	}
+	if len(moves) == 0 {
+		return nil
+	}
+	return j.submit(ctx, &groupMove{n: n, ks: ks, moves: maps.Clone(moves)})
+}
+
+// checkMoves checks moves of an operator with groups key groups and
+// workers workers, in key-group order so that the error is always the
+// same.
+func checkMoves(operator string, moves map[int]int, groups, workers int) error {
+	for _, kg := range slices.Sorted(maps.Keys(moves)) {
+		w := moves[kg]
+		switch {
+		case kg < 0 || kg >= groups:
+			return fmt.Errorf("%w: operator %q: key group %d out of range: it has %d key groups (0 to %d)", ErrChangeRefused, operator, kg, groups, groups-1)
+		case w < 0 || w >= workers:
+			return fmt.Errorf("%w: operator %q: key group %d to worker %d: no such worker (it has %d, ids 0 to %d)", ErrChangeRefused, operator, kg, w, workers, workers-1)
+		}
+	}
+	return nil
+}
+
+// groupMove is a queued MoveGroups.
+type groupMove struct {
+	n     *node
+	ks    *keyedStage
+	moves map[int]int
+}
+
+func (c *groupMove) describe() string {
+	return fmt.Sprintf("move %d key groups of operator %q", len(c.moves), c.n.op.Name)
+}
+
+func (c *groupMove) abandon(context.Context) {}
+
+func (c *groupMove) apply(_ context.Context, j *Job) error {
+	n, ks := c.n, c.ks
+	if n.prev != nil {
+		return fmt.Errorf("%w: operator %q: a swapped-in plugin is on trial (%d batches left)", ErrChangeRefused, n.op.Name, n.probation)
+	}
+	// The workers may have changed since MoveGroups checked.
+	if err := checkMoves(n.op.Name, c.moves, ks.groups, ks.parallelism()); err != nil {
+		return err
+	}
+	for _, w := range ks.workers {
+		if w.sess.Len() > 0 {
+			return fmt.Errorf("exec: operator %q: worker %d has uncommitted writes; key groups move only between committed batches", n.op.Name, w.id)
+		}
+	}
+	next := ks.assign.move(c.moves)
+	if next == ks.assign {
+		return nil
+	}
+	j.changeMu.Lock()
+	ks.assign = next
+	next.save(ks.store, n.op.Name)
+	j.changeMu.Unlock()
+	j.log.Info("operator's key groups moved", slog.String("operator", n.op.Name), slog.Int("groups", len(c.moves)),
+		slog.Uint64("assignment", next.version))
+	j.syncStatus(n)
+	return nil
+}
+
+// SetWorkerCap makes worker (-1: every worker it has now) of a stateless
+// or keyed operator run at most rate records per second, by sleeping
+// after its share of each batch until the share has taken its records at
+// that rate; 0 removes the cap. The sleep counts as the worker's busy
+// time: a capped worker is slower, not idle.
+//
+// It is a benchmark setting, not a production one: it makes a worker's
+// capacity small and known, so that the control plane's decisions can be
+// seen on a small machine, and it slows one worker to make a straggler.
+// Caps stay with worker ids across MoveGroups and SetWorkers, as long as
+// the worker exists; workers added later start uncapped. It is refused
+// (ErrChangeRefused) for an operator that does not exist or runs no pool
+// of workers, a worker it does not have, and a rate that is negative or
+// not finite.
+func (j *Job) SetWorkerCap(operator string, worker int, rate float64) error {
+	n, ok := j.byName[operator]
+	if !ok {
+		return fmt.Errorf("%w: %w %q", ErrChangeRefused, ErrUnknownOperator, operator)
+	}
+	p := poolOf(n.code)
+	switch {
+	case p == nil:
+		return fmt.Errorf("%w: operator %q is %s: only stateless and keyed operators' workers are capped", ErrChangeRefused, operator, n.op.Kind)
+	case rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0):
+		return fmt.Errorf("%w: operator %q: cap %v records/s, want a finite rate >= 0 (0: none)", ErrChangeRefused, operator, rate)
+	}
+	// The workers change under changeMu (at a batch boundary).
+	j.changeMu.Lock()
+	defer j.changeMu.Unlock()
+	ids := []int{worker}
+	switch {
+	case worker == -1:
+		ids = ids[:0]
+		for _, w := range p.workers {
+			ids = append(ids, w.id)
+		}
+	case worker < 0 || worker >= len(p.workers):
+		return fmt.Errorf("%w: operator %q: no worker %d (it has %d, ids 0 to %d)", ErrChangeRefused, operator, worker, len(p.workers), len(p.workers)-1)
+	}
+	p.capMu.Lock()
+	defer p.capMu.Unlock()
+	for _, id := range ids {
+		if rate == 0 {
+			delete(p.caps, id)
+			continue
+		}
+		if p.caps == nil {
+			p.caps = map[int]float64{}
+		}
+		p.caps[id] = rate
+	}
+	return nil
+}
+
 // syncStatus copies n's code and lifecycle into the status.
 func (j *Job) syncStatus(n *node) {
 	i := slices.Index(j.nodes, n)
@@ -352,4 +503,5 @@ func (j *Job) syncStatus(n *node) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	n.status(&j.status.Operators[i])
+	n.publish()
 }
