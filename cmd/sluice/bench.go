@@ -125,7 +125,7 @@ wasmtime tag): the wasm suite then compares native Go with wasmtime.`,
 	lvl := cmd.Flags().Lookup("log-level")
 	lvl.DefValue = "warn"
 	_ = lvl.Value.Set("warn") // the host's info lines would drown the progress
-	cmd.AddCommand(newBenchTxnCmd(), newBenchSwapCmd(), newBenchJoinCmd(), newBenchWindowCmd(), newBenchMigrateCmd())
+	cmd.AddCommand(newBenchTxnCmd(), newBenchSwapCmd(), newBenchJoinCmd(), newBenchWindowCmd(), newBenchMigrateCmd(), newBenchControlCmd())
 	return cmd
 }
 

@@ -24,12 +24,20 @@ type connectConfig struct {
 	logger  *slog.Logger
 	timeout time.Duration
 	extra   []nats.Option
+	onAsync func(error)
 }
 
 // WithLogger sets the logger that reports disconnections, reconnections and
 // asynchronous errors such as slow consumers. Default: slog.Default().
 func WithLogger(l *slog.Logger) ConnectOption {
 	return func(c *connectConfig) { c.logger = l }
+}
+
+// WithAsyncErrors calls f with each asynchronous error the client reports
+// (a slow consumer: nats.ErrSlowConsumer), after logging it. f runs on the
+// client's goroutine and must not block.
+func WithAsyncErrors(f func(error)) ConnectOption {
+	return func(c *connectConfig) { c.onAsync = f }
 }
 
 // WithDialTimeout bounds each attempt to open a TCP connection; default 2s.
@@ -97,6 +105,9 @@ func Connect(ctx context.Context, url, name string, opts ...ConnectOption) (*nat
 				log.Warn("nats asynchronous error", "subject", sub.Subject, "err", err)
 			} else {
 				log.Warn("nats asynchronous error", "err", err)
+			}
+			if cfg.onAsync != nil {
+				cfg.onAsync(err)
 			}
 		}),
 	}

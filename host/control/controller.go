@@ -211,7 +211,7 @@ func (c *Controller) run(ctx context.Context, trigger string) (*schema.Decision,
 		s.At = now
 	}
 	c.remember(s)
-	v := &View{Samples: c.history, MinWorkers: c.cfg.MinWorkers, MaxWorkers: c.cfg.MaxWorkers}
+	v := &View{Samples: c.history, Window: c.cfg.Window, MinWorkers: c.cfg.MinWorkers, MaxWorkers: c.cfg.MaxWorkers}
 	if trigger == "" {
 		trigger = "period"
 		if cond := Condition(v, c.latency.High); cond != "" {
@@ -256,12 +256,16 @@ func (c *Controller) run(ctx context.Context, trigger string) (*schema.Decision,
 	return applied, ctx.Err()
 }
 
+// keepSamples is how many samples the history keeps at least, however
+// short the window: the doctor's trends look at the last few.
+const keepSamples = 8
+
 // remember appends s to the history and drops the samples older than
-// the window needs (two are always kept).
+// the window needs, keeping at least keepSamples.
 func (c *Controller) remember(s Sample) {
 	c.history = append(c.history, s)
 	i := 0
-	for len(c.history)-i > 2 && s.At.Sub(c.history[i].At) > c.cfg.Window {
+	for len(c.history)-i > keepSamples && s.At.Sub(c.history[i].At) > c.cfg.Window {
 		i++
 	}
 	if i > 0 {

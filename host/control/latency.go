@@ -244,9 +244,12 @@ func (l *Latency) Propose(v *View) (*Proposal, []schema.Finding) {
 	return nil, nil
 }
 
-// viewSpan is the span of the whole view: a policy takes its rates over
-// all the samples it is shown (the controller shows the last window's).
+// viewSpan is the span rates are taken over: the view's Window, or all
+// the samples it holds when it names none.
 func viewSpan(v *View) time.Duration {
+	if v.Window > 0 {
+		return v.Window
+	}
 	if len(v.Samples) < 2 {
 		return 0
 	}

@@ -9,6 +9,10 @@ type View struct {
 	// Trigger is the round's trigger: "period", "request: ..." or
 	// "condition: ...".
 	Trigger string
+	// Window is the span over which rates are taken (the configured
+	// window); the samples may reach further back, for the policies that
+	// look at a trend. Zero: all the samples.
+	Window time.Duration
 	// MinWorkers and MaxWorkers bound every operator's worker count: a
 	// policy proposes no count outside them.
 	MinWorkers, MaxWorkers int
@@ -48,8 +52,12 @@ type OperatorRates struct {
 	InRate, OutRate float64
 	Workers         []WorkerRates
 	// GroupArrival is each key group's arrival rate (records/s), nil for
-	// an operator without key groups.
+	// an operator without key groups: its count's rate, scaled up to the
+	// operator's share of the demand when the count falls short of it.
 	GroupArrival []float64
+	// Demand is Demand(a, b): how much faster records arrive at the
+	// sources than they are read.
+	Demand float64
 }
 
 // WorkerRates are one worker's rates between two samples.
@@ -83,15 +91,31 @@ func Rates(a, b *Sample, name string) (r OperatorRates, ok bool) {
 		return OperatorRates{}, false
 	}
 	r = OperatorRates{Name: name, Seconds: secs, InRate: float64(ob.In-min(oa.In, ob.In)) / secs, OutRate: float64(ob.Out-min(oa.Out, ob.Out)) / secs}
+	r.Demand = Demand(a, b)
+	// The records that arrive at the operator: what it read, times the
+	// demand. Counts that fall short of it (the executor counts a record
+	// when the job reads it, and it reads only as fast as it runs) are
+	// scaled up to it; counts that already hold it are kept.
+	scale := 1.0
 	if len(ob.Groups) > 0 {
 		r.GroupArrival = make([]float64, len(ob.Groups))
+		var counted float64
 		for kg, g := range ob.Groups {
 			var before uint64
 			if kg < len(oa.Groups) {
 				before = min(oa.Groups[kg].Arrived, g.Arrived)
 			}
 			r.GroupArrival[kg] = float64(g.Arrived-before) / secs
+			counted += r.GroupArrival[kg]
 		}
+		if want := r.InRate * r.Demand; counted > 0 && want > counted {
+			scale = want / counted
+		}
+		for kg := range r.GroupArrival {
+			r.GroupArrival[kg] *= scale
+		}
+	} else {
+		scale = max(r.Demand, 1)
 	}
 	for _, wb := range ob.Workers {
 		var wa WorkerSample
@@ -118,11 +142,43 @@ func Rates(a, b *Sample, name string) (r OperatorRates, ok bool) {
 				}
 			}
 		} else {
-			wr.Arrival = float64(recs) / secs
+			wr.Arrival = scale * float64(recs) / secs
 		}
 		r.Workers = append(r.Workers, wr)
 	}
 	return r, true
+}
+
+// Demand returns how much faster records arrive at the sources than the
+// job reads them, between samples a and b: the records read plus the
+// backlogs' growth, over the records read. A job that keeps up reads what
+// arrives (1); one that falls behind reads less (over 1), and one that
+// works off a backlog reads more (under 1). Records are read only as fast
+// as the job runs them, so the counts taken inside the job measure the
+// job's pace, not the load: a worker's or a key group's true arrival rate
+// is its count's rate times the demand. It is 1 when a source cannot
+// tell its backlog, or nothing was read.
+func Demand(a, b *Sample) float64 {
+	var read, growth float64
+	for _, sb := range b.Sources {
+		if sb.Backlog < 0 {
+			return 1
+		}
+		for _, sa := range a.Sources {
+			if sa.Name != sb.Name {
+				continue
+			}
+			if sa.Backlog < 0 {
+				return 1
+			}
+			read += float64(sb.Read - min(sa.Read, sb.Read))
+			growth += float64(sb.Backlog - sa.Backlog)
+		}
+	}
+	if read <= 0 {
+		return 1
+	}
+	return max(read+growth, 0) / read
 }
 
 // findOperator returns s's operator named name, or nil.

@@ -375,6 +375,21 @@ func TestWorkerCap(t *testing.T) {
 	if got := caps(); len(got) != 0 {
 		t.Errorf("caps %v after worker 1 went away, want none", got)
 	}
+	// The operator's cap holds for a worker added after it was set.
+	if err := r.job.SetWorkerCap("count", -1, rate); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.job.SetWorkers(ctx, "count", 2); err != nil {
+		t.Fatal(err)
+	}
+	r.feedAll(t, keyedInput(500, 31), 50)
+	w = findOp(t, r.job.Measure(), "count").Workers
+	if len(w) != 2 || w[1].Records == 0 || w[1].BusySeconds < float64(w[1].Records)/rate {
+		t.Errorf("a worker added under the operator's cap of %v/s: %+v, want its busy time at least its records over the cap", rate, w)
+	}
+	if err := r.job.SetWorkers(ctx, "count", 1); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, op string
 		worker   int

@@ -66,9 +66,11 @@ type pool struct {
 	// measure is set unless the job's measurements are off (a benchmark
 	// of their cost).
 	measure bool
-	// caps are the workers' throttles (SetWorkerCap), by worker id.
-	capMu sync.Mutex
-	caps  map[int]float64
+	// caps are the workers' throttles (SetWorkerCap), by worker id;
+	// capAll is every other worker's (0: none).
+	capMu  sync.Mutex
+	caps   map[int]float64
+	capAll float64
 
 	// Scratch reused from batch to batch.
 	outRecs []abi.Record
@@ -102,7 +104,11 @@ func newInstances(ctx context.Context, op *Operator, code *plugin.Plugin, first,
 func (p *pool) work(ctx context.Context) error {
 	p.capMu.Lock()
 	for _, w := range p.active {
-		w.limit = p.caps[w.id]
+		limit, ok := p.caps[w.id]
+		if !ok {
+			limit = p.capAll
+		}
+		w.limit = limit
 	}
 	p.capMu.Unlock()
 	if len(p.active) == 1 {

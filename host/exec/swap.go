@@ -440,17 +440,18 @@ func (c *groupMove) apply(_ context.Context, j *Job) error {
 	return nil
 }
 
-// SetWorkerCap makes worker (-1: every worker it has now) of a stateless
-// or keyed operator run at most rate records per second, by sleeping
-// after its share of each batch until the share has taken its records at
-// that rate; 0 removes the cap. The sleep counts as the worker's busy
-// time: a capped worker is slower, not idle.
+// SetWorkerCap makes worker of a stateless or keyed operator run at most
+// rate records per second, by sleeping after its share of each batch
+// until the share has taken its records at that rate; 0 removes the cap.
+// Worker -1 sets the operator's cap: every worker's, the workers added
+// later included, replacing the caps set one by one. The sleep counts as
+// the worker's busy time: a capped worker is slower, not idle.
 //
 // It is a benchmark setting, not a production one: it makes a worker's
 // capacity small and known, so that the control plane's decisions can be
 // seen on a small machine, and it slows one worker to make a straggler.
-// Caps stay with worker ids across MoveGroups and SetWorkers, as long as
-// the worker exists; workers added later start uncapped. It is refused
+// A cap set for one worker stays with its id across MoveGroups and
+// SetWorkers, as long as the worker exists. It is refused
 // (ErrChangeRefused) for an operator that does not exist or runs no pool
 // of workers, a worker it does not have, and a rate that is negative or
 // not finite.
@@ -469,27 +470,22 @@ func (j *Job) SetWorkerCap(operator string, worker int, rate float64) error {
 	// The workers change under changeMu (at a batch boundary).
 	j.changeMu.Lock()
 	defer j.changeMu.Unlock()
-	ids := []int{worker}
-	switch {
-	case worker == -1:
-		ids = ids[:0]
-		for _, w := range p.workers {
-			ids = append(ids, w.id)
-		}
-	case worker < 0 || worker >= len(p.workers):
+	if worker != -1 && (worker < 0 || worker >= len(p.workers)) {
 		return fmt.Errorf("%w: operator %q: no worker %d (it has %d, ids 0 to %d)", ErrChangeRefused, operator, worker, len(p.workers), len(p.workers)-1)
 	}
 	p.capMu.Lock()
 	defer p.capMu.Unlock()
-	for _, id := range ids {
-		if rate == 0 {
-			delete(p.caps, id)
-			continue
-		}
+	switch {
+	case worker == -1:
+		p.capAll = rate
+		clear(p.caps)
+	case rate == 0:
+		delete(p.caps, worker)
+	default:
 		if p.caps == nil {
 			p.caps = map[int]float64{}
 		}
-		p.caps[id] = rate
+		p.caps[worker] = rate
 	}
 	return nil
 }

@@ -523,3 +523,13 @@ func lastIngested(ctx context.Context, nc *nats.Conn, stream, job, source string
 	}
 	return pos, true, nil
 }
+
+// migrating reports whether key groups are moving between the hosts (a
+// migration in the assignment), or whether that cannot be told: the
+// control plane applies nothing meanwhile.
+func (ch *clusterHost) migrating() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	a, err := ch.c.Assignment(ctx)
+	return err != nil || a.Migration != nil
+}

@@ -335,20 +335,20 @@ func (h *Host) autoRollback(operator, failed, restored string, reason error) {
 	}
 }
 
-// control adapts the Host to api.Control.
-type control struct{ h *Host }
+// pluginControl adapts the Host to api.Control.
+type pluginControl struct{ h *Host }
 
-func (c control) Plugins(context.Context) (schema.Plugins, error) { return c.h.Plugins() }
+func (c pluginControl) Plugins(context.Context) (schema.Plugins, error) { return c.h.Plugins() }
 
-func (c control) Swap(ctx context.Context, operator, file string, module []byte) (schema.SwapResult, error) {
+func (c pluginControl) Swap(ctx context.Context, operator, file string, module []byte) (schema.SwapResult, error) {
 	return c.h.Swap(ctx, operator, file, module)
 }
 
-func (c control) Rollback(ctx context.Context, operator string) (schema.SwapResult, error) {
+func (c pluginControl) Rollback(ctx context.Context, operator string) (schema.SwapResult, error) {
 	return c.h.Rollback(ctx, operator)
 }
 
-func (c control) SetWorkers(ctx context.Context, operator string, workers int) (schema.Workers, error) {
+func (c pluginControl) SetWorkers(ctx context.Context, operator string, workers int) (schema.Workers, error) {
 	return c.h.SetWorkers(ctx, operator, workers)
 }
 

@@ -43,6 +43,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -55,6 +56,7 @@ import (
 	"github.com/sluicehq/sluice/host/api"
 	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/control"
 	"github.com/sluicehq/sluice/host/dashboard"
 	"github.com/sluicehq/sluice/host/exec"
 	"github.com/sluicehq/sluice/host/pipeline"
@@ -120,6 +122,11 @@ type Host struct {
 	ctlMu    sync.Mutex
 	dataMu   sync.Mutex
 	token    string
+
+	// ctrl is the control plane (manage.go), nil when the pipeline has
+	// none; slowConsumers counts the NATS client's slow-consumer errors.
+	ctrl          *control.Controller
+	slowConsumers atomic.Uint64
 }
 
 // Start prepares p to run: on any error, everything opened so far is closed
@@ -230,6 +237,9 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	if err != nil {
 		return nil, err
 	}
+	if h.ctrl, err = h.newController(); err != nil {
+		return nil, err
+	}
 
 	addr := p.HTTP.Addr
 	if opts.HTTPAddr != "" {
@@ -257,13 +267,22 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		c := p.HTTP
+		var (
+			plane     func() schema.Control
+			planeTurn func(context.Context, string) (*schema.Decision, error)
+		)
+		if h.ctrl != nil {
+			plane, planeTurn = h.controlDocument, h.controlRound
+		}
 		routes := api.NewHandler(api.Options{
 			Registry:     h.metrics.Registry,
 			Status:       func() schema.Status { return h.job.Status() },
 			Updated:      func() <-chan struct{} { return h.job.Updated() },
 			Decisions:    func(op string, n int) (schema.Decisions, error) { return h.job.Decisions(op, n) },
 			TPG:          h.job.TPG,
-			Control:      control{h},
+			Control:      pluginControl{h},
+			ControlPlane: plane,
+			ControlRound: planeTurn,
 			State:        h.store,
 			Cluster:      clusterRoutes,
 			Token:        h.token,
@@ -435,7 +454,11 @@ func (h *Host) connectNATS(ctx context.Context, dataDir, urlOverride string) err
 		url = e.ClientURL()
 		h.log.Info("embedded NATS server started", "url", url)
 	}
-	nc, err := natsconn.Connect(ctx, url, "sluice-"+h.p.Name, natsconn.WithLogger(h.log))
+	nc, err := natsconn.Connect(ctx, url, "sluice-"+h.p.Name, natsconn.WithLogger(h.log), natsconn.WithAsyncErrors(func(err error) {
+		if errors.Is(err, nats.ErrSlowConsumer) {
+			h.slowConsumers.Add(1)
+		}
+	}))
 	if err != nil {
 		return err
 	}
@@ -586,11 +609,26 @@ func (h *Host) Metrics() *exec.Metrics { return h.metrics }
 // cancelled and Run returns the store's failure.
 func (h *Host) Run(ctx context.Context) error {
 	var err error
+	ctrlCtx, stopCtrl := context.WithCancel(ctx)
+	ctrlDone := make(chan struct{})
+	if h.ctrl != nil {
+		h.log.Info("control plane on", "policies", h.p.Control.Policies, "period", h.p.Control.Period)
+		go func() {
+			defer close(ctrlDone)
+			if err := h.ctrl.Run(ctrlCtx); err != nil {
+				h.log.Error("the control plane stopped", "err", err)
+			}
+		}()
+	} else {
+		close(ctrlDone)
+	}
 	if h.cluster != nil {
 		err = h.runCluster(ctx, h.dataDir)
 	} else {
 		err = runUntilFailed(ctx, h.store, h.log, h.job.Run)
 	}
+	stopCtrl()
+	<-ctrlDone
 	if cerr := h.Close(context.WithoutCancel(ctx)); err == nil {
 		err = cerr
 	}
