@@ -22,27 +22,31 @@ func newBenchControlCmd() *cobra.Command {
 		capRate    float64
 		phase      time.Duration
 		maxWorkers int
+		soak       time.Duration
 		profile    string
 		logs       logFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "control [--mode off,ds2,latency,all] [--rate N] [--cap N] [--phase D] [--quick] [--json FILE]",
+		Use:   "control [--mode off,ds2,latency,all] [--rate N] [--cap N] [--phase D] [--soak D] [--quick] [--json FILE]",
 		Short: "Measure the control plane: rate steps, a hot-key shift and a straggler, with each policy and without",
 		Long: `Build the example plugin wordcount and run a keyed word count (a paced source
 of keys -> wordcount -> a checking sink) through phases of --phase each:
 
   base       the base rate (--rate), more than one worker's capacity
-  hot-shift  80% of the records go to the keys of one worker's key groups
   step-up    twice the base rate
   step-down  half the base rate
   rise       the base rate again
+  hot-shift  80% of the records go to the keys of one worker's key groups
   straggler  worker 0 slowed to a third of its capacity
 
 once per configuration (--mode): the control plane off (one worker
 throughout), DS2 alone, the latency guarantor alone, and every policy; with
-every policy two more phases inject the job doctor's faults: one key hotter
+every policy (the straggler detector, DS2 deciding after one round, the
+latency guarantor, the doctor, in that priority) two more phases inject the job doctor's faults: one key hotter
 than a worker can serve (hot-key), then more records than the most workers
-can run (backlog).
+can run (backlog). --soak D adds a run of every policy under a rate that
+varies between half and one and a half times --rate for D, in which a worker
+count changed back within a minute counts as an oscillation.
 
 --cap caps each worker at that many records/s, a bench-only setting that
 makes a worker's capacity small and known on a machine with few cores, so
@@ -94,6 +98,12 @@ takes about 12 minutes.`,
 				}
 				opts.MaxWorkers = maxWorkers
 			}
+			if fl.Changed("soak") {
+				if soak <= 0 {
+					return &usageError{fmt.Sprintf("--soak %v: want a positive duration", soak)}
+				}
+				opts.Soak = soak
+			}
 			if jsonFile == "" {
 				return &usageError{"--json: a file name is required (use - for stdout)"}
 			}
@@ -141,6 +151,7 @@ takes about 12 minutes.`,
 	fl.Float64Var(&capRate, "cap", def.Cap, "each worker's capacity in records per second (a bench-only setting; 0: uncapped)")
 	fl.DurationVar(&phase, "phase", def.Phase, "length of each phase")
 	fl.IntVar(&maxWorkers, "max-workers", def.MaxWorkers, "the most workers the control plane may give the operator")
+	fl.DurationVar(&soak, "soak", 0, "also run every policy this long under a rate varying between half and 1.5 times --rate (a sine of two minutes' period), counting decisions undone within a minute")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the runs (not the plugin build) to this file")
 	logs.register(cmd, "warn")
 	return cmd

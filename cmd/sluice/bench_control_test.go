@@ -18,6 +18,7 @@ func TestBenchControlBadFlags(t *testing.T) {
 		{[]string{"--cap", "-1"}, "--cap -1"},
 		{[]string{"--phase", "0s"}, "--phase 0s"},
 		{[]string{"--max-workers", "0"}, "--max-workers 0"},
+		{[]string{"--soak", "0s"}, "--soak 0s"},
 		{[]string{"--json", ""}, "--json"},
 	} {
 		code, _, errOut := sluice(t, ".", append([]string{"bench", "control", "--quick"}, c.args...)...)

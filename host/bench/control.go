@@ -33,6 +33,9 @@ const (
 	ControlDS2     = "ds2"     // DS2 alone
 	ControlLatency = "latency" // the latency guarantor (StreamSwitch) alone
 	ControlAll     = "all"     // every policy, and the doctor's fault phases
+	// ControlSoak is every policy under a rate that varies for
+	// ControlOptions.Soak, counting decisions undone within a minute.
+	ControlSoak = "soak"
 )
 
 // ControlModes returns the configurations in the order the bench runs them.
@@ -56,6 +59,10 @@ type ControlOptions struct {
 	MaxWorkers int
 	// Keys is the number of distinct keys.
 	Keys int
+	// Soak, when set, adds a run of every policy under a rate that
+	// varies between half and one and a half times Rate (a sine of two
+	// minutes' period) for that long.
+	Soak time.Duration
 	// WordCount is the keyed plugin (plugins/wordcount compiled).
 	WordCount []byte
 	// Quick marks a short run in the report.
@@ -150,6 +157,8 @@ type controlPhase struct {
 	expect string // a cause the doctor (or the straggler detector) must name
 	// keys picks the key of each record; nil: uniform.
 	hot func(job *exec.Job) func(r *rand.Rand) int
+	// vary, when set, gives the rate at each moment of the phase.
+	vary func(since time.Duration) float64
 	// setup injects the phase's fault and returns its undoing.
 	setup func(ctx context.Context, job *exec.Job) (func(), error)
 }
@@ -212,7 +221,10 @@ func RunControl(ctx context.Context, opts ControlOptions) (rep *ControlReport, e
 	rep = &ControlReport{Machine: CurrentMachine(), Date: time.Now().UTC(), Quick: opts.Quick, Rate: opts.Rate, Cap: opts.Cap,
 		Phase: opts.Phase.Seconds(), Lreq: controlLreq.Seconds(),
 		Options: controlSettings{Period: controlPeriod.Seconds(), Lock: controlLock.Seconds(), Settle: controlSettle.Seconds(), Window: controlWindow.Seconds(), MaxWorkers: opts.MaxWorkers}}
-	for _, m := range ControlModes() {
+	if opts.Soak > 0 {
+		modes = append(modes, ControlSoak)
+	}
+	for _, m := range append(ControlModes(), ControlSoak) {
 		if !slices.Contains(modes, m) {
 			continue
 		}
@@ -234,24 +246,33 @@ const (
 	controlSettle = 10 * time.Second
 	controlWindow = 2 * time.Second
 	controlLreq   = time.Second
+	// controlActivation is DS2's activation in the bench: one round, so
+	// that its sizing after a rate step comes before the latency
+	// guarantor's one worker at a time.
+	controlActivation = 1
 )
 
 // controlOperator is the bench's keyed operator's name.
 const controlOperator = "count"
 
 // controlPhases returns the phases of a mode's run: the base rate (more
-// than one worker's capacity), a hot-key shift onto one worker, a step up
-// and a step down, the base rate again, one worker slowed (a straggler);
+// than one worker's capacity), a step up and a step down, the base rate
+// again, a hot-key shift onto one worker, one worker slowed (a straggler);
 // with every policy, the doctor's faults: one key hotter than a worker
 // can serve, then more records than the most workers can (a backlog).
 func controlPhases(mode string, opts ControlOptions) []controlPhase {
 	r := opts.Rate
+	if mode == ControlSoak {
+		return []controlPhase{{name: "soak", rate: r, vary: func(d time.Duration) float64 {
+			return r * (1 + 0.5*math.Sin(2*math.Pi*d.Seconds()/120))
+		}}}
+	}
 	ps := []controlPhase{
 		{name: "base", rate: r},
-		{name: "hot-shift", rate: r, hot: func(job *exec.Job) func(*rand.Rand) int { return hotWorker(job, opts.Keys) }},
 		{name: "step-up", rate: 2 * r},
 		{name: "step-down", rate: r / 2},
 		{name: "rise", rate: r},
+		{name: "hot-shift", rate: r, hot: func(job *exec.Job) func(*rand.Rand) int { return hotWorker(job, opts.Keys) }},
 		{name: "straggler", rate: r, expect: "straggler", setup: func(_ context.Context, job *exec.Job) (func(), error) {
 			if opts.Cap <= 0 {
 				return func() {}, nil
@@ -394,7 +415,14 @@ func runControlMode(ctx context.Context, e *env, mode string, opts ControlOption
 		from := time.Now()
 		src.set(ph.rate, pick)
 		e.step("control %s: phase %s at %s records/s", mode, ph.name, thousands(ph.rate))
-		for time.Since(from) < opts.Phase {
+		length := opts.Phase
+		if ph.vary != nil {
+			length = opts.Soak
+		}
+		for time.Since(from) < length {
+			if ph.vary != nil {
+				src.set(ph.vary(time.Since(from)), pick)
+			}
 			select {
 			case <-ctx.Done():
 				return nil, errors.Join(ctx.Err(), stop())
@@ -480,7 +508,7 @@ func newBenchController(mode string, job *exec.Job, opts ControlOptions, log *sl
 		return add(control.NewLatency(control.LatencyConfig{Lreq: controlLreq, Low: 50 * time.Millisecond, High: 100 * time.Millisecond}))
 	}
 	ds2 := func() error {
-		return add(control.NewDS2(control.DS2Config{Interval: 10 * time.Second, WarmUp: 10 * time.Second, Activation: 2, DeadBand: 0}))
+		return add(control.NewDS2(control.DS2Config{Interval: 10 * time.Second, WarmUp: 10 * time.Second, Activation: controlActivation, DeadBand: 0}))
 	}
 	var err error
 	switch mode {
@@ -488,7 +516,7 @@ func newBenchController(mode string, job *exec.Job, opts ControlOptions, log *sl
 		err = ds2()
 	case ControlLatency:
 		err = latency()
-	case ControlAll:
+	case ControlAll, ControlSoak:
 		err = errors.Join(
 			add(control.NewStraggler(control.StragglerConfig{Ratio: 1.5, MinRecords: 1000})),
 			ds2(), latency(),

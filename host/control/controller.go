@@ -540,12 +540,16 @@ const (
 // from them (a backlog growing that slowly is noise). A decision is not
 // blamed when the load rose meanwhile: when records arrive at the
 // sources (read plus backlog growth) over 1.2 times as fast as before,
-// nothing is worse.
+// nothing is worse. Nor is a decision blamed for a delay that rose while
+// a backlog that grew before it went on growing: the delay of a growing
+// backlog rises whatever is done, until the growth stops, so a decision
+// taken then is judged by the growth alone.
 func Worse(before, after Effect, low float64) (bool, string) {
 	if after.ReadRate+after.BacklogGrowth > loadRise*(before.ReadRate+before.BacklogGrowth) {
 		return false, ""
 	}
-	if after.Delay > worseRatio*before.Delay && after.Delay > low {
+	growing := before.BacklogGrowth > 0.05*before.ReadRate
+	if !growing && after.Delay > worseRatio*before.Delay && after.Delay > low {
 		return true, fmt.Sprintf("the worst delay rose from %s to %s", seconds(before.Delay), seconds(after.Delay))
 	}
 	floor := 0.05 * after.ReadRate
