@@ -107,6 +107,8 @@ type ControlReport struct {
 type controlSettings struct {
 	Period, Lock, Settle, Window float64
 	MaxWorkers                   int
+	DS2Interval                  float64
+	DS2Activation                int
 }
 
 // ControlRun is one configuration's run.
@@ -220,7 +222,8 @@ func RunControl(ctx context.Context, opts ControlOptions) (rep *ControlReport, e
 	}()
 	rep = &ControlReport{Machine: CurrentMachine(), Date: time.Now().UTC(), Quick: opts.Quick, Rate: opts.Rate, Cap: opts.Cap,
 		Phase: opts.Phase.Seconds(), Lreq: controlLreq.Seconds(),
-		Options: controlSettings{Period: controlPeriod.Seconds(), Lock: controlLock.Seconds(), Settle: controlSettle.Seconds(), Window: controlWindow.Seconds(), MaxWorkers: opts.MaxWorkers}}
+		Options: controlSettings{Period: controlPeriod.Seconds(), Lock: controlLock.Seconds(), Settle: controlSettle.Seconds(), Window: controlWindow.Seconds(), MaxWorkers: opts.MaxWorkers,
+			DS2Interval: controlDS2Interval.Seconds(), DS2Activation: controlActivation}}
 	if opts.Soak > 0 {
 		modes = append(modes, ControlSoak)
 	}
@@ -239,17 +242,22 @@ func RunControl(ctx context.Context, opts ControlOptions) (rep *ControlReport, e
 	return rep, nil
 }
 
-// The control plane's settings in the bench: StreamSwitch's defaults.
+// The control plane's settings in the bench: StreamSwitch's defaults,
+// and a decision checked once its lock is over.
 const (
 	controlPeriod = time.Second
 	controlLock   = 5 * time.Second
-	controlSettle = 10 * time.Second
+	controlSettle = 5 * time.Second
 	controlWindow = 2 * time.Second
 	controlLreq   = time.Second
 	// controlActivation is DS2's activation in the bench: one round, so
 	// that its sizing after a rate step comes before the latency
 	// guarantor's one worker at a time.
 	controlActivation = 1
+	// controlDS2Interval is DS2's interval and warm-up in the bench: a
+	// decision taken on a window that straddles a rate step is corrected
+	// at the next one.
+	controlDS2Interval = 5 * time.Second
 )
 
 // controlOperator is the bench's keyed operator's name.
@@ -508,7 +516,7 @@ func newBenchController(mode string, job *exec.Job, opts ControlOptions, log *sl
 		return add(control.NewLatency(control.LatencyConfig{Lreq: controlLreq, Low: 50 * time.Millisecond, High: 100 * time.Millisecond}))
 	}
 	ds2 := func() error {
-		return add(control.NewDS2(control.DS2Config{Interval: 10 * time.Second, WarmUp: 10 * time.Second, Activation: controlActivation, DeadBand: 0}))
+		return add(control.NewDS2(control.DS2Config{Interval: controlDS2Interval, WarmUp: controlDS2Interval, Activation: controlActivation, DeadBand: 0}))
 	}
 	var err error
 	switch mode {
@@ -899,8 +907,8 @@ func (r *ControlReport) WriteTable(w io.Writer) error {
 		capText = "each worker capped at " + thousands(r.Cap) + " records/s (a bench setting)"
 	}
 	fmt.Fprintf(&b, "keyed word count, base rate %s records/s, %s, phases of %.0f s; every record checked counted once\n", thousands(r.Rate), capText, r.Phase)
-	fmt.Fprintf(&b, "control: a round every %.0f s, lock %.0f s, effect checked after %.0f s, rates over %.0f s, 1 to %d workers\n",
-		r.Options.Period, r.Options.Lock, r.Options.Settle, r.Options.Window, r.Options.MaxWorkers)
+	fmt.Fprintf(&b, "control: a round every %.0f s, lock %.0f s, effect checked after %.0f s, rates over %.0f s, 1 to %d workers; DS2 every %.0f s at most (its warm-up the same), after %d round(s) agreeing\n",
+		r.Options.Period, r.Options.Lock, r.Options.Settle, r.Options.Window, r.Options.MaxWorkers, r.Options.DS2Interval, r.Options.DS2Activation)
 	tw := table(&b)
 	fmt.Fprintln(tw, "mode\tphase\trate\tworkers\tp99 (last third)\tworst 1 s p99\tunder Lreq after\tmoves\tworker changes\tdetected\t")
 	for _, run := range r.Runs {
