@@ -326,9 +326,9 @@ func evidenceText(ev []schema.Evidence) string {
 		case "s":
 			parts[i] = e.Name + " " + seconds(e.Value)
 		case "":
-			parts[i] = fmt.Sprintf("%s %g", e.Name, e.Value)
+			parts[i] = fmt.Sprintf("%s %.4g", e.Name, e.Value)
 		default:
-			parts[i] = fmt.Sprintf("%s %g %s", e.Name, e.Value, e.Unit)
+			parts[i] = fmt.Sprintf("%s %.4g %s", e.Name, e.Value, e.Unit)
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -606,11 +607,32 @@ func Describe(a schema.Action) string {
 	case "set-workers":
 		return fmt.Sprintf("set-workers %s %d -> %d", a.Operator, a.From, a.To)
 	case "move-groups":
-		parts := make([]string, len(a.Moves))
-		for i, m := range a.Moves {
-			parts[i] = fmt.Sprintf("%d from worker %d to %d", m.Group, m.FromWorker, m.ToWorker)
+		// By pair of workers, in the order the moves first name them;
+		// the groups listed while they are few.
+		type pair struct{ from, to int }
+		var order []pair
+		groups := map[pair][]int{}
+		for _, m := range a.Moves {
+			p := pair{m.FromWorker, m.ToWorker}
+			if _, ok := groups[p]; !ok {
+				order = append(order, p)
+			}
+			groups[p] = append(groups[p], m.Group)
 		}
-		return fmt.Sprintf("move-groups %s: %s", a.Operator, strings.Join(parts, ", "))
+		parts := make([]string, len(order))
+		for i, p := range order {
+			gs := groups[p]
+			if len(gs) <= 4 {
+				ids := make([]string, len(gs))
+				for j, g := range gs {
+					ids[j] = strconv.Itoa(g)
+				}
+				parts[i] = fmt.Sprintf("key groups %s from worker %d to %d", strings.Join(ids, ", "), p.from, p.to)
+			} else {
+				parts[i] = fmt.Sprintf("%d key groups from worker %d to %d", len(gs), p.from, p.to)
+			}
+		}
+		return fmt.Sprintf("move-groups %s: %s", a.Operator, strings.Join(parts, "; "))
 	}
 	return a.Kind + " " + a.Operator
 }

@@ -161,7 +161,7 @@ func TestControllerAppliesHighestPriorityProposal(t *testing.T) {
 	if d == nil || d.Policy != "first" || d.Action.Kind != "set-workers" || d.Action.From != 2 || d.Action.To != 3 || d.Outcome != OutcomeApplied {
 		t.Fatalf("decision = %+v, want first's set-workers 2 -> 3, applied", d)
 	}
-	if len(d.Others) != 1 || !strings.HasPrefix(d.Others[0], "second: move-groups count: 1 from worker 1 to 0") {
+	if len(d.Others) != 1 || !strings.HasPrefix(d.Others[0], "second: move-groups count: key groups 1 from worker 1 to 0") {
 		t.Fatalf("others = %q, want second's proposal", d.Others)
 	}
 	if got := r.act.Calls(); len(got) != 1 || got[0] != "set count 3" {
@@ -490,6 +490,19 @@ func TestWorse(t *testing.T) {
 		if got, why := Worse(c.before, c.after, low); got != c.want || (got && why == "") {
 			t.Errorf("Worse(%+v, %+v) = %v %q, want %v", c.before, c.after, got, why, c.want)
 		}
+	}
+}
+
+// TestDescribeSummarisesMoves: a move of many key groups is told as a
+// count per pair of workers, a few as their ids.
+func TestDescribeSummarisesMoves(t *testing.T) {
+	a := schema.Action{Kind: "move-groups", Operator: "count"}
+	for g := range 10 {
+		a.Moves = append(a.Moves, schema.GroupMove{Group: g, FromWorker: 1, ToWorker: 0})
+	}
+	a.Moves = append(a.Moves, schema.GroupMove{Group: 20, FromWorker: 2, ToWorker: 0})
+	if got, want := Describe(a), "move-groups count: 10 key groups from worker 1 to 0; key groups 20 from worker 2 to 0"; got != want {
+		t.Errorf("Describe = %q, want %q", got, want)
 	}
 }
 

@@ -27,6 +27,10 @@ type StragglerConfig struct {
 	MinRecords uint64
 	// Window is the span over which rates are taken (default 2s).
 	Window time.Duration
+	// Rounds is how many rounds in a row a worker must be found slow
+	// before it is called a straggler (default 3): one slow window on a
+	// busy machine is noise.
+	Rounds int
 }
 
 // The straggler detector's defaults, and how long it leaves a worker
@@ -35,6 +39,7 @@ const (
 	defaultStragglerRatio      = 1.5
 	defaultStragglerMinRecords = 1000
 	defaultStragglerWindow     = 2 * time.Second
+	defaultStragglerRounds     = 3
 	stragglerHoldOff           = time.Minute
 )
 
@@ -69,10 +74,14 @@ type Straggler struct {
 	// held maps "operator/worker" to the time until which no move off
 	// that worker is proposed.
 	held map[string]time.Time
+	// streak counts, by "operator/worker", the rounds in a row the
+	// worker was found slow.
+	streak map[string]int
 }
 
 // NewStraggler returns a straggler detector; it refuses a Ratio of 1 or
-// less, or a negative Window, with an error wrapping ErrStragglerConfig.
+// less, a negative Window or Rounds, with an error wrapping
+// ErrStragglerConfig.
 func NewStraggler(cfg StragglerConfig) (*Straggler, error) {
 	if cfg.Ratio == 0 {
 		cfg.Ratio = defaultStragglerRatio
@@ -89,7 +98,13 @@ func NewStraggler(cfg StragglerConfig) (*Straggler, error) {
 	if cfg.Window == 0 {
 		cfg.Window = defaultStragglerWindow
 	}
-	return &Straggler{cfg: cfg, held: make(map[string]time.Time)}, nil
+	if cfg.Rounds < 0 {
+		return nil, fmt.Errorf("control: straggler: rounds %d: %w (it must be at least 1)", cfg.Rounds, ErrStragglerConfig)
+	}
+	if cfg.Rounds == 0 {
+		cfg.Rounds = defaultStragglerRounds
+	}
+	return &Straggler{cfg: cfg, held: make(map[string]time.Time), streak: make(map[string]int)}, nil
 }
 
 // Config returns the detector's configuration, defaults filled in.
@@ -137,7 +152,15 @@ func (s *Straggler) Propose(v *View) (*Proposal, []schema.Finding) {
 		findings []schema.Finding
 		best     *Proposal
 		bestSlow float64
+		seen     = map[string]bool{}
 	)
+	defer func() {
+		for k := range s.streak {
+			if !seen[k] {
+				delete(s.streak, k)
+			}
+		}
+	}()
 	for i := range last.Operators {
 		op := &last.Operators[i]
 		r, ok := Rates(first, last, op.Name)
@@ -145,6 +168,7 @@ func (s *Straggler) Propose(v *View) (*Proposal, []schema.Finding) {
 			continue
 		}
 		slow, judged := s.stragglers(op, &r)
+		slow = s.persistent(op.Name, slow, seen)
 		for _, g := range slow {
 			findings = append(findings, stragglerFinding(g, last.At))
 			if !op.Movable || len(g.w.Groups) == 0 || g.slowdown() <= bestSlow {
@@ -159,6 +183,24 @@ func (s *Straggler) Propose(v *View) (*Proposal, []schema.Finding) {
 		}
 	}
 	return best, findings
+}
+
+// persistent returns those of operator's slow workers found slow for
+// Rounds rounds in a row, counting this one; it marks each in seen.
+func (s *Straggler) persistent(operator string, slow []straggler, seen map[string]bool) []straggler {
+	if s.streak == nil {
+		s.streak = map[string]int{}
+	}
+	var out []straggler
+	for _, g := range slow {
+		k := subjectOfWorker(operator, g.w.ID)
+		seen[k] = true
+		s.streak[k]++
+		if s.streak[k] >= s.cfg.Rounds {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // stragglers returns the slow workers of operator op, and the workers

@@ -83,9 +83,11 @@ func sdEight(service ...float64) sdKeyed {
 	}
 }
 
+// newStraggler returns a detector that judges on one round (Rounds 1),
+// for the tests of one round's logic.
 func newStraggler(t *testing.T) *Straggler {
 	t.Helper()
-	s, err := NewStraggler(StragglerConfig{})
+	s, err := NewStraggler(StragglerConfig{Rounds: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,6 +272,26 @@ func TestStragglerNeedsTwoSamples(t *testing.T) {
 	}
 }
 
+// TestStragglerNeedsRoundsInARow: a worker is a straggler only once it
+// was slow for Rounds rounds in a row; a round in which it keeps up
+// starts the count again.
+func TestStragglerNeedsRoundsInARow(t *testing.T) {
+	s, err := NewStraggler(StragglerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, fine := sdOne(sdEight(4000, 4000, 4000, 1000)), sdOne(sdEight(4000, 4000, 4000, 4000))
+	for i, c := range []struct {
+		view *View
+		want bool
+	}{{slow, false}, {slow, false}, {fine, false}, {slow, false}, {slow, false}, {slow, true}} {
+		p, fs := s.Propose(c.view)
+		if got := p != nil && len(fs) > 0; got != c.want {
+			t.Errorf("round %d: proposal %v, findings %d; want a straggler: %v", i+1, p != nil, len(fs), c.want)
+		}
+	}
+}
+
 func TestNewStragglerRefusesBadSettings(t *testing.T) {
 	for _, cfg := range []StragglerConfig{
 		{Ratio: 1},
@@ -278,6 +300,7 @@ func TestNewStragglerRefusesBadSettings(t *testing.T) {
 		{Ratio: math.NaN()},
 		{Ratio: math.Inf(1)},
 		{Window: -time.Second},
+		{Rounds: -1},
 	} {
 		if _, err := NewStraggler(cfg); !errors.Is(err, ErrStragglerConfig) {
 			t.Errorf("NewStraggler(%+v): %v, want ErrStragglerConfig", cfg, err)
@@ -287,7 +310,7 @@ func TestNewStragglerRefusesBadSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := s.Config(), (StragglerConfig{Ratio: 1.5, MinRecords: 1000, Window: 2 * time.Second}); got != want {
+	if got, want := s.Config(), (StragglerConfig{Ratio: 1.5, MinRecords: 1000, Window: 2 * time.Second, Rounds: 3}); got != want {
 		t.Errorf("defaults %+v, want %+v", got, want)
 	}
 	if s.Name() != "straggler" {
