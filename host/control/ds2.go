@@ -3,6 +3,7 @@ package control
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/host/api/schema"
@@ -37,8 +38,9 @@ func DefaultDS2Config() DS2Config {
 // from true rates, measured over useful time rather than wall time.
 //
 // Each round, for each operator, the true processing rate per worker is
-// the records its workers ran divided by their useful (busy) seconds, and
-// its selectivity the records they wrote per record run. The target
+// the upper median of its workers' records run per useful (busy) second
+// (robust to a minority of stragglers), and its selectivity the records
+// they wrote per record run. The target
 // input rate of each operator follows in topological order: a source's
 // rate is what was read from it plus its backlog's growth (the rate at
 // which records arrive, so a pipeline falling behind asks for more);
@@ -152,19 +154,26 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		op := &last.Operators[i]
 		o := &ds2Operator{sample: op, selectivity: 1}
 		if r, ok := Rates(first, last, op.Name); ok {
-			var recs, out, busy float64
+			var recs, out float64
+			var rates []float64
 			for _, w := range r.Workers {
 				recs += float64(w.Records)
 				if w.Service > 0 {
-					busy += float64(w.Records) / w.Service
 					out += w.OutService * float64(w.Records) / w.Service
+					rates = append(rates, w.Service)
 				}
-			}
-			if busy > 0 {
-				o.rate, o.outRate = recs/busy, out/busy
 			}
 			if recs > 0 {
 				o.selectivity = out / recs
+			}
+			if len(rates) > 0 {
+				// The upper median of the workers' true rates: DS2 sizes
+				// for workers alike, and a minority of slow ones
+				// (stragglers, the straggler detector's business) must
+				// not make every worker count as slow.
+				slices.Sort(rates)
+				o.rate = rates[len(rates)/2]
+				o.outRate = o.rate * o.selectivity
 			}
 		}
 		ops[op.Name] = o

@@ -324,3 +324,29 @@ func TestDS2ConvergesUnderTheController(t *testing.T) {
 		}
 	}
 }
+
+// TestDS2SizesForWorkersAlike: one slow worker of three does not make DS2
+// count every worker as slow. Two run 5,000 records per busy second and
+// one 1,667 (a straggler); 8,000 records/s arrive: at the upper median,
+// 5,000 per worker, two workers suffice (the pooled rate, 3,387, would
+// ask for three).
+func TestDS2SizesForWorkersAlike(t *testing.T) {
+	t0 := time.Unix(5000, 0)
+	at := func(secs float64) Sample {
+		op := OperatorSample{Name: "count", Kind: "keyed", Resizable: true, Movable: true, Inputs: []string{"in"},
+			In: uint64(7000 * secs), Out: uint64(7000 * secs)}
+		for id, w := range []struct{ recs, busy float64 }{{2667, 0.5334}, {2667, 0.5334}, {1666, 1}} {
+			op.Workers = append(op.Workers, WorkerSample{ID: id, Groups: []int{id}, Records: uint64(w.recs * secs), Out: uint64(w.recs * secs), BusySeconds: w.busy * secs})
+		}
+		return Sample{At: t0.Add(time.Duration(secs * float64(time.Second))), Operators: []OperatorSample{op},
+			Sources: []SourceSample{{Name: "in", Read: uint64(7000 * secs), Backlog: int64(1000 * secs)}}}
+	}
+	d, err := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1, DeadBand: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := d.Propose(&View{Samples: []Sample{at(10), at(12)}, MinWorkers: 1, MaxWorkers: 8})
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 3 || p.Action.To != 2 {
+		t.Fatalf("proposal %+v, want set-workers 3 -> 2", p)
+	}
+}
