@@ -200,6 +200,16 @@ func Open(ctx context.Context, js jetstream.JetStream, pipeline string, opts Opt
 		log: logger.With("component", "checkpoint", "bucket", name), known: map[int]known{}}, nil
 }
 
+// Check asks the server for the bucket's status: an error says that
+// what would be put in the bucket now could not be (the bucket is gone,
+// or no server answers for it).
+func (b *Bucket) Check(ctx context.Context) error {
+	if _, err := b.obs.Status(ctx); err != nil {
+		return fmt.Errorf("checkpoint: bucket %s: %w", b.name, err)
+	}
+	return nil
+}
+
 // Name returns the bucket's name.
 func (b *Bucket) Name() string { return b.name }
 

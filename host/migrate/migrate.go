@@ -246,6 +246,12 @@ func (h *Host) deadSources(ctx context.Context, sources map[int]string) (map[str
 // marked, dropped.
 func (h *Host) release(ctx context.Context, id string, groups []int) error {
 	start := time.Now()
+	// A bucket that cannot be written now fails the hand-over before the
+	// groups leave the job: they go on being run meanwhile, instead of
+	// being released and taken back at every attempt.
+	if err := h.Checkpoints.Check(ctx); err != nil {
+		return fmt.Errorf("migrate: %s: release key groups %v for %q: %w", h.ID, groups, id, err)
+	}
 	states, err := h.Job.ReleaseGroups(ctx, groups)
 	if err != nil {
 		return fmt.Errorf("migrate: %s: release key groups %v for %q: %w", h.ID, groups, id, err)
