@@ -94,8 +94,9 @@
 // stateless or keyed operator to a number of records per second, by
 // sleeping after its share of each batch (counted as busy time), so that
 // a worker's capacity is small and known on a small machine, or one
-// worker is a straggler. Caps stay with worker ids through MoveGroups and
-// SetWorkers.
+// worker is a straggler. A cap set for one worker stays with its id
+// through MoveGroups and SetWorkers; the operator's cap (worker -1) holds
+// for every worker, those added later included.
 //
 // # Key groups across hosts
 //
