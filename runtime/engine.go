@@ -53,13 +53,21 @@ func CheckEngine(name string) error {
 // New returns the engine named name, configured with cfg: NewWazero for
 // "wazero" or "", NewWasmtime for "wasmtime" in a build with the
 // "wasmtime" tag. Another name, or wasmtime in a build without it, fails
-// with CheckEngine's error.
+// with CheckEngine's error. With a Compiler and a cache directory in cfg,
+// the engine has the Compiler compile each new module before it loads it.
 func New(ctx context.Context, name string, cfg Config) (Engine, error) {
 	if err := CheckEngine(name); err != nil {
 		return nil, err
 	}
+	var eng Engine
+	var err error
 	if name == EngineWasmtime {
-		return newWasmtime(ctx, cfg)
+		eng, err = newWasmtime(ctx, cfg)
+	} else {
+		eng, err = NewWazero(ctx, cfg)
 	}
-	return NewWazero(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return withCompiler(eng, name, cfg), nil
 }

@@ -30,6 +30,14 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if os.Getenv(ChildCompileEnv) != "" {
+		// A compile that a test's ProcessCompiler started in this binary.
+		if err := ServeCompile(context.Background(), os.Stdin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
+	}
 	built, err := buildGuests(context.Background(), guestNames)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "building test guests:", err)

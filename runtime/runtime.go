@@ -203,6 +203,7 @@ type Config struct {
 	hostModules      []HostModule
 	stderrLimit      int
 	grants           Grants
+	compiler         Compiler
 }
 
 // Defaults.

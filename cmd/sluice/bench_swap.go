@@ -31,11 +31,13 @@ func newBenchSwapCmd() *cobra.Command {
 		swaps    int
 		workers  int
 		same     bool
+		compiles []string
+		busy     int
 		profile  string
 		logs     logFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "swap [--kind map,keyed,transactional] [--rate N] [--duration D] [--swaps N] [--quick] [--json FILE]",
+		Use:   "swap [--kind map,keyed,transactional] [--compile child,in-process] [--background-load N] [--rate N] [--duration D] [--swaps N] [--quick] [--json FILE]",
 		Short: "Measure hot swaps under a steady load: nothing lost, latency during the swaps against steady state",
 		Long: `Build the example plugins (upper, wordcount, ledger) and, for each operator
 kind, run a pipeline (paced generator -> operator -> sink) at a fixed rate while
@@ -51,6 +53,20 @@ once, state in place:
                  (MorphStream's workload, the adaptive strategy, batches of
                  --punctuation events or --punctuation-interval), at
                  --txn-rate events/s
+
+--compile says where each new module is compiled; with a list, each kind runs
+once per entry, one after the other, with modules no other run compiled:
+
+  child                compiled in a child sluice process at the lowest CPU
+                       priority, as sluice run does; the pipeline's process
+                       then loads the code from the compilation cache (the
+                       default)
+  child-same-priority  the same child at the pipeline's own priority
+  in-process           compiled in the pipeline's process, on its engine
+
+--background-load N runs N busy processes (a shell loop each, at the
+pipeline's priority) during every run, as a competing load: the target is then
+a p99 ratio of at most 3 instead of 2.
 
 Every event is due at a fixed time (its position over the rate); its latency
 runs from then to its output at the sink, so a pipeline that falls behind shows
@@ -128,6 +144,27 @@ goes to stderr. The full run takes about two minutes; run it on a quiet machine.
 				return &usageError{"--json: a file name is required (use - for stdout)"}
 			}
 			opts.SameModule = same
+			for _, list := range compiles {
+				for _, name := range strings.Split(list, ",") {
+					c, err := bench.ParseSwapCompile(strings.TrimSpace(name))
+					if err != nil {
+						return &usageError{fmt.Sprintf("--compile %q: want child, child-same-priority or in-process", name)}
+					}
+					opts.Compile = append(opts.Compile, c)
+				}
+			}
+			if len(opts.Compile) == 0 {
+				opts.Compile = []bench.SwapCompile{bench.CompileChild}
+			}
+			if busy < 0 {
+				return &usageError{fmt.Sprintf("--background-load %d: want 0 or more busy processes", busy)}
+			}
+			opts.BackgroundLoad = busy
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("bench swap: finding this executable, which the child compiles run: %w", err)
+			}
+			opts.Executable = exe
 			log, err := logs.logger()
 			if err != nil {
 				return err
@@ -186,6 +223,8 @@ goes to stderr. The full run takes about two minutes; run it on a quiet machine.
 	fl.DurationVar(&warmup, "warmup", def.Warmup, "start of each run that is not measured and has no swap")
 	fl.IntVar(&swaps, "swaps", def.Swaps, "swaps per kind, evenly spaced after the warm-up")
 	fl.BoolVar(&same, "same-module", false, "swap in the first module again (from the compilation cache) instead of a new version: the swap without compiling")
+	fl.StringSliceVar(&compiles, "compile", nil, "where new modules are compiled: child, child-same-priority, in-process (a list runs each kind once per entry; default child)")
+	fl.IntVar(&busy, "background-load", 0, "busy processes (one core each) running alongside, as a competing load")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the runs (not the plugin build) to this file")
 	fl.IntVar(&workers, "workers", 0, "workers of the operator (default GOMAXPROCS)")
 	logs.register(cmd, "warn")

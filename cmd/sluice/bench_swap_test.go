@@ -22,6 +22,8 @@ func TestBenchSwapBadFlags(t *testing.T) {
 		{[]string{"--punctuation", "0"}, "--punctuation 0"},
 		{[]string{"--punctuation-interval", "0s"}, "--punctuation-interval 0s"},
 		{[]string{"--json", ""}, "--json"},
+		{[]string{"--compile", "child,elsewhere"}, `--compile "elsewhere"`},
+		{[]string{"--background-load", "-1"}, "--background-load -1"},
 	} {
 		code, _, errOut := sluice(t, ".", append([]string{"bench", "swap", "--quick"}, c.args...)...)
 		if code != 2 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "building") {

@@ -104,7 +104,7 @@ says how to read the committed counts).`,
 				return err
 			}
 			fmt.Fprintln(out, "starting the pipeline: compiling the plugins, or loading them from the compile cache...")
-			h, err := runner.Start(ctx, p, runner.Options{Logger: log, Version: versionString()})
+			h, err := runner.Start(ctx, p, runner.Options{Logger: log, Version: versionString(), Compiler: selfCompiler()})
 			if err != nil {
 				return err
 			}

@@ -31,9 +31,15 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	wasm "github.com/sluicehq/sluice/runtime"
 )
 
 func main() {
+	if os.Getenv(wasm.ChildCompileEnv) != "" {
+		// A child that a running sluice started to compile a plugin.
+		os.Exit(serveCompileChild())
+	}
 	os.Exit(run(os.Args[1:]))
 }
 

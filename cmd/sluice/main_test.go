@@ -20,6 +20,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(wasm.ChildCompileEnv) != "" {
+		// A compile this test binary started as a child, as sluice does.
+		os.Exit(serveCompileChild())
+	}
 	dir, err := os.MkdirTemp("", "sluice-cmd-test-")
 	if err != nil {
 		panic(err)

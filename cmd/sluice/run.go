@@ -80,6 +80,7 @@ dead-lettered records still processes and commits everything, then exits 3.`,
 			}
 			opts.Logger = log
 			opts.Version = versionString()
+			opts.Compiler = selfCompiler()
 			ctx := cmd.Context()
 			h, err := runner.Start(ctx, p, opts)
 			if err != nil {

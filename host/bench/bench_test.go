@@ -26,6 +26,14 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(wasm.ChildCompileEnv) != "" {
+		// A child compile that a swap run started in this binary.
+		if err := wasm.ServeCompile(context.Background(), os.Stdin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

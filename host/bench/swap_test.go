@@ -179,3 +179,69 @@ func TestPacedSourceEnds(t *testing.T) {
 		t.Errorf("Read after end: %d, %v; want 0, io.EOF", n, err)
 	}
 }
+
+// TestSwapCompiledInAChild runs the map kind once compiled in a child
+// process and once in the pipeline's process, with a busy process
+// alongside: each run is reported with where it compiled, nothing is
+// lost (RunSwap checks), and the target allows the competing load's 3x.
+func TestSwapCompiledInAChild(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the child is this race-instrumented binary, whose compile of a Go guest takes minutes")
+	}
+	plugins := examplePlugins(t) // skips in -short mode
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := QuickSwapOptions()
+	opts.Kinds = []SwapKind{SwapMap}
+	opts.Rate, opts.Duration, opts.Warmup, opts.Swaps = 5000, 1500*time.Millisecond, 200*time.Millisecond, 1
+	opts.Plugins = SwapPlugins{Upper: plugins.Upper}
+	opts.Dir = t.TempDir()
+	opts.Compile = []SwapCompile{CompileChild, CompileInProcess}
+	opts.Executable = exe
+	opts.BackgroundLoad = 1
+	rep, err := RunSwap(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2 || rep.BackgroundLoad != 1 {
+		t.Fatalf("%d results with background load %d; want 2 with 1", len(rep.Results), rep.BackgroundLoad)
+	}
+	for i, want := range opts.Compile {
+		r := rep.Results[i]
+		if r.Compile != want || r.Swaps != 1 || r.Dead != 0 {
+			t.Errorf("result %d: compiled %s, %d swaps, %d dead letters; want %s, 1, 0", i, r.Compile, r.Swaps, r.Dead, want)
+		}
+		if tg := rep.Targets[i]; tg.Want != "<= 3x" || !strings.Contains(tg.Name, string(want)) {
+			t.Errorf("target %d: %q wants %q", i, tg.Name, tg.Want)
+		}
+	}
+	var table bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"competing load: 1 busy processes", "child", "in-process"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+}
+
+// A child compile needs a program to run, and a compile mode must be
+// known.
+func TestSwapCompileOptionsRefused(t *testing.T) {
+	opts := QuickSwapOptions()
+	opts.Compile = []SwapCompile{CompileChild}
+	if _, err := RunSwap(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "no executable") {
+		t.Errorf("child compile without an executable: %v", err)
+	}
+	opts.Compile = []SwapCompile{"elsewhere"}
+	if _, err := RunSwap(context.Background(), opts); err == nil || !strings.Contains(err.Error(), `unknown compile "elsewhere"`) {
+		t.Errorf("unknown compile: %v", err)
+	}
+	opts.Compile, opts.BackgroundLoad = nil, -1
+	if _, err := RunSwap(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "background load -1") {
+		t.Errorf("negative background load: %v", err)
+	}
+}

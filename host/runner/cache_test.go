@@ -39,6 +39,13 @@ func cacheFiles(t *testing.T, dir string) map[string]fs.FileInfo {
 // dir, and starts it; it returns the host and the lower module to swap in.
 func startSwapPipeline(t *testing.T, dir string) (*Host, []byte) {
 	t.Helper()
+	return startSwapPipelineWith(t, dir, Options{})
+}
+
+// startSwapPipelineWith is startSwapPipeline with the host's options
+// (their data directory is dir/data).
+func startSwapPipelineWith(t *testing.T, dir string, opts Options) (*Host, []byte) {
+	t.Helper()
 	ctx := context.Background()
 	mods, err := wasmbuild.GoModules(ctx, map[string]string{"upper": "../../plugins/upper", "lower": "../exec/testdata/lower"})
 	if err != nil {
@@ -48,7 +55,8 @@ func startSwapPipeline(t *testing.T, dir string) (*Host, []byte) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "p.yaml"), "compile_cache: cache\n"+swapPipeline)
-	h := startPipeline(ctx, t, dir, Options{DataDir: filepath.Join(dir, "data")})
+	opts.DataDir = filepath.Join(dir, "data")
+	h := startPipeline(ctx, t, dir, opts)
 	return h, versioned(t, mods["lower"], "lower-2.0")
 }
 

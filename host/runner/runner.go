@@ -83,6 +83,12 @@ type Options struct {
 	// HostID overrides cluster.host: this host's id among the hosts of a
 	// pipeline spread over several.
 	HostID string
+	// Compiler compiles the operators' modules into the compilation
+	// cache before their engines load them (runtime.Compiler); nil: the
+	// engines compile them in this process. The sluice binary compiles in
+	// a child process at the lowest CPU priority, so that a module swapped
+	// in while the pipeline runs does not take its CPU.
+	Compiler wasm.Compiler
 }
 
 // Host is a pipeline ready to run, with everything it opened.
@@ -156,7 +162,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	h.deployed = map[string]*deployed{}
 
 	// Plugins first: a bad module is refused before anything else starts.
-	ops, err := h.loadOperators(ctx, dataDir)
+	ops, err := h.loadOperators(ctx, dataDir, opts.Compiler)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +338,7 @@ func (h *Host) listen(addr string, mayMove bool) (net.Listener, error) {
 	return nil, fmt.Errorf("%s: http api: listen on %s: %w (set http.addr in the pipeline or --http to another address, or off)", h.p.File, addr, err)
 }
 
-func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operator, error) {
+func (h *Host) loadOperators(ctx context.Context, dataDir string, compiler wasm.Compiler) ([]exec.Operator, error) {
 	var ops []exec.Operator
 	cacheDir := h.p.CompileCache
 	if cacheDir == "" {
@@ -358,6 +364,9 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string) ([]exec.Operat
 			return nil, fmt.Errorf("%s: operator %q: plugin: %w", h.p.File, o.Name, err)
 		}
 		cfg := EngineConfig(o, cacheDir)
+		if compiler != nil {
+			cfg = cfg.WithCompiler(compiler)
+		}
 		if g := o.Grants; g != nil {
 			if g.Nondeterministic() && o.Kind == pipeline.KindTransactional {
 				h.log.Warn("a transactional operator is granted a clock, entropy or a writable directory: an operation re-executed after an abort may give another result, and the serial equivalence holds only for what does not depend on them",
