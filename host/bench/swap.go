@@ -193,10 +193,10 @@ func QuickSwapOptions() SwapOptions {
 // SwapReport is the outcome of RunSwap. Its JSON form is what `sluice
 // bench swap --json` writes.
 type SwapReport struct {
-	Machine Machine      `json:"machine"`
-	Date    time.Time    `json:"date"`
-	Quick   bool         `json:"quick"`
-	Rate    float64      `json:"rate"`
+	Machine Machine   `json:"machine"`
+	Date    time.Time `json:"date"`
+	Quick   bool      `json:"quick"`
+	Rate    float64   `json:"rate"`
 	// BackgroundLoad is the number of busy processes that ran alongside.
 	BackgroundLoad int          `json:"background_load"`
 	Results        []SwapResult `json:"results"`
