@@ -165,6 +165,22 @@
 // 1 ms on wasmtime and several ms on wazero, which copies the guest's
 // initial memory image.
 //
+// # Compiling elsewhere
+//
+// Compiling a large guest takes a second or more of CPU. A Config with a
+// Compiler (Config.WithCompiler) and a cache directory has the Compiler
+// compile each module new to the engine into the cache first; the
+// engine's own compile then only loads the cached code. ProcessCompiler
+// runs the compile in a child process (the sluice binary, which serves it
+// with ServeCompile when ChildCompileEnv is set) at the lowest CPU
+// priority on Linux, so that a module compiled while a pipeline runs does
+// not take the pipeline's CPU. The child configures its engine from the
+// parent's Config (cache, memory and table limits, call timeout: what
+// decides the compiled code and its cache key), not its host modules or
+// grants, which matter only when a module is instantiated. A Compiler that
+// fails is logged and the engine compiles the module itself, so the
+// module's errors are the engine's either way.
+//
 // # Closing
 //
 // Engine.Close closes every module, Module.Close every instance of the
