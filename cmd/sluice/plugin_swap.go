@@ -192,9 +192,9 @@ func printPrepare(w io.Writer, res schema.PrepareResult, err error) error {
 	}
 	m, s := res.Module, res.Steps
 	_, err = fmt.Fprintf(w, "operator %s: prepared %s (sha256 %s, ABI %d, kinds %s)\n  %s: check %s, load %s; total %s\n"+
-		"  `sluice plugin swap --operator %s` of the same file now only makes its instances and installs them\n",
+		"  a swap of the same file now only makes its instances and installs them\n",
 		res.Operator, m.Label(), m.SHA256, m.ABIVersion, strings.Join(m.Kinds, ","), sourceText(res.Source),
-		millis(s.CheckMS), millis(s.LoadMS), millis(s.TotalMS), res.Operator)
+		millis(s.CheckMS), millis(s.LoadMS), millis(s.TotalMS))
 	return err
 }
 
