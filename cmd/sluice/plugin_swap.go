@@ -172,26 +172,82 @@ func (f *apiFlags) resolve(name string) error {
 // client returns the API client the flags point at.
 func (f *apiFlags) client() *api.Client { return &api.Client{Addr: f.addr, Token: f.token} }
 
-// printSwap prints the answer of a swap or rollback.
+// printSwap prints the answer of a swap or rollback: the modules, and
+// how long each step took.
 func printSwap(w io.Writer, res schema.SwapResult, err error) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(w, "operator %s: %s -> %s (sha256 %s)\n", res.Operator, res.From.Label(), res.To.Label(), res.To.SHA256)
+	s := res.Steps
+	_, err = fmt.Fprintf(w, "operator %s: %s -> %s (sha256 %s)\n  %s: check %s, load %s, instances %s, boundary %s, install %s; total %s\n",
+		res.Operator, res.From.Label(), res.To.Label(), res.To.SHA256, sourceText(res.Source),
+		millis(s.CheckMS), millis(s.LoadMS), millis(s.InstancesMS), millis(s.BoundaryMS), millis(s.InstallMS), millis(s.TotalMS))
 	return err
+}
+
+// printPrepare prints the answer of a prepare.
+func printPrepare(w io.Writer, res schema.PrepareResult, err error) error {
+	if err != nil {
+		return err
+	}
+	m, s := res.Module, res.Steps
+	_, err = fmt.Fprintf(w, "operator %s: prepared %s (sha256 %s, ABI %d, kinds %s)\n  %s: check %s, load %s; total %s\n"+
+		"  a swap of the same file now only makes its instances and installs them\n",
+		res.Operator, m.Label(), m.SHA256, m.ABIVersion, strings.Join(m.Kinds, ","), sourceText(res.Source),
+		millis(s.CheckMS), millis(s.LoadMS), millis(s.TotalMS))
+	return err
+}
+
+// sourceText says where the host took a module from (schema.Source*).
+func sourceText(source string) string {
+	switch source {
+	case schema.SourceUpload:
+		return "new module, checked and compiled"
+	case schema.SourceRegistry:
+		return "module from the registry, not checked again"
+	case schema.SourcePrepared:
+		return "prepared module, neither checked nor loaded again"
+	}
+	return "module from " + source
+}
+
+// millis formats a time in milliseconds with three significant digits
+// or more ("0 ms" for a step that was not needed).
+func millis(ms float64) string {
+	switch {
+	case ms == 0:
+		return "0 ms"
+	case ms >= 100:
+		return fmt.Sprintf("%.0f ms", ms)
+	case ms >= 10:
+		return fmt.Sprintf("%.1f ms", ms)
+	case ms >= 1:
+		return fmt.Sprintf("%.2f ms", ms)
+	}
+	return fmt.Sprintf("%.3f ms", ms)
 }
 
 func newPluginSwapCmd() *cobra.Command {
 	var f apiFlags
+	var prepare bool
 	cmd := &cobra.Command{
-		Use:   "swap --operator NAME [-c PIPELINE | --data-dir DIR] [--addr HOST:PORT] [--token T] [--timeout D] FILE.wasm",
+		Use:   "swap --operator NAME [--prepare] [-c PIPELINE | --data-dir DIR] [--addr HOST:PORT] [--token T] [--timeout D] FILE.wasm",
 		Short: "Replace a running operator's plugin at the next batch boundary, keeping its state",
 		Long: `Swap sends FILE.wasm to the running host, which stores it in its registry,
 checks it (valid, same ABI version, has what the operator's kind needs),
 compiles it and makes its instances in the background, and puts it in place
 of the old plugin at the next batch boundary on every worker at once. State
 stays. If the new plugin fails in its first rollback_batches batches, the
-host rolls back to the previous one by itself.`,
+host rolls back to the previous one by itself. It prints where the host took
+the module from and how long each step took (docs/api.md).
+
+With --prepare, the host does the first half only: it stores, checks,
+compiles and loads FILE.wasm for the operator, refusing it as a swap would,
+and keeps it; the operator runs on unchanged. A later swap of the same file
+then only makes its instances and installs them, so the compile (the slow
+part, which competes with the pipeline for the CPU) happens when you choose.
+It is a flag of swap rather than a command of its own because it is the
+first half of a swap: same file, same operator, same host, same refusals.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.resolve("plugin swap"); err != nil {
@@ -203,11 +259,16 @@ host rolls back to the previous one by itself.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
 			defer cancel()
+			if prepare {
+				res, err := f.client().Prepare(ctx, f.operator, filepath.Base(args[0]), module)
+				return printPrepare(cmd.OutOrStdout(), res, err)
+			}
 			res, err := f.client().Swap(ctx, f.operator, filepath.Base(args[0]), module)
 			return printSwap(cmd.OutOrStdout(), res, err)
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&prepare, "prepare", false, "store, check, compile and load the module for the operator without swapping it in: a later swap of the same file only installs it")
 	return cmd
 }
 

@@ -107,8 +107,13 @@ func TestPluginSwapListRollback(t *testing.T) {
 	if c, _, stderr := sluice(t, dir, "plugin", "swap", "--operator", "case", "--addr", addr, "--token", "wrong", "upper-2.wasm"); c == 0 || !strings.Contains(stderr, "401") {
 		t.Errorf("swap with a wrong token: exit %d, %s", c, stderr)
 	}
-	c, stdout, stderr := sluice(t, dir, "plugin", "swap", "--operator", "case", "--data-dir", data, "--addr", addr, "upper-2.wasm")
-	if c != 0 || !strings.Contains(stdout, "operator case: sha256:") || !strings.Contains(stdout, "-> 2.0.0") {
+	c, stdout, stderr := sluice(t, dir, "plugin", "swap", "--prepare", "--operator", "case", "--data-dir", data, "--addr", addr, "upper-2.wasm")
+	if c != 0 || !strings.Contains(stdout, "operator case: prepared 2.0.0") || !strings.Contains(stdout, "new module, checked and compiled: check ") {
+		t.Fatalf("swap --prepare: exit %d\n%s\n%s", c, stdout, stderr)
+	}
+	c, stdout, stderr = sluice(t, dir, "plugin", "swap", "--operator", "case", "--data-dir", data, "--addr", addr, "upper-2.wasm")
+	if c != 0 || !strings.Contains(stdout, "operator case: sha256:") || !strings.Contains(stdout, "-> 2.0.0") ||
+		!strings.Contains(stdout, "prepared module, neither checked nor loaded again: check 0 ms, load 0 ms, instances ") {
 		t.Fatalf("swap: exit %d\n%s\n%s", c, stdout, stderr)
 	}
 	c, stdout, stderr = sluice(t, dir, "plugin", "list", "--data-dir", data)
@@ -116,7 +121,7 @@ func TestPluginSwapListRollback(t *testing.T) {
 		t.Errorf("list: exit %d\n%s\n%s", c, stdout, stderr)
 	}
 	c, stdout, stderr = sluice(t, dir, "plugin", "rollback", "--operator", "case", "-c", p, "--data-dir", data)
-	if c != 0 || !strings.Contains(stdout, "2.0.0 -> sha256:") {
+	if c != 0 || !strings.Contains(stdout, "2.0.0 -> sha256:") || !strings.Contains(stdout, "module from the registry, not checked again: check 0 ms, load ") {
 		t.Errorf("rollback: exit %d\n%s\n%s", c, stdout, stderr)
 	}
 	if c, _, stderr := sluice(t, dir, "plugin", "rollback", "--operator", "case", "--data-dir", data, "--addr", addr); c == 0 || !strings.Contains(stderr, "409") {

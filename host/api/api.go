@@ -65,6 +65,10 @@ type Control interface {
 	// Swap replaces operator's plugin with module (file names it) and
 	// returns once it is in place.
 	Swap(ctx context.Context, operator, file string, module []byte) (schema.SwapResult, error)
+	// Prepare stores, checks, compiles and loads module (file names it)
+	// for operator without swapping it in, so that its swap only makes
+	// its instances and installs them.
+	Prepare(ctx context.Context, operator, file string, module []byte) (schema.PrepareResult, error)
 	// Rollback returns operator to its previous plugin.
 	Rollback(ctx context.Context, operator string) (schema.SwapResult, error)
 	// SetWorkers changes the number of operator's workers and returns
@@ -193,6 +197,9 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 //	                                              operator's deployments
 //	POST /api/v1/operators/{name}/swap?file=F.wasm body: the module; swaps
 //	                                              it in at the next batch
+//	POST /api/v1/operators/{name}/prepare?file=F.wasm body: the module;
+//	                                              checks, compiles and loads
+//	                                              it for a later swap
 //	POST /api/v1/operators/{name}/rollback        back to the previous one
 //
 // and these, the second of which without o.ControlRound answers 404:
@@ -281,38 +288,51 @@ func newMux(o Options) (http.Handler, []string) {
 		mux.Handle("GET /api/v1/state", read(serveState(o.State)))
 	}
 	if c := o.Control; c != nil {
-		// turn admits one swap at a time to read its module into memory
+		// turn admits one swap or prepare at a time to read its module into memory
 		// and hand it over; the others wait on disk.
 		turn := make(chan struct{}, 1)
 		mux.Handle("GET /api/v1/plugins", read(func(w http.ResponseWriter, r *http.Request) {
 			v, err := c.Plugins(r.Context())
 			answer(w, v, err)
 		}))
-		mux.Handle("POST /api/v1/operators/{name}/swap", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
-			f, err := receive(w, r, o.UploadDir, maxBody)
-			if err != nil {
-				return // answered
-			}
-			defer func() {
-				f.Close()
-				os.Remove(f.Name())
-			}()
-			select {
-			case turn <- struct{}{}:
-				defer func() { <-turn }()
-			case <-r.Context().Done():
-				return // the client left
-			}
-			module, err := readFile(f)
-			if err != nil {
-				writeJSON(w, http.StatusInternalServerError, schema.Error{Error: fmt.Sprintf("reading the module back: %v", err)})
-				return
-			}
-			file := r.URL.Query().Get("file")
-			if file == "" {
-				file = "module.wasm"
-			}
-			v, err := c.Swap(r.Context(), r.PathValue("name"), file, module)
+		// withModule serves a route whose body is a module: it is
+		// received on disk, read into memory on its turn, and given to
+		// serve with the operator and the file name (?file=, else
+		// "module.wasm").
+		withModule := func(serve func(w http.ResponseWriter, r *http.Request, operator, file string, module []byte)) http.Handler {
+			return authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
+				f, err := receive(w, r, o.UploadDir, maxBody)
+				if err != nil {
+					return // answered
+				}
+				defer func() {
+					f.Close()
+					os.Remove(f.Name())
+				}()
+				select {
+				case turn <- struct{}{}:
+					defer func() { <-turn }()
+				case <-r.Context().Done():
+					return // the client left
+				}
+				module, err := readFile(f)
+				if err != nil {
+					writeJSON(w, http.StatusInternalServerError, schema.Error{Error: fmt.Sprintf("reading the module back: %v", err)})
+					return
+				}
+				file := r.URL.Query().Get("file")
+				if file == "" {
+					file = "module.wasm"
+				}
+				serve(w, r, r.PathValue("name"), file, module)
+			})
+		}
+		mux.Handle("POST /api/v1/operators/{name}/swap", withModule(func(w http.ResponseWriter, r *http.Request, operator, file string, module []byte) {
+			v, err := c.Swap(r.Context(), operator, file, module)
+			answerAfterWait(w, r, v, err)
+		}))
+		mux.Handle("POST /api/v1/operators/{name}/prepare", withModule(func(w http.ResponseWriter, r *http.Request, operator, file string, module []byte) {
+			v, err := c.Prepare(r.Context(), operator, file, module)
 			answerAfterWait(w, r, v, err)
 		}))
 		mux.Handle("POST /api/v1/operators/{name}/rollback", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
@@ -565,7 +585,7 @@ func readFile(f *os.File) ([]byte, error) {
 
 // answerAfterWait is answer for a route that waited for its body or for
 // the pipeline: its answer has the server's whole WriteTimeout again.
-func answerAfterWait[T schema.SwapResult | schema.Workers](w http.ResponseWriter, r *http.Request, v T, err error) {
+func answerAfterWait[T schema.SwapResult | schema.PrepareResult | schema.Workers](w http.ResponseWriter, r *http.Request, v T, err error) {
 	rearmWrite(w, r)
 	answer(w, v, err)
 }

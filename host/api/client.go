@@ -91,6 +91,16 @@ func (c *Client) Swap(ctx context.Context, operator, file string, module []byte)
 	return v, c.do(ctx, http.MethodPost, path, module, &v)
 }
 
+// Prepare sends module (file names it) to be stored, checked, compiled
+// and loaded for operator without swapping it in, so that a later Swap of
+// the same bytes only makes its instances and installs them (POST
+// /api/v1/operators/{name}/prepare).
+func (c *Client) Prepare(ctx context.Context, operator, file string, module []byte) (schema.PrepareResult, error) {
+	var v schema.PrepareResult
+	path := "/api/v1/operators/" + url.PathEscape(operator) + "/prepare?file=" + url.QueryEscape(file)
+	return v, c.do(ctx, http.MethodPost, path, module, &v)
+}
+
 // Rollback returns operator to its previous plugin
 // (POST /api/v1/operators/{name}/rollback).
 func (c *Client) Rollback(ctx context.Context, operator string) (schema.SwapResult, error) {

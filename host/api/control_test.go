@@ -17,7 +17,7 @@ import (
 
 // fakeControl records what the routes asked of it.
 type fakeControl struct {
-	swapped []string
+	swapped, prepared []string
 }
 
 func (f *fakeControl) Plugins(context.Context) (schema.Plugins, error) {
@@ -33,6 +33,17 @@ func (f *fakeControl) Swap(_ context.Context, op, file string, module []byte) (s
 	}
 	f.swapped = append(f.swapped, op+" "+file+" "+string(module))
 	return schema.SwapResult{Operator: op, To: schema.Module{Version: "v2"}}, nil
+}
+
+func (f *fakeControl) Prepare(_ context.Context, op, file string, module []byte) (schema.PrepareResult, error) {
+	switch op {
+	case "nope":
+		return schema.PrepareResult{}, fmt.Errorf("operator %q: %w", op, ErrNotFound)
+	case "bad":
+		return schema.PrepareResult{}, fmt.Errorf("module %s: %w", file, ErrRefused)
+	}
+	f.prepared = append(f.prepared, op+" "+file+" "+string(module))
+	return schema.PrepareResult{Operator: op, Module: schema.Module{Version: "v3"}, Source: schema.SourceUpload}, nil
 }
 
 func (f *fakeControl) Rollback(_ context.Context, op string) (schema.SwapResult, error) {
@@ -77,6 +88,11 @@ func TestControlRoutes(t *testing.T) {
 		{"POST", "/api/v1/operators/up/swap?file=v2.wasm", "tok", "MOD", 200, `"version": "v2"`},
 		{"POST", "/api/v1/operators/nope/swap", "tok", "MOD", 404, "nope"},
 		{"POST", "/api/v1/operators/bad/swap", "tok", "MOD", 422, "module.wasm"},
+		{"POST", "/api/v1/operators/up/prepare?file=v3.wasm", "", "MOD3", 401, "Bearer"},
+		{"POST", "/api/v1/operators/up/prepare?file=v3.wasm", "wrong", "MOD3", 401, "api-token"},
+		{"POST", "/api/v1/operators/up/prepare?file=v3.wasm", "tok", "MOD3", 200, `"version": "v3"`},
+		{"POST", "/api/v1/operators/nope/prepare", "tok", "MOD3", 404, "nope"},
+		{"POST", "/api/v1/operators/bad/prepare", "tok", "MOD3", 422, "module.wasm"},
 		{"POST", "/api/v1/operators/up/rollback", "tok", "", 409, "no previous plugin"},
 		{"POST", "/api/v1/operators/up/rollback", "", "", 401, "token"},
 	} {
@@ -87,6 +103,9 @@ func TestControlRoutes(t *testing.T) {
 	}
 	if len(c.swapped) != 1 || c.swapped[0] != "up v2.wasm MOD" {
 		t.Errorf("swaps %q: only the authorized one may reach the host", c.swapped)
+	}
+	if len(c.prepared) != 1 || c.prepared[0] != "up v3.wasm MOD3" {
+		t.Errorf("prepares %q: only the authorized one may reach the host", c.prepared)
 	}
 }
 

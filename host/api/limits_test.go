@@ -52,6 +52,10 @@ func (c *recordingControl) Swap(ctx context.Context, _, _ string, module []byte)
 	return schema.SwapResult{To: schema.Module{Size: len(module)}}, nil
 }
 
+func (c *recordingControl) Prepare(_ context.Context, _, _ string, module []byte) (schema.PrepareResult, error) {
+	return schema.PrepareResult{Module: schema.Module{Size: len(module)}}, nil
+}
+
 func (c *recordingControl) Rollback(context.Context, string) (schema.SwapResult, error) {
 	return schema.SwapResult{Operator: "back"}, nil
 }

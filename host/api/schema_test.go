@@ -97,6 +97,7 @@ func filled[T any](t *testing.T) T {
 type docControl struct {
 	plugins schema.Plugins
 	swap    schema.SwapResult
+	prepare schema.PrepareResult
 	workers schema.Workers
 }
 
@@ -104,6 +105,10 @@ func (c docControl) Plugins(context.Context) (schema.Plugins, error) { return c.
 
 func (c docControl) Swap(context.Context, string, string, []byte) (schema.SwapResult, error) {
 	return c.swap, nil
+}
+
+func (c docControl) Prepare(context.Context, string, string, []byte) (schema.PrepareResult, error) {
+	return c.prepare, nil
 }
 
 func (c docControl) Rollback(context.Context, string) (schema.SwapResult, error) { return c.swap, nil }
@@ -139,7 +144,7 @@ func (s docState) Read(state.Query) (state.Page, error) { return s.page, nil }
 func TestClientDecodesEveryAnswer(t *testing.T) {
 	status := filled[schema.Status](t)
 	decisions := filled[schema.Decisions](t)
-	ctl := docControl{plugins: filled[schema.Plugins](t), swap: filled[schema.SwapResult](t), workers: filled[schema.Workers](t)}
+	ctl := docControl{plugins: filled[schema.Plugins](t), swap: filled[schema.SwapResult](t), prepare: filled[schema.PrepareResult](t), workers: filled[schema.Workers](t)}
 	clu := docCluster{status: filled[schema.ClusterStatus](t), start: filled[schema.ClusterStart](t)}
 	page := state.Page{Entries: []state.Entry{
 		{Table: "accounts", Key: []byte("alice"), Value: []byte("10"), KeyGroup: 3},
@@ -187,6 +192,8 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 	check("GET /api/v1/plugins", ctl.plugins, p, err)
 	s, err := c.Swap(ctx, "up", "v2.wasm", []byte("MOD"))
 	check("POST /api/v1/operators/{name}/swap", ctl.swap, s, err)
+	pr, err := c.Prepare(ctx, "up", "v3.wasm", []byte("MOD"))
+	check("POST /api/v1/operators/{name}/prepare", ctl.prepare, pr, err)
 	s, err = c.Rollback(ctx, "up")
 	check("POST /api/v1/operators/{name}/rollback", ctl.swap, s, err)
 	w, err := c.SetWorkers(ctx, "count", 3)
@@ -223,6 +230,12 @@ func TestClientErrors(t *testing.T) {
 	}
 	if _, err := c.Swap(ctx, "bad", "m.wasm", []byte("MOD")); !errors.Is(err, ErrRefused) {
 		t.Errorf("refused swap: %v, want ErrRefused", err)
+	}
+	if _, err := c.Prepare(ctx, "nope", "m.wasm", []byte("MOD")); !errors.As(err, &se) || se.Code != 404 || !strings.Contains(se.Message, "nope") {
+		t.Errorf("prepare for an unknown operator: %v, want a 404 naming it", err)
+	}
+	if _, err := c.Prepare(ctx, "bad", "m.wasm", []byte("MOD")); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "m.wasm") {
+		t.Errorf("refused prepare: %v, want ErrRefused naming the module", err)
 	}
 	if _, err := c.SetWorkers(ctx, "bank", 2); !errors.Is(err, ErrRefused) {
 		t.Errorf("workers of a transactional operator: %v, want ErrRefused", err)
@@ -329,6 +342,7 @@ func TestDocumentedShapes(t *testing.T) {
 		"GET /api/v1/plugins":                    filled[schema.Plugins](t),
 		"GET /api/v1/operators/{name}/tpg":       filled[schema.TPG](t),
 		"POST /api/v1/operators/{name}/swap":     filled[schema.SwapResult](t),
+		"POST /api/v1/operators/{name}/prepare":  filled[schema.PrepareResult](t),
 		"POST /api/v1/operators/{name}/workers":  filled[schema.Workers](t),
 		"GET /api/v1/cluster":                    filled[schema.ClusterStatus](t),
 		"POST /api/v1/cluster/move":              filled[schema.ClusterStart](t),

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
@@ -164,7 +165,28 @@ func (j *Job) failChanges(ctx context.Context) {
 // has that name or the replacement serves another kind; when ctx ends
 // first, the swap is withdrawn (if it was not made) and ctx's error
 // returned.
-func (j *Job) Swap(ctx context.Context, operator string, r Replacement) (err error) {
+func (j *Job) Swap(ctx context.Context, operator string, r Replacement) error {
+	_, err := j.SwapTimed(ctx, operator, r)
+	return err
+}
+
+// SwapTimes are how long the steps of a swap took (SwapTimed).
+type SwapTimes struct {
+	// Instances is the making of the new code's instances, configured,
+	// while batches go on (nothing for a transactional operator, whose
+	// replacement comes made).
+	Instances time.Duration
+	// Boundary is the wait, once they are made, for the executor to take
+	// the swap between two batches.
+	Boundary time.Duration
+	// Install is the executor putting the new code in place at the
+	// boundary: the time the pipeline stands still for the swap.
+	Install time.Duration
+}
+
+// SwapTimed is Swap that also says how long each step took, as far as
+// it got.
+func (j *Job) SwapTimed(ctx context.Context, operator string, r Replacement) (t SwapTimes, err error) {
 	defer func() {
 		if err != nil && r.Txn != nil {
 			_ = r.Txn.Close(context.WithoutCancel(ctx))
@@ -175,7 +197,7 @@ func (j *Job) Swap(ctx context.Context, operator string, r Replacement) (err err
 	}()
 	n, ok := j.byName[operator]
 	if !ok {
-		return fmt.Errorf("%w: %w %q", ErrSwapRefused, ErrUnknownOperator, operator)
+		return t, fmt.Errorf("%w: %w %q", ErrSwapRefused, ErrUnknownOperator, operator)
 	}
 	// The worker count is read under the lock (the executor changes it);
 	// the instances are made without it, while batches go on, and the swap
@@ -184,21 +206,32 @@ func (j *Job) Swap(ctx context.Context, operator string, r Replacement) (err err
 	ended, workers := j.ended, n.code.parallelism()
 	j.changeMu.Unlock()
 	if ended {
-		return fmt.Errorf("%w: cannot swap operator %q", ErrNotRunning, operator)
+		return t, fmt.Errorf("%w: cannot swap operator %q", ErrNotRunning, operator)
 	}
+	start := time.Now()
 	gen, err := n.code.prepare(ctx, n.op, &r, workers)
+	t.Instances = time.Since(start)
 	if err != nil {
-		return err
+		return t, err
 	}
 	gen.plugin, gen.owned, gen.version = r.Plugin, r.ClosePlugin, r.Version
 	r.ClosePlugin = false // the generation closes it now
-	return j.submit(ctx, &swap{n: n, gen: gen})
+	s := &swap{n: n, gen: gen}
+	start = time.Now()
+	err = j.submit(ctx, s)
+	// apply, when it ran, set took before submit received its answer.
+	t.Install = s.took
+	t.Boundary = time.Since(start) - s.took
+	return t, err
 }
 
 // swap is a queued Swap.
 type swap struct {
 	n   *node
 	gen *generation
+	// took is how long apply took, set by apply on the executor's
+	// goroutine and read by SwapTimed once submit returns.
+	took time.Duration
 }
 
 func (s *swap) describe() string { return fmt.Sprintf("swap operator %q", s.n.op.Name) }
@@ -206,6 +239,8 @@ func (s *swap) describe() string { return fmt.Sprintf("swap operator %q", s.n.op
 func (s *swap) abandon(ctx context.Context) { _ = s.gen.close(ctx) }
 
 func (s *swap) apply(ctx context.Context, j *Job) error {
+	start := time.Now()
+	defer func() { s.took = time.Since(start) }()
 	n := s.n
 	if n.code.parallelism() != len(s.gen.insts) && s.gen.insts != nil {
 		// The worker count changed after the instances were made.

@@ -73,8 +73,7 @@ func (r *Registry) Dir() string { return r.dir }
 // check that the host fails (eng's compilation cache cannot be read or
 // written: runtime.ErrCache) is an error of its own, which does not.
 func (r *Registry) Add(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (Entry, error) {
-	sum := sha256.Sum256(wasm)
-	hash := hex.EncodeToString(sum[:])
+	hash := Hash(wasm)
 	if e, err := r.Get(hash); err == nil {
 		return e, nil
 	}
@@ -115,6 +114,13 @@ func (r *Registry) Add(ctx context.Context, eng runtime.Engine, name string, was
 		return Entry{}, err
 	}
 	return e, nil
+}
+
+// Hash returns the hash the registry stores wasm under: the SHA-256 of
+// its bytes, in hex.
+func Hash(wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	return hex.EncodeToString(sum[:])
 }
 
 // Get returns the entry of the module whose hash is hash.

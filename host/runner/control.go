@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/host/api"
 	"github.com/sluicehq/sluice/host/api/schema"
@@ -86,6 +87,19 @@ type deployed struct {
 	// Guarded by Host.dataMu.
 	current registry.Entry
 	history []registry.Entry // earlier modules, the last one most recent
+
+	// prepared is the module the last Prepare loaded, nil when none:
+	// guarded by Host.ctlMu.
+	prepared *prepared
+}
+
+// prepared is a module Prepare loaded for an operator, kept for its swap.
+// It lives until the operator's next prepare or swap (a swap of the same
+// module takes it over, any other closes it) or the host's Close; a
+// rollback leaves it.
+type prepared struct {
+	entry  registry.Entry
+	plugin *plugin.Plugin
 }
 
 // OperatorPlugins is one operator's part of GET /api/v1/plugins.
@@ -215,25 +229,164 @@ func (h *Host) Plugins() (Plugins, error) {
 // and swapped in by the job at its next batch boundary. It is refused
 // (wrapping api.ErrRefused) when it is invalid, declares another ABI
 // version than the running one, or lacks what the operator's kind needs.
+//
+// A module the registry holds is not checked again, and the one the
+// operator's last Prepare loaded is not loaded again: the answer's
+// Source says which, and its Steps how long each step took.
 func (h *Host) Swap(ctx context.Context, operator, file string, module []byte) (SwapResult, error) {
+	start := time.Now()
 	h.ctlMu.Lock()
 	defer h.ctlMu.Unlock()
-	d, ok := h.deployed[operator]
-	if !ok {
-		return SwapResult{}, fmt.Errorf("operator %q: %w", operator, api.ErrNotFound)
-	}
-	entry, err := h.reg.Add(ctx, d.eng, file, module)
+	d, err := h.operator(operator, file)
 	if err != nil {
-		if errors.Is(err, registry.ErrInvalid) {
-			err = fmt.Errorf("%w: %w", api.ErrRefused, err)
-		}
 		return SwapResult{}, err
 	}
-	return h.deploy(ctx, d, entry, module, "swap")
+	entry, source, check, err := h.register(ctx, d, file, module)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	res, err := h.deploy(ctx, d, entry, module, reasonSwap)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	if res.Source == schema.SourceRegistry {
+		res.Source = source
+	}
+	res.Steps.CheckMS = schema.Millis(check)
+	res.Steps.TotalMS = schema.Millis(time.Since(start))
+	return res, nil
+}
+
+// Prepare does what Swap does before the swap itself: module (file names
+// it) is stored in the registry, checked (which compiles it into the
+// compilation cache) and loaded for operator's kind, and refused as Swap
+// refuses it. The loaded module is kept until the operator's next swap,
+// which then only makes its instances and installs them, or next
+// prepare, or the host's Close.
+func (h *Host) Prepare(ctx context.Context, operator, file string, module []byte) (schema.PrepareResult, error) {
+	start := time.Now()
+	h.ctlMu.Lock()
+	defer h.ctlMu.Unlock()
+	d, err := h.operator(operator, file)
+	if err != nil {
+		return schema.PrepareResult{}, err
+	}
+	if h.closing {
+		return schema.PrepareResult{}, fmt.Errorf("operator %q: cannot prepare %s: the host is stopping: %w", operator, file, api.ErrConflict)
+	}
+	entry, source, check, err := h.register(ctx, d, file, module)
+	if err != nil {
+		return schema.PrepareResult{}, err
+	}
+	if err := checkABI(d, entry, h.current(d)); err != nil {
+		return schema.PrepareResult{}, err
+	}
+	// The module prepared before goes, whether or not this one loads.
+	if err := h.dropPrepared(ctx, d); err != nil {
+		h.log.Warn("closing a prepared plugin failed", "operator", operator, "err", err)
+	}
+	loadStart := time.Now()
+	pl, err := h.load(ctx, d, entry, module)
+	if err != nil {
+		return schema.PrepareResult{}, err
+	}
+	d.prepared = &prepared{entry: entry, plugin: pl}
+	h.log.Info("plugin prepared", "operator", operator, "module", entry.Label(), "sha256", entry.SHA256, "source", source,
+		"check", check.Round(time.Millisecond).String(), "load", time.Since(loadStart).Round(time.Millisecond).String())
+	return schema.PrepareResult{Operator: operator, Module: entry, Source: source, Steps: schema.PrepareSteps{
+		CheckMS: schema.Millis(check), LoadMS: schema.Millis(time.Since(loadStart)), TotalMS: schema.Millis(time.Since(start)),
+	}}, nil
+}
+
+// operator returns the deployment of the operator a swap or prepare of
+// file names.
+func (h *Host) operator(operator, file string) (*deployed, error) {
+	d, ok := h.deployed[operator]
+	if !ok {
+		return nil, fmt.Errorf("operator %q: %w: the pipeline has no operator of that name (%s was not stored)", operator, api.ErrNotFound, file)
+	}
+	return d, nil
+}
+
+// register stores module in the registry, checking it (and so compiling
+// it into the compilation cache) unless the registry holds it already,
+// and returns its entry, where it came from (schema.SourceUpload or
+// schema.SourceRegistry) and how long the check took.
+func (h *Host) register(ctx context.Context, d *deployed, file string, module []byte) (registry.Entry, string, time.Duration, error) {
+	if e, err := h.reg.Get(registry.Hash(module)); err == nil {
+		return e, schema.SourceRegistry, 0, nil
+	}
+	start := time.Now()
+	entry, err := h.reg.Add(ctx, d.eng, file, module)
+	took := time.Since(start)
+	if err != nil {
+		if errors.Is(err, registry.ErrInvalid) {
+			err = fmt.Errorf("%w: operator %q: %w", api.ErrRefused, d.op.Name, err)
+		} else {
+			err = fmt.Errorf("operator %q: %w", d.op.Name, err)
+		}
+		return registry.Entry{}, "", took, err
+	}
+	return entry, schema.SourceUpload, took, nil
+}
+
+// current returns the module d's operator runs.
+func (h *Host) current(d *deployed) registry.Entry {
+	h.dataMu.Lock()
+	defer h.dataMu.Unlock()
+	return d.current
+}
+
+// checkABI refuses entry for d's operator, which runs from, when the two
+// declare different ABI versions.
+func checkABI(d *deployed, entry, from registry.Entry) error {
+	if entry.ABIVersion != from.ABIVersion {
+		return fmt.Errorf("%w: operator %q runs ABI version %d and %s declares %d", api.ErrRefused, d.op.Name, from.ABIVersion, entry.Name, entry.ABIVersion)
+	}
+	return nil
+}
+
+// load loads module (entry) for d's operator, refusing it (api.ErrRefused)
+// when it cannot serve the operator's kind.
+func (h *Host) load(ctx context.Context, d *deployed, entry registry.Entry, module []byte) (*plugin.Plugin, error) {
+	pl, err := plugin.Load(ctx, d.eng, entry.Name, module, d.kind, d.opts...)
+	if err != nil {
+		var le *plugin.LoadError
+		if errors.As(err, &le) {
+			return nil, fmt.Errorf("%w: operator %q: %w", api.ErrRefused, d.op.Name, err)
+		}
+		return nil, fmt.Errorf("operator %q: %w", d.op.Name, err)
+	}
+	return pl, nil
+}
+
+// dropPrepared closes the module prepared for d's operator, if any. The
+// caller holds ctlMu.
+func (h *Host) dropPrepared(ctx context.Context, d *deployed) error {
+	if d.prepared == nil {
+		return nil
+	}
+	err := d.prepared.plugin.Close(context.WithoutCancel(ctx))
+	d.prepared = nil
+	return err
+}
+
+// closePrepared closes every prepared module, for Close, and refuses
+// later prepares.
+func (h *Host) closePrepared(ctx context.Context) error {
+	h.ctlMu.Lock()
+	defer h.ctlMu.Unlock()
+	h.closing = true
+	var errs []error
+	for _, d := range h.deployed {
+		errs = append(errs, h.dropPrepared(ctx, d))
+	}
+	return errors.Join(errs...)
 }
 
 // Rollback returns operator to the module that ran before the current one.
 func (h *Host) Rollback(ctx context.Context, operator string) (SwapResult, error) {
+	start := time.Now()
 	h.ctlMu.Lock()
 	defer h.ctlMu.Unlock()
 	d, ok := h.deployed[operator]
@@ -254,48 +407,71 @@ func (h *Host) Rollback(ctx context.Context, operator string) (SwapResult, error
 	if err != nil {
 		return SwapResult{}, err
 	}
-	return h.deploy(ctx, d, prev, module, "rollback")
+	res, err := h.deploy(ctx, d, prev, module, reasonRollback)
+	if err != nil {
+		return SwapResult{}, err
+	}
+	res.Steps.TotalMS = schema.Millis(time.Since(start))
+	return res, nil
 }
 
 // deploy loads module (entry) for d's operator and swaps it in. A swap
-// pushes the current module on the history; a rollback pops it.
+// pushes the current module on the history; a rollback pops it. The
+// module prepared for the operator is taken when it is entry, closed by
+// a swap of another module, and left by a rollback of another. The
+// answer's Source is SourcePrepared or SourceRegistry, and its Steps
+// have all but CheckMS and TotalMS.
 func (h *Host) deploy(ctx context.Context, d *deployed, entry registry.Entry, module []byte, reason string) (SwapResult, error) {
 	name := d.op.Name
-	h.dataMu.Lock()
-	from := d.current
-	h.dataMu.Unlock()
-	if entry.ABIVersion != from.ABIVersion {
-		return SwapResult{}, fmt.Errorf("%w: operator %q runs ABI version %d and %s declares %d", api.ErrRefused, name, from.ABIVersion, entry.Name, entry.ABIVersion)
-	}
-	pl, err := plugin.Load(ctx, d.eng, entry.Name, module, d.kind, d.opts...)
-	if err != nil {
-		var le *plugin.LoadError
-		if errors.As(err, &le) {
-			err = fmt.Errorf("%w: operator %q: %w", api.ErrRefused, name, err)
-		}
+	from := h.current(d)
+	if err := checkABI(d, entry, from); err != nil {
 		return SwapResult{}, err
+	}
+	res := SwapResult{Operator: name, From: from, To: entry, Source: schema.SourceRegistry}
+	var pl *plugin.Plugin
+	switch p := d.prepared; {
+	case p != nil && p.entry.SHA256 == entry.SHA256:
+		pl, d.prepared = p.plugin, nil
+		res.Source = schema.SourcePrepared
+	case p != nil && reason == reasonSwap:
+		if err := h.dropPrepared(ctx, d); err != nil {
+			h.log.Warn("closing a prepared plugin failed", "operator", name, "err", err)
+		}
+	}
+	if pl == nil {
+		start := time.Now()
+		var err error
+		if pl, err = h.load(ctx, d, entry, module); err != nil {
+			return SwapResult{}, err
+		}
+		res.Steps.LoadMS = schema.Millis(time.Since(start))
 	}
 	// The job closes the module once it stops running it: a rollback
 	// loads the earlier module again from the registry (the compilation
 	// cache makes that quick), so replaced modules do not pile up.
 	r := exec.Replacement{Plugin: pl, Version: entry.Label(), ClosePlugin: true}
+	var txnTook time.Duration
 	if d.kind == plugin.KindTransactional {
+		start := time.Now()
+		var err error
 		if r.Txn, err = h.txnOperator(ctx, d.op, pl); err != nil {
 			return SwapResult{}, errors.Join(fmt.Errorf("%w: %w", api.ErrRefused, err), pl.Close(context.WithoutCancel(ctx)))
 		}
+		txnTook = time.Since(start)
 	}
 	// The history changes before the job swaps: an automatic rollback
 	// right after the swap pops it.
 	h.dataMu.Lock()
 	oldHistory := d.history
-	if reason == "rollback" {
+	if reason == reasonRollback {
 		d.history = d.history[:len(d.history)-1]
 	} else {
 		d.history = append(d.history[:len(d.history):len(d.history)], from)
 	}
 	d.current = entry
 	h.dataMu.Unlock()
-	if err := h.job.Swap(ctx, name, r); err != nil {
+	times, err := h.job.SwapTimed(ctx, name, r)
+	if err != nil {
 		h.dataMu.Lock()
 		d.history, d.current = oldHistory, from
 		h.dataMu.Unlock() // the job closed pl
@@ -309,11 +485,16 @@ func (h *Host) deploy(ctx context.Context, d *deployed, entry registry.Entry, mo
 		}
 		return SwapResult{}, err
 	}
-	h.log.Info("plugin deployed", "operator", name, "reason", reason, "from", from.Label(), "to", entry.Label(), "sha256", entry.SHA256)
+	res.Steps.InstancesMS = schema.Millis(txnTook + times.Instances)
+	res.Steps.BoundaryMS = schema.Millis(times.Boundary)
+	res.Steps.InstallMS = schema.Millis(times.Install)
+	h.log.Info("plugin deployed", "operator", name, "reason", reason, "from", from.Label(), "to", entry.Label(), "sha256", entry.SHA256,
+		"source", res.Source, "instances", (txnTook + times.Instances).Round(time.Microsecond).String(),
+		"boundary", times.Boundary.Round(time.Microsecond).String(), "install", times.Install.Round(time.Microsecond).String())
 	if err := h.reg.Record(registry.Deployment{Operator: name, SHA256: entry.SHA256, Reason: reason}); err != nil {
 		h.log.Warn("recording the deployment failed", "operator", name, "err", err)
 	}
-	return SwapResult{Operator: name, From: from, To: entry}, nil
+	return res, nil
 }
 
 // autoRollback is the job's OnRollback: the failed module is dropped and
@@ -342,6 +523,10 @@ func (c pluginControl) Plugins(context.Context) (schema.Plugins, error) { return
 
 func (c pluginControl) Swap(ctx context.Context, operator, file string, module []byte) (schema.SwapResult, error) {
 	return c.h.Swap(ctx, operator, file, module)
+}
+
+func (c pluginControl) Prepare(ctx context.Context, operator, file string, module []byte) (schema.PrepareResult, error) {
+	return c.h.Prepare(ctx, operator, file, module)
 }
 
 func (c pluginControl) Rollback(ctx context.Context, operator string) (schema.SwapResult, error) {

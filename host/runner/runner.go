@@ -120,13 +120,15 @@ type Host struct {
 	txnOps []*txnop.Operator
 
 	// The plugin lifecycle (control.go): the registry, each operator's
-	// deployment, ctlMu serialising swaps and rollbacks, dataMu guarding
-	// the deployments' fields (short holds only: the executor's
-	// OnRollback takes it).
+	// deployment, ctlMu serialising swaps, prepares and rollbacks,
+	// dataMu guarding the deployments' fields (short holds only: the
+	// executor's OnRollback takes it). closing, under ctlMu, refuses
+	// prepares once Close has closed the prepared modules.
 	reg      *registry.Registry
 	deployed map[string]*deployed
 	ctlMu    sync.Mutex
 	dataMu   sync.Mutex
+	closing  bool
 	token    string
 
 	// ctrl is the control plane (manage.go), nil when the pipeline has
@@ -696,6 +698,7 @@ func (h *Host) Close(ctx context.Context) error {
 		cancel()
 		h.http = nil
 	}
+	errs = append(errs, h.closePrepared(ctx))
 	h.stopIngest()
 	if h.cluster != nil {
 		// A host that stops without handing over (a failure) leaves, so

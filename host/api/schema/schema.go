@@ -288,12 +288,88 @@ type Plugins struct {
 }
 
 // SwapResult is the answer of POST /api/v1/operators/{name}/swap and
-// .../rollback: the operator's module before and after.
+// .../rollback: the operator's module before and after, where the new
+// module came from, and how long each step of the swap took.
 type SwapResult struct {
 	Operator string `json:"operator"`
 	From     Module `json:"from"`
 	To       Module `json:"to"`
+	// Source is where the new module came from: one of the Source*
+	// constants.
+	Source string    `json:"source"`
+	Steps  SwapSteps `json:"steps"`
 }
+
+// Where a swapped-in or prepared module came from (SwapResult.Source,
+// PrepareResult.Source).
+const (
+	// SourceUpload is a module new to the host: stored, checked and
+	// compiled by this request.
+	SourceUpload = "upload"
+	// SourceRegistry is a module the registry held already (deployed or
+	// prepared before, or a rollback's): not checked again, and loaded
+	// from the compilation cache.
+	SourceRegistry = "registry"
+	// SourcePrepared is the module a prepare of the operator loaded: the
+	// swap only made its instances and installed them.
+	SourcePrepared = "prepared"
+)
+
+// SwapSteps are how long each step of a swap or rollback took, in
+// milliseconds; a step that was not needed took 0. The steps run one
+// after the other, so they add up to at most TotalMS.
+type SwapSteps struct {
+	// CheckMS is storing the module in the registry and checking it,
+	// which compiles it into the compilation cache: nearly all of it is
+	// the compile. 0 when the registry held the module.
+	CheckMS float64 `json:"check_ms"`
+	// LoadMS is loading the module for the operator's kind (from the
+	// compilation cache) and reading its ABI version from one instance.
+	// 0 when a prepare had loaded it.
+	LoadMS float64 `json:"load_ms"`
+	// InstancesMS is making the new module's instances, one per worker,
+	// configured (a transactional operator's scheduler with its
+	// instance), while batches go on.
+	InstancesMS float64 `json:"instances_ms"`
+	// BoundaryMS is waiting for the executor to reach the next batch
+	// boundary.
+	BoundaryMS float64 `json:"boundary_ms"`
+	// InstallMS is putting the new instances in place at that boundary:
+	// the time the pipeline stood still for the swap.
+	InstallMS float64 `json:"install_ms"`
+	// TotalMS is the whole swap as the host served it, from the request
+	// (its module received) to the answer, waiting for another swap or
+	// prepare of the host included.
+	TotalMS float64 `json:"total_ms"`
+}
+
+// PrepareResult is the answer of POST /api/v1/operators/{name}/prepare:
+// the module stored, checked, compiled and loaded for the operator, ready
+// for a swap that only makes its instances and installs them.
+type PrepareResult struct {
+	Operator string `json:"operator"`
+	Module   Module `json:"module"`
+	// Source is SourceUpload for a module new to the host, SourceRegistry
+	// for one the registry held (not checked again).
+	Source string       `json:"source"`
+	Steps  PrepareSteps `json:"steps"`
+}
+
+// PrepareSteps are how long each step of a prepare took, in
+// milliseconds, as in SwapSteps.
+type PrepareSteps struct {
+	// CheckMS is storing and checking the module, which compiles it
+	// into the compilation cache; 0 when the registry held it.
+	CheckMS float64 `json:"check_ms"`
+	// LoadMS is loading it for the operator's kind, from the cache.
+	LoadMS float64 `json:"load_ms"`
+	// TotalMS is the whole prepare, as SwapSteps.TotalMS.
+	TotalMS float64 `json:"total_ms"`
+}
+
+// Millis returns d in milliseconds, to the microsecond, for the *MS
+// fields of SwapSteps and PrepareSteps.
+func Millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // StatePage is the answer of GET /api/v1/state: Next is the after of the
 // next page, "" when this one is the last.
