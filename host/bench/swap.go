@@ -250,6 +250,15 @@ type SwapCall struct {
 	AtMs    float64 `json:"at_ms"` // since the run started
 	LoadMs  float64 `json:"load_ms"`
 	SwapMs  float64 `json:"swap_ms"` // job.Swap: instances and install
+	// The steps of the swap (exec.SwapTimes): making the instances (for
+	// the transactional kind, its scheduler and instances), waiting for a
+	// batch boundary, installing the instances there; and the first batch
+	// on the new code against the last one on the old.
+	InstancesMs  float64 `json:"instances_ms"`
+	BoundaryMs   float64 `json:"boundary_ms"`
+	InstallMs    float64 `json:"install_ms"`
+	FirstBatchMs float64 `json:"first_batch_ms"`
+	BeforeMs     float64 `json:"batch_before_ms"`
 }
 
 // LatencyStats summarises event latencies: from the time an event was due
@@ -561,6 +570,9 @@ func runSwapKind(ctx context.Context, e *env, k SwapKind, c SwapCompile, run int
 			stop()
 			return nil, ctx.Err()
 		}
+		if i > 1 {
+			firstBatch(job, &res.Calls[len(res.Calls)-1])
+		}
 		version := "v" + strconv.Itoa(i+1)
 		t0 := time.Now()
 		p, loadTime, err := load(version)
@@ -569,6 +581,7 @@ func runSwapKind(ctx context.Context, e *env, k SwapKind, c SwapCompile, run int
 			return nil, err
 		}
 		r := exec.Replacement{Plugin: p, Version: version, ClosePlugin: true}
+		tx := time.Now()
 		if newTxn != nil {
 			if r.Txn, err = newTxn(p); err != nil {
 				stop()
@@ -576,13 +589,15 @@ func runSwapKind(ctx context.Context, e *env, k SwapKind, c SwapCompile, run int
 			}
 		}
 		t1 := time.Now()
-		if err := job.Swap(ctx, "op", r); err != nil {
+		times, err := job.SwapTimed(ctx, "op", r)
+		if err != nil {
 			stop()
 			return nil, fmt.Errorf("bench: swap %s: swap to %s: %w", k, version, err)
 		}
 		t2 := time.Now()
 		windows = append(windows, [2]time.Time{t0, t2})
-		res.Calls = append(res.Calls, SwapCall{Version: version, AtMs: ms(t0.Sub(start)), LoadMs: ms(loadTime), SwapMs: ms(t2.Sub(t1))})
+		res.Calls = append(res.Calls, SwapCall{Version: version, AtMs: ms(t0.Sub(start)), LoadMs: ms(loadTime), SwapMs: ms(t2.Sub(t1)),
+			InstancesMs: ms(t1.Sub(tx) + times.Instances), BoundaryMs: ms(times.Boundary), InstallMs: ms(times.Install)})
 		e.step("swap %s: %s in place: load %.1f ms, swap %.1f ms", k, version, ms(loadTime), ms(t2.Sub(t1)))
 	}
 	// The end: Duration after the start, and not before the last swap's
@@ -599,6 +614,7 @@ func runSwapKind(ctx context.Context, e *env, k SwapKind, c SwapCompile, run int
 		stop()
 		return nil, ctx.Err()
 	}
+	firstBatch(job, &res.Calls[len(res.Calls)-1])
 	res.Events = src.end()
 	if err := <-done; err != nil {
 		return nil, fmt.Errorf("bench: swap %s: pipeline: %w", k, err)
@@ -976,12 +992,14 @@ func (r *SwapReport) WriteTable(w io.Writer) error {
 	fmt.Fprintln(&b, "pause: the longest time without output during the swaps; steady gap: the longest outside them")
 	fmt.Fprintln(&b, "\nSwaps: loading (checking and compiling the new version) and Swap (its instances, installed at a batch boundary)")
 	tw = table(&b)
-	fmt.Fprintln(tw, "kind\tcompiled\tversion\tat\tload\tswap\t")
+	fmt.Fprintln(tw, "kind\tcompiled\tversion\tat\tload\tswap\tinstances\tboundary wait\tinstall\tfirst batch\tbatch before\t")
 	for _, x := range r.Results {
 		for _, c := range x.Calls {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f s\t%.1f ms\t%.1f ms\t\n", x.Kind, x.Compile, c.Version, c.AtMs/1e3, c.LoadMs, c.SwapMs)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f s\t%.1f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.2f ms\t%.2f ms\t%.2f ms\t\n", x.Kind, x.Compile, c.Version, c.AtMs/1e3, c.LoadMs, c.SwapMs,
+				c.InstancesMs, c.BoundaryMs, c.InstallMs, c.FirstBatchMs, c.BeforeMs)
 		}
 	}
+	fmt.Fprintln(&b, "instances: making the new code's instances (transactional: its scheduler too), while batches go on; boundary wait: until the executor takes the swap; install: the executor putting them in place; first batch: the first batch on the new code, against the last one on the old")
 	tw.Flush()
 	writeTargets(&b, r.Targets)
 	_, err := io.WriteString(w, b.String())
@@ -1027,4 +1045,14 @@ func startBusy(ctx context.Context, n int) (stop func(), err error) {
 		cmds = append(cmds, c)
 	}
 	return stop, nil
+}
+
+// firstBatch fills c, the operator's last swap, with the times of the
+// first batch on its code and the last before it, which the job has by
+// the time the next swap starts (at the rate the benchmark runs, the
+// swap's first batch follows it within milliseconds).
+func firstBatch(job *exec.Job, c *SwapCall) {
+	if t, ok := job.LastSwap("op"); ok {
+		c.FirstBatchMs, c.BeforeMs = ms(t.FirstBatch), ms(t.Before)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/host/api/schema"
@@ -42,6 +43,13 @@ type node struct {
 	lastRollback     string
 	failStreak       int
 	quarantined      bool
+	// lastSwap is how long the steps of the last swap took (Job.LastSwap),
+	// guarded by Job.changeMu; firstPending says the first batch on its
+	// code is yet to run (executor goroutine only), and lastBatch is how
+	// long the last batch on the code before took.
+	lastSwap     SwapTimes
+	firstPending bool
+	lastBatch    time.Duration
 
 	// This batch's output stream: records, and the batch input each one
 	// descends from.

@@ -182,6 +182,25 @@ type SwapTimes struct {
 	// Install is the executor putting the new code in place at the
 	// boundary: the time the pipeline stands still for the swap.
 	Install time.Duration
+	// FirstBatch is how long the first batch on the new code took, cold
+	// memory and all, and Before how long the last batch on the old code
+	// took (Job.LastSwap only, once that batch has run; 0 before): the
+	// operator's run of the batch, without the retries of its failed
+	// records.
+	FirstBatch, Before time.Duration
+}
+
+// LastSwap returns how long the steps of operator's last swap took,
+// including its first batch once that has run; false when the operator
+// has not been swapped since the job started.
+func (j *Job) LastSwap(operator string) (SwapTimes, bool) {
+	n, ok := j.byName[operator]
+	if !ok {
+		return SwapTimes{}, false
+	}
+	j.changeMu.Lock()
+	defer j.changeMu.Unlock()
+	return n.lastSwap, n.swaps > 0
 }
 
 // SwapTimed is Swap that also says how long each step took, as far as
@@ -222,6 +241,11 @@ func (j *Job) SwapTimed(ctx context.Context, operator string, r Replacement) (t 
 	// apply, when it ran, set took before submit received its answer.
 	t.Install = s.took
 	t.Boundary = time.Since(start) - s.took
+	if err == nil {
+		j.changeMu.Lock()
+		n.lastSwap.Instances, n.lastSwap.Boundary, n.lastSwap.Install = t.Instances, t.Boundary, t.Install
+		j.changeMu.Unlock()
+	}
 	return t, err
 }
 
@@ -256,7 +280,9 @@ func (s *swap) apply(ctx context.Context, j *Job) error {
 	}
 	j.changeMu.Lock()
 	n.prev = n.install(s.gen)
+	n.lastSwap = SwapTimes{Before: n.lastBatch}
 	j.changeMu.Unlock()
+	n.firstPending = true
 	n.probation = n.op.RollbackBatches
 	n.quarantined, n.failStreak = false, 0
 	n.swaps++

@@ -160,12 +160,26 @@ func values(s *memSink) []string {
 func TestSwapStatelessAtBatchBoundary(t *testing.T) {
 	r := startLive(t, 64, Operator{Name: "case", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0), Parallelism: 2, Version: "v1"})
 	r.feed(t, 2, "ab", "cd")
-	if err := r.job.Swap(context.Background(), "case", Replacement{Plugin: load(t, "lower", plugin.KindMap, 0), Version: "v2"}); err != nil {
+	if _, ok := r.job.LastSwap("case"); ok {
+		t.Error("LastSwap reports a swap before any")
+	}
+	times, err := r.job.SwapTimed(context.Background(), "case", Replacement{Plugin: load(t, "lower", plugin.KindMap, 0), Version: "v2"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	r.feed(t, 4, "eF", "Gh")
 	if got, want := values(r.sink), []string{"AB", "CD", "ef", "gh"}; !slices.Equal(got, want) {
 		t.Errorf("outputs %q, want %q", got, want)
+	}
+	// The first batch on the new code has run: its outputs are out.
+	last, ok := r.job.LastSwap("case")
+	switch {
+	case !ok:
+		t.Error("LastSwap reports no swap after one")
+	case times.Instances <= 0 || last.Instances != times.Instances || last.Boundary != times.Boundary || last.Install != times.Install:
+		t.Errorf("LastSwap %+v, SwapTimed %+v: want the same steps, the instances timed", last, times)
+	case last.FirstBatch <= 0 || last.Before <= 0:
+		t.Errorf("LastSwap %+v: want the first batch on the new code and the last on the old one timed", last)
 	}
 	st := r.job.Status().Operators[0]
 	if st.Version != "v2" || st.Swaps != 1 || st.Plugin != "lower.wasm" {
