@@ -6,9 +6,10 @@ package bench
 //
 // Design decisions:
 //
-// Committed state is a map-backed txn.Store (txn.MapStore), initialised
-// from the workload's App.Initial; each batch's change set is applied to it
-// between batches, as the executor applies it to the state tables. A
+// Committed state is an in-memory txn.Store (txn/memstore, whose cost per
+// lookup does not grow with the number of keys), initialised from the
+// workload's App.Initial; each batch's change set is applied to it between
+// batches, as the executor applies it to the state tables. A
 // state.Store would add the executor's session bookkeeping and Pebble
 // commits, whose cost the keyed suite already measures and which do not
 // depend on the scheduling strategy; the map keeps the figure about the
@@ -62,6 +63,7 @@ import (
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/adapt"
 	"github.com/sluicehq/sluice/txn/apps/workload"
+	"github.com/sluicehq/sluice/txn/memstore"
 )
 
 // TxnLogic is the kind of operator logic a txn run executes.
@@ -357,7 +359,7 @@ type lane struct {
 	out      plugin.Output
 
 	// The run in progress.
-	store  txn.MapStore
+	store  *memstore.Store
 	digest txnDigest
 	run    TxnRun
 	lat    []batchTime
@@ -392,7 +394,7 @@ type txnEnv struct {
 type txnSpace struct {
 	keys    int
 	wl      workload.App
-	initial txn.MapStore
+	initial *memstore.Store
 
 	recs []abi.Record
 	buf  []byte
@@ -421,7 +423,7 @@ func (e *txnEnv) prepare(ctx context.Context) (*TxnReport, func(err *error), err
 		Machine: CurrentMachine(), Date: time.Now().UTC().Truncate(time.Second), Quick: opts.Quick,
 		App: opts.App, Title: e.app.title, Knobs: knobText(opts.App, &opts.Knobs), Tables: e.tables,
 		Events: opts.Events, Punctuation: opts.Punctuation, WarmupBatches: warmup(opts),
-		Store: "in-memory map (txn.MapStore), change sets applied between batches, not timed",
+		Store: "in-memory (txn/memstore), change sets applied between batches, not timed",
 	}
 	e.step("machine: %d cores (GOMAXPROCS %d), %s, load %s",
 		rep.Machine.NumCPU, rep.Machine.GOMAXPROCS, orUnknown(rep.Machine.CPUModel, "CPU model unknown"), orUnknown(rep.Machine.Load, "unknown"))
@@ -519,8 +521,8 @@ func (e *txnEnv) run(ctx context.Context) (rep *TxnReport, err error) {
 		}
 		for _, l := range lanes {
 			if err := refs[l.space].check(&l.digest); err != nil {
-				return nil, fmt.Errorf("bench: txn %s: strategy %s, %s keys, %s, %s: %w",
-					opts.App, name, thousands(float64(l.space.keys)), workersText(l.workers), l.logic, err)
+				return nil, fmt.Errorf("bench: txn %s: strategy %s, %s, %s, %s keys: %w",
+					opts.App, name, workersText(l.workers), l.logic, thousands(float64(l.space.keys)), err)
 			}
 			rep.Runs = append(rep.Runs, l.run)
 		}
@@ -632,9 +634,12 @@ func newTxnEnv(opts TxnOptions) (*txnEnv, error) {
 
 // init fills the space's initial state from its workload.
 func (s *txnSpace) init(app string) error {
-	s.initial = txn.MapStore{}
+	s.initial = memstore.New()
+	for t := range s.wl.Tables() {
+		s.initial.Reserve(uint32(t), s.keys, 24)
+	}
 	err := s.wl.Initial(func(table int, key, value []byte) error {
-		s.initial[txn.Key{Table: uint32(table), Key: string(key)}] = slices.Clone(value)
+		s.initial.Put(txn.Key{Table: uint32(table), Key: string(key)}, value)
 		return nil
 	})
 	if err != nil {
@@ -779,8 +784,8 @@ func (e *txnEnv) runStrategy(ctx context.Context, name string, st txn.Strategy, 
 		for i := range lanes {
 			l := lanes[(b+i)%len(lanes)]
 			if err := e.runBatch(ctx, l, b >= skip); err != nil {
-				return fmt.Errorf("bench: txn %s: strategy %s, %s keys, %s, %s, batch %d (events %d to %d): %w",
-					e.opts.App, name, thousands(float64(l.space.keys)), workersText(l.workers), l.logic, b, first, first+n-1, err)
+				return fmt.Errorf("bench: txn %s: strategy %s, %s, %s, %s keys, batch %d (events %d to %d): %w",
+					e.opts.App, name, workersText(l.workers), l.logic, thousands(float64(l.space.keys)), b, first, first+n-1, err)
 			}
 		}
 		if e.opts.Progress != nil && time.Since(last) >= e.opts.ProgressEvery {
@@ -875,35 +880,17 @@ func (e *txnEnv) runBatch(ctx context.Context, l *lane, timed bool) error {
 	return nil
 }
 
-// apply writes a batch's change set into the lane's store. The values are
-// copied first, all of them, into one new arena: a change may alias a
-// value of the store that a later change replaces, and the Result's
-// versions are reused by the next batch. A key new to the store is copied
-// too, so that the store does not keep the plan's arena alive.
+// apply writes a batch's change set into the lane's store, which copies
+// each value (a change may alias a value of the store, and the Result's
+// versions are reused by the next batch).
 func (l *lane) apply(changes []txn.Change) {
-	n := 0
-	for i := range changes {
-		n += len(changes[i].Value)
-	}
-	arena := make([]byte, 0, n)
-	for i := range changes {
-		arena = append(arena, changes[i].Value...)
-	}
-	off := 0
 	for i := range changes {
 		c := &changes[i]
 		if c.Delete {
-			delete(l.store, c.Key)
+			l.store.Delete(c.Key)
 			continue
 		}
-		v := arena[off : off+len(c.Value) : off+len(c.Value)]
-		off += len(c.Value)
-		before := len(l.store)
-		l.store[c.Key] = v
-		if len(l.store) != before {
-			delete(l.store, c.Key)
-			l.store[txn.Key{Table: c.Key.Table, Key: strings.Clone(c.Key.Key)}] = v
-		}
+		l.store.Put(c.Key, c.Value)
 	}
 }
 
@@ -957,15 +944,8 @@ func (ref *txnDigest) check(d *txnDigest) error {
 	return fmt.Errorf("%w: %s (a scheduler or operator bug: no figure is reported)", ErrTxnMismatch, strings.Join(diffs, "; "))
 }
 
-// cloneStore copies a store's map; the values are shared, which is safe
-// because apply replaces values and never writes into them.
-func cloneStore(m txn.MapStore) txn.MapStore {
-	c := make(txn.MapStore, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
-}
+// cloneStore copies a store.
+func cloneStore(m *memstore.Store) *memstore.Store { return m.Clone() }
 
 // FNV-1a, 64 bits: stable across processes and machines, so that the
 // hashes in a report compare between runs.
@@ -997,9 +977,9 @@ func fnvField(h uint64, b []byte) uint64 { return fnvBytes(fnvUint(h, uint64(len
 
 // stateHash hashes a store independently of map order: the sum of the
 // entries' hashes.
-func stateHash(m txn.MapStore) uint64 {
+func stateHash(m *memstore.Store) uint64 {
 	var sum uint64
-	for k, v := range m {
+	for k, v := range m.All() {
 		h := fnvUint(fnvOffset, uint64(k.Table))
 		h = fnvField(h, []byte(k.Key))
 		h = fnvField(h, v)

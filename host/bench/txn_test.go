@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/workload"
+	"github.com/sluicehq/sluice/txn/memstore"
 )
 
 // smallLedger returns native options for a small, contended Streaming
@@ -225,11 +227,14 @@ func TestRunTxnBadOptions(t *testing.T) {
 // the keys new to the store (they point into the plan's arena).
 func TestLaneApply(t *testing.T) {
 	k := func(s string) txn.Key { return txn.Key{Table: 1, Key: s} }
-	l := &lane{store: txn.MapStore{k("a"): []byte("1"), k("b"): []byte("2")}}
+	l := &lane{store: memstore.New()}
+	l.store.Put(k("a"), []byte("1"))
+	l.store.Put(k("b"), []byte("2"))
+	bv, _, _ := l.store.Get(k("b"))
 	arena := []byte("ab9xnew")
 	newKey := unsafe.String(&arena[3], 4) // "xnew", in the "plan arena"
 	changes := []txn.Change{
-		{Key: k("a"), Value: l.store[k("b")]}, // a takes b's value, aliasing it
+		{Key: k("a"), Value: bv}, // a takes b's value, aliasing it
 		{Key: k("b"), Value: arena[2:3]},
 		{Key: txn.Key{Table: 1, Key: newKey}, Value: arena[:1]},
 		{Key: k("c"), Delete: true},
@@ -239,18 +244,15 @@ func TestLaneApply(t *testing.T) {
 		arena[i] = '-' // the next batch reuses the versions and the arena
 	}
 	want := map[string]string{"a": "2", "b": "9", "xnew": "a"}
-	if len(l.store) != len(want) {
-		t.Fatalf("store %v, want %v", l.store, want)
-	}
-	for key, v := range l.store {
-		if string(v) != want[key.Key] {
-			t.Errorf("store[%s] = %q, want %q", key.Key, v, want[key.Key])
-		}
-	}
-	for key := range l.store {
+	got := map[string]string{}
+	for key, v := range l.store.All() {
+		got[key.Key] = string(v)
 		if key.Key == "xnew" && unsafe.StringData(key.Key) == &arena[3] {
 			t.Errorf("the new key aliases the plan's arena")
 		}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("store %v, want %v", got, want)
 	}
 }
 
@@ -363,7 +365,7 @@ func BenchmarkTxnApply(b *testing.B) {
 		b.Fatal(err)
 	}
 	var changes []txn.Change
-	for k, v := range e.spaces[0].initial {
+	for k, v := range e.spaces[0].initial.All() {
 		if len(changes) == 30_000 {
 			break
 		}
