@@ -25,6 +25,10 @@
 // are pointer-free, and the hash is the scheduler's own (txn.KeyHash with
 // the store's seed).
 //
+// The index and the arena of a large table are backed by huge pages where
+// the system allows (Linux, transparent huge pages in madvise mode): with
+// millions of keys, each lookup's misses would otherwise miss the TLB too.
+//
 // Records are never written in place: a Put appends a new record and points
 // the key's slot at it, so the slices Get returns (and the key strings All
 // yields, which alias the arena) never change, as txn.Store requires. The
@@ -83,10 +87,25 @@ func (s *Store) Reserve(t uint32, n, recordBytes int) {
 		tb.resize(s.seed, t, want)
 	}
 	if need := len(tb.data) + n*(recordBytes+2); need > cap(tb.data) {
-		d := make([]byte, len(tb.data), need)
+		d := newArena(need)[:len(tb.data)]
 		copy(d, tb.data)
 		tb.data = d
 	}
+}
+
+// newSlots returns n empty slots, on huge pages where the system allows.
+func newSlots(n int) []uint64 {
+	s := make([]uint64, n)
+	adviseHuge(unsafe.Pointer(unsafe.SliceData(s)), n*8)
+	return s
+}
+
+// newArena returns an empty arena of capacity n, on huge pages where the
+// system allows.
+func newArena(n int) []byte {
+	d := make([]byte, 0, n)
+	adviseHuge(unsafe.Pointer(unsafe.SliceData(d)), n)
+	return d
 }
 
 // slotsFor returns the number of slots that holds n keys under maxLoad.
@@ -207,9 +226,10 @@ func (s *Store) Clone() *Store {
 	for i := range s.tables {
 		tb := &s.tables[i]
 		c.tables[i] = table{
-			slots: append([]uint64(nil), tb.slots...), mask: tb.mask, n: tb.n, live: tb.live,
-			data: append(make([]byte, 0, len(tb.data)+len(tb.data)/8), tb.data...),
+			slots: newSlots(len(tb.slots)), mask: tb.mask, n: tb.n, live: tb.live,
+			data: append(newArena(len(tb.data)+len(tb.data)/8), tb.data...),
 		}
+		copy(c.tables[i].slots, tb.slots)
 	}
 	return c
 }
@@ -322,7 +342,7 @@ func (tb *table) get(key string, h uint64) ([]byte, bool) {
 // resize rebuilds the index of table t with size slots.
 func (tb *table) resize(seed maphash.Seed, t uint32, size int) {
 	old := tb.slots
-	tb.slots, tb.mask = make([]uint64, size), uint64(size-1)
+	tb.slots, tb.mask = newSlots(size), uint64(size-1)
 	for _, v := range old {
 		if v == 0 {
 			continue
@@ -337,7 +357,7 @@ func (tb *table) resize(seed maphash.Seed, t uint32, size int) {
 // compact copies the current records of the keys that exist into a new
 // arena, and rebuilds the index of table t without the deleted keys.
 func (tb *table) compact(seed maphash.Seed, t uint32) {
-	data := make([]byte, 0, tb.live+tb.live/4)
+	data := newArena(tb.live + tb.live/4)
 	n := 0
 	for i, v := range tb.slots {
 		if v == 0 {
