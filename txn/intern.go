@@ -5,10 +5,11 @@ import (
 	"math/bits"
 )
 
-// keyHash hashes a key: the table is mixed in so that equal strings in two
-// tables land apart. 0 is never returned: the plan uses it to mark an
-// operation without an own key.
-func keyHash(seed maphash.Seed, k Key) uint64 {
+// KeyHash hashes a key with seed: the table is mixed in so that equal
+// strings in two tables land apart. It never returns 0. The plan hashes
+// every key it interns with it once, and hands the hashes to a BatchStore,
+// whose Seed it uses, so that the store need not hash the key again.
+func KeyHash(seed maphash.Seed, k Key) uint64 {
 	h := maphash.String(seed, k.Key) ^ (uint64(k.Table)+1)*0x9e3779b97f4a7c15
 	if h == 0 {
 		h = 1

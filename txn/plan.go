@@ -125,9 +125,12 @@ type planBuf struct {
 	rangeR         []int32  // per transaction range: index of its first read
 	partCnt        []int32  // per transaction range and partition: accesses
 	logical        []int
-	chains         []int32 // per partition: chains
-	maxChain       []int32 // per partition: the longest chain
-	loadErr        []error // per partition: the first Store error
+	chains         []int32    // per partition: chains
+	maxChain       []int32    // per partition: the longest chain
+	loadErr        []error    // per partition: the first Store error
+	loadK          [][]Key    // per partition: the keys to load from a BatchStore
+	loadH          [][]uint64 // per partition: their hashes
+	loadV          [][]Value  // per partition: their committed values
 	cursor         []int32
 	edges          []edge
 	readKS         []*keyState
@@ -268,6 +271,13 @@ func buildPlan(batch []Txn, buf *planBuf, store Store, nparts int, dispatch func
 	buf.slabs = grow(buf.slabs, nparts)
 	buf.outKS = grow(buf.outKS, nparts)
 	buf.outPos = grow(buf.outPos, nparts)
+	seed := buf.seed
+	if bs, ok := store.(BatchStore); ok {
+		// Hash with the store's seed: the store then looks the keys up
+		// by the plan's hashes instead of hashing them again.
+		seed = bs.Seed()
+		buf.loadK, buf.loadH, buf.loadV = grow(buf.loadK, nparts), grow(buf.loadH, nparts), grow(buf.loadV, nparts)
+	}
 	p := &plan{
 		batch:   batch,
 		ops:     buf.ops,
@@ -277,7 +287,7 @@ func buildPlan(batch []Txn, buf *planBuf, store Store, nparts int, dispatch func
 		readPos: buf.readPos,
 		vals:    make([]Value, nReads),
 		nparts:  nparts,
-		seed:    buf.seed,
+		seed:    seed,
 		tabs:    buf.tabs,
 		slabs:   buf.slabs,
 		nd:      nd,
@@ -336,13 +346,13 @@ func (p *plan) setUp(w int) {
 			}
 			h := uint64(0)
 			if !op.NonDet {
-				h = keyHash(p.seed, op.Write)
+				h = KeyHash(p.seed, op.Write)
 				cnt[partOf(h, np)]++
 				b.wk[id] = op.Write
 			}
 			b.wh[id] = h
 			for i, k := range op.Reads {
-				h := keyHash(p.seed, k)
+				h := KeyHash(p.seed, k)
 				b.rh[r+int32(i)] = h
 				b.rk[r+int32(i)] = k
 				cnt[partOf(h, np)]++
@@ -358,8 +368,15 @@ func (p *plan) setUp(w int) {
 // intern is phase 2 for partition w: it interns the keys the partition
 // owns, loads their committed values from store (when not nil) and records,
 // for each access it owns in access order, the key's state and its latest
-// earlier writer (created for the access that added the key).
+// earlier writer (created for the access that added the key). A BatchStore
+// loads the partition's keys in one call at the end, by their hashes.
 func (p *plan) intern(w int, store Store) {
+	bs, batched := store.(BatchStore)
+	var hashes []uint64
+	if batched {
+		hashes = p.buf.loadH[w][:0]
+		store = nil
+	}
 	b := p.buf
 	np := p.nparts
 	n := 0
@@ -379,12 +396,18 @@ func (p *plan) intern(w int, store Store) {
 		var own *keyState
 		if h := wh[id]; h != 0 && partOf(h, np) == w {
 			own, outPos[k] = internKey(tab, &slab, wk[id], h, store, &loadErr)
+			if batched && outPos[k] == created {
+				hashes = append(hashes, h)
+			}
 			outKS[k] = own
 			k++
 		}
 		for r := r0; r < r1; r++ {
 			if h := rh[r]; partOf(h, np) == w {
 				outKS[k], outPos[k] = internKey(tab, &slab, rk[r], h, store, &loadErr)
+				if batched && outPos[k] == created {
+					hashes = append(hashes, h)
+				}
 				k++
 			}
 		}
@@ -401,10 +424,34 @@ func (p *plan) intern(w int, store Store) {
 	if cap(slab) != room {
 		panic("txn: internal error: key slab reallocated while planning")
 	}
+	if batched {
+		loadErr = p.load(w, bs, slab, hashes)
+	}
 	b.slabs[w], b.outKS[w], b.outPos[w] = slab, outKS, outPos
 	b.chains[w] = chains
 	b.maxChain[w] = longest
 	b.loadErr[w] = loadErr
+}
+
+// load loads the committed values of the partition's keys, slab (whose
+// hashes are hashes), from bs in one call, and returns the store's error.
+func (p *plan) load(w int, bs BatchStore, slab []keyState, hashes []uint64) error {
+	b := p.buf
+	keys, vals := grow(b.loadK[w], len(slab)), grow(b.loadV[w], len(slab))
+	for i := range slab {
+		keys[i] = slab[i].key
+	}
+	failed, err := bs.GetBatch(keys, hashes, vals)
+	for i := range slab {
+		slab[i].committed, slab[i].committedOK = vals[i].Bytes, vals[i].Found
+	}
+	clear(keys) // the keys and values are the batch's: keep nothing alive
+	clear(vals)
+	b.loadK[w], b.loadH[w], b.loadV[w] = keys, hashes, vals
+	if err != nil {
+		return &StoreError{Key: slab[failed].key, Err: err}
+	}
+	return nil
 }
 
 // internKey returns the state of k (hash h) and its latest writer so far,
@@ -621,7 +668,7 @@ func appendUnique(s []uint32, v uint32) []uint32 {
 
 // lookup returns the state of a key the batch declares, nil if none.
 func (p *plan) lookup(k Key) *keyState {
-	h := keyHash(p.seed, k)
+	h := KeyHash(p.seed, k)
 	q := partOf(h, p.nparts)
 	if i := p.tabs[q].find(k, h, p.slabs[q]); i >= 0 {
 		return &p.slabs[q][i]

@@ -3,6 +3,7 @@ package txn
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 )
 
 // Key names one state entry: a table and a key within it.
@@ -159,7 +160,27 @@ type Store interface {
 	Get(k Key) ([]byte, bool, error)
 }
 
-// MapStore is a Store over a Go map, for tests and tools.
+// BatchStore is a Store that loads many keys in one call, with the hashes
+// the scheduler computed: the plan hashes every key it interns once, with
+// KeyHash and the store's Seed, and loads the keys new to a batch through
+// GetBatch rather than one Get each, so that the store need not hash them
+// again and may overlap the lookups' cache misses. Package txn/memstore
+// implements it.
+type BatchStore interface {
+	Store
+	// Seed returns the seed whose KeyHash the store indexes keys by.
+	Seed() maphash.Seed
+	// GetBatch loads keys[i], whose KeyHash with Seed is hashes[i], into
+	// out[i], for every i (the three have the same length), as Get would.
+	// An error is Get's error for keys[failed]: it fails the batch, and
+	// Run returns a *StoreError for that key.
+	GetBatch(keys []Key, hashes []uint64, out []Value) (failed int, err error)
+}
+
+// MapStore is a Store over a Go map, for tests and tools. It costs a few
+// cache misses per lookup once it outgrows the caches, and the garbage
+// collector scans its pointers: package txn/memstore is the store whose
+// cost per key does not grow with the number of keys.
 type MapStore map[Key][]byte
 
 // Get returns the value of k; it never fails.

@@ -34,6 +34,7 @@ type benchTxnFlags struct {
 	phaseEvents int
 	plugin      string
 	engine      string
+	keySweep    bool
 	logs        logFlags
 }
 
@@ -80,7 +81,16 @@ adaptive strategy against each static one over the whole run, and its decisions
 and every lane's batch times in the JSON (with --native to measure the scheduler
 with native operators). Each ratio of the adaptive strategy to a static one comes
 with a 95% interval from the batches paired across the two lanes: a ratio whose
-interval holds 1 is a tie.`,
+interval holds 1 is a tie.
+
+A key-space sweep measures how the cost per event grows with the state:
+--keys takes a list (--keys 115200,1152000,11520000), or --key-sweep runs the
+application's key count (or --keys) times 1, 10 and 100. Every strategy then
+runs at each size, interleaved batch by batch with the other sizes, each size
+checked against its own serial run, and the report gives each size's rate,
+breakdown and rate over the first size's, and the peak resident memory (the
+stores of every size are held at once: Streaming Ledger with 11,520,000 keys a
+table holds 23,040,000 entries a lane).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkEngineFlag(f.engine); err != nil {
@@ -151,6 +161,7 @@ interval holds 1 is a tie.`,
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (not the plugin build) to this file")
 	fl.StringVar(&f.dynamic, "dynamic", "", "a dynamic workload: a preset (morphstream) or phases such as 'skew=0.25;skew=0.9;abort-ratio=0.2' (see above)")
 	fl.IntVar(&f.phaseEvents, "phase-events", 0, fmt.Sprintf("events of a --dynamic phase that gives no events= (default %d batches; 2 with --quick)", bench.DefaultTxnPhaseBatches))
+	fl.BoolVar(&f.keySweep, "key-sweep", false, "run every strategy with the key count (the application's or --keys) times 1, 10 and 100, interleaved, and print each size's rate over the first's")
 	fl.StringVar(&f.plugin, "plugin", "", "run this WebAssembly module as the application's operator instead of building plugins/<app> (any language; it must behave as the Go plugin does)")
 	for _, name := range workload.KnobNames() {
 		knobs[name] = fl.String(name, "", knobUsage(name))
@@ -180,6 +191,12 @@ func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (b
 		if !cmd.Flags().Changed(name) {
 			continue
 		}
+		if name == "keys" && strings.Contains(*knobs[name], ",") {
+			if opts.KeySpaces, err = keyList(*knobs[name], &opts.Knobs); err != nil {
+				return opts, err
+			}
+			continue
+		}
 		if !slices.Contains(reads, name) {
 			return opts, &usageError{fmt.Sprintf("--%s: the %s application does not read this knob (its knobs: %s)", name, f.app, strings.Join(reads, ", "))}
 		}
@@ -189,6 +206,18 @@ func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (b
 				return opts, &usageError{fmt.Sprintf("--%s %q: %s", name, ke.Value, ke.Reason)}
 			}
 			return opts, &usageError{fmt.Sprintf("--%s: %v", name, err)}
+		}
+	}
+	if f.keySweep {
+		if len(opts.KeySpaces) > 0 {
+			return opts, &usageError{"--key-sweep: give either a --keys list or --key-sweep"}
+		}
+		k := opts.Knobs.Keys
+		opts.KeySpaces = []int{k, 10 * k, 100 * k}
+		for _, n := range opts.KeySpaces {
+			if n > workload.MaxKeys {
+				return opts, &usageError{fmt.Sprintf("--key-sweep: 100 times %d keys is more than %d", k, workload.MaxKeys)}
+			}
 		}
 	}
 	for _, list := range f.strategies {
@@ -247,8 +276,8 @@ func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (b
 		if cmd.Flags().Changed("events") {
 			return opts, &usageError{"--events: a --dynamic workload's length is the sum of its phases' (use --phase-events or events= in a phase)"}
 		}
-		if len(opts.Workers) > 1 || len(opts.Logics) > 1 {
-			return opts, &usageError{"--dynamic runs one worker count and one logic: drop the worker list or --native=both"}
+		if len(opts.Workers) > 1 || len(opts.Logics) > 1 || len(opts.KeySpaces) > 1 {
+			return opts, &usageError{"--dynamic runs one worker count, one logic and one key space: drop the worker list, --native=both, the --keys list or --key-sweep"}
 		}
 		per := f.phaseEvents
 		if per == 0 {
@@ -266,11 +295,33 @@ func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (b
 	return opts, nil
 }
 
+// keyList parses a --keys list such as 115200,1152000: each size is
+// checked as the knob is, and the first becomes the knob's value.
+func keyList(list string, k *workload.Knobs) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(list, ",") {
+		f = strings.TrimSpace(f)
+		if err := k.Set("keys", f); err != nil {
+			var ke *workload.KnobError
+			if errors.As(err, &ke) {
+				return nil, &usageError{fmt.Sprintf("--keys %q: %s", ke.Value, ke.Reason)}
+			}
+			return nil, &usageError{fmt.Sprintf("--keys %q: %v", list, err)}
+		}
+		if slices.Contains(sizes, k.Keys) {
+			return nil, &usageError{fmt.Sprintf("--keys %q: %d given twice", list, k.Keys)}
+		}
+		sizes = append(sizes, k.Keys)
+	}
+	k.Keys = sizes[0]
+	return sizes, nil
+}
+
 // knobHelp says what each workload knob is.
 func knobHelp(name string) string {
 	switch name {
 	case "keys":
-		return "key-space size of each table"
+		return "key-space size of each table, or a list of sizes to sweep (115200,1152000)"
 	case "skew":
 		return "Zipf skew of key access (0: uniform)"
 	case "abort-ratio":

@@ -88,6 +88,11 @@ func TestBenchTxnBadFlags(t *testing.T) {
 		{[]string{"--workers", "0"}, `--workers "0"`},
 		{[]string{"--native=maybe"}, `--native "maybe"`},
 		{[]string{"--punctuation", "0"}, "--punctuation 0"},
+		{[]string{"--keys", "100,1"}, `--keys "1"`},
+		{[]string{"--keys", "100,100"}, "100 given twice"},
+		{[]string{"--keys", "100,200", "--key-sweep"}, "--key-sweep: give either"},
+		{[]string{"--keys", "2000000", "--key-sweep"}, "--key-sweep: 100 times 2000000"},
+		{[]string{"--key-sweep", "--dynamic", "morphstream"}, "--dynamic runs one worker count, one logic and one key space"},
 	} {
 		code, _, errOut := sluice(t, ".", append([]string{"bench", "txn", "--quick"}, c.args...)...)
 		if code != 2 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "building") {

@@ -6,9 +6,10 @@ package bench
 //
 // Design decisions:
 //
-// Committed state is a map-backed txn.Store (txn.MapStore), initialised
-// from the workload's App.Initial; each batch's change set is applied to it
-// between batches, as the executor applies it to the state tables. A
+// Committed state is an in-memory txn.Store (txn/memstore, whose cost per
+// lookup does not grow with the number of keys), initialised from the
+// workload's App.Initial; each batch's change set is applied to it between
+// batches, as the executor applies it to the state tables. A
 // state.Store would add the executor's session bookkeeping and Pebble
 // commits, whose cost the keyed suite already measures and which do not
 // depend on the scheduling strategy; the map keeps the figure about the
@@ -22,13 +23,17 @@ package bench
 // The rate is the events of the timed batches over the sum of their
 // processing times.
 //
-// Lanes run interleaved: for one strategy, every (worker count, logic)
-// combination asked for runs the same batches, batch by batch, in an order
+// Lanes run interleaved: for one strategy, every (key space, worker count,
+// logic) combination asked for runs the same batches, batch by batch, in an order
 // that rotates from batch to batch, each over its own copy of the state.
 // A burst of load from elsewhere on the machine then hits every side of a
 // comparison (Wasm against native, 1 worker against 2) alike. The first
 // batch of each lane is a warm-up (instances' memory growing, caches) and
-// is not timed, though it is checked like the others.
+// is not timed, though it is checked like the others. A key-space sweep
+// (TxnOptions.KeySpaces) gives every size its own workload, initial state
+// and batches: the lanes of different sizes run events drawn alike from
+// different key spaces, batch for batch, and each size is checked against
+// its own oracle.
 //
 // No figure from a wrong run: every lane's final state (an order-free hash
 // of the whole store), output records (a hash of the stream of records) and
@@ -58,6 +63,7 @@ import (
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/adapt"
 	"github.com/sluicehq/sluice/txn/apps/workload"
+	"github.com/sluicehq/sluice/txn/memstore"
 )
 
 // TxnLogic is the kind of operator logic a txn run executes.
@@ -109,6 +115,11 @@ type TxnOptions struct {
 	// Workers are the scheduler worker counts to run each strategy with;
 	// empty: GOMAXPROCS.
 	Workers []int
+	// KeySpaces, when not empty, are the key-space sizes (knob keys) to
+	// sweep: every strategy runs with each, interleaved batch by batch,
+	// and the report gives each size's rate over the first size's. Empty:
+	// Knobs.Keys alone. A dynamic workload takes no sweep.
+	KeySpaces []int
 	// Logics are the logics to run each strategy with; empty: Wasm only.
 	Logics []TxnLogic
 	// Events is the number of events each run processes.
@@ -220,6 +231,12 @@ type TxnReport struct {
 	// Speedups compare the largest worker count with the smallest, when
 	// several ran.
 	Speedups []TxnSpeedup `json:"speedups,omitempty"`
+	// KeySweep compares each key-space size with the first, when several
+	// ran (TxnOptions.KeySpaces).
+	KeySweep []TxnKeyRatio `json:"key_sweep,omitempty"`
+	// MaxRSSBytes is the process's peak resident memory when the run
+	// ended (getrusage; 0 where unknown).
+	MaxRSSBytes int64 `json:"max_rss_bytes,omitempty"`
 	// Targets are the project's targets that this run's workload bears
 	// on, checked.
 	Targets []Target `json:"targets"`
@@ -236,6 +253,8 @@ type TxnRun struct {
 	Strategy string   `json:"strategy"`
 	Workers  int      `json:"workers"`
 	Logic    TxnLogic `json:"logic"`
+	// Keys is the key-space size of each table (knob keys).
+	Keys int `json:"keys"`
 	// Events and Batches are what was timed.
 	Events  int `json:"events_timed"`
 	Batches int `json:"batches_timed"`
@@ -302,6 +321,7 @@ type TxnGraph struct {
 type TxnRatio struct {
 	Strategy string  `json:"strategy"`
 	Workers  int     `json:"workers"`
+	Keys     int     `json:"keys"`
 	Ratio    float64 `json:"ratio"`
 }
 
@@ -310,14 +330,28 @@ type TxnRatio struct {
 type TxnSpeedup struct {
 	Strategy string   `json:"strategy"`
 	Logic    TxnLogic `json:"logic"`
+	Keys     int      `json:"keys"`
 	From     int      `json:"from_workers"`
 	To       int      `json:"to_workers"`
 	Speedup  float64  `json:"speedup"`
 }
 
-// lane is one (workers, logic) combination: its operator, kept across
-// strategies, and the run in progress.
+// TxnKeyRatio is one strategy's rate at a key-space size over its rate at
+// the first size of the sweep, for one worker count and logic.
+type TxnKeyRatio struct {
+	Strategy string   `json:"strategy"`
+	Workers  int      `json:"workers"`
+	Logic    TxnLogic `json:"logic"`
+	FromKeys int      `json:"from_keys"`
+	Keys     int      `json:"keys"`
+	Rate     float64  `json:"events_per_second"`
+	Ratio    float64  `json:"ratio"`
+}
+
+// lane is one (key space, workers, logic) combination: its operator, kept
+// across strategies, and the run in progress.
 type lane struct {
+	space    *txnSpace
 	workers  int
 	logic    TxnLogic
 	strategy string // a dynamic run's lane: its strategy
@@ -325,7 +359,7 @@ type lane struct {
 	out      plugin.Output
 
 	// The run in progress.
-	store  txn.MapStore
+	store  *memstore.Store
 	digest txnDigest
 	run    TxnRun
 	lat    []batchTime
@@ -347,15 +381,21 @@ type txnDigest struct {
 type txnEnv struct {
 	opts    TxnOptions
 	app     txnApp
-	wl      workload.App
-	dyn     *workload.Dynamic // wl, when the workload is dynamic
+	spaces  []*txnSpace       // one per key-space size; the first is the reference
+	dyn     *workload.Dynamic // spaces[0].wl, when the workload is dynamic
 	tables  []string
-	initial txn.MapStore
 	log     *slog.Logger
 	plugin  *plugin.Plugin
 	timeout time.Duration
+}
 
-	// The batch being run, shared by the lanes.
+// txnSpace is one key-space size: its workload, its initial state and the
+// batch being run, shared by the lanes of that size.
+type txnSpace struct {
+	keys    int
+	wl      workload.App
+	initial *memstore.Store
+
 	recs []abi.Record
 	buf  []byte
 }
@@ -383,7 +423,7 @@ func (e *txnEnv) prepare(ctx context.Context) (*TxnReport, func(err *error), err
 		Machine: CurrentMachine(), Date: time.Now().UTC().Truncate(time.Second), Quick: opts.Quick,
 		App: opts.App, Title: e.app.title, Knobs: knobText(opts.App, &opts.Knobs), Tables: e.tables,
 		Events: opts.Events, Punctuation: opts.Punctuation, WarmupBatches: warmup(opts),
-		Store: "in-memory map (txn.MapStore), change sets applied between batches, not timed",
+		Store: "in-memory (txn/memstore), change sets applied between batches, not timed",
 	}
 	e.step("machine: %d cores (GOMAXPROCS %d), %s, load %s",
 		rep.Machine.NumCPU, rep.Machine.GOMAXPROCS, orUnknown(rep.Machine.CPUModel, "CPU model unknown"), orUnknown(rep.Machine.Load, "unknown"))
@@ -443,17 +483,23 @@ func (e *txnEnv) run(ctx context.Context) (rep *TxnReport, err error) {
 	}
 
 	strategies := slices.Clone(opts.Strategies)
-	var ref *txnDigest
+	refs := map[*txnSpace]*txnDigest{}
+	refNative := map[*txnSpace]bool{}
 	if i := slices.Index(strategies, "serial"); i >= 0 {
 		strategies = append([]string{"serial"}, slices.Delete(strategies, i, i+1)...)
 		rep.Oracle = "the serial strategy's run below (native if it ran, fewest workers)"
 	} else {
-		d, err := e.oracle(ctx)
-		if err != nil {
-			return nil, err
+		for _, s := range e.spaces {
+			d, err := e.oracle(ctx, s)
+			if err != nil {
+				return nil, err
+			}
+			refs[s] = &d
 		}
-		ref = &d
 		rep.Oracle = "an untimed native run of the serial strategy"
+	}
+	if len(e.spaces) > 1 {
+		rep.Oracle += ", one per key-space size"
 	}
 	for i, name := range strategies {
 		st, _ := txn.ParseStrategy(name) // checked by newTxnEnv
@@ -462,30 +508,31 @@ func (e *txnEnv) run(ctx context.Context) (rep *TxnReport, err error) {
 		if err := e.runStrategy(ctx, name, st, lanes); err != nil {
 			return nil, err
 		}
-		if ref == nil {
-			// The serial strategy's run: native when it ran, the
-			// baseline the Wasm build is compared with.
-			r := lanes[0]
+		if len(refs) == 0 {
+			// The serial strategy's runs: per key space, native when it
+			// ran (the baseline the Wasm build is compared with), fewest
+			// workers.
 			for _, l := range lanes {
-				if l.logic == TxnNative {
-					r = l
-					break
+				if refs[l.space] == nil || (l.logic == TxnNative && !refNative[l.space]) {
+					d := l.digest
+					refs[l.space], refNative[l.space] = &d, l.logic == TxnNative
 				}
 			}
-			d := r.digest
-			ref = &d
 		}
 		for _, l := range lanes {
-			if err := ref.check(&l.digest); err != nil {
-				return nil, fmt.Errorf("bench: txn %s: strategy %s, %s, %s: %w", opts.App, name, workersText(l.workers), l.logic, err)
+			if err := refs[l.space].check(&l.digest); err != nil {
+				return nil, fmt.Errorf("bench: txn %s: strategy %s, %s, %s, %s keys: %w",
+					opts.App, name, workersText(l.workers), l.logic, thousands(float64(l.space.keys)), err)
 			}
 			rep.Runs = append(rep.Runs, l.run)
 		}
 	}
+	ref := refs[e.spaces[0]]
 	rep.StateHash, rep.OutputHash = hex64(ref.state), hex64(ref.outputs)
 	rep.Committed, rep.Aborted = ref.committed, ref.aborted
-	rep.Ratios, rep.Speedups = ratios(rep.Runs), speedups(rep.Runs)
+	rep.Ratios, rep.Speedups, rep.KeySweep = ratios(rep.Runs), speedups(rep.Runs), keySweep(rep.Runs)
 	rep.LoadAfter = loadAverage("/proc/loadavg")
+	rep.MaxRSSBytes = maxRSS()
 	rep.Targets = rep.checkTargets()
 	return rep, nil
 }
@@ -540,33 +587,65 @@ func newTxnEnv(opts TxnOptions) (*txnEnv, error) {
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = DefaultTxnProgress
 	}
-	var wl workload.App
-	var dyn *workload.Dynamic
-	if len(opts.Phases) > 0 {
-		if len(opts.Workers) > 1 || len(opts.Logics) > 1 {
-			return nil, fmt.Errorf("bench: txn: a dynamic workload runs one worker count and one logic (got workers %v, logics %v)", opts.Workers, opts.Logics)
-		}
-		dyn, err = workload.NewDynamic(opts.App, opts.Phases)
-		if err != nil {
-			return nil, fmt.Errorf("bench: txn: %w", err)
-		}
-		wl, opts.Events = dyn, dyn.Events()
-	} else if wl, err = workload.New(opts.App, opts.Knobs); err != nil {
-		return nil, fmt.Errorf("bench: txn: %w", err)
-	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	e := &txnEnv{opts: opts, app: app, wl: wl, dyn: dyn, tables: wl.Tables(), initial: txn.MapStore{}, log: log}
-	err = wl.Initial(func(table int, key, value []byte) error {
-		e.initial[txn.Key{Table: uint32(table), Key: string(key)}] = slices.Clone(value)
+	e := &txnEnv{opts: opts, app: app, log: log}
+	if len(opts.Phases) > 0 {
+		if len(opts.Workers) > 1 || len(opts.Logics) > 1 || len(opts.KeySpaces) > 1 {
+			return nil, fmt.Errorf("bench: txn: a dynamic workload runs one worker count, one logic and one key space (got workers %v, logics %v, keys %v)",
+				opts.Workers, opts.Logics, opts.KeySpaces)
+		}
+		dyn, err := workload.NewDynamic(opts.App, opts.Phases)
+		if err != nil {
+			return nil, fmt.Errorf("bench: txn: %w", err)
+		}
+		e.dyn, e.opts.Events = dyn, dyn.Events()
+		s := &txnSpace{keys: opts.Phases[0].Knobs.Keys, wl: dyn}
+		if err := s.init(opts.App); err != nil {
+			return nil, err
+		}
+		e.spaces, e.tables = []*txnSpace{s}, dyn.Tables()
+		return e, nil
+	}
+	sizes := opts.KeySpaces
+	if len(sizes) == 0 {
+		sizes = []int{opts.Knobs.Keys}
+	}
+	for i, keys := range sizes {
+		if slices.Contains(sizes[:i], keys) {
+			return nil, fmt.Errorf("bench: txn: key-space size %d given twice", keys)
+		}
+		k := opts.Knobs
+		k.Keys = keys
+		wl, err := workload.New(opts.App, k)
+		if err != nil {
+			return nil, fmt.Errorf("bench: txn: %w", err)
+		}
+		s := &txnSpace{keys: keys, wl: wl}
+		if err := s.init(opts.App); err != nil {
+			return nil, err
+		}
+		e.spaces, e.tables = append(e.spaces, s), wl.Tables()
+	}
+	return e, nil
+}
+
+// init fills the space's initial state from its workload.
+func (s *txnSpace) init(app string) error {
+	s.initial = memstore.New()
+	for t := range s.wl.Tables() {
+		s.initial.Reserve(uint32(t), s.keys, 24)
+	}
+	err := s.wl.Initial(func(table int, key, value []byte) error {
+		s.initial.Put(txn.Key{Table: uint32(table), Key: string(key)}, value)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bench: txn: initial state of %s: %w", opts.App, err)
+		return fmt.Errorf("bench: txn: initial state of %s with %d keys: %w", app, s.keys, err)
 	}
-	return e, nil
+	return nil
 }
 
 // warmup returns the number of untimed batches of each run: the first,
@@ -641,27 +720,30 @@ func (e *txnEnv) newOperator(ctx context.Context, logic TxnLogic, workers int) (
 // so far are returned too, for the caller to close.
 func (e *txnEnv) lanes(ctx context.Context) ([]*lane, error) {
 	var ls []*lane
-	for _, w := range e.opts.Workers {
-		for _, lg := range e.opts.Logics {
-			op, err := e.newOperator(ctx, lg, w)
-			if err != nil {
-				return ls, err
+	for _, s := range e.spaces {
+		for _, w := range e.opts.Workers {
+			for _, lg := range e.opts.Logics {
+				op, err := e.newOperator(ctx, lg, w)
+				if err != nil {
+					return ls, err
+				}
+				ls = append(ls, &lane{space: s, workers: w, logic: lg, op: op})
 			}
-			ls = append(ls, &lane{workers: w, logic: lg, op: op})
 		}
 	}
 	return ls, nil
 }
 
-// oracle runs the serial strategy natively, untimed, and returns what
-// every run must reproduce.
-func (e *txnEnv) oracle(ctx context.Context) (txnDigest, error) {
-	e.step("txn %s: oracle: the serial strategy, native, %s events (not timed)", e.opts.App, thousands(float64(e.opts.Events)))
+// oracle runs the serial strategy natively, untimed, over key space s and
+// returns what every run over it must reproduce.
+func (e *txnEnv) oracle(ctx context.Context, s *txnSpace) (txnDigest, error) {
+	e.step("txn %s: oracle: the serial strategy, native, %s events, %s keys (not timed)",
+		e.opts.App, thousands(float64(e.opts.Events)), thousands(float64(s.keys)))
 	op, err := e.newOperator(ctx, TxnNative, 1)
 	if err != nil {
 		return txnDigest{}, err
 	}
-	l := &lane{workers: 1, logic: TxnNative, op: op}
+	l := &lane{space: s, workers: 1, logic: TxnNative, op: op}
 	err = e.runStrategy(ctx, "serial", txn.Strategy{Kind: txn.Serial}, []*lane{l})
 	if cerr := op.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
 		err = fmt.Errorf("bench: txn: closing the oracle: %w", cerr)
@@ -677,10 +759,16 @@ func (e *txnEnv) runStrategy(ctx context.Context, name string, st txn.Strategy, 
 		if err := l.op.SetStrategy(st); err != nil {
 			return fmt.Errorf("bench: txn: %w", err)
 		}
-		l.store = cloneStore(e.initial)
+		l.store = cloneStore(l.space.initial)
 		l.digest = txnDigest{outputs: fnvOffset}
-		l.run = TxnRun{Strategy: name, Workers: l.workers, Logic: l.logic}
+		l.run = TxnRun{Strategy: name, Workers: l.workers, Logic: l.logic, Keys: l.space.keys}
 		l.lat = l.lat[:0]
+	}
+	var spaces []*txnSpace // the lanes' key spaces
+	for _, l := range lanes {
+		if !slices.Contains(spaces, l.space) {
+			spaces = append(spaces, l.space)
+		}
 	}
 	total, batch := e.opts.Events, e.opts.Punctuation
 	skip := warmup(e.opts)
@@ -689,18 +777,21 @@ func (e *txnEnv) runStrategy(ctx context.Context, name string, st txn.Strategy, 
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("bench: txn: %w", err)
 		}
-		e.events(first, min(batch, total-first))
+		n := min(batch, total-first)
+		for _, s := range spaces {
+			s.events(first, n)
+		}
 		for i := range lanes {
 			l := lanes[(b+i)%len(lanes)]
 			if err := e.runBatch(ctx, l, b >= skip); err != nil {
-				return fmt.Errorf("bench: txn %s: strategy %s, %s, %s, batch %d (events %d to %d): %w",
-					e.opts.App, name, workersText(l.workers), l.logic, b, first, first+len(e.recs)-1, err)
+				return fmt.Errorf("bench: txn %s: strategy %s, %s, %s, %s keys, batch %d (events %d to %d): %w",
+					e.opts.App, name, workersText(l.workers), l.logic, thousands(float64(l.space.keys)), b, first, first+n-1, err)
 			}
 		}
 		if e.opts.Progress != nil && time.Since(last) >= e.opts.ProgressEvery {
 			last = time.Now()
 			e.step("txn %s: %s: %s/%s events; %s", e.opts.App, name,
-				thousands(float64(first+len(e.recs))), thousands(float64(total)), laneRates(lanes))
+				thousands(float64(first+n)), thousands(float64(total)), laneRates(lanes, len(e.spaces) > 1))
 		}
 	}
 	for _, l := range lanes {
@@ -711,21 +802,21 @@ func (e *txnEnv) runStrategy(ctx context.Context, name string, st txn.Strategy, 
 	return nil
 }
 
-// events draws events [first, first+n) into the shared batch: event i has
-// time i and, as Origin, its index in the batch.
-func (e *txnEnv) events(first, n int) {
-	e.recs = slices.Grow(e.recs[:0], n)[:n]
-	cur := e.buf[:0]
+// events draws events [first, first+n) into the space's batch, shared by
+// its lanes: event i has time i and, as Origin, its index in the batch.
+func (s *txnSpace) events(first, n int) {
+	s.recs = slices.Grow(s.recs[:0], n)[:n]
+	cur := s.buf[:0]
 	used := 0
 	for j := range n {
-		k, v := e.wl.Event(uint64(first+j), cur)
-		e.recs[j] = abi.Record{Origin: uint32(j), Time: int64(first + j), Key: k, Value: v}
+		k, v := s.wl.Event(uint64(first+j), cur)
+		s.recs[j] = abi.Record{Origin: uint32(j), Time: int64(first + j), Key: k, Value: v}
 		used += len(k) + len(v)
 		cur = v[len(v):]
 	}
-	if used > cap(e.buf) {
+	if used > cap(s.buf) {
 		// Event spilled into new buffers: size the next batch's at once.
-		e.buf = make([]byte, 0, used+used/4)
+		s.buf = make([]byte, 0, used+used/4)
 	}
 }
 
@@ -735,7 +826,8 @@ func (e *txnEnv) events(first, n int) {
 func (e *txnEnv) runBatch(ctx context.Context, l *lane, timed bool) error {
 	l.out.Reset()
 	start := time.Now()
-	res, err := l.op.Process(ctx, e.recs, l.store, &l.out)
+	recs := l.space.recs
+	res, err := l.op.Process(ctx, recs, l.store, &l.out)
 	elapsed := time.Since(start)
 	if err != nil {
 		return err
@@ -761,10 +853,10 @@ func (e *txnEnv) runBatch(ctx context.Context, l *lane, timed bool) error {
 		return nil
 	}
 	r := &l.run
-	r.Events += len(e.recs)
+	r.Events += len(recs)
 	r.Batches++
 	r.Seconds += elapsed.Seconds()
-	l.lat = append(l.lat, batchTime{d: elapsed, n: len(e.recs)})
+	l.lat = append(l.lat, batchTime{d: elapsed, n: len(recs)})
 	bd := &r.Breakdown
 	bd.Plan += s.Plan.Seconds()
 	bd.Explore += s.Explore.Seconds()
@@ -788,35 +880,17 @@ func (e *txnEnv) runBatch(ctx context.Context, l *lane, timed bool) error {
 	return nil
 }
 
-// apply writes a batch's change set into the lane's store. The values are
-// copied first, all of them, into one new arena: a change may alias a
-// value of the store that a later change replaces, and the Result's
-// versions are reused by the next batch. A key new to the store is copied
-// too, so that the store does not keep the plan's arena alive.
+// apply writes a batch's change set into the lane's store, which copies
+// each value (a change may alias a value of the store, and the Result's
+// versions are reused by the next batch).
 func (l *lane) apply(changes []txn.Change) {
-	n := 0
-	for i := range changes {
-		n += len(changes[i].Value)
-	}
-	arena := make([]byte, 0, n)
-	for i := range changes {
-		arena = append(arena, changes[i].Value...)
-	}
-	off := 0
 	for i := range changes {
 		c := &changes[i]
 		if c.Delete {
-			delete(l.store, c.Key)
+			l.store.Delete(c.Key)
 			continue
 		}
-		v := arena[off : off+len(c.Value) : off+len(c.Value)]
-		off += len(c.Value)
-		before := len(l.store)
-		l.store[c.Key] = v
-		if len(l.store) != before {
-			delete(l.store, c.Key)
-			l.store[txn.Key{Table: c.Key.Table, Key: strings.Clone(c.Key.Key)}] = v
-		}
+		l.store.Put(c.Key, c.Value)
 	}
 }
 
@@ -870,15 +944,8 @@ func (ref *txnDigest) check(d *txnDigest) error {
 	return fmt.Errorf("%w: %s (a scheduler or operator bug: no figure is reported)", ErrTxnMismatch, strings.Join(diffs, "; "))
 }
 
-// cloneStore copies a store's map; the values are shared, which is safe
-// because apply replaces values and never writes into them.
-func cloneStore(m txn.MapStore) txn.MapStore {
-	c := make(txn.MapStore, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
-}
+// cloneStore copies a store.
+func cloneStore(m *memstore.Store) *memstore.Store { return m.Clone() }
 
 // FNV-1a, 64 bits: stable across processes and machines, so that the
 // hashes in a report compare between runs.
@@ -910,9 +977,9 @@ func fnvField(h uint64, b []byte) uint64 { return fnvBytes(fnvUint(h, uint64(len
 
 // stateHash hashes a store independently of map order: the sum of the
 // entries' hashes.
-func stateHash(m txn.MapStore) uint64 {
+func stateHash(m *memstore.Store) uint64 {
 	var sum uint64
-	for k, v := range m {
+	for k, v := range m.All() {
 		h := fnvUint(fnvOffset, uint64(k.Table))
 		h = fnvField(h, []byte(k.Key))
 		h = fnvField(h, v)
@@ -962,20 +1029,29 @@ func knobText(app string, k *workload.Knobs) map[string]string {
 func laneNames(lanes []*lane) string {
 	var parts []string
 	for _, l := range lanes {
-		parts = append(parts, fmt.Sprintf("%s/%dw", l.logic, l.workers))
+		name := fmt.Sprintf("%s/%dw", l.logic, l.workers)
+		if l.space != lanes[0].space || l.space != lanes[len(lanes)-1].space {
+			name = fmt.Sprintf("%s/%dk", name, l.space.keys/1000)
+		}
+		parts = append(parts, name)
 	}
 	return strings.Join(parts, ", ")
 }
 
-// laneRates describes the lanes' rates so far, for progress lines.
-func laneRates(lanes []*lane) string {
+// laneRates describes the lanes' rates so far, for progress lines, with
+// their key-space sizes when keys is set.
+func laneRates(lanes []*lane, keys bool) string {
 	var parts []string
 	for _, l := range lanes {
 		rate := "warming up"
 		if l.run.Seconds > 0 {
 			rate = thousands(float64(l.run.Events)/l.run.Seconds) + " events/s"
 		}
-		parts = append(parts, fmt.Sprintf("%s/%dw %s", l.logic, l.workers, rate))
+		name := fmt.Sprintf("%s/%dw", l.logic, l.workers)
+		if keys {
+			name = fmt.Sprintf("%s/%dk", name, l.space.keys/1000)
+		}
+		parts = append(parts, name+" "+rate)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -990,8 +1066,8 @@ func ratios(runs []TxnRun) []TxnRatio {
 		}
 		for j := range runs {
 			n := &runs[j]
-			if n.Logic == TxnNative && n.Strategy == w.Strategy && n.Workers == w.Workers && n.Rate > 0 {
-				out = append(out, TxnRatio{Strategy: w.Strategy, Workers: w.Workers, Ratio: w.Rate / n.Rate})
+			if n.Logic == TxnNative && n.Strategy == w.Strategy && n.Workers == w.Workers && n.Keys == w.Keys && n.Rate > 0 {
+				out = append(out, TxnRatio{Strategy: w.Strategy, Workers: w.Workers, Keys: w.Keys, Ratio: w.Rate / n.Rate})
 			}
 		}
 	}
@@ -1002,14 +1078,15 @@ func ratios(runs []TxnRun) []TxnRatio {
 // workers with the run with the fewest.
 func speedups(runs []TxnRun) []TxnSpeedup {
 	type key struct {
-		s string
-		l TxnLogic
+		s    string
+		l    TxnLogic
+		keys int
 	}
 	lo, hi := map[key]*TxnRun{}, map[key]*TxnRun{}
 	var order []key
 	for i := range runs {
 		r := &runs[i]
-		k := key{r.Strategy, r.Logic}
+		k := key{r.Strategy, r.Logic, r.Keys}
 		if lo[k] == nil {
 			order = append(order, k)
 			lo[k], hi[k] = r, r
@@ -1027,7 +1104,27 @@ func speedups(runs []TxnRun) []TxnSpeedup {
 		if a.Workers == b.Workers || a.Rate <= 0 {
 			continue
 		}
-		out = append(out, TxnSpeedup{Strategy: k.s, Logic: k.l, From: a.Workers, To: b.Workers, Speedup: b.Rate / a.Rate})
+		out = append(out, TxnSpeedup{Strategy: k.s, Logic: k.l, Keys: k.keys, From: a.Workers, To: b.Workers, Speedup: b.Rate / a.Rate})
+	}
+	return out
+}
+
+// keySweep compares, for each strategy, worker count and logic, the run
+// at every key-space size with the run at the first size (the runs come
+// in the order of the sizes).
+func keySweep(runs []TxnRun) []TxnKeyRatio {
+	var out []TxnKeyRatio
+	for i := range runs {
+		r := &runs[i]
+		j := slices.IndexFunc(runs, func(x TxnRun) bool {
+			return x.Strategy == r.Strategy && x.Workers == r.Workers && x.Logic == r.Logic
+		})
+		base := &runs[j]
+		if base.Keys == r.Keys || base.Rate <= 0 {
+			continue
+		}
+		out = append(out, TxnKeyRatio{Strategy: r.Strategy, Workers: r.Workers, Logic: r.Logic,
+			FromKeys: base.Keys, Keys: r.Keys, Rate: r.Rate, Ratio: r.Rate / base.Rate})
 	}
 	return out
 }

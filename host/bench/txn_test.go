@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -21,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/sdk/go/sluice"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/workload"
+	"github.com/sluicehq/sluice/txn/memstore"
 )
 
 // smallLedger returns native options for a small, contended Streaming
@@ -94,7 +96,7 @@ func TestRunTxnNative(t *testing.T) {
 		t.Errorf("speedups %v, want one per strategy", rep.Speedups)
 	}
 	for _, s := range rep.Speedups {
-		if s.From != 1 || s.To != 2 || s.Speedup <= 0 || s.Speedup != rep.rate(s.Strategy, 2, TxnNative)/rep.rate(s.Strategy, 1, TxnNative) {
+		if s.From != 1 || s.To != 2 || s.Speedup <= 0 || s.Speedup != rep.rate(s.Strategy, 2, TxnNative, s.Keys)/rep.rate(s.Strategy, 1, TxnNative, s.Keys) {
 			t.Errorf("speedup %+v", s)
 		}
 	}
@@ -225,11 +227,14 @@ func TestRunTxnBadOptions(t *testing.T) {
 // the keys new to the store (they point into the plan's arena).
 func TestLaneApply(t *testing.T) {
 	k := func(s string) txn.Key { return txn.Key{Table: 1, Key: s} }
-	l := &lane{store: txn.MapStore{k("a"): []byte("1"), k("b"): []byte("2")}}
+	l := &lane{store: memstore.New()}
+	l.store.Put(k("a"), []byte("1"))
+	l.store.Put(k("b"), []byte("2"))
+	bv, _, _ := l.store.Get(k("b"))
 	arena := []byte("ab9xnew")
 	newKey := unsafe.String(&arena[3], 4) // "xnew", in the "plan arena"
 	changes := []txn.Change{
-		{Key: k("a"), Value: l.store[k("b")]}, // a takes b's value, aliasing it
+		{Key: k("a"), Value: bv}, // a takes b's value, aliasing it
 		{Key: k("b"), Value: arena[2:3]},
 		{Key: txn.Key{Table: 1, Key: newKey}, Value: arena[:1]},
 		{Key: k("c"), Delete: true},
@@ -239,18 +244,15 @@ func TestLaneApply(t *testing.T) {
 		arena[i] = '-' // the next batch reuses the versions and the arena
 	}
 	want := map[string]string{"a": "2", "b": "9", "xnew": "a"}
-	if len(l.store) != len(want) {
-		t.Fatalf("store %v, want %v", l.store, want)
-	}
-	for key, v := range l.store {
-		if string(v) != want[key.Key] {
-			t.Errorf("store[%s] = %q, want %q", key.Key, v, want[key.Key])
-		}
-	}
-	for key := range l.store {
+	got := map[string]string{}
+	for key, v := range l.store.All() {
+		got[key.Key] = string(v)
 		if key.Key == "xnew" && unsafe.StringData(key.Key) == &arena[3] {
 			t.Errorf("the new key aliases the plan's arena")
 		}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("store %v, want %v", got, want)
 	}
 }
 
@@ -337,11 +339,11 @@ func BenchmarkTxnNativeLedger(b *testing.B) {
 	defer l.op.Close(ctx)
 	st, _ := txn.ParseStrategy("ns-op-lazy")
 	l.op.SetStrategy(st)
-	l.store = cloneStore(e.initial)
+	l.store = cloneStore(l.space.initial)
 	b.ReportAllocs()
 	n := 0
 	for i := 0; b.Loop(); i++ {
-		e.events(i*opts.Punctuation, opts.Punctuation)
+		l.space.events(i*opts.Punctuation, opts.Punctuation)
 		if err := e.runBatch(ctx, l, true); err != nil {
 			b.Fatal(err)
 		}
@@ -363,13 +365,13 @@ func BenchmarkTxnApply(b *testing.B) {
 		b.Fatal(err)
 	}
 	var changes []txn.Change
-	for k, v := range e.initial {
+	for k, v := range e.spaces[0].initial.All() {
 		if len(changes) == 30_000 {
 			break
 		}
 		changes = append(changes, txn.Change{Key: k, Value: v})
 	}
-	l := &lane{store: cloneStore(e.initial)}
+	l := &lane{store: cloneStore(e.spaces[0].initial)}
 	b.ReportAllocs()
 	for b.Loop() {
 		l.apply(changes)
@@ -470,7 +472,7 @@ func TestRunTxnDynamic(t *testing.T) {
 		t.Errorf("adaptive compared with %+v, want the two static strategies", d.AdaptiveOver)
 	}
 	for _, o := range d.AdaptiveOver {
-		want := rep.rate(txn.AdaptiveName, 2, TxnNative) / rep.rate(o.Strategy, 2, TxnNative)
+		want := rep.rate(txn.AdaptiveName, 2, TxnNative, rep.Runs[0].Keys) / rep.rate(o.Strategy, 2, TxnNative, rep.Runs[0].Keys)
 		if o.Strategy == txn.AdaptiveName || o.Batches != 6 || math.Abs(o.Ratio-want) > 1e-9*want {
 			t.Errorf("adaptive over %s: %+v, want %v over 6 batches", o.Strategy, o, want)
 		}
@@ -494,5 +496,89 @@ func TestRunTxnDynamic(t *testing.T) {
 	opts.Workers = []int{1, 2}
 	if _, err := RunTxn(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "one worker count") {
 		t.Errorf("a dynamic run with two worker counts: %v", err)
+	}
+}
+
+// TestRunTxnKeySweep runs two strategies over two key-space sizes, once
+// with serial among the strategies and once against the oracle, and checks
+// the report: a run per size, strategy and worker count, each with its
+// size, and the sweep's ratios. Each size's runs differ from the other's
+// in state and outputs, so a run checked against the wrong size's
+// reference would fail RunTxn.
+func TestRunTxnKeySweep(t *testing.T) {
+	for _, strategies := range [][]string{{"serial", "ns-op-lazy"}, {"ns-op-lazy", "bfs-op-eager"}} {
+		opts := smallLedger(t, strategies...)
+		opts.KeySpaces = []int{64, 640}
+		rep, err := RunTxn(context.Background(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Runs) != 2*2*len(strategies) {
+			t.Fatalf("%s: %d runs, want %d", strategies, len(rep.Runs), 2*2*len(strategies))
+		}
+		for i, r := range rep.Runs {
+			if want := []int{64, 640}[i/2%2]; r.Keys != want {
+				t.Errorf("%s: run %d (%s, %d workers): %d keys, want %d", strategies, i, r.Strategy, r.Workers, r.Keys, want)
+			}
+		}
+		if len(rep.KeySweep) != 2*len(strategies) {
+			t.Fatalf("%s: sweep %+v, want one ratio per strategy and worker count", strategies, rep.KeySweep)
+		}
+		for _, x := range rep.KeySweep {
+			base, got := rep.rate(x.Strategy, x.Workers, x.Logic, 64), rep.rate(x.Strategy, x.Workers, x.Logic, 640)
+			if x.FromKeys != 64 || x.Keys != 640 || x.Rate != got || x.Ratio != got/base {
+				t.Errorf("%s: sweep entry %+v, want 640 keys over 64 at %v / %v", strategies, x, got, base)
+			}
+		}
+		if len(rep.Speedups) != 2*len(strategies) {
+			t.Errorf("%s: speedups %+v, want one per strategy and size", strategies, rep.Speedups)
+		}
+		var tab bytes.Buffer
+		if err := rep.WriteTable(&tab); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"key spaces: 64; 640 keys a table", "Key-space sweep", "memory: peak resident"} {
+			if !strings.Contains(tab.String(), want) {
+				t.Errorf("%s: the table lacks %q:\n%s", strategies, want, tab.String())
+			}
+		}
+	}
+	opts := smallLedger(t, "ns-op-lazy")
+	opts.KeySpaces = []int{64, 64}
+	if _, err := RunTxn(context.Background(), opts); err == nil {
+		t.Error("a size given twice was accepted")
+	}
+}
+
+// TestTxnKeyTargets checks the key-space targets: judged on the sizes 10
+// and 100 times the first, worst combination, Streaming Ledger only.
+func TestTxnKeyTargets(t *testing.T) {
+	runs := []TxnRun{
+		{Strategy: "a", Workers: 2, Logic: TxnNative, Keys: 100, Rate: 1000},
+		{Strategy: "a", Workers: 2, Logic: TxnNative, Keys: 1000, Rate: 950},
+		{Strategy: "a", Workers: 2, Logic: TxnNative, Keys: 10000, Rate: 700},
+		{Strategy: "b", Workers: 2, Logic: TxnNative, Keys: 100, Rate: 1000},
+		{Strategy: "b", Workers: 2, Logic: TxnNative, Keys: 1000, Rate: 850},
+		{Strategy: "b", Workers: 2, Logic: TxnNative, Keys: 10000, Rate: 900},
+	}
+	r := &TxnReport{App: "sl", Runs: runs, KeySweep: keySweep(runs)}
+	ts := r.keyTargets()
+	if len(ts) != 2 {
+		t.Fatalf("targets %+v, want 10x and 100x", ts)
+	}
+	if ts[0].Met || !strings.Contains(ts[0].Got, "0.85 (b") || !strings.Contains(ts[0].Name, "10x the keys (1,000)") {
+		t.Errorf("10x target %+v, want not met at b's 0.85", ts[0])
+	}
+	if ts[1].Met || !strings.Contains(ts[1].Got, "0.70 (a") {
+		t.Errorf("100x target %+v, want not met at a's 0.70", ts[1])
+	}
+	r.Runs[2].Rate, r.Runs[4].Rate = 800, 900
+	r.KeySweep = keySweep(r.Runs)
+	if ts := r.keyTargets(); !ts[0].Met || !ts[1].Met {
+		t.Errorf("targets %+v, want both met", ts)
+	}
+	r.App = "gs"
+	if ts := r.checkTargets(); len(ts) != 0 {
+		t.Errorf("targets %+v for GrepSum, want none", ts)
 	}
 }

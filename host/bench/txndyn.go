@@ -117,7 +117,7 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 
 	var ref *txnDigest
 	if !slices.Contains(opts.Strategies, "serial") {
-		d, err := e.oracle(ctx)
+		d, err := e.oracle(ctx, e.spaces[0])
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +137,7 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 		if err != nil {
 			return nil, err
 		}
-		l := &lane{workers: workers, logic: logic, op: op, strategy: name}
+		l := &lane{space: e.spaces[0], workers: workers, logic: logic, op: op, strategy: name}
 		lanes = append(lanes, l)
 		st, _ := txn.ParseStrategy(name)
 		if st.Kind == txn.Adaptive {
@@ -146,9 +146,9 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 		if err := l.op.SetStrategy(st); err != nil {
 			return nil, fmt.Errorf("bench: txn: %w", err)
 		}
-		l.store = cloneStore(e.initial)
+		l.store = cloneStore(e.spaces[0].initial)
 		l.digest = txnDigest{outputs: fnvOffset}
-		l.run = TxnRun{Strategy: name, Workers: workers, Logic: logic}
+		l.run = TxnRun{Strategy: name, Workers: workers, Logic: logic, Keys: e.spaces[0].keys}
 		times[l] = make([]phaseTime, len(phases))
 	}
 
@@ -172,7 +172,7 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 			phase = p
 			e.step("txn %s: phase %d/%d: %s", opts.App, p+1, len(phases), phases[p].Name)
 		}
-		e.events(first, min(batch, total-first))
+		e.spaces[0].events(first, min(batch, total-first))
 		// A new order of the lanes for every batch: with a fixed order (or
 		// a rotation, which keeps the neighbours), a lane would always run
 		// right after the same one, and pay, for instance, for the garbage
@@ -181,7 +181,7 @@ func (e *txnEnv) runDynamic(ctx context.Context) (rep *TxnReport, err error) {
 		for _, l := range run {
 			if err := e.runBatch(ctx, l, b >= skip); err != nil {
 				return nil, fmt.Errorf("bench: txn %s: strategy %s, batch %d (events %d to %d): %w",
-					opts.App, l.strategy, b, first, first+len(e.recs)-1, err)
+					opts.App, l.strategy, b, first, first+len(e.spaces[0].recs)-1, err)
 			}
 			var rec []adapt.Record // the adaptive batch's record
 			if l == adaptive {
@@ -324,7 +324,7 @@ func (r *TxnReport) dynamicTargets() []Target {
 			Met:  p.AdaptiveOverBest >= TargetAdaptivePhase,
 		})
 	}
-	ad := r.rate(txn.AdaptiveName, d.Workers, d.Logic)
+	ad := r.rate(txn.AdaptiveName, d.Workers, d.Logic, r.Runs[0].Keys)
 	var best *TxnRun
 	for i := range r.Runs {
 		x := &r.Runs[i]

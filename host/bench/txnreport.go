@@ -23,6 +23,11 @@ const (
 	// TargetTxnSpeedup is how much faster 2 workers must be than 1 on
 	// GrepSum without cycles.
 	TargetTxnSpeedup = 1.6
+	// TargetTxnKeys10 and TargetTxnKeys100 are the fractions of its rate
+	// that Streaming Ledger must keep with 10 and 100 times the keys
+	// (issue 22), in the same run.
+	TargetTxnKeys10  = 0.9
+	TargetTxnKeys100 = 0.8
 )
 
 // ledgerTargetWorkload reports whether the report's workload is the one
@@ -87,6 +92,48 @@ func (r *TxnReport) checkTargets() []Target {
 		if t, ok := r.speedupTarget(); ok {
 			ts = append(ts, t)
 		}
+	}
+	if r.App == workload.StreamingLedger {
+		ts = append(ts, r.keyTargets()...)
+	}
+	return ts
+}
+
+// keyTargets checks TargetTxnKeys10 and TargetTxnKeys100 on the sweep's
+// sizes that are 10 and 100 times the first, worst of its strategy,
+// worker and logic combinations.
+func (r *TxnReport) keyTargets() []Target {
+	var ts []Target
+	for _, c := range []struct {
+		times int
+		want  float64
+	}{{10, TargetTxnKeys10}, {100, TargetTxnKeys100}} {
+		var worst, best *TxnKeyRatio
+		n := 0
+		for i := range r.KeySweep {
+			x := &r.KeySweep[i]
+			if x.Keys != c.times*x.FromKeys {
+				continue
+			}
+			n++
+			if worst == nil || x.Ratio < worst.Ratio {
+				worst = x
+			}
+			if best == nil || x.Ratio > best.Ratio {
+				best = x
+			}
+		}
+		if worst == nil {
+			continue
+		}
+		ts = append(ts, Target{
+			Name: fmt.Sprintf("sl: rate with %dx the keys (%s) over %s keys, same run (worst of %d)",
+				c.times, thousands(float64(worst.Keys)), thousands(float64(worst.FromKeys)), n),
+			Want: fmt.Sprintf(">= %.1f", c.want),
+			Got: fmt.Sprintf("%.2f (%s, %s, %s; best %.2f, %s %s)", worst.Ratio, worst.Strategy, workersText(worst.Workers), worst.Logic,
+				best.Ratio, best.Strategy, best.Logic),
+			Met: worst.Ratio >= c.want,
+		})
 	}
 	return ts
 }
@@ -159,9 +206,27 @@ func (r *TxnReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(&b, "checked: every run's final state, outputs and commits equal those of %s: state %s, outputs %s, %s committed, %s aborted\n",
 		r.Oracle, r.StateHash, r.OutputHash, thousands(float64(r.Committed)), thousands(float64(r.Aborted)))
 
+	sweep := r.sweep()
+	if sweep {
+		fmt.Fprintf(&b, "key spaces: %s keys a table, interleaved batch by batch, each checked against its own oracle\n", r.keySizes())
+	}
+	if r.MaxRSSBytes > 0 {
+		fmt.Fprintf(&b, "memory: peak resident %s MiB (the whole process: every lane's store, the plugin's instances)\n", thousands(float64(r.MaxRSSBytes)/(1<<20)))
+	}
+
 	fmt.Fprintln(&b)
 	tw := table(&b)
-	fmt.Fprintln(tw, "strategy\tworkers\tlogic\tevents/s\tlatency mean\tlatency p99\tplan\texplore\tuseful\tabort\tfinish\top plan+post\tapply\tcommitted\taborted\t")
+	keysCol := func(x TxnRun) string {
+		if !sweep {
+			return ""
+		}
+		return thousands(float64(x.Keys)) + "\t"
+	}
+	keysHead := ""
+	if sweep {
+		keysHead = "keys\t"
+	}
+	fmt.Fprintf(tw, "strategy\tworkers\tlogic\t%sevents/s\tlatency mean\tlatency p99\tplan\texplore\tuseful\tabort\tfinish\top plan+post\tapply\tcommitted\taborted\t\n", keysHead)
 	for _, x := range r.Runs {
 		per := func(s float64) string {
 			if x.Events == 0 {
@@ -170,8 +235,8 @@ func (r *TxnReport) WriteTable(w io.Writer) error {
 			return fmt.Sprintf("%.0f", s*1e9/float64(x.Events))
 		}
 		bd := x.Breakdown
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.2f ms\t%.2f ms\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
-			x.Strategy, x.Workers, x.Logic, thousands(x.Rate), x.LatencyMeanMs, x.LatencyP99Ms,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s%s\t%.2f ms\t%.2f ms\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			x.Strategy, x.Workers, x.Logic, keysCol(x), thousands(x.Rate), x.LatencyMeanMs, x.LatencyP99Ms,
 			per(bd.Plan), per(bd.Explore), per(bd.Useful), per(bd.Abort), per(bd.Finish), per(bd.Guest), per(bd.Apply),
 			thousands(float64(x.Committed)), thousands(float64(x.Aborted)))
 	}
@@ -186,10 +251,11 @@ func (r *TxnReport) WriteTable(w io.Writer) error {
 	if len(r.Ratios) > 0 {
 		fmt.Fprintln(&b, "\nWasm / native, same run, interleaved batch by batch")
 		tw := table(&b)
-		fmt.Fprintln(tw, "strategy\tworkers\tWasm\tnative\tWasm / native\t")
+		fmt.Fprintf(tw, "strategy\tworkers\t%sWasm\tnative\tWasm / native\t\n", keysHead)
 		for _, x := range r.Ratios {
-			fmt.Fprintf(tw, "%s\t%d\t%s events/s\t%s events/s\t%.2f\t\n",
-				x.Strategy, x.Workers, thousands(r.rate(x.Strategy, x.Workers, TxnWasm)), thousands(r.rate(x.Strategy, x.Workers, TxnNative)), x.Ratio)
+			fmt.Fprintf(tw, "%s\t%d\t%s%s events/s\t%s events/s\t%.2f\t\n",
+				x.Strategy, x.Workers, keysCol(TxnRun{Keys: x.Keys}),
+				thousands(r.rate(x.Strategy, x.Workers, TxnWasm, x.Keys)), thousands(r.rate(x.Strategy, x.Workers, TxnNative, x.Keys)), x.Ratio)
 		}
 		tw.Flush()
 	}
@@ -197,10 +263,23 @@ func (r *TxnReport) WriteTable(w io.Writer) error {
 		s0 := r.Speedups[0]
 		fmt.Fprintf(&b, "\nSpeedup, %s over %d, same run\n", workersText(s0.To), s0.From)
 		tw := table(&b)
-		fmt.Fprintf(tw, "strategy\tlogic\t%s\t%s\tspeedup\t\n", workersText(s0.From), workersText(s0.To))
+		fmt.Fprintf(tw, "strategy\tlogic\t%s%s\t%s\tspeedup\t\n", keysHead, workersText(s0.From), workersText(s0.To))
 		for _, x := range r.Speedups {
-			fmt.Fprintf(tw, "%s\t%s\t%s events/s\t%s events/s\t%.2fx\t\n",
-				x.Strategy, x.Logic, thousands(r.rate(x.Strategy, x.From, x.Logic)), thousands(r.rate(x.Strategy, x.To, x.Logic)), x.Speedup)
+			fmt.Fprintf(tw, "%s\t%s\t%s%s events/s\t%s events/s\t%.2fx\t\n",
+				x.Strategy, x.Logic, keysCol(TxnRun{Keys: x.Keys}),
+				thousands(r.rate(x.Strategy, x.From, x.Logic, x.Keys)), thousands(r.rate(x.Strategy, x.To, x.Logic, x.Keys)), x.Speedup)
+		}
+		tw.Flush()
+	}
+	if len(r.KeySweep) > 0 {
+		k0 := r.KeySweep[0].FromKeys
+		fmt.Fprintf(&b, "\nKey-space sweep, rate over the rate with %s keys, same run (the breakdown per size is in the table above)\n", thousands(float64(k0)))
+		tw := table(&b)
+		fmt.Fprintf(tw, "strategy\tworkers\tlogic\t%s keys\tkeys\tevents/s\tratio\t\n", thousands(float64(k0)))
+		for _, x := range r.KeySweep {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s events/s\t%s\t%s events/s\t%.2f\t\n",
+				x.Strategy, x.Workers, x.Logic, thousands(r.rate(x.Strategy, x.Workers, x.Logic, x.FromKeys)),
+				thousands(float64(x.Keys)), thousands(x.Rate), x.Ratio)
 		}
 		tw.Flush()
 	}
@@ -209,10 +288,26 @@ func (r *TxnReport) WriteTable(w io.Writer) error {
 	return err
 }
 
-// rate returns the rate of the run of strategy s with w workers and logic
-// l, or 0.
-func (r *TxnReport) rate(s string, w int, l TxnLogic) float64 {
-	i := slices.IndexFunc(r.Runs, func(x TxnRun) bool { return x.Strategy == s && x.Workers == w && x.Logic == l })
+// sweep reports whether the runs cover several key-space sizes.
+func (r *TxnReport) sweep() bool {
+	return slices.ContainsFunc(r.Runs, func(x TxnRun) bool { return x.Keys != r.Runs[0].Keys })
+}
+
+// keySizes lists the runs' key-space sizes, in order: "115,200; 1,152,000".
+func (r *TxnReport) keySizes() string {
+	var sizes []string
+	for _, x := range r.Runs {
+		if k := thousands(float64(x.Keys)); !slices.Contains(sizes, k) {
+			sizes = append(sizes, k)
+		}
+	}
+	return strings.Join(sizes, "; ")
+}
+
+// rate returns the rate of the run of strategy s with w workers, logic l
+// and the given keys, or 0.
+func (r *TxnReport) rate(s string, w int, l TxnLogic, keys int) float64 {
+	i := slices.IndexFunc(r.Runs, func(x TxnRun) bool { return x.Strategy == s && x.Workers == w && x.Logic == l && x.Keys == keys })
 	if i < 0 {
 		return 0
 	}
