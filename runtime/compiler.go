@@ -83,6 +83,8 @@ type compileRequest struct {
 	TableLimit       uint32 `json:"table_limit"`
 	CallTimeoutNs    int64  `json:"call_timeout_ns"`
 	Size             int    `json:"size"`
+	// Nice is the niceness the child's threads take (lowerOwnPriority).
+	Nice int `json:"nice"`
 }
 
 // Compile runs the child and waits for it to compile wasm into cfg's
@@ -94,7 +96,7 @@ func (p *ProcessCompiler) Compile(ctx context.Context, engine string, cfg Config
 	req, err := json.Marshal(compileRequest{
 		Engine: engine, Name: name, CacheDir: cfg.cacheDir,
 		MemoryLimitPages: cfg.memoryLimitPages, TableLimit: cfg.tableLimit,
-		CallTimeoutNs: int64(cfg.callTimeout), Size: len(wasm),
+		CallTimeoutNs: int64(cfg.callTimeout), Size: len(wasm), Nice: p.Nice,
 	})
 	if err != nil {
 		return fmt.Errorf("runtime: compiling %q in a child process: %w", name, err)
@@ -102,17 +104,28 @@ func (p *ProcessCompiler) Compile(ctx context.Context, engine string, cfg Config
 	cmd := exec.CommandContext(ctx, p.Path, p.Args...)
 	cmd.Env = append(append(os.Environ(), "GOMAXPROCS=1"), p.Env...)
 	cmd.Env = append(cmd.Env, ChildCompileEnv+"=1")
-	cmd.Stdin = io.MultiReader(bytes.NewReader(append(req, '\n')), bytes.NewReader(wasm))
 	var stderr tailBuffer
 	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("runtime: compiling %q in a child process: %w", name, err)
+	}
 	if err := startNiced(cmd, p.Nice); err != nil {
 		return fmt.Errorf("runtime: compiling %q in a child process (%s): %w", name, p.Path, err)
 	}
+	// The request goes once the child runs at its priority: the child
+	// starts compiling only once it has read it. A failed write is the
+	// child's end (its exit status says why).
+	_, werr := io.Copy(stdin, io.MultiReader(bytes.NewReader(append(req, '\n')), bytes.NewReader(wasm)))
+	_ = stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return fmt.Errorf("runtime: compiling %q in a child process: %w: %s", name, err, msg)
 		}
 		return fmt.Errorf("runtime: compiling %q in a child process: %w", name, err)
+	}
+	if werr != nil {
+		return fmt.Errorf("runtime: compiling %q in a child process: sending the module: %w", name, werr)
 	}
 	return nil
 }
@@ -146,6 +159,7 @@ func ServeCompile(ctx context.Context, r io.Reader) error {
 	if err := json.Unmarshal(line, &req); err != nil {
 		return fmt.Errorf("runtime: reading the compile request: %w", err)
 	}
+	lowerOwnPriority(req.Nice)
 	wasm := make([]byte, req.Size)
 	if _, err := io.ReadFull(br, wasm); err != nil {
 		return fmt.Errorf("runtime: reading module %q (%d bytes): %w", req.Name, req.Size, err)

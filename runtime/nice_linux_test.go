@@ -25,19 +25,30 @@ func niceness(t *testing.T, stat string) int {
 	return n
 }
 
-// The child starts at the niceness asked; the parent's own is unchanged.
+// The child runs at the niceness asked, and so do the processes it
+// starts; the parent's own is unchanged.
 func TestStartNicedLowersTheChildOnly(t *testing.T) {
 	own, err := os.ReadFile("/proc/self/stat")
 	if err != nil {
 		t.Skip("no /proc here:", err)
 	}
 	before := niceness(t, string(own))
-	cmd := exec.Command("cat", "/proc/self/stat")
+	// The child reads its niceness once told to, as a compile child
+	// starts once it has its request.
+	cmd := exec.Command("sh", "-c", "read go; cat /proc/self/stat")
 	var out strings.Builder
 	cmd.Stdout = &out
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := startNiced(cmd, LowestNice); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = stdin.Close()
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}

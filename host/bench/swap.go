@@ -234,6 +234,12 @@ type SwapResult struct {
 	// windows; SteadyGap the longest outside them (after the warm-up).
 	PauseMs     float64 `json:"pause_ms"`
 	SteadyGapMs float64 `json:"steady_gap_ms"`
+	// PauseSwap is the swap (from 0, in Calls) around which the longest
+	// pause was, and PauseAtMs when it began, from the start of that
+	// swap's call (negative: before it), to set against the call's load
+	// and swap times.
+	PauseSwap int     `json:"pause_swap"`
+	PauseAtMs float64 `json:"pause_at_ms"`
 	// Dead is the number of dead-lettered records (0 in a correct run).
 	Dead uint64 `json:"dead_letters"`
 }
@@ -824,14 +830,16 @@ func (s *latencySink) check(events, dead uint64) error {
 func (s *latencySink) summarise(res *SwapResult, start time.Time, opts SwapOptions, windows [][2]time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := func(t time.Time) bool {
-		for _, w := range windows {
+	// around returns the swap whose window holds t, -1 for none.
+	around := func(t time.Time) int {
+		for i, w := range windows {
 			if !t.Before(w[0].Add(-opts.Window)) && !t.After(w[1].Add(opts.Window)) {
-				return true
+				return i
 			}
 		}
-		return false
+		return -1
 	}
+	in := func(t time.Time) bool { return around(t) >= 0 }
 	var steady, during []int64
 	base := start.UnixNano()
 	var last int64
@@ -861,8 +869,14 @@ func (s *latencySink) summarise(res *SwapResult, start time.Time, opts SwapOptio
 			continue
 		}
 		g := ms(b.Sub(a))
-		if in(a) || in(b) {
-			res.PauseMs = max(res.PauseMs, g)
+		w := around(a)
+		if w < 0 {
+			w = around(b)
+		}
+		if w >= 0 {
+			if g > res.PauseMs {
+				res.PauseMs, res.PauseSwap, res.PauseAtMs = g, w, ms(a.Sub(windows[w][0]))
+			}
 		} else {
 			res.SteadyGapMs = max(res.SteadyGapMs, g)
 		}
@@ -990,6 +1004,13 @@ func (r *SwapReport) WriteTable(w io.Writer) error {
 	}
 	tw.Flush()
 	fmt.Fprintln(&b, "pause: the longest time without output during the swaps; steady gap: the longest outside them")
+	for _, x := range r.Results {
+		if x.PauseMs > 0 && x.PauseSwap < len(x.Calls) {
+			c := x.Calls[x.PauseSwap]
+			fmt.Fprintf(&b, "  %s, compiled %s: the pause began %.1f ms into the call of the swap to %s (its load took %.1f ms, then the swap %.1f ms)\n",
+				x.Kind, x.Compile, x.PauseAtMs, c.Version, c.LoadMs, c.SwapMs)
+		}
+	}
 	fmt.Fprintln(&b, "\nSwaps: loading (checking and compiling the new version) and Swap (its instances, installed at a batch boundary)")
 	tw = table(&b)
 	fmt.Fprintln(tw, "kind\tcompiled\tversion\tat\tload\tswap\tinstances\tboundary wait\tinstall\tfirst batch\tbatch before\t")
