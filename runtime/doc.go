@@ -165,6 +165,18 @@
 // 1 ms on wasmtime and several ms on wazero, which copies the guest's
 // initial memory image.
 //
+// # Guest memory
+//
+// On Linux, wazero instances keep their linear memories outside the Go
+// heap: each is an anonymous mapping reserved at the memory's maximum (the
+// configured limit) and backed by pages only as the guest touches them,
+// so a memory grows in place, without a copy, and instances made while a
+// pipeline runs (a swap's) do not push the garbage collector into a cycle
+// the pipeline pays for. The Go runtime's memory statistics and
+// GOMEMLIMIT therefore leave guest memory out; the process's resident
+// size counts it. Elsewhere, and on wasmtime (whose memories were never on
+// the Go heap), nothing changes.
+//
 // # Compiling elsewhere
 //
 // Compiling a large guest takes a second or more of CPU. A Config with a

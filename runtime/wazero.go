@@ -483,7 +483,7 @@ func (m *wazeroModule) Instantiate(ctx context.Context) (Instance, error) {
 		WithNanotime(genv.nanotime, clockResolution).
 		WithNanosleep(genv.sleep).
 		WithRandSource(genv)
-	mod, err := m.runtime.InstantiateModule(ctx, m.compiled, mc)
+	mod, err := m.runtime.InstantiateModule(withGuestMemory(ctx), m.compiled, mc)
 	if err != nil {
 		if e.closed.Load() {
 			return nil, fmt.Errorf("runtime: instantiating %q: engine: %w", m.name, ErrClosed)
