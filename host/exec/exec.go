@@ -896,8 +896,10 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 		if err != nil {
 			return nil, err
 		}
+		runEnd := time.Now()
+		j.timeBatch(n, runEnd.Sub(runStart))
 		if !j.cfg.noMeasure {
-			j.measureRun(n, b, idx, runStart, time.Now())
+			j.measureRun(n, b, idx, runStart, runEnd)
 		}
 		for _, r := range rejects {
 			o := b.prov[idx[r.Index]]

@@ -54,9 +54,7 @@ func (j *Job) runNode(ctx context.Context, n *node, recs []abi.Record) ([]abi.Re
 			}
 		}
 		sp := n.code.savepoint()
-		start := time.Now()
 		out, rejects, err := n.code.run(ctx, recs)
-		j.timeBatch(n, time.Since(start))
 		if err == nil && n.op.Retries > 0 && failure(nil, rejects) != nil {
 			out, rejects = n.retry(ctx, recs, out, rejects)
 		}
@@ -202,8 +200,9 @@ func (j *Job) Quarantined() []string {
 	return slices.Clip(out)
 }
 
-// timeBatch records how long a batch of n's took: the last one, and the
-// first on code just swapped in (Job.LastSwap).
+// timeBatch records how long n's run of a batch took (runNode: retries
+// and a rollback's second run included): the last one, and the first on
+// code just swapped in (Job.LastSwap).
 func (j *Job) timeBatch(n *node, took time.Duration) {
 	if n.firstPending {
 		n.firstPending = false

@@ -185,8 +185,7 @@ type SwapTimes struct {
 	// FirstBatch is how long the first batch on the new code took, cold
 	// memory and all, and Before how long the last batch on the old code
 	// took (Job.LastSwap only, once that batch has run; 0 before): the
-	// operator's run of the batch, without the retries of its failed
-	// records.
+	// operator's run of the batch, retries of its failed records included.
 	FirstBatch, Before time.Duration
 }
 
