@@ -36,5 +36,5 @@ func nativeTxn(app string) (func(tables []string) txnop.Logic, error) {
 	if !ok {
 		return nil, fmt.Errorf("no native operator for the %q application", app)
 	}
-	return func(tables []string) txnop.Logic { return hosttest.TxnLogic(op(), tables) }, nil
+	return func(tables []string) txnop.Logic { return hosttest.TxnLogicParts(op, tables) }, nil
 }

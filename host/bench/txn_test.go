@@ -156,7 +156,7 @@ func TestRunTxnOracle(t *testing.T) {
 // nativeOf returns TxnOptions.Native for the operator op makes, as `sluice
 // bench txn` gives it.
 func nativeOf(op func() sluice.Txn) func(tables []string) txnop.Logic {
-	return func(tables []string) txnop.Logic { return hosttest.TxnLogic(op(), tables) }
+	return func(tables []string) txnop.Logic { return hosttest.TxnLogicParts(op, tables) }
 }
 
 // counting is an operator that is not deterministic: each event writes

@@ -43,33 +43,94 @@ const nativePlugin = "native"
 // scheduler keeps it as a version), and for a non-deterministic operation
 // the keys it touches and the values it Puts.
 func TxnLogic(op sluice.Txn, tables []string) txnop.Logic {
-	d, err := sluicetest.NewTxnDriver(op, tables)
-	if err != nil {
-		panic(err.Error())
-	}
-	l := &nativeLogic{d: d}
+	return newNativeLogic(func() sluice.Txn { return op }, tables, false)
+}
+
+// TxnLogicParts is TxnLogic for an operator that plans and posts in parts
+// (txnop.PartLogic), as a WebAssembly operator does with one instance per
+// scheduler worker: newOp is called once per part, on first use, and each
+// part's Plan and Post run on its own operator value, all parts at once.
+// An operator whose handlers keep state across events (buffers included)
+// must therefore be made by newOp, not shared; Plan and Post must depend
+// only on their event and its outcome, as abi/ABI.md requires of a guest
+// whose instances split a batch. The outcome of every transaction is the
+// same as TxnLogic's.
+func TxnLogicParts(newOp func() sluice.Txn, tables []string) txnop.Logic {
+	return &nativePartLogic{newNativeLogic(newOp, tables, true)}
+}
+
+func newNativeLogic(newOp func() sluice.Txn, tables []string, parts bool) *nativeLogic {
+	l := &nativeLogic{newOp: newOp, tables: tables, split: parts}
+	// The first part's driver is made now, so that an unusable operator
+	// panics here rather than in a batch.
+	l.parts.Store(&[]*nativePart{l.newPart()})
 	l.workers.Store(&[]*nativeWorker{})
 	return l
 }
 
 // nativeLogic implements txnop.Logic over the SDK's native driver. Plan and
-// Post run on the Operator's goroutine; Apply concurrently, each worker on
-// its own nativeWorker, found by index.
+// Post run on the Operator's goroutine, or, in parts, on one goroutine per
+// part with a driver each; Apply concurrently, each worker on its own
+// nativeWorker, found by index.
 type nativeLogic struct {
-	d sluicetest.TxnDriver
+	newOp  func() sluice.Txn
+	tables []string
+	split  bool // a driver per part; false: part 0's serves all
 
-	// workers is copied on write, under mu, when a worker index is seen
-	// for the first time; Apply reads it without a lock.
+	// parts and workers are copied on write, under mu, when an index is
+	// seen for the first time; they are read without a lock.
+	parts   atomic.Pointer[[]*nativePart]
 	workers atomic.Pointer[[]*nativeWorker]
 	mu      sync.Mutex
+}
 
-	// Post's reused buffers.
+// nativePart is the driver and Post's reused buffers of one part of a
+// batch.
+type nativePart struct {
+	d       sluicetest.TxnDriver
 	outcome abi.EventOutcome
 	ops     []abi.OpOutcome
 	vals    []abi.Value
 	gets    []abi.KeyValue
+	spans   []outcomeSpan
 	dec     abi.Decoder
 	rec     abi.Record
+}
+
+// nativePartLogic is a nativeLogic that plans and posts in parts.
+type nativePartLogic struct{ *nativeLogic }
+
+var _ txnop.PartLogic = (*nativePartLogic)(nil)
+
+// newPart returns a part with a driver of its own. It panics when the
+// operator is not usable, as sluice.Transactional does.
+func (l *nativeLogic) newPart() *nativePart {
+	d, err := sluicetest.NewTxnDriver(l.newOp(), l.tables)
+	if err != nil {
+		panic(err.Error())
+	}
+	return &nativePart{d: d}
+}
+
+// part returns part i, making it on first use.
+func (l *nativeLogic) part(i int) *nativePart {
+	if !l.split {
+		i = 0
+	}
+	if ps := *l.parts.Load(); i < len(ps) && ps[i] != nil {
+		return ps[i]
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ps := *l.parts.Load()
+	if i < len(ps) && ps[i] != nil {
+		return ps[i]
+	}
+	grown := make([]*nativePart, max(len(ps), i+1))
+	copy(grown, ps)
+	grown[i] = l.newPart()
+	l.parts.Store(&grown)
+	return grown[i]
 }
 
 // nativeWorker is one scheduler worker's state.
@@ -85,6 +146,7 @@ func (l *nativeLogic) worker(i int) *nativeWorker {
 	if ws := *l.workers.Load(); i < len(ws) && ws[i] != nil {
 		return ws[i]
 	}
+	d := l.part(0).d // every worker's applies are its: a worker keeps no state across them
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ws := *l.workers.Load()
@@ -93,14 +155,26 @@ func (l *nativeLogic) worker(i int) *nativeWorker {
 	}
 	grown := make([]*nativeWorker, max(len(ws), i+1))
 	copy(grown, ws)
-	grown[i] = &nativeWorker{w: l.d.NewWorker()}
+	grown[i] = &nativeWorker{w: d.NewWorker()}
 	l.workers.Store(&grown)
 	return grown[i]
 }
 
 func (l *nativeLogic) Plan(_ context.Context, events []abi.Record, p *txnop.Plan) error {
+	return l.part(0).plan(events, 0, p)
+}
+
+// PlanPart plans the batch's events first to first+len(events)-1 on part
+// w's driver.
+func (l *nativePartLogic) PlanPart(_ context.Context, w int, events []abi.Record, first int, p *txnop.Plan) error {
+	return l.part(w).plan(events, first, p)
+}
+
+// plan appends a transaction per event to p; event i of events is the
+// batch's event first+i.
+func (pt *nativePart) plan(events []abi.Record, first int, p *txnop.Plan) error {
 	for i := range events {
-		decls, err := l.d.Plan(i, &events[i])
+		decls, err := pt.d.Plan(first+i, &events[i])
 		if err != nil {
 			return err
 		}
@@ -199,62 +273,75 @@ func (l *nativeLogic) Apply(_ context.Context, t, op int, o *txn.Op, a txn.Acces
 }
 
 func (l *nativeLogic) Post(_ context.Context, events []abi.Record, p *txnop.Plan, res *txn.Result, out *plugin.Output) error {
-	l.d.BeginPost()
-	for i := range events {
-		l.outcomeOf(res, i, len(p.Txns[i].Ops))
-		if err := l.d.Post(i, &events[i], &l.outcome); err != nil {
+	return l.part(0).post(events, 0, len(events), p, res, out)
+}
+
+// PostPart posts the batch's events lo to hi-1 on part w's driver.
+func (l *nativePartLogic) PostPart(_ context.Context, w int, events []abi.Record, lo, hi int, p *txnop.Plan, res *txn.Result, out *plugin.Output) error {
+	return l.part(w).post(events, lo, hi, p, res, out)
+}
+
+// post runs the Post handler on the batch's events lo to hi-1 and appends
+// their outputs and rejects, by batch index, to out.
+func (pt *nativePart) post(events []abi.Record, lo, hi int, p *txnop.Plan, res *txn.Result, out *plugin.Output) error {
+	pt.d.BeginPost()
+	for i := lo; i < hi; i++ {
+		pt.outcomeOf(res, i, len(p.Txns[i].Ops))
+		if err := pt.d.Post(i, &events[i], &pt.outcome); err != nil {
 			out.Rejects = append(out.Rejects, plugin.Reject{Index: i, Err: &plugin.RecordError{
 				Plugin: nativePlugin, Export: abi.ExportPost, Index: i, Reason: err.Error(), Err: plugin.ErrRejected,
 			}})
 		}
 	}
-	l.outcome = abi.EventOutcome{}
+	pt.outcome = abi.EventOutcome{}
 	// The outputs alias the driver's buffer, which it reuses from the next
 	// batch's Post on: valid until the next Process, as txnop promises.
-	if err := l.dec.Reset(l.d.Outputs()); err != nil {
+	if err := pt.dec.Reset(pt.d.Outputs()); err != nil {
 		return fmt.Errorf("hosttest: decoding the outputs: %w", err)
 	}
-	r := &l.rec
-	for l.dec.Next(r) {
+	r := &pt.rec
+	for pt.dec.Next(r) {
 		if len(r.Headers) > 0 {
 			r.Headers = append([]abi.Header(nil), r.Headers...) // the decoder reuses its slice
 		}
 		out.Records = append(out.Records, *r)
 	}
 	*r = abi.Record{}
-	if err := l.dec.Err(); err != nil {
+	if err := pt.dec.Err(); err != nil {
 		return fmt.Errorf("hosttest: decoding the outputs: %w", err)
 	}
 	return nil
 }
 
-// outcomeOf fills l.outcome with event t's outcome, of n operations.
-func (l *nativeLogic) outcomeOf(res *txn.Result, t, n int) {
-	l.ops, l.vals, l.gets = l.ops[:0], l.vals[:0], l.gets[:0]
-	type span struct{ r0, r1, g0, g1 int }
-	spans := make([]span, 0, 8)
+// outcomeSpan locates an operation's reads and gets in a part's shared
+// buffers.
+type outcomeSpan struct{ r0, r1, g0, g1 int }
+
+// outcomeOf fills pt.outcome with event t's outcome, of n operations.
+func (pt *nativePart) outcomeOf(res *txn.Result, t, n int) {
+	pt.ops, pt.vals, pt.gets, pt.spans = pt.ops[:0], pt.vals[:0], pt.gets[:0], pt.spans[:0]
 	for m := range n {
 		ob := res.Observed(t, m)
-		var s span
-		s.r0 = len(l.vals)
+		var s outcomeSpan
+		s.r0 = len(pt.vals)
 		for _, v := range ob.Reads {
-			l.vals = append(l.vals, abiValue(v))
+			pt.vals = append(pt.vals, abiValue(v))
 		}
-		s.r1, s.g0 = len(l.vals), len(l.gets)
+		s.r1, s.g0 = len(pt.vals), len(pt.gets)
 		for _, g := range ob.Gets {
-			l.gets = append(l.gets, abi.KeyValue{TableKey: abi.TableKey{Table: g.Key.Table, Key: bytesOf(g.Key.Key)}, Value: abiValue(g.Value)})
+			pt.gets = append(pt.gets, abi.KeyValue{TableKey: abi.TableKey{Table: g.Key.Table, Key: bytesOf(g.Key.Key)}, Value: abiValue(g.Value)})
 		}
-		s.g1 = len(l.gets)
-		l.ops = append(l.ops, abi.OpOutcome{Executed: ob.Executed, Own: abiValue(ob.Own)})
-		spans = append(spans, s)
+		s.g1 = len(pt.gets)
+		pt.ops = append(pt.ops, abi.OpOutcome{Executed: ob.Executed, Own: abiValue(ob.Own)})
+		pt.spans = append(pt.spans, s)
 	}
 	// Slice the shared buffers only now: the appends may have moved them.
-	for m := range l.ops {
-		s := spans[m]
-		l.ops[m].Reads = l.vals[s.r0:s.r1:s.r1]
-		l.ops[m].Gets = l.gets[s.g0:s.g1:s.g1]
+	for m := range pt.ops {
+		s := pt.spans[m]
+		pt.ops[m].Reads = pt.vals[s.r0:s.r1:s.r1]
+		pt.ops[m].Gets = pt.gets[s.g0:s.g1:s.g1]
 	}
-	l.outcome = abi.EventOutcome{Committed: res.Committed[t], Ops: l.ops}
+	pt.outcome = abi.EventOutcome{Committed: res.Committed[t], Ops: pt.ops}
 }
 
 func abiValue(v txn.Value) abi.Value { return abi.Value{Found: v.Found, Bytes: v.Bytes} }

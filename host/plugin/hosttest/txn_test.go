@@ -54,6 +54,13 @@ type trace struct {
 // committed state from batch to batch as the host does.
 func runLedger(t testing.TB, strategy string, workers int, logic txnop.Logic, l ledger, batches [][]abi.Record) trace {
 	t.Helper()
+	return runLedgerParts(t, strategy, workers, 0, logic, l, batches)
+}
+
+// runLedgerParts is runLedger with txnop.Config.MinPart set to minPart (0:
+// its default).
+func runLedgerParts(t testing.TB, strategy string, workers, minPart int, logic txnop.Logic, l ledger, batches [][]abi.Record) trace {
+	t.Helper()
 	st, err := txn.ParseStrategy(strategy)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +70,7 @@ func runLedger(t testing.TB, strategy string, workers int, logic txnop.Logic, l 
 		logic = hosttest.TxnLogic(ledgerop.Op(), tables)
 	}
 	ctx := context.Background()
-	op, err := txnop.New(txnop.Config{Name: "ledger", Tables: tables, Strategy: st, Workers: workers, Logic: logic})
+	op, err := txnop.New(txnop.Config{Name: "ledger", Tables: tables, Strategy: st, Workers: workers, MinPart: minPart, Logic: logic})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +234,39 @@ func hexBytes(rt *rapid.T, v string) []byte {
 		rt.Fatalf("value %q: %v", v, err)
 	}
 	return b
+}
+
+// TestTxnLogicPartsMatchesSerial runs random ledger workloads with every
+// strategy through TxnLogicParts, planned and posted in parts as small as
+// one event on up to four workers, and requires what the serial run of
+// TxnLogic gives: outcomes, change sets, outputs (with their batch
+// origins), rejects (with their batch indices) and final state. Each part
+// must have had an operator of its own.
+func TestTxnLogicPartsMatchesSerial(t *testing.T) {
+	made, logics := 0, 0
+	newOp := func() sluice.Txn { made++; return ledgerop.Op() }
+	rapid.Check(t, func(rt *rapid.T) {
+		l := ledger{accounts: rapid.IntRange(2, 10).Draw(rt, "accounts"), aliases: rapid.IntRange(1, 4).Draw(rt, "aliases"), initial: 50}
+		var batches [][]abi.Record
+		first := 0
+		for b := range rapid.IntRange(1, 3).Draw(rt, "batches") {
+			n := rapid.IntRange(0, 40).Draw(rt, fmt.Sprintf("events %d", b))
+			batches = append(batches, drawEvents(rt, l, first, n, fmt.Sprint("batch ", b)))
+			first += n
+		}
+		workers := rapid.IntRange(2, 4).Draw(rt, "workers")
+		minPart := rapid.IntRange(1, 8).Draw(rt, "min part")
+		want := runLedger(t, "serial", 1, nil, l, batches)
+		s := rapid.SampledFrom(txn.StrategyNames()).Draw(rt, "strategy")
+		logic := hosttest.TxnLogicParts(newOp, ledgerop.Tables())
+		logics++
+		if got := runLedgerParts(t, s, workers, minPart, logic, l, batches); !reflect.DeepEqual(got, want) {
+			rt.Fatalf("%s with %d workers in parts of at least %d differs from serial:\n got %+v\nwant %+v", s, workers, minPart, got, want)
+		}
+	})
+	if made <= logics {
+		t.Errorf("%d operators made for %d logics: no batch was planned in parts", made, logics)
+	}
 }
 
 // TestTxnLogicBookEntryCondition is the smallest case of the book entry's
