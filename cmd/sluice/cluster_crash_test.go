@@ -343,3 +343,50 @@ func TestClusterKillMidMigration(t *testing.T) {
 	s.check()
 	s.stop("h2", "h3")
 }
+
+// TestClusterKillDestinationMidMigration moves host h1's key groups to h2
+// one at a time and kills h2, the destination, with SIGKILL while the
+// migration runs, leaving h1 the only live host: the moves h2 had not
+// installed are cancelled (h1 takes back a group it had released), h2's
+// groups go to h1 from their checkpoints, the migration ends, and every
+// record is counted once.
+func TestClusterKillDestinationMidMigration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two NATS servers and two hosts")
+	}
+	s := startSpread(t, 2, 3000, 50, 2*time.Second, "")
+	s.start("h1")
+	s.wait("h1's first outputs", func() bool { return s.outputs() > 0 })
+	s.start("h2")
+	settled := func() bool {
+		a, err := s.c.Assignment(context.Background())
+		return err == nil && a.Migration == nil
+	}
+	s.wait("the groups spread over two hosts", func() bool { return s.owned("h1") == 8 && s.owned("h2") == 8 && settled() })
+	a, err := s.c.Assignment(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mine []string
+	for kg, o := range a.Owners {
+		if o == "h1" {
+			mine = append(mine, strconv.Itoa(kg))
+		}
+	}
+	move := exec.Command(sluiceBin, "cluster", "move", "-c", s.file, "--groups", strings.Join(mine, ","), "--to", "h2", "--batch", "1")
+	if out, err := move.CombinedOutput(); err != nil {
+		t.Fatalf("sluice cluster move: %v\n%s", err, out)
+	}
+	s.wait("the migration's second step", func() bool {
+		a, err := s.c.Assignment(context.Background())
+		return err == nil && (a.Migration == nil || a.Migration.Current >= 1)
+	})
+	if err := s.hosts["h2"].Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.hosts["h2"].Wait()
+	s.wait("every group h1's, the migration over", func() bool { return s.owned("h1") == 16 && settled() })
+	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
+	s.check()
+	s.stop("h1")
+}

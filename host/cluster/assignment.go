@@ -322,14 +322,69 @@ func (a *Assignment) Mark(group int, to StepState) error {
 	if to == StepInstalled {
 		a.Owners[group] = mv.To
 	}
+	s.State = leastState(s.Moves)
+	return nil
+}
+
+// Cancel takes group's move out of the migration in progress, in whichever
+// step it is, unless the move is installed: the group stays with the move's
+// source, which owns it in the table throughout a move. A source that had
+// released the group takes it back from the state it released (see
+// migrate.Host.Step). A step left with no move is removed; when that was
+// the current step, the next one becomes current, and when it was the
+// last, the migration is over and removed from the table, and Cancel
+// reports true. The current step's state is recomputed from the moves
+// left, so a step whose other moves are all installed can be advanced.
+// Cancel fails, matching ErrMigration, when no migration is in progress,
+// no step moves group, or its move is installed.
+func (a *Assignment) Cancel(group int) (finished bool, err error) {
+	m := a.Migration
+	if m == nil {
+		return false, fmt.Errorf("cluster: group %d: %w: no migration in progress", group, ErrMigration)
+	}
+	for i := range m.Steps {
+		s := &m.Steps[i]
+		j := slices.IndexFunc(s.Moves, func(mv Move) bool { return mv.Group == group })
+		if j < 0 {
+			continue
+		}
+		if s.Moves[j].State == StepInstalled {
+			return false, fmt.Errorf("cluster: migration %q: group %d: %w: its move is installed", m.ID, group, ErrMigration)
+		}
+		s.Moves = slices.Delete(s.Moves, j, j+1)
+		if len(s.Moves) > 0 {
+			if i == m.Current {
+				s.State = leastState(s.Moves)
+			}
+			return false, nil
+		}
+		m.Steps = slices.Delete(m.Steps, i, i+1)
+		switch {
+		case len(m.Steps) == 0:
+			a.Migration = nil
+			return true, nil
+		case i < m.Current:
+			m.Current--
+		case i == m.Current && m.Current == len(m.Steps):
+			// The last step went, and every step before it is done.
+			a.Migration = nil
+			return true, nil
+		}
+		return false, nil
+	}
+	return false, fmt.Errorf("cluster: migration %q: %w: group %d does not move", m.ID, ErrMigration, group)
+}
+
+// leastState is the state of a step whose moves are moves: the least of
+// theirs.
+func leastState(moves []Move) StepState {
 	least := StepInstalled
-	for _, mv := range s.Moves {
+	for _, mv := range moves {
 		if mv.State.rank() < least.rank() {
 			least = mv.State
 		}
 	}
-	s.State = least
-	return nil
+	return least
 }
 
 // Advance marks the current step done, once all its moves are installed,

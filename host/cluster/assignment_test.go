@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"errors"
+	"slices"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // invalidTables are tables a person could edit the bucket into, each with
@@ -127,5 +130,100 @@ func TestMigrationLifecycle(t *testing.T) {
 		if a.Owners[g] != next[g] {
 			t.Fatalf("after the migration owners %v, want %v", a.Owners, next)
 		}
+	}
+}
+
+// TestCancelKeepsTheTableValid runs random migrations in which moves are
+// released, installed and cancelled in random order, advancing whenever a
+// step is installed: the table stays valid after every change, and when the
+// migration is over each group is owned by its destination if its move was
+// installed and by its first owner if the move was cancelled.
+func TestCancelKeepsTheTableValid(t *testing.T) {
+	hosts := []string{"a", "b", "c", "d"}
+	cancelled, ended := 0, 0
+	rapid.Check(t, func(rt *rapid.T) {
+		groups := rapid.IntRange(1, 24).Draw(rt, "groups")
+		a := NewAssignment(groups)
+		a.Owners = Spread(groups, hosts[:rapid.IntRange(1, 3).Draw(rt, "hosts before")])
+		first := slices.Clone(a.Owners)
+		target := Rebalance(a.Owners, hosts)
+		steps, err := Plan(a.Owners, target, Knobs{Batch: rapid.IntRange(0, 4).Draw(rt, "batch")}, nil)
+		if err != nil || len(steps) == 0 {
+			return // nothing moves
+		}
+		if err := a.Begin("m", steps); err != nil {
+			rt.Fatal(err)
+		}
+		want := slices.Clone(target)
+		for a.Migration != nil {
+			m := a.Migration
+			s := m.Steps[m.Current]
+			if s.State == StepInstalled {
+				if _, err := a.Advance(); err != nil {
+					rt.Fatal(err)
+				}
+			} else {
+				// A move of any step: the current one's may be marked.
+				si := rapid.IntRange(m.Current, len(m.Steps)-1).Draw(rt, "step")
+				mv := m.Steps[si].Moves[rapid.IntRange(0, len(m.Steps[si].Moves)-1).Draw(rt, "move")]
+				switch {
+				case mv.State == StepInstalled:
+					if _, err := a.Cancel(mv.Group); !errors.Is(err, ErrMigration) {
+						rt.Fatalf("cancel of an installed move: %v, want ErrMigration", err)
+					}
+				case rapid.Bool().Draw(rt, "cancel"):
+					if _, err := a.Cancel(mv.Group); err != nil {
+						rt.Fatal(err)
+					}
+					want[mv.Group] = first[mv.Group]
+					cancelled++
+				case si == m.Current && mv.State == StepPlanned:
+					if err := a.Mark(mv.Group, StepReleased); err != nil {
+						rt.Fatal(err)
+					}
+				case si == m.Current:
+					if err := a.Mark(mv.Group, StepInstalled); err != nil {
+						rt.Fatal(err)
+					}
+				}
+			}
+			if err := a.Validate(hosts); err != nil {
+				rt.Fatalf("after a change: %v\n%+v", err, a.Migration)
+			}
+		}
+		if !slices.Equal(a.Owners, want) {
+			rt.Fatalf("owners %v, want %v", a.Owners, want)
+		}
+		ended++
+	})
+	if cancelled == 0 || ended == 0 {
+		t.Errorf("%d moves cancelled in %d migrations: the test tests too little", cancelled, ended)
+	}
+}
+
+func TestCancelRefuses(t *testing.T) {
+	a := NewAssignment(4)
+	a.Owners = Spread(4, []string{"a"})
+	if _, err := a.Cancel(0); !errors.Is(err, ErrMigration) {
+		t.Fatalf("cancel without a migration: %v, want ErrMigration", err)
+	}
+	steps, err := Plan(a.Owners, []string{"a", "a", "b", "b"}, Knobs{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Begin("m", steps); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Cancel(0); !errors.Is(err, ErrMigration) {
+		t.Fatalf("cancel of a group that does not move: %v, want ErrMigration", err)
+	}
+	if finished, err := a.Cancel(2); err != nil || finished {
+		t.Fatalf("cancel of group 2: %v, %v; want the migration to go on", finished, err)
+	}
+	if finished, err := a.Cancel(3); err != nil || !finished || a.Migration != nil {
+		t.Fatalf("cancel of the last move: %v, %v, migration %+v; want it over", finished, err, a.Migration)
+	}
+	if !slices.Equal(a.Owners, []string{"a", "a", "a", "a"}) {
+		t.Errorf("owners %v, want every group still a's", a.Owners)
 	}
 }

@@ -108,6 +108,13 @@
 // compare-and-set lets one begin the migration; the other is refused as
 // another migration in progress.
 //
+// A move whose destination dies is given to another live host; when its
+// source is the only one, the move is cancelled
+// (cluster.Assignment.Cancel) and the group stays the source's. A source
+// that had released the group finds, at its next Step, a group the table
+// says it owns and its job does not hold, and takes it back from the
+// bucket, where its release put the group's state with its floors.
+//
 // A host whose lease expired must not come back owning its old groups:
 // the survivors may have taken them. When cluster.Cluster.Lost's channel
 // is closed, the host must stop its job at once (without committing

@@ -158,6 +158,9 @@ func (h *Host) Step(ctx context.Context) (bool, error) {
 	if err := h.replicate(ctx, m); err != nil {
 		return false, err
 	}
+	if taken, err := h.takeBack(ctx, a); err != nil || taken {
+		return taken, err
+	}
 	if m == nil {
 		return false, nil
 	}
@@ -328,40 +331,14 @@ func released(a *cluster.Assignment, host string, groups []int) bool {
 // taken over empty, from the start of its input.
 func (h *Host) install(ctx context.Context, id string, groups []int, orphaned map[int]bool) error {
 	start := time.Now()
-	states := make([]exec.GroupState, 0, len(groups))
-	var empty []int
 	// The Bucket counts what the gets below fetch; nothing else gets from
 	// it meanwhile, since h.mu is held.
 	before := h.Checkpoints.Stats()
-	var replicated []int
-	if h.replica != nil {
-		replicated = h.replica.Groups()
+	states, empty, err := h.fetch(ctx, groups, orphaned)
+	if err != nil {
+		return err
 	}
-	for _, kg := range groups {
-		var (
-			g   *checkpoint.Group
-			err error
-		)
-		if _, ok := slices.BinarySearch(replicated, kg); ok {
-			g, _, err = h.replica.Get(ctx, kg)
-		} else {
-			g, err = h.Checkpoints.Get(ctx, kg)
-		}
-		if errors.Is(err, checkpoint.ErrNotFound) && orphaned[kg] {
-			states = append(states, h.Job.EmptyGroup(kg))
-			empty = append(empty, kg)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("migrate: %s: key group %d: %w", h.ID, kg, err)
-		}
-		var floors map[string]uint64
-		if err := json.Unmarshal(g.Meta, &floors); err != nil {
-			return fmt.Errorf("migrate: %s: key group %d: the checkpoint's floors: %w", h.ID, kg, err)
-		}
-		states = append(states, exec.GroupState{Group: kg, Data: g.Data, Floors: floors})
-	}
-	err := h.Job.AcquireGroups(ctx, states)
+	err = h.Job.AcquireGroups(ctx, states)
 	if errors.Is(err, exec.ErrGroupsRefused) && h.owns(groups) {
 		err = nil // acquired before a crash that came before the mark
 	}
@@ -378,6 +355,66 @@ func (h *Host) install(ctx context.Context, id string, groups []int, orphaned ma
 	h.moved.FetchedBytes += bytes
 	h.log().Info("key groups installed", "migration", id, "groups", groups, "empty", empty, "replicated", hits, "bytes", bytes, "took", time.Since(start))
 	return nil
+}
+
+// fetch reads groups' states from the bucket (from the warm copies of the
+// replicated ones), and returns them with the groups taken over empty (an
+// orphaned group without a checkpoint).
+func (h *Host) fetch(ctx context.Context, groups []int, orphaned map[int]bool) (states []exec.GroupState, empty []int, err error) {
+	states = make([]exec.GroupState, 0, len(groups))
+	var replicated []int
+	if h.replica != nil {
+		replicated = h.replica.Groups()
+	}
+	for _, kg := range groups {
+		var g *checkpoint.Group
+		if _, ok := slices.BinarySearch(replicated, kg); ok {
+			g, _, err = h.replica.Get(ctx, kg)
+		} else {
+			g, err = h.Checkpoints.Get(ctx, kg)
+		}
+		if errors.Is(err, checkpoint.ErrNotFound) && orphaned[kg] {
+			states = append(states, h.Job.EmptyGroup(kg))
+			empty = append(empty, kg)
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, kg, err)
+		}
+		var floors map[string]uint64
+		if err := json.Unmarshal(g.Meta, &floors); err != nil {
+			return nil, nil, fmt.Errorf("migrate: %s: key group %d: the checkpoint's floors: %w", h.ID, kg, err)
+		}
+		states = append(states, exec.GroupState{Group: kg, Data: g.Data, Floors: floors})
+	}
+	return states, empty, nil
+}
+
+// takeBack acquires the groups a names the host the owner of, outside any
+// move away from it, that its job does not hold: groups it released for a
+// move that was then cancelled (cluster.Assignment.Cancel: its destination
+// was gone and no other host could take it). They are read from the
+// bucket, where the release put them. It reports whether it took any.
+func (h *Host) takeBack(ctx context.Context, a *cluster.Assignment) (bool, error) {
+	have := h.Job.Groups()
+	var missing []int
+	for _, kg := range Owned(a, h.ID) {
+		if !slices.Contains(have, kg) {
+			missing = append(missing, kg)
+		}
+	}
+	if len(missing) == 0 {
+		return false, nil
+	}
+	states, _, err := h.fetch(ctx, missing, nil)
+	if err != nil {
+		return false, err
+	}
+	if err := h.Job.AcquireGroups(ctx, states); err != nil {
+		return false, fmt.Errorf("migrate: %s: take back key groups %v: %w", h.ID, missing, err)
+	}
+	h.log().Warn("key groups taken back: their move was cancelled after the host had released them", "groups", missing)
+	return true, nil
 }
 
 // owns reports whether the job owns every group of groups.

@@ -313,3 +313,60 @@ func TestHandOverWaitsForTheBucket(t *testing.T) {
 		t.Errorf("host b owns %d groups, want %d", got, groups/2)
 	}
 }
+
+// TestCancelledMoveIsTakenBack moves every group of host a to host b,
+// whose job has stopped, so that a releases them and nothing installs
+// them; the moves are then cancelled (as the coordinator does when b is
+// gone and a is the only live host): a takes every group back from the
+// state it released, with its floors, and every record is counted once,
+// in its key's order.
+func TestCancelledMoveIsTakenBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, js, in := setup(t, ctx)
+	out := &outputs{byID: map[string]abi.Record{}}
+	a := startHost(t, ctx, nc, js, "a", out, true, hostOpts{})
+	b := startHost(t, ctx, nc, js, "b", out, false, hostOpts{})
+	b.kill()
+	keys := make([]string, 300)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i*7%23)
+	}
+	publish(t, ctx, in, keys[:100], 0)
+	waitFor(t, func() bool { return out.len() >= 100 })
+	if _, err := migrate.Start(ctx, a.mig.Cluster, "to-b", slices.Repeat([]string{"b"}, groups), cluster.AllAtOnce(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		tbl, err := a.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration != nil && tbl.Migration.Steps[0].State == cluster.StepReleased
+	})
+	publish(t, ctx, in, keys[100:200], 100) // waits in the stream
+	if _, err := a.mig.Cluster.Update(ctx, func(tbl *cluster.Assignment) error {
+		for kg := range groups {
+			if tbl.Migration == nil {
+				return fmt.Errorf("the migration ended before group %d's move was cancelled", kg)
+			}
+			if mv := tbl.Migration.Steps[0].Moves; !slices.ContainsFunc(mv, func(m cluster.Move) bool { return m.Group == kg && m.State == cluster.StepReleased }) {
+				return fmt.Errorf("group %d's move is not released: %+v", kg, mv)
+			}
+			if _, err := tbl.Cancel(kg); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(a.job.Groups()) == groups })
+	publish(t, ctx, in, keys[200:], 200)
+	waitFor(t, func() bool { return out.len() >= len(keys) })
+	checkCounts(t, out, keys)
+	tbl, err := a.mig.Cluster.Assignment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl.Migration != nil || !slices.Equal(tbl.Owners, slices.Repeat([]string{"a"}, groups)) {
+		t.Errorf("table %+v after the cancel, want every group a's and no migration", tbl)
+	}
+}

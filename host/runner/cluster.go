@@ -229,7 +229,9 @@ func (ch *clusterHost) coordinate(ctx context.Context, log *slog.Logger) {
 
 // retarget gives the moves of the current step whose destination is not
 // live, and which it has not installed, to the live host (other than the
-// move's source) with the fewest groups.
+// move's source) with the fewest groups. A move that no such host can take
+// (its source is the only live host) is cancelled: the group stays with
+// its source, which takes it back if it had released it.
 func (ch *clusterHost) retarget(ctx context.Context, a *cluster.Assignment, live []string, log *slog.Logger) {
 	gone := func(id string) bool { return !slices.Contains(live, id) }
 	m := a.Migration
@@ -245,6 +247,7 @@ func (ch *clusterHost) retarget(ctx context.Context, a *cluster.Assignment, live
 		for _, o := range a.Owners {
 			load[o]++
 		}
+		var cancel []int
 		for i := range m.Steps[m.Current].Moves {
 			mv := &m.Steps[m.Current].Moves[i]
 			if mv.State == cluster.StepInstalled || !gone(mv.To) {
@@ -256,9 +259,16 @@ func (ch *clusterHost) retarget(ctx context.Context, a *cluster.Assignment, live
 					best = h
 				}
 			}
-			if best != "" {
-				load[best]++
-				mv.To = best
+			if best == "" {
+				// cancel = append(cancel, mv.Group)
+				continue
+			}
+			load[best]++
+			mv.To = best
+		}
+		for _, kg := range cancel {
+			if _, err := a.Cancel(kg); err != nil {
+				return err
 			}
 		}
 		return nil
