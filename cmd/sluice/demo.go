@@ -106,7 +106,7 @@ says how to read the committed counts).`,
 			fmt.Fprintln(out, "starting the pipeline: compiling the plugins, or loading them from the compile cache...")
 			h, err := runner.Start(ctx, p, runner.Options{Logger: log, Version: versionString(), Compiler: selfCompiler()})
 			if err != nil {
-				return err
+				return stoppedWhileStarting(ctx, cmd.ErrOrStderr(), err)
 			}
 			fmt.Fprintf(out, "pipeline %s running on NATS %s; metrics at http://%s/metrics\n", pfile, h.NATSURL(), h.HTTPAddr())
 			if u := h.DashboardURL(); u != "" {

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -84,7 +87,7 @@ dead-lettered records still processes and commits everything, then exits 3.`,
 			ctx := cmd.Context()
 			h, err := runner.Start(ctx, p, opts)
 			if err != nil {
-				return err
+				return stoppedWhileStarting(ctx, cmd.ErrOrStderr(), err)
 			}
 			if u := h.DashboardURL(); u != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "sluice: dashboard at", u)
@@ -122,6 +125,18 @@ dead-lettered records still processes and commits everything, then exits 3.`,
 	cmd.Flags().DurationVar(&progress, "progress", 10*time.Second, "how often to log progress (records, rate, source positions, sink offsets); 0 turns it off")
 	logs.register(cmd, "info")
 	return cmd
+}
+
+// stoppedWhileStarting returns err, the error of runner.Start, unless it
+// is the cancellation of a stop asked for (SIGINT, SIGTERM) while the
+// pipeline was starting: then it says so on w and returns nil, since
+// nothing was read and a stop is what was asked for.
+func stoppedWhileStarting(ctx context.Context, w io.Writer, err error) error {
+	if ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	fmt.Fprintln(w, "sluice: stopped while the pipeline was starting; nothing was read")
+	return nil
 }
 
 // reportProgress logs the job's progress every interval until the returned
