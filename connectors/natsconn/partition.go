@@ -103,6 +103,11 @@ type partSession struct {
 	cc      jetstream.ConsumeContext // nil when no group is read
 	stopped <-chan struct{}          // closed when consumption stops; nil without cc
 	stop    chan struct{}            // closed when the session is replaced or the source closed
+	// installed is closed when the session becomes the source's current
+	// one. Its consumer delivers from Consume on, before that: Read, which
+	// drops a delivery of any session but the current one, must not see
+	// those deliveries before it is current, or they would be lost.
+	installed chan struct{}
 	// delivered is the stream sequence of the last message Read took
 	// from this session's consumer (returned or dropped), or the lowest
 	// floor before it took any: every read group is complete up to it.
@@ -287,7 +292,7 @@ func (s *PartitionedSource) checkFloors(floors map[int]uint64) error {
 // start creates and starts a session reading floors.
 func (s *PartitionedSource) start(ctx context.Context, floors map[int]uint64) (*partSession, error) {
 	k := s.cfg.KeyGroups
-	ss := &partSession{floor: make([]uint64, k), read: make([]bool, k), stop: make(chan struct{})}
+	ss := &partSession{floor: make([]uint64, k), read: make([]bool, k), stop: make(chan struct{}), installed: make(chan struct{})}
 	ss.pending.Store(-1)
 	if len(floors) == 0 {
 		return ss, nil
@@ -317,6 +322,13 @@ func (s *PartitionedSource) start(ctx context.Context, floors map[int]uint64) (*
 		return nil, fmt.Errorf("ordered consumer on stream %q from sequence %d: %w", s.cfg.Stream, low+1, err)
 	}
 	deliver := func(m jetstream.Msg) {
+		select {
+		case <-ss.installed:
+		case <-ss.stop:
+			return
+		case <-s.done:
+			return
+		}
 		select {
 		case s.msgs <- partDelivery{sess: ss, msg: m}:
 		case <-ss.stop:
@@ -349,6 +361,7 @@ func (s *PartitionedSource) install(ctx context.Context, ss *partSession) error 
 		return connectors.ErrClosed
 	}
 	old := s.cur.Swap(ss)
+	close(ss.installed)
 	s.mu.Unlock()
 	select {
 	case s.changed <- struct{}{}:
