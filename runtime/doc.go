@@ -46,7 +46,9 @@
 // monotonic clock reads MonotonicOrigin and advances only by what the
 // guest sleeps (a sleep returns at once); random_get reads a PCG stream
 // seeded by CallEnv.Seed, restarted by each SetCallEnv (predictable by
-// design: no secrets may come from it). Why: Sluice
+// design: no secrets may come from it), or by the seed a CallEnv.Seeder
+// computes at the first random read, so that calls that read none (most
+// transactional applies) do not pay for hashing their event. Why: Sluice
 // runs a guest operation again after an abort, a failure, a recovery or a
 // rollback, on any instance, and must get the same result; a guest's
 // readings must depend on the unit of work alone, not on when it runs or

@@ -33,6 +33,21 @@ type CallEnv struct {
 	// Seed selects the random stream random_get reads from (see
 	// RandomStream); each SetCallEnv restarts the stream at its beginning.
 	Seed [2]uint64
+	// Seeder, when not nil, gives the seed in Seed's place: it is asked
+	// the first time the guest reads the random stream after SetCallEnv,
+	// and never when the guest reads none. It is for a host whose seeds
+	// cost more to compute than the calls that read no random bytes (most
+	// of them) should pay. It is called on the goroutine calling the
+	// instance, during the call, and must answer as Seed would have been
+	// set: the stream is the same.
+	Seeder Seeder
+}
+
+// Seeder computes the seed of a CallEnv's random stream when the guest
+// first reads it.
+type Seeder interface {
+	// Seed returns the seed (CallEnv.Seed).
+	Seed() [2]uint64
 }
 
 // MonotonicOrigin is what the WASI monotonic clock of a guest without the
@@ -210,9 +225,10 @@ type guestEnv struct {
 	wallClock, entropy bool
 	start              time.Time // instance creation, for the real monotonic clock
 
-	time  int64 // the realtime reading
-	slept int64 // what the guest slept since SetCallEnv
-	rng   randomStream
+	time   int64 // the realtime reading
+	slept  int64 // what the guest slept since SetCallEnv
+	rng    randomStream
+	seeder Seeder // the CallEnv's, until the guest reads random bytes; then nil
 }
 
 func newGuestEnv(g *Grants) *guestEnv {
@@ -225,7 +241,10 @@ func newGuestEnv(g *Grants) *guestEnv {
 func (e *guestEnv) set(env CallEnv) {
 	e.time = max(env.Time, 0)
 	e.slept = 0
-	e.rng.seed(env.Seed)
+	e.seeder = env.Seeder
+	if env.Seeder == nil {
+		e.rng.seed(env.Seed)
+	}
 }
 
 // walltime is the realtime clock, in nanoseconds since the Unix epoch.
@@ -272,6 +291,10 @@ func (e *guestEnv) sleep(ns int64) {
 func (e *guestEnv) Read(p []byte) (int, error) {
 	if e.entropy {
 		return cryptorand.Read(p)
+	}
+	if e.seeder != nil {
+		e.rng.seed(e.seeder.Seed())
+		e.seeder = nil
 	}
 	return e.rng.Read(p)
 }

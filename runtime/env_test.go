@@ -127,6 +127,49 @@ func TestCallEnvRawModule(t *testing.T) {
 	}
 }
 
+// countingSeeder is a Seeder that counts how often it is asked.
+type countingSeeder struct {
+	seed  [2]uint64
+	asked int
+}
+
+func (s *countingSeeder) Seed() [2]uint64 { s.asked++; return s.seed }
+
+// TestCallEnvSeeder: a CallEnv's Seeder gives the stream Seed would, is
+// asked once, at the guest's first random read, and never for calls that
+// read no random bytes; a later SetCallEnv with a Seed forgets it.
+func TestCallEnvSeeder(t *testing.T) {
+	e := newEngine(t, baseConfig())
+	m := compile(t, e, "wasienv", wasiEnvModule())
+	inst := instantiate(t, m)
+	s := &countingSeeder{seed: [2]uint64{41, 42}}
+	inst.SetCallEnv(CallEnv{Time: 5, Seed: [2]uint64{1, 2}, Seeder: s})
+	if got := call(t, inst, "clock", clockRealtime); got != 5 {
+		t.Errorf("clock read %d, want 5", got)
+	}
+	if s.asked != 0 {
+		t.Errorf("seeder asked %d times before a random read, want 0", s.asked)
+	}
+	if got, want := call(t, inst, "rand"), stream(s.seed, 0); got != want {
+		t.Errorf("first random word %x, want the seeder's stream's %x", got, want)
+	}
+	if got, want := call(t, inst, "rand"), stream(s.seed, 1); got != want {
+		t.Errorf("second random word %x, want %x", got, want)
+	}
+	if s.asked != 1 {
+		t.Errorf("seeder asked %d times, want 1", s.asked)
+	}
+	// The same Seeder set again restarts its stream.
+	inst.SetCallEnv(CallEnv{Seeder: s})
+	if got, want := call(t, inst, "rand"), stream(s.seed, 0); got != want {
+		t.Errorf("after SetCallEnv again: %x, want %x", got, want)
+	}
+	inst.SetCallEnv(CallEnv{Seed: [2]uint64{1, 2}})
+	if got, want := call(t, inst, "rand"), stream([2]uint64{1, 2}, 0); got != want || s.asked != 2 {
+		t.Errorf("with a Seed and no Seeder: %x, want %x, seeder asked %d times, want 2", got, want, s.asked)
+	}
+}
+
 func TestCallEnvZeroAtStart(t *testing.T) {
 	e := newEngine(t, baseConfig())
 	inst := instantiate(t, compile(t, e, "wasienv", wasiEnvModule()))

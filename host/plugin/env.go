@@ -56,7 +56,13 @@ type callEnvs struct {
 	events []abi.Record
 	ids    []cachedID
 	gen    uint32
+
+	// t and op are the operation of the last apply CallEnv, whose seed
+	// Seed computes when the guest first reads random bytes.
+	t, op int
 }
+
+var _ runtime.Seeder = (*callEnvs)(nil)
 
 // maxScratch bounds the buffer callEnvs keeps: a record with larger keys
 // and headers hashes in a buffer of its own.
@@ -121,16 +127,30 @@ func (c *callEnvs) setEvents(events []abi.Record) {
 
 // apply returns the CallEnv of operation op of event t of the batch. An
 // event SetEvents did not give has no time and no identity: the clock
-// reads the epoch and the seed comes from t and op alone.
+// reads the epoch and the seed comes from t and op alone. The seed is
+// computed (Seed) only if the guest reads random bytes: most operations
+// read none, and hashing each event's identity, on every worker that
+// applies one of its operations, was most of an apply's environment cost.
 func (c *callEnvs) apply(t, op int) runtime.CallEnv {
+	c.t, c.op = t, op
 	if t < 0 || t >= len(c.events) {
-		return runtime.CallEnv{Seed: seed([2]uint64{uint64(t), 0}, domainApply, uint64(op))}
+		return runtime.CallEnv{Seeder: c}
+	}
+	return runtime.CallEnv{Time: c.events[t].Time, Seeder: c}
+}
+
+// Seed returns the seed of the last apply CallEnv: of its event's identity
+// and its operation.
+func (c *callEnvs) Seed() [2]uint64 {
+	t, op := c.t, c.op
+	if t < 0 || t >= len(c.events) {
+		return seed([2]uint64{uint64(t), 0}, domainApply, uint64(op))
 	}
 	e := &c.ids[t]
 	if e.gen != c.gen {
 		e.id, e.gen = c.identity(&c.events[t]), c.gen
 	}
-	return runtime.CallEnv{Time: c.events[t].Time, Seed: seed(e.id, domainApply, uint64(op))}
+	return seed(e.id, domainApply, uint64(op))
 }
 
 // seed mixes an identity with a domain and an operation index into the

@@ -138,3 +138,71 @@ func BenchmarkProcessLedger(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlanPostLedger times the operator's plan and post steps alone
+// (the "op plan+post" of `sluice bench txn`) on one worker's instance, for
+// a Streaming Ledger batch of 10,240 events: sluice_plan with its
+// declarations turned into the batch's transactions, and the outcomes'
+// encoding with sluice_post. The Wasm lane is the guest and the host side
+// of the plan protocol together; the native lane is the same logic in Go,
+// with no protocol, for the difference.
+func BenchmarkPlanPostLedger(b *testing.B) {
+	events, store := ledgerEvents(b, 10240)
+	ctx := context.Background()
+	p := loadLedger(b, 0)
+	wasm, err := txnop.NewWasm(ctx, p, 1, []byte(`{"brief":true}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = wasm.Close(ctx) })
+	// The batch's Result, from one serial run of the native logic.
+	var plan txnop.Plan
+	native := &nativeLedger{brief: true}
+	if err := native.Plan(ctx, events, &plan); err != nil {
+		b.Fatal(err)
+	}
+	s, err := txn.New(txn.Config{Workers: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	res, err := s.Run(ctx, strategy(b, "serial"), plan.Txns, store, func(t, op int, o *txn.Op, a txn.Access) (txn.Effect, error) {
+		return native.Apply(ctx, t, op, o, a)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		logic txnop.Logic
+	}{{"wasm", wasm}, {"native", native}} {
+		b.Run(tc.name+"/plan", func(b *testing.B) {
+			var p txnop.Plan
+			b.ReportAllocs()
+			for b.Loop() {
+				p.Reset()
+				if err := tc.logic.Plan(ctx, events, &p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if len(p.Txns) != len(events) {
+				b.Fatalf("%d transactions for %d events", len(p.Txns), len(events))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(events)), "ns/event")
+		})
+		b.Run(tc.name+"/post", func(b *testing.B) {
+			var out plugin.Output
+			b.ReportAllocs()
+			for b.Loop() {
+				out.Reset()
+				if err := tc.logic.Post(ctx, events, &plan, res, &out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if len(out.Records) != len(events) {
+				b.Fatalf("%d outputs for %d events", len(out.Records), len(events))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(events)), "ns/event")
+		})
+	}
+}

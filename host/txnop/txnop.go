@@ -33,13 +33,20 @@ type Logic interface {
 }
 
 // Plan is one batch's transactions as a Logic declares them.
+//
+// Lifetimes: the operations and read lists (Ops, Keys) are carved from
+// chunks the Plan keeps and reuses after Reset, so that planning a batch
+// allocates nothing once the chunks have grown to the batch's size: they
+// are valid until the next Reset. The bytes of keys and arguments (Key,
+// Bytes) are never reused: a Result's change set and a txn.History keep
+// keys for longer than the batch.
 type Plan struct {
 	// Txns holds one transaction per event.
 	Txns []txn.Txn
 
 	arena []byte
-	ops   []txn.Op
-	keys  []txn.Key
+	ops   chunks[txn.Op]
+	keys  chunks[txn.Key]
 }
 
 // arenaChunk is the smallest arena chunk; a batch's keys and arguments
@@ -48,13 +55,14 @@ const arenaChunk = 64 << 10
 
 // Reset empties p for a new batch. Keys and bytes interned before stay
 // valid: the arena is replaced, not overwritten, since results of the
-// previous batch may still refer to it.
+// previous batch may still refer to it. The chunks of operations and reads
+// are reused: the transactions of the batch before are no longer valid.
 func (p *Plan) Reset() {
 	clear(p.Txns)
 	p.Txns = p.Txns[:0]
 	p.arena = nil
-	p.ops = p.ops[:0:0]
-	p.keys = p.keys[:0:0]
+	p.ops.reset()
+	p.keys.reset()
 }
 
 // Bytes copies b into the plan's arena and returns the copy (nil for an
@@ -78,24 +86,102 @@ func (p *Plan) Key(table uint32, key []byte) txn.Key {
 }
 
 // Ops returns n zeroed operations carved from a shared slab, for a Txn's
-// Ops, saving an allocation per event.
-func (p *Plan) Ops(n int) []txn.Op {
-	if cap(p.ops)-len(p.ops) < n {
-		p.ops = make([]txn.Op, 0, max(4096, n))
-	}
-	k := len(p.ops)
-	p.ops = p.ops[:k+n]
-	return p.ops[k : k+n : k+n]
-}
+// Ops, saving an allocation per event. They are valid until the next
+// Reset.
+func (p *Plan) Ops(n int) []txn.Op { return p.ops.take(n) }
 
 // Keys returns n zeroed keys carved from a shared slab, for an Op's Reads.
-func (p *Plan) Keys(n int) []txn.Key {
-	if cap(p.keys)-len(p.keys) < n {
-		p.keys = make([]txn.Key, 0, max(4096, n))
+// They are valid until the next Reset.
+func (p *Plan) Keys(n int) []txn.Key { return p.keys.take(n) }
+
+// minChunk is the fewest elements of a chunk of operations or keys.
+const minChunk = 4096
+
+// chunks carves runs of T from chunks that it keeps across resets: after
+// the first batches, carving allocates nothing. A run handed out stays
+// valid until the next reset.
+//
+// A run may also be built one element at a time (grow, then run): the open
+// run is moved whole to the next chunk when the current one is full, so
+// that it stays contiguous.
+type chunks[T any] struct {
+	cur  []T   // the chunk being carved, up to its length
+	all  [][]T // every chunk, each at its full capacity
+	next int   // all[next:] are not yet carved since the last reset
+	open int   // the start in cur of the run being grown
+}
+
+// reset makes every chunk free again.
+func (c *chunks[T]) reset() {
+	c.cur, c.next, c.open = nil, 0, 0
+}
+
+// take returns n zeroed elements.
+func (c *chunks[T]) take(n int) []T {
+	if c.open != len(c.cur) {
+		panic("txnop: a run is being grown")
 	}
-	k := len(p.keys)
-	p.keys = p.keys[:k+n]
-	return p.keys[k : k+n : k+n]
+	if cap(c.cur)-len(c.cur) < n {
+		c.nextChunk(n)
+	}
+	k := len(c.cur)
+	c.cur = c.cur[:k+n]
+	c.open = k + n
+	r := c.cur[k : k+n : k+n]
+	clear(r)
+	return r
+}
+
+// grow appends one zeroed element to the open run and returns it.
+func (c *chunks[T]) grow() *T {
+	if len(c.cur) == cap(c.cur) {
+		run := c.cur[c.open:]
+		c.nextChunk(len(run) + 1)
+		c.cur = append(c.cur, run...)
+		clear(run) // the old chunk keeps no pointers the run has moved
+	}
+	n := len(c.cur)
+	c.cur = c.cur[:n+1]
+	e := &c.cur[n]
+	var zero T
+	*e = zero
+	return e
+}
+
+// last returns the open run's last element, nil when the run is empty.
+func (c *chunks[T]) last() *T {
+	if len(c.cur) == c.open {
+		return nil
+	}
+	return &c.cur[len(c.cur)-1]
+}
+
+// run closes the open run and returns it, nil when empty.
+func (c *chunks[T]) run() []T {
+	k := c.open
+	c.open = len(c.cur)
+	if k == len(c.cur) {
+		return nil
+	}
+	return c.cur[k:len(c.cur):len(c.cur)]
+}
+
+// nextChunk makes cur an empty chunk of at least n elements: the next free
+// one, or a new one.
+func (c *chunks[T]) nextChunk(n int) {
+	if c.next < len(c.all) && cap(c.all[c.next]) >= n {
+		c.cur = c.all[c.next][:0]
+	} else {
+		ch := make([]T, 0, max(minChunk, n))
+		if c.next < len(c.all) {
+			c.all[c.next] = ch // too small for n: replaced
+		} else {
+			c.all = append(c.all, ch)
+		}
+		c.cur = ch
+	}
+	c.next++
+	c.open = 0
 }
 
 // Config configures an Operator.

@@ -31,7 +31,6 @@ type wasmWorker struct {
 	decl  func(*abi.OpDecl) error // w.declare, bound once
 	plan  *Plan                   // the plan being declared, during Plan
 	nEv   int                     // events in the part being planned
-	ops   []txn.Op                // operations of the event being declared
 	nDecl int                     // declarations seen in the part
 
 	// Post of a part: the outcomes' encoding.
@@ -86,17 +85,15 @@ func (l *wasmLogic) Plan(ctx context.Context, events []abi.Record, p *Plan) erro
 func (l *wasmLogic) PlanPart(ctx context.Context, w int, events []abi.Record, _ int, p *Plan) error {
 	wk := l.workers[w]
 	wk.plan, wk.nEv, wk.nDecl = p, len(events), 0
-	wk.ops = wk.ops[:0]
-	defer func() {
-		wk.plan = nil
-		clear(wk.ops) // the operations point into the plan's arena
-		wk.ops = wk.ops[:0]
-	}()
-	if err := wk.inst.Plan(ctx, events, wk.decl); err != nil {
-		return err
-	}
+	defer func() { wk.plan = nil }()
+	err := wk.inst.Plan(ctx, events, wk.decl)
+	// The operations of the last event, or of the event a failed call was
+	// declaring: the plan's chunks must have no open run.
 	if len(events) > 0 {
 		wk.closeEvent()
+	}
+	if err != nil {
+		return err
 	}
 	for len(p.Txns) < len(events) {
 		p.Txns = append(p.Txns, txn.Txn{})
@@ -105,9 +102,12 @@ func (l *wasmLogic) PlanPart(ctx context.Context, w int, events []abi.Record, _ 
 }
 
 // declare takes one declaration of the guest. Declarations come in event
-// order: the operations of event len(plan.Txns) are collected in l.ops
-// until a declaration for a later event closes it; events skipped are
-// empty transactions.
+// order: the operations of event len(plan.Txns) are built in place, as the
+// open run of the plan's chunks of operations, until a declaration for a
+// later event closes it; events skipped are empty transactions. Nothing
+// is allocated per declaration: the key and argument are copied into the
+// plan's arena (they alias guest memory, which the guest reuses), the
+// operation and its reads are carved from the plan's chunks.
 func (l *wasmWorker) declare(d *abi.OpDecl) error {
 	p := l.plan
 	k := l.nDecl
@@ -125,18 +125,18 @@ func (l *wasmWorker) declare(d *abi.OpDecl) error {
 		}
 	}
 	if d.Flags&abi.OpFlagNonDet != 0 && len(d.Key) != 0 {
-		return fmt.Errorf("declaration %d of the batch (event %d operation %d) is non-deterministic but names key %q: a non-deterministic operation has no key of its own", k, e, len(l.ops), d.Key)
+		return fmt.Errorf("declaration %d of the batch (event %d operation %d) is non-deterministic but names key %q: a non-deterministic operation has no key of its own", k, e, len(p.ops.cur)-p.ops.open, d.Key)
 	}
-	// The operation is built in place, and an argument equal to the
-	// previous operation's of the event (an event's operations often
-	// share its parameters) shares its copy.
-	l.ops = append(l.ops, txn.Op{Fn: d.Fn})
-	op := &l.ops[len(l.ops)-1]
-	if n := len(l.ops); n > 1 && bytes.Equal(l.ops[n-2].Arg, d.Arg) {
-		op.Arg = l.ops[n-2].Arg
+	// An argument equal to the previous operation's of the event (an
+	// event's operations often share its parameters) shares its copy.
+	var arg []byte
+	if prev := p.ops.last(); prev != nil && bytes.Equal(prev.Arg, d.Arg) {
+		arg = prev.Arg
 	} else {
-		op.Arg = p.Bytes(d.Arg)
+		arg = p.Bytes(d.Arg)
 	}
+	op := p.ops.grow()
+	op.Fn, op.Arg = d.Fn, arg
 	if d.Flags&abi.OpFlagWindow != 0 {
 		op.Window = d.Window
 	}
@@ -154,17 +154,11 @@ func (l *wasmWorker) declare(d *abi.OpDecl) error {
 	return nil
 }
 
-// closeEvent appends the transaction of the event being declared.
+// closeEvent appends the transaction of the event being declared: the
+// plan's open run of operations.
 func (l *wasmWorker) closeEvent() {
 	p := l.plan
-	var ops []txn.Op
-	if len(l.ops) > 0 {
-		ops = p.Ops(len(l.ops))
-		copy(ops, l.ops)
-	}
-	p.Txns = append(p.Txns, txn.Txn{Ops: ops})
-	clear(l.ops)
-	l.ops = l.ops[:0]
+	p.Txns = append(p.Txns, txn.Txn{Ops: p.ops.run()})
 }
 
 // Apply runs one operation on the instance of the calling worker, which

@@ -1,0 +1,5 @@
+//go:build !race
+
+package txnop
+
+const raceDetector = false
