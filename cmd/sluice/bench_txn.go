@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/host/bench"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/state"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/workload"
 )
@@ -36,6 +37,7 @@ type benchTxnFlags struct {
 	engine      string
 	keySweep    bool
 	pipeline    bool
+	memTable    int
 	logs        logFlags
 }
 
@@ -106,7 +108,8 @@ its rate (the events after the first batch, from the first batch's outputs
 to the last commit) beside the in-memory rate and their ratio, the commits'
 time and size; the tables read back from Pebble, the committed and aborted
 transactions must equal the oracle's, or the command fails. Not with
---dynamic or a key-space sweep.`,
+--dynamic or a key-space sweep. --memtable-size sets the stores' Pebble
+memtable (the pipeline file's state.memtable_size).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkEngineFlag(f.engine); err != nil {
@@ -179,6 +182,7 @@ transactions must equal the oracle's, or the command fails. Not with
 	fl.IntVar(&f.phaseEvents, "phase-events", 0, fmt.Sprintf("events of a --dynamic phase that gives no events= (default %d batches; 2 with --quick)", bench.DefaultTxnPhaseBatches))
 	fl.BoolVar(&f.keySweep, "key-sweep", false, "run every strategy with the key count (the application's or --keys) times 1, 10 and 100, interleaved, and print each size's rate over the first's")
 	fl.BoolVar(&f.pipeline, "pipeline", false, "also run each strategy through a real pipeline (generator -> operator -> discarding sink, Pebble commits) and print its rate over the in-memory one (see above)")
+	fl.IntVar(&f.memTable, "memtable-size", 0, fmt.Sprintf("with --pipeline: the Pebble memtable size in bytes, as the pipeline file's state.memtable_size (default %d)", state.DefaultMemTableSize))
 	fl.StringVar(&f.plugin, "plugin", "", "run this WebAssembly module as the application's operator instead of building plugins/<app> (any language; it must behave as the Go plugin does)")
 	for _, name := range workload.KnobNames() {
 		knobs[name] = fl.String(name, "", knobUsage(name))
@@ -294,6 +298,15 @@ func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (b
 			return opts, &usageError{"--pipeline runs a static workload with one key space: drop --dynamic, the --keys list or --key-sweep"}
 		}
 		opts.Pipeline = true
+	}
+	if cmd.Flags().Changed("memtable-size") {
+		if !f.pipeline {
+			return opts, &usageError{"--memtable-size: only with --pipeline"}
+		}
+		if f.memTable < state.MinMemTableSize || f.memTable > state.MaxMemTableSize {
+			return opts, &usageError{fmt.Sprintf("--memtable-size %d: want %d to %d bytes", f.memTable, state.MinMemTableSize, state.MaxMemTableSize)}
+		}
+		opts.MemTableSize = f.memTable
 	}
 	if f.dynamic != "" {
 		if cmd.Flags().Changed("events") {

@@ -169,6 +169,10 @@ type TxnOptions struct {
 	// tables read back from Pebble checked against the oracle. Not with
 	// Phases or several KeySpaces.
 	Pipeline bool
+	// MemTableSize is the Pebble memtable size of the pipeline runs'
+	// stores (the pipeline file's state.memtable_size); 0:
+	// state.DefaultMemTableSize.
+	MemTableSize int
 }
 
 // DefaultTxnOptions returns the full configuration of application app:
@@ -617,6 +621,9 @@ func newTxnEnv(opts TxnOptions) (*txnEnv, error) {
 	e := &txnEnv{opts: opts, app: app, log: log}
 	if opts.Pipeline && (len(opts.Phases) > 0 || len(opts.KeySpaces) > 1) {
 		return nil, fmt.Errorf("bench: txn: the pipeline mode runs a static workload with one key space (got %d phases, keys %v)", len(opts.Phases), opts.KeySpaces)
+	}
+	if opts.MemTableSize != 0 && (opts.MemTableSize < state.MinMemTableSize || opts.MemTableSize > state.MaxMemTableSize) {
+		return nil, fmt.Errorf("bench: txn: memtable size %d: want %d to %d bytes", opts.MemTableSize, state.MinMemTableSize, state.MaxMemTableSize)
 	}
 	if len(opts.Phases) > 0 {
 		if len(opts.Workers) > 1 || len(opts.Logics) > 1 || len(opts.KeySpaces) > 1 {

@@ -34,6 +34,7 @@ package bench
 // not the in-memory runs' positions.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,6 +85,8 @@ type TxnPipelineRun struct {
 	CommitEntries uint64  `json:"commit_entries"`
 	// Outputs counts the records the sink received.
 	Outputs uint64 `json:"outputs"`
+	// MemTableSize is the stores' Pebble memtable size in bytes.
+	MemTableSize int `json:"memtable_bytes"`
 	// Committed and Aborted are the job's transactions; StateHash the
 	// hash of the tables read back from Pebble, all equal to the oracle's.
 	Committed uint64 `json:"committed"`
@@ -125,7 +128,8 @@ func (s *pipelineSink) Close() error { return nil }
 // through a real job over l's key space, checks its state in Pebble
 // against ref and returns its figures.
 func (e *txnEnv) runPipeline(ctx context.Context, name string, st txn.Strategy, l *lane, ref *txnDigest) (run TxnPipelineRun, err error) {
-	run = TxnPipelineRun{Strategy: name, Workers: l.workers, Logic: l.logic, InMemoryRate: l.run.Rate}
+	run = TxnPipelineRun{Strategy: name, Workers: l.workers, Logic: l.logic, InMemoryRate: l.run.Rate,
+		MemTableSize: cmp.Or(e.opts.MemTableSize, state.DefaultMemTableSize)}
 	e.step("txn %s: strategy %s, %s, %s: through a pipeline (generator -> operator -> discard, Pebble commits)",
 		e.opts.App, name, workersText(l.workers), l.logic)
 	dir, err := os.MkdirTemp(e.opts.Dir, "pipeline-")
@@ -133,7 +137,7 @@ func (e *txnEnv) runPipeline(ctx context.Context, name string, st txn.Strategy, 
 		return run, fmt.Errorf("bench: txn: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	store, err := state.Open(filepath.Join(dir, "state"), state.Options{KeyGroups: pipeline.DefaultKeyGroups, Logger: e.log})
+	store, err := state.Open(filepath.Join(dir, "state"), state.Options{KeyGroups: pipeline.DefaultKeyGroups, MemTableSize: e.opts.MemTableSize, Logger: e.log})
 	if err != nil {
 		return run, fmt.Errorf("bench: txn: %w", err)
 	}

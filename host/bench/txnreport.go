@@ -295,7 +295,8 @@ func (r *TxnReport) WriteTable(w io.Writer) error {
 // writePipeline prints the runs through a real job beside the in-memory
 // runs of the same strategy, workers and logic.
 func (r *TxnReport) writePipeline(b *strings.Builder) {
-	fmt.Fprintln(b, "\nThrough a pipeline: generator -> operator -> discarding sink, every batch committed to Pebble (no fsync);")
+	fmt.Fprintf(b, "\nThrough a pipeline: generator -> operator -> discarding sink, every batch committed to Pebble (no fsync, memtable %s MiB);\n",
+		thousands(float64(r.Pipeline[0].MemTableSize)/(1<<20)))
 	fmt.Fprintln(b, "run after the strategy's in-memory runs; tables read back from Pebble equal the oracle's")
 	tw := table(b)
 	fmt.Fprintln(tw, "strategy\tworkers\tlogic\tpipeline\tin memory\tpipeline / in memory\tbatches\tcommit\tentries/batch\toutputs\t")
