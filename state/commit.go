@@ -41,19 +41,19 @@ type PendingCommit struct {
 // or deleted since the last Prepare, in every table and key group (their
 // keys and values into a buffer, in the order met: the sort and Pebble's
 // encoding of these entries are left to Commit, on the goroutine that
-// commits), the
-// timers set and deleted, the ids of new tables, the key groups dropped
-// or imported, the metadata set, and the next generation of each key
-// group so changed (Store.Generation), into a PendingCommit, then clears
-// the dirty marks, forgets committed deletions and ends the Sessions'
-// undo epoch (sessions should be Reset). Memory then holds the state the
-// PendingCommit will make durable.
+// commits), the timers set and deleted, the ids of new tables, the key
+// groups dropped or imported, the metadata set, and the next generation
+// of each key group so changed (Store.Generation), into a PendingCommit,
+// then clears the dirty marks, forgets committed deletions and ends the
+// Sessions' undo epoch (sessions should be Reset). Memory then holds the
+// state the PendingCommit will make durable.
 //
 // Prepare must not run while any Session or Group is writing (it runs at
 // the executor's barrier); the PendingCommit's Commit may. If Prepare
 // fails, memory is unchanged; a batch too large for Pebble (over 4 GiB)
-// fails the Commit, and with it the store. Every PendingCommit must be committed, in
-// the order Prepare returned them: a later one waits for the earlier ones.
+// fails the Commit, and with it the store. Every PendingCommit must be
+// committed, in the order Prepare returned them: a later one waits for
+// the earlier ones.
 func (s *Store) Prepare() (*PendingCommit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
