@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +26,10 @@ type PendingCommit struct {
 	entries int
 	prep    time.Duration // time Prepare took
 	prev    *PendingCommit
+	// cap holds the entries Prepare captured, which write sorts and adds
+	// to b: the sort and Pebble's encoding run on the committing
+	// goroutine, not on the one that prepares (the executor's).
+	cap *capture
 
 	mu        sync.Mutex // serialises Commit calls of this pending commit
 	committed bool       // Commit ran to its end, with success or not
@@ -35,18 +38,22 @@ type PendingCommit struct {
 }
 
 // Prepare ends the current batch of changes: it copies every entry written
-// or deleted since the last Prepare, in every table and key group, the
-// timers set and deleted, the ids of new tables, the key groups dropped
-// or imported, the metadata set, and the next generation of each key
-// group so changed (Store.Generation), into a PendingCommit, then clears
-// the dirty marks, forgets committed deletions and ends the Sessions'
-// undo epoch (sessions should be Reset). Memory then holds the state the
-// PendingCommit will make durable.
+// or deleted since the last Prepare, in every table and key group (their
+// keys and values into a buffer, in the order met: the sort and Pebble's
+// encoding of these entries are left to Commit, on the goroutine that
+// commits), the timers set and deleted, the ids of new tables, the key
+// groups dropped or imported, the metadata set, and the next generation
+// of each key group so changed (Store.Generation), into a PendingCommit,
+// then clears the dirty marks, forgets committed deletions and ends the
+// Sessions' undo epoch (sessions should be Reset). Memory then holds the
+// state the PendingCommit will make durable.
 //
 // Prepare must not run while any Session or Group is writing (it runs at
 // the executor's barrier); the PendingCommit's Commit may. If Prepare
-// fails, memory is unchanged. Every PendingCommit must be committed, in
-// the order Prepare returned them: a later one waits for the earlier ones.
+// fails, memory is unchanged; a batch too large for Pebble (over 4 GiB)
+// fails the Commit, and with it the store. Every PendingCommit must be
+// committed, in the order Prepare returned them: a later one waits for
+// the earlier ones.
 func (s *Store) Prepare() (*PendingCommit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -77,28 +84,37 @@ func (s *Store) Prepare() (*PendingCommit, error) {
 		lower := appendTimerGroupPrefix(nil, kg)
 		keep(b.DeleteRange(lower, prefixEnd(lower), nil))
 	}
-	entries := 0
+	c := s.newCapture()
 	for _, t := range s.tables {
 		if !t.persisted {
 			keep(b.Set(metaTableKey(t.name), encodeU32(t.id), nil))
 		}
 		for kg := range t.groups {
-			if n := s.prepareGroup(b, &t.groups[kg], func(dst []byte, e *entry) []byte {
-				return appendStateKey(dst, t.id, kg, e)
-			}, keep); n > 0 {
-				entries += n
-				s.changed[kg] = true
+			g := &t.groups[kg]
+			if len(g.dirty) == 0 {
+				continue
 			}
+			s.changed[kg] = true
+			for _, slot := range g.dirty {
+				e := &g.entries[slot]
+				c.add(appendStateKey(c.kv, t.id, kg, e), e)
+			}
+			c.endRun()
 		}
 	}
 	for kg := range s.timers.groups {
-		if n := s.prepareGroup(b, &s.timers.groups[kg], func(dst []byte, e *entry) []byte {
-			return append(appendTimerGroupPrefix(dst, kg), e.key...)
-		}, keep); n > 0 {
-			entries += n
-			s.changed[kg] = true
+		g := &s.timers.groups[kg]
+		if len(g.dirty) == 0 {
+			continue
 		}
+		s.changed[kg] = true
+		for _, slot := range g.dirty {
+			e := &g.entries[slot]
+			c.add(append(appendTimerGroupPrefix(c.kv, kg), e.key...), e)
+		}
+		c.endRun()
 	}
+	entries := len(c.ents)
 	// Each changed key group's next generation, written with its changes.
 	var gen [8]byte
 	for kg, changed := range s.changed {
@@ -118,6 +134,7 @@ func (s *Store) Prepare() (*PendingCommit, error) {
 	if berr != nil {
 		_ = b.Close()
 		clear(s.changed)
+		s.spare = c
 		return nil, fmt.Errorf("state: prepare a commit of %d entries to %s: %w", entries, s.dir, berr)
 	}
 	for kg, changed := range s.changed {
@@ -145,7 +162,7 @@ func (s *Store) Prepare() (*PendingCommit, error) {
 	clear(s.staged)
 	clear(s.drops)
 	s.epoch++
-	p := &PendingCommit{s: s, b: b, entries: entries, prev: s.tail, done: make(chan struct{}), prep: time.Since(start)}
+	p := &PendingCommit{s: s, b: b, cap: c, entries: entries, prev: s.tail, done: make(chan struct{}), prep: time.Since(start)}
 	p.seq = 1
 	if p.prev != nil {
 		p.seq = p.prev.seq + 1
@@ -154,25 +171,79 @@ func (s *Store) Prepare() (*PendingCommit, error) {
 	return p, nil
 }
 
-// prepareGroup writes g's dirty entries to b, keyed by key, and returns
-// their number.
-func (s *Store) prepareGroup(b *pebble.Batch, g *Group, key func([]byte, *entry) []byte, keep func(error)) int {
-	// In key order, so that the whole batch is (tables in id order, groups
-	// in order): Pebble inserts sorted keys into its memtable faster, each
-	// search starting where the last ended, than keys in the order a
-	// workload wrote them. Plain and namespaced keys of one group sort by
-	// their own strings here; the batch accepts any order.
-	slices.SortFunc(g.dirty, func(a, b int32) int { return strings.Compare(g.entries[a].key, g.entries[b].key) })
-	for _, slot := range g.dirty {
-		e := &g.entries[slot]
-		s.keyBuf = key(s.keyBuf[:0], e)
-		if e.present {
-			keep(b.Set(s.keyBuf, e.val, nil))
-		} else {
-			keep(b.Delete(s.keyBuf, nil))
+// capture is the entries of a Prepare, copied out of the tables: each
+// entry's Pebble key and value in kv, one run of entries per key group
+// (its keys sharing the group's prefix), in the order Prepare met them.
+// Its buffers are reused from one commit to the next (Store.spare).
+type capture struct {
+	kv   []byte
+	ents []capEntry
+	runs []int // the end of each run in ents
+}
+
+// capEntry is one captured entry: kv[off:off+klen] its key, the vlen
+// bytes after it its value; del for a deletion.
+type capEntry struct {
+	off        int
+	klen, vlen int32
+	del        bool
+}
+
+// newCapture returns an empty capture, reusing the store's spare one;
+// s.mu is held.
+func (s *Store) newCapture() *capture {
+	c := s.spare
+	s.spare = nil
+	if c == nil {
+		return &capture{}
+	}
+	c.kv, c.ents, c.runs = c.kv[:0], c.ents[:0], c.runs[:0]
+	return c
+}
+
+// add captures entry e, whose key was just appended to c.kv (kv is c.kv
+// with the key appended).
+func (c *capture) add(kv []byte, e *entry) {
+	off := len(c.kv)
+	ce := capEntry{off: off, klen: int32(len(kv) - off), del: !e.present}
+	if e.present {
+		kv = append(kv, e.val...)
+		ce.vlen = int32(len(e.val))
+	}
+	c.kv = kv
+	c.ents = append(c.ents, ce)
+}
+
+// endRun ends the run of the current key group.
+func (c *capture) endRun() { c.runs = append(c.runs, len(c.ents)) }
+
+func (c *capture) key(e *capEntry) []byte { return c.kv[e.off : e.off+int(e.klen)] }
+
+// addTo sorts each run by key and adds the entries to b, in runs (key
+// groups in order), so that the whole batch is in key order: Pebble
+// inserts sorted keys into its memtable faster, each search starting
+// where the last ended, than keys in the order a workload wrote them.
+func (c *capture) addTo(b *pebble.Batch) error {
+	from := 0
+	for _, end := range c.runs {
+		run := c.ents[from:end]
+		from = end
+		slices.SortFunc(run, func(x, y capEntry) int { return bytes.Compare(c.key(&x), c.key(&y)) })
+		for i := range run {
+			e := &run[i]
+			k := c.key(e)
+			var err error
+			if e.del {
+				err = b.Delete(k, nil)
+			} else {
+				err = b.Set(k, c.kv[e.off+int(e.klen):e.off+int(e.klen)+int(e.vlen)], nil)
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
-	return len(g.dirty)
+	return nil
 }
 
 // Commit writes the prepared changes and positions (source name -> last
@@ -236,6 +307,15 @@ func (p *PendingCommit) write(positions map[string]uint64) error {
 	b := p.b
 	p.b = nil // closed below, by whichever path
 	var berr error
+	if c := p.cap; c != nil {
+		p.cap = nil
+		berr = c.addTo(b)
+		if cap(c.kv) <= maxSpareCapture {
+			s.mu.Lock()
+			s.spare = c
+			s.mu.Unlock()
+		}
+	}
 	var val [8]byte
 	var key []byte
 	for source, pos := range positions {
@@ -276,6 +356,10 @@ func (p *PendingCommit) write(positions map[string]uint64) error {
 	}
 	return nil
 }
+
+// maxSpareCapture bounds the capture buffer a store keeps for the next
+// commit: one huge batch should not pin its memory.
+const maxSpareCapture = 64 << 20
 
 // Commit makes durable, in one atomic Pebble batch, every change since the
 // last Prepare (entries written or deleted in every table and key group,

@@ -59,12 +59,13 @@
 // # Durability and crash consistency
 //
 // A commit has two steps. Prepare, at the barrier, copies every dirty entry
-// (a value, or a deletion) and timer, the ids of new tables, the range
-// deletions of dropped or imported key groups and the metadata set with
-// SetMeta into a Pebble batch, clears the dirty marks and ends the
-// sessions' undo epoch. The PendingCommit it returns then writes that batch
-// and the source positions, on any goroutine, while the next batch is
-// processed: it never reads the tables. Pending commits are written in
+// (a value, or a deletion) and timer into a buffer, and the ids of new
+// tables, the range deletions of dropped or imported key groups and the
+// metadata set with SetMeta into a Pebble batch, clears the dirty marks and
+// ends the sessions' undo epoch. The PendingCommit it returns then sorts
+// the copied entries into that batch and writes it with the source
+// positions, on any goroutine, while the next batch is processed: it never
+// reads the tables, and the barrier pays only for the copy. Pending commits are written in
 // Prepare order (a later one waits for the earlier ones). A failed write
 // fails the store, since its changes are no longer marked dirty. Commit is
 // Prepare followed by the write. Pebble applies a

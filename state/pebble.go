@@ -27,6 +27,25 @@ import (
 // the bytes to disk that a 64 MiB memtable did, for about the same CPU time.
 const DefaultMemTableSize = 8 << 20
 
+// L0 thresholds of the Pebble store: compact level 0 when it holds
+// l0CompactionThreshold sublevels (Pebble's default: 4), stop writes at
+// l0StopWritesThreshold (default 12).
+//
+// Reads are served from memory, and Pebble is read only by Open, Scan and
+// Read, so the read amplification of a deep level 0 costs little, while
+// every compaction of level 0 rewrites the key ranges it overlaps: with
+// updates spread over the whole key space (a transactional workload's),
+// each one rewrites the whole table. Compacting every 16 sublevels instead
+// of 4 cut the CPU time of the commit path, Pebble's background work
+// included, from 131 to 83 ms a batch (BenchmarkTransactionalCommits:
+// 230,400 keys, batches of 32,000 updates, 120 batches, medians of 6).
+// The price is disk, and Open's read of the state: up to 16 flushed
+// memtables of superseded values wait in level 0.
+const (
+	l0CompactionThreshold = 16
+	l0StopWritesThreshold = 48
+)
+
 // Bounds of Options.MemTableSize.
 const (
 	MinMemTableSize = 256 << 10
@@ -74,6 +93,9 @@ func openPebble(dir string, c pebbleConfig) (_ *pebble.DB, _ *pebble.Lock, err e
 		ReadOnly:      c.readOnly,
 		MemTableSize:  uint64(memTable),
 		FS:            walFS{base, !c.sync},
+
+		L0CompactionThreshold: l0CompactionThreshold,
+		L0StopWritesThreshold: l0StopWritesThreshold,
 	}
 	if !c.readOnly {
 		opts.FormatMajorVersion = pebble.FormatNewest

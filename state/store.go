@@ -109,6 +109,7 @@ type Store struct {
 	staged    map[string][]byte // user metadata set since the last Prepare
 	drops     map[int]bool      // key groups dropped since the last Prepare
 	tail      *PendingCommit    // the last prepared commit
+	spare     *capture          // a capture's buffers, for the next Prepare
 	gens      []uint64          // generation per key group (generation.go)
 	changed   []bool            // Prepare's scratch: key groups it found changed
 }

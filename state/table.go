@@ -1,6 +1,7 @@
 package state
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/RaduBerinde/btreemap"
@@ -160,6 +161,22 @@ func (g *Group) Put(key, value []byte) {
 		slot = g.insert(key)
 	}
 	g.set(slot, value)
+}
+
+// Update is Put that leaves a key whose value already equals value as it
+// is, neither copied nor marked dirty, so that the next Prepare does not
+// write it again; it reports whether it wrote. Like Put it is not
+// undoable: it is for writers that apply a change set known to be final
+// (a transactional operator's, at commit), which need no undo log.
+func (g *Group) Update(key, value []byte) bool {
+	slot, ok := g.index[string(key)]
+	if !ok {
+		slot = g.insert(key)
+	} else if e := &g.entries[slot]; e.present && bytes.Equal(e.val, value) {
+		return false
+	}
+	g.set(slot, value)
+	return true
 }
 
 // Delete removes key and marks the deletion dirty; deleting an absent key

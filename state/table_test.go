@@ -93,3 +93,45 @@ func TestCommittedDeletionFreesSlot(t *testing.T) {
 		t.Fatalf("slot not reused: %d entries", len(g.entries))
 	}
 }
+
+// TestGroupUpdate: Update writes a new key and a changed value, marked
+// dirty and committed, and leaves an equal value alone: not dirty, so the
+// next commit writes nothing for it.
+func TestGroupUpdate(t *testing.T) {
+	s := openTest(t, t.TempDir(), 1)
+	g := s.Table("t").Group(0)
+	if !g.Update([]byte("a"), []byte("1")) || !g.Update([]byte("b"), []byte("2")) {
+		t.Fatal("Update of a new key reported no write")
+	}
+	if err := s.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if g.Update([]byte("a"), []byte("1")) {
+		t.Error("Update of an equal value reported a write")
+	}
+	if g.Dirty() != 0 {
+		t.Errorf("an equal value left %d dirty entries, want 0", g.Dirty())
+	}
+	val := []byte("3")
+	if !g.Update([]byte("b"), val) {
+		t.Error("Update of a changed value reported no write")
+	}
+	val[0] = 'X' // values are copied in
+	if err := s.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats().LastCommit; st.Entries != 1 {
+		t.Errorf("the commit wrote %d entries, want 1 (b only)", st.Entries)
+	}
+	got := map[string]string{}
+	if err := s.Scan("t", func(k, v []byte) error { got[string(k)] = string(v); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got["a"] != "1" || got["b"] != "3" || len(got) != 2 {
+		t.Errorf("Pebble holds %v, want a=1 b=3", got)
+	}
+	g.Delete([]byte("a"))
+	if !g.Update([]byte("a"), []byte("1")) {
+		t.Error("Update of a deleted key reported no write")
+	}
+}

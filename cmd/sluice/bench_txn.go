@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/host/bench"
 	"github.com/sluicehq/sluice/host/plugin"
+	"github.com/sluicehq/sluice/state"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/apps/workload"
 )
@@ -35,6 +36,8 @@ type benchTxnFlags struct {
 	plugin      string
 	engine      string
 	keySweep    bool
+	pipeline    bool
+	memTable    int
 	logs        logFlags
 }
 
@@ -90,7 +93,23 @@ runs at each size, interleaved batch by batch with the other sizes, each size
 checked against its own serial run, and the report gives each size's rate,
 breakdown and rate over the first size's, and the peak resident memory (the
 stores of every size are held at once: Streaming Ledger with 11,520,000 keys a
-table holds 23,040,000 entries a lane).`,
+table holds 23,040,000 entries a lane).
+
+--pipeline measures what a user of the pipeline sees: after each strategy's
+in-memory runs, the same strategy, with every worker count and logic, runs
+through a real job as 'sluice run' builds it: the generator in txn mode (the
+same events: same workload, knobs and seed) -> the transactional operator ->
+a sink that counts and discards the outputs (a file or NATS sink would add
+its own I/O, measured by the sink benchmarks, not the transactional path),
+batches cut by the punctuation, every batch committed to a Pebble data
+directory in a temporary directory (no fsync, the pipeline file's default)
+by the executor's committer, overlapping the next batch. The report gives
+its rate (the events after the first batch, from the first batch's outputs
+to the last commit) beside the in-memory rate and their ratio, the commits'
+time and size; the tables read back from Pebble, the committed and aborted
+transactions must equal the oracle's, or the command fails. Not with
+--dynamic or a key-space sweep. --memtable-size sets the stores' Pebble
+memtable (the pipeline file's state.memtable_size).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkEngineFlag(f.engine); err != nil {
@@ -162,6 +181,8 @@ table holds 23,040,000 entries a lane).`,
 	fl.StringVar(&f.dynamic, "dynamic", "", "a dynamic workload: a preset (morphstream) or phases such as 'skew=0.25;skew=0.9;abort-ratio=0.2' (see above)")
 	fl.IntVar(&f.phaseEvents, "phase-events", 0, fmt.Sprintf("events of a --dynamic phase that gives no events= (default %d batches; 2 with --quick)", bench.DefaultTxnPhaseBatches))
 	fl.BoolVar(&f.keySweep, "key-sweep", false, "run every strategy with the key count (the application's or --keys) times 1, 10 and 100, interleaved, and print each size's rate over the first's")
+	fl.BoolVar(&f.pipeline, "pipeline", false, "also run each strategy through a real pipeline (generator -> operator -> discarding sink, Pebble commits) and print its rate over the in-memory one (see above)")
+	fl.IntVar(&f.memTable, "memtable-size", 0, fmt.Sprintf("with --pipeline: the Pebble memtable size in bytes, as the pipeline file's state.memtable_size (default %d)", state.DefaultMemTableSize))
 	fl.StringVar(&f.plugin, "plugin", "", "run this WebAssembly module as the application's operator instead of building plugins/<app> (any language; it must behave as the Go plugin does)")
 	for _, name := range workload.KnobNames() {
 		knobs[name] = fl.String(name, "", knobUsage(name))
@@ -271,6 +292,21 @@ func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (b
 	}
 	if cmd.Flags().Changed("phase-events") && f.phaseEvents < 1 {
 		return opts, &usageError{fmt.Sprintf("--phase-events %d: want at least 1", f.phaseEvents)}
+	}
+	if f.pipeline {
+		if f.dynamic != "" || len(opts.KeySpaces) > 1 {
+			return opts, &usageError{"--pipeline runs a static workload with one key space: drop --dynamic, the --keys list or --key-sweep"}
+		}
+		opts.Pipeline = true
+	}
+	if cmd.Flags().Changed("memtable-size") {
+		if !f.pipeline {
+			return opts, &usageError{"--memtable-size: only with --pipeline"}
+		}
+		if f.memTable < state.MinMemTableSize || f.memTable > state.MaxMemTableSize {
+			return opts, &usageError{fmt.Sprintf("--memtable-size %d: want %d to %d bytes", f.memTable, state.MinMemTableSize, state.MaxMemTableSize)}
+		}
+		opts.MemTableSize = f.memTable
 	}
 	if f.dynamic != "" {
 		if cmd.Flags().Changed("events") {

@@ -73,6 +73,40 @@ func TestBenchTxnQuick(t *testing.T) {
 	}
 }
 
+// TestBenchTxnPipelineQuick runs `sluice bench txn --quick --pipeline`
+// natively (no plugin to build) and checks the pipeline's table and JSON:
+// one pipeline run per worker count, its state equal to the oracle's
+// (which the command checks, failing otherwise), its ratio present.
+func TestBenchTxnPipelineQuick(t *testing.T) {
+	jsonFile := filepath.Join(t.TempDir(), "txn.json")
+	code, out, errOut := sluice(t, ".", "bench", "txn", "--quick", "--pipeline", "--native", "--app", "gs", "--strategy", "tstream",
+		"--workers", "1,2", "--memtable-size", "1048576", "--json", jsonFile)
+	if code != 0 {
+		t.Fatalf("sluice bench txn exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"Through a pipeline", "memtable 1 MiB", "pipeline / in memory", "pipeline (Pebble commits) over in-memory rate"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.TxnReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("the JSON report does not parse: %v\n%s", err, b)
+	}
+	if len(rep.Pipeline) != 2 {
+		t.Fatalf("%d pipeline runs, want 2 (1 and 2 workers)", len(rep.Pipeline))
+	}
+	for _, p := range rep.Pipeline {
+		if p.Rate <= 0 || p.Ratio <= 0 || p.StateHash != rep.StateHash || p.Committed+p.Aborted != uint64(rep.Events) || p.MemTableSize != 1<<20 {
+			t.Errorf("pipeline run %+v (oracle state %s, %d events)", p, rep.StateHash, rep.Events)
+		}
+	}
+}
+
 // TestBenchTxnBadFlags checks that a wrong application, strategy, knob or
 // value fails at once (before any build) with a usage error naming it.
 func TestBenchTxnBadFlags(t *testing.T) {
@@ -93,6 +127,10 @@ func TestBenchTxnBadFlags(t *testing.T) {
 		{[]string{"--keys", "100,200", "--key-sweep"}, "--key-sweep: give either"},
 		{[]string{"--keys", "2000000", "--key-sweep"}, "--key-sweep: 100 times 2000000"},
 		{[]string{"--key-sweep", "--dynamic", "morphstream"}, "--dynamic runs one worker count, one logic and one key space"},
+		{[]string{"--pipeline", "--dynamic", "morphstream"}, "--pipeline runs a static workload"},
+		{[]string{"--pipeline", "--key-sweep"}, "--pipeline runs a static workload"},
+		{[]string{"--memtable-size", "67108864"}, "--memtable-size: only with --pipeline"},
+		{[]string{"--pipeline", "--memtable-size", "10"}, "--memtable-size 10"},
 	} {
 		code, _, errOut := sluice(t, ".", append([]string{"bench", "txn", "--quick"}, c.args...)...)
 		if code != 2 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "building") {

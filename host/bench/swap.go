@@ -499,7 +499,7 @@ func runSwapKind(ctx context.Context, e *env, k SwapKind, c SwapCompile, run int
 			return nil, fmt.Errorf("bench: swap: %w", err)
 		}
 		genCfg.Mode, genCfg.Keys, genCfg.Workload = generator.Txn, 0, wl
-		if err := initLedger(wl, store); err != nil {
+		if err := loadInitial(wl, store); err != nil {
 			return nil, err
 		}
 		newTxn = func(p *plugin.Plugin) (*txnop.Operator, error) {
@@ -893,23 +893,6 @@ func latencyStats(ls []int64) LatencyStats {
 		return float64(ls[i]) / 1e6
 	}
 	return LatencyStats{Events: len(ls), P50Ms: at(0.50), P99Ms: at(0.99), MaxMs: float64(ls[len(ls)-1]) / 1e6}
-}
-
-// initLedger commits the Streaming Ledger's initial balances.
-func initLedger(wl workload.App, store *state.Store) error {
-	tables := wl.Tables()
-	err := wl.Initial(func(table int, key, value []byte) error {
-		tb := store.Table(tables[table])
-		tb.Group(state.KeyGroup(key, tb.KeyGroups())).Put(key, value)
-		return nil
-	})
-	if err == nil {
-		err = store.Commit(nil)
-	}
-	if err != nil {
-		return fmt.Errorf("bench: swap: initial ledger: %w", err)
-	}
-	return nil
 }
 
 // checkLedger checks that the committed balances conserve money: each

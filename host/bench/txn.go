@@ -60,6 +60,7 @@ import (
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/txnop"
 	wasm "github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/state"
 	"github.com/sluicehq/sluice/txn"
 	"github.com/sluicehq/sluice/txn/adapt"
 	"github.com/sluicehq/sluice/txn/apps/workload"
@@ -161,6 +162,17 @@ type TxnOptions struct {
 	Phases []workload.Phase
 	// Adaptive configures the adaptive strategy's decision model.
 	Adaptive adapt.Config
+	// Pipeline runs, after each strategy's in-memory runs, the same
+	// strategy with every worker count and logic through a real job
+	// (generator -> the operator -> a discarding sink, Pebble commits;
+	// txnpipe.go) and reports its rate beside the in-memory one, its
+	// tables read back from Pebble checked against the oracle. Not with
+	// Phases or several KeySpaces.
+	Pipeline bool
+	// MemTableSize is the Pebble memtable size of the pipeline runs'
+	// stores (the pipeline file's state.memtable_size); 0:
+	// state.DefaultMemTableSize.
+	MemTableSize int
 }
 
 // DefaultTxnOptions returns the full configuration of application app:
@@ -245,6 +257,9 @@ type TxnReport struct {
 	Dynamic *TxnDynamic `json:"dynamic,omitempty"`
 	// LoadAfter is the load average when the run ended.
 	LoadAfter string `json:"load_after,omitempty"`
+	// Pipeline holds the runs through a real job (TxnOptions.Pipeline),
+	// in the order of Runs.
+	Pipeline []TxnPipelineRun `json:"pipeline,omitempty"`
 }
 
 // TxnRun is the figures of one strategy with one worker count and one
@@ -387,6 +402,9 @@ type txnEnv struct {
 	log     *slog.Logger
 	plugin  *plugin.Plugin
 	timeout time.Duration
+	// corrupt, when set (tests), changes the store of a pipeline run
+	// after the job ends and before its tables are checked.
+	corrupt func(*state.Store)
 }
 
 // txnSpace is one key-space size: its workload, its initial state and the
@@ -526,6 +544,15 @@ func (e *txnEnv) run(ctx context.Context) (rep *TxnReport, err error) {
 			}
 			rep.Runs = append(rep.Runs, l.run)
 		}
+		if opts.Pipeline {
+			for _, l := range lanes {
+				pr, err := e.runPipeline(ctx, name, st, l, refs[l.space])
+				if err != nil {
+					return nil, err
+				}
+				rep.Pipeline = append(rep.Pipeline, pr)
+			}
+		}
 	}
 	ref := refs[e.spaces[0]]
 	rep.StateHash, rep.OutputHash = hex64(ref.state), hex64(ref.outputs)
@@ -592,6 +619,12 @@ func newTxnEnv(opts TxnOptions) (*txnEnv, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &txnEnv{opts: opts, app: app, log: log}
+	if opts.Pipeline && (len(opts.Phases) > 0 || len(opts.KeySpaces) > 1) {
+		return nil, fmt.Errorf("bench: txn: the pipeline mode runs a static workload with one key space (got %d phases, keys %v)", len(opts.Phases), opts.KeySpaces)
+	}
+	if opts.MemTableSize != 0 && (opts.MemTableSize < state.MinMemTableSize || opts.MemTableSize > state.MaxMemTableSize) {
+		return nil, fmt.Errorf("bench: txn: memtable size %d: want %d to %d bytes", opts.MemTableSize, state.MinMemTableSize, state.MaxMemTableSize)
+	}
 	if len(opts.Phases) > 0 {
 		if len(opts.Workers) > 1 || len(opts.Logics) > 1 || len(opts.KeySpaces) > 1 {
 			return nil, fmt.Errorf("bench: txn: a dynamic workload runs one worker count, one logic and one key space (got workers %v, logics %v, keys %v)",

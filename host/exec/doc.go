@@ -143,9 +143,13 @@
 //     alias a value another change overwrites; the values are copied
 //     before writing), so the changes and the source positions go to
 //     Pebble in one batch and a restart resumes with neither applied
-//     twice. Because changes land only at commit, a transactional
-//     operator's tables are its own: New refuses a table another operator
-//     uses.
+//     twice. The change set is final when applied (a failed run is never
+//     applied), so it is written straight into the key groups, without
+//     the session's undo log, and a value equal to the current one is not
+//     written at all (state.Group.Update): only the keys whose value
+//     changed go to Pebble. Because changes land only at commit, a
+//     transactional operator's tables are its own: New refuses a table
+//     another operator uses.
 //   - A run whose Process fails (a guest error or trap in plan, apply or
 //     post, an access outside a declaration) leaves the state as it was
 //     before it: under the stop policy the job stops without committing

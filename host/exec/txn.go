@@ -418,19 +418,22 @@ func (ts *txnStage) apply() error {
 	return nil
 }
 
+// put writes one change into its table: a value equal to the current one
+// is left alone (Group.Update), so that only changed keys are committed.
+// The stage writes its groups directly, not through its session: its
+// changes are final when applied (a failed run is never applied), so the
+// session's undo log would only cost a copy of every old value.
 func (ts *txnStage) put(k txn.Key, v []byte, del bool) error {
 	if int(k.Table) >= len(ts.tables) {
 		return fmt.Errorf("exec: operator %q: a change names table handle %d of %d", ts.exop.Name, k.Table, len(ts.tables))
 	}
 	t := ts.tables[k.Table]
-	var err error
+	key := keyBytes(k.Key)
+	g := t.Group(state.KeyGroup(key, t.KeyGroups()))
 	if del {
-		err = ts.sess.Delete(t, keyBytes(k.Key))
+		g.Delete(key)
 	} else {
-		err = ts.sess.Put(t, keyBytes(k.Key), v)
-	}
-	if err != nil {
-		return fmt.Errorf("exec: operator %q: table %q: %w", ts.exop.Name, t.Name(), err)
+		g.Update(key, v)
 	}
 	return nil
 }
