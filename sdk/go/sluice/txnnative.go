@@ -5,6 +5,7 @@ package sluice
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -73,9 +74,12 @@ type txnDriver struct {
 }
 
 // activate makes d the driver TableID resolves against. It writes the
-// shared pointer only when it changes.
+// shared pointer only when the driver there resolves names otherwise: the
+// drivers of one operator's parts (one per scheduler worker, planning at
+// once) have the same tables, and writing the pointer for each event
+// would bounce its cache line between the cores.
 func (d *txnDriver) activate() {
-	if activeTxn.Load() != d {
+	if a := activeTxn.Load(); a != d && (a == nil || !slices.Equal(a.tables, d.tables)) {
 		activeTxn.Store(d)
 	}
 }
