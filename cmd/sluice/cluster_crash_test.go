@@ -216,6 +216,32 @@ func (s *spread) check() {
 	}
 }
 
+// moveAll moves every key group of host from to host to, one group a step
+// (sluice cluster move --batch 1), and returns once the migration is in
+// its second step (or over).
+func (s *spread) moveAll(from, to string) {
+	t := s.t
+	t.Helper()
+	a, err := s.c.Assignment(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups []string
+	for kg, o := range a.Owners {
+		if o == from {
+			groups = append(groups, strconv.Itoa(kg))
+		}
+	}
+	move := exec.Command(sluiceBin, "cluster", "move", "-c", s.file, "--groups", strings.Join(groups, ","), "--to", to, "--batch", "1")
+	if out, err := move.CombinedOutput(); err != nil {
+		t.Fatalf("sluice cluster move: %v\n%s", err, out)
+	}
+	s.wait("the migration's second step", func() bool {
+		a, err := s.c.Assignment(context.Background())
+		return err == nil && (a.Migration == nil || a.Migration.Current >= 1)
+	})
+}
+
 // stop stops the hosts ids with SIGTERM and checks they exit cleanly.
 func (s *spread) stop(ids ...string) {
 	t := s.t
@@ -338,24 +364,7 @@ func TestClusterKillMidMigration(t *testing.T) {
 		return s.owned("h1") >= 5 && s.owned("h2") >= 5 && s.owned("h3") >= 5 && settled()
 	})
 	s.wait("some records counted", func() bool { return s.outputs() > s.count/5 })
-	a, err := s.c.Assignment(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mine []string
-	for kg, o := range a.Owners {
-		if o == "h1" {
-			mine = append(mine, strconv.Itoa(kg))
-		}
-	}
-	move := exec.Command(sluiceBin, "cluster", "move", "-c", s.file, "--groups", strings.Join(mine, ","), "--to", "h3", "--batch", "1")
-	if out, err := move.CombinedOutput(); err != nil {
-		t.Fatalf("sluice cluster move: %v\n%s", err, out)
-	}
-	s.wait("the migration's second step", func() bool {
-		a, err := s.c.Assignment(context.Background())
-		return err == nil && (a.Migration == nil || a.Migration.Current >= 1)
-	})
+	s.moveAll("h1", "h3")
 	if err := s.hosts["h1"].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -385,24 +394,7 @@ func TestClusterKillDestinationMidMigration(t *testing.T) {
 		return err == nil && a.Migration == nil
 	}
 	s.wait("the groups spread over two hosts", func() bool { return s.owned("h1") == 8 && s.owned("h2") == 8 && settled() })
-	a, err := s.c.Assignment(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mine []string
-	for kg, o := range a.Owners {
-		if o == "h1" {
-			mine = append(mine, strconv.Itoa(kg))
-		}
-	}
-	move := exec.Command(sluiceBin, "cluster", "move", "-c", s.file, "--groups", strings.Join(mine, ","), "--to", "h2", "--batch", "1")
-	if out, err := move.CombinedOutput(); err != nil {
-		t.Fatalf("sluice cluster move: %v\n%s", err, out)
-	}
-	s.wait("the migration's second step", func() bool {
-		a, err := s.c.Assignment(context.Background())
-		return err == nil && (a.Migration == nil || a.Migration.Current >= 1)
-	})
+	s.moveAll("h1", "h2")
 	if err := s.hosts["h2"].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -151,6 +151,20 @@ func drawEvents(rt *rapid.T, l ledger, first, n int, label string) []abi.Record 
 	return evs
 }
 
+// drawLedger draws a ledger and one to three batches of up to 40 events
+// over it.
+func drawLedger(rt *rapid.T) (ledger, [][]abi.Record) {
+	l := ledger{accounts: rapid.IntRange(2, 10).Draw(rt, "accounts"), aliases: rapid.IntRange(1, 4).Draw(rt, "aliases"), initial: 50}
+	var batches [][]abi.Record
+	first := 0
+	for b := range rapid.IntRange(1, 3).Draw(rt, "batches") {
+		n := rapid.IntRange(0, 40).Draw(rt, fmt.Sprintf("events %d", b))
+		batches = append(batches, drawEvents(rt, l, first, n, fmt.Sprint("batch ", b)))
+		first += n
+	}
+	return l, batches
+}
+
 // TestTxnLogicMatchesSerial runs random ledger workloads through the native
 // Logic with every strategy and a random number of workers, and requires
 // the serial executor's outcomes, change sets, outputs, rejects and final
@@ -163,14 +177,7 @@ func drawEvents(rt *rapid.T, l ledger, first, n int, label string) []abi.Record 
 func TestTxnLogicMatchesSerial(t *testing.T) {
 	bookAlone := 0
 	rapid.Check(t, func(rt *rapid.T) {
-		l := ledger{accounts: rapid.IntRange(2, 10).Draw(rt, "accounts"), aliases: rapid.IntRange(1, 4).Draw(rt, "aliases"), initial: 50}
-		var batches [][]abi.Record
-		first := 0
-		for b := range rapid.IntRange(1, 3).Draw(rt, "batches") {
-			n := rapid.IntRange(0, 40).Draw(rt, fmt.Sprintf("events %d", b))
-			batches = append(batches, drawEvents(rt, l, first, n, fmt.Sprint("batch ", b)))
-			first += n
-		}
+		l, batches := drawLedger(rt)
 		workers := rapid.IntRange(1, 4).Draw(rt, "workers")
 		want := runLedger(t, "serial", 1, nil, l, batches)
 		bookAlone += checkTransfers(rt, batches, want)
@@ -246,14 +253,7 @@ func TestTxnLogicPartsMatchesSerial(t *testing.T) {
 	made, logics := 0, 0
 	newOp := func() sluice.Txn { made++; return ledgerop.Op() }
 	rapid.Check(t, func(rt *rapid.T) {
-		l := ledger{accounts: rapid.IntRange(2, 10).Draw(rt, "accounts"), aliases: rapid.IntRange(1, 4).Draw(rt, "aliases"), initial: 50}
-		var batches [][]abi.Record
-		first := 0
-		for b := range rapid.IntRange(1, 3).Draw(rt, "batches") {
-			n := rapid.IntRange(0, 40).Draw(rt, fmt.Sprintf("events %d", b))
-			batches = append(batches, drawEvents(rt, l, first, n, fmt.Sprint("batch ", b)))
-			first += n
-		}
+		l, batches := drawLedger(rt)
 		workers := rapid.IntRange(2, 4).Draw(rt, "workers")
 		minPart := rapid.IntRange(1, 8).Draw(rt, "min part")
 		want := runLedger(t, "serial", 1, nil, l, batches)
