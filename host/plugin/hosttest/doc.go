@@ -16,8 +16,10 @@
 // ABI, through the SDK's sluicetest.TxnDriver, and LoadTxnWasm loads the
 // compiled module through the host (txnop.NewWasm). A test runs the same
 // events through a txnop.Operator with either, with any strategy and
-// number of workers, and compares what Process returns; TxnLogic is also
-// the native-Go baseline of the benchmarks.
+// number of workers, and compares what Process returns. TxnLogicParts is
+// TxnLogic with an operator value per part of a batch, so that its plan and
+// post run in parts on the workers, as a WebAssembly operator's do on its
+// instances: it is the native-Go baseline of the benchmarks.
 //
 // Design decisions:
 //
