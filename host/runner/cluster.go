@@ -260,7 +260,7 @@ func (ch *clusterHost) retarget(ctx context.Context, a *cluster.Assignment, live
 				}
 			}
 			if best == "" {
-				// cancel = append(cancel, mv.Group)
+				cancel = append(cancel, mv.Group)
 				continue
 			}
 			load[best]++
