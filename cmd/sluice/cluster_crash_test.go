@@ -414,12 +414,12 @@ func TestClusterKillDestinationMidMigration(t *testing.T) {
 // must have been counted exactly once: the output stream holds, for each
 // key, the counts 1 to n once each. The schedule is drawn from a seed the
 // test logs; SLUICE_NEMESIS_SEED repeats it, SLUICE_NEMESIS_STEPS sets its
-// length (default 8).
+// length (default 6).
 func TestClusterNemesis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two NATS servers and three hosts")
 	}
-	seed, steps := uint64(time.Now().UnixNano()), 8
+	seed, steps := uint64(time.Now().UnixNano()), 6
 	if v := os.Getenv("SLUICE_NEMESIS_SEED"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -436,7 +436,7 @@ func TestClusterNemesis(t *testing.T) {
 	}
 	t.Logf("schedule seed %d (SLUICE_NEMESIS_SEED=%d repeats it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	s := startSpread(t, 2, 6000, 50, 2*time.Second, "")
+	s := startSpread(t, 2, 4500, 50, 2*time.Second, "")
 	ids := []string{"h1", "h2", "h3"}
 	up := map[string]bool{}
 	for _, id := range ids {
