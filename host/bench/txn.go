@@ -1013,12 +1013,18 @@ func fnvField(h uint64, b []byte) uint64 { return fnvBytes(fnvUint(h, uint64(len
 func stateHash(m *memstore.Store) uint64 {
 	var sum uint64
 	for k, v := range m.All() {
-		h := fnvUint(fnvOffset, uint64(k.Table))
-		h = fnvField(h, []byte(k.Key))
-		h = fnvField(h, v)
-		sum += h
+		sum += entryHash(k.Table, []byte(k.Key), v)
 	}
 	return sum
+}
+
+// entryHash is the hash of one entry of a table (by handle) that a state
+// hash sums: the same for an in-memory store (stateHash) and for tables
+// read back from Pebble (pebbleHash), which the pipeline mode compares.
+func entryHash(table uint32, key, value []byte) uint64 {
+	h := fnvUint(fnvOffset, uint64(table))
+	h = fnvField(h, key)
+	return fnvField(h, value)
 }
 
 // hashOutputs folds a batch's output records, in order, into h.

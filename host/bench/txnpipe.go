@@ -245,10 +245,7 @@ func pebbleHash(store *state.Store, tables []string) (uint64, error) {
 	var sum uint64
 	for i, t := range tables {
 		err := store.Scan(t, func(key, value []byte) error {
-			h := fnvUint(fnvOffset, uint64(i))
-			h = fnvField(h, key)
-			h = fnvField(h, value)
-			sum += h
+			sum += entryHash(uint32(i), key, value)
 			return nil
 		})
 		if err != nil {

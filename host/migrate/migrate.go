@@ -396,10 +396,15 @@ func (h *Host) fetch(ctx context.Context, groups []int, orphaned map[int]bool) (
 // was gone and no other host could take it). They are read from the
 // bucket, where the release put them. It reports whether it took any.
 func (h *Host) takeBack(ctx context.Context, a *cluster.Assignment) (bool, error) {
-	have := h.Job.Groups()
+	held := make([]bool, a.KeyGroups)
+	for _, kg := range h.Job.Groups() {
+		if kg < len(held) {
+			held[kg] = true
+		}
+	}
 	var missing []int
 	for _, kg := range Owned(a, h.ID) {
-		if !slices.Contains(have, kg) {
+		if !held[kg] {
 			missing = append(missing, kg)
 		}
 	}
