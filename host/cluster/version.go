@@ -54,6 +54,16 @@ type OperatorVersion struct {
 	At time.Time `json:"at"`
 }
 
+// Operator returns the module v records for operator op, if any; v may
+// be nil.
+func (v *Versions) Operator(op string) (OperatorVersion, bool) {
+	if v == nil {
+		return OperatorVersion{}, false
+	}
+	ov, ok := v.Operators[op]
+	return ov, ok
+}
+
 // Reasons an OperatorVersion may give.
 const (
 	ReasonSwap     = "swap"
@@ -172,7 +182,7 @@ func SwapPending(a *Assignment, reports map[string]Running, live []string) error
 	if len(p) == 0 {
 		return nil
 	}
-	return fmt.Errorf("cluster: %w: hosts %s do not run the modules of epoch %d yet; the migration waits for them", ErrSwapPending, strings.Join(p, ", "), a.Versions.Epoch)
+	return fmt.Errorf("cluster: %w: hosts %s do not run the modules of epoch %d yet (a plugin swap in progress); a migration begins once they do", ErrSwapPending, strings.Join(p, ", "), a.Versions.Epoch)
 }
 
 // Report writes r as host r.Host's report of the modules it runs.

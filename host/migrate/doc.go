@@ -33,6 +33,12 @@
 // partitioned by key group), so none is lost and each key keeps its
 // order; every other group on both hosts keeps running.
 //
+// Start and Failover begin no migration while a live host does not yet
+// run the modules the assignment's versions record names (a plugin swap
+// in progress: cluster.SwapPending), and a swap is refused while a
+// migration is in progress (cluster.Assignment.SetVersion): a group is
+// never exported by one version and installed by another.
+//
 // # Replication
 //
 // A move marked replicated (cluster.Knobs.Replicate) has a warm copy of

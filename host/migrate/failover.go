@@ -38,8 +38,25 @@ type Checkpointed struct {
 // outputs again. A failed put leaves the generations as they were, so the
 // next Checkpoint puts the groups again.
 func (h *Host) Checkpoint(ctx context.Context) (Checkpointed, error) {
+	return h.checkpoint(ctx, false)
+}
+
+// CheckpointAll is Checkpoint of every owned group that ever changed,
+// whether or not it changed since the host's last checkpoint: a host
+// that has swapped an operator's module calls it, so that the bucket
+// holds every group at a position after the switch and no failover
+// replays a record of theirs from before it.
+func (h *Host) CheckpointAll(ctx context.Context) (Checkpointed, error) {
+	return h.checkpoint(ctx, true)
+}
+
+// checkpoint is Checkpoint, of every group that ever changed when all.
+func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if all {
+		h.gens = nil
+	}
 	start := time.Now()
 	var (
 		groups []checkpoint.Group
@@ -123,7 +140,14 @@ func Failover(ctx context.Context, c *cluster.Cluster, dead string, live []strin
 		}
 	}
 	id := "failover-" + dead + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
+	swapped, err := notSwapping(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	return c.Update(ctx, func(a *cluster.Assignment) error {
+		if err := swapped(a); err != nil {
+			return err
+		}
 		steps, err := cluster.Plan(a.Owners, survivors(a.Owners, dead, live), knobs, nil)
 		if err != nil {
 			return err

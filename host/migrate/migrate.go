@@ -41,15 +41,47 @@ func Owned(a *cluster.Assignment, host string) []int {
 // planned with knobs (load weighs groups for cluster.OrderHottest), and
 // returns the table with the migration in it. The hosts then run it with
 // Host.Step. It fails, matching cluster.ErrMigration, while another
-// migration is in progress or when no group changes owner.
+// migration is in progress or when no group changes owner, and, matching
+// cluster.ErrSwapPending, while a live host does not yet run the modules
+// the table's versions record names (a swap in progress: see
+// notSwapping).
 func Start(ctx context.Context, c *cluster.Cluster, id string, owners []string, knobs cluster.Knobs, load map[int]float64) (*cluster.Assignment, error) {
+	swapped, err := notSwapping(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	return c.Update(ctx, func(a *cluster.Assignment) error {
+		if err := swapped(a); err != nil {
+			return err
+		}
 		steps, err := cluster.Plan(a.Owners, owners, knobs, load)
 		if err != nil {
 			return err
 		}
 		return a.Begin(id, steps)
 	})
+}
+
+// notSwapping returns a check, for inside an Update, that fails matching
+// cluster.ErrSwapPending while a live host does not run the modules of the
+// table's versions record. The live hosts and their reports are read
+// before the Update: a report only ever comes closer to the record, and
+// a swap recorded after the read changes the table's revision, so the
+// check sees the new record and, by the older reports, refuses.
+func notSwapping(ctx context.Context, c *cluster.Cluster) (func(*cluster.Assignment) error, error) {
+	members, err := c.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := make([]string, len(members))
+	for i, m := range members {
+		live[i] = m.ID
+	}
+	reports, err := c.Reports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(a *cluster.Assignment) error { return cluster.SwapPending(a, reports, live) }, nil
 }
 
 // Host is one host's part in the migrations of a pipeline: it releases
