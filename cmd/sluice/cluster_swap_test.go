@@ -132,9 +132,12 @@ func TestClusterSwapEveryHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The same code under another hash: a custom section appended.
+	// The same code under another hash: a version section added.
 	v3 := filepath.Join(s.dir, "wordcountv3.wasm")
-	code3 := append(append([]byte{}, code...), 0, 7, 4, 't', 'e', 's', 't', 'v', '3')
+	code3, err := registry.AppendVersion(code, "3")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(v3, code3, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -188,6 +191,11 @@ func TestClusterSwapEveryHost(t *testing.T) {
 		return s.owned("h3") >= 5 && settled() && s.runs(hash3, "h1", "h2", "h3")
 	})
 	t.Logf("%v: three hosts, every one running the last module", time.Since(t0).Round(time.Second))
+	// h3 started after the first swap: it loaded the recorded module, not
+	// the file's.
+	if log, err := os.ReadFile(filepath.Join(s.dir, "h3.log")); err != nil || !strings.Contains(string(log), `"msg":"loading the module the cluster records, not the pipeline file's","pipeline":"spread","operator":"count"`) {
+		t.Errorf("h3 did not start with the module the cluster records (%v):\n%s", err, log)
+	}
 	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
 	t.Logf("%v: every record counted", time.Since(t0).Round(time.Second))
 	s.check()

@@ -114,3 +114,33 @@ func TestVersionRecordCompareAndSet(t *testing.T) {
 		t.Fatalf("a report edited by hand: %v, want ErrInvalidAssignment naming running.b", err)
 	}
 }
+
+func TestModules(t *testing.T) {
+	url := startServer(t)
+	c := open(t, url, Config{})
+	ctx := testCtx(t)
+	m, err := OpenModules(ctx, c.js, "orders", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	module := []byte("\x00asm\x01\x00\x00\x00")
+	hash, err := m.Put(ctx, module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := m.Put(ctx, module); err != nil || again != hash {
+		t.Fatalf("put again: %q, %v; want %q", again, err, hash)
+	}
+	// Another handle, as another host opens it.
+	m2, err := OpenModules(ctx, c.js, "orders", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := m2.Get(ctx, hash)
+	if err != nil || string(got) != string(module) {
+		t.Fatalf("get: %q, %v; want the module", got, err)
+	}
+	if _, err := m2.Get(ctx, testHash); !errors.Is(err, ErrModuleNotFound) {
+		t.Fatalf("get of a module never put: %v, want ErrModuleNotFound", err)
+	}
+}

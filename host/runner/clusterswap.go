@@ -38,16 +38,27 @@ import (
 // record (package migrate), so a key group never moves between hosts that
 // run different modules.
 
-// recordedModule returns the registry entry and the bytes of the module
-// ov records for operator op, from the registry, or else from the
-// cluster's module store (then it is checked with eng and added to the
-// registry). It records the deployment in the registry's log.
-func (h *Host) recordedModule(ctx context.Context, eng wasm.Engine, op string, ov cluster.OperatorVersion) (registry.Entry, []byte, error) {
-	module, err := h.reg.Module(ov.SHA256)
+// clusterModule returns the bytes of the module ov records for operator
+// op: from the host's registry, or else from the cluster's module store.
+func (h *Host) clusterModule(ctx context.Context, op string, ov cluster.OperatorVersion) ([]byte, error) {
+	if module, err := h.reg.Module(ov.SHA256); err == nil {
+		return module, nil
+	}
+	module, err := h.cluster.mods.Get(ctx, ov.SHA256)
 	if err != nil {
-		if module, err = h.cluster.mods.Get(ctx, ov.SHA256); err != nil {
-			return registry.Entry{}, nil, fmt.Errorf("operator %q: the module the cluster records (%s, epoch %d): %w", op, ov.Name, ov.Epoch, err)
-		}
+		return nil, fmt.Errorf("operator %q: the module the cluster records (%s, epoch %d): %w", op, ov.Name, ov.Epoch, err)
+	}
+	return module, nil
+}
+
+// recordedModule returns the registry entry and the bytes of the module
+// ov records for operator op, at the host's start: a module new to the
+// registry is checked with eng and added. It records the deployment in
+// the registry's log.
+func (h *Host) recordedModule(ctx context.Context, eng wasm.Engine, op string, ov cluster.OperatorVersion) (registry.Entry, []byte, error) {
+	module, err := h.clusterModule(ctx, op, ov)
+	if err != nil {
+		return registry.Entry{}, nil, err
 	}
 	entry, err := h.reg.Add(ctx, eng, ov.Name, module)
 	if err != nil {
@@ -208,12 +219,17 @@ func (h *Host) followOnce(ctx context.Context) error {
 	return errors.Join(append(errs, h.report(ctx))...)
 }
 
-// follow swaps ov's module into d's operator: a rollback when it is the
-// module the operator ran before the current one, a swap otherwise.
+// follow swaps ov's module into d's operator, checking it first when it
+// is new to the registry: a rollback when it is the module the operator
+// ran before the current one, a swap otherwise.
 func (h *Host) follow(ctx context.Context, d *deployed, ov cluster.OperatorVersion) error {
-	entry, module, err := h.recordedModuleNoLog(ctx, d, ov)
+	module, err := h.clusterModule(ctx, d.op.Name, ov)
 	if err != nil {
 		return err
+	}
+	entry, _, _, err := h.register(ctx, d, ov.Name, module)
+	if err != nil {
+		return fmt.Errorf("the module the cluster records (%s, epoch %d): %w", ov.Name, ov.Epoch, err)
 	}
 	reason := reasonSwap
 	h.dataMu.Lock()
@@ -227,24 +243,4 @@ func (h *Host) follow(ctx context.Context, d *deployed, ov cluster.OperatorVersi
 	h.log.Info("cluster: switched to the module the cluster records", "operator", d.op.Name, "module", entry.Label(),
 		"epoch", ov.Epoch, "recorded_by", ov.Host, "reason", reason)
 	return nil
-}
-
-// recordedModuleNoLog is recordedModule for a running host: the deploy
-// records the deployment.
-func (h *Host) recordedModuleNoLog(ctx context.Context, d *deployed, ov cluster.OperatorVersion) (registry.Entry, []byte, error) {
-	if e, err := h.reg.Get(ov.SHA256); err == nil {
-		module, err := h.reg.Module(ov.SHA256)
-		if err == nil {
-			return e, module, nil
-		}
-	}
-	module, err := h.cluster.mods.Get(ctx, ov.SHA256)
-	if err != nil {
-		return registry.Entry{}, nil, fmt.Errorf("operator %q: the module the cluster records (%s, epoch %d): %w", d.op.Name, ov.Name, ov.Epoch, err)
-	}
-	entry, _, _, err := h.register(ctx, d, ov.Name, module)
-	if err != nil {
-		return registry.Entry{}, nil, fmt.Errorf("operator %q: the module the cluster records (%s, epoch %d): %w", d.op.Name, ov.Name, ov.Epoch, err)
-	}
-	return entry, module, nil
 }

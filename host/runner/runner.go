@@ -30,6 +30,9 @@
 // operator's kind needs, and hands it to exec.Job.Swap; a rollback deploys
 // the module that ran before. Each operator's history is kept in memory
 // and recorded in the registry's deployments log.
+// On a host of a pipeline spread over hosts, a swap or rollback is
+// recorded for every host, which follow it (clusterswap.go, and the
+// versions record of package cluster).
 package runner
 
 import (
