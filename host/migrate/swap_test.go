@@ -1,0 +1,84 @@
+package migrate_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
+	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/migrate"
+)
+
+// TestStartWaitsForASwap records a plugin swap that host b does not run
+// yet: a migration is refused, naming b, and nothing is written; once b
+// reports it runs the module, the migration begins. A swap recorded while
+// the migration is in progress is refused, naming it.
+func TestStartWaitsForASwap(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nc, err := nats.Connect(natstest.StartServer(t).ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Open(ctx, js, cluster.Config{Pipeline: "p", Text: []byte("name: p\n"), KeyGroups: 4, Lease: lease, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		h, err := cluster.Open(ctx, js, cluster.Config{Pipeline: "p", Text: []byte("name: p\n"), KeyGroups: 4, Lease: lease, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Join(ctx, cluster.HostInfo{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := h.Leave(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	const hash = "8c2a0e3b2a1f0d9e8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d"
+	swap := func(a *cluster.Assignment) error {
+		return a.SetVersion("count", cluster.OperatorVersion{SHA256: hash, Name: "count.wasm", Reason: cluster.ReasonSwap, Host: "a"})
+	}
+	before, err := c.Update(ctx, func(a *cluster.Assignment) error {
+		a.Owners = []string{"a", "a", "a", "a"}
+		return swap(a)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Report(ctx, cluster.Running{Host: "a", Operators: map[string]string{"count": hash}}); err != nil {
+		t.Fatal(err)
+	}
+	target := []string{"a", "a", "b", "b"}
+	_, err = migrate.Start(ctx, c, "m1", target, cluster.AllAtOnce(), nil)
+	if !errors.Is(err, cluster.ErrSwapPending) || !strings.Contains(err.Error(), "hosts b ") {
+		t.Fatalf("a migration while b has not switched: %v, want ErrSwapPending naming b", err)
+	}
+	if now, err := c.Assignment(ctx); err != nil || now.Revision != before.Revision {
+		t.Fatalf("the refused migration wrote the table: revision %d, was %d (%v)", now.Revision, before.Revision, err)
+	}
+	if err := c.Report(ctx, cluster.Running{Host: "b", Operators: map[string]string{"count": hash}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrate.Start(ctx, c, "m1", target, cluster.AllAtOnce(), nil); err != nil {
+		t.Fatalf("a migration once every live host switched: %v", err)
+	}
+	if _, err := c.Update(ctx, swap); !errors.Is(err, cluster.ErrMigration) || !strings.Contains(err.Error(), "m1") {
+		t.Fatalf("a swap during migration m1: %v, want ErrMigration naming m1", err)
+	}
+}
