@@ -37,7 +37,10 @@
 // run the modules the assignment's versions record names (a plugin swap
 // in progress: cluster.SwapPending), and a swap is refused while a
 // migration is in progress (cluster.Assignment.SetVersion): a group is
-// never exported by one version and installed by another.
+// never exported by one version and installed by another. As a second
+// guard, every checkpoint a Host puts carries the epoch it runs
+// (Host.Epoch), and a Host refuses to install a group of a later epoch
+// (ErrNewerVersion) until it runs that epoch.
 //
 // # Replication
 //

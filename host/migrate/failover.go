@@ -76,7 +76,7 @@ func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 			if err != nil {
 				return fmt.Errorf("key group %d: encoding its floors: %w", kg, err)
 			}
-			groups = append(groups, checkpoint.Group{KeyGroup: kg, Generation: gens[kg], Meta: meta, Data: data})
+			groups = append(groups, checkpoint.Group{KeyGroup: kg, Generation: gens[kg], Epoch: h.epoch(), Meta: meta, Data: data})
 		}
 		return nil
 	})

@@ -84,6 +84,19 @@ func notSwapping(ctx context.Context, c *cluster.Cluster) (func(*cluster.Assignm
 	return func(a *cluster.Assignment) error { return cluster.SwapPending(a, reports, live) }, nil
 }
 
+// ErrNewerVersion is matched, with errors.Is, by the error of an install
+// of a key group checkpointed by a host that ran a later plugin versions
+// epoch than this host does: the host installs it once it has switched.
+var ErrNewerVersion = errors.New("key group checkpointed by a newer plugin version")
+
+// epoch returns the plugin versions epoch the host runs.
+func (h *Host) epoch() uint64 {
+	if h.Epoch == nil {
+		return 0
+	}
+	return h.Epoch()
+}
+
 // Host is one host's part in the migrations of a pipeline: it releases
 // the groups the current step moves off it and installs those it moves
 // onto it, through the checkpoint bucket, and records each move's state
@@ -102,6 +115,11 @@ type Host struct {
 	Logger *slog.Logger
 	// CheckpointEvery is how often Run calls Checkpoint; 0: never.
 	CheckpointEvery time.Duration
+	// Epoch returns the plugin versions epoch the host runs
+	// (cluster.Versions.Epoch); nil: 0. Every checkpoint the host puts
+	// carries it, and the host refuses to install a group checkpointed at
+	// a later epoch (ErrNewerVersion) until it runs that epoch itself.
+	Epoch func() uint64
 
 	// mu serializes Step and Checkpoint, so that a periodic checkpoint
 	// put after a release never replaces the release's.
@@ -299,7 +317,7 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 		meta, err := json.Marshal(st.Floors)
 		var am checkpoint.Amended
 		if err == nil {
-			am, err = h.Checkpoints.Amend(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Meta: meta, Data: st.Data})
+			am, err = h.Checkpoints.Amend(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Epoch: h.epoch(), Meta: meta, Data: st.Data})
 		}
 		if err != nil {
 			return h.undoRelease(ctx, states, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, st.Group, err))
@@ -412,6 +430,10 @@ func (h *Host) fetch(ctx context.Context, groups []int, orphaned map[int]bool) (
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, kg, err)
+		}
+		if own := h.epoch(); g.Epoch > own {
+			return nil, nil, fmt.Errorf("migrate: %s: key group %d: %w: it was checkpointed at plugin versions epoch %d, this host runs epoch %d; it installs it once it has switched",
+				h.ID, kg, ErrNewerVersion, g.Epoch, own)
 		}
 		var floors map[string]uint64
 		if err := json.Unmarshal(g.Meta, &floors); err != nil {

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
 	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/migrate"
@@ -81,4 +85,43 @@ func TestStartWaitsForASwap(t *testing.T) {
 	if _, err := c.Update(ctx, swap); !errors.Is(err, cluster.ErrMigration) || !strings.Contains(err.Error(), "m1") {
 		t.Fatalf("a swap during migration m1: %v, want ErrMigration naming m1", err)
 	}
+}
+
+// TestInstallWaitsForTheVersion moves every key group from host a, which
+// runs plugin versions epoch 1, to host b, which runs epoch 0: b refuses
+// to install the groups a released (ErrNewerVersion) until it runs epoch
+// 1 too; then the migration ends and every record is counted once.
+func TestInstallWaitsForTheVersion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, js, in := setup(t, ctx)
+	out := &outputs{byID: map[string]abi.Record{}}
+	var epochA, epochB atomic.Uint64
+	epochA.Store(1)
+	a := startHost(t, ctx, nc, js, "a", out, true, hostOpts{epoch: &epochA})
+	b := startHost(t, ctx, nc, js, "b", out, false, hostOpts{epoch: &epochB})
+	keys := make([]string, 200)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i*7%23)
+	}
+	publish(t, ctx, in, keys[:100], 0)
+	waitFor(t, func() bool { return out.len() >= 100 })
+	if _, err := migrate.Start(ctx, a.mig.Cluster, "all", slices.Repeat([]string{"b"}, groups), cluster.AllAtOnce(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		tbl, err := a.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration != nil && tbl.Migration.Steps[0].State == cluster.StepReleased
+	})
+	if _, err := b.mig.Step(ctx); !errors.Is(err, migrate.ErrNewerVersion) {
+		t.Fatalf("b installing groups of epoch 1 at epoch 0: %v, want ErrNewerVersion", err)
+	}
+	publish(t, ctx, in, keys[100:], 100)
+	epochB.Store(1)
+	waitFor(t, func() bool {
+		tbl, err := a.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration == nil
+	})
+	waitFor(t, func() bool { return out.len() >= len(keys) })
+	checkCounts(t, out, keys)
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -62,8 +63,13 @@ type clusterHost struct {
 	// reported is the host's last report of the modules it runs (nil
 	// before the first); guarded by Host.ctlMu.
 	reported *cluster.Running
-	ingest   *ingest    // running while the host owns key group 0
-	mu       sync.Mutex // guards ingest
+	// epoch is the plugin versions epoch the host runs: the record's,
+	// noted when the host starts with it and before it switches to a new
+	// one (so a checkpoint made during a switch claims the later epoch,
+	// which only makes a host of the earlier one wait).
+	epoch  atomic.Uint64
+	ingest *ingest    // running while the host owns key group 0
+	mu     sync.Mutex // guards ingest
 }
 
 // partitionPrefix is the subject prefix of the partition stream of
@@ -102,6 +108,9 @@ func (h *Host) openCluster(ctx context.Context, hostID string) (*cluster.Version
 	a, err := ch.c.Assignment(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if a.Versions != nil {
+		ch.noteEpoch(a.Versions.Epoch)
 	}
 	h.cluster = ch
 	return a.Versions, nil
@@ -148,7 +157,7 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 	// Under ctlMu: a swap through the API (switched) reads it.
 	h.ctlMu.Lock()
 	ch.mig = &migrate.Host{ID: ch.id, Job: h.job, Cluster: ch.c, Checkpoints: ch.ckpt, Logger: h.log,
-		CheckpointEvery: time.Duration(ch.cfg.CheckpointEvery)}
+		CheckpointEvery: time.Duration(ch.cfg.CheckpointEvery), Epoch: ch.epoch.Load}
 	h.ctlMu.Unlock()
 	jobCtx, stopJob := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJob()

@@ -93,6 +93,7 @@ func (h *Host) record(ctx context.Context, d *deployed, entry registry.Entry, mo
 		}
 		return fmt.Errorf("operator %q: recording the swap for every host: %w", d.op.Name, err)
 	}
+	ch.noteEpoch(a.Versions.Epoch)
 	h.log.Info("plugin recorded for every host of the cluster", "operator", d.op.Name, "module", entry.Label(), "sha256", entry.SHA256,
 		"reason", reason, "epoch", a.Versions.Epoch)
 	return nil
@@ -195,6 +196,7 @@ func (h *Host) followOnce(ctx context.Context) error {
 	changed := false
 	var errs []error
 	if v := a.Versions; v != nil {
+		h.cluster.noteEpoch(v.Epoch)
 		for _, op := range slices.Sorted(maps.Keys(v.Operators)) {
 			d, ok := h.deployed[op]
 			if !ok {
@@ -243,4 +245,15 @@ func (h *Host) follow(ctx context.Context, d *deployed, ov cluster.OperatorVersi
 	h.log.Info("cluster: switched to the module the cluster records", "operator", d.op.Name, "module", entry.Label(),
 		"epoch", ov.Epoch, "recorded_by", ov.Host, "reason", reason)
 	return nil
+}
+
+// noteEpoch makes epoch the plugin versions epoch the host runs, unless it
+// runs a later one.
+func (ch *clusterHost) noteEpoch(epoch uint64) {
+	for {
+		cur := ch.epoch.Load()
+		if epoch <= cur || ch.epoch.CompareAndSwap(cur, epoch) {
+			return
+		}
+	}
 }
