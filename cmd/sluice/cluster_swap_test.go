@@ -119,8 +119,10 @@ func (s *spread) status() schema.ClusterStatus {
 // switch (sluice cluster status says which module each runs), every key's
 // outputs switch once, from the old module's to the new one's, and every
 // record is counted once. Then a third host starts (a rebalance) while the
-// plugin is swapped again, through another host: both finish, every host
-// runs the last module, and every record is counted once.
+// plugin is swapped again, through another host: both finish, and every
+// host runs the last module (the third loaded the first swap's at start).
+// A rollback through the third host returns every host to the module
+// before; every record is counted once.
 func TestClusterSwapEveryHost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts two NATS servers and three hosts")
@@ -195,6 +197,15 @@ func TestClusterSwapEveryHost(t *testing.T) {
 	// the file's.
 	if log, err := os.ReadFile(filepath.Join(s.dir, "h3.log")); err != nil || !strings.Contains(string(log), `"msg":"loading the module the cluster records, not the pipeline file's","pipeline":"spread","operator":"count"`) {
 		t.Errorf("h3 did not start with the module the cluster records (%v):\n%s", err, log)
+	}
+	// A rollback through h3 returns every host to the module before
+	// h3's current one: wordcountv2.
+	if out, err := exec.Command(sluiceBin, "plugin", "rollback", "--data-dir", filepath.Join(s.dir, "h3"), "--operator", "count").CombinedOutput(); err != nil {
+		t.Fatalf("sluice plugin rollback through h3: %v\n%s", err, out)
+	}
+	s.wait("every host back on wordcountv2", func() bool { return s.runs(hash2, "h1", "h2", "h3") })
+	if a, err := s.c.Assignment(context.Background()); err != nil || a.Versions.Operators["count"].Reason != cluster.ReasonRollback {
+		t.Fatalf("the record after the rollback: %+v, %v; want a rollback", a, err)
 	}
 	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
 	t.Logf("%v: every record counted", time.Since(t0).Round(time.Second))
