@@ -83,8 +83,9 @@ var ErrBadConfig = errors.New("control: bad configuration")
 // delay would exceed the source's or the target would saturate; the move
 // whose predicted delays, sorted from the highest, are the lowest is
 // proposed when it brings every worker's predicted delay to at most
-// Lreq. Otherwise one worker is added (the operator's groups spread again
-// as the executor spreads them). A good operator loses a worker when,
+// Lreq. Otherwise workers are added (the operator's groups spread again
+// as the executor spreads them): as many as bring every predicted delay
+// under Lreq, in one decision, or one when no count does (see scaleOut). A good operator loses a worker when,
 // its groups spread over one worker fewer, every worker's predicted delay
 // stays at most Low. A moderate operator is left alone.
 //
@@ -486,18 +487,48 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 		return nil
 	}
 	n := len(op.Workers)
-	after := spread(loads, e.groups, n+1)
+	to, after, fits := l.scaleOut(loads, e.groups, n, v.MaxWorkers)
 	var predicted []schema.Evidence
 	for _, w := range after {
 		predicted = append(predicted, predictedEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), w.arrival, w.service))
 	}
+	more := "one worker more"
+	if to > n+1 {
+		more = fmt.Sprintf("%d workers more", to-n)
+	}
+	if fits {
+		more += fmt.Sprintf(", the fewest that bring every worker's predicted delay under lreq %v", l.cfg.Lreq)
+	}
 	return &Proposal{
 		Policy:    l.Name(),
-		Action:    schema.Action{Kind: "set-workers", Operator: name, From: n, To: n + 1},
-		Reason:    fmt.Sprintf("%s and moving key groups to other workers does not fix it: one worker more", why),
+		Action:    schema.Action{Kind: "set-workers", Operator: name, From: n, To: to},
+		Reason:    fmt.Sprintf("%s and moving key groups to other workers does not fix it: %s", why, more),
 		Evidence:  evidence,
 		Predicted: predicted,
 	}
+}
+
+// scaleOut returns the worker count, above n and at most bound, that a
+// severe operator grows to, and its workers' loads then: the fewest
+// workers whose spread of the key groups brings every predicted delay to
+// at most Lreq (fits), in one decision rather than one worker per lock
+// period, which is what brings the delay back soon after a rate step.
+// When no count up to bound does (a key group that alone saturates a
+// worker), one worker more: more would cost workers for little, and the
+// job doctor names the hot key.
+func (l *Latency) scaleOut(loads []workerLoad, groups []float64, n, bound int) (to int, after []workerLoad, fits bool) {
+	lreq := l.cfg.Lreq.Seconds()
+	for k := n + 1; k <= bound; k++ {
+		ws := spread(loads, groups, k)
+		worst := 0.0
+		for _, w := range ws {
+			worst = max(worst, w.predicted())
+		}
+		if worst <= lreq {
+			return k, ws, true
+		}
+	}
+	return n + 1, spread(loads, groups, n+1), false
 }
 
 // scaleIn proposes one worker fewer for operator name when every worker

@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -118,14 +119,41 @@ func TestLatencyMovesHotGroupsOffWorstWorker(t *testing.T) {
 
 func TestLatencyScalesOutWhenNoMoveFixes(t *testing.T) {
 	// Four groups of 600/s over two workers of 1000/s: both workers get
-	// 1200/s, both saturate, and no worker can take a group. One worker
-	// more: the executor spreads the groups 2, 1, 1 (group 2 goes to the
-	// new worker).
+	// 1200/s, both saturate, and no worker can take a group. Three
+	// workers would get the groups 2, 1, 1 and the first would stay
+	// saturated; four serve every group: one decision, 2 -> 4.
 	sim := newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
 	l, _ := NewLatency(LatencyConfig{})
 	p := proposeOn(t, l, sim, 3)
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 4 {
+		t.Fatalf("proposal = %+v, want set-workers 2 -> 4", p)
+	}
+	for w := range 4 {
+		if e := findEvidence(p.Predicted, fmt.Sprintf("predicted delay of count/%d", w)); e == nil || math.Abs(e.Value-1.0/400) > 1e-9 {
+			t.Errorf("predicted delay of count/%d = %+v, want 2.5ms (600/s of 1000/s)", w, e)
+		}
+	}
+
+	// propose runs the rounds with the worker count bounded by bound.
+	propose := func(bound int) *Proposal {
+		sim := newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
+		l, _ := NewLatency(LatencyConfig{})
+		var samples []Sample
+		var p *Proposal
+		samples = append(samples, sim.step(0))
+		for range 3 {
+			samples = append(samples, sim.step(time.Second))
+			v := viewOf(samples, 3)
+			v.MaxWorkers = bound
+			p, _ = l.Propose(v)
+		}
+		return p
+	}
+	// Bounded at three: one worker more is all there is; the executor
+	// spreads the groups 2, 1, 1 (group 2 goes to the new worker).
+	p = propose(3)
 	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 3 {
-		t.Fatalf("proposal = %+v, want set-workers 2 -> 3", p)
+		t.Fatalf("proposal bounded at 3 workers = %+v, want set-workers 2 -> 3", p)
 	}
 	if e := findEvidence(p.Predicted, "predicted delay of count/2"); e == nil || math.Abs(e.Value-1.0/400) > 1e-9 {
 		t.Errorf("predicted delay of the new worker = %+v, want 2.5ms", e)
@@ -133,19 +161,21 @@ func TestLatencyScalesOutWhenNoMoveFixes(t *testing.T) {
 	if e := findEvidence(p.Predicted, "predicted delay of count/1 (saturated: utilization)"); e == nil || math.Abs(e.Value-1.2) > 1e-9 {
 		t.Errorf("predicted utilization of count/1 = %+v, want 1.2 (it keeps two groups)", e)
 	}
-
 	// At the bound, nothing.
-	sim = newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
-	l, _ = NewLatency(LatencyConfig{})
-	var samples []Sample
-	samples = append(samples, sim.step(0))
-	for range 3 {
-		samples = append(samples, sim.step(time.Second))
-		v := viewOf(samples, 3)
-		v.MaxWorkers = 2
-		if p, _ := l.Propose(v); p != nil {
-			t.Fatalf("proposal at the worker bound: %+v", p)
-		}
+	if p := propose(2); p != nil {
+		t.Fatalf("proposal at the worker bound: %+v", p)
+	}
+}
+
+// When no worker count up to the bound serves a group that alone
+// saturates a worker (one group of 1500/s and six of 100/s, workers of
+// 1000/s), the guarantor adds one worker, not every one it may.
+func TestLatencyScalesOutByOneWhenNoCountServes(t *testing.T) {
+	sim := newKeyedSim([]float64{1500, 100, 100, 100, 100, 100, 100}, []float64{1000, 1000})
+	l, _ := NewLatency(LatencyConfig{})
+	p := proposeOn(t, l, sim, 3)
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 3 {
+		t.Fatalf("proposal = %+v, want set-workers 2 -> 3", p)
 	}
 }
 
