@@ -85,7 +85,9 @@ var ErrBadConfig = errors.New("control: bad configuration")
 // proposed when it brings every worker's predicted delay to at most
 // Lreq. Otherwise workers are added (the operator's groups spread again
 // as the executor spreads them): as many as bring every predicted delay
-// under Lreq, in one decision, or one when no count does (see scaleOut). A good operator loses a worker when,
+// under Lreq, in one decision, or one when no count does (see scaleOut),
+// sized on each group's smoothed arrival rate or its latest interval's
+// when higher. A good operator loses a worker when,
 // its groups spread over one worker fewer, every worker's predicted delay
 // stays at most Low. A moderate operator is left alone.
 //
@@ -110,6 +112,7 @@ const vetoFor = time.Minute
 type opEstimate struct {
 	sample  OperatorSample // as of the last sample
 	groups  []float64      // smoothed arrival rate of each key group
+	latest  []float64      // each key group's arrival rate over the view's latest interval
 	workers map[int]*workerEstimate
 }
 
@@ -204,6 +207,14 @@ func (l *Latency) Propose(v *View) (*Proposal, []schema.Finding) {
 	}
 	if !last.At.Equal(l.at) {
 		l.update(first, last)
+		if prev, _, ok := v.Latest(); ok {
+			for name, e := range l.ops {
+				e.latest = nil
+				if r, ok := Rates(prev, last, name); ok {
+					e.latest = r.GroupArrival
+				}
+			}
+		}
 	}
 	// The most severe operator first: the one whose worst worker's
 	// predicted delay is the highest.
@@ -487,7 +498,7 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 		return nil
 	}
 	n := len(op.Workers)
-	to, after, fits := l.scaleOut(loads, e.groups, n, v.MaxWorkers)
+	to, after, fits := l.scaleOut(loads, risen(e.groups, e.latest), n, v.MaxWorkers)
 	var predicted []schema.Evidence
 	for _, w := range after {
 		predicted = append(predicted, predictedEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), w.arrival, w.service))
@@ -506,6 +517,21 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 		Evidence:  evidence,
 		Predicted: predicted,
 	}
+}
+
+// risen returns each key group's arrival rate to size a scale-out for:
+// the smoothed rate, or the latest interval's when higher, so that a
+// step up in the rate is met in one decision rather than as the
+// smoothing catches up with it.
+func risen(smoothed, latest []float64) []float64 {
+	if smoothed == nil || len(latest) != len(smoothed) {
+		return smoothed
+	}
+	out := slices.Clone(smoothed)
+	for kg, a := range latest {
+		out[kg] = max(out[kg], a)
+	}
+	return out
 }
 
 // scaleOut returns the worker count, above n and at most bound, that a

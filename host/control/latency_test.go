@@ -313,3 +313,28 @@ func TestLatencyLeavesRolledBackActionAloneForAMinute(t *testing.T) {
 // skewed returns the arrival rates of eight key groups whose hot groups
 // (0 and 2) fall on worker 0 of two.
 func skewed() []float64 { return []float64{600, 50, 290, 50, 60, 50, 50, 30} }
+
+// A step up in the arrival rate is met in one scale-out sized for the new
+// rate, not for the smoothed estimate that lags it: eight groups of
+// 1000/s on two workers of 5000/s double to 2000/s each; the first
+// round after it proposes 2 -> 4 (the smoothed rates ask for 3).
+func TestLatencySizesAStepUpFromTheLatestInterval(t *testing.T) {
+	groups := []float64{1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}
+	sim := newKeyedSim(groups, []float64{5000, 5000})
+	l, _ := NewLatency(LatencyConfig{})
+	samples := []Sample{sim.step(0)}
+	for i := range 4 {
+		samples = append(samples, sim.step(time.Second))
+		if p, _ := l.Propose(viewOf(samples, 3)); p != nil {
+			t.Fatalf("round %d at 8000 records/s on 2 workers of 5000/s proposed %+v", i, p.Action)
+		}
+	}
+	for kg := range groups {
+		groups[kg] = 2000
+	}
+	samples = append(samples, sim.step(time.Second))
+	p, _ := l.Propose(viewOf(samples, 3))
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 4 {
+		t.Fatalf("first round after the step to 16000 records/s = %+v, want set-workers 2 -> 4", p)
+	}
+}
