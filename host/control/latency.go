@@ -87,7 +87,10 @@ var ErrBadConfig = errors.New("control: bad configuration")
 // as the executor spreads them): as many as bring every predicted delay
 // under Lreq, in one decision, or one when no count does (see scaleOut),
 // sized on each group's smoothed arrival rate or its latest interval's
-// when higher. A good operator loses a worker when,
+// when higher. While the arrival rate is rising (the latest interval's
+// over the one before's by more than a tenth, perhaps straddling a step)
+// and the worst delay is under Lreq, the scale-out waits one round, so
+// that it is sized on a whole interval of the new rate. A good operator loses a worker when,
 // its groups spread over one worker fewer, every worker's predicted delay
 // stays at most Low. A moderate operator is left alone.
 //
@@ -113,6 +116,8 @@ type opEstimate struct {
 	sample  OperatorSample // as of the last sample
 	groups  []float64      // smoothed arrival rate of each key group
 	latest  []float64      // each key group's arrival rate over the view's latest interval
+	rising  bool           // the latest interval's arrivals are over the one before's by more than a tenth
+	waited  bool           // a scale-out waited a round for a rising rate, not yet made
 	workers map[int]*workerEstimate
 }
 
@@ -208,10 +213,21 @@ func (l *Latency) Propose(v *View) (*Proposal, []schema.Finding) {
 	if !last.At.Equal(l.at) {
 		l.update(first, last)
 		if prev, _, ok := v.Latest(); ok {
+			var before *Sample
+			if n := len(v.Samples); n >= 3 {
+				before = &v.Samples[n-3]
+			}
 			for name, e := range l.ops {
-				e.latest = nil
-				if r, ok := Rates(prev, last, name); ok {
-					e.latest = r.GroupArrival
+				e.latest, e.rising = nil, false
+				r, ok := Rates(prev, last, name)
+				if !ok {
+					continue
+				}
+				e.latest = r.GroupArrival
+				if before != nil {
+					if b, ok := Rates(before, prev, name); ok {
+						e.rising = arrivals(r) > 1.1*arrivals(b)
+					}
 				}
 			}
 		}
@@ -497,6 +513,16 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 	if !canGrow {
 		return nil
 	}
+	if e.rising && !e.waited && src.delay < l.cfg.Lreq.Seconds() {
+		// The arrival rate is rising: the latest interval may straddle
+		// a step, and a count sized on it would fall short. The delay
+		// is under Lreq still: size it a round later, on an interval
+		// that holds only the new rate (a step in the middle of an
+		// interval rises over two).
+		e.waited = true
+		return nil
+	}
+	e.waited = false
 	n := len(op.Workers)
 	to, after, fits := l.scaleOut(loads, risen(e.groups, e.latest), n, v.MaxWorkers)
 	var predicted []schema.Evidence
@@ -517,6 +543,22 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 		Evidence:  evidence,
 		Predicted: predicted,
 	}
+}
+
+// arrivals returns an operator's arrival rate: its key groups' sum, or
+// its workers' without key groups.
+func arrivals(r OperatorRates) float64 {
+	var sum float64
+	if r.GroupArrival != nil {
+		for _, a := range r.GroupArrival {
+			sum += a
+		}
+		return sum
+	}
+	for _, w := range r.Workers {
+		sum += w.Arrival
+	}
+	return sum
 }
 
 // risen returns each key group's arrival rate to size a scale-out for:

@@ -315,26 +315,62 @@ func TestLatencyLeavesRolledBackActionAloneForAMinute(t *testing.T) {
 func skewed() []float64 { return []float64{600, 50, 290, 50, 60, 50, 50, 30} }
 
 // A step up in the arrival rate is met in one scale-out sized for the new
-// rate, not for the smoothed estimate that lags it: eight groups of
-// 1000/s on two workers of 5000/s double to 2000/s each; the first
-// round after it proposes 2 -> 4 (the smoothed rates ask for 3).
+// rate, not for the smoothed estimate that lags it, nor for an interval
+// that straddles the step: eight groups of 1000/s on two workers of
+// 4700/s double to 2000/s each in the middle of an interval. While the
+// rate rises and the delay is under Lreq the guarantor waits a round; its
+// first proposal is 2 -> 4 (the smoothed rates, and the interval that
+// straddles the step, ask for 3).
 func TestLatencySizesAStepUpFromTheLatestInterval(t *testing.T) {
 	groups := []float64{1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}
-	sim := newKeyedSim(groups, []float64{5000, 5000})
+	sim := newKeyedSim(groups, []float64{4700, 4700})
 	l, _ := NewLatency(LatencyConfig{})
 	samples := []Sample{sim.step(0)}
 	for i := range 4 {
 		samples = append(samples, sim.step(time.Second))
 		if p, _ := l.Propose(viewOf(samples, 3)); p != nil {
-			t.Fatalf("round %d at 8000 records/s on 2 workers of 5000/s proposed %+v", i, p.Action)
+			t.Fatalf("round %d at 8000 records/s on 2 workers of 4700/s proposed %+v", i, p.Action)
 		}
+	}
+	// The workers' delays grow past l_high, not yet to Lreq.
+	sim.delay[0], sim.delay[1] = 0.4, 0.4
+	sim.step(500 * time.Millisecond)
+	for kg := range groups {
+		groups[kg] = 2000
+	}
+	samples = append(samples, sim.step(500*time.Millisecond))
+	var p *Proposal
+	for round := 0; p == nil; round++ {
+		if round == 4 {
+			t.Fatal("no proposal in the 4 rounds after the step")
+		}
+		if round > 0 {
+			samples = append(samples, sim.step(time.Second))
+		}
+		p, _ = l.Propose(viewOf(samples, 3))
+		if p != nil && (p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 4) {
+			t.Fatalf("round %d after the step proposed %+v, want set-workers 2 -> 4", round, p)
+		}
+	}
+}
+
+// A rising rate does not hold back a scale-out once a worker's delay is
+// over Lreq.
+func TestLatencyScalesOutWhileRisingPastLreq(t *testing.T) {
+	groups := []float64{1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}
+	sim := newKeyedSim(groups, []float64{5000, 5000})
+	l, _ := NewLatency(LatencyConfig{})
+	samples := []Sample{sim.step(0)}
+	for range 4 {
+		samples = append(samples, sim.step(time.Second))
+		l.Propose(viewOf(samples, 3))
 	}
 	for kg := range groups {
 		groups[kg] = 2000
 	}
-	samples = append(samples, sim.step(time.Second))
+	samples = append(samples, sim.step(time.Second)) // saturated: the sim's delay is 5 s
 	p, _ := l.Propose(viewOf(samples, 3))
 	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 4 {
-		t.Fatalf("first round after the step to 16000 records/s = %+v, want set-workers 2 -> 4", p)
+		t.Fatalf("first round after the step, delay over lreq = %+v, want set-workers 2 -> 4", p)
 	}
 }
