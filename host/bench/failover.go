@@ -73,6 +73,10 @@ type FailoverResult struct {
 	// ReplayMs from the last install to ServingMs.
 	CheckpointLoadMs float64 `json:"checkpoint_load_ms"`
 	ReplayMs         float64 `json:"replay_ms"`
+	// GroupReplayMs is the longest replay of one group: from its install
+	// to its serving again. Groups are installed in steps, so a group
+	// installed early replays while later ones are still loading.
+	GroupReplayMs float64 `json:"group_replay_max_ms"`
 	// BoundMs is the lease plus CheckpointLoadMs plus ReplayMs: the
 	// target is ServingMs within it.
 	BoundMs float64 `json:"bound_ms"`
@@ -82,11 +86,15 @@ type FailoverResult struct {
 	// FetchedBytes is what the survivors read from the checkpoint bucket
 	// after the kill.
 	FetchedBytes int64 `json:"fetched_bytes"`
-	// Steady is the latency of the records due before the kill; During
-	// that of the dead host's groups' records due from the kill to
-	// Window after ServingMs.
+	// Steady is the latency of the records due until Window before the
+	// kill; During that of the dead host's groups' records due from
+	// Window before the kill (those it had not output yet wait for the
+	// failover) to Window after ServingMs.
 	Steady LatencyStats `json:"steady"`
 	During LatencyStats `json:"during_failover"`
+	// Retried is the number of failed rounds of the hosts' migration
+	// loops run again (a checkpoint put that timed out, say).
+	Retried int64 `json:"loop_retries"`
 	// Lost and Duplicated count records whose output never reached the
 	// sink or reached it twice: RunMigrate fails unless both are 0.
 	Lost       uint64 `json:"lost"`
@@ -278,8 +286,11 @@ func runFailover(ctx context.Context, e *env, urls []string, opts MigrateOptions
 		}
 	}
 	// Half the phase steady, and at least two checkpoint periods, so that
-	// the groups have checkpoints to be taken from.
-	if err := wait(r.start.Add(max(opts.Duration/2, 2*opts.CheckpointEvery))); err != nil {
+	// the groups have checkpoints to be taken from; then half a period
+	// more: the hosts' checkpoint tickers started with them, about when
+	// the load did, so the kill comes about halfway between two
+	// checkpoints rather than just after one.
+	if err := wait(r.start.Add(max(opts.Duration/2, 2*opts.CheckpointEvery) + opts.CheckpointEvery/2)); err != nil {
 		return nil, err
 	}
 
@@ -317,10 +328,10 @@ func runFailover(ctx context.Context, e *env, urls []string, opts MigrateOptions
 	// gets out), and its goroutines are told to stop, with nothing handed
 	// over. What they do after this reaches nothing.
 	gates[opts.FailoverHost].kill()
-	victim.nc.Close()
 	victim.killed = true
-	victim.stopJoin()
 	victim.cancel()
+	victim.stopJoin()
+	victim.nc.Close()
 	killAt := time.Now()
 	dedup.kill(killAt)
 
@@ -386,6 +397,7 @@ func runFailover(ctx context.Context, e *env, urls []string, opts MigrateOptions
 	}
 	res = r.failoverResult(victim.id, deadGroups, killAt, expired, installed, dedup)
 	res.FetchedBytes = fetched
+	res.Retried = r.retried.Load()
 	e.step("migrate failover: lease expired after %.0f ms, groups installed after %.0f ms, serving after %.0f ms",
 		res.ExpiredMs, res.InstalledMs, res.ServingMs)
 	return res, nil
@@ -475,20 +487,24 @@ func (r *migRun) failoverResult(victim string, groups []int, killAt, expired tim
 		if due >= kill {
 			break
 		}
-		steady = append(steady, l)
+		if due < kill-int64(opts.Window) {
+			steady = append(steady, l)
+		}
 		if kg, dead := groupOf[uint64(i)+1]; dead {
 			serving[kg] = max(serving[kg], due+l)
 		}
 	}
-	for _, t := range serving {
+	var groupReplay int64
+	for kg, t := range serving {
 		lastServing = max(lastServing, t)
+		groupReplay = max(groupReplay, t-installed[kg].UnixNano())
 	}
 	// The latency during the failover: the dead groups' records due from
 	// the kill to Window after they serve again.
 	end := lastServing + int64(opts.Window)
 	for i, l := range r.sink.latency {
 		due := base + dueNs(uint64(i), opts.Rate)
-		if _, dead := groupOf[uint64(i)+1]; dead && due >= kill && due < end {
+		if _, dead := groupOf[uint64(i)+1]; dead && due >= kill-int64(opts.Window) && due < end {
 			during = append(during, l)
 		}
 	}
@@ -504,7 +520,7 @@ func (r *migRun) failoverResult(victim string, groups []int, killAt, expired tim
 	res := &FailoverResult{
 		Host: victim, Groups: len(groups), LeaseMs: ms(opts.Lease), CheckpointEveryMs: ms(opts.CheckpointEvery),
 		ExpiredMs: since(exp), InstalledMs: since(lastInstall), FirstOutputMs: since(lastFirst), ServingMs: since(lastServing),
-		Replayed: replayed, Steady: latencyStats(steady), During: latencyStats(during),
+		Replayed: replayed, Steady: latencyStats(steady), During: latencyStats(during), GroupReplayMs: float64(groupReplay) / 1e6,
 	}
 	res.CheckpointLoadMs = res.InstalledMs - res.ExpiredMs
 	res.ReplayMs = res.ServingMs - res.InstalledMs
@@ -514,12 +530,12 @@ func (r *migRun) failoverResult(victim string, groups []int, killAt, expired tim
 
 // failoverTargets checks the issue's failover target against f (none when
 // the run was not made).
-func failoverTargets(f *FailoverResult) []Target {
+func failoverTargets(f *FailoverResult, hosts int) []Target {
 	if f == nil {
 		return nil
 	}
 	return []Target{{
-		Name: fmt.Sprintf("failover: kill -9 of host %s of 3 under load; its %d groups serve again within lease + checkpoint load + replay; 0 lost, 0 duplicated", f.Host, f.Groups),
+		Name: fmt.Sprintf("failover: kill -9 of host %s of %d under load; its %d groups serve again within lease + checkpoint load + replay; 0 lost, 0 duplicated", f.Host, hosts, f.Groups),
 		Want: "serve again within lease + checkpoint load + replay, 0 lost, 0 duplicated",
 		Got: fmt.Sprintf("%.0f ms (bound %.0f + %.0f + %.0f = %.0f ms); %d lost, %d duplicated",
 			f.ServingMs, f.LeaseMs, f.CheckpointLoadMs, f.ReplayMs, f.BoundMs, f.Lost, f.Duplicated),

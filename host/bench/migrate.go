@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -368,12 +369,12 @@ func RunMigrate(ctx context.Context, opts MigrateOptions) (rep *MigrateReport, e
 		rep.Notes = append(rep.Notes, failoverNotes(rep.Failover)...)
 	}
 	if opts.SkipMoves {
-		rep.Targets = failoverTargets(rep.Failover)
+		rep.Targets = failoverTargets(rep.Failover, opts.Hosts)
 		rep.LoadAfter = loadAverage("/proc/loadavg")
 		return rep, nil
 	}
 	rep.Ratios = migrateRatios(rep.Results)
-	rep.Targets = append(migrateTargets(rep.Results, rep.Ratios), failoverTargets(rep.Failover)...)
+	rep.Targets = append(migrateTargets(rep.Results, rep.Ratios), failoverTargets(rep.Failover, opts.Hosts)...)
 	rep.Notes = append(rep.Notes, "replication: a replicated group's destination keeps a warm copy of its last checkpoint, but the hosts here take no periodic checkpoints and every group changes under the load, and a changed group is shipped whole (there is no delta within a group): the replicate rows ship as much as the others; host/migrate's TestReplicationCutsBytesAtTheMove measures the saving on groups at rest")
 	rep.LoadAfter = loadAverage("/proc/loadavg")
 	return rep, nil
@@ -672,6 +673,9 @@ type migRun struct {
 	lease           time.Duration
 	checkpointEvery time.Duration
 	coordinate      bool
+	// retried counts the failed rounds of the hosts' migration loops that
+	// retry ran again.
+	retried atomic.Int64
 	hosts           []*migHost
 	pub             *publisher
 	sink            *latencySink
@@ -930,7 +934,14 @@ func (r *migRun) startHost(ctx context.Context, h *migHost, groups []int) error 
 	h.cancel = cancel
 	h.jobDone, h.migDone = make(chan error, 1), make(chan error, 1)
 	go func() { h.jobDone <- h.job.Run(runCtx) }()
-	go func() { h.migDone <- h.mig.Run(runCtx, opts.Period) }()
+	if r.coordinate {
+		// As host/runner's hosts do, a failed round of the migration loop
+		// (a checkpoint put that timed out on a busy machine) is logged
+		// and run again after a second.
+		go func() { h.migDone <- r.retry(runCtx, h.id, func() error { return h.mig.Run(runCtx, opts.Period) }) }()
+	} else {
+		go func() { h.migDone <- h.mig.Run(runCtx, opts.Period) }()
+	}
 	if r.coordinate {
 		h.coordDone = make(chan struct{})
 		go func() {
@@ -1019,6 +1030,28 @@ func (r *migRun) runPhase(ctx context.Context, ph MigratePhase, res *MigrateResu
 		pt.end = after
 	}
 	return pt, wait(pt.end)
+}
+
+// retryPause is how long a failed migration loop waits before it runs
+// again: host/runner's pause.
+const retryPause = time.Second
+
+// retry runs loop until ctx is done, running it again, after a warning
+// and retryPause, whenever it fails, and returns ctx's error.
+func (r *migRun) retry(ctx context.Context, host string, loop func() error) error {
+	for {
+		err := loop()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.retried.Add(1)
+		r.e.log.Warn("bench: migrate: a host's migration loop failed; running it again", "host", host, "err", err, "in", retryPause)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(retryPause):
+		}
+	}
 }
 
 // hostsOK returns the first error of a host's job or migration loop that
@@ -1259,10 +1292,10 @@ func (r *MigrateReport) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "\nfailover: host %s killed (kill -9 emulated) with %d of %d groups, lease %.0f ms, checkpoints every %.0f ms; times from the kill\n",
 			f.Host, f.Groups, r.KeyGroups, f.LeaseMs, f.CheckpointEveryMs)
 		tw = table(&b)
-		fmt.Fprintln(tw, "lease expired\tgroups installed\tfirst output (last group)\tserving again (last group)\tbound: lease + load + replay\treplayed\tfetched\tsteady p99\tduring p99\tduring max\tlost\tdup\t")
-		fmt.Fprintf(tw, "%.0f ms\t%.0f ms\t%.0f ms\t%.0f ms\t%.0f + %.0f + %.0f = %.0f ms\t%d\t%s\t%.1f ms\t%.1f ms\t%.1f ms\t%d\t%d\t\n",
+		fmt.Fprintln(tw, "lease expired\tgroups installed\tfirst output (last group)\tserving again (last group)\tbound: lease + load + replay\tlongest group replay\treplayed\tfetched\tsteady p99\tduring p99\tduring max\tloop retries\tlost\tdup\t")
+		fmt.Fprintf(tw, "%.0f ms\t%.0f ms\t%.0f ms\t%.0f ms\t%.0f + %.0f + %.0f = %.0f ms\t%.0f ms\t%d\t%s\t%.1f ms\t%.1f ms\t%.1f ms\t%d\t%d\t%d\t\n",
 			f.ExpiredMs, f.InstalledMs, f.FirstOutputMs, f.ServingMs, f.LeaseMs, f.CheckpointLoadMs, f.ReplayMs, f.BoundMs,
-			f.Replayed, byteSize(int(f.FetchedBytes)), f.Steady.P99Ms, f.During.P99Ms, f.During.MaxMs, f.Lost, f.Duplicated)
+			f.GroupReplayMs, f.Replayed, byteSize(int(f.FetchedBytes)), f.Steady.P99Ms, f.During.P99Ms, f.During.MaxMs, f.Retried, f.Lost, f.Duplicated)
 		tw.Flush()
 	}
 	for _, n := range r.Notes {
