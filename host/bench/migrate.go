@@ -676,10 +676,10 @@ type migRun struct {
 	// retried counts the failed rounds of the hosts' migration loops that
 	// retry ran again.
 	retried atomic.Int64
-	hosts           []*migHost
-	pub             *publisher
-	sink            *latencySink
-	start           time.Time
+	hosts   []*migHost
+	pub     *publisher
+	sink    *latencySink
+	start   time.Time
 }
 
 // phaseTimes are the times that cut a phase: its start, the move's start
