@@ -20,10 +20,14 @@ import (
 // and another takes over when that one's lease expires.
 //
 // A host that fails is found here: once its lease expires it is no
-// longer live, and the rebalance gives its groups to the live hosts,
-// whose Host.Step installs them from their last checkpoints (see
-// Failover). A host handing its groups over before it leaves is still
-// live: the set has not changed, so its groups are not given back to it.
+// longer live, and Failover gives its groups, and only those, to the live
+// hosts all at once, in one step: they serve nothing until they are
+// installed, so moving them in batches (which keeps a live source serving
+// the groups not yet moved) would only make the last of them wait for
+// the steps before it. The live hosts' Host.Step installs them from their
+// last checkpoints; the rebalance that follows evens out the rest. A host
+// handing its groups over before it leaves is still live: the set has not
+// changed, so its groups are not given back to it.
 func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period time.Duration, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -51,6 +55,16 @@ func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period tim
 			continue
 		}
 		if slices.Equal(live, balanced) {
+			continue
+		}
+		if dead := deadOwner(a.Owners, live); dead != "" {
+			if _, err := Failover(ctx, c, dead, live, cluster.AllAtOnce()); err != nil {
+				if !errors.Is(err, cluster.ErrMigration) {
+					log.Warn("cluster: could not give the key groups of a host that is not live to the others", "host", dead, "err", err)
+				}
+				continue
+			}
+			log.Info("cluster: giving the key groups of a host that is not live to the live hosts", "host", dead, "hosts", live)
 			continue
 		}
 		target := cluster.Rebalance(a.Owners, live)
@@ -121,6 +135,17 @@ func retarget(ctx context.Context, c *cluster.Cluster, a *cluster.Assignment, li
 		return
 	}
 	log.Info("cluster: moves to a host that is gone were given to live hosts", "migration", m.ID)
+}
+
+// deadOwner returns the first host that owns a group in owners and is not
+// in live (sorted), or "" when there is none.
+func deadOwner(owners, live []string) string {
+	for _, o := range owners {
+		if _, ok := slices.BinarySearch(live, o); o != "" && !ok {
+			return o
+		}
+	}
+	return ""
 }
 
 // Live returns the ids of the hosts of c that hold a lease, sorted.
