@@ -41,7 +41,9 @@ import (
 //
 // Key groups move with package migrate; the host joins the cluster by a
 // lease, and the live host with the lowest id rebalances the groups over
-// the live hosts whenever they change (a host joins, leaves or fails).
+// the live hosts whenever they change (a host joins, leaves or fails),
+// first giving a failed host's groups to the others in one step
+// (migrate.Coordinate).
 
 // clusterPeriod is how often a host looks at the assignment: for its part
 // in a migration, and, as the coordinator, for a rebalance.
