@@ -152,7 +152,7 @@ type Rewindable interface {
 	// Rewind makes what was written after offset, an Offset of an earlier
 	// run, appear once: a file drops it, a JetStream sink does not publish
 	// it again when the replay writes it.
-	Rewind(offset uint64) error
+	Rewind(ctx context.Context, offset uint64) error
 }
 
 // Errors shared by connectors, checked with errors.Is.

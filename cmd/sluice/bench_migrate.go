@@ -26,10 +26,14 @@ func newBenchMigrateCmd() *cobra.Command {
 		rate        float64
 		duration    time.Duration
 		profile     string
+		moves       bool
+		failover    bool
+		lease       time.Duration
+		ckptEvery   time.Duration
 		logs        logFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "migrate [--state 32MiB] [--key-groups 1024] [--rate N] [--duration D] [--strategy S] [--quick] [--json FILE]",
+		Use:   "migrate [--state 32MiB] [--key-groups 1024] [--rate N] [--duration D] [--strategy S] [--moves=false] [--failover=false] [--lease D] [--checkpoint-every D] [--quick] [--json FILE]",
 		Short: "Measure key group migrations between hosts under load: nothing lost, latency during the moves, completion time, bytes shipped",
 		Long: `Build plugins/wordcount and, in this process, start --nats-servers embedded
 NATS servers (clustered on 127.0.0.1 when more than one) and --hosts hosts of
@@ -56,8 +60,24 @@ the bytes shipped through the checkpoint bucket, and, in the 25% move, each
 Spacker setting against all-at-once (p99 spike and completion time). A move
 marked replicated has its destination keep a warm copy of the group's last
 checkpoint, but these hosts take no periodic checkpoints and every group changes
-under the load, so it ships as much as any other; the report says so. Progress
-goes to stderr.`,
+under the load, so it ships as much as any other; the report says so.
+
+Then (unless --failover=false; --moves=false runs it alone) the failover run:
+fresh hosts with a --lease lease and checkpoints every --checkpoint-every, each
+running the coordinator of a real host (the live host with the lowest id
+rebalances when the set of live hosts changes). After half of --duration under
+the load (at least two checkpoint periods), the first host dies as kill -9
+would kill it: its outputs are cut off and its NATS connection closed at once,
+so it stops renewing its lease, processing, committing and checkpointing, and
+hands nothing over. The survivors find its lease expired, rebalance its groups
+onto themselves, install them from their last checkpoints and replay their
+input from the checkpoints' positions; the sink drops the replay's repeated
+outputs by id, as a JetStream sink's stream does. It prints, from the kill, when
+the survivors saw the lease expire, when the last of the dead host's groups
+was installed, when the last of them made its first output, and when the last
+of them was serving again (every record due at the kill output), the records
+replayed, and the target: serving again within lease + checkpoint load +
+replay, 0 lost, 0 duplicated. Progress goes to stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := bench.DefaultMigrateOptions()
@@ -110,6 +130,22 @@ goes to stderr.`,
 					return &usageError{fmt.Sprintf("--duration %v: want a positive duration per phase", duration)}
 				}
 				opts.Duration = duration
+			}
+			opts.SkipMoves, opts.Failover = !moves, failover
+			if !moves && !failover {
+				return &usageError{"--moves=false and --failover=false: nothing to run"}
+			}
+			if fl.Changed("lease") {
+				if lease <= 0 {
+					return &usageError{fmt.Sprintf("--lease %v: want a positive duration", lease)}
+				}
+				opts.Lease = lease
+			}
+			if fl.Changed("checkpoint-every") {
+				if ckptEvery <= 0 {
+					return &usageError{fmt.Sprintf("--checkpoint-every %v: want a positive duration", ckptEvery)}
+				}
+				opts.CheckpointEvery = ckptEvery
 			}
 			if jsonFile == "" {
 				return &usageError{"--json: a file name is required (use - for stdout)"}
@@ -165,6 +201,10 @@ goes to stderr.`,
 	fl.StringVar(&stateSize, "state", "32MiB", "keyed state preloaded over the groups (the issue's figure is 256MiB)")
 	fl.Float64Var(&rate, "rate", def.Rate, "records per second from the publisher")
 	fl.DurationVar(&duration, "duration", def.Duration, "length of each phase (a move phase lasts until its move is over)")
+	fl.BoolVar(&moves, "moves", true, "run the strategies' key group moves (steady, 25%, 100%, Zipf rebalance)")
+	fl.BoolVar(&failover, "failover", true, "run the failover: one host killed under the load, its groups taken by the others from their checkpoints")
+	fl.DurationVar(&lease, "lease", def.Lease, "the hosts' lease in the failover run (--quick: 1s)")
+	fl.DurationVar(&ckptEvery, "checkpoint-every", def.CheckpointEvery, "the hosts' checkpoint period in the failover run (--quick: 250ms)")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the runs (not the plugin build) to this file")
 	logs.register(cmd, "warn")
 	return cmd

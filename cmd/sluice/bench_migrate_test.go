@@ -22,6 +22,9 @@ func TestBenchMigrateBadFlags(t *testing.T) {
 		{[]string{"--rate", "0"}, "--rate 0"},
 		{[]string{"--duration", "0s"}, "--duration 0s"},
 		{[]string{"--json", ""}, "--json"},
+		{[]string{"--lease", "0s"}, "--lease 0s"},
+		{[]string{"--checkpoint-every", "-1s"}, "--checkpoint-every -1s"},
+		{[]string{"--moves=false", "--failover=false"}, "nothing to run"},
 	} {
 		code, _, errOut := sluice(t, ".", append([]string{"bench", "migrate", "--quick"}, c.args...)...)
 		if code != 2 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "building") {

@@ -366,14 +366,14 @@ func TestSinkRewindDropsWhatFollowsTheCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Rewind(committed); err != nil {
+	if err := s.Rewind(context.Background(), committed); err != nil {
 		t.Fatal(err)
 	}
 	write(s, "d")
 	if got, _ := os.ReadFile(path); string(got) != "a\nb\nd\n" {
 		t.Errorf("file after rewind and a write: %q", got)
 	}
-	if err := s.Rewind(100); err == nil || !strings.Contains(err.Error(), "changed outside the pipeline") {
+	if err := s.Rewind(context.Background(), 100); err == nil || !strings.Contains(err.Error(), "changed outside the pipeline") {
 		t.Errorf("Rewind past the end = %v", err)
 	}
 }

@@ -100,7 +100,7 @@ func (s *Sink) Offset() uint64 { return s.size }
 // Rewind truncates the file to offset, dropping the lines a crashed run
 // wrote after its last commit. It must be called before any Write. A file
 // shorter than offset was changed by something else, and is an error.
-func (s *Sink) Rewind(offset uint64) error {
+func (s *Sink) Rewind(_ context.Context, offset uint64) error {
 	if s.closed {
 		return fmt.Errorf("%s: rewind: %w", s.name, connectors.ErrClosed)
 	}

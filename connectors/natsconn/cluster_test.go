@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,4 +136,121 @@ func TestJetStreamOnAClusterLosingAMember(t *testing.T) {
 	write(50, 100)
 	c.Restart(stopped)
 	write(100, 150)
+}
+
+// signalWriter collects log lines and closes seen at the first that holds
+// want.
+type signalWriter struct {
+	mu   sync.Mutex
+	want string
+	buf  strings.Builder
+	seen chan struct{}
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(string(p), w.want) && w.seen != nil {
+		close(w.seen)
+		w.seen = nil
+	}
+	return len(p), nil
+}
+
+// A sink restarted after a crash recovers while the server that holds its
+// stream is down: Rewind waits for the stream, warning, and recovers once
+// the server is back, so that the replay stores each output once. A host
+// started while a NATS cluster elects leaders must not fail to start.
+func TestJetStreamSinkRewindWaitsForItsStream(t *testing.T) {
+	if raceEnabled {
+		t.Skip("runs without the race detector (a leader's election under it can outlast the deadlines)")
+	}
+	c := natstest.StartCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	nc, err := natsconn.Connect(ctx, c.URLs(), t.Name(), natsconn.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	cfg := natsconn.JetStreamSinkConfig{
+		Subject: "out", Stream: "OUT", CreateStream: &natsconn.StreamSpec{Subjects: []string{"out"}, Replicas: 1},
+		AckTimeout: time.Second, Logger: quiet,
+	}
+	outs := func(from, to int) []connectors.Out {
+		var out []connectors.Out
+		for i := from; i < to; i++ {
+			out = append(out, connectors.Out{Record: abi.Record{Value: fmt.Appendf(nil, "v%d", i)}, ID: fmt.Sprintf("p/%d/0", i)})
+		}
+		return out
+	}
+	write := func(s *natsconn.JetStreamSink, out []connectors.Out) {
+		t.Helper()
+		if err := s.Write(ctx, out); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := natsconn.NewJetStreamSink(ctx, nc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(first, outs(0, 10))
+	committed := first.Offset()
+	write(first, outs(10, 15)) // the crashed batch: stored, not committed
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The restarted host connects to the server that does not hold OUT.
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "OUT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := c.Index(st.CachedInfo().Cluster.Leader)
+	other := c.Server(1 - holder)
+	logs := &signalWriter{want: "trying again", seen: make(chan struct{})}
+	seen := logs.seen
+	nc2, err := natsconn.Connect(ctx, other.ClientURL(), t.Name()+"-2", natsconn.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc2.Close()
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	second, err := natsconn.NewJetStreamSink(ctx, nc2, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	c.Stop(holder)
+	done := make(chan error, 1)
+	go func() { done <- second.Rewind(ctx, committed) }()
+	select {
+	case <-seen:
+	case err := <-done:
+		t.Fatalf("Rewind with the stream's server down returned %v before retrying", err)
+	}
+	c.Restart(holder)
+	if err := <-done; err != nil {
+		logs.mu.Lock()
+		t.Fatalf("Rewind after the server came back: %v\nlogs:\n%s", err, logs.buf.String())
+		logs.mu.Unlock()
+	}
+	// The replay of the crashed batch and one more.
+	write(second, outs(10, 20))
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 20 {
+		t.Fatalf("stream OUT holds %d messages after the replay, want 20 (each output once)", info.State.Msgs)
+	}
 }

@@ -94,21 +94,63 @@ func (s *JetStreamSink) Offset() uint64 {
 	return max(s.base, acked, s.matched)
 }
 
+// rewindPatience is how long Rewind retries the errors a NATS cluster
+// answers while it elects a stream leader or the client reconnects.
+const rewindPatience = time.Minute
+
 // Rewind reads the ids of the sink's messages stored after offset, an
 // Offset committed by an earlier run, and makes Write skip the outputs
 // that carry them, so that the replay of a crashed batch stores each
 // output once, however long after the crash it runs. It must be called
 // before any Write. Messages the stream no longer holds cannot be
-// skipped: Rewind logs a warning saying which.
-func (s *JetStreamSink) Rewind(offset uint64) error {
+// skipped: Rewind logs a warning saying which. An error that may pass (no
+// responders while a NATS cluster elects a leader, a stream whose server
+// is down, a timeout, a reconnection) is retried, with a warning, for up to a minute or until
+// ctx is done.
+func (s *JetStreamSink) Rewind(ctx context.Context, offset uint64) error {
 	if s.wrote {
 		return fmt.Errorf("%s: rewind after a write", s.name)
 	}
+	giveUp := time.Now().Add(rewindPatience)
+	wait := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := s.rewind(ctx, offset)
+		// An attempt's own deadline (AckTimeout) passing is a stream
+		// that did not answer: one without a leader, for now.
+		passing := retriable(err) || streamOffline(err) || errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+		if err == nil || !passing || time.Now().Add(wait).After(giveUp) {
+			return err
+		}
+		s.log.Warn("the sink's recovery failed on an error that may pass: trying again", "attempt", attempt, "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: rewind: %w (after %w)", s.name, ctx.Err(), err)
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// errStreamOffline is the NATS server's code for a stream none of whose
+// servers is up (JSStreamOfflineErr); nats.go names no constant for it.
+const errStreamOffline jetstream.ErrorCode = 10118
+
+// streamOffline reports whether err says that the stream's servers are
+// down: a server restarting, or one that cannot be reached for now.
+func streamOffline(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errStreamOffline
+}
+
+// rewind is one attempt of Rewind.
+func (s *JetStreamSink) rewind(ctx context.Context, offset uint64) error {
 	s.base, s.skip, s.matched, s.written = offset, nil, 0, nil
 	if s.stream == nil {
 		// No stream captured the subject at creation: look again.
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AckTimeout)
-		err := s.findStream(ctx)
+		actx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
+		err := s.findStream(actx)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("%s: rewind: %w", s.name, err)
@@ -118,8 +160,8 @@ func (s *JetStreamSink) Rewind(offset uint64) error {
 		}
 		s.base = offset
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AckTimeout)
-	info, err := s.stream.Info(ctx)
+	actx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
+	info, err := s.stream.Info(actx)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("%s: rewind: %w", s.name, err)
@@ -141,7 +183,7 @@ func (s *JetStreamSink) Rewind(offset uint64) error {
 	if start == 0 || start > last {
 		return nil
 	}
-	ids, err := s.storedAfter(start)
+	ids, err := s.storedAfter(ctx, start)
 	if err != nil {
 		return fmt.Errorf("%s: rewind: reading the stream %q from sequence %d: %w", s.name, info.Config.Name, start, err)
 	}
@@ -164,9 +206,9 @@ func (s *JetStreamSink) filter() string {
 
 // storedAfter returns the Nats-Msg-Id and stream sequence of every message
 // on the sink's subject stored at sequence start or later.
-func (s *JetStreamSink) storedAfter(start uint64) (map[string]uint64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AckTimeout)
-	cons, err := s.stream.CreateConsumer(ctx, jetstream.ConsumerConfig{
+func (s *JetStreamSink) storedAfter(ctx context.Context, start uint64) (map[string]uint64, error) {
+	actx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
+	cons, err := s.stream.CreateConsumer(actx, jetstream.ConsumerConfig{
 		Description:       "sluice sink recovery",
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:       start,
@@ -192,8 +234,8 @@ func (s *JetStreamSink) storedAfter(start uint64) (map[string]uint64, error) {
 	ids := map[string]uint64{}
 	pending := info.NumPending
 	for pending > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.AckTimeout)
-		batch, err := cons.Fetch(int(min(pending, 4096)), jetstream.FetchContext(ctx))
+		actx, cancel := context.WithTimeout(ctx, s.cfg.AckTimeout)
+		batch, err := cons.Fetch(int(min(pending, 4096)), jetstream.FetchContext(actx))
 		if err != nil {
 			cancel()
 			return nil, err

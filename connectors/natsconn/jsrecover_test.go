@@ -147,7 +147,7 @@ func TestJetStreamSinkReplayAfterTheDuplicateWindow(t *testing.T) {
 	waitPastDuplicateWindow(t, nc)
 
 	second := newJSSink(t, nc, cfg)
-	if err := second.Rewind(committed); err != nil {
+	if err := second.Rewind(t.Context(), committed); err != nil {
 		t.Fatal(err)
 	}
 	// The replay's first batch: positions 3 and 4 only.
@@ -164,7 +164,7 @@ func TestJetStreamSinkReplayAfterTheDuplicateWindow(t *testing.T) {
 	waitPastDuplicateWindow(t, nc)
 
 	third := newJSSink(t, nc, cfg)
-	if err := third.Rewind(again); err != nil {
+	if err := third.Rewind(t.Context(), again); err != nil {
 		t.Fatal(err)
 	}
 	batch(t, third, outputs([2]int{5, 0}, [2]int{6, 0}))
@@ -191,7 +191,7 @@ func TestJetStreamSinkForgetsWhatTheReplayDoesNotWrite(t *testing.T) {
 	}
 
 	second := newJSSink(t, nc, cfg)
-	if err := second.Rewind(0); err != nil {
+	if err := second.Rewind(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	batch(t, second, outputs([2]int{1, 0}, [2]int{2, 0}))
@@ -218,7 +218,7 @@ func TestJetStreamSinkDoesNotSkipInputThatIsNotReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := newJSSink(t, nc, cfg)
-	if err := second.Rewind(0); err != nil {
+	if err := second.Rewind(t.Context(), 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := slices.Sorted(maps.Keys(second.skip)); !slices.Equal(got, []string{"p/in/1/0"}) {
@@ -245,7 +245,7 @@ func TestJetStreamSinkCleanRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := newJSSink(t, nc, cfg)
-	if err := second.Rewind(committed); err != nil {
+	if err := second.Rewind(t.Context(), committed); err != nil {
 		t.Fatal(err)
 	}
 	if len(second.skip) != 0 {
@@ -253,7 +253,7 @@ func TestJetStreamSinkCleanRestart(t *testing.T) {
 	}
 	batch(t, second, outputs([2]int{2, 0}))
 	expectOnce(t, st, [2]int{1, 0}, [2]int{2, 0})
-	if err := second.Rewind(0); err == nil || !strings.Contains(err.Error(), "rewind after a write") {
+	if err := second.Rewind(t.Context(), 0); err == nil || !strings.Contains(err.Error(), "rewind after a write") {
 		t.Errorf("Rewind after Write = %v, want an error", err)
 	}
 }
@@ -294,7 +294,7 @@ func TestJetStreamSinkWarnsWhenTheStreamDiscardedTheBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := newJSSink(t, nc, cfg)
-	if err := second.Rewind(committed); err != nil {
+	if err := second.Rewind(t.Context(), committed); err != nil {
 		t.Fatal(err)
 	}
 	if l := logs.String(); !strings.Contains(l, "no longer holds messages stored after the last commit") || !strings.Contains(l, "from=2 to=2") {
@@ -361,7 +361,7 @@ func TestJetStreamSinkOffsetStartsAtTheStreamsEnd(t *testing.T) {
 	}
 	// A subject no stream captures: nothing to recover, and no error.
 	nowhere := newJSSink(t, nc, JetStreamSinkConfig{Subject: "nowhere"})
-	if err := nowhere.Rewind(7); err != nil || nowhere.Offset() != 7 {
+	if err := nowhere.Rewind(t.Context(), 7); err != nil || nowhere.Offset() != 7 {
 		t.Errorf("Rewind without a stream = %v, Offset %d; want nil and 7", err, nowhere.Offset())
 	}
 }

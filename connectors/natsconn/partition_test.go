@@ -173,7 +173,7 @@ func TestJetStreamSinkPartitionedRewind(t *testing.T) {
 	// The restarted sink finds the uncommitted batch on the partition
 	// subjects.
 	again := newJSSink(t, nc, cfg)
-	if err := again.Rewind(offset); err != nil {
+	if err := again.Rewind(context.Background(), offset); err != nil {
 		t.Fatal(err)
 	}
 	if len(again.skip) != 3 {

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"text/tabwriter"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -134,6 +136,18 @@ type MigrateOptions struct {
 	// WordCount is plugins/wordcount compiled to WebAssembly: the keyed
 	// operator.
 	WordCount []byte
+	// SkipMoves leaves out the strategies' runs (the phases of
+	// MigratePhases): with Failover, only the failover run is made.
+	SkipMoves bool
+	// Failover adds, after the strategies' runs, the failover run
+	// (PhaseFailover): a host of Hosts dies abruptly under the load and
+	// the others take its groups from their checkpoints. Lease is the
+	// hosts' lease in that run and CheckpointEvery their checkpoint
+	// period; FailoverHost the index of the host that dies.
+	Failover        bool
+	Lease           time.Duration
+	CheckpointEvery time.Duration
+	FailoverHost    int
 	// Quick is recorded in the report: the options are the small ones.
 	Quick bool
 	// Dir is where the NATS servers' and hosts' files go; empty: a new
@@ -148,12 +162,14 @@ type MigrateOptions struct {
 // DefaultMigrateOptions returns the configuration `sluice bench migrate`
 // runs: 3 NATS servers, 3 hosts, 1,024 key groups, 32 MiB of state (the
 // issue's figure is 256 MiB, too much for a 2-core machine shared with
-// other work), 1,000 records/s, 10 s per phase.
+// other work), 1,000 records/s, 10 s per phase, and the failover run with
+// a 2 s lease and checkpoints every second, the first host dying.
 func DefaultMigrateOptions() MigrateOptions {
 	return MigrateOptions{
 		NATSServers: 3, Hosts: 3, KeyGroups: 1024, State: 32 << 20, ValueSize: 1024,
 		Keys: 10_000, ZipfS: 1.2, Rate: 1000, Duration: 10 * time.Second, Window: 500 * time.Millisecond,
 		Period: 5 * time.Millisecond, BatchSize: 256, Linger: 5 * time.Millisecond,
+		Failover: true, Lease: 2 * time.Second, CheckpointEvery: time.Second,
 	}
 }
 
@@ -164,6 +180,7 @@ func QuickMigrateOptions() MigrateOptions {
 		Quick: true, NATSServers: 1, Hosts: 2, KeyGroups: 32, State: 256 << 10, ValueSize: 1024,
 		Keys: 500, ZipfS: 1.2, Rate: 300, Duration: time.Second, Window: 300 * time.Millisecond,
 		Period: 5 * time.Millisecond, BatchSize: 64, Linger: 5 * time.Millisecond,
+		Failover: true, Lease: time.Second, CheckpointEvery: 250 * time.Millisecond,
 	}
 }
 
@@ -196,6 +213,14 @@ func (o *MigrateOptions) validate() error {
 		return fmt.Errorf("bench: migrate: period %v: want a positive duration", o.Period)
 	case len(o.WordCount) == 0:
 		return errors.New("bench: migrate: the wordcount plugin (plugins/wordcount compiled to WebAssembly) was not given")
+	case o.SkipMoves && !o.Failover:
+		return errors.New("bench: migrate: nothing to run: the moves are skipped and the failover is off")
+	case o.Failover && o.Lease <= 0:
+		return fmt.Errorf("bench: migrate: lease %v: want a positive duration", o.Lease)
+	case o.Failover && o.CheckpointEvery <= 0:
+		return fmt.Errorf("bench: migrate: checkpoint period %v: want a positive duration (a failover takes the groups from their checkpoints)", o.CheckpointEvery)
+	case o.Failover && (o.FailoverHost < 0 || o.FailoverHost >= o.Hosts):
+		return fmt.Errorf("bench: migrate: failover host %d: want 0 to %d", o.FailoverHost, o.Hosts-1)
 	}
 	for _, s := range o.Strategies {
 		if _, err := ParseMigrateStrategy(s); err != nil {
@@ -225,6 +250,8 @@ type MigrateReport struct {
 	// Targets are the issue's migration targets checked against the
 	// results.
 	Targets []Target `json:"targets"`
+	// Failover is the failover run, when it was made.
+	Failover *FailoverResult `json:"failover,omitempty"`
 	// Notes say what the run could not measure.
 	Notes     []string `json:"notes,omitempty"`
 	LoadAfter string   `json:"load_after,omitempty"`
@@ -326,7 +353,7 @@ func RunMigrate(ctx context.Context, opts MigrateOptions) (rep *MigrateReport, e
 		Hosts: opts.Hosts, KeyGroups: opts.KeyGroups, StateBytes: opts.State, Rate: opts.Rate, DurationMs: ms(opts.Duration),
 	}
 	for i, st := range MigrateStrategies() {
-		if len(opts.Strategies) > 0 && !slices.Contains(opts.Strategies, st.Name) {
+		if opts.SkipMoves || len(opts.Strategies) > 0 && !slices.Contains(opts.Strategies, st.Name) {
 			continue
 		}
 		rs, err := runMigrateStrategy(ctx, e, urls, i, st, opts)
@@ -335,8 +362,19 @@ func RunMigrate(ctx context.Context, opts MigrateOptions) (rep *MigrateReport, e
 		}
 		rep.Results = append(rep.Results, rs...)
 	}
+	if opts.Failover {
+		if rep.Failover, err = runFailover(ctx, e, urls, opts); err != nil {
+			return nil, err
+		}
+		rep.Notes = append(rep.Notes, failoverNotes(rep.Failover)...)
+	}
+	if opts.SkipMoves {
+		rep.Targets = failoverTargets(rep.Failover, opts.Hosts)
+		rep.LoadAfter = loadAverage("/proc/loadavg")
+		return rep, nil
+	}
 	rep.Ratios = migrateRatios(rep.Results)
-	rep.Targets = migrateTargets(rep.Results, rep.Ratios)
+	rep.Targets = append(migrateTargets(rep.Results, rep.Ratios), failoverTargets(rep.Failover, opts.Hosts)...)
 	rep.Notes = append(rep.Notes, "replication: a replicated group's destination keeps a warm copy of its last checkpoint, but the hosts here take no periodic checkpoints and every group changes under the load, and a changed group is shipped whole (there is no delta within a group): the replicate rows ship as much as the others; host/migrate's TestReplicationCutsBytesAtTheMove measures the saving on groups at rest")
 	rep.LoadAfter = loadAverage("/proc/loadavg")
 	return rep, nil
@@ -570,11 +608,18 @@ type migHost struct {
 	job   *exec.Job
 	mig   *migrate.Host
 	dead  *discardSink
+	// out is the sink of the host's job; nil: the run's.
+	out connectors.Sink
+	// killed is set once the failover run killed the host: its job's and
+	// loops' errors are those of the kill, and it does not leave the
+	// cluster.
+	killed bool
 
-	cancel   context.CancelFunc
-	jobDone  chan error
-	migDone  chan error
-	stopJoin context.CancelFunc
+	cancel    context.CancelFunc
+	jobDone   chan error
+	migDone   chan error
+	coordDone chan struct{} // nil unless the host coordinates (failover run)
+	stopJoin  context.CancelFunc
 }
 
 // stop ends the host's job and migration loop and closes what it opened.
@@ -582,11 +627,14 @@ func (h *migHost) stop(ctx context.Context) error {
 	var errs []error
 	if h.cancel != nil {
 		h.cancel()
-		if err := <-h.jobDone; err != nil && !errors.Is(err, context.Canceled) {
+		if err := <-h.jobDone; err != nil && !errors.Is(err, context.Canceled) && !h.killed {
 			errs = append(errs, fmt.Errorf("host %s: job: %w", h.id, err))
 		}
-		if err := <-h.migDone; err != nil && !errors.Is(err, context.Canceled) {
+		if err := <-h.migDone; err != nil && !errors.Is(err, context.Canceled) && !h.killed {
 			errs = append(errs, fmt.Errorf("host %s: migration: %w", h.id, err))
+		}
+		if h.coordDone != nil {
+			<-h.coordDone
 		}
 	}
 	if h.job != nil {
@@ -601,7 +649,7 @@ func (h *migHost) stop(ctx context.Context) error {
 	if h.store != nil {
 		errs = append(errs, h.store.Close())
 	}
-	if h.cl != nil {
+	if h.cl != nil && !h.killed {
 		_ = h.cl.Leave(ctx)
 	}
 	if h.stopJoin != nil {
@@ -619,10 +667,19 @@ type migRun struct {
 	opts     MigrateOptions
 	strategy MigrateStrategy
 	pipeline string
-	hosts    []*migHost
-	pub      *publisher
-	sink     *latencySink
-	start    time.Time
+	// lease is the hosts' lease (0: a minute), checkpointEvery their
+	// checkpoint period (0: none), and coordinate whether each runs
+	// migrate.Coordinate, as host/runner's hosts do: the failover run's.
+	lease           time.Duration
+	checkpointEvery time.Duration
+	coordinate      bool
+	// retried counts the failed rounds of the hosts' migration loops that
+	// retry ran again.
+	retried atomic.Int64
+	hosts   []*migHost
+	pub     *publisher
+	sink    *latencySink
+	start   time.Time
 }
 
 // phaseTimes are the times that cut a phase: its start, the move's start
@@ -775,10 +832,15 @@ func (r *migRun) openHost(ctx context.Context, url, id string, replicas int) (h 
 	// The assignment and lease buckets have one replica: with three, a
 	// host released groups it had already released and failed, as it
 	// would if a read were served by a replica that lags.
-	// The lease is long: no host fails here, and once a destination took
-	// a live source for dead and released its moves itself, as a listing
-	// of the live hosts that missed a lease being renewed would make it do.
-	if h.cl, err = cluster.Open(ctx, js, cluster.Config{Pipeline: r.pipeline, Text: text, KeyGroups: opts.KeyGroups, Replicas: 1, Lease: time.Minute, Logger: r.e.log}); err != nil {
+	// The lease is long but in the failover run: no host fails in the
+	// others, and once a destination took a live source for dead and
+	// released its moves itself, as a listing of the live hosts that
+	// missed a lease being renewed would make it do.
+	lease := r.lease
+	if lease == 0 {
+		lease = time.Minute
+	}
+	if h.cl, err = cluster.Open(ctx, js, cluster.Config{Pipeline: r.pipeline, Text: text, KeyGroups: opts.KeyGroups, Replicas: 1, Lease: lease, Logger: r.e.log}); err != nil {
 		return nil, err
 	}
 	joinCtx, stopJoin := context.WithCancel(context.WithoutCancel(ctx))
@@ -847,12 +909,16 @@ func (r *migRun) startHost(ctx context.Context, h *migHost, groups []int) error 
 		return fmt.Errorf("committing the ballast: %w", err)
 	}
 	h.dead = &discardSink{name: "dead-letters"}
+	out := h.out
+	if out == nil {
+		out = r.sink
+	}
 	var err error
 	h.job, err = exec.New(ctx, exec.Config{
 		Name:       r.pipeline,
 		Sources:    []exec.Input{{Name: "in", Source: h.src}},
 		Operators:  []exec.Operator{{Name: "count", Kind: plugin.KindKeyed, Plugin: h.plug, Parallelism: 1, Tables: []string{tableCounts}}},
-		Sinks:      []exec.Output{{Name: "latency", Sink: r.sink}},
+		Sinks:      []exec.Output{{Name: "latency", Sink: out}},
 		DeadLetter: h.dead,
 		Store:      h.store,
 		BatchSize:  opts.BatchSize,
@@ -863,12 +929,26 @@ func (r *migRun) startHost(ctx context.Context, h *migHost, groups []int) error 
 	if err != nil {
 		return err
 	}
-	h.mig = &migrate.Host{ID: h.id, Job: h.job, Cluster: h.cl, Checkpoints: h.ckpt, Logger: r.e.log}
+	h.mig = &migrate.Host{ID: h.id, Job: h.job, Cluster: h.cl, Checkpoints: h.ckpt, Logger: r.e.log, CheckpointEvery: r.checkpointEvery}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	h.cancel = cancel
 	h.jobDone, h.migDone = make(chan error, 1), make(chan error, 1)
 	go func() { h.jobDone <- h.job.Run(runCtx) }()
-	go func() { h.migDone <- h.mig.Run(runCtx, opts.Period) }()
+	if r.coordinate {
+		// As host/runner's hosts do, a failed round of the migration loop
+		// (a checkpoint put that timed out on a busy machine) is logged
+		// and run again after a second.
+		go func() { h.migDone <- r.retry(runCtx, h.id, func() error { return h.mig.Run(runCtx, opts.Period) }) }()
+	} else {
+		go func() { h.migDone <- h.mig.Run(runCtx, opts.Period) }()
+	}
+	if r.coordinate {
+		h.coordDone = make(chan struct{})
+		go func() {
+			defer close(h.coordDone)
+			migrate.Coordinate(runCtx, h.cl, h.id, coordinatePeriod, r.e.log)
+		}()
+	}
 	return nil
 }
 
@@ -952,10 +1032,35 @@ func (r *migRun) runPhase(ctx context.Context, ph MigratePhase, res *MigrateResu
 	return pt, wait(pt.end)
 }
 
+// retryPause is how long a failed migration loop waits before it runs
+// again: host/runner's pause.
+const retryPause = time.Second
+
+// retry runs loop until ctx is done, running it again, after a warning
+// and retryPause, whenever it fails, and returns ctx's error.
+func (r *migRun) retry(ctx context.Context, host string, loop func() error) error {
+	for {
+		err := loop()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.retried.Add(1)
+		r.e.log.Warn("bench: migrate: a host's migration loop failed; running it again", "host", host, "err", err, "in", retryPause)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(retryPause):
+		}
+	}
+}
+
 // hostsOK returns the first error of a host's job or migration loop that
 // stopped.
 func (r *migRun) hostsOK() error {
 	for _, h := range r.hosts {
+		if h.killed {
+			continue
+		}
 		select {
 		case err := <-h.jobDone:
 			h.jobDone <- err
@@ -1160,15 +1265,20 @@ func (r *MigrateReport) WriteTable(w io.Writer) error {
 		r.NATSServers, r.Hosts, r.KeyGroups, byteSize(int(r.StateBytes)), thousands(r.Rate), r.DurationMs/1e3)
 	fmt.Fprintln(&b, "latency: from a record's due time at the publisher to its output at the sink; checked: every record's output exactly once")
 	fmt.Fprintln(&b)
-	tw := table(&b)
-	fmt.Fprintln(tw, "strategy\tphase\tmoved\tsteps\tcompletion\tsteady p99\tduring p99\tduring max\tp99 ratio\tthroughput\tduring move\tshipped\tlost\tdup\t")
-	for _, x := range r.Results {
-		name := x.Strategy
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.2f\t%s/s\t%s/s\t%s\t%d\t%d\t\n",
-			name, x.Phase, x.Moved, x.Steps, x.CompletionMs, x.Steady.P99Ms, x.During.P99Ms, x.During.MaxMs, x.P99Ratio,
-			thousands(x.Throughput), thousands(x.DuringThroughput), byteSize(int(x.ShippedBytes)), x.Lost, x.Duplicated)
+	var tw *tabwriter.Writer
+	if len(r.Results) == 0 {
+		fmt.Fprintln(&b, "key group moves: not run")
+	} else {
+		tw = table(&b)
+		fmt.Fprintln(tw, "strategy\tphase\tmoved\tsteps\tcompletion\tsteady p99\tduring p99\tduring max\tp99 ratio\tthroughput\tduring move\tshipped\tlost\tdup\t")
+		for _, x := range r.Results {
+			name := x.Strategy
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f ms\t%.1f ms\t%.1f ms\t%.1f ms\t%.2f\t%s/s\t%s/s\t%s\t%d\t%d\t\n",
+				name, x.Phase, x.Moved, x.Steps, x.CompletionMs, x.Steady.P99Ms, x.During.P99Ms, x.During.MaxMs, x.P99Ratio,
+				thousands(x.Throughput), thousands(x.DuringThroughput), byteSize(int(x.ShippedBytes)), x.Lost, x.Duplicated)
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 	if len(r.Ratios) > 0 {
 		fmt.Fprintln(&b, "\n25% move against all-at-once")
 		tw = table(&b)
@@ -1176,6 +1286,16 @@ func (r *MigrateReport) WriteTable(w io.Writer) error {
 		for _, q := range r.Ratios {
 			fmt.Fprintf(tw, "%s\t%.2fx\t%.2fx\t\n", q.Strategy, q.SpikeRatio, q.CompletionRatio)
 		}
+		tw.Flush()
+	}
+	if f := r.Failover; f != nil {
+		fmt.Fprintf(&b, "\nfailover: host %s killed (kill -9 emulated) with %d of %d groups, lease %.0f ms, checkpoints every %.0f ms; times from the kill\n",
+			f.Host, f.Groups, r.KeyGroups, f.LeaseMs, f.CheckpointEveryMs)
+		tw = table(&b)
+		fmt.Fprintln(tw, "lease expired\tgroups installed\tfirst output (last group)\tserving again (last group)\tbound: lease + load + replay\tlongest group replay\treplayed\tfetched\tsteady p99\tduring p99\tduring max\tloop retries\tlost\tdup\t")
+		fmt.Fprintf(tw, "%.0f ms\t%.0f ms\t%.0f ms\t%.0f ms\t%.0f + %.0f + %.0f = %.0f ms\t%.0f ms\t%d\t%s\t%.1f ms\t%.1f ms\t%.1f ms\t%d\t%d\t%d\t\n",
+			f.ExpiredMs, f.InstalledMs, f.FirstOutputMs, f.ServingMs, f.LeaseMs, f.CheckpointLoadMs, f.ReplayMs, f.BoundMs,
+			f.GroupReplayMs, f.Replayed, byteSize(int(f.FetchedBytes)), f.Steady.P99Ms, f.During.P99Ms, f.During.MaxMs, f.Retried, f.Lost, f.Duplicated)
 		tw.Flush()
 	}
 	for _, n := range r.Notes {

@@ -22,6 +22,7 @@ func TestMigrateEveryStrategyAndPhase(t *testing.T) {
 	defer cancel()
 	opts := QuickMigrateOptions()
 	opts.KeyGroups, opts.State, opts.Rate, opts.Duration = 16, 64<<10, 200, 600*time.Millisecond
+	opts.Failover = false // TestMigrateFailover runs it
 	opts.WordCount = plugins.WordCount
 	opts.Dir = t.TempDir()
 	var progress bytes.Buffer
@@ -101,6 +102,10 @@ func TestMigrateOptionsRefused(t *testing.T) {
 		{func(o *MigrateOptions) { o.State = -1 }, "state -1"},
 		{func(o *MigrateOptions) { o.Strategies = []string{"teleport"} }, `strategy "teleport"`},
 		{func(o *MigrateOptions) { o.WordCount = nil }, "wordcount plugin"},
+		{func(o *MigrateOptions) { o.Lease = 0 }, "lease 0"},
+		{func(o *MigrateOptions) { o.CheckpointEvery = 0 }, "checkpoint period 0"},
+		{func(o *MigrateOptions) { o.FailoverHost = 2 }, "failover host 2"},
+		{func(o *MigrateOptions) { o.SkipMoves, o.Failover = true, false }, "nothing to run"},
 	} {
 		opts := QuickMigrateOptions()
 		opts.WordCount = []byte{0}

@@ -43,7 +43,9 @@ func DefaultDS2Config() DS2Config {
 // they wrote per record run. The target
 // input rate of each operator follows in topological order: a source's
 // rate is what was read from it plus its backlog's growth (the rate at
-// which records arrive, so a pipeline falling behind asks for more);
+// which records arrive, so a pipeline falling behind asks for more), over
+// the view's span or over its latest interval when that is higher (a
+// span that straddles a step up in the rate would size for its mean);
 // an operator's target is the sum of its inputs' (an operator's output
 // target is its input target times its selectivity). An operator needs
 // ceil(target / rate per worker × (1 + ScalingFactor)) workers, within
@@ -143,10 +145,21 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 	secs := last.At.Sub(first.At).Seconds()
 	sources := map[string]float64{}
 	var evidence []schema.Evidence
+	prev, _, recent := v.Latest()
+	recent = recent && prev.At.After(first.At)
 	for _, s := range last.Sources {
 		rate := sourceRate(first, s, secs)
-		sources[s.Name] = rate
 		evidence = append(evidence, schema.Evidence{Name: "arrival rate of source " + s.Name + " (read and backlog growth)", Value: rate, Unit: "records/s"})
+		if recent {
+			// A span that straddles a rise in the rate under-sizes: the
+			// latest interval, when higher, sizes for the new rate at
+			// once (and a fall is followed a window later).
+			if r := sourceRate(prev, s, last.At.Sub(prev.At).Seconds()); r > rate {
+				rate = r
+				evidence = append(evidence, schema.Evidence{Name: "arrival rate of source " + s.Name + " in the latest interval (higher: sized for)", Value: rate, Unit: "records/s"})
+			}
+		}
+		sources[s.Name] = rate
 	}
 	ops := map[string]*ds2Operator{}
 	var order []*ds2Operator

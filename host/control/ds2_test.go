@@ -350,3 +350,27 @@ func TestDS2SizesForWorkersAlike(t *testing.T) {
 		t.Fatalf("proposal %+v, want set-workers 3 -> 2", p)
 	}
 }
+
+// A step up in the source's rate is sized for in the first round after
+// it: the latest interval holds the new rate while the view's span
+// straddles the step, whose mean would size for too few workers.
+func TestDS2SizesAStepUpFromTheLatestInterval(t *testing.T) {
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1, DeadBand: 0})
+	sim := newChainSim(8000, &chainOp{name: "count", workers: 2, rate: 5000, selectivity: 1})
+	samples := []Sample{sim.step(0)}
+	for i := range 4 {
+		samples = append(samples, sim.step(time.Second))
+		if p, _ := d.Propose(viewOf(samples, 3)); p != nil {
+			t.Fatalf("round %d at 8000 records/s on 2 workers of 5000/s proposed %+v", i, p.Action)
+		}
+	}
+	sim.rate = 16000
+	samples = append(samples, sim.step(time.Second))
+	p, _ := d.Propose(viewOf(samples, 3))
+	if p == nil || p.Action.From != 2 || p.Action.To != 4 {
+		t.Fatalf("first round after the step to 16000 records/s = %+v, want count 2 -> 4 (the span's mean, 12000/s, asks for 3)", p)
+	}
+	if e := findEvidence(p.Evidence, "arrival rate of source in in the latest interval (higher: sized for)"); e == nil || math.Abs(e.Value-16000) > 1 {
+		t.Errorf("evidence of the latest interval's rate = %+v, want 16000", e)
+	}
+}

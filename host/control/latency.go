@@ -83,8 +83,14 @@ var ErrBadConfig = errors.New("control: bad configuration")
 // delay would exceed the source's or the target would saturate; the move
 // whose predicted delays, sorted from the highest, are the lowest is
 // proposed when it brings every worker's predicted delay to at most
-// Lreq. Otherwise one worker is added (the operator's groups spread again
-// as the executor spreads them). A good operator loses a worker when,
+// Lreq. Otherwise workers are added (the operator's groups spread again
+// as the executor spreads them): as many as bring every predicted delay
+// under Lreq, in one decision, or one when no count does (see scaleOut),
+// sized on each group's smoothed arrival rate or its latest interval's
+// when higher. While the arrival rate is rising (the latest interval's
+// over the one before's by more than a tenth, perhaps straddling a step)
+// and the worst delay is under Lreq, the scale-out waits one round, so
+// that it is sized on a whole interval of the new rate. A good operator loses a worker when,
 // its groups spread over one worker fewer, every worker's predicted delay
 // stays at most Low. A moderate operator is left alone.
 //
@@ -109,6 +115,9 @@ const vetoFor = time.Minute
 type opEstimate struct {
 	sample  OperatorSample // as of the last sample
 	groups  []float64      // smoothed arrival rate of each key group
+	latest  []float64      // each key group's arrival rate over the view's latest interval
+	rising  bool           // the latest interval's arrivals are over the one before's by more than a tenth
+	waited  bool           // a scale-out waited a round for a rising rate, not yet made
 	workers map[int]*workerEstimate
 }
 
@@ -203,6 +212,25 @@ func (l *Latency) Propose(v *View) (*Proposal, []schema.Finding) {
 	}
 	if !last.At.Equal(l.at) {
 		l.update(first, last)
+		if prev, _, ok := v.Latest(); ok {
+			var before *Sample
+			if n := len(v.Samples); n >= 3 {
+				before = &v.Samples[n-3]
+			}
+			for name, e := range l.ops {
+				e.latest, e.rising = nil, false
+				r, ok := Rates(prev, last, name)
+				if !ok {
+					continue
+				}
+				e.latest = r.GroupArrival
+				if before != nil {
+					if b, ok := Rates(before, prev, name); ok {
+						e.rising = arrivals(r) > 1.1*arrivals(b)
+					}
+				}
+			}
+		}
 	}
 	// The most severe operator first: the one whose worst worker's
 	// predicted delay is the highest.
@@ -485,19 +513,90 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 	if !canGrow {
 		return nil
 	}
+	if e.rising && !e.waited && src.delay < l.cfg.Lreq.Seconds() {
+		// The arrival rate is rising: the latest interval may straddle
+		// a step, and a count sized on it would fall short. The delay
+		// is under Lreq still: size it a round later, on an interval
+		// that holds only the new rate (a step in the middle of an
+		// interval rises over two).
+		e.waited = true
+		return nil
+	}
+	e.waited = false
 	n := len(op.Workers)
-	after := spread(loads, e.groups, n+1)
+	to, after, fits := l.scaleOut(loads, risen(e.groups, e.latest), n, v.MaxWorkers)
 	var predicted []schema.Evidence
 	for _, w := range after {
 		predicted = append(predicted, predictedEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), w.arrival, w.service))
 	}
+	more := "one worker more"
+	if to > n+1 {
+		more = fmt.Sprintf("%d workers more", to-n)
+	}
+	if fits {
+		more += fmt.Sprintf(", the fewest that bring every worker's predicted delay under lreq %v", l.cfg.Lreq)
+	}
 	return &Proposal{
 		Policy:    l.Name(),
-		Action:    schema.Action{Kind: "set-workers", Operator: name, From: n, To: n + 1},
-		Reason:    fmt.Sprintf("%s and moving key groups to other workers does not fix it: one worker more", why),
+		Action:    schema.Action{Kind: "set-workers", Operator: name, From: n, To: to},
+		Reason:    fmt.Sprintf("%s and moving key groups to other workers does not fix it: %s", why, more),
 		Evidence:  evidence,
 		Predicted: predicted,
 	}
+}
+
+// arrivals returns an operator's arrival rate: its key groups' sum, or
+// its workers' without key groups.
+func arrivals(r OperatorRates) float64 {
+	var sum float64
+	if r.GroupArrival != nil {
+		for _, a := range r.GroupArrival {
+			sum += a
+		}
+		return sum
+	}
+	for _, w := range r.Workers {
+		sum += w.Arrival
+	}
+	return sum
+}
+
+// risen returns each key group's arrival rate to size a scale-out for:
+// the smoothed rate, or the latest interval's when higher, so that a
+// step up in the rate is met in one decision rather than as the
+// smoothing catches up with it.
+func risen(smoothed, latest []float64) []float64 {
+	if smoothed == nil || len(latest) != len(smoothed) {
+		return smoothed
+	}
+	out := slices.Clone(smoothed)
+	for kg, a := range latest {
+		out[kg] = max(out[kg], a)
+	}
+	return out
+}
+
+// scaleOut returns the worker count, above n and at most bound, that a
+// severe operator grows to, and its workers' loads then: the fewest
+// workers whose spread of the key groups brings every predicted delay to
+// at most Lreq (fits), in one decision rather than one worker per lock
+// period, which is what brings the delay back soon after a rate step.
+// When no count up to bound does (a key group that alone saturates a
+// worker), one worker more: more would cost workers for little, and the
+// job doctor names the hot key.
+func (l *Latency) scaleOut(loads []workerLoad, groups []float64, n, bound int) (to int, after []workerLoad, fits bool) {
+	lreq := l.cfg.Lreq.Seconds()
+	for k := n + 1; k <= bound; k++ {
+		ws := spread(loads, groups, k)
+		worst := 0.0
+		for _, w := range ws {
+			worst = max(worst, w.predicted())
+		}
+		if worst <= lreq {
+			return k, ws, true
+		}
+	}
+	return n + 1, spread(loads, groups, n+1), false
 }
 
 // scaleIn proposes one worker fewer for operator name when every worker

@@ -2,6 +2,7 @@ package control
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -118,14 +119,41 @@ func TestLatencyMovesHotGroupsOffWorstWorker(t *testing.T) {
 
 func TestLatencyScalesOutWhenNoMoveFixes(t *testing.T) {
 	// Four groups of 600/s over two workers of 1000/s: both workers get
-	// 1200/s, both saturate, and no worker can take a group. One worker
-	// more: the executor spreads the groups 2, 1, 1 (group 2 goes to the
-	// new worker).
+	// 1200/s, both saturate, and no worker can take a group. Three
+	// workers would get the groups 2, 1, 1 and the first would stay
+	// saturated; four serve every group: one decision, 2 -> 4.
 	sim := newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
 	l, _ := NewLatency(LatencyConfig{})
 	p := proposeOn(t, l, sim, 3)
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 4 {
+		t.Fatalf("proposal = %+v, want set-workers 2 -> 4", p)
+	}
+	for w := range 4 {
+		if e := findEvidence(p.Predicted, fmt.Sprintf("predicted delay of count/%d", w)); e == nil || math.Abs(e.Value-1.0/400) > 1e-9 {
+			t.Errorf("predicted delay of count/%d = %+v, want 2.5ms (600/s of 1000/s)", w, e)
+		}
+	}
+
+	// propose runs the rounds with the worker count bounded by bound.
+	propose := func(bound int) *Proposal {
+		sim := newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
+		l, _ := NewLatency(LatencyConfig{})
+		var samples []Sample
+		var p *Proposal
+		samples = append(samples, sim.step(0))
+		for range 3 {
+			samples = append(samples, sim.step(time.Second))
+			v := viewOf(samples, 3)
+			v.MaxWorkers = bound
+			p, _ = l.Propose(v)
+		}
+		return p
+	}
+	// Bounded at three: one worker more is all there is; the executor
+	// spreads the groups 2, 1, 1 (group 2 goes to the new worker).
+	p = propose(3)
 	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 3 {
-		t.Fatalf("proposal = %+v, want set-workers 2 -> 3", p)
+		t.Fatalf("proposal bounded at 3 workers = %+v, want set-workers 2 -> 3", p)
 	}
 	if e := findEvidence(p.Predicted, "predicted delay of count/2"); e == nil || math.Abs(e.Value-1.0/400) > 1e-9 {
 		t.Errorf("predicted delay of the new worker = %+v, want 2.5ms", e)
@@ -133,19 +161,21 @@ func TestLatencyScalesOutWhenNoMoveFixes(t *testing.T) {
 	if e := findEvidence(p.Predicted, "predicted delay of count/1 (saturated: utilization)"); e == nil || math.Abs(e.Value-1.2) > 1e-9 {
 		t.Errorf("predicted utilization of count/1 = %+v, want 1.2 (it keeps two groups)", e)
 	}
-
 	// At the bound, nothing.
-	sim = newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
-	l, _ = NewLatency(LatencyConfig{})
-	var samples []Sample
-	samples = append(samples, sim.step(0))
-	for range 3 {
-		samples = append(samples, sim.step(time.Second))
-		v := viewOf(samples, 3)
-		v.MaxWorkers = 2
-		if p, _ := l.Propose(v); p != nil {
-			t.Fatalf("proposal at the worker bound: %+v", p)
-		}
+	if p := propose(2); p != nil {
+		t.Fatalf("proposal at the worker bound: %+v", p)
+	}
+}
+
+// When no worker count up to the bound serves a group that alone
+// saturates a worker (one group of 1500/s and six of 100/s, workers of
+// 1000/s), the guarantor adds one worker, not every one it may.
+func TestLatencyScalesOutByOneWhenNoCountServes(t *testing.T) {
+	sim := newKeyedSim([]float64{1500, 100, 100, 100, 100, 100, 100}, []float64{1000, 1000})
+	l, _ := NewLatency(LatencyConfig{})
+	p := proposeOn(t, l, sim, 3)
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 3 {
+		t.Fatalf("proposal = %+v, want set-workers 2 -> 3", p)
 	}
 }
 
@@ -283,3 +313,64 @@ func TestLatencyLeavesRolledBackActionAloneForAMinute(t *testing.T) {
 // skewed returns the arrival rates of eight key groups whose hot groups
 // (0 and 2) fall on worker 0 of two.
 func skewed() []float64 { return []float64{600, 50, 290, 50, 60, 50, 50, 30} }
+
+// A step up in the arrival rate is met in one scale-out sized for the new
+// rate, not for the smoothed estimate that lags it, nor for an interval
+// that straddles the step: eight groups of 1000/s on two workers of
+// 4700/s double to 2000/s each in the middle of an interval. While the
+// rate rises and the delay is under Lreq the guarantor waits a round; its
+// first proposal is 2 -> 4 (the smoothed rates, and the interval that
+// straddles the step, ask for 3).
+func TestLatencySizesAStepUpFromTheLatestInterval(t *testing.T) {
+	groups := []float64{1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}
+	sim := newKeyedSim(groups, []float64{4700, 4700})
+	l, _ := NewLatency(LatencyConfig{})
+	samples := []Sample{sim.step(0)}
+	for i := range 4 {
+		samples = append(samples, sim.step(time.Second))
+		if p, _ := l.Propose(viewOf(samples, 3)); p != nil {
+			t.Fatalf("round %d at 8000 records/s on 2 workers of 4700/s proposed %+v", i, p.Action)
+		}
+	}
+	// The workers' delays grow past l_high, not yet to Lreq.
+	sim.delay[0], sim.delay[1] = 0.4, 0.4
+	sim.step(500 * time.Millisecond)
+	for kg := range groups {
+		groups[kg] = 2000
+	}
+	samples = append(samples, sim.step(500*time.Millisecond))
+	var p *Proposal
+	for round := 0; p == nil; round++ {
+		if round == 4 {
+			t.Fatal("no proposal in the 4 rounds after the step")
+		}
+		if round > 0 {
+			samples = append(samples, sim.step(time.Second))
+		}
+		p, _ = l.Propose(viewOf(samples, 3))
+		if p != nil && (p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 4) {
+			t.Fatalf("round %d after the step proposed %+v, want set-workers 2 -> 4", round, p)
+		}
+	}
+}
+
+// A rising rate does not hold back a scale-out once a worker's delay is
+// over Lreq.
+func TestLatencyScalesOutWhileRisingPastLreq(t *testing.T) {
+	groups := []float64{1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}
+	sim := newKeyedSim(groups, []float64{5000, 5000})
+	l, _ := NewLatency(LatencyConfig{})
+	samples := []Sample{sim.step(0)}
+	for range 4 {
+		samples = append(samples, sim.step(time.Second))
+		l.Propose(viewOf(samples, 3))
+	}
+	for kg := range groups {
+		groups[kg] = 2000
+	}
+	samples = append(samples, sim.step(time.Second)) // saturated: the sim's delay is 5 s
+	p, _ := l.Propose(viewOf(samples, 3))
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 4 {
+		t.Fatalf("first round after the step, delay over lreq = %+v, want set-workers 2 -> 4", p)
+	}
+}

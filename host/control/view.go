@@ -43,6 +43,18 @@ func (v *View) Span(d time.Duration) (first, last *Sample, ok bool) {
 	return first, last, last.At.After(first.At)
 }
 
+// Latest returns the view's last two samples: the most recent interval,
+// which a rate that has just risen fills alone while a longer span
+// straddles the rise; ok is false with fewer than two.
+func (v *View) Latest() (first, last *Sample, ok bool) {
+	n := len(v.Samples)
+	if n < 2 {
+		return nil, nil, false
+	}
+	first, last = &v.Samples[n-2], &v.Samples[n-1]
+	return first, last, last.At.After(first.At)
+}
+
 // OperatorRates are one operator's rates between two samples.
 type OperatorRates struct {
 	Name    string

@@ -360,7 +360,7 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 			first[sinkKey(out.Name)] = rw.Offset()
 			continue
 		}
-		if err := rw.Rewind(off); err != nil {
+		if err := rw.Rewind(ctx, off); err != nil {
 			j.closeStages(ctx)
 			return nil, fmt.Errorf("exec: sink %q: %w", out.Name, err)
 		}

@@ -115,7 +115,10 @@
 // window must cover the checkpoint period plus the lease (and the time a
 // failover takes to start). Of two Failover calls at once, the bucket's
 // compare-and-set lets one begin the migration; the other is refused as
-// another migration in progress.
+// another migration in progress. Coordinate, which every host of
+// host/runner runs, calls Failover, with every group in one step, on the
+// live host with the lowest id once it finds a host that owns groups and
+// holds no lease.
 //
 // A move whose destination dies is given to another live host; when its
 // source is the only one, the move is cancelled

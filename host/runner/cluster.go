@@ -42,7 +42,9 @@ import (
 //
 // Key groups move with package migrate; the host joins the cluster by a
 // lease, and the live host with the lowest id rebalances the groups over
-// the live hosts whenever they change (a host joins, leaves or fails).
+// the live hosts whenever they change (a host joins, leaves or fails),
+// first giving a failed host's groups to the others in one step
+// (migrate.Coordinate).
 
 // clusterPeriod is how often a host looks at the assignment: for its part
 // in a migration, and, as the coordinator, for a rebalance.
@@ -170,7 +172,7 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 	// restarting, a leader being elected): a failed round is logged and
 	// tried again, and the job keeps its groups meanwhile.
 	loops.Go(func() { retry(loopCtx, h.log, "migration", func() error { return ch.mig.Run(loopCtx, clusterPeriod) }) })
-	loops.Go(func() { ch.coordinate(loopCtx, h.log) })
+	loops.Go(func() { migrate.Coordinate(loopCtx, ch.c, ch.id, clusterPeriod, h.log) })
 	loops.Go(func() { retry(loopCtx, h.log, "ingest", func() error { return h.manageIngest(loopCtx, dataDir) }) })
 	loops.Go(func() { _ = h.followVersions(loopCtx) })
 	defer func() {
@@ -215,124 +217,6 @@ func retry(ctx context.Context, log *slog.Logger, what string, loop func() error
 	}
 }
 
-// coordinate rebalances the key groups over the live hosts whenever the
-// set of them changes (a host joins, leaves or fails), on the live host
-// with the lowest id, once no migration is in progress; meanwhile it gives
-// the moves of the migration in progress whose destination is gone to a
-// live host. A host handing its groups over before it leaves is still
-// live: the set has not changed, so its groups are not given back to it.
-func (ch *clusterHost) coordinate(ctx context.Context, log *slog.Logger) {
-	t := time.NewTicker(clusterPeriod)
-	defer t.Stop()
-	var balanced []string // the live hosts the groups were last balanced over
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		live, err := ch.live(ctx)
-		if err != nil || len(live) == 0 || live[0] != ch.id {
-			balanced = nil // another host coordinates
-			continue
-		}
-		a, err := ch.c.Assignment(ctx)
-		if err != nil {
-			continue
-		}
-		if a.Migration != nil {
-			ch.retarget(ctx, a, live, log)
-			continue
-		}
-		if slices.Equal(live, balanced) {
-			continue
-		}
-		target := cluster.Rebalance(a.Owners, live)
-		if slices.Equal(target, a.Owners) {
-			balanced = live
-			continue
-		}
-		id := "rebalance-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
-		if _, err := migrate.Start(ctx, ch.c, id, target, cluster.Knobs{Order: cluster.OrderKeyGroup, Batch: 8}, nil); err != nil {
-			// A migration in progress, or a swap not yet run by every
-			// live host: the rebalance waits for the next round.
-			if !errors.Is(err, cluster.ErrMigration) && !errors.Is(err, cluster.ErrSwapPending) {
-				log.Warn("cluster: could not start a rebalance", "err", err)
-			}
-			continue
-		}
-		balanced = live
-		log.Info("cluster: rebalancing the key groups over the live hosts", "migration", id, "hosts", live)
-	}
-}
-
-// retarget gives the moves of the current step whose destination is not
-// live, and which it has not installed, to the live host (other than the
-// move's source) with the fewest groups. A move that no such host can take
-// (its source is the only live host) is cancelled: the group stays with
-// its source, which takes it back if it had released it.
-func (ch *clusterHost) retarget(ctx context.Context, a *cluster.Assignment, live []string, log *slog.Logger) {
-	gone := func(id string) bool { return !slices.Contains(live, id) }
-	m := a.Migration
-	if !slices.ContainsFunc(m.Steps[m.Current].Moves, func(mv cluster.Move) bool { return mv.State != cluster.StepInstalled && gone(mv.To) }) {
-		return
-	}
-	_, err := ch.c.Update(ctx, func(a *cluster.Assignment) error {
-		m := a.Migration
-		if m == nil {
-			return nil
-		}
-		load := map[string]int{}
-		for _, o := range a.Owners {
-			load[o]++
-		}
-		var cancel []int
-		for i := range m.Steps[m.Current].Moves {
-			mv := &m.Steps[m.Current].Moves[i]
-			if mv.State == cluster.StepInstalled || !gone(mv.To) {
-				continue
-			}
-			best := ""
-			for _, h := range live {
-				if h != mv.From && (best == "" || load[h] < load[best]) {
-					best = h
-				}
-			}
-			if best == "" {
-				cancel = append(cancel, mv.Group)
-				continue
-			}
-			load[best]++
-			mv.To = best
-		}
-		for _, kg := range cancel {
-			if _, err := a.Cancel(kg); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		log.Warn("cluster: could not give the moves of a host that is gone to another", "err", err)
-		return
-	}
-	log.Info("cluster: moves to a host that is gone were given to live hosts", "migration", m.ID)
-}
-
-// live returns the ids of the live hosts, sorted.
-func (ch *clusterHost) live(ctx context.Context) ([]string, error) {
-	ms, err := ch.c.Members(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(ms))
-	for i, m := range ms {
-		ids[i] = m.ID
-	}
-	slices.Sort(ids)
-	return ids, nil
-}
-
 // handOverLimit bounds how long a host that is asked to stop waits for
 // its key groups to move to the others.
 const handOverLimit = time.Minute
@@ -347,7 +231,7 @@ func (ch *clusterHost) handOver(ctx context.Context, log *slog.Logger) {
 			log.Warn("cluster: leaving", "err", err)
 		}
 	}()
-	live, err := ch.live(ctx)
+	live, err := migrate.Live(ctx, ch.c)
 	if err != nil {
 		log.Warn("cluster: cannot hand the key groups over", "err", err)
 		return

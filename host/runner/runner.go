@@ -599,13 +599,13 @@ type deadLetterFile struct {
 
 // Rewind cuts the file back to offset, or leaves a file shorter than
 // offset as it is.
-func (d deadLetterFile) Rewind(offset uint64) error {
+func (d deadLetterFile) Rewind(ctx context.Context, offset uint64) error {
 	if size := d.Offset(); offset > size {
 		d.log.Info("the dead-letter file is shorter than its committed length (emptied or removed since the last run): appending to it",
 			"file", d.path, "bytes", size, "committed", offset)
 		return nil
 	}
-	return d.Sink.Rewind(offset)
+	return d.Sink.Rewind(ctx, offset)
 }
 
 // DeadLetters says where the dead letters go: the path of their file, or
