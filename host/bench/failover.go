@@ -7,15 +7,10 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/sluicehq/sluice/connectors"
-	"github.com/sluicehq/sluice/connectors/generator"
-	"github.com/sluicehq/sluice/connectors/natsconn"
 	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/migrate"
 	"github.com/sluicehq/sluice/state"
@@ -208,52 +203,15 @@ func runFailover(ctx context.Context, e *env, urls []string, opts MigrateOptions
 		strategy: MigrateStrategy{Name: string(PhaseFailover)}}
 	e.step("migrate failover: %d hosts over %d NATS server(s), %d key groups, %s of state, %s records/s, lease %v, checkpoints every %v",
 		opts.Hosts, len(urls), opts.KeyGroups, byteSize(int(opts.State)), thousands(opts.Rate), opts.Lease, opts.CheckpointEvery)
-	replicas := min(3, len(urls))
-	pubConn, err := nats.Connect(strings.Join(urls, ","))
-	if err != nil {
-		return nil, fmt.Errorf("bench: migrate failover: %w", err)
-	}
-	defer pubConn.Close()
-	in, err := natsconn.NewJetStreamSink(ctx, pubConn, natsconn.JetStreamSinkConfig{
-		Subject: r.prefix(), Stream: r.stream(), KeyGroups: opts.KeyGroups, KeyGroup: state.KeyGroup,
-		CreateStream: &natsconn.StreamSpec{Subjects: []string{r.prefix() + ".*"}, Replicas: replicas},
-		Mapping:      natsconn.Mapping{Time: true}, Logger: e.log,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("bench: migrate failover: the partition stream: %w", err)
-	}
-	defer in.Close()
-	ids := make([]string, opts.Hosts)
-	for i := range ids {
-		ids[i] = "h" + strconv.Itoa(i)
-	}
+	a, src, closeRun, err := r.setUp(ctx, urls)
 	defer func() {
-		for _, h := range r.hosts {
-			if serr := h.stop(context.WithoutCancel(ctx)); serr != nil && err == nil {
-				err = fmt.Errorf("bench: migrate failover: %w", serr)
-			}
+		if cerr := closeRun(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
-	for i, id := range ids {
-		h, err := r.openHost(ctx, urls[i%len(urls)], id, replicas)
-		if err != nil {
-			return nil, fmt.Errorf("bench: migrate failover: host %s: %w", id, err)
-		}
-		r.hosts = append(r.hosts, h)
-	}
-	a, err := r.hosts[0].cl.Update(ctx, func(a *cluster.Assignment) error {
-		a.Owners = cluster.Spread(opts.KeyGroups, ids)
-		return nil
-	})
 	if err != nil {
-		return nil, fmt.Errorf("bench: migrate failover: %w", err)
+		return nil, err
 	}
-	gen, err := generator.New(generator.Config{Mode: generator.Sequence, Rate: opts.Rate, Name: "paced"})
-	if err != nil {
-		return nil, fmt.Errorf("bench: migrate failover: %w", err)
-	}
-	src := newPacedSource(gen, opts.Rate, false)
-	r.pub = &publisher{src: src, sink: in, keys: &keyLog{pos: map[string][]uint64{}, rate: opts.Rate}, groups: opts.KeyGroups, uni: opts.Keys, loads: make([]float64, opts.KeyGroups)}
 	r.sink = newLatencySink(uint64(opts.Rate*opts.Duration.Seconds()*3), r.pub.keys.seq)
 	dedup := newDedupSink(r.sink, opts.KeyGroups)
 	gates := make([]*hostSink, len(r.hosts))

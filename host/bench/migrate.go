@@ -688,58 +688,89 @@ type phaseTimes struct {
 	start, moveStart, moveEnd, end time.Time
 }
 
-func runMigrateStrategy(ctx context.Context, e *env, urls []string, index int, st MigrateStrategy, opts MigrateOptions) (results []MigrateResult, err error) {
-	r := &migRun{e: e, opts: opts, strategy: st, pipeline: "bench-migrate-" + strconv.Itoa(index)}
-	e.step("migrate %s: %d hosts over %d NATS server(s), %d key groups, %s of state, %s records/s, %v per phase",
-		st.Name, opts.Hosts, len(urls), opts.KeyGroups, byteSize(int(opts.State)), thousands(opts.Rate), opts.Duration)
+// setUp makes the run's partition stream (up to three replicas) and the
+// publisher's connection to it, opens opts.Hosts hosts named h0, h1, ...
+// over urls, spreads the key groups over them and makes the paced
+// publisher (r.pub) with its source. closeRun stops the hosts and closes
+// the stream's sink and connection; it is never nil, and must be called
+// even when setUp fails.
+func (r *migRun) setUp(ctx context.Context, urls []string) (a *cluster.Assignment, src *pacedSource, closeRun func() error, err error) {
+	what := "bench: migrate " + r.strategy.Name
+	var closers []func() error
+	closeRun = func() error {
+		var first error
+		for i := len(closers) - 1; i >= 0; i-- {
+			if cerr := closers[i](); cerr != nil && first == nil {
+				first = cerr
+			}
+		}
+		return first
+	}
+	opts := r.opts
 	replicas := min(3, len(urls))
 	pubConn, err := nats.Connect(strings.Join(urls, ","))
 	if err != nil {
-		return nil, fmt.Errorf("bench: migrate: %w", err)
+		return nil, nil, closeRun, fmt.Errorf("%s: %w", what, err)
 	}
-	defer pubConn.Close()
+	closers = append(closers, func() error { pubConn.Close(); return nil })
 	in, err := natsconn.NewJetStreamSink(ctx, pubConn, natsconn.JetStreamSinkConfig{
 		Subject: r.prefix(), Stream: r.stream(), KeyGroups: opts.KeyGroups, KeyGroup: state.KeyGroup,
 		CreateStream: &natsconn.StreamSpec{Subjects: []string{r.prefix() + ".*"}, Replicas: replicas},
-		Mapping:      natsconn.Mapping{Time: true}, Logger: e.log,
+		Mapping:      natsconn.Mapping{Time: true}, Logger: r.e.log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bench: migrate: the partition stream: %w", err)
+		return nil, nil, closeRun, fmt.Errorf("%s: the partition stream: %w", what, err)
 	}
-	defer in.Close()
-
+	closers = append(closers, func() error { _ = in.Close(); return nil })
+	closers = append(closers, func() error {
+		var first error
+		for _, h := range r.hosts {
+			if serr := h.stop(context.WithoutCancel(ctx)); serr != nil && first == nil {
+				first = fmt.Errorf("%s: %w", what, serr)
+			}
+		}
+		return first
+	})
 	ids := make([]string, opts.Hosts)
 	for i := range ids {
 		ids[i] = "h" + strconv.Itoa(i)
 	}
-	defer func() {
-		for _, h := range r.hosts {
-			if serr := h.stop(context.WithoutCancel(ctx)); serr != nil && err == nil {
-				err = fmt.Errorf("bench: migrate %s: %w", st.Name, serr)
-			}
-		}
-	}()
 	for i, id := range ids {
 		h, err := r.openHost(ctx, urls[i%len(urls)], id, replicas)
 		if err != nil {
-			return nil, fmt.Errorf("bench: migrate %s: host %s: %w", st.Name, id, err)
+			return nil, nil, closeRun, fmt.Errorf("%s: host %s: %w", what, id, err)
 		}
 		r.hosts = append(r.hosts, h)
 	}
-	a, err := r.hosts[0].cl.Update(ctx, func(a *cluster.Assignment) error {
+	a, err = r.hosts[0].cl.Update(ctx, func(a *cluster.Assignment) error {
 		a.Owners = cluster.Spread(opts.KeyGroups, ids)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bench: migrate %s: %w", st.Name, err)
+		return nil, nil, closeRun, fmt.Errorf("%s: %w", what, err)
 	}
-
 	gen, err := generator.New(generator.Config{Mode: generator.Sequence, Rate: opts.Rate, Name: "paced"})
 	if err != nil {
-		return nil, fmt.Errorf("bench: migrate: %w", err)
+		return nil, nil, closeRun, fmt.Errorf("%s: %w", what, err)
 	}
-	src := newPacedSource(gen, opts.Rate, false)
+	src = newPacedSource(gen, opts.Rate, false)
 	r.pub = &publisher{src: src, sink: in, keys: &keyLog{pos: map[string][]uint64{}, rate: opts.Rate}, groups: opts.KeyGroups, uni: opts.Keys, loads: make([]float64, opts.KeyGroups)}
+	return a, src, closeRun, nil
+}
+
+func runMigrateStrategy(ctx context.Context, e *env, urls []string, index int, st MigrateStrategy, opts MigrateOptions) (results []MigrateResult, err error) {
+	r := &migRun{e: e, opts: opts, strategy: st, pipeline: "bench-migrate-" + strconv.Itoa(index)}
+	e.step("migrate %s: %d hosts over %d NATS server(s), %d key groups, %s of state, %s records/s, %v per phase",
+		st.Name, opts.Hosts, len(urls), opts.KeyGroups, byteSize(int(opts.State)), thousands(opts.Rate), opts.Duration)
+	a, src, closeRun, err := r.setUp(ctx, urls)
+	defer func() {
+		if cerr := closeRun(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
 	r.sink = newLatencySink(uint64(opts.Rate*opts.Duration.Seconds()*5), r.pub.keys.seq)
 	e.step("migrate %s: preloading %s of ballast and starting the hosts", st.Name, byteSize(int(opts.State)))
 	for _, h := range r.hosts {

@@ -90,9 +90,9 @@ var ErrBadConfig = errors.New("control: bad configuration")
 // when higher. While the arrival rate is rising (the latest interval's
 // over the one before's by more than a tenth, perhaps straddling a step)
 // and the worst delay is under Lreq, the scale-out waits one round, so
-// that it is sized on a whole interval of the new rate. A good operator loses a worker when,
-// its groups spread over one worker fewer, every worker's predicted delay
-// stays at most Low. A moderate operator is left alone.
+// that it is sized on a whole interval of the new rate. A good operator
+// loses a worker when, its groups spread over one worker fewer, every
+// worker's predicted delay stays at most Low. A moderate operator is left alone.
 //
 // When an operator cannot grow (its count is at the bound, or it is not
 // resizable), the best move is proposed if it lowers the worst predicted
@@ -229,6 +229,7 @@ func (l *Latency) Propose(v *View) (*Proposal, []schema.Finding) {
 						e.rising = arrivals(r) > 1.1*arrivals(b)
 					}
 				}
+				e.waited = e.waited && e.rising // a wait is for one rise
 			}
 		}
 	}
