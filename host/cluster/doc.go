@@ -97,8 +97,9 @@
 // modules it runs. The record is a field of the assignment rather than a
 // key of its own so that a swap and a migration are ordered by one
 // compare-and-set: SetVersion refuses a swap while the table holds a
-// migration, and package migrate begins a migration only in an Update
-// whose table's record every live host runs (SwapPending), so a key group
+// migration, and package migrate begins a migration (other than a
+// failover) only in an Update whose table's record every live host runs
+// (SwapPending), so a key group
 // never moves between hosts that run different modules. Two keys would
 // need a check of one and a write of the other, which a racing change
 // slips between. A record edited by hand into an invalid state is refused

@@ -116,6 +116,13 @@ func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 // migration is in progress), as it does when dead owns no group. It is
 // refused, matching ErrFailover, while dead holds a lease, when a host of
 // live does not, or when live is empty or names dead.
+//
+// Unlike Start, Failover does not wait for a plugin swap in progress: the
+// dead host's groups are served by nobody until it runs, and a live host
+// that cannot load the recorded modules would hold them back for good. A
+// destination that runs an older plugin versions epoch than a group's
+// checkpoint waits to install that group until it has switched
+// (ErrNewerVersion), which keeps every group on the logic that wrote it.
 func Failover(ctx context.Context, c *cluster.Cluster, dead string, live []string, knobs cluster.Knobs) (*cluster.Assignment, error) {
 	if len(live) == 0 {
 		return nil, fmt.Errorf("%w: host %s: no live host to take its key groups", ErrFailover, dead)
@@ -140,14 +147,7 @@ func Failover(ctx context.Context, c *cluster.Cluster, dead string, live []strin
 		}
 	}
 	id := "failover-" + dead + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
-	swapped, err := notSwapping(ctx, c)
-	if err != nil {
-		return nil, err
-	}
 	return c.Update(ctx, func(a *cluster.Assignment) error {
-		if err := swapped(a); err != nil {
-			return err
-		}
 		steps, err := cluster.Plan(a.Owners, survivors(a.Owners, dead, live), knobs, nil)
 		if err != nil {
 			return err

@@ -508,7 +508,8 @@ func (h *Host) mark(ctx context.Context, id string, groups []int, state cluster.
 
 // Run calls Step every period, and Checkpoint every CheckpointEvery,
 // until ctx is done, and returns ctx's error or Step's or Checkpoint's
-// first error. While a migration moves replicated groups onto the host,
+// first error, except ErrNewerVersion, on which it waits for the next
+// period (the host installs the group once it has switched). While a migration moves replicated groups onto the host,
 // Run also watches the checkpoint bucket and refreshes the host's warm
 // copies of them as their sources checkpoint them.
 func (h *Host) Run(ctx context.Context, period time.Duration) error {
@@ -525,6 +526,13 @@ func (h *Host) Run(ctx context.Context, period time.Duration) error {
 	for {
 		for {
 			did, err := h.Step(ctx)
+			if errors.Is(err, ErrNewerVersion) {
+				// A failover gave the host a group checkpointed after a
+				// swap it has not applied yet: it installs the group at
+				// a later period, once it has switched.
+				h.log().Info("waiting for this host to switch plugin versions before installing a key group", "err", err)
+				break
+			}
 			if err != nil {
 				return err
 			}

@@ -125,3 +125,64 @@ func TestInstallWaitsForTheVersion(t *testing.T) {
 	waitFor(t, func() bool { return out.len() >= len(keys) })
 	checkCounts(t, out, keys)
 }
+
+// TestFailoverDoesNotWaitForASwap kills host a, which ran a recorded
+// swap (epoch 1) and checkpointed its groups at that epoch, while host b
+// has not switched yet: the failover begins at once (a dead host's groups
+// wait for nobody), b does not install the groups while it runs epoch 0,
+// and once it switches the failover ends with every record counted once.
+func TestFailoverDoesNotWaitForASwap(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, js, in := setup(t, ctx)
+	out := &outputs{byID: map[string]abi.Record{}}
+	var epochA, epochB atomic.Uint64
+	epochA.Store(1)
+	a := startHost(t, ctx, nc, js, "a", out, true, hostOpts{lease: lease, checkpoint: 50 * time.Millisecond, epoch: &epochA})
+	b := startHost(t, ctx, nc, js, "b", out, false, hostOpts{lease: lease, epoch: &epochB})
+	const hash = "8c2a0e3b2a1f0d9e8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d"
+	if _, err := a.mig.Cluster.Update(ctx, func(t *cluster.Assignment) error {
+		return t.SetVersion("count", cluster.OperatorVersion{SHA256: hash, Name: "count.wasm", Reason: cluster.ReasonSwap, Host: "a"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.mig.Cluster.Report(ctx, cluster.Running{Host: "a", Operators: map[string]string{"count": hash}}); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]string, 300)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i*7%23)
+	}
+	publish(t, ctx, in, keys[:150], 0)
+	waitFor(t, func() bool { return out.len() >= 150 })
+	waitFor(t, func() bool {
+		infos, err := a.mig.Checkpoints.List(ctx)
+		return err == nil && len(infos) > 0
+	})
+	a.kill()
+	publish(t, ctx, in, keys[150:], 150)
+	waitFor(t, func() bool {
+		ms, err := b.mig.Cluster.Members(ctx)
+		return err == nil && len(ms) == 1 && ms[0].ID == "b"
+	})
+	if _, err := migrate.Failover(ctx, b.mig.Cluster, "a", []string{"b"}, cluster.AllAtOnce()); err != nil {
+		t.Fatalf("a failover while b has not switched: %v, want it begun", err)
+	}
+	waitFor(t, func() bool {
+		tbl, err := b.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration != nil && tbl.Migration.Steps[0].State == cluster.StepReleased
+	})
+	if _, err := b.mig.Step(ctx); !errors.Is(err, migrate.ErrNewerVersion) {
+		t.Fatalf("b installing groups of epoch 1 at epoch 0: %v, want ErrNewerVersion", err)
+	}
+	if got := b.job.Groups(); len(got) != 0 {
+		t.Fatalf("b owns %v before it switched, want none", got)
+	}
+	epochB.Store(1)
+	waitFor(t, func() bool {
+		tbl, err := b.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration == nil
+	})
+	waitFor(t, func() bool { return out.len() >= len(keys) })
+	checkCounts(t, out, keys)
+}
