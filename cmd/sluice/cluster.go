@@ -230,6 +230,9 @@ func printStatus(w io.Writer, st *schema.ClusterStatus, now time.Time) error {
 	} else {
 		fmt.Fprintln(w, "\nmigration: none in progress")
 	}
+	if err := printVersions(w, st); err != nil {
+		return err
+	}
 	if len(st.Checkpoints) == 0 {
 		_, err := fmt.Fprintln(w, "\ncheckpoints: none")
 		return err
@@ -241,6 +244,50 @@ func printStatus(w io.Writer, st *schema.ClusterStatus, now time.Time) error {
 			c.Newest.UTC().Format(time.RFC3339), max(now.Sub(c.Newest), 0).Round(time.Second))
 	}
 	return tw.Flush()
+}
+
+// printVersions writes the plugin versions part of st: the modules a swap
+// recorded for every host, whether a swap is in progress, and what each
+// host reports it runs.
+func printVersions(w io.Writer, st *schema.ClusterStatus) error {
+	v := st.Versions
+	if v == nil {
+		_, err := fmt.Fprintln(w, "\nplugin versions: the pipeline file's (no swap recorded)")
+		return err
+	}
+	if len(v.Pending) > 0 {
+		fmt.Fprintf(w, "\nplugin versions: epoch %d, swap in progress: switched %s; not yet %s\n",
+			v.Epoch, orNone(strings.Join(v.Switched, ", ")), strings.Join(v.Pending, ", "))
+	} else {
+		fmt.Fprintf(w, "\nplugin versions: epoch %d, run by every live host\n", v.Epoch)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OPERATOR\tMODULE\tSHA256\tEPOCH\tREASON\tBY")
+	for _, o := range v.Operators {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", o.Operator, o.Name, short(o.SHA256), o.Epoch, o.Reason, o.Host)
+	}
+	fmt.Fprintln(tw, "\nHOST\tOPERATOR\tRUNS\tSWITCHED")
+	for _, h := range st.Hosts {
+		if !h.Live {
+			continue
+		}
+		for _, o := range v.Operators {
+			runs, done := h.Operators[o.Operator], "yes"
+			if runs != o.SHA256 {
+				done = "no"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", h.ID, o.Operator, orNone(short(runs)), done)
+		}
+	}
+	return tw.Flush()
+}
+
+// short is the first 12 digits of a SHA-256.
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
 }
 
 // orNone is s, or "none" when s is empty.

@@ -45,6 +45,8 @@ func TestMain(m *testing.M) {
 		for _, p := range []string{"wordsplit", "wordcount", "upper"} {
 			dirs[p] = filepath.Join("..", "..", "plugins", p)
 		}
+		// wordcount with its outputs marked, for the cluster's swap tests.
+		dirs["wordcountv2"] = filepath.Join("testdata", "wordcountv2")
 		mods, err := wasmbuild.GoModules(context.Background(), dirs)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -67,6 +67,7 @@ func (b *Bucket) Amend(ctx context.Context, g Group) (Amended, error) {
 	md := maps.Clone(info.Metadata)
 	md[metaGeneration] = strconv.FormatUint(g.Generation, 10)
 	md[metaHost] = g.Host
+	md[metaEpoch] = strconv.FormatUint(g.Epoch, 10)
 	md[metaContent] = hex.EncodeToString(content[:])
 	md[metaAmended] = base64.StdEncoding.EncodeToString(g.Meta)
 	err = b.obs.UpdateMeta(ctx, obj, jetstream.ObjectMeta{Name: obj, Description: info.Description, Headers: info.Headers, Metadata: md})
@@ -81,16 +82,28 @@ func (b *Bucket) Amend(ctx context.Context, g Group) (Amended, error) {
 	return Amended{Bytes: int64(len(g.Meta))}, nil
 }
 
-// amended returns f with the metadata, generation and host that Amend
-// recorded in info, the object's NATS description, if any: a copy of f
+// amended returns f with the epoch recorded in info, and the metadata,
+// generation and host that Amend recorded there, the object's NATS description, if any: a copy of f
 // checked against the object's content digest. f itself is unchanged.
 func (b *Bucket) amended(info *jetstream.ObjectInfo, f *fetched) (*fetched, error) {
-	enc, ok := info.Metadata[metaAmended]
-	if !ok {
-		return f, nil
-	}
 	corrupt := func(fault string) error {
 		return &ObjectError{Bucket: b.name, Object: info.Name, Kind: ErrCorrupt, Fault: fault}
+	}
+	var epoch uint64
+	if e, ok := info.Metadata[metaEpoch]; ok {
+		var err error
+		if epoch, err = strconv.ParseUint(e, 10, 64); err != nil {
+			return nil, corrupt(fmt.Sprintf("its epoch %q", e))
+		}
+	}
+	enc, ok := info.Metadata[metaAmended]
+	if !ok {
+		if f.Epoch == epoch {
+			return f, nil
+		}
+		g := *f.Group
+		g.Epoch = epoch
+		return &fetched{Group: &g, groups: f.groups, env: f.env}, nil
 	}
 	meta, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil {
@@ -105,6 +118,6 @@ func (b *Bucket) amended(info *jetstream.ObjectInfo, f *fetched) (*fetched, erro
 		return nil, corrupt("its amended metadata and its export do not match its content digest")
 	}
 	g := *f.Group
-	g.Meta, g.Generation, g.Host = meta, gen, info.Metadata[metaHost]
+	g.Meta, g.Generation, g.Host, g.Epoch = meta, gen, info.Metadata[metaHost], epoch
 	return &fetched{Group: &g, groups: f.groups, env: f.env}, nil
 }

@@ -25,16 +25,20 @@ func TestAmend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Put(ctx, Group{KeyGroup: 1, Generation: 3, Meta: []byte("floor 10"), Data: data}); err != nil {
+	if err := a.Put(ctx, Group{KeyGroup: 1, Generation: 3, Epoch: 1, Meta: []byte("floor 10"), Data: data}); err != nil {
 		t.Fatal(err)
+	}
+	if g, err := b.Get(ctx, 1); err != nil || g.Epoch != 1 {
+		t.Fatalf("Get after the put: %+v, %v; want epoch 1", g, err)
 	}
 	r := b.NewReplica([]int{1})
 	if _, err := r.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	// Same export, new floors: only the metadata is sent.
-	am, err := a.Amend(ctx, Group{KeyGroup: 1, Generation: 3, Meta: []byte("floor 12"), Data: data})
+	// Same export, new floors (and a later plugin epoch): only the
+	// metadata is sent.
+	am, err := a.Amend(ctx, Group{KeyGroup: 1, Generation: 3, Epoch: 2, Meta: []byte("floor 12"), Data: data})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +52,14 @@ func TestAmend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(g.Meta) != "floor 12" || !bytes.Equal(g.Data, data) || g.Host != "a" {
+	if string(g.Meta) != "floor 12" || !bytes.Equal(g.Data, data) || g.Host != "a" || g.Epoch != 2 {
 		t.Fatalf("Get after the amend: meta %q, host %q, data equal %v", g.Meta, g.Host, bytes.Equal(g.Data, data))
 	}
 	rg, fetched, err := r.Get(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fetched != 0 || string(rg.Meta) != "floor 12" || !bytes.Equal(rg.Data, data) {
+	if fetched != 0 || string(rg.Meta) != "floor 12" || !bytes.Equal(rg.Data, data) || rg.Epoch != 2 {
 		t.Fatalf("replica Get after the amend: fetched %d bytes, meta %q", fetched, rg.Meta)
 	}
 	meta, err := b.Load(ctx, dst, 1)

@@ -114,6 +114,7 @@ const (
 	metaGroups     = "sluice-key-groups"
 	metaGeneration = "sluice-generation"
 	metaHost       = "sluice-host"
+	metaEpoch      = "sluice-epoch" // Group.Epoch; absent: 0
 	metaContent    = "sluice-content-sha256"
 	metaExport     = "sluice-export-sha256" // of the export alone, for Amend
 	metaAmended    = "sluice-amended-meta"  // Amend's metadata, base64
@@ -221,8 +222,12 @@ type Group struct {
 	KeyGroup   int    // the key group
 	Generation uint64 // its generation in the writer's store (state.Store.Generation)
 	Host       string // the host that wrote it; empty in Put means the Bucket's
-	Meta       []byte // the caller's metadata (the group's source floors), opaque here
-	Data       []byte // the group's state: state.Store.ExportKeyGroup's output
+	// Epoch is the plugin versions epoch (cluster.Versions.Epoch) the
+	// writer ran when it exported the group: a host refuses to install a
+	// group of a later epoch than its own. 0: none recorded.
+	Epoch uint64
+	Meta  []byte // the caller's metadata (the group's source floors), opaque here
+	Data  []byte // the group's state: state.Store.ExportKeyGroup's output
 }
 
 // Info describes a checkpoint without its content.
@@ -298,6 +303,7 @@ func (b *Bucket) put(ctx context.Context, g Group) (int64, error) {
 			metaGroups:     strconv.Itoa(groups),
 			metaGeneration: strconv.FormatUint(g.Generation, 10),
 			metaHost:       g.Host,
+			metaEpoch:      strconv.FormatUint(g.Epoch, 10),
 			metaContent:    hex.EncodeToString(content[:]),
 			metaExport:     hex.EncodeToString(export[:]),
 		},

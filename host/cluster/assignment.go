@@ -26,7 +26,9 @@ import (
 //     all installed);
 //   - Owners agrees with the moves: a group whose move is planned or
 //     released is still owned by its source, one whose move is installed
-//     by its destination.
+//     by its destination;
+//   - the versions record names each operator's module by a SHA-256, with
+//     an epoch no later than the record's (see Versions).
 type Assignment struct {
 	// KeyGroups is the number of key groups, fixed for the pipeline.
 	KeyGroups int `json:"key_groups"`
@@ -34,6 +36,9 @@ type Assignment struct {
 	Owners []string `json:"owners"`
 	// Migration is the migration in progress; nil when none is.
 	Migration *Migration `json:"migration,omitempty"`
+	// Versions is the module each swapped operator runs on every host;
+	// nil until the first swap or rollback (see Versions).
+	Versions *Versions `json:"versions,omitempty"`
 	// Revision is the bucket revision the table was read at (0: the
 	// bucket has no table yet). It is not part of the stored value.
 	Revision uint64 `json:"-"`
@@ -165,6 +170,7 @@ func NewAssignment(groups int) *Assignment {
 func (a *Assignment) Clone() *Assignment {
 	c := *a
 	c.Owners = slices.Clone(a.Owners)
+	c.Versions = a.Versions.clone()
 	if a.Migration != nil {
 		m := *a.Migration
 		m.Steps = make([]Step, len(a.Migration.Steps))
@@ -191,6 +197,9 @@ func (a *Assignment) Validate(hosts []string) error {
 		if h != "" && !known(h) {
 			return invalid(fmt.Sprintf("owners[%d]", g), "host %q has never joined the cluster (hosts: %s)", h, hostList(hosts))
 		}
+	}
+	if err := a.Versions.validate(); err != nil {
+		return err
 	}
 	m := a.Migration
 	if m == nil {

@@ -53,7 +53,19 @@ var invalidTables = []struct {
 	{"move to itself", `{"key_groups":4,"owners":["a","a","b","b"],"migration":{"id":"m","current":0,"steps":[
 		{"state":"planned","moves":[{"group":0,"from":"a","to":"a","state":"planned"}]}]}}`,
 		"migration.steps[0].moves[0]", `from "a" to itself`},
+	{"version hash not a sha256", `{"key_groups":4,"owners":["a","a","b","b"],"versions":{"epoch":1,"operators":{"count":
+		{"sha256":"abc","name":"count.wasm","epoch":1,"reason":"swap","host":"a"}}}}`,
+		`versions.operators["count"].sha256`, `"abc" is not a SHA-256`},
+	{"version epoch ahead of the record", `{"key_groups":4,"owners":["a","a","b","b"],"versions":{"epoch":1,"operators":{"count":
+		{"sha256":"` + testHash + `","name":"count.wasm","epoch":2,"reason":"swap","host":"a"}}}}`,
+		`versions.operators["count"].epoch`, "2 is not between 1 and the record's epoch 1"},
+	{"version reason unknown", `{"key_groups":4,"owners":["a","a","b","b"],"versions":{"epoch":1,"operators":{"count":
+		{"sha256":"` + testHash + `","name":"count.wasm","epoch":1,"reason":"upgrade","host":"a"}}}}`,
+		`versions.operators["count"].reason`, `"upgrade" is not swap or rollback`},
 }
+
+// testHash is a well-formed SHA-256 for the versions records of the tests.
+const testHash = "8c2a0e3b2a1f0d9e8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d"
 
 func TestValidateRefuses(t *testing.T) {
 	for _, tc := range invalidTables {

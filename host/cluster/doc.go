@@ -18,11 +18,13 @@
 // pipelines' buckets apart):
 //
 //	sluice-cluster-<pipeline>   kept (history 16, so a person can see past tables)
-//	  assignment                the Assignment, as JSON
+//	  assignment                the Assignment, as JSON, with its versions record
 //	  pipeline                  the canonical pipeline text the cluster runs
 //	  hosts.<id>                a HostInfo per host that has ever joined
+//	  running.<id>              a Running per host: the modules it runs
 //	sluice-leases-<pipeline>    entries expire after the lease (the bucket's MaxAge)
 //	  <id>                      a live host's HostInfo, its lease
+//	sluice-modules-<pipeline>   an object store: the modules swaps recorded, by SHA-256
 //
 // The hosts.<id> keys are the hosts an assignment may name: a table that
 // names another host is refused. A host that has left stays known, so a
@@ -85,6 +87,23 @@
 // done and makes the next step current. Steps before the current one are
 // done, steps after it planned. Begin, Mark and Advance are the changes,
 // made inside Update.
+//
+// # Plugin versions, and why they live in the assignment
+//
+// A plugin swap on a pipeline spread over hosts is the cluster's: the
+// assignment's Versions record names, per operator, the module (by
+// SHA-256, its bytes in the module store) every host must run, and
+// counts the swaps in an epoch. Each host reports under running.<id> the
+// modules it runs. The record is a field of the assignment rather than a
+// key of its own so that a swap and a migration are ordered by one
+// compare-and-set: SetVersion refuses a swap while the table holds a
+// migration, and package migrate begins a migration (other than a
+// failover) only in an Update whose table's record every live host runs
+// (SwapPending), so a key group
+// never moves between hosts that run different modules. Two keys would
+// need a check of one and a write of the other, which a racing change
+// slips between. A record edited by hand into an invalid state is refused
+// with the rest of the table, naming the field (versions.operators[...]).
 //
 // # The planner
 //

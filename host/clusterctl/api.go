@@ -70,7 +70,8 @@ func started(ctx context.Context, ad *Admin, a *cluster.Assignment, err error) (
 }
 
 // apiError marks err for the API's status: a refusal or bad knobs
-// api.ErrRefused, a migration in progress api.ErrConflict.
+// api.ErrRefused, a migration in progress or a plugin swap not yet run by
+// every live host api.ErrConflict.
 func apiError(name string, err error) error {
 	var re *RefusedError
 	switch {
@@ -80,7 +81,7 @@ func apiError(name string, err error) error {
 		return fmt.Errorf("%s: %w: %s: %w", name, api.ErrRefused, re.Field, err)
 	case errors.As(err, &re), errors.Is(err, cluster.ErrBadPlan):
 		return fmt.Errorf("%s: %w: %w", name, api.ErrRefused, err)
-	case errors.Is(err, cluster.ErrMigration):
+	case errors.Is(err, cluster.ErrMigration), errors.Is(err, cluster.ErrSwapPending):
 		return fmt.Errorf("%s: %w: %w", name, api.ErrConflict, err)
 	}
 	return fmt.Errorf("%s: %w", name, err)

@@ -138,7 +138,46 @@ func (ad *Admin) Status(ctx context.Context, now time.Time) (*schema.ClusterStat
 	if err != nil {
 		return nil, err
 	}
+	if err := ad.versions(ctx, st, a, slices.Sorted(maps.Keys(live))); err != nil {
+		return nil, err
+	}
 	return st, nil
+}
+
+// versions fills in st the modules each host reports it runs and the
+// versions record of a, with the live hosts that run it and those that do
+// not yet.
+func (ad *Admin) versions(ctx context.Context, st *schema.ClusterStatus, a *cluster.Assignment, live []string) error {
+	reports, err := ad.Cluster.Reports(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range st.Hosts {
+		if r, ok := reports[st.Hosts[i].ID]; ok {
+			st.Hosts[i].Operators, st.Hosts[i].Epoch = r.Operators, r.Epoch
+		}
+	}
+	v := a.Versions
+	if v == nil {
+		return nil
+	}
+	cv := &schema.ClusterVersions{Epoch: v.Epoch, Operators: []schema.ClusterOperatorVersion{}, Switched: []string{},
+		Pending: cluster.Pending(a, reports, live)}
+	if cv.Pending == nil {
+		cv.Pending = []string{}
+	}
+	for _, op := range slices.Sorted(maps.Keys(v.Operators)) {
+		ov := v.Operators[op]
+		cv.Operators = append(cv.Operators, schema.ClusterOperatorVersion{Operator: op, SHA256: ov.SHA256, Name: ov.Name,
+			Epoch: ov.Epoch, Reason: ov.Reason, Host: ov.Host, At: ov.At})
+	}
+	for _, h := range live {
+		if !slices.Contains(cv.Pending, h) {
+			cv.Switched = append(cv.Switched, h)
+		}
+	}
+	st.Versions = cv
+	return nil
 }
 
 // moves converts a step's moves to the schema's.

@@ -59,7 +59,7 @@ func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period tim
 		}
 		if dead := deadOwner(a.Owners, live); dead != "" {
 			if _, err := Failover(ctx, c, dead, live, cluster.AllAtOnce()); err != nil {
-				if !errors.Is(err, cluster.ErrMigration) {
+				if !errors.Is(err, cluster.ErrMigration) && !errors.Is(err, cluster.ErrSwapPending) {
 					log.Warn("cluster: could not give the key groups of a host that is not live to the others", "host", dead, "err", err)
 				}
 				continue
@@ -74,7 +74,7 @@ func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period tim
 		}
 		id := "rebalance-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
 		if _, err := Start(ctx, c, id, target, cluster.Knobs{Order: cluster.OrderKeyGroup, Batch: 8}, nil); err != nil {
-			if !errors.Is(err, cluster.ErrMigration) {
+			if !errors.Is(err, cluster.ErrMigration) && !errors.Is(err, cluster.ErrSwapPending) {
 				log.Warn("cluster: could not start a rebalance", "err", err)
 			}
 			continue

@@ -33,6 +33,16 @@
 // partitioned by key group), so none is lost and each key keeps its
 // order; every other group on both hosts keeps running.
 //
+// Start begins no migration while a live host does not yet run the
+// modules the assignment's versions record names (a plugin swap in
+// progress: cluster.SwapPending), and a swap is refused while a migration
+// is in progress (cluster.Assignment.SetVersion): a group is never
+// exported by one version and installed by another. Failover does not
+// wait (a dead host's groups are served by nobody meanwhile); every
+// checkpoint a Host puts carries the epoch it runs (Host.Epoch), and a
+// Host does not install a group of a later epoch (ErrNewerVersion) until
+// it runs that epoch, which guards both.
+//
 // # Replication
 //
 // A move marked replicated (cluster.Knobs.Replicate) has a warm copy of

@@ -38,8 +38,25 @@ type Checkpointed struct {
 // outputs again. A failed put leaves the generations as they were, so the
 // next Checkpoint puts the groups again.
 func (h *Host) Checkpoint(ctx context.Context) (Checkpointed, error) {
+	return h.checkpoint(ctx, false)
+}
+
+// CheckpointAll is Checkpoint of every owned group that ever changed,
+// whether or not it changed since the host's last checkpoint: a host
+// that has swapped an operator's module calls it, so that the bucket
+// holds every group at a position after the switch and no failover
+// replays a record of theirs from before it.
+func (h *Host) CheckpointAll(ctx context.Context) (Checkpointed, error) {
+	return h.checkpoint(ctx, true)
+}
+
+// checkpoint is Checkpoint, of every group that ever changed when all.
+func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if all {
+		h.gens = nil
+	}
 	start := time.Now()
 	var (
 		groups []checkpoint.Group
@@ -59,7 +76,7 @@ func (h *Host) Checkpoint(ctx context.Context) (Checkpointed, error) {
 			if err != nil {
 				return fmt.Errorf("key group %d: encoding its floors: %w", kg, err)
 			}
-			groups = append(groups, checkpoint.Group{KeyGroup: kg, Generation: gens[kg], Meta: meta, Data: data})
+			groups = append(groups, checkpoint.Group{KeyGroup: kg, Generation: gens[kg], Epoch: h.epoch(), Meta: meta, Data: data})
 		}
 		return nil
 	})
@@ -99,6 +116,13 @@ func (h *Host) Checkpoint(ctx context.Context) (Checkpointed, error) {
 // migration is in progress), as it does when dead owns no group. It is
 // refused, matching ErrFailover, while dead holds a lease, when a host of
 // live does not, or when live is empty or names dead.
+//
+// Unlike Start, Failover does not wait for a plugin swap in progress: the
+// dead host's groups are served by nobody until it runs, and a live host
+// that cannot load the recorded modules would hold them back for good. A
+// destination that runs an older plugin versions epoch than a group's
+// checkpoint waits to install that group until it has switched
+// (ErrNewerVersion), which keeps every group on the logic that wrote it.
 func Failover(ctx context.Context, c *cluster.Cluster, dead string, live []string, knobs cluster.Knobs) (*cluster.Assignment, error) {
 	if len(live) == 0 {
 		return nil, fmt.Errorf("%w: host %s: no live host to take its key groups", ErrFailover, dead)

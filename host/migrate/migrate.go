@@ -41,15 +41,60 @@ func Owned(a *cluster.Assignment, host string) []int {
 // planned with knobs (load weighs groups for cluster.OrderHottest), and
 // returns the table with the migration in it. The hosts then run it with
 // Host.Step. It fails, matching cluster.ErrMigration, while another
-// migration is in progress or when no group changes owner.
+// migration is in progress or when no group changes owner, and, matching
+// cluster.ErrSwapPending, while a live host does not yet run the modules
+// the table's versions record names (a swap in progress: see
+// notSwapping).
 func Start(ctx context.Context, c *cluster.Cluster, id string, owners []string, knobs cluster.Knobs, load map[int]float64) (*cluster.Assignment, error) {
+	swapped, err := notSwapping(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	return c.Update(ctx, func(a *cluster.Assignment) error {
+		if err := swapped(a); err != nil {
+			return err
+		}
 		steps, err := cluster.Plan(a.Owners, owners, knobs, load)
 		if err != nil {
 			return err
 		}
 		return a.Begin(id, steps)
 	})
+}
+
+// notSwapping returns a check, for inside an Update, that fails matching
+// cluster.ErrSwapPending while a live host does not run the modules of the
+// table's versions record. The live hosts and their reports are read
+// before the Update: a report only ever comes closer to the record, and
+// a swap recorded after the read changes the table's revision, so the
+// check sees the new record and, by the older reports, refuses.
+func notSwapping(ctx context.Context, c *cluster.Cluster) (func(*cluster.Assignment) error, error) {
+	members, err := c.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := make([]string, len(members))
+	for i, m := range members {
+		live[i] = m.ID
+	}
+	reports, err := c.Reports(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(a *cluster.Assignment) error { return cluster.SwapPending(a, reports, live) }, nil
+}
+
+// ErrNewerVersion is matched, with errors.Is, by the error of an install
+// of a key group checkpointed by a host that ran a later plugin versions
+// epoch than this host does: the host installs it once it has switched.
+var ErrNewerVersion = errors.New("key group checkpointed by a newer plugin version")
+
+// epoch returns the plugin versions epoch the host runs.
+func (h *Host) epoch() uint64 {
+	if h.Epoch == nil {
+		return 0
+	}
+	return h.Epoch()
 }
 
 // Host is one host's part in the migrations of a pipeline: it releases
@@ -70,6 +115,11 @@ type Host struct {
 	Logger *slog.Logger
 	// CheckpointEvery is how often Run calls Checkpoint; 0: never.
 	CheckpointEvery time.Duration
+	// Epoch returns the plugin versions epoch the host runs
+	// (cluster.Versions.Epoch); nil: 0. Every checkpoint the host puts
+	// carries it, and the host refuses to install a group checkpointed at
+	// a later epoch (ErrNewerVersion) until it runs that epoch itself.
+	Epoch func() uint64
 
 	// mu serializes Step and Checkpoint, so that a periodic checkpoint
 	// put after a release never replaces the release's.
@@ -267,7 +317,7 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 		meta, err := json.Marshal(st.Floors)
 		var am checkpoint.Amended
 		if err == nil {
-			am, err = h.Checkpoints.Amend(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Meta: meta, Data: st.Data})
+			am, err = h.Checkpoints.Amend(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Epoch: h.epoch(), Meta: meta, Data: st.Data})
 		}
 		if err != nil {
 			return h.undoRelease(ctx, states, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, st.Group, err))
@@ -381,6 +431,10 @@ func (h *Host) fetch(ctx context.Context, groups []int, orphaned map[int]bool) (
 		if err != nil {
 			return nil, nil, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, kg, err)
 		}
+		if own := h.epoch(); g.Epoch > own {
+			return nil, nil, fmt.Errorf("migrate: %s: key group %d: %w: it was checkpointed at plugin versions epoch %d, this host runs epoch %d; it installs it once it has switched",
+				h.ID, kg, ErrNewerVersion, g.Epoch, own)
+		}
 		var floors map[string]uint64
 		if err := json.Unmarshal(g.Meta, &floors); err != nil {
 			return nil, nil, fmt.Errorf("migrate: %s: key group %d: the checkpoint's floors: %w", h.ID, kg, err)
@@ -454,7 +508,8 @@ func (h *Host) mark(ctx context.Context, id string, groups []int, state cluster.
 
 // Run calls Step every period, and Checkpoint every CheckpointEvery,
 // until ctx is done, and returns ctx's error or Step's or Checkpoint's
-// first error. While a migration moves replicated groups onto the host,
+// first error, except ErrNewerVersion, on which it waits for the next
+// period (the host installs the group once it has switched). While a migration moves replicated groups onto the host,
 // Run also watches the checkpoint bucket and refreshes the host's warm
 // copies of them as their sources checkpoint them.
 func (h *Host) Run(ctx context.Context, period time.Duration) error {
@@ -471,6 +526,13 @@ func (h *Host) Run(ctx context.Context, period time.Duration) error {
 	for {
 		for {
 			did, err := h.Step(ctx)
+			if errors.Is(err, ErrNewerVersion) {
+				// A failover gave the host a group checkpointed after a
+				// swap it has not applied yet: it installs the group at
+				// a later period, once it has switched.
+				h.log().Info("waiting for this host to switch plugin versions before installing a key group", "err", err)
+				break
+			}
 			if err != nil {
 				return err
 			}

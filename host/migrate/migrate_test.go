@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -90,8 +91,9 @@ type host struct {
 
 // hostOpts are a test host's settings; the zero value is the default.
 type hostOpts struct {
-	lease      time.Duration // cluster.Config.Lease
-	checkpoint time.Duration // migrate.Host.CheckpointEvery
+	lease      time.Duration  // cluster.Config.Lease
+	checkpoint time.Duration  // migrate.Host.CheckpointEvery
+	epoch      *atomic.Uint64 // migrate.Host.Epoch; nil: none
 }
 
 func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.JetStream, id string, out *outputs, first bool, opts hostOpts) *host {
@@ -151,6 +153,9 @@ func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.Je
 	}
 	h := &host{id: id, job: job, store: store, done: make(chan error, 1),
 		mig: &migrate.Host{ID: id, Job: job, Cluster: c, Checkpoints: ckpt, CheckpointEvery: opts.checkpoint}}
+	if opts.epoch != nil {
+		h.mig.Epoch = opts.epoch.Load
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	h.cancel = cancel
 	h.kill = func() {

@@ -70,6 +70,7 @@ func (r *Registry) Dir() string { return r.dir }
 // unless it is stored already, in which case its existing entry (with its
 // first deployment time) is returned. A module that serves no operator kind
 // is refused with an error wrapping ErrInvalid that lists its problems; a
+// check cut short by the end of ctx fails with ctx's error instead; a
 // check that the host fails (eng's compilation cache cannot be read or
 // written: runtime.ErrCache) is an error of its own, which does not.
 func (r *Registry) Add(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (Entry, error) {
@@ -86,6 +87,11 @@ func (r *Registry) Add(ctx context.Context, eng runtime.Engine, name string, was
 		return Entry{}, fmt.Errorf("registry: %s: %w", name, err)
 	}
 	if !rep.OK() {
+		// A check cut short by ctx (the host stopping while it starts)
+		// says nothing of the module: its error is ctx's, not ErrInvalid.
+		if err := ctx.Err(); err != nil {
+			return Entry{}, fmt.Errorf("registry: %s: checking it: %w", name, err)
+		}
 		return Entry{}, fmt.Errorf("%w: %s: %s", ErrInvalid, name, strings.Join(rep.Problems, "; "))
 	}
 	e := Entry{

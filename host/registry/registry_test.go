@@ -99,6 +99,16 @@ func TestAddListDeployments(t *testing.T) {
 	if err != nil || again.Name != "op.wasm" || !again.Deployed.Equal(e1.Deployed) {
 		t.Errorf("adding the same bytes again: %+v, %v; want the first entry", again, err)
 	}
+	// A check cut short by the end of its context does not call the
+	// module invalid, and stores nothing.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := r.Add(done, eng, "plain.wasm", wasm); !errors.Is(err, context.Canceled) || errors.Is(err, ErrInvalid) {
+		t.Errorf("Add with a cancelled context = %v, want context.Canceled, not ErrInvalid", err)
+	}
+	if _, err := r.Get(Hash(wasm)); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a check cut short stored the module: Get = %v", err)
+	}
 	e2, err := r.Add(ctx, eng, "plain.wasm", wasm)
 	if err != nil || e2.Version != "" || e2.Label() != "sha256:"+e2.SHA256[:12] {
 		t.Errorf("unversioned: %+v, %v", e2, err)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -55,21 +56,34 @@ type clusterHost struct {
 	id     string
 	c      *cluster.Cluster
 	ckpt   *checkpoint.Bucket
-	mig    *migrate.Host
-	prefix string // the partition stream's subject prefix
+	mig    *migrate.Host // set by runCluster, under Host.ctlMu
+	prefix string        // the partition stream's subject prefix
 	groups int
 	src    *pipeline.Source // the pipeline's source, which the ingest reads
-	ingest *ingest          // running while the host owns key group 0
-	mu     sync.Mutex       // guards ingest
+	js     jetstream.JetStream
+	mods   *cluster.Modules // the modules swaps recorded, by SHA-256
+	// reported is the host's last report of the modules it runs (nil
+	// before the first); guarded by Host.ctlMu.
+	reported *cluster.Running
+	// epoch is the plugin versions epoch the host runs: the record's,
+	// noted when the host starts with it and before it switches to a new
+	// one (so a checkpoint made during a switch claims the later epoch,
+	// which only makes a host of the earlier one wait).
+	epoch  atomic.Uint64
+	ingest *ingest    // running while the host owns key group 0
+	mu     sync.Mutex // guards ingest
 }
 
 // partitionPrefix is the subject prefix of the partition stream of
 // pipeline name: the records of key group kg are on "<prefix>.<kg>".
 func partitionPrefix(name string) string { return "sluice.in." + name }
 
-// startCluster joins the cluster and returns the source the host's job
-// reads (its key groups of the partition stream) and the groups it owns.
-func (h *Host) startCluster(ctx context.Context, hostID string) (connectors.Source, []int, error) {
+// openCluster opens the pipeline's cluster buckets and its module store
+// for host hostID (cluster.host when ""), without joining, and returns the
+// versions record of the assignment (nil when none): the modules the
+// host must load. A table that is invalid (edited by hand) fails the
+// start.
+func (h *Host) openCluster(ctx context.Context, hostID string) (*cluster.Versions, error) {
 	p := h.p
 	cfg := p.Cluster
 	id := cfg.Host
@@ -78,22 +92,41 @@ func (h *Host) startCluster(ctx context.Context, hostID string) (connectors.Sour
 	}
 	text, err := os.ReadFile(p.File)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cluster: the pipeline file: %w", err)
+		return nil, fmt.Errorf("the pipeline file: %w", err)
 	}
 	js, err := jetstream.New(h.nc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cluster: %w", err)
+		return nil, err
 	}
-	ch := &clusterHost{cfg: cfg, id: id, prefix: partitionPrefix(p.Name), groups: p.State.KeyGroups, src: &p.Sources[0]}
+	ch := &clusterHost{cfg: cfg, id: id, prefix: partitionPrefix(p.Name), groups: p.State.KeyGroups, src: &p.Sources[0], js: js}
 	ch.c, err = cluster.Open(ctx, js, cluster.Config{Pipeline: p.Name, Text: text, KeyGroups: p.State.KeyGroups,
 		Lease: time.Duration(cfg.Lease), Replicas: cfg.Replicas, Logger: h.log})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	if ch.mods, err = cluster.OpenModules(ctx, js, p.Name, cfg.Replicas); err != nil {
+		return nil, err
+	}
+	a, err := ch.c.Assignment(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if a.Versions != nil {
+		ch.noteEpoch(a.Versions.Epoch)
+	}
+	h.cluster = ch
+	return a.Versions, nil
+}
+
+// startCluster joins the cluster and returns the source the host's job
+// reads (its key groups of the partition stream) and the groups it owns.
+func (h *Host) startCluster(ctx context.Context) (connectors.Source, []int, error) {
+	p := h.p
+	ch := h.cluster
+	cfg, id, js := ch.cfg, ch.id, ch.js
 	if err := ch.c.Join(context.WithoutCancel(ctx), cluster.HostInfo{ID: id, Started: time.Now()}); err != nil {
 		return nil, nil, fmt.Errorf("cluster: join as host %q: %w", id, err)
 	}
-	h.cluster = ch
 	a, err := ch.c.Update(ctx, func(a *cluster.Assignment) error {
 		if !slices.ContainsFunc(a.Owners, func(o string) bool { return o != "" }) {
 			a.Owners = cluster.Spread(a.KeyGroups, []string{id}) // the first host takes every group
@@ -123,8 +156,11 @@ func (h *Host) startCluster(ctx context.Context, hostID string) (connectors.Sour
 // first) or the job fails.
 func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 	ch := h.cluster
+	// Under ctlMu: a swap through the API (switched) reads it.
+	h.ctlMu.Lock()
 	ch.mig = &migrate.Host{ID: ch.id, Job: h.job, Cluster: ch.c, Checkpoints: ch.ckpt, Logger: h.log,
-		CheckpointEvery: time.Duration(ch.cfg.CheckpointEvery)}
+		CheckpointEvery: time.Duration(ch.cfg.CheckpointEvery), Epoch: ch.epoch.Load}
+	h.ctlMu.Unlock()
 	jobCtx, stopJob := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJob()
 	jobDone := make(chan error, 1)
@@ -138,6 +174,7 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 	loops.Go(func() { retry(loopCtx, h.log, "migration", func() error { return ch.mig.Run(loopCtx, clusterPeriod) }) })
 	loops.Go(func() { migrate.Coordinate(loopCtx, ch.c, ch.id, clusterPeriod, h.log) })
 	loops.Go(func() { retry(loopCtx, h.log, "ingest", func() error { return h.manageIngest(loopCtx, dataDir) }) })
+	loops.Go(func() { _ = h.followVersions(loopCtx) })
 	defer func() {
 		stopLoops()
 		loops.Wait()

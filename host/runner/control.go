@@ -226,7 +226,10 @@ func (h *Host) Plugins() (Plugins, error) {
 
 // Swap replaces operator's plugin with module (file names it): the module
 // is stored in the registry, checked and loaded on the operator's engine,
-// and swapped in by the job at its next batch boundary. It is refused
+// and swapped in by the job at its next batch boundary. On a host of a
+// pipeline spread over hosts, the checked module is first recorded for
+// every host (clusterswap.go): refused, wrapping api.ErrConflict, while
+// key groups are moving. It is refused
 // (wrapping api.ErrRefused) when it is invalid, declares another ABI
 // version than the running one, or lacks what the operator's kind needs.
 //
@@ -245,9 +248,22 @@ func (h *Host) Swap(ctx context.Context, operator, file string, module []byte) (
 	if err != nil {
 		return SwapResult{}, err
 	}
+	if h.cluster != nil {
+		// Checked and loaded before it is recorded for every host: a
+		// module this host refuses is recorded nowhere.
+		if err := h.prepareFor(ctx, d, entry, module); err != nil {
+			return SwapResult{}, err
+		}
+		if err := h.record(ctx, d, entry, module, reasonSwap); err != nil {
+			return SwapResult{}, err
+		}
+	}
 	res, err := h.deploy(ctx, d, entry, module, reasonSwap)
 	if err != nil {
 		return SwapResult{}, err
+	}
+	if h.cluster != nil {
+		h.switched(ctx)
 	}
 	if res.Source == schema.SourceRegistry {
 		res.Source = source
@@ -384,7 +400,8 @@ func (h *Host) closePrepared(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Rollback returns operator to the module that ran before the current one.
+// Rollback returns operator to the module that ran before the current one;
+// on a host of a pipeline spread over hosts, on every host, as Swap does.
 func (h *Host) Rollback(ctx context.Context, operator string) (SwapResult, error) {
 	start := time.Now()
 	h.ctlMu.Lock()
@@ -407,9 +424,20 @@ func (h *Host) Rollback(ctx context.Context, operator string) (SwapResult, error
 	if err != nil {
 		return SwapResult{}, err
 	}
+	if h.cluster != nil {
+		if err := h.prepareFor(ctx, d, prev, module); err != nil {
+			return SwapResult{}, err
+		}
+		if err := h.record(ctx, d, prev, module, reasonRollback); err != nil {
+			return SwapResult{}, err
+		}
+	}
 	res, err := h.deploy(ctx, d, prev, module, reasonRollback)
 	if err != nil {
 		return SwapResult{}, err
+	}
+	if h.cluster != nil {
+		h.switched(ctx)
 	}
 	res.Steps.TotalMS = schema.Millis(time.Since(start))
 	return res, nil

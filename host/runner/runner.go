@@ -30,6 +30,9 @@
 // operator's kind needs, and hands it to exec.Job.Swap; a rollback deploys
 // the module that ran before. Each operator's history is kept in memory
 // and recorded in the registry's deployments log.
+// On a host of a pipeline spread over hosts, a swap or rollback is
+// recorded for every host, which follow it (clusterswap.go, and the
+// versions record of package cluster).
 package runner
 
 import (
@@ -163,8 +166,24 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	}
 	h.deployed = map[string]*deployed{}
 
+	// A host of a pipeline spread over hosts runs the modules the
+	// cluster's versions record names (a swap made on any host), not the
+	// file's: it reads the record before it loads the plugins.
+	var recorded *cluster.Versions
+	if p.Cluster != nil {
+		if p.NATS.URL == "" && opts.NATSURL == "" {
+			return nil, p.ErrorAt("a pipeline spread over hosts needs the NATS cluster they share: set nats.url (or give --nats-url)", "cluster")
+		}
+		if err := h.connectNATS(ctx, dataDir, opts.NATSURL); err != nil {
+			return nil, err
+		}
+		if recorded, err = h.openCluster(ctx, opts.HostID); err != nil {
+			return nil, fmt.Errorf("%s: cluster: %w", p.File, err)
+		}
+	}
+
 	// Plugins first: a bad module is refused before anything else starts.
-	ops, err := h.loadOperators(ctx, dataDir, opts.Compiler)
+	ops, err := h.loadOperators(ctx, dataDir, opts.Compiler, recorded)
 	if err != nil {
 		return nil, err
 	}
@@ -182,10 +201,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	}
 
 	h.dataDir = dataDir
-	if p.Cluster != nil && p.NATS.URL == "" && opts.NATSURL == "" {
-		return nil, p.ErrorAt("a pipeline spread over hosts needs the NATS cluster they share: set nats.url (or give --nats-url)", "cluster")
-	}
-	if p.NeedsNATS() {
+	if p.NeedsNATS() && h.nc == nil {
 		if err := h.connectNATS(ctx, dataDir, opts.NATSURL); err != nil {
 			return nil, err
 		}
@@ -193,7 +209,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	var inputs []exec.Input
 	var groups []int
 	if p.Cluster != nil {
-		src, owned, err := h.startCluster(ctx, opts.HostID)
+		src, owned, err := h.startCluster(ctx)
 		if src != nil {
 			h.sources = append(h.sources, src)
 		}
@@ -340,7 +356,9 @@ func (h *Host) listen(addr string, mayMove bool) (net.Listener, error) {
 	return nil, fmt.Errorf("%s: http api: listen on %s: %w (set http.addr in the pipeline or --http to another address, or off)", h.p.File, addr, err)
 }
 
-func (h *Host) loadOperators(ctx context.Context, dataDir string, compiler wasm.Compiler) ([]exec.Operator, error) {
+// loadOperators loads each operator's plugin: the module recorded names
+// for it when it names one (a cluster's swap), else the one resume picks.
+func (h *Host) loadOperators(ctx context.Context, dataDir string, compiler wasm.Compiler, recorded *cluster.Versions) ([]exec.Operator, error) {
 	var ops []exec.Operator
 	cacheDir := h.p.CompileCache
 	if cacheDir == "" {
@@ -405,6 +423,15 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string, compiler wasm.
 		name := filepath.Base(o.Plugin)
 		if resumed != nil {
 			code, name = resumed, entry.Name
+		}
+		if ov, ok := recorded.Operator(o.Name); ok && ov.SHA256 != entry.SHA256 {
+			ce, ccode, err := h.recordedModule(ctx, eng, o.Name, ov)
+			if err != nil {
+				report.finish(err)
+				return nil, err
+			}
+			history = append(history, entry)
+			entry, code, name, resumed = ce, ccode, ce.Name, ccode
 		}
 		pl, err := plugin.Load(ctx, eng, name, code, kind, popts...)
 		report.finish(err)

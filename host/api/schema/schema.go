@@ -447,6 +447,39 @@ type ClusterStatus struct {
 	// Checkpoints are the checkpoints in the pipeline's object store, by
 	// the host that wrote them, by host id.
 	Checkpoints []ClusterCheckpoints `json:"checkpoints"`
+	// Versions is the modules a plugin swap recorded for every host, and
+	// which live hosts run them; null before the first swap.
+	Versions *ClusterVersions `json:"versions"`
+}
+
+// ClusterVersions is the cluster's versions record in a ClusterStatus:
+// the module every host must run, per swapped operator, and how far the
+// last swap has come.
+type ClusterVersions struct {
+	// Epoch counts the swaps and rollbacks recorded.
+	Epoch uint64 `json:"epoch"`
+	// Operators are the recorded modules, by operator name.
+	Operators []ClusterOperatorVersion `json:"operators"`
+	// Switched are the live hosts that run every recorded module.
+	Switched []string `json:"switched"`
+	// Pending are the live hosts that do not yet: a swap is in progress
+	// while it is not empty (and no migration begins meanwhile).
+	Pending []string `json:"pending"`
+}
+
+// ClusterOperatorVersion is one operator's recorded module.
+type ClusterOperatorVersion struct {
+	// Operator is the operator's name.
+	Operator string `json:"operator"`
+	// SHA256 and Name are the module's hash and name.
+	SHA256 string `json:"sha256"`
+	Name   string `json:"name"`
+	// Epoch is the record's epoch when it was recorded; Reason is swap or
+	// rollback; Host is the host that received it; At is when.
+	Epoch  uint64    `json:"epoch"`
+	Reason string    `json:"reason"`
+	Host   string    `json:"host"`
+	At     time.Time `json:"at"`
 }
 
 // ClusterHost is one host of a ClusterStatus.
@@ -467,6 +500,12 @@ type ClusterHost struct {
 	// KeyGroups are those groups, and Ranges the same as "0-31, 64-95".
 	KeyGroups []int  `json:"key_groups"`
 	Ranges    string `json:"ranges"`
+	// Operators are the SHA-256s of the modules the host runs, by
+	// operator, as it last reported them; omitted before its first
+	// report. Epoch is the versions record's epoch it runs whole (0:
+	// none).
+	Operators map[string]string `json:"operators,omitempty"`
+	Epoch     uint64            `json:"epoch"`
 }
 
 // ClusterMigration is the migration in progress of a ClusterStatus.

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/host/api/schema"
+	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/registry"
+)
+
+// swapCount swaps the operator count's plugin to module through host id's
+// API (sluice plugin swap), and returns the command's output and error.
+func (s *spread) swapCount(id, module string) (string, error) {
+	out, err := exec.Command(sluiceBin, "plugin", "swap", "--data-dir", filepath.Join(s.dir, id), "--operator", "count", module).CombinedOutput()
+	return string(out), err
+}
+
+// runs reports whether the cluster records module hash for the operator
+// count and every host of ids reports it runs it.
+func (s *spread) runs(hash string, ids ...string) bool {
+	ctx := context.Background()
+	if !s.open() {
+		return false
+	}
+	a, err := s.c.Assignment(ctx)
+	if err != nil || a.Versions == nil || a.Versions.Operators["count"].SHA256 != hash {
+		return false
+	}
+	rs, err := s.c.Reports(ctx)
+	if err != nil {
+		return false
+	}
+	for _, id := range ids {
+		if rs[id].Operators["count"] != hash || !rs[id].Runs(a.Versions) {
+			return false
+		}
+	}
+	return true
+}
+
+// marks returns, for each key, which of its counts 1 to n were made by
+// testdata/wordcountv2 (their output marked "v2:").
+func (s *spread) marks() map[string][]bool {
+	t := s.t
+	t.Helper()
+	ctx := context.Background()
+	st, err := s.js.Stream(ctx, "OUT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]bool{}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("output %d: %v", seq, err)
+		}
+		v2 := strings.HasPrefix(string(m.Data), "v2:")
+		n, err := strconv.Atoi(strings.TrimPrefix(string(m.Data), "v2:"))
+		if err != nil || n < 1 {
+			t.Fatalf("output %d: %q is not a count", seq, m.Data)
+		}
+		k := m.Header.Get("Sluice-Key")
+		for len(out[k]) < n {
+			out[k] = append(out[k], false)
+		}
+		out[k][n-1] = v2
+	}
+	return out
+}
+
+// checkSwitch checks that every key switched version once: its counts
+// made by wordcount come before those made by wordcountv2, and its last
+// count is wordcountv2's.
+func (s *spread) checkSwitch() {
+	t := s.t
+	t.Helper()
+	for k, ms := range s.marks() {
+		at := slices.Index(ms, true)
+		if at < 0 {
+			t.Errorf("key %s: no count made by the module swapped in (%d counts)", k, len(ms))
+			continue
+		}
+		if i := slices.Index(ms[at:], false); i >= 0 {
+			t.Errorf("key %s: count %d made by the old module after count %d by the new one", k, at+i+1, at+1)
+		}
+	}
+}
+
+// status runs sluice cluster status --json.
+func (s *spread) status() schema.ClusterStatus {
+	t := s.t
+	t.Helper()
+	out, err := exec.Command(sluiceBin, "cluster", "status", "-c", s.file, "--json").Output()
+	if err != nil {
+		t.Fatalf("sluice cluster status: %v", err)
+	}
+	var st schema.ClusterStatus
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatalf("sluice cluster status --json: %v\n%s", err, out)
+	}
+	return st
+}
+
+// TestClusterSwapEveryHost runs wordcount on two hosts and swaps it, through
+// one host's API, for wordcountv2, whose outputs are marked: both hosts
+// switch (sluice cluster status says which module each runs), every key's
+// outputs switch once, from the old module's to the new one's, and every
+// record is counted once. Then a third host starts (a rebalance) while the
+// plugin is swapped again, through another host: both finish, and every
+// host runs the last module (the third loaded the first swap's at start).
+// A rollback through the third host returns every host to the module
+// before; every record is counted once.
+func TestClusterSwapEveryHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two NATS servers and three hosts")
+	}
+	t0 := time.Now()
+	s := startSpread(t, 2, 9000, 50, 2*time.Second, "")
+	v2 := filepath.Join(pluginsDir, "wordcountv2.wasm")
+	code, err := os.ReadFile(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same code under another hash: a version section added.
+	v3 := filepath.Join(s.dir, "wordcountv3.wasm")
+	code3, err := registry.AppendVersion(code, "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(v3, code3, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hash2, hash3 := registry.Hash(code), registry.Hash(code3)
+
+	s.start("h1")
+	s.wait("h1's first outputs", func() bool { return s.outputs() > 0 })
+	s.start("h2")
+	settled := func() bool {
+		a, err := s.c.Assignment(context.Background())
+		return err == nil && a.Migration == nil
+	}
+	s.wait("the groups spread over two hosts", func() bool { return s.owned("h1") == 8 && s.owned("h2") == 8 && settled() })
+	t.Logf("%v: spread over two hosts; swapping through h1", time.Since(t0).Round(time.Second))
+	if out, err := s.swapCount("h1", v2); err != nil {
+		t.Fatalf("sluice plugin swap through h1: %v\n%s", err, out)
+	}
+	s.wait("both hosts run wordcountv2", func() bool { return s.runs(hash2, "h1", "h2") })
+	st := s.status()
+	if st.Versions == nil || !slices.Equal(st.Versions.Switched, []string{"h1", "h2"}) || len(st.Versions.Pending) != 0 {
+		t.Fatalf("cluster status: versions %+v, want h1 and h2 switched, none pending", st.Versions)
+	}
+	for _, h := range st.Hosts {
+		if h.Operators["count"] != hash2 {
+			t.Errorf("cluster status: host %s runs %q, want %s", h.ID, h.Operators["count"], hash2)
+		}
+	}
+
+	// A host joins (the coordinator rebalances) while the plugin is
+	// swapped again, through h2. A swap is refused while groups move; it
+	// is tried again until it lands.
+	t.Logf("%v: both hosts switched; starting h3", time.Since(t0).Round(time.Second))
+	s.start("h3")
+	s.wait("h3 joined and the rebalance begun", func() bool {
+		a, err := s.c.Assignment(context.Background())
+		return err == nil && (a.Migration != nil || s.owned("h3") > 0)
+	})
+	var refusals int
+	s.wait("the swap through h2 recorded", func() bool {
+		out, err := s.swapCount("h2", v3)
+		if err != nil {
+			if !strings.Contains(out, "migration") {
+				t.Fatalf("sluice plugin swap through h2: %v, and not for a migration in progress:\n%s", err, out)
+			}
+			refusals++
+		}
+		return err == nil
+	})
+	t.Logf("the swap was refused %d times while key groups moved", refusals)
+	s.wait("the groups spread over three hosts, every host running the last module", func() bool {
+		return s.owned("h3") >= 5 && settled() && s.runs(hash3, "h1", "h2", "h3")
+	})
+	t.Logf("%v: three hosts, every one running the last module", time.Since(t0).Round(time.Second))
+	// h3 started after the first swap: it loaded the recorded module, not
+	// the file's.
+	if log, err := os.ReadFile(filepath.Join(s.dir, "h3.log")); err != nil || !strings.Contains(string(log), `"msg":"loading the module the cluster records, not the pipeline file's","pipeline":"spread","operator":"count"`) {
+		t.Errorf("h3 did not start with the module the cluster records (%v):\n%s", err, log)
+	}
+	// A rollback through h3 returns every host to the module before
+	// h3's current one: wordcountv2.
+	if out, err := exec.Command(sluiceBin, "plugin", "rollback", "--data-dir", filepath.Join(s.dir, "h3"), "--operator", "count").CombinedOutput(); err != nil {
+		t.Fatalf("sluice plugin rollback through h3: %v\n%s", err, out)
+	}
+	s.wait("every host back on wordcountv2", func() bool { return s.runs(hash2, "h1", "h2", "h3") })
+	if a, err := s.c.Assignment(context.Background()); err != nil || a.Versions.Operators["count"].Reason != cluster.ReasonRollback {
+		t.Fatalf("the record after the rollback: %+v, %v; want a rollback", a, err)
+	}
+	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
+	t.Logf("%v: every record counted", time.Since(t0).Round(time.Second))
+	s.check()
+	s.checkSwitch()
+	// One at a time: each hands its groups to the hosts still running.
+	s.stop("h3")
+	s.stop("h2")
+	s.stop("h1")
+}
+
+// TestClusterStatusVersionsText checks the text of the versions part of
+// sluice cluster status.
+func TestClusterStatusVersionsText(t *testing.T) {
+	st := &schema.ClusterStatus{
+		Hosts: []schema.ClusterHost{
+			{ID: "h1", Live: true, Operators: map[string]string{"count": strings.Repeat("a", 64)}},
+			{ID: "h2", Live: true, Operators: map[string]string{"count": strings.Repeat("b", 64)}},
+		},
+		Versions: &schema.ClusterVersions{Epoch: 3, Switched: []string{"h1"}, Pending: []string{"h2"},
+			Operators: []schema.ClusterOperatorVersion{{Operator: "count", SHA256: strings.Repeat("a", 64), Name: "v2.wasm", Epoch: 3, Reason: cluster.ReasonSwap, Host: "h1"}}},
+	}
+	var b strings.Builder
+	if err := printVersions(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"plugin versions: epoch 3, swap in progress: switched h1; not yet h2",
+		"count     v2.wasm  aaaaaaaaaaaa  3      swap    h1",
+		"h1    count     aaaaaaaaaaaa  yes",
+		"h2    count     bbbbbbbbbbbb  no",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the status does not hold %q:\n%s", want, b.String())
+		}
+	}
+}

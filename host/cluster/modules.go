@@ -1,0 +1,76 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrModuleNotFound is matched, with errors.Is, by the error of a module
+// the cluster's module store does not hold.
+var ErrModuleNotFound = errors.New("module not in the cluster's module store")
+
+// ModuleBucketName returns the name of the JetStream object store that
+// holds the modules swapped into pipeline's operators, by SHA-256.
+func ModuleBucketName(pipeline string) string { return "sluice-modules-" + pipeline }
+
+// Modules is the pipeline's module store: every module a swap recorded,
+// named by its SHA-256, so that every host can fetch the module the
+// versions record names.
+type Modules struct {
+	name string
+	obs  jetstream.ObjectStore
+}
+
+// OpenModules creates the pipeline's module store if it does not exist,
+// or binds to it.
+func OpenModules(ctx context.Context, js jetstream.JetStream, pipeline string, replicas int) (*Modules, error) {
+	if replicas == 0 {
+		replicas = 1
+	}
+	name := ModuleBucketName(pipeline)
+	obs, err := js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: name, Replicas: replicas,
+		Description: "sluice cluster of pipeline " + pipeline + ": modules swapped in, by SHA-256"})
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		obs, err = js.ObjectStore(ctx, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: module store %s: %w", name, err)
+	}
+	return &Modules{name: name, obs: obs}, nil
+}
+
+// Put stores module under its SHA-256, which it returns; a module stored
+// already is not sent again.
+func (m *Modules) Put(ctx context.Context, module []byte) (string, error) {
+	sum := sha256.Sum256(module)
+	hash := hex.EncodeToString(sum[:])
+	if _, err := m.obs.GetInfo(ctx, hash); err == nil {
+		return hash, nil
+	}
+	if _, err := m.obs.Put(ctx, jetstream.ObjectMeta{Name: hash}, bytes.NewReader(module)); err != nil {
+		return "", fmt.Errorf("cluster: module store %s: put %s: %w", m.name, hash, err)
+	}
+	return hash, nil
+}
+
+// Get returns the module whose SHA-256 is hash, checked against it. A
+// module the store does not hold is an error matching ErrModuleNotFound.
+func (m *Modules) Get(ctx context.Context, hash string) ([]byte, error) {
+	data, err := m.obs.GetBytes(ctx, hash)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, fmt.Errorf("cluster: module store %s: %s: %w", m.name, hash, ErrModuleNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: module store %s: get %s: %w", m.name, hash, err)
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != hash {
+		return nil, fmt.Errorf("cluster: module store %s: object %s holds a module whose SHA-256 is %x", m.name, hash, sum)
+	}
+	return data, nil
+}
