@@ -176,9 +176,17 @@ func (s *spread) wait(what string, cond func() bool) {
 	}
 }
 
-// check checks the output stream: for each key, the counts 1 to n once
-// each.
-func (s *spread) check() {
+// output is one record of the output stream: a key's count, made by
+// plugins/wordcount or, marked "v2:", by testdata/wordcountv2 once a test
+// swapped it in.
+type output struct {
+	key   string
+	count int
+	v2    bool
+}
+
+// read reads the output stream from its first record to its last.
+func (s *spread) read() []output {
 	t := s.t
 	t.Helper()
 	ctx := context.Background()
@@ -190,20 +198,29 @@ func (s *spread) check() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	perKey := map[string][]int{}
+	var outs []output
 	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
 		m, err := st.GetMsg(ctx, seq)
 		if err != nil {
 			t.Fatalf("output %d: %v", seq, err)
 		}
-		// A count by plugins/wordcount, or by testdata/wordcountv2
-		// (marked "v2:") once a test swapped it in.
 		n, err := strconv.Atoi(strings.TrimPrefix(string(m.Data), "v2:"))
-		if err != nil {
+		if err != nil || n < 1 {
 			t.Fatalf("output %d: %q is not a count", seq, m.Data)
 		}
-		k := m.Header.Get("Sluice-Key")
-		perKey[k] = append(perKey[k], n)
+		outs = append(outs, output{key: m.Header.Get("Sluice-Key"), count: n, v2: strings.HasPrefix(string(m.Data), "v2:")})
+	}
+	return outs
+}
+
+// check checks the output stream: for each key, the counts 1 to n once
+// each.
+func (s *spread) check() {
+	t := s.t
+	t.Helper()
+	perKey := map[string][]int{}
+	for _, o := range s.read() {
+		perKey[o.key] = append(perKey[o.key], o.count)
 	}
 	if len(perKey) != s.keys {
 		t.Errorf("%d keys counted, want %d", len(perKey), s.keys)

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,33 +49,13 @@ func (s *spread) runs(hash string, ids ...string) bool {
 // marks returns, for each key, which of its counts 1 to n were made by
 // testdata/wordcountv2 (their output marked "v2:").
 func (s *spread) marks() map[string][]bool {
-	t := s.t
-	t.Helper()
-	ctx := context.Background()
-	st, err := s.js.Stream(ctx, "OUT")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.t.Helper()
 	out := map[string][]bool{}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := st.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("output %d: %v", seq, err)
+	for _, o := range s.read() {
+		for len(out[o.key]) < o.count {
+			out[o.key] = append(out[o.key], false)
 		}
-		v2 := strings.HasPrefix(string(m.Data), "v2:")
-		n, err := strconv.Atoi(strings.TrimPrefix(string(m.Data), "v2:"))
-		if err != nil || n < 1 {
-			t.Fatalf("output %d: %q is not a count", seq, m.Data)
-		}
-		k := m.Header.Get("Sluice-Key")
-		for len(out[k]) < n {
-			out[k] = append(out[k], false)
-		}
-		out[k][n-1] = v2
+		out[o.key][o.count-1] = o.v2
 	}
 	return out
 }
