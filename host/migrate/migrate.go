@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/host/checkpoint"
@@ -407,29 +408,68 @@ func (h *Host) install(ctx context.Context, id string, groups []int, orphaned ma
 	return nil
 }
 
+// fetchers bounds the downloads of one install that run at once. A
+// download is mostly round trips to the NATS server (the object's info,
+// then its chunks through a consumer of its own), so a failover's groups,
+// read one at a time, took their count times a round trip; a few at once
+// overlap those without flooding the server.
+const fetchers = 8
+
 // fetch reads groups' states from the bucket (from the warm copies of the
-// replicated ones), and returns them with the groups taken over empty (an
-// orphaned group without a checkpoint).
+// replicated ones), up to fetchers at once, and returns them in the order
+// of groups with the groups taken over empty (an orphaned group without a
+// checkpoint). Of several groups that cannot be read, it returns the
+// error of the first in groups; a group that cannot be read is reported
+// before one the host must wait to install (ErrNewerVersion), which Run
+// waits on quietly.
 func (h *Host) fetch(ctx context.Context, groups []int, orphaned map[int]bool) (states []exec.GroupState, empty []int, err error) {
-	states = make([]exec.GroupState, 0, len(groups))
 	var replicated []int
 	if h.replica != nil {
 		replicated = h.replica.Groups()
 	}
-	for _, kg := range groups {
-		var g *checkpoint.Group
-		if _, ok := slices.BinarySearch(replicated, kg); ok {
-			g, _, err = h.replica.Get(ctx, kg)
-		} else {
-			g, err = h.Checkpoints.Get(ctx, kg)
+	got := make([]*checkpoint.Group, len(groups))
+	errs := make([]error, len(groups))
+	// A failure stops the downloads not yet begun, not those in flight:
+	// a download's context cancelled at the wrong moment can leave the
+	// NATS client's delivery goroutine blocked on a pipe nobody reads.
+	var failed atomic.Bool
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(fetchers, len(groups)) {
+		wg.Go(func() {
+			for i := range next {
+				kg := groups[i]
+				if _, ok := slices.BinarySearch(replicated, kg); ok {
+					got[i], _, errs[i] = h.replica.Get(ctx, kg)
+				} else {
+					got[i], errs[i] = h.Checkpoints.Get(ctx, kg)
+				}
+				if errs[i] != nil && !(errors.Is(errs[i], checkpoint.ErrNotFound) && orphaned[kg]) {
+					failed.Store(true)
+				}
+			}
+		})
+	}
+	for i := range groups {
+		if failed.Load() {
+			break
 		}
-		if errors.Is(err, checkpoint.ErrNotFound) && orphaned[kg] {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil && !(errors.Is(err, checkpoint.ErrNotFound) && orphaned[groups[i]]) {
+			return nil, nil, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, groups[i], err)
+		}
+	}
+	states = make([]exec.GroupState, 0, len(groups))
+	for i, kg := range groups {
+		g := got[i]
+		if g == nil { // orphaned, and never checkpointed
 			states = append(states, h.Job.EmptyGroup(kg))
 			empty = append(empty, kg)
 			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, kg, err)
 		}
 		if own := h.epoch(); g.Epoch > own {
 			return nil, nil, fmt.Errorf("migrate: %s: key group %d: %w: it was checkpointed at plugin versions epoch %d, this host runs epoch %d; it installs it once it has switched",

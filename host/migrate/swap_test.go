@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
+	"github.com/sluicehq/sluice/host/checkpoint"
 	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/migrate"
 )
@@ -181,6 +182,67 @@ func TestFailoverDoesNotWaitForASwap(t *testing.T) {
 	epochB.Store(1)
 	waitFor(t, func() bool {
 		tbl, err := b.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration == nil
+	})
+	waitFor(t, func() bool { return out.len() >= len(keys) })
+	checkCounts(t, out, keys)
+}
+
+// TestInstallNamesTheGroupItCannotRead moves every key group from host a
+// to host b, which runs an older epoch so that it does not install them
+// on its own, and deletes one group's checkpoint from the bucket: b's
+// install, which reads the groups several at once, fails naming that
+// group as not found (not as a download the failure cancelled), installs
+// none, and, once b switches and the group is back in the bucket, the
+// migration ends with every record counted once.
+func TestInstallNamesTheGroupItCannotRead(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, js, in := setup(t, ctx)
+	out := &outputs{byID: map[string]abi.Record{}}
+	var epochA, epochB atomic.Uint64
+	epochA.Store(1)
+	a := startHost(t, ctx, nc, js, "a", out, true, hostOpts{epoch: &epochA})
+	b := startHost(t, ctx, nc, js, "b", out, false, hostOpts{epoch: &epochB})
+	keys := make([]string, 200)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i*7%23)
+	}
+	publish(t, ctx, in, keys[:100], 0)
+	waitFor(t, func() bool { return out.len() >= 100 })
+	if _, err := migrate.Start(ctx, a.mig.Cluster, "all", slices.Repeat([]string{"b"}, groups), cluster.AllAtOnce(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		tbl, err := a.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration != nil && tbl.Migration.Steps[0].State == cluster.StepReleased
+	})
+	obs, err := js.ObjectStore(ctx, a.mig.Checkpoints.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lost = groups / 2
+	saved, err := obs.GetBytes(ctx, checkpoint.ObjectName(lost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.Delete(ctx, checkpoint.ObjectName(lost)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.mig.Step(ctx)
+	if !errors.Is(err, checkpoint.ErrNotFound) || !strings.Contains(err.Error(), "key group "+strconv.Itoa(lost)+":") {
+		t.Fatalf("b installing with group %d's checkpoint gone: %v, want ErrNotFound naming the group", lost, err)
+	}
+	if got := b.job.Groups(); len(got) != 0 {
+		t.Fatalf("b owns %v after a failed install, want none", got)
+	}
+	if _, err := obs.PutBytes(ctx, checkpoint.ObjectName(lost), saved); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ctx, in, keys[100:], 100)
+	epochB.Store(1)
+	waitFor(t, func() bool {
+		tbl, err := a.mig.Cluster.Assignment(ctx)
 		return err == nil && tbl.Migration == nil
 	})
 	waitFor(t, func() bool { return out.len() >= len(keys) })
