@@ -180,3 +180,19 @@ func TestPageCarriesStatus(t *testing.T) {
 		t.Errorf("the page with a reader the API refuses: first status %q, want null", m)
 	}
 }
+
+// TestPageStatusStaysData: a status whose text would close the page's
+// script element (had the API's JSON not escaped it) stays data.
+func TestPageStatusStaysData(t *testing.T) {
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"pipeline":"</script><script>alert(1)</script>"}`)
+	})
+	h, err := dashboard.Mount(api, dashboard.Options{Version: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := get(t, h, "/").Body.String(); strings.Contains(page, "<script>alert") || !strings.Contains(page, `"pipeline":"\u003c/script\u003e`) {
+		t.Errorf("the status broke out of its element:\n%s", page)
+	}
+}
