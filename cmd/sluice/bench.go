@@ -20,11 +20,12 @@ func newBenchCmd() *cobra.Command {
 		cpuProfile string
 		noTimeout  bool
 		dashboard  bool
+		rounds     int
 		engine     string
 		logs       logFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "bench [--quick] [--json FILE] [--only wasm|nats|keyed] [--no-call-timeout] [--dashboard] [--engine wazero|wasmtime] [--cpuprofile FILE]",
+		Use:   "bench [--quick] [--json FILE] [--only wasm|nats|keyed] [--no-call-timeout] [--dashboard] [--rounds N] [--engine wazero|wasmtime] [--cpuprofile FILE]",
 		Short: "Measure the user-level figures: Wasm call path, NATS pipeline, keyed state commits",
 		Long: `Build the example plugins (upper, wordcount) from source and measure:
 
@@ -39,6 +40,8 @@ func newBenchCmd() *cobra.Command {
          with --dashboard, each round's pipeline runs twice with the job's
          event stream served on 127.0.0.1, a page open (a client decoding
          every event) and closed, interleaved, and reports open over closed;
+         --rounds sets its rounds per message size (3; 1 with --quick): the
+         medians of more rounds stand better against a noisy machine;
   keyed  generator -> wordcount (keyed state) -> discard with Pebble commits:
          records per second and the cost of one commit.
 
@@ -64,6 +67,12 @@ wasmtime tag): the wasm suite then compares native Go with wasmtime.`,
 					}
 					opts.Suites = append(opts.Suites, s)
 				}
+			}
+			if rounds < 0 {
+				return &usageError{fmt.Sprintf("--rounds %d: want a positive number of rounds", rounds)}
+			}
+			if rounds > 0 {
+				opts.NATS.Rounds = rounds
 			}
 			if err := checkEngineFlag(engine); err != nil {
 				return err
@@ -119,6 +128,7 @@ wasmtime tag): the wasm suite then compares native Go with wasmtime.`,
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these suites: wasm, nats, keyed (repeat or separate with commas)")
 	cmd.Flags().BoolVar(&noTimeout, "no-call-timeout", false, "run the nats and keyed pipelines' plugins without the call timeout, to see what the deadline costs them (wasm always measures both)")
 	cmd.Flags().BoolVar(&dashboard, "dashboard", false, "nats: run each pipeline round with the event stream served, once with a dashboard page reading it and once without, and report open over closed")
+	cmd.Flags().IntVar(&rounds, "rounds", 0, "nats: rounds per message size, each a raw, a relay and a pipeline run (two with --dashboard); 0: 3, or 1 with --quick")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (not the plugin build) to this file")
 	registerEngineFlag(cmd, &engine)
 	logs.register(cmd, "info")

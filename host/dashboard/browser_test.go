@@ -75,7 +75,7 @@ dead_letter: {path: dead.jsonl}
 
 // chromium finds Debian's Chromium (or another Chrome), or skips the test
 // unless SLUICE_REQUIRE_TOOLCHAINS=1, as the other toolchain tests do.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
@@ -90,7 +90,7 @@ func chromium(t *testing.T) string {
 
 // host starts the pipeline text in dir with the given plugins, its API on
 // a free port, and runs it until the test ends.
-func host(t *testing.T, dir, text string, plugins map[string][]byte) *runner.Host {
+func host(t testing.TB, dir, text string, plugins map[string][]byte) *runner.Host {
 	t.Helper()
 	for name, code := range plugins {
 		if err := os.WriteFile(filepath.Join(dir, name), code, 0o644); err != nil {

@@ -6,6 +6,7 @@
 "use strict";
 
 (() => {
+  performance.mark("sluice-script");
   const HISTORY = 300; // seconds of history the charts show
   const TOKEN_KEY = "sluice-token";
   const PHASES = [
@@ -22,13 +23,14 @@
     token: sessionStorage.getItem(TOKEN_KEY) || "",
     version: meta("sluice-version"),
     started: Date.parse(meta("sluice-started")) || Date.now(),
-    samples: [], // {t: seconds, st: status}, one per second, oldest first
+    samples: [], // {t: seconds, st: status, early}, one per second, oldest first
     last: null, // the latest status
     page: null, // the page shown: {name, update()}
     graphKey: "",
     wantToken: null, // resolves when a token is entered
     swapResults: {}, // the last swap's or rollback's answer per operator
     cluster: null, // GET /api/v1/cluster's first answer; null when the host runs in no cluster
+    charts: null, // uPlot: null until loadCharts asks for it, then "loading", "loaded"
   };
 
   // h makes an element: h("div", {class: "x"}, "text", child...). Text is
@@ -144,11 +146,18 @@
       else if (line.startsWith("data: ")) data += line.slice(6);
     }
     if (name !== "status") return;
-    const st = JSON.parse(data);
+    show(JSON.parse(data));
+  }
+
+  // show takes a status: the event stream's, or the one the page came
+  // with (early: read some time before the page ran, so the stream's
+  // first event replaces its sample rather than make a rate with it).
+  function show(st, early) {
+    if (!document.body.dataset.ready) performance.mark("sluice-first-status");
     const t = Math.floor(Date.now() / 1000);
     const last = state.samples[state.samples.length - 1];
-    if (last && last.t === t) last.st = st;
-    else state.samples.push({ t, st });
+    if (last && (last.t === t || last.early)) Object.assign(last, { t, st, early });
+    else state.samples.push({ t, st, early });
     while (state.samples.length > HISTORY + 1) state.samples.shift();
     state.last = st;
     notice("");
@@ -160,6 +169,7 @@
     if (!document.body.dataset.ready && state.page) {
       document.body.dataset.ready = "1";
       document.body.dataset.readyMs = String(Math.round(performance.now()));
+      setTimeout(loadCharts, 0);
     }
   }
 
@@ -203,13 +213,35 @@
     return b.bounds[b.bounds.length - 1];
   }
 
-  // chart is a live uPlot chart over some series.
+  // loadCharts loads the charts' library, uPlot, and draws the page again
+  // once it is there. The page loads it after it has drawn its first
+  // status rather than with the page: evaluating it (it sets up its number
+  // and date formats) would delay that first drawing, and a chart has no
+  // point to draw before the second status anyway.
+  function loadCharts() {
+    if (state.charts) return;
+    state.charts = "loading";
+    const script = h("script", { src: meta("sluice-charts") });
+    script.addEventListener("load", () => {
+      state.charts = "loaded";
+      if (state.page && state.page.update && state.last) state.page.update(state.last);
+    });
+    script.addEventListener("error", () => {
+      state.charts = null;
+      notice("The charts' library did not load: reload the page to try again.");
+    });
+    document.head.append(script);
+  }
+
+  // chart is a live uPlot chart over some series; it draws nothing until
+  // the library is loaded (loadCharts).
   function chart(id, title, unit, defs) {
     const box = h("div", { class: "chart", id, "data-points": "0" });
     const panel = h("div", { class: "panel" }, h("div", { class: "muted" }, title), box);
     let u = null;
     const colors = ["#2f6fde", "#2f9e62", "#d64545", "#f5a524", "#8e6bd8"];
     const update = () => {
+      if (state.charts !== "loaded") return;
       const cols = defs.map((d) => series(d.f));
       const xs = cols.length ? cols[0][0] : [];
       const data = [xs, ...cols.map((c) => c[1])];
@@ -225,6 +257,7 @@
           axes: [{}, { values: (_, ticks) => ticks.map((v) => fmt(v) + unit), size: 60 }],
           series: [{}, ...defs.map((d, i) => ({ label: d.label, stroke: colors[i % colors.length], width: 1.5, spanGaps: false }))],
         }, data, box);
+        if (!performance.getEntriesByName("sluice-first-chart").length) performance.mark("sluice-first-chart");
       } else {
         u.setData(data);
       }
@@ -962,6 +995,11 @@
   setInterval(() => { if (state.page && state.page.name === "overview") set("t-uptime", fmtDuration(Date.now() - state.started)); }, 1000);
   setConn("connecting…");
   route();
+  // The page comes with the status when the host lets anyone read it
+  // (not with http.auth: all): drawn at once, without waiting for the
+  // event stream's first event.
+  const first = document.getElementById("first-status");
+  if (first && first.textContent.trim() !== "null") show(JSON.parse(first.textContent), true);
   detectCluster();
   stream();
 })();
