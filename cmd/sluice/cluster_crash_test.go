@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
 	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/migrate"
+	"github.com/sluicehq/sluice/host/registry"
 )
 
 // spreadWordCount counts generated records by key on several hosts that
@@ -427,11 +428,15 @@ func TestClusterKillDestinationMidMigration(t *testing.T) {
 // TestClusterNemesis runs a pipeline on three hosts while a random
 // schedule of faults hits them: hosts killed with SIGKILL, stopped with
 // SIGTERM (they hand their groups over), started again on their data
-// directories, and key groups moved to a random host with `sluice cluster
-// move` (which may be refused while another migration runs). At least one
-// host runs throughout. At the end every host runs again, and every record
-// must have been counted exactly once: the output stream holds, for each
-// key, the counts 1 to n once each. The schedule is drawn from a seed the
+// directories, key groups moved to a random host with `sluice cluster
+// move` (which may be refused while another migration runs), and the
+// operator's plugin swapped on every host, or rolled back, through a
+// random host with `sluice plugin swap` and `rollback` (refused while a
+// migration runs), racing the migrations the other faults start. At least
+// one host runs throughout. At the end every host runs again and runs the
+// module the cluster records, and every record must have been counted
+// exactly once: the output stream holds, for each key, the counts 1 to n
+// once each. The schedule is drawn from a seed the
 // test logs; SLUICE_NEMESIS_SEED repeats it, SLUICE_NEMESIS_STEPS sets its
 // length (default 6).
 func TestClusterNemesis(t *testing.T) {
@@ -456,6 +461,21 @@ func TestClusterNemesis(t *testing.T) {
 	t.Logf("schedule seed %d (SLUICE_NEMESIS_SEED=%d repeats it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	s := startSpread(t, 2, 4500, 50, 2*time.Second, "")
+	// The modules a swap picks from: wordcountv2, and the same code under
+	// another hash. Both mark their outputs "v2:", which check accepts.
+	v2 := filepath.Join(pluginsDir, "wordcountv2.wasm")
+	code, err := os.ReadFile(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code3, err := registry.AppendVersion(code, "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v3 := filepath.Join(s.dir, "wordcountv3.wasm")
+	if err := os.WriteFile(v3, code3, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ids := []string{"h1", "h2", "h3"}
 	up := map[string]bool{}
 	for _, id := range ids {
@@ -487,7 +507,7 @@ func TestClusterNemesis(t *testing.T) {
 	for step := range steps {
 		before := s.outputs()
 		// The faults possible now: one host runs throughout.
-		ops := []string{"move"}
+		ops := []string{"move", "swap"}
 		if running() >= 2 {
 			ops = append(ops, "kill", "stop")
 		}
@@ -526,6 +546,14 @@ func TestClusterNemesis(t *testing.T) {
 			groups = slices.Compact(groups)
 			out, err := exec.Command(sluiceBin, "cluster", "move", "-c", s.file, "--groups", strings.Join(groups, ","), "--to", to, "--batch", strconv.Itoa(rng.IntN(3))).CombinedOutput()
 			t.Logf("step %d: move %v to %s: %v %s", step, groups, to, err, strings.TrimSpace(string(out)))
+		case "swap":
+			through := pick(true)
+			args := []string{"plugin", "rollback", "--data-dir", filepath.Join(s.dir, through), "--operator", "count"}
+			if n := rng.IntN(3); n < 2 {
+				args = []string{"plugin", "swap", "--data-dir", filepath.Join(s.dir, through), "--operator", "count", []string{v2, v3}[n]}
+			}
+			out, err := exec.Command(sluiceBin, args...).CombinedOutput()
+			t.Logf("step %d: %s %s through %s: %v %s", step, args[1], args[len(args)-1], through, err, strings.TrimSpace(string(out)))
 		}
 		// Let the fault play out a little: more records counted (or all).
 		time.Sleep(500 * time.Millisecond)
@@ -539,5 +567,18 @@ func TestClusterNemesis(t *testing.T) {
 	}
 	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
 	s.check()
+	s.wait("every host running the module the cluster records", func() bool {
+		if !s.open() {
+			return false
+		}
+		a, err := s.c.Assignment(context.Background())
+		if err != nil {
+			return false
+		}
+		if a.Versions == nil {
+			return true // no swap recorded: every host runs the file's
+		}
+		return s.runs(a.Versions.Operators["count"].SHA256, ids...)
+	})
 	s.stop(ids...)
 }

@@ -32,6 +32,12 @@ import (
 // wordcount is the word count plugin's module, built once in TestMain.
 var wordcount []byte
 
+// compileCache is the directory of the compilation cache every test
+// host's engine shares, made in TestMain: the module is compiled once,
+// not once per host (under the race detector on a loaded machine one
+// compile can take most of a test's deadline).
+var compileCache string
+
 func TestMain(m *testing.M) {
 	mods, err := wasmbuild.GoModules(context.Background(), map[string]string{"wordcount": "../../plugins/wordcount"})
 	if err != nil {
@@ -39,7 +45,15 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	wordcount = mods["wordcount"]
+	if compileCache, err = os.MkdirTemp("", "migrate-test-cache-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	goleak.VerifyTestMain(m,
+		goleak.Cleanup(func(code int) {
+			_ = os.RemoveAll(compileCache)
+			os.Exit(code)
+		}),
 		// nats.go's object store Put can leave its reconnect listener
 		// waiting on a channel it cleared (see package checkpoint's tests).
 		goleak.IgnoreTopFunction("github.com/nats-io/nats.go/jetstream.(*jetStream).resetPendingAcksOnReconnect"))
@@ -134,7 +148,7 @@ func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.Je
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := wasm.NewWazero(ctx, wasm.NewConfig().WithHostModules(plugin.HostModule()))
+	eng, err := wasm.NewWazero(ctx, wasm.NewConfig().WithHostModules(plugin.HostModule()).WithCacheDir(compileCache))
 	if err != nil {
 		t.Fatal(err)
 	}
