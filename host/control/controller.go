@@ -555,7 +555,10 @@ const (
 // nothing is worse. Nor is a decision blamed for a delay that rose while
 // a backlog that grew before it went on growing: the delay of a growing
 // backlog rises whatever is done, until the growth stops, so a decision
-// taken then is judged by the growth alone. The growth it is judged by
+// taken then is judged by the growth alone; nor for a delay that rose
+// while the backlog shrinks after it (by over 5% of the read rate): the
+// job works off records that waited, whose delays rise as it catches up.
+// The growth it is judged by
 // is the part it answers for, at the load it was taken under: the growth
 // before plus the drop of the rate read, so a backlog that grows faster
 // because records arrive faster, while the job reads as much as before
@@ -565,7 +568,8 @@ func Worse(before, after Effect, low float64) (bool, string) {
 		return false, ""
 	}
 	growing := before.BacklogGrowth > 0.05*before.ReadRate
-	if !growing && after.Delay > worseRatio*before.Delay && after.Delay > low {
+	draining := after.BacklogGrowth < -0.05*after.ReadRate
+	if !growing && !draining && after.Delay > worseRatio*before.Delay && after.Delay > low {
 		return true, fmt.Sprintf("the worst delay rose from %s to %s", seconds(before.Delay), seconds(after.Delay))
 	}
 	// The growth the decision is answerable for: the growth before plus

@@ -84,10 +84,12 @@ var ErrBadConfig = errors.New("control: bad configuration")
 // whose predicted delays, sorted from the highest, are the lowest is
 // proposed when it brings every worker's predicted delay to at most
 // Lreq. Otherwise workers are added (the operator's groups spread again
-// as the executor spreads them): as many as bring every predicted delay
-// under Lreq, in one decision, or one when no count does (see scaleOut),
-// sized on each group's smoothed arrival rate or its latest interval's
-// when higher. While the arrival rate is rising (the latest interval's
+// as the executor spreads them, or placed off the busiest workers when
+// that spread would overload a slower one): as many as bring every
+// predicted delay under Lreq, in one decision, or one when no count does
+// (see scaleOut), sized on each group's smoothed arrival rate or its
+// latest interval's when higher; none when one more would leave the
+// busiest worker busier than it is (the best move instead, if any). While the arrival rate is rising (the latest interval's
 // over the one before's by more than a tenth, perhaps straddling a step)
 // and the worst delay is under Lreq, the scale-out waits one round, so
 // that it is sized on a whole interval of the new rate. A good operator
@@ -663,11 +665,11 @@ func (l *Latency) scaleOut(loads []workerLoad, groups []float64, n, bound int, m
 // place returns the loads of an operator's workers once its count is k
 // (over the len(loads) it has) with the key groups placed rather than
 // spread: the workers there are keep their groups, and groups then move,
-// one at a time, from the busiest worker (the highest arrival over
-// service rate) to the least busy, the largest group whose move leaves
-// both under the busiest's utilization first, while one does. It
-// returns the moves that take the executor's spread (rebalance) to that
-// placement.
+// one at a time, off the busiest worker (the highest arrival over
+// service rate): the largest group that another worker takes staying
+// under the busiest's utilization, to the worker it leaves the least
+// utilized, while one does. It returns the moves that take the
+// executor's spread (rebalance) to that placement.
 func place(loads []workerLoad, groups []float64, k int) ([]workerLoad, []schema.GroupMove) {
 	var service float64
 	for _, w := range loads {
@@ -698,34 +700,40 @@ func place(loads []workerLoad, groups []float64, k int) ([]workerLoad, []schema.
 		return w.arrival / w.service
 	}
 	for range len(groups) {
-		hi, lo := 0, 0
+		hi := 0
 		for i := range out {
 			if util(out[i]) > util(out[hi]) {
 				hi = i
 			}
-			if util(out[i]) < util(out[lo]) {
-				lo = i
-			}
 		}
-		if hi == lo {
-			break
-		}
-		best := -1
+		// The largest of hi's groups that some other worker takes
+		// staying under hi's utilization, to the worker it leaves the
+		// least utilized.
+		best, to := -1, -1
 		for kg, o := range owners {
 			a := groups[kg]
 			if o != hi || a <= 0 || (best >= 0 && a <= groups[best]) {
 				continue
 			}
-			if (out[lo].arrival+a)/out[lo].service < util(out[hi]) {
-				best = kg
+			tw, tu := -1, util(out[hi])
+			for i := range out {
+				if i == hi || out[i].service <= 0 {
+					continue
+				}
+				if u := (out[i].arrival + a) / out[i].service; u < tu {
+					tw, tu = i, u
+				}
+			}
+			if tw >= 0 {
+				best, to = kg, tw
 			}
 		}
 		if best < 0 {
 			break
 		}
-		owners[best] = lo
+		owners[best] = to
 		out[hi].arrival -= groups[best]
-		out[lo].arrival += groups[best]
+		out[to].arrival += groups[best]
 	}
 	current := make([]int, len(groups))
 	for _, w := range loads {
