@@ -215,7 +215,7 @@ func TestControllerRollsBackAScaleOutThatOverloadsAStraggler(t *testing.T) {
 		once = true
 		return &Proposal{Action: schema.Action{Kind: "set-workers", Operator: "count", To: 3}}
 	}}
-	c, rounds := straggleRig(t, sim, p)
+	_, rounds := straggleRig(t, sim, p)
 	rounds(10)
 	dec, n := p.lastOutcome()
 	if n != 2 || dec.Outcome != OutcomeRolledBack {
@@ -227,7 +227,6 @@ func TestControllerRollsBackAScaleOutThatOverloadsAStraggler(t *testing.T) {
 	if got := len(sim.service); got != 2 {
 		t.Errorf("%d workers after the rollback, want 2", got)
 	}
-	_ = c
 }
 
 // TestControllerPlacesGroupsAfterSetWorkers: a set-workers action that
