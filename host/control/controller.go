@@ -316,7 +316,9 @@ func (c *Controller) apply(ctx context.Context, v *View, proposals []*Proposal, 
 		}
 		if p.Action.Kind == "set-workers" {
 			p.Action.From = workerCount(v.Last(), p.Action.Operator, p.Action.From)
-			p.Action.To = min(max(p.Action.To, c.cfg.MinWorkers), c.cfg.MaxWorkers)
+			if to := min(max(p.Action.To, c.cfg.MinWorkers), c.cfg.MaxWorkers); to != p.Action.To {
+				p.Action.To, p.Action.Moves = to, nil // a placement was for the count proposed
+			}
 			if p.Action.To == p.Action.From {
 				proposals[i] = nil // clamped to nothing
 				continue
@@ -367,15 +369,24 @@ func (c *Controller) apply(ctx context.Context, v *View, proposals []*Proposal, 
 
 // act applies action through the actuator.
 func (c *Controller) act(ctx context.Context, a schema.Action) error {
+	moves := func() map[int]int {
+		m := make(map[int]int, len(a.Moves))
+		for _, g := range a.Moves {
+			m[g.Group] = g.ToWorker
+		}
+		return m
+	}
 	switch a.Kind {
 	case "set-workers":
-		return c.cfg.Actuator.SetWorkers(ctx, a.Operator, a.To)
-	case "move-groups":
-		moves := make(map[int]int, len(a.Moves))
-		for _, m := range a.Moves {
-			moves[m.Group] = m.ToWorker
+		if err := c.cfg.Actuator.SetWorkers(ctx, a.Operator, a.To); err != nil || len(a.Moves) == 0 {
+			return err
 		}
-		return c.cfg.Actuator.MoveGroups(ctx, a.Operator, moves)
+		if err := c.cfg.Actuator.MoveGroups(ctx, a.Operator, moves()); err != nil {
+			return fmt.Errorf("placing key groups after set-workers %s %d -> %d: %w", a.Operator, a.From, a.To, err)
+		}
+		return nil
+	case "move-groups":
+		return c.cfg.Actuator.MoveGroups(ctx, a.Operator, moves())
 	}
 	return fmt.Errorf("control: action %q is not one the controller applies", a.Kind)
 }
@@ -544,26 +555,44 @@ const (
 // nothing is worse. Nor is a decision blamed for a delay that rose while
 // a backlog that grew before it went on growing: the delay of a growing
 // backlog rises whatever is done, until the growth stops, so a decision
-// taken then is judged by the growth alone.
+// taken then is judged by the growth alone; nor for a delay that rose
+// while the backlog shrinks after it (by over 5% of the read rate): the
+// job works off records that waited, whose delays rise as it catches up.
+// The growth it is judged by
+// is the part it answers for, at the load it was taken under: the growth
+// before plus the drop of the rate read, so a backlog that grows faster
+// because records arrive faster, while the job reads as much as before
+// or more, is not the decision's doing.
 func Worse(before, after Effect, low float64) (bool, string) {
 	if after.ReadRate+after.BacklogGrowth > loadRise*(before.ReadRate+before.BacklogGrowth) {
 		return false, ""
 	}
 	growing := before.BacklogGrowth > 0.05*before.ReadRate
-	if !growing && after.Delay > worseRatio*before.Delay && after.Delay > low {
+	draining := after.BacklogGrowth < -0.05*after.ReadRate
+	if !growing && !draining && after.Delay > worseRatio*before.Delay && after.Delay > low {
 		return true, fmt.Sprintf("the worst delay rose from %s to %s", seconds(before.Delay), seconds(after.Delay))
 	}
+	// The growth the decision is answerable for: the growth before plus
+	// what the job reads less than before. Records that arrive faster
+	// (by under loadRise) grow the backlog whatever was decided; a job
+	// that reads as much as before or more did not make it grow faster.
+	growth := before.BacklogGrowth + max(before.ReadRate-after.ReadRate, 0)
 	floor := 0.05 * after.ReadRate
-	if after.BacklogGrowth > worseRatio*max(before.BacklogGrowth, 0) && after.BacklogGrowth > floor {
-		return true, fmt.Sprintf("the backlog grows by %.0f records/s, %.0f before", after.BacklogGrowth, before.BacklogGrowth)
+	if min(after.BacklogGrowth, growth) > worseRatio*max(before.BacklogGrowth, 0) && after.BacklogGrowth > floor {
+		return true, fmt.Sprintf("the backlog grows by %.0f records/s, %.0f before, and %.0f records/s are read, %.0f before",
+			after.BacklogGrowth, before.BacklogGrowth, after.ReadRate, before.ReadRate)
 	}
 	return false, ""
 }
 
 // Inverse returns the action that undoes a: the groups moved back to
-// their workers, or the worker count set back.
+// their workers, or the worker count set back (the groups a set-workers
+// placed go where the executor spreads them).
 func Inverse(a schema.Action) schema.Action {
 	inv := schema.Action{Kind: a.Kind, Operator: a.Operator, From: a.To, To: a.From}
+	if a.Kind == "set-workers" {
+		return inv
+	}
 	for _, m := range a.Moves {
 		inv.Moves = append(inv.Moves, schema.GroupMove{Group: m.Group, FromWorker: m.ToWorker, ToWorker: m.FromWorker, FromHost: m.ToHost, ToHost: m.FromHost})
 	}
@@ -605,6 +634,9 @@ func Condition(v *View, high time.Duration) string {
 func Describe(a schema.Action) string {
 	switch a.Kind {
 	case "set-workers":
+		if len(a.Moves) > 0 {
+			return fmt.Sprintf("set-workers %s %d -> %d, %s placed", a.Operator, a.From, a.To, keyGroups(len(a.Moves)))
+		}
 		return fmt.Sprintf("set-workers %s %d -> %d", a.Operator, a.From, a.To)
 	case "move-groups":
 		// By pair of workers, in the order the moves first name them;

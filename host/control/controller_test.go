@@ -474,18 +474,23 @@ func TestWorse(t *testing.T) {
 		before, after Effect
 		want          bool
 	}{
-		{Effect{Delay: 0.1}, Effect{Delay: 0.15}, false},                                                                      // 1.5x is not over 1.5x
-		{Effect{Delay: 0.1}, Effect{Delay: 0.16}, true},                                                                       // over 1.5x and l_low
-		{Effect{Delay: 0.002}, Effect{Delay: 0.04}, false},                                                                    // 20x, but under l_low
-		{Effect{Delay: 0.2}, Effect{Delay: 0.1}, false},                                                                       // better
-		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 40, ReadRate: 1000}, false},                                            // under 5% of the read rate
-		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 60, ReadRate: 1000}, true},                                             // a backlog now growing
-		{Effect{BacklogGrowth: 100}, Effect{BacklogGrowth: 140, ReadRate: 1000}, false},                                       // growing as before
-		{Effect{BacklogGrowth: 100, ReadRate: 1000}, Effect{BacklogGrowth: 160, ReadRate: 1000}, true},                        // growing faster
-		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 300}, false},                     // the load rose 30%
-		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 200}, true},                      // the load rose 20%
-		{Effect{Delay: 0.5, ReadRate: 1000, BacklogGrowth: 200}, Effect{Delay: 2, ReadRate: 1100, BacklogGrowth: 100}, false}, // a growing backlog's delay rose; the growth slowed
-		{Effect{Delay: 0.5, ReadRate: 1000, BacklogGrowth: 100}, Effect{Delay: 2, ReadRate: 1000, BacklogGrowth: 200}, true},  // it grows faster
+		{Effect{Delay: 0.1}, Effect{Delay: 0.15}, false},                                                                           // 1.5x is not over 1.5x
+		{Effect{Delay: 0.1}, Effect{Delay: 0.16}, true},                                                                            // over 1.5x and l_low
+		{Effect{Delay: 0.002}, Effect{Delay: 0.04}, false},                                                                         // 20x, but under l_low
+		{Effect{Delay: 0.2}, Effect{Delay: 0.1}, false},                                                                            // better
+		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 40, ReadRate: 1000}, false},                                                 // under 5% of the read rate
+		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 60, ReadRate: 940}, true},                                                   // a backlog now growing: the job reads less
+		{Effect{BacklogGrowth: 100}, Effect{BacklogGrowth: 140, ReadRate: 1000}, false},                                            // growing as before
+		{Effect{BacklogGrowth: 100, ReadRate: 1000}, Effect{BacklogGrowth: 160, ReadRate: 940}, true},                              // growing faster: the job reads less
+		{Effect{BacklogGrowth: 100, ReadRate: 1000}, Effect{BacklogGrowth: 160, ReadRate: 1000}, false},                            // growing faster as records arrive faster, read as before
+		{Effect{BacklogGrowth: 1965, ReadRate: 12080}, Effect{BacklogGrowth: 3787, ReadRate: 12213}, false},                        // a scale-out as a step up goes on (14% more): the job reads more
+		{Effect{BacklogGrowth: 1871, ReadRate: 6129}, Effect{BacklogGrowth: 3883, ReadRate: 4117}, true},                           // a scale-out that slowed the job: it reads a third less
+		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 300}, false},                          // the load rose 30%
+		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 200}, true},                           // the load rose 20%
+		{Effect{Delay: 0.5, ReadRate: 1000, BacklogGrowth: 200}, Effect{Delay: 2, ReadRate: 1100, BacklogGrowth: 100}, false},      // a growing backlog's delay rose; the growth slowed
+		{Effect{Delay: 0.5, ReadRate: 1000, BacklogGrowth: 100}, Effect{Delay: 2, ReadRate: 900, BacklogGrowth: 200}, true},        // it grows faster, the job reading less
+		{Effect{Delay: 0.214, ReadRate: 7980, BacklogGrowth: 21}, Effect{Delay: 0.49, ReadRate: 8436, BacklogGrowth: -436}, false}, // the delay rose as the job works off its backlog
+		{Effect{Delay: 0.214, ReadRate: 7980, BacklogGrowth: 21}, Effect{Delay: 0.49, ReadRate: 7990, BacklogGrowth: 10}, true},    // the delay rose, the backlog as before
 	} {
 		if got, why := Worse(c.before, c.after, low); got != c.want || (got && why == "") {
 			t.Errorf("Worse(%+v, %+v) = %v %q, want %v", c.before, c.after, got, why, c.want)

@@ -52,7 +52,11 @@ func DefaultDS2Config() DS2Config {
 // the view's bounds.
 //
 // A count that was rolled back is not proposed again for its operator
-// until the computed count changes. Transactional operators are never
+// until the computed count changes. A scale-in of a keyed operator is not
+// proposed when, its key groups spread over fewer workers as the
+// executor spreads them, a worker's groups would arrive faster than that
+// worker's own true rate (a straggler, or groups of unequal rates): it
+// would be rolled back. Transactional operators are never
 // resized. A count is proposed (one operator per round, the first in topological
 // order) when it differs from the current one by more than DeadBand, the
 // last Activation rounds computed it, no worker count changed in the
@@ -66,6 +70,10 @@ type DS2 struct {
 	proposedAt time.Time      // when DS2 last proposed
 	streaks    map[string]streak
 	vetoed     map[string]int // operator -> a count rolled back
+	// measured is each worker's last measured true rate, by operator
+	// and worker id: a worker that runs nothing now (its key groups
+	// moved off it) is as slow as it was.
+	measured map[string]map[int]float64
 }
 
 // streak is how many consecutive rounds computed the same count.
@@ -96,7 +104,7 @@ func NewDS2(cfg DS2Config) (*DS2, error) {
 	case cfg.ScalingFactor < 0 || math.IsNaN(cfg.ScalingFactor) || math.IsInf(cfg.ScalingFactor, 0):
 		return nil, fmt.Errorf("%w: ds2 scaling_factor %v is negative or not a number", ErrBadConfig, cfg.ScalingFactor)
 	}
-	return &DS2{cfg: cfg, workers: map[string]int{}, streaks: map[string]streak{}, vetoed: map[string]int{}}, nil
+	return &DS2{cfg: cfg, workers: map[string]int{}, streaks: map[string]streak{}, vetoed: map[string]int{}, measured: map[string]map[int]float64{}}, nil
 }
 
 // Name returns "ds2".
@@ -121,6 +129,7 @@ type ds2Operator struct {
 	outRate     float64 // true output rate per worker
 	selectivity float64
 	target      float64 // target input rate
+	rates       *OperatorRates
 	done        bool
 }
 
@@ -167,6 +176,8 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		op := &last.Operators[i]
 		o := &ds2Operator{sample: op, selectivity: 1}
 		if r, ok := Rates(first, last, op.Name); ok {
+			d.remember(&r)
+			o.rates = &r
 			var recs, out float64
 			var rates []float64
 			for _, w := range r.Workers {
@@ -223,7 +234,7 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		if to, ok := d.vetoed[op.Name]; ok && to != want {
 			delete(d.vetoed, op.Name)
 		}
-		if to, ok := d.vetoed[op.Name]; abs(want-p) <= d.cfg.DeadBand || (ok && to == want) {
+		if to, ok := d.vetoed[op.Name]; abs(want-p) <= d.cfg.DeadBand || (ok && to == want) || (want < p && overloadsAfterScaleIn(o, want, d.measured[op.Name])) {
 			delete(d.streaks, op.Name)
 			continue
 		}
@@ -260,6 +271,73 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		d.proposedAt = last.At
 	}
 	return chosen, nil
+}
+
+// overloadsAfterScaleIn reports whether keyed operator o, with its key
+// groups spread over want workers as the executor spreads them (each
+// group's arrival rate scaled to o's target), would have a worker whose
+// groups arrive faster than its own true rate runs them (the last one
+// measured, known, for a worker that runs nothing now). DS2 sizes for
+// workers alike; a scale-in past what a slower worker (a straggler) or a
+// skewed spread can take would be taken and rolled back.
+func overloadsAfterScaleIn(o *ds2Operator, want int, known map[int]float64) bool {
+	r := o.rates
+	if r == nil || r.GroupArrival == nil {
+		return false
+	}
+	var sum float64
+	for _, a := range r.GroupArrival {
+		sum += a
+	}
+	if sum <= 0 {
+		return false
+	}
+	groups := make([]float64, len(r.GroupArrival))
+	for kg, a := range r.GroupArrival {
+		groups[kg] = a * o.target / sum
+	}
+	loads := make([]workerLoad, 0, len(r.Workers))
+	for _, w := range r.Workers {
+		wl := workerLoad{id: w.ID, groups: w.Groups, service: w.Service}
+		if wl.service <= 0 {
+			wl.service = known[w.ID]
+		}
+		if wl.service <= 0 {
+			wl.service = o.rate
+		}
+		for _, kg := range w.Groups {
+			if kg < len(groups) {
+				wl.arrival += groups[kg]
+			}
+		}
+		loads = append(loads, wl)
+	}
+	if len(loads) == 0 {
+		return false
+	}
+	return worstUtilization(spread(loads, groups, want)) > 1
+}
+
+// remember keeps the true rate of each worker of r that ran records,
+// and forgets the workers r no longer has.
+func (d *DS2) remember(r *OperatorRates) {
+	m := d.measured[r.Name]
+	if m == nil {
+		m = map[int]float64{}
+		d.measured[r.Name] = m
+	}
+	ids := map[int]bool{}
+	for _, w := range r.Workers {
+		ids[w.ID] = true
+		if w.Service > 0 && w.Records > 0 {
+			m[w.ID] = w.Service
+		}
+	}
+	for id := range m {
+		if !ids[id] {
+			delete(m, id)
+		}
+	}
 }
 
 // DS2Workers returns DS2's worker count for an operator whose target

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -372,5 +373,48 @@ func TestDS2SizesAStepUpFromTheLatestInterval(t *testing.T) {
 	}
 	if e := findEvidence(p.Evidence, "arrival rate of source in in the latest interval (higher: sized for)"); e == nil || math.Abs(e.Value-16000) > 1 {
 		t.Errorf("evidence of the latest interval's rate = %+v, want 16000", e)
+	}
+}
+
+// DS2 sizes for workers alike; it takes no scale-in whose even spread of
+// the key groups would give a slower worker more than it runs. Four
+// workers, worker 0 a straggler at 1,667/s whose groups were moved off it
+// (it runs nothing now, and DS2 remembers its rate), the others at
+// 5,000/s, 16 groups of 500/s: two workers alike would do (8,000/s), but
+// the executor's spread over two would give worker 0 half the groups.
+// With worker 0 as fast as the others, DS2 proposes 4 -> 2.
+func TestDS2TakesNoScaleInThatOverloadsASlowerWorker(t *testing.T) {
+	propose := func(straggler float64) *Proposal {
+		sim := newKeyedSim(slices.Repeat([]float64{500}, 16), []float64{straggler, 5000, 5000, 5000})
+		d, err := NewDS2(DS2Config{Interval: time.Second, WarmUp: time.Second, Activation: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples := []Sample{sim.step(0)}
+		var p *Proposal
+		for i := range 6 {
+			if i == 3 {
+				// The straggler detector moves worker 0's groups off it.
+				for kg, o := range sim.owners {
+					if o == 0 {
+						sim.owners[kg] = 1 + kg%3
+					}
+				}
+			}
+			samples = append(samples, sim.step(time.Second))
+			v := viewOf(samples, 3)
+			v.MaxWorkers = 4
+			p, _ = d.Propose(v)
+			if i < 3 && straggler < 5000 && p != nil {
+				t.Fatalf("round %d: proposal %+v while worker 0 has more groups than it runs", i, p.Action)
+			}
+		}
+		return p
+	}
+	if p := propose(1667); p != nil {
+		t.Fatalf("proposal %+v with a straggler, want none", p.Action)
+	}
+	if p := propose(5000); p == nil || p.Action.To != 2 {
+		t.Fatalf("proposal %+v with workers alike, want set-workers 4 -> 2", p)
 	}
 }

@@ -84,10 +84,12 @@ var ErrBadConfig = errors.New("control: bad configuration")
 // whose predicted delays, sorted from the highest, are the lowest is
 // proposed when it brings every worker's predicted delay to at most
 // Lreq. Otherwise workers are added (the operator's groups spread again
-// as the executor spreads them): as many as bring every predicted delay
-// under Lreq, in one decision, or one when no count does (see scaleOut),
-// sized on each group's smoothed arrival rate or its latest interval's
-// when higher. While the arrival rate is rising (the latest interval's
+// as the executor spreads them, or placed off the busiest workers when
+// that spread would overload a slower one): as many as bring every
+// predicted delay under Lreq, in one decision, or one when no count does
+// (see scaleOut), sized on each group's smoothed arrival rate or its
+// latest interval's when higher; none when one more would leave the
+// busiest worker busier than it is (the best move instead, if any). While the arrival rate is rising (the latest interval's
 // over the one before's by more than a tenth, perhaps straddling a step)
 // and the worst delay is under Lreq, the scale-out waits one round, so
 // that it is sized on a whole interval of the new rate. A good operator
@@ -471,7 +473,7 @@ func workerHealth(op string, w workerLoad, cfg LatencyConfig) schema.WorkerHealt
 }
 
 // treatSevere proposes a move of key groups off the worst worker of
-// operator name, or one worker more.
+// operator name, or more workers.
 func (l *Latency) treatSevere(v *View, name string) *Proposal {
 	e := l.ops[name]
 	op := &e.sample
@@ -487,29 +489,37 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 	why := fmt.Sprintf("%s is severe (delay %s over l_high %v, predicted delay %s over lreq %v)",
 		subject, seconds(src.delay), l.cfg.High, seconds(src.predicted()), l.cfg.Lreq)
 	canGrow := op.Resizable && len(op.Workers) < v.MaxWorkers
+	var (
+		moves   []schema.GroupMove
+		after   []float64
+		movable bool
+	)
 	if op.Movable && e.groups != nil {
-		moves, after, ok := l.balance(loads, src, e.groups)
-		fixed := ok && slices.Max(after) <= l.cfg.Lreq.Seconds()
-		if ok && (fixed || !canGrow) {
-			target := moves[0].ToWorker
-			var predicted []schema.Evidence
-			for i, w := range loads {
-				if w.id == src.id || w.id == target {
-					predicted = append(predicted, delayEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), after[i]))
-				}
-			}
-			reason := fmt.Sprintf("%s: moving %s to %s/%d brings every worker's predicted delay under lreq", why, keyGroups(len(moves)), name, target)
-			if !fixed {
-				reason = fmt.Sprintf("%s: moving %s to %s/%d lowers the worst predicted delay to %s (the operator cannot have more workers)", why, keyGroups(len(moves)), name, target, seconds(slices.Max(after)))
-			}
-			return &Proposal{
-				Policy:    l.Name(),
-				Action:    schema.Action{Kind: "move-groups", Operator: name, Moves: moves},
-				Reason:    reason,
-				Evidence:  evidence,
-				Predicted: predicted,
+		moves, after, movable = l.balance(loads, src, e.groups)
+	}
+	move := func(fixed bool, more string) *Proposal {
+		target := moves[0].ToWorker
+		var predicted []schema.Evidence
+		for i, w := range loads {
+			if w.id == src.id || w.id == target {
+				predicted = append(predicted, delayEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), after[i]))
 			}
 		}
+		reason := fmt.Sprintf("%s: moving %s to %s/%d brings every worker's predicted delay under lreq", why, keyGroups(len(moves)), name, target)
+		if !fixed {
+			reason = fmt.Sprintf("%s: moving %s to %s/%d lowers the worst predicted delay to %s (%s)", why, keyGroups(len(moves)), name, target, seconds(slices.Max(after)), more)
+		}
+		return &Proposal{
+			Policy:    l.Name(),
+			Action:    schema.Action{Kind: "move-groups", Operator: name, Moves: moves},
+			Reason:    reason,
+			Evidence:  evidence,
+			Predicted: predicted,
+		}
+	}
+	fixed := movable && slices.Max(after) <= l.cfg.Lreq.Seconds()
+	if movable && (fixed || !canGrow) {
+		return move(fixed, "the operator cannot have more workers")
 	}
 	if !canGrow {
 		return nil
@@ -525,9 +535,21 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 	}
 	e.waited = false
 	n := len(op.Workers)
-	to, after, fits := l.scaleOut(loads, risen(e.groups, e.latest), n, v.MaxWorkers)
+	to, grown, placed, fits := l.scaleOut(loads, risen(e.groups, e.latest), n, v.MaxWorkers, op.Movable && e.groups != nil)
+	if !fits && worstUtilization(grown) > worstUtilization(loads) {
+		// No count serves the load, and one worker more would leave
+		// the busiest worker busier than it is (the executor's spread
+		// gives a slower worker its share back, and a batch runs at
+		// its slowest worker's pace): it would be taken and rolled
+		// back. A move that lowers the predicted delays does what can
+		// be done.
+		if movable {
+			return move(false, "more workers would leave the busiest worker busier")
+		}
+		return nil
+	}
 	var predicted []schema.Evidence
-	for _, w := range after {
+	for _, w := range grown {
 		predicted = append(predicted, predictedEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), w.arrival, w.service))
 	}
 	more := "one worker more"
@@ -537,13 +559,31 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 	if fits {
 		more += fmt.Sprintf(", the fewest that bring every worker's predicted delay under lreq %v", l.cfg.Lreq)
 	}
+	if len(placed) > 0 {
+		more += fmt.Sprintf(", with %s then placed off the busiest workers (the executor's even spread would overload a slower worker)", keyGroups(len(placed)))
+	}
 	return &Proposal{
 		Policy:    l.Name(),
-		Action:    schema.Action{Kind: "set-workers", Operator: name, From: n, To: to},
+		Action:    schema.Action{Kind: "set-workers", Operator: name, From: n, To: to, Moves: placed},
 		Reason:    fmt.Sprintf("%s and moving key groups to other workers does not fix it: %s", why, more),
 		Evidence:  evidence,
 		Predicted: predicted,
 	}
+}
+
+// worstUtilization returns the highest arrival rate over service rate
+// among loads (+Inf for a worker with arrivals and no service rate).
+func worstUtilization(loads []workerLoad) float64 {
+	worst := 0.0
+	for _, w := range loads {
+		switch {
+		case w.service > 0:
+			worst = max(worst, w.arrival/w.service)
+		case w.arrival > 0:
+			return math.Inf(1)
+		}
+	}
+	return worst
 }
 
 // arrivals returns an operator's arrival rate: its key groups' sum, or
@@ -578,26 +618,144 @@ func risen(smoothed, latest []float64) []float64 {
 }
 
 // scaleOut returns the worker count, above n and at most bound, that a
-// severe operator grows to, and its workers' loads then: the fewest
-// workers whose spread of the key groups brings every predicted delay to
-// at most Lreq (fits), in one decision rather than one worker per lock
-// period, which is what brings the delay back soon after a rate step.
-// When no count up to bound does (a key group that alone saturates a
-// worker), one worker more: more would cost workers for little, and the
-// job doctor names the hot key.
-func (l *Latency) scaleOut(loads []workerLoad, groups []float64, n, bound int) (to int, after []workerLoad, fits bool) {
+// severe operator grows to, its workers' loads then, and the key groups
+// to place once the count has changed (none when the executor's spread
+// will do): the fewest workers whose loads bring every predicted delay
+// to at most Lreq (fits), in one decision rather than one worker per
+// lock period, which is what brings the delay back soon after a rate
+// step. A count is tried with the key groups spread as the executor
+// spreads them and, when movable and that does not fit, with the
+// workers there are keeping their groups and the new ones taking groups
+// off the busiest (see place): the executor's even spread gives a slower
+// worker (a straggler) as many groups as the others. When no count up
+// to bound fits (a key group that alone saturates a worker), one worker
+// more, spread or placed, whichever leaves the busiest worker less busy:
+// more would cost workers for little, and the job doctor names the hot
+// key.
+func (l *Latency) scaleOut(loads []workerLoad, groups []float64, n, bound int, movable bool) (to int, after []workerLoad, placed []schema.GroupMove, fits bool) {
 	lreq := l.cfg.Lreq.Seconds()
+	worst := func(ws []workerLoad) float64 {
+		w := 0.0
+		for _, x := range ws {
+			w = max(w, x.predicted())
+		}
+		return w
+	}
 	for k := n + 1; k <= bound; k++ {
 		ws := spread(loads, groups, k)
-		worst := 0.0
-		for _, w := range ws {
-			worst = max(worst, w.predicted())
+		if worst(ws) <= lreq {
+			return k, ws, nil, true
 		}
-		if worst <= lreq {
-			return k, ws, true
+		if !movable {
+			continue
+		}
+		if pw, moves := place(loads, groups, k); worst(pw) <= lreq {
+			return k, pw, moves, true
 		}
 	}
-	return n + 1, spread(loads, groups, n+1), false
+	ws := spread(loads, groups, n+1)
+	if movable {
+		if pw, moves := place(loads, groups, n+1); worstUtilization(pw) < worstUtilization(ws) {
+			return n + 1, pw, moves, false
+		}
+	}
+	return n + 1, ws, nil, false
+}
+
+// place returns the loads of an operator's workers once its count is k
+// (over the len(loads) it has) with the key groups placed rather than
+// spread: the workers there are keep their groups, and groups then move,
+// one at a time, off the busiest worker (the highest arrival over
+// service rate): the largest group that another worker takes staying
+// under the busiest's utilization, to the worker it leaves the least
+// utilized, while one does. It returns the moves that take the
+// executor's spread (rebalance) to that placement.
+func place(loads []workerLoad, groups []float64, k int) ([]workerLoad, []schema.GroupMove) {
+	var service float64
+	for _, w := range loads {
+		service += w.service
+	}
+	mean := service / float64(len(loads))
+	out := make([]workerLoad, k)
+	owners := make([]int, len(groups))
+	for id := range out {
+		out[id] = workerLoad{id: id, service: mean}
+	}
+	for _, w := range loads {
+		if w.id < 0 || w.id >= k {
+			return spread(loads, groups, k), nil
+		}
+		out[w.id].service, out[w.id].host = w.service, w.host
+		for _, kg := range w.groups {
+			if kg < len(groups) {
+				owners[kg] = w.id
+				out[w.id].arrival += groups[kg]
+			}
+		}
+	}
+	util := func(w workerLoad) float64 {
+		if w.service <= 0 {
+			return math.Inf(1)
+		}
+		return w.arrival / w.service
+	}
+	for range len(groups) {
+		hi := 0
+		for i := range out {
+			if util(out[i]) > util(out[hi]) {
+				hi = i
+			}
+		}
+		// The largest of hi's groups that some other worker takes
+		// staying under hi's utilization, to the worker it leaves the
+		// least utilized.
+		best, to := -1, -1
+		for kg, o := range owners {
+			a := groups[kg]
+			if o != hi || a <= 0 || (best >= 0 && a <= groups[best]) {
+				continue
+			}
+			tw, tu := -1, util(out[hi])
+			for i := range out {
+				if i == hi || out[i].service <= 0 {
+					continue
+				}
+				if u := (out[i].arrival + a) / out[i].service; u < tu {
+					tw, tu = i, u
+				}
+			}
+			if tw >= 0 {
+				best, to = kg, tw
+			}
+		}
+		if best < 0 {
+			break
+		}
+		owners[best] = to
+		out[hi].arrival -= groups[best]
+		out[to].arrival += groups[best]
+	}
+	current := make([]int, len(groups))
+	for _, w := range loads {
+		for _, kg := range w.groups {
+			if kg < len(current) {
+				current[kg] = w.id
+			}
+		}
+	}
+	var moves []schema.GroupMove
+	for kg, o := range rebalance(current, k) {
+		if owners[kg] != o {
+			moves = append(moves, schema.GroupMove{Group: kg, FromWorker: o, ToWorker: owners[kg]})
+		}
+	}
+	for id := range out {
+		out[id].groups = nil
+	}
+	for kg, o := range owners {
+		out[o].groups = append(out[o].groups, kg)
+	}
+	return out, moves
 }
 
 // scaleIn proposes one worker fewer for operator name when every worker

@@ -28,6 +28,13 @@ type keyedSim struct {
 	service   []float64       // service rate of each worker
 	delay     map[int]float64 // overridden mean delays
 	migrating bool
+	// lockstep runs the workers as the executor runs a batch's workers:
+	// together, every one at the pace of the most utilized, so that a
+	// saturated worker slows them all.
+	lockstep bool
+	// added is the service rate of a worker SetWorkers adds (0: worker
+	// 0's).
+	added float64
 
 	arrived, processed   []float64
 	recs, busy, delaySum map[int]float64
@@ -67,11 +74,22 @@ func (k *keyedSim) step(d time.Duration) Sample {
 	defer k.mu.Unlock()
 	secs := d.Seconds()
 	k.at = k.at.Add(d)
+	pace := 1.0 // the share of its arrivals each worker runs in lockstep
+	if k.lockstep {
+		for w, mu := range k.service {
+			if lambda := k.workerArrival(w); lambda > mu {
+				pace = min(pace, mu/lambda)
+			}
+		}
+	}
 	for w, mu := range k.service {
 		lambda := k.workerArrival(w)
 		ran := min(lambda, mu) * secs
+		if k.lockstep {
+			ran = lambda * pace * secs
+		}
 		delay := 5.0
-		if mu > lambda {
+		if mu > lambda && pace == 1 {
 			delay = 1 / (mu - lambda)
 		}
 		if o, ok := k.delay[w]; ok {
@@ -118,13 +136,18 @@ func (k *keyedSim) MoveGroups(_ context.Context, _ string, moves map[int]int) er
 }
 
 // SetWorkers changes the sim's worker count, spreading its groups as the
-// executor does; a new worker runs as fast as worker 0 (an Actuator).
+// executor does; a new worker runs at added, or as fast as worker 0 (an
+// Actuator).
 func (k *keyedSim) SetWorkers(_ context.Context, _ string, n int) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.owners = rebalance(k.owners, n)
 	for len(k.service) < n {
-		k.service = append(k.service, k.service[0])
+		mu := k.added
+		if mu == 0 {
+			mu = k.service[0]
+		}
+		k.service = append(k.service, mu)
 	}
 	k.service = k.service[:n]
 	return nil

@@ -688,7 +688,8 @@ type Action struct {
 	Kind     string `json:"kind"`
 	Operator string `json:"operator,omitempty"`
 	// Moves are the key groups a move-groups or move-host-groups action
-	// moves.
+	// moves, or those a set-workers action places once the count has
+	// changed (none: where the executor spreads them).
 	Moves []GroupMove `json:"moves,omitempty"`
 	// From and To are the worker counts of a set-workers action.
 	From int `json:"from,omitempty"`
