@@ -174,7 +174,9 @@ func waitFor(ctx context.Context, t *testing.T, what, expr string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within two minutes (%s)", what, expr)
+			// What the page shows then, to tell why.
+			shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`"token placeholder: " + document.getElementById("token").placeholder + ", stored: " + (sessionStorage.getItem("sluice-token") || "none").length + " chars\\n" + document.body.innerText.slice(0, 3000)`))
+			t.Fatalf("%s: not within two minutes (%s); the page shows:\n%s", what, expr, shown)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -626,12 +626,16 @@
     return {
       el,
       update(st) {
-        for (const o of st.operators || []) {
-          set("trial-" + o.name, o.trial_batches > 0 ? "on trial: " + o.trial_batches + " batches left" :
-            o.quarantined ? "quarantined: waiting for a swap" : o.last_rollback ? "last automatic rollback: " + o.last_rollback : "no trial in progress");
-        }
+        for (const o of st.operators || []) set("trial-" + o.name, trialText(o));
       },
     };
+  }
+
+  // trialText says where an operator's plugin stands in its trial, from
+  // the operator's status.
+  function trialText(o) {
+    return o.trial_batches > 0 ? "on trial: " + o.trial_batches + " batches left" :
+      o.quarantined ? "quarantined: waiting for a swap" : o.last_rollback ? "last automatic rollback: " + o.last_rollback : "no trial in progress";
   }
 
   function operatorPlugins(o, results, reload) {
@@ -665,7 +669,10 @@
     };
     return h("div", { class: "panel" },
       h("h2", {}, "Operator ", h("code", {}, o.operator), " runs ", o.current.version || "sha256:" + short(o.current.sha256)),
-      h("div", { class: "muted", id: "trial-" + o.operator }, ""),
+      // Filled at once from the last status (not at the next one), so
+      // that the buttons below do not move under a pointer.
+      h("div", { class: "muted", id: "trial-" + o.operator },
+        trialText(((state.last && state.last.operators) || []).find((s) => s.name === o.operator) || {})),
       h("div", {}, file, " ", h("button", { class: "primary", id: "swap-" + o.operator, onclick: swap }, "Swap"), " ",
         h("button", { id: "rollback-" + o.operator, onclick: rollback, disabled: (o.previous || []).length === 0 }, "Roll back")),
       result,
