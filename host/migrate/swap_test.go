@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/abi"
+	"github.com/sluicehq/sluice/connectors/natsconn"
 	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
 	"github.com/sluicehq/sluice/host/checkpoint"
 	"github.com/sluicehq/sluice/host/cluster"
@@ -88,6 +89,59 @@ func TestStartWaitsForASwap(t *testing.T) {
 	}
 }
 
+// heldMove is a migration of every key group from host a, which runs
+// plugin versions epoch 1, to host b, which runs epoch 0 and so does not
+// install them (ErrNewerVersion) until the test sets epochB to 1.
+type heldMove struct {
+	ctx    context.Context
+	js     jetstream.JetStream
+	in     *natsconn.JetStreamSink
+	out    *outputs
+	a, b   *host
+	epochB *atomic.Uint64
+	keys   []string
+}
+
+// holdMove counts half of 200 records on host a, then begins the
+// migration and returns once a has released every group.
+func holdMove(t *testing.T, ctx context.Context) *heldMove {
+	t.Helper()
+	nc, js, in := setup(t, ctx)
+	m := &heldMove{ctx: ctx, js: js, in: in, out: &outputs{byID: map[string]abi.Record{}}, epochB: new(atomic.Uint64)}
+	var epochA atomic.Uint64
+	epochA.Store(1)
+	m.a = startHost(t, ctx, nc, js, "a", m.out, true, hostOpts{epoch: &epochA})
+	m.b = startHost(t, ctx, nc, js, "b", m.out, false, hostOpts{epoch: m.epochB})
+	m.keys = make([]string, 200)
+	for i := range m.keys {
+		m.keys[i] = "k" + strconv.Itoa(i*7%23)
+	}
+	publish(t, ctx, in, m.keys[:100], 0)
+	waitFor(t, func() bool { return m.out.len() >= 100 })
+	if _, err := migrate.Start(ctx, m.a.mig.Cluster, "all", slices.Repeat([]string{"b"}, groups), cluster.AllAtOnce(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		tbl, err := m.a.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration != nil && tbl.Migration.Steps[0].State == cluster.StepReleased
+	})
+	return m
+}
+
+// finish publishes the other half of the records, lets b switch to epoch
+// 1, and checks that the migration ends with every record counted once.
+func (m *heldMove) finish(t *testing.T) {
+	t.Helper()
+	publish(t, m.ctx, m.in, m.keys[100:], 100)
+	m.epochB.Store(1)
+	waitFor(t, func() bool {
+		tbl, err := m.a.mig.Cluster.Assignment(m.ctx)
+		return err == nil && tbl.Migration == nil
+	})
+	waitFor(t, func() bool { return m.out.len() >= len(m.keys) })
+	checkCounts(t, m.out, m.keys)
+}
+
 // TestInstallWaitsForTheVersion moves every key group from host a, which
 // runs plugin versions epoch 1, to host b, which runs epoch 0: b refuses
 // to install the groups a released (ErrNewerVersion) until it runs epoch
@@ -95,36 +149,11 @@ func TestStartWaitsForASwap(t *testing.T) {
 func TestInstallWaitsForTheVersion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nc, js, in := setup(t, ctx)
-	out := &outputs{byID: map[string]abi.Record{}}
-	var epochA, epochB atomic.Uint64
-	epochA.Store(1)
-	a := startHost(t, ctx, nc, js, "a", out, true, hostOpts{epoch: &epochA})
-	b := startHost(t, ctx, nc, js, "b", out, false, hostOpts{epoch: &epochB})
-	keys := make([]string, 200)
-	for i := range keys {
-		keys[i] = "k" + strconv.Itoa(i*7%23)
-	}
-	publish(t, ctx, in, keys[:100], 0)
-	waitFor(t, func() bool { return out.len() >= 100 })
-	if _, err := migrate.Start(ctx, a.mig.Cluster, "all", slices.Repeat([]string{"b"}, groups), cluster.AllAtOnce(), nil); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool {
-		tbl, err := a.mig.Cluster.Assignment(ctx)
-		return err == nil && tbl.Migration != nil && tbl.Migration.Steps[0].State == cluster.StepReleased
-	})
-	if _, err := b.mig.Step(ctx); !errors.Is(err, migrate.ErrNewerVersion) {
+	m := holdMove(t, ctx)
+	if _, err := m.b.mig.Step(ctx); !errors.Is(err, migrate.ErrNewerVersion) {
 		t.Fatalf("b installing groups of epoch 1 at epoch 0: %v, want ErrNewerVersion", err)
 	}
-	publish(t, ctx, in, keys[100:], 100)
-	epochB.Store(1)
-	waitFor(t, func() bool {
-		tbl, err := a.mig.Cluster.Assignment(ctx)
-		return err == nil && tbl.Migration == nil
-	})
-	waitFor(t, func() bool { return out.len() >= len(keys) })
-	checkCounts(t, out, keys)
+	m.finish(t)
 }
 
 // TestFailoverDoesNotWaitForASwap kills host a, which ran a recorded
@@ -192,32 +221,14 @@ func TestFailoverDoesNotWaitForASwap(t *testing.T) {
 // to host b, which runs an older epoch so that it does not install them
 // on its own, and deletes one group's checkpoint from the bucket: b's
 // install, which reads the groups several at once, fails naming that
-// group as not found (not as a download the failure cancelled), installs
-// none, and, once b switches and the group is back in the bucket, the
-// migration ends with every record counted once.
+// group as not found (before the groups it must wait for), installs none,
+// and, once b switches and the group is back in the bucket, the migration
+// ends with every record counted once.
 func TestInstallNamesTheGroupItCannotRead(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nc, js, in := setup(t, ctx)
-	out := &outputs{byID: map[string]abi.Record{}}
-	var epochA, epochB atomic.Uint64
-	epochA.Store(1)
-	a := startHost(t, ctx, nc, js, "a", out, true, hostOpts{epoch: &epochA})
-	b := startHost(t, ctx, nc, js, "b", out, false, hostOpts{epoch: &epochB})
-	keys := make([]string, 200)
-	for i := range keys {
-		keys[i] = "k" + strconv.Itoa(i*7%23)
-	}
-	publish(t, ctx, in, keys[:100], 0)
-	waitFor(t, func() bool { return out.len() >= 100 })
-	if _, err := migrate.Start(ctx, a.mig.Cluster, "all", slices.Repeat([]string{"b"}, groups), cluster.AllAtOnce(), nil); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, func() bool {
-		tbl, err := a.mig.Cluster.Assignment(ctx)
-		return err == nil && tbl.Migration != nil && tbl.Migration.Steps[0].State == cluster.StepReleased
-	})
-	obs, err := js.ObjectStore(ctx, a.mig.Checkpoints.Name())
+	m := holdMove(t, ctx)
+	obs, err := m.js.ObjectStore(ctx, m.a.mig.Checkpoints.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,22 +240,15 @@ func TestInstallNamesTheGroupItCannotRead(t *testing.T) {
 	if err := obs.Delete(ctx, checkpoint.ObjectName(lost)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = b.mig.Step(ctx)
+	_, err = m.b.mig.Step(ctx)
 	if !errors.Is(err, checkpoint.ErrNotFound) || !strings.Contains(err.Error(), "key group "+strconv.Itoa(lost)+":") {
 		t.Fatalf("b installing with group %d's checkpoint gone: %v, want ErrNotFound naming the group", lost, err)
 	}
-	if got := b.job.Groups(); len(got) != 0 {
+	if got := m.b.job.Groups(); len(got) != 0 {
 		t.Fatalf("b owns %v after a failed install, want none", got)
 	}
 	if _, err := obs.PutBytes(ctx, checkpoint.ObjectName(lost), saved); err != nil {
 		t.Fatal(err)
 	}
-	publish(t, ctx, in, keys[100:], 100)
-	epochB.Store(1)
-	waitFor(t, func() bool {
-		tbl, err := a.mig.Cluster.Assignment(ctx)
-		return err == nil && tbl.Migration == nil
-	})
-	waitFor(t, func() bool { return out.len() >= len(keys) })
-	checkCounts(t, out, keys)
+	m.finish(t)
 }
