@@ -59,7 +59,7 @@ func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period tim
 		}
 		if dead := deadOwner(a.Owners, live); dead != "" {
 			if _, err := Failover(ctx, c, dead, live, cluster.AllAtOnce()); err != nil {
-				if !errors.Is(err, cluster.ErrMigration) && !errors.Is(err, cluster.ErrSwapPending) {
+				if !errors.Is(err, cluster.ErrMigration) {
 					log.Warn("cluster: could not give the key groups of a host that is not live to the others", "host", dead, "err", err)
 				}
 				continue
