@@ -289,20 +289,12 @@ func TestDS2ConvergesUnderTheController(t *testing.T) {
 	sim := parseAndCount(10000, 1, 1)
 	clock := &fakeClock{t: epoch}
 	d, _ := NewDS2(DS2Config{})
-	started := false
 	c, err := New(Config{
 		Policies: []Policy{d},
 		Actuator: sim,
 		Now:      clock.Now,
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Sample: func() Sample {
-			if !started {
-				started = true
-				return sim.step(0)
-			}
-			clock.Advance(time.Second)
-			return sim.step(time.Second)
-		},
+		Sample:   sampler(clock, sim.step),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -115,7 +115,6 @@ func TestLatencyTakesNoScaleOutThatOverloadsASlowerWorker(t *testing.T) {
 func straggleRig(t *testing.T, sim *keyedSim, policies ...Policy) (*Controller, func(n int)) {
 	t.Helper()
 	clock := &fakeClock{t: epoch}
-	started := false
 	c, err := New(Config{
 		Period: time.Second, Lock: 5 * time.Second, Settle: 5 * time.Second, Window: 2 * time.Second,
 		MinWorkers: 1, MaxWorkers: 4,
@@ -123,14 +122,7 @@ func straggleRig(t *testing.T, sim *keyedSim, policies ...Policy) (*Controller, 
 		Actuator: sim,
 		Now:      clock.Now,
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Sample: func() Sample {
-			if !started {
-				started = true
-				return sim.step(0)
-			}
-			clock.Advance(time.Second)
-			return sim.step(time.Second)
-		},
+		Sample:   sampler(clock, sim.step),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,21 @@ func (k *keyedSim) workerArrival(w int) float64 {
 	return a
 }
 
+// sampler returns a Config.Sample over a simulation's step: the first
+// sample as the simulation stands, then each later one a second on,
+// advancing clock by that second.
+func sampler(clock *fakeClock, step func(time.Duration) Sample) func() Sample {
+	started := false
+	return func() Sample {
+		if !started {
+			started = true
+			return step(0)
+		}
+		clock.Advance(time.Second)
+		return step(time.Second)
+	}
+}
+
 // step advances the trace by d and returns its sample.
 func (k *keyedSim) step(d time.Duration) Sample {
 	k.mu.Lock()

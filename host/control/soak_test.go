@@ -29,20 +29,12 @@ func TestControllerFollowsLoadWithoutOscillating(t *testing.T) {
 	clock := &fakeClock{t: epoch}
 	l, _ := NewLatency(LatencyConfig{})
 	d, _ := NewDS2(DS2Config{})
-	started := false
 	c, err := New(Config{
 		Policies: []Policy{l, d},
 		Actuator: sim,
 		Now:      clock.Now,
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Sample: func() Sample {
-			if !started {
-				started = true
-				return sim.step(0)
-			}
-			clock.Advance(time.Second)
-			return sim.step(time.Second)
-		},
+		Sample:   sampler(clock, sim.step),
 	})
 	if err != nil {
 		t.Fatal(err)
