@@ -151,6 +151,12 @@ func (s *spread) owned(id string) int {
 	return len(migrate.Owned(a, id))
 }
 
+// settled reports whether the assignment holds no migration.
+func (s *spread) settled() bool {
+	a, err := s.c.Assignment(context.Background())
+	return err == nil && a.Migration == nil
+}
+
 // outputs returns how many messages the output stream holds.
 func (s *spread) outputs() int {
 	ctx := context.Background()
@@ -376,12 +382,8 @@ func TestClusterKillMidMigration(t *testing.T) {
 	for _, id := range []string{"h1", "h2", "h3"} {
 		s.start(id)
 	}
-	settled := func() bool {
-		a, err := s.c.Assignment(context.Background())
-		return err == nil && a.Migration == nil
-	}
 	s.wait("the groups spread over three hosts", func() bool {
-		return s.owned("h1") >= 5 && s.owned("h2") >= 5 && s.owned("h3") >= 5 && settled()
+		return s.owned("h1") >= 5 && s.owned("h2") >= 5 && s.owned("h3") >= 5 && s.settled()
 	})
 	s.wait("some records counted", func() bool { return s.outputs() > s.count/5 })
 	s.moveAll("h1", "h3")
@@ -389,7 +391,7 @@ func TestClusterKillMidMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = s.hosts["h1"].Wait()
-	s.wait("h1's groups taken by the others", func() bool { return s.owned("h2")+s.owned("h3") == 16 && settled() })
+	s.wait("h1's groups taken by the others", func() bool { return s.owned("h2")+s.owned("h3") == 16 && s.settled() })
 	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
 	s.check()
 	s.stop("h2", "h3")
@@ -409,17 +411,13 @@ func TestClusterKillDestinationMidMigration(t *testing.T) {
 	s.start("h1")
 	s.wait("h1's first outputs", func() bool { return s.outputs() > 0 })
 	s.start("h2")
-	settled := func() bool {
-		a, err := s.c.Assignment(context.Background())
-		return err == nil && a.Migration == nil
-	}
-	s.wait("the groups spread over two hosts", func() bool { return s.owned("h1") == 8 && s.owned("h2") == 8 && settled() })
+	s.wait("the groups spread over two hosts", func() bool { return s.owned("h1") == 8 && s.owned("h2") == 8 && s.settled() })
 	s.moveAll("h1", "h2")
 	if err := s.hosts["h2"].Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = s.hosts["h2"].Wait()
-	s.wait("every group h1's, the migration over", func() bool { return s.owned("h1") == 16 && settled() })
+	s.wait("every group h1's, the migration over", func() bool { return s.owned("h1") == 16 && s.settled() })
 	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
 	s.check()
 	s.stop("h1")

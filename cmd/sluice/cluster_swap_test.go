@@ -127,11 +127,7 @@ func TestClusterSwapEveryHost(t *testing.T) {
 	s.start("h1")
 	s.wait("h1's first outputs", func() bool { return s.outputs() > 0 })
 	s.start("h2")
-	settled := func() bool {
-		a, err := s.c.Assignment(context.Background())
-		return err == nil && a.Migration == nil
-	}
-	s.wait("the groups spread over two hosts", func() bool { return s.owned("h1") == 8 && s.owned("h2") == 8 && settled() })
+	s.wait("the groups spread over two hosts", func() bool { return s.owned("h1") == 8 && s.owned("h2") == 8 && s.settled() })
 	t.Logf("%v: spread over two hosts; swapping through h1", time.Since(t0).Round(time.Second))
 	if out, err := s.swapCount("h1", v2); err != nil {
 		t.Fatalf("sluice plugin swap through h1: %v\n%s", err, out)
@@ -169,7 +165,7 @@ func TestClusterSwapEveryHost(t *testing.T) {
 	})
 	t.Logf("the swap was refused %d times while key groups moved", refusals)
 	s.wait("the groups spread over three hosts, every host running the last module", func() bool {
-		return s.owned("h3") >= 5 && settled() && s.runs(hash3, "h1", "h2", "h3")
+		return s.owned("h3") >= 5 && s.settled() && s.runs(hash3, "h1", "h2", "h3")
 	})
 	t.Logf("%v: three hosts, every one running the last module", time.Since(t0).Round(time.Second))
 	// h3 started after the first swap: it loaded the recorded module, not
