@@ -28,12 +28,13 @@ func newBenchMigrateCmd() *cobra.Command {
 		profile     string
 		moves       bool
 		failover    bool
+		partition   bool
 		lease       time.Duration
 		ckptEvery   time.Duration
 		logs        logFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "migrate [--state 32MiB] [--key-groups 1024] [--rate N] [--duration D] [--strategy S] [--moves=false] [--failover=false] [--lease D] [--checkpoint-every D] [--quick] [--json FILE]",
+		Use:   "migrate [--state 32MiB] [--key-groups 1024] [--rate N] [--duration D] [--strategy S] [--moves=false] [--failover=false] [--partition=false] [--lease D] [--checkpoint-every D] [--quick] [--json FILE]",
 		Short: "Measure key group migrations between hosts under load: nothing lost, latency during the moves, completion time, bytes shipped",
 		Long: `Build plugins/wordcount and, in this process, start --nats-servers embedded
 NATS servers (clustered on 127.0.0.1 when more than one) and --hosts hosts of
@@ -77,7 +78,18 @@ the survivors saw the lease expire, when the last of the dead host's groups
 was installed, when the last of them made its first output, and when the last
 of them was serving again (every record due at the kill output), the records
 replayed, and the target: serving again within lease + checkpoint load +
-replay, 0 lost, 0 duplicated. Progress goes to stderr.`,
+replay, 0 lost, 0 duplicated.
+
+Then (unless --partition=false) the partition run, the cost of running
+partitioned over hosts instead of in one process: a backlog of records (200,000;
+--quick: 5,000) is published into a fresh partition stream before any host
+starts, then drained once by one host that owns every key group and once by
+--hosts hosts that own a share each, twice each (--quick: once), the order
+alternating. It prints each drain's rate from the first output to the last and
+the process's CPU time per record over the same span (hosts and NATS servers
+together: all run in this process), their medians, and partitioned over one.
+On one machine the hosts share its cores, so this is the cost of the
+partitioning, not what more machines would gain. Progress goes to stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := bench.DefaultMigrateOptions()
@@ -131,9 +143,9 @@ replay, 0 lost, 0 duplicated. Progress goes to stderr.`,
 				}
 				opts.Duration = duration
 			}
-			opts.SkipMoves, opts.Failover = !moves, failover
-			if !moves && !failover {
-				return &usageError{"--moves=false and --failover=false: nothing to run"}
+			opts.SkipMoves, opts.Failover, opts.Partition = !moves, failover, partition
+			if !moves && !failover && !partition {
+				return &usageError{"--moves=false, --failover=false and --partition=false: nothing to run"}
 			}
 			if fl.Changed("lease") {
 				if lease <= 0 {
@@ -203,6 +215,7 @@ replay, 0 lost, 0 duplicated. Progress goes to stderr.`,
 	fl.DurationVar(&duration, "duration", def.Duration, "length of each phase (a move phase lasts until its move is over)")
 	fl.BoolVar(&moves, "moves", true, "run the strategies' key group moves (steady, 25%, 100%, Zipf rebalance)")
 	fl.BoolVar(&failover, "failover", true, "run the failover: one host killed under the load, its groups taken by the others from their checkpoints")
+	fl.BoolVar(&partition, "partition", true, "run the partition cost: a backlog drained by one host and by --hosts hosts")
 	fl.DurationVar(&lease, "lease", def.Lease, "the hosts' lease in the failover run (--quick: 1s)")
 	fl.DurationVar(&ckptEvery, "checkpoint-every", def.CheckpointEvery, "the hosts' checkpoint period in the failover run (--quick: 250ms)")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the runs (not the plugin build) to this file")

@@ -24,7 +24,7 @@ func TestMigrateFailover(t *testing.T) {
 	defer cancel()
 	opts := QuickMigrateOptions()
 	opts.Hosts, opts.KeyGroups, opts.State, opts.Rate = 3, 24, 64<<10, 200
-	opts.SkipMoves, opts.Failover = true, true
+	opts.SkipMoves, opts.Failover, opts.Partition = true, true, false // TestMigratePartition runs the partition run
 	opts.WordCount = plugins.WordCount
 	opts.Dir = t.TempDir()
 	rep, err := RunMigrate(ctx, opts)

@@ -148,6 +148,12 @@ type MigrateOptions struct {
 	Lease           time.Duration
 	CheckpointEvery time.Duration
 	FailoverHost    int
+	// Partition adds the partition run (PartitionResult):
+	// PartitionRecords records drained by one host and by Hosts hosts,
+	// PartitionRounds times each.
+	Partition        bool
+	PartitionRecords int
+	PartitionRounds  int
 	// Quick is recorded in the report: the options are the small ones.
 	Quick bool
 	// Dir is where the NATS servers' and hosts' files go; empty: a new
@@ -170,6 +176,7 @@ func DefaultMigrateOptions() MigrateOptions {
 		Keys: 10_000, ZipfS: 1.2, Rate: 1000, Duration: 10 * time.Second, Window: 500 * time.Millisecond,
 		Period: 5 * time.Millisecond, BatchSize: 256, Linger: 5 * time.Millisecond,
 		Failover: true, Lease: 2 * time.Second, CheckpointEvery: time.Second,
+		Partition: true, PartitionRecords: 200_000, PartitionRounds: 2,
 	}
 }
 
@@ -181,6 +188,7 @@ func QuickMigrateOptions() MigrateOptions {
 		Keys: 500, ZipfS: 1.2, Rate: 300, Duration: time.Second, Window: 300 * time.Millisecond,
 		Period: 5 * time.Millisecond, BatchSize: 64, Linger: 5 * time.Millisecond,
 		Failover: true, Lease: time.Second, CheckpointEvery: 250 * time.Millisecond,
+		Partition: true, PartitionRecords: 5_000, PartitionRounds: 1,
 	}
 }
 
@@ -213,14 +221,18 @@ func (o *MigrateOptions) validate() error {
 		return fmt.Errorf("bench: migrate: period %v: want a positive duration", o.Period)
 	case len(o.WordCount) == 0:
 		return errors.New("bench: migrate: the wordcount plugin (plugins/wordcount compiled to WebAssembly) was not given")
-	case o.SkipMoves && !o.Failover:
-		return errors.New("bench: migrate: nothing to run: the moves are skipped and the failover is off")
+	case o.SkipMoves && !o.Failover && !o.Partition:
+		return errors.New("bench: migrate: nothing to run: the moves are skipped and the failover and partition runs are off")
 	case o.Failover && o.Lease <= 0:
 		return fmt.Errorf("bench: migrate: lease %v: want a positive duration", o.Lease)
 	case o.Failover && o.CheckpointEvery <= 0:
 		return fmt.Errorf("bench: migrate: checkpoint period %v: want a positive duration (a failover takes the groups from their checkpoints)", o.CheckpointEvery)
 	case o.Failover && (o.FailoverHost < 0 || o.FailoverHost >= o.Hosts):
 		return fmt.Errorf("bench: migrate: failover host %d: want 0 to %d", o.FailoverHost, o.Hosts-1)
+	case o.Partition && o.PartitionRecords < 1:
+		return fmt.Errorf("bench: migrate: partition run of %d records: want at least 1", o.PartitionRecords)
+	case o.Partition && o.PartitionRounds < 1:
+		return fmt.Errorf("bench: migrate: partition run of %d rounds: want at least 1", o.PartitionRounds)
 	}
 	for _, s := range o.Strategies {
 		if _, err := ParseMigrateStrategy(s); err != nil {
@@ -252,6 +264,8 @@ type MigrateReport struct {
 	Targets []Target `json:"targets"`
 	// Failover is the failover run, when it was made.
 	Failover *FailoverResult `json:"failover,omitempty"`
+	// Partition is the partition run, when it was made.
+	Partition *PartitionResult `json:"partition,omitempty"`
 	// Notes say what the run could not measure.
 	Notes     []string `json:"notes,omitempty"`
 	LoadAfter string   `json:"load_after,omitempty"`
@@ -368,13 +382,19 @@ func RunMigrate(ctx context.Context, opts MigrateOptions) (rep *MigrateReport, e
 		}
 		rep.Notes = append(rep.Notes, failoverNotes(rep.Failover)...)
 	}
+	if opts.Partition {
+		if rep.Partition, err = runPartition(ctx, e, urls, opts); err != nil {
+			return nil, err
+		}
+	}
 	if opts.SkipMoves {
-		rep.Targets = failoverTargets(rep.Failover, opts.Hosts)
+		rep.Targets = append(failoverTargets(rep.Failover, opts.Hosts), partitionTargets(rep.Partition)...)
 		rep.LoadAfter = loadAverage("/proc/loadavg")
 		return rep, nil
 	}
 	rep.Ratios = migrateRatios(rep.Results)
 	rep.Targets = append(migrateTargets(rep.Results, rep.Ratios), failoverTargets(rep.Failover, opts.Hosts)...)
+	rep.Targets = append(rep.Targets, partitionTargets(rep.Partition)...)
 	rep.Notes = append(rep.Notes, "replication: a replicated group's destination keeps a warm copy of its last checkpoint, but the hosts here take no periodic checkpoints and every group changes under the load, and a changed group is shipped whole (there is no delta within a group): the replicate rows ship as much as the others; host/migrate's TestReplicationCutsBytesAtTheMove measures the saving on groups at rest")
 	rep.LoadAfter = loadAverage("/proc/loadavg")
 	return rep, nil
@@ -673,6 +693,8 @@ type migRun struct {
 	lease           time.Duration
 	checkpointEvery time.Duration
 	coordinate      bool
+	// count ends the publisher after that many records; 0: never.
+	count uint64
 	// retried counts the failed rounds of the hosts' migration loops that
 	// retry ran again.
 	retried atomic.Int64
@@ -749,7 +771,7 @@ func (r *migRun) setUp(ctx context.Context, urls []string) (a *cluster.Assignmen
 	if err != nil {
 		return nil, nil, closeRun, fmt.Errorf("%s: %w", what, err)
 	}
-	gen, err := generator.New(generator.Config{Mode: generator.Sequence, Rate: opts.Rate, Name: "paced"})
+	gen, err := generator.New(generator.Config{Mode: generator.Sequence, Rate: opts.Rate, Count: r.count, Name: "paced"})
 	if err != nil {
 		return nil, nil, closeRun, fmt.Errorf("%s: %w", what, err)
 	}
@@ -1328,6 +1350,9 @@ func (r *MigrateReport) WriteTable(w io.Writer) error {
 			f.ExpiredMs, f.InstalledMs, f.FirstOutputMs, f.ServingMs, f.LeaseMs, f.CheckpointLoadMs, f.ReplayMs, f.BoundMs,
 			f.GroupReplayMs, f.Replayed, byteSize(int(f.FetchedBytes)), f.Steady.P99Ms, f.During.P99Ms, f.During.MaxMs, f.Retried, f.Lost, f.Duplicated)
 		tw.Flush()
+	}
+	if r.Partition != nil {
+		writePartition(&b, r.Partition)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(&b, "note: "+n)

@@ -22,7 +22,7 @@ func TestMigrateEveryStrategyAndPhase(t *testing.T) {
 	defer cancel()
 	opts := QuickMigrateOptions()
 	opts.KeyGroups, opts.State, opts.Rate, opts.Duration = 16, 64<<10, 200, 600*time.Millisecond
-	opts.Failover = false // TestMigrateFailover runs it
+	opts.Failover, opts.Partition = false, false // TestMigrateFailover and TestMigratePartition run them
 	opts.WordCount = plugins.WordCount
 	opts.Dir = t.TempDir()
 	var progress bytes.Buffer
@@ -105,7 +105,9 @@ func TestMigrateOptionsRefused(t *testing.T) {
 		{func(o *MigrateOptions) { o.Lease = 0 }, "lease 0"},
 		{func(o *MigrateOptions) { o.CheckpointEvery = 0 }, "checkpoint period 0"},
 		{func(o *MigrateOptions) { o.FailoverHost = 2 }, "failover host 2"},
-		{func(o *MigrateOptions) { o.SkipMoves, o.Failover = true, false }, "nothing to run"},
+		{func(o *MigrateOptions) { o.SkipMoves, o.Failover, o.Partition = true, false, false }, "nothing to run"},
+		{func(o *MigrateOptions) { o.PartitionRecords = 0 }, "partition run of 0 records"},
+		{func(o *MigrateOptions) { o.PartitionRounds = 0 }, "partition run of 0 rounds"},
 	} {
 		opts := QuickMigrateOptions()
 		opts.WordCount = []byte{0}
