@@ -58,9 +58,38 @@ type CoreSource struct {
 	sub     *nats.Subscription
 	state   sourceState
 
+	clock arrivalClock // receipt times; deliver's goroutine only
+
 	notEmpty chan struct{} // capacity 1: a pending wake-up for Read
 	done     chan struct{} // closed by Close
 	scratch  []coreEntry   // Read's copy of taken entries; Read's goroutine only
+}
+
+// arrivalRebase is how long an arrivalClock advances the wall clock it
+// read by the monotonic clock before it reads the wall clock again.
+const arrivalRebase = time.Second
+
+// arrivalClock gives receipt times, in Unix nanoseconds, with one clock
+// reading each: the wall clock read at most every arrivalRebase, advanced
+// by the monotonic clock since (time.Now reads both clocks, which costs
+// about twice as much, and a source takes a time for every message). A
+// wall clock set back or forward shows within arrivalRebase. Not safe for
+// concurrent use.
+type arrivalClock struct {
+	base time.Time // holds a monotonic reading; zero until the first call
+	wall int64     // base in Unix nanoseconds
+}
+
+// now returns the current time in Unix nanoseconds.
+func (c *arrivalClock) now() int64 {
+	if !c.base.IsZero() {
+		if d := time.Since(c.base); d >= 0 && d < arrivalRebase {
+			return c.wall + int64(d)
+		}
+	}
+	c.base = time.Now()
+	c.wall = c.base.UnixNano()
+	return c.wall
 }
 
 type coreEntry struct {
@@ -166,11 +195,12 @@ func (s *CoreSource) Open(ctx context.Context, after uint64) error {
 	return nil
 }
 
-// deliver runs on the client's delivery goroutine for each message.
+// deliver runs on the client's delivery goroutine for each message, one
+// at a time: the client calls a subscription's handler in turn.
 func (s *CoreSource) deliver(m *nats.Msg) {
 	var t int64
 	if m.Header == nil || m.Header[HeaderTime] == nil {
-		t = time.Now().UnixNano()
+		t = s.clock.now()
 	}
 	s.mu.Lock()
 	for s.count == len(s.ring) && s.state == stateOpen {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -286,5 +287,30 @@ func TestCoreSourceCloseWithDeliveryBlocked(t *testing.T) {
 	})
 	if err := src.Close(); err != nil { // must not wait for the blocked delivery
 		t.Fatal(err)
+	}
+}
+
+// TestArrivalClock checks the receipt clock: its times lie between two
+// readings of the wall clock taken around them and never go back, and
+// once arrivalRebase has passed it reads the wall clock again, so a wall
+// clock that moved (here: a base an hour behind) shows.
+func TestArrivalClock(t *testing.T) {
+	var c arrivalClock
+	before := time.Now().UnixNano()
+	a := c.now()
+	b := c.now()
+	after := time.Now().UnixNano()
+	if a < before || b < a || b > after {
+		t.Fatalf("times %d, %d; want between %d and %d, in order", a, b, before, after)
+	}
+	c.base = c.base.Add(-2 * arrivalRebase)
+	c.wall -= int64(time.Hour)
+	if got := c.now(); got < after {
+		t.Errorf("after %v: %d, before the earlier reading %d; want the wall clock read again", 2*arrivalRebase, got, after)
+	}
+	c.base = c.base.Add(-arrivalRebase / 2)
+	c.wall -= int64(time.Hour)
+	if got := c.now(); got > before {
+		t.Errorf("within %v: %d, want the base's wall clock (an hour behind) advanced, not read again", arrivalRebase, got)
 	}
 }
