@@ -31,14 +31,14 @@ const clusterPoll = 250 * time.Millisecond
 func newClusterCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Inspect and move the key groups of a pipeline that runs on several hosts",
+		Short: "Inspect and move the key groups of a pipeline that runs on several hosts, and scale its operators",
 		Long: `The cluster commands read and change the assignment of a pipeline's key
-groups to its hosts, which lives in JetStream key-value buckets on the NATS
-cluster the hosts share. They talk to NATS directly: no host's HTTP API is
+groups to its hosts, and the worker counts every host runs, which live in
+JetStream key-value buckets on the NATS cluster the hosts share. They talk to NATS directly: no host's HTTP API is
 needed. The pipeline's name and key group count come from its file (-c), the
 NATS URL from --nats-url, else from the file's nats.url.`,
 	}
-	cmd.AddCommand(newClusterStatusCmd(), newClusterMoveCmd(), newClusterRebalanceCmd())
+	cmd.AddCommand(newClusterStatusCmd(), newClusterMoveCmd(), newClusterRebalanceCmd(), newClusterScaleCmd())
 	return cmd
 }
 
@@ -50,7 +50,7 @@ type clusterFlags struct {
 }
 
 func (f *clusterFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVarP(&f.config, "config", "c", "", "the pipeline's file, for its name, key group count and NATS URL (required)")
+	cmd.Flags().StringVarP(&f.config, "config", "c", "", "the pipeline's file, for its name, key group count, operators and NATS URL (required)")
 	cmd.Flags().StringVar(&f.natsURL, "nats-url", "", "the NATS server or cluster the hosts share (default: nats.url of -c PIPELINE)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for NATS on each read or change (not for --wait)")
 }
@@ -115,7 +115,7 @@ func (f *clusterFlags) open(ctx context.Context, name string) (*clusterConn, err
 		nc.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &clusterConn{name: p.Name, groups: p.State.KeyGroups, nc: nc, js: js, cluster: c, admin: &clusterctl.Admin{Pipeline: p.Name, JS: js, Cluster: c}}, nil
+	return &clusterConn{name: p.Name, groups: p.State.KeyGroups, nc: nc, js: js, cluster: c, admin: &clusterctl.Admin{Pipeline: p.Name, JS: js, Cluster: c, Operators: p.Operators}}, nil
 }
 
 // redactNATS is url without the user and password it may hold.
@@ -141,22 +141,27 @@ func newClusterStatusCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status -c PIPELINE [--nats-url URL] [--json]",
-		Short: "Show a cluster's hosts, their key groups, the migration in progress and the checkpoints",
+		Short: "Show a cluster's hosts, their key groups, the migration in progress, the checkpoints, plugin versions and worker counts",
 		Long: `Status reads the pipeline's cluster buckets and prints: every host that has
 joined (live ones with their lease age, that is how long ago they last renewed
 it, and address; the others as not live), the key groups each owns (a count
 and ranges such as 0-31, 64-95), the groups no host owns, the migration in
 progress (its id, step i of n, and each move of the current step with its
-state: planned, released, installed) and, from the checkpoint bucket, per host
-that wrote them, the number of key group checkpoints, their bytes and the
-newest one's time.
+state: planned, released, installed), the plugin modules swaps recorded for
+every host and which host runs them, the worker counts scales recorded (sluice
+cluster scale) with the count each live host runs and the one recorded for it,
+and, from the checkpoint bucket, per host that wrote them, the number of key
+group checkpoints, their bytes and the newest one's time.
 
 With --json it prints one JSON object: pipeline, key_groups, revision (of the
 assignment), lease_seconds, hosts (id, live, addr, started,
-lease_age_seconds, groups, key_groups, ranges), unassigned,
-unassigned_ranges, migration (null, or id, step, steps, state, moves with
-group, from, to, replicated, state, then groups_done and groups_total) and
-checkpoints (host, count, bytes, newest). docs/cluster.md describes them.`,
+lease_age_seconds, groups, key_groups, ranges, operators, epoch, workers),
+unassigned, unassigned_ranges, migration (null, or id, step, steps, state,
+moves with group, from, to, replicated, state, then groups_done and
+groups_total), checkpoints (host, count, bytes, newest), versions (null, or
+epoch, operators, switched, pending) and workers (null, or epoch, operators
+with operator, count, hosts, epoch, by, at, then scaled and pending).
+docs/cluster.md describes them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cc, err := f.open(cmd.Context(), "cluster status")
@@ -231,6 +236,9 @@ func printStatus(w io.Writer, st *schema.ClusterStatus, now time.Time) error {
 		fmt.Fprintln(w, "\nmigration: none in progress")
 	}
 	if err := printVersions(w, st); err != nil {
+		return err
+	}
+	if err := printWorkers(w, st); err != nil {
 		return err
 	}
 	if len(st.Checkpoints) == 0 {

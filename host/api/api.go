@@ -88,6 +88,10 @@ type Cluster interface {
 	// Rebalance starts a migration that spreads the key groups evenly
 	// over the live hosts.
 	Rebalance(ctx context.Context, req schema.ClusterRebalanceRequest) (schema.ClusterStart, error)
+	// Scale records that operator runs workers workers on every host
+	// (host "") or on host alone; the hosts apply it at their next batch
+	// boundary once they see it.
+	Scale(ctx context.Context, operator string, workers int, host string) (schema.ClusterScale, error)
 }
 
 // Errors a Control wraps to choose the answer's status.
@@ -219,6 +223,10 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 //	POST /api/v1/cluster/move                     body: groups, to, knobs;
 //	                                              starts a migration
 //	POST /api/v1/cluster/rebalance                body: knobs; starts one
+//	POST /api/v1/cluster/operators/{name}/workers?workers=N[&host=ID]
+//	                                              records the operator's
+//	                                              worker count for every
+//	                                              host (or one)
 //
 // docs/api.md documents every route and the JSON of its answer, one type
 // of package schema each; Client reads them.
@@ -422,6 +430,20 @@ func serveCluster(mux *patternMux, o Options, read func(http.HandlerFunc) http.H
 			return
 		}
 		v, err := c.Rebalance(r.Context(), req)
+		answer(w, v, err)
+	}))
+	mux.Handle("POST /api/v1/cluster/operators/{name}/workers", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
+		if c == nil {
+			writeJSON(w, http.StatusNotFound, schema.Error{Error: noCluster})
+			return
+		}
+		q := r.URL.Query()
+		n, err := strconv.Atoi(q.Get("workers"))
+		if err != nil || n < 1 {
+			writeJSON(w, http.StatusBadRequest, schema.Error{Error: fmt.Sprintf("operator %q: workers=%q: want a whole number of at least 1", r.PathValue("name"), q.Get("workers"))})
+			return
+		}
+		v, err := c.Scale(r.Context(), r.PathValue("name"), n, q.Get("host"))
 		answer(w, v, err)
 	}))
 }

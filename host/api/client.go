@@ -141,6 +141,22 @@ func (c *Client) ClusterRebalance(ctx context.Context, req schema.ClusterRebalan
 	return v, c.doJSON(ctx, "/api/v1/cluster/rebalance", req, &v)
 }
 
+// ClusterScale records that operator runs workers workers on every host
+// of the cluster, or on host alone when host is not "" (POST
+// /api/v1/cluster/operators/{name}/workers). It is refused (ErrRefused)
+// for an operator the pipeline does not have or whose workers cannot
+// change, a count out of range and a host that has never joined. The
+// hosts apply it at their next batch boundary: Cluster shows when they
+// have.
+func (c *Client) ClusterScale(ctx context.Context, operator string, workers int, host string) (schema.ClusterScale, error) {
+	var v schema.ClusterScale
+	q := url.Values{"workers": {strconv.Itoa(workers)}}
+	if host != "" {
+		q.Set("host", host)
+	}
+	return v, c.do(ctx, http.MethodPost, "/api/v1/cluster/operators/"+url.PathEscape(operator)+"/workers?"+q.Encode(), nil, &v)
+}
+
 // Control returns the control plane's policies, its view of each worker
 // at the last round, its decisions and the job doctor's findings (GET
 // /api/v1/control); Enabled is false when the pipeline runs no control

@@ -21,7 +21,13 @@ import (
 type fakeCluster struct {
 	moves      []schema.ClusterMoveRequest
 	rebalances []schema.ClusterRebalanceRequest
+	scales     []string // "operator workers host"
 	err        error
+}
+
+func (f *fakeCluster) Scale(_ context.Context, operator string, workers int, host string) (schema.ClusterScale, error) {
+	f.scales = append(f.scales, fmt.Sprintf("%s %d %s", operator, workers, host))
+	return schema.ClusterScale{Operator: operator, Workers: workers, Host: host, Epoch: 1, Revision: 3}, f.err
 }
 
 func (f *fakeCluster) Status(context.Context) (schema.ClusterStatus, error) {
@@ -77,6 +83,50 @@ func TestClusterRoutesWithoutCluster(t *testing.T) {
 	}
 	if _, err := c.ClusterRebalance(ctx, schema.ClusterRebalanceRequest{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("POST /api/v1/cluster/rebalance: %v, want a 404", err)
+	}
+	if _, err := c.ClusterScale(ctx, "count", 2, ""); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "does not run in cluster mode") {
+		t.Errorf("POST /api/v1/cluster/operators/count/workers: %v, want a 404 saying the host does not run in cluster mode", err)
+	}
+}
+
+// TestClusterScaleRoute: the scale route passes the operator, the count
+// and the host on, needs the token, refuses a count that is not a whole
+// number of at least 1 by the operator and the value (the provider is
+// not asked), and answers the provider's refusal 422.
+func TestClusterScaleRoute(t *testing.T) {
+	f := &fakeCluster{}
+	srv := httptest.NewServer(NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} }, Cluster: f, Token: "tok"}))
+	defer srv.Close()
+	c := &Client{Addr: srv.URL, Token: "tok"}
+	ctx := context.Background()
+	got, err := c.ClusterScale(ctx, "count", 3, "")
+	if err != nil || got.Operator != "count" || got.Workers != 3 || got.Host != "" {
+		t.Errorf("scale: %+v, %v", got, err)
+	}
+	if _, err := c.ClusterScale(ctx, "count", 2, "h2"); err != nil {
+		t.Errorf("scale on h2: %v", err)
+	}
+	for _, c := range []struct {
+		path, token string
+		code        int
+		want        string
+	}{
+		{"/api/v1/cluster/operators/count/workers?workers=2", "", 401, "needs the host's token"},
+		{"/api/v1/cluster/operators/count/workers?workers=0", "tok", 400, `operator "count": workers="0": want a whole number of at least 1`},
+		{"/api/v1/cluster/operators/count/workers?workers=two", "tok", 400, `workers="two"`},
+		{"/api/v1/cluster/operators/count/workers", "tok", 400, `workers=""`},
+	} {
+		code, body := post(t, srv, c.path, c.token, "")
+		if code != c.code || !strings.Contains(body, c.want) {
+			t.Errorf("POST %s with token %q: %d %s, want %d saying %q", c.path, c.token, code, body, c.code, c.want)
+		}
+	}
+	if want := []string{"count 3 ", "count 2 h2"}; !reflect.DeepEqual(f.scales, want) {
+		t.Errorf("the provider got scales %q, want %q", f.scales, want)
+	}
+	f.err = fmt.Errorf("operator \"ledger\" is transactional: %w", ErrRefused)
+	if _, err := c.ClusterScale(ctx, "ledger", 2, ""); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "ledger") {
+		t.Errorf("a refused scale: %v, want ErrRefused naming the operator", err)
 	}
 }
 

@@ -121,6 +121,7 @@ func (c docControl) SetWorkers(context.Context, string, int) (schema.Workers, er
 type docCluster struct {
 	status schema.ClusterStatus
 	start  schema.ClusterStart
+	scale  schema.ClusterScale
 }
 
 func (c docCluster) Status(context.Context) (schema.ClusterStatus, error) { return c.status, nil }
@@ -131,6 +132,10 @@ func (c docCluster) Move(context.Context, schema.ClusterMoveRequest) (schema.Clu
 
 func (c docCluster) Rebalance(context.Context, schema.ClusterRebalanceRequest) (schema.ClusterStart, error) {
 	return c.start, nil
+}
+
+func (c docCluster) Scale(context.Context, string, int, string) (schema.ClusterScale, error) {
+	return c.scale, nil
 }
 
 // docState answers every query with one page.
@@ -145,7 +150,7 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 	status := filled[schema.Status](t)
 	decisions := filled[schema.Decisions](t)
 	ctl := docControl{plugins: filled[schema.Plugins](t), swap: filled[schema.SwapResult](t), prepare: filled[schema.PrepareResult](t), workers: filled[schema.Workers](t)}
-	clu := docCluster{status: filled[schema.ClusterStatus](t), start: filled[schema.ClusterStart](t)}
+	clu := docCluster{status: filled[schema.ClusterStatus](t), start: filled[schema.ClusterStart](t), scale: filled[schema.ClusterScale](t)}
 	page := state.Page{Entries: []state.Entry{
 		{Table: "accounts", Key: []byte("alice"), Value: []byte("10"), KeyGroup: 3},
 		{Table: "accounts", Key: []byte{0xff}, Value: []byte{0xfe}, KeyGroup: 4},
@@ -206,6 +211,8 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 	check("POST /api/v1/cluster/move", clu.start, st, err)
 	st, err = c.ClusterRebalance(ctx, schema.ClusterRebalanceRequest{})
 	check("POST /api/v1/cluster/rebalance", clu.start, st, err)
+	sc, err := c.ClusterScale(ctx, "count", 3, "h2")
+	check("POST /api/v1/cluster/operators/{name}/workers", clu.scale, sc, err)
 	cp, err := c.Control(ctx)
 	check("GET /api/v1/control", plane, cp, err)
 	rd, err := c.ControlRound(ctx, "why")
@@ -335,19 +342,20 @@ func TestDocumentedShapes(t *testing.T) {
 	doc := string(b)
 	page := filled[schema.StatePage](t)
 	for route, v := range map[string]any{
-		"GET /api/v1/pipeline":                   filled[schema.Status](t),
-		"GET /api/v1/events":                     filled[schema.Status](t),
-		"GET /api/v1/operators/{name}/decisions": filled[schema.Decisions](t),
-		"GET /api/v1/state":                      page,
-		"GET /api/v1/plugins":                    filled[schema.Plugins](t),
-		"GET /api/v1/operators/{name}/tpg":       filled[schema.TPG](t),
-		"POST /api/v1/operators/{name}/swap":     filled[schema.SwapResult](t),
-		"POST /api/v1/operators/{name}/prepare":  filled[schema.PrepareResult](t),
-		"POST /api/v1/operators/{name}/workers":  filled[schema.Workers](t),
-		"GET /api/v1/cluster":                    filled[schema.ClusterStatus](t),
-		"POST /api/v1/cluster/move":              filled[schema.ClusterStart](t),
-		"GET /api/v1/control":                    filled[schema.Control](t),
-		"POST /api/v1/control/round":             filled[schema.Decision](t),
+		"GET /api/v1/pipeline":                          filled[schema.Status](t),
+		"GET /api/v1/events":                            filled[schema.Status](t),
+		"GET /api/v1/operators/{name}/decisions":        filled[schema.Decisions](t),
+		"GET /api/v1/state":                             page,
+		"GET /api/v1/plugins":                           filled[schema.Plugins](t),
+		"GET /api/v1/operators/{name}/tpg":              filled[schema.TPG](t),
+		"POST /api/v1/operators/{name}/swap":            filled[schema.SwapResult](t),
+		"POST /api/v1/operators/{name}/prepare":         filled[schema.PrepareResult](t),
+		"POST /api/v1/operators/{name}/workers":         filled[schema.Workers](t),
+		"GET /api/v1/cluster":                           filled[schema.ClusterStatus](t),
+		"POST /api/v1/cluster/move":                     filled[schema.ClusterStart](t),
+		"POST /api/v1/cluster/operators/{name}/workers": filled[schema.ClusterScale](t),
+		"GET /api/v1/control":                           filled[schema.Control](t),
+		"POST /api/v1/control/round":                    filled[schema.Decision](t),
 	} {
 		_, sec, ok := strings.Cut(doc, "### `"+route+"`")
 		if !ok {

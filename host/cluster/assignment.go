@@ -28,7 +28,10 @@ import (
 //     released is still owned by its source, one whose move is installed
 //     by its destination;
 //   - the versions record names each operator's module by a SHA-256, with
-//     an epoch no later than the record's (see Versions).
+//     an epoch no later than the record's (see Versions);
+//   - the workers record gives each operator a count between 1 and
+//     MaxWorkers, on every host or on hosts that have joined, with an
+//     epoch no later than the record's (see Workers).
 type Assignment struct {
 	// KeyGroups is the number of key groups, fixed for the pipeline.
 	KeyGroups int `json:"key_groups"`
@@ -39,6 +42,9 @@ type Assignment struct {
 	// Versions is the module each swapped operator runs on every host;
 	// nil until the first swap or rollback (see Versions).
 	Versions *Versions `json:"versions,omitempty"`
+	// Workers is the number of workers each scaled operator runs on the
+	// hosts; nil until the first scale (see Workers).
+	Workers *Workers `json:"workers,omitempty"`
 	// Revision is the bucket revision the table was read at (0: the
 	// bucket has no table yet). It is not part of the stored value.
 	Revision uint64 `json:"-"`
@@ -171,6 +177,7 @@ func (a *Assignment) Clone() *Assignment {
 	c := *a
 	c.Owners = slices.Clone(a.Owners)
 	c.Versions = a.Versions.clone()
+	c.Workers = a.Workers.clone()
 	if a.Migration != nil {
 		m := *a.Migration
 		m.Steps = make([]Step, len(a.Migration.Steps))
@@ -199,6 +206,9 @@ func (a *Assignment) Validate(hosts []string) error {
 		}
 	}
 	if err := a.Versions.validate(); err != nil {
+		return err
+	}
+	if err := a.Workers.validate(hosts); err != nil {
 		return err
 	}
 	m := a.Migration

@@ -62,6 +62,30 @@ var invalidTables = []struct {
 	{"version reason unknown", `{"key_groups":4,"owners":["a","a","b","b"],"versions":{"epoch":1,"operators":{"count":
 		{"sha256":"` + testHash + `","name":"count.wasm","epoch":1,"reason":"upgrade","host":"a"}}}}`,
 		`versions.operators["count"].reason`, `"upgrade" is not swap or rollback`},
+	{"workers count zero", `{"key_groups":4,"owners":["a","a","b","b"],"workers":{"epoch":1,"operators":{"count":
+		{"count":0,"epoch":1,"by":"cli"}}}}`,
+		`workers.operators["count"].count`, "0 and no host's count"},
+	{"workers count negative", `{"key_groups":4,"owners":["a","a","b","b"],"workers":{"epoch":1,"operators":{"count":
+		{"count":-2,"epoch":1,"by":"cli"}}}}`,
+		`workers.operators["count"].count`, "-2 is not between 1 and 65536"},
+	{"workers count too high", `{"key_groups":4,"owners":["a","a","b","b"],"workers":{"epoch":1,"operators":{"count":
+		{"count":65537,"epoch":1,"by":"cli"}}}}`,
+		`workers.operators["count"].count`, "65537 is not between 1 and 65536"},
+	{"workers of an unknown host", `{"key_groups":4,"owners":["a","a","b","b"],"workers":{"epoch":1,"operators":{"count":
+		{"count":2,"hosts":{"zed":3},"epoch":1,"by":"cli"}}}}`,
+		`workers.operators["count"].hosts["zed"]`, `host "zed" has never joined`},
+	{"workers of a host zero", `{"key_groups":4,"owners":["a","a","b","b"],"workers":{"epoch":1,"operators":{"count":
+		{"hosts":{"b":0},"epoch":1,"by":"cli"}}}}`,
+		`workers.operators["count"].hosts["b"]`, "0 is not between 1 and 65536"},
+	{"workers epoch ahead of the record", `{"key_groups":4,"owners":["a","a","b","b"],"workers":{"epoch":1,"operators":{"count":
+		{"count":2,"epoch":3,"by":"cli"}}}}`,
+		`workers.operators["count"].epoch`, "3 is not between 1 and the record's epoch 1"},
+	{"workers operator unnamed", `{"key_groups":4,"owners":["a","a","b","b"],"workers":{"epoch":1,"operators":{"":
+		{"count":2,"epoch":1,"by":"cli"}}}}`,
+		`workers.operators[""]`, "an operator has a name"},
+	{"workers unknown field", `{"key_groups":4,"owners":["a","a","b","b"],"workers":{"epoch":1,"operators":{"count":
+		{"workers":2,"epoch":1,"by":"cli"}}}}`,
+		"", `unknown field "workers"`},
 }
 
 // testHash is a well-formed SHA-256 for the versions records of the tests.

@@ -18,10 +18,12 @@
 // pipelines' buckets apart):
 //
 //	sluice-cluster-<pipeline>   kept (history 16, so a person can see past tables)
-//	  assignment                the Assignment, as JSON, with its versions record
+//	  assignment                the Assignment, as JSON, with its versions and
+//	                            workers records
 //	  pipeline                  the canonical pipeline text the cluster runs
 //	  hosts.<id>                a HostInfo per host that has ever joined
-//	  running.<id>              a Running per host: the modules it runs
+//	  running.<id>              a Running per host: the modules it runs and
+//	                            its operators' worker counts
 //	sluice-leases-<pipeline>    entries expire after the lease (the bucket's MaxAge)
 //	  <id>                      a live host's HostInfo, its lease
 //	sluice-modules-<pipeline>   an object store: the modules swaps recorded, by SHA-256
@@ -104,6 +106,26 @@
 // need a check of one and a write of the other, which a racing change
 // slips between. A record edited by hand into an invalid state is refused
 // with the rest of the table, naming the field (versions.operators[...]).
+//
+// # Worker counts, and why they live in the assignment too
+//
+// A change of an operator's parallelism (Trisk's primitive; sluice
+// cluster scale) is recorded the same way: the assignment's Workers
+// record gives, per operator, the count every host runs and the hosts
+// with a count of their own, with an epoch that counts the scales.
+// SetWorkers, inside Update, makes two racing scales land one after the
+// other, each with its own epoch, where two writes of a key of their own
+// would lose one. The table does not know the pipeline: that the
+// operator exists and may change its workers is checked by the caller
+// (package clusterctl) and again by each host before it applies a
+// count. Each host reports the counts it runs under running.<id>, and
+// WorkersPending names the live hosts that do not run the record yet. A
+// record edited by hand into an invalid state (a count out of range, a
+// host that never joined) is refused with the rest of the table, naming
+// the field (workers.operators[...]). Scales and migrations do not wait
+// for each other: a host's workers read whichever key groups the host
+// owns, and its executor makes one change at a time, at batch
+// boundaries.
 //
 // # The planner
 //

@@ -130,8 +130,8 @@ func (a *Assignment) SetVersion(op string, v OperatorVersion) error {
 	return nil
 }
 
-// Running is a host's report of the modules it runs, in the cluster's
-// bucket under running.<id>.
+// Running is a host's report of the modules it runs and of its
+// operators' worker counts, in the cluster's bucket under running.<id>.
 type Running struct {
 	// Host is the host's id.
 	Host string `json:"host"`
@@ -140,6 +140,9 @@ type Running struct {
 	// Epoch is the Versions.Epoch of the record the host last applied
 	// whole (0 before any).
 	Epoch uint64 `json:"epoch"`
+	// Workers holds the number of workers each stateless or keyed
+	// operator runs on the host (omitted by a host of an earlier build).
+	Workers map[string]int `json:"workers,omitempty"`
 	// At is when the host wrote the report.
 	At time.Time `json:"at"`
 }

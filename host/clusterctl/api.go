@@ -13,8 +13,8 @@ import (
 
 // API serves the cluster routes of a host's HTTP API (it is an
 // api.Cluster): the status of Admin's cluster with the id of the host that
-// answers, and the migrations Move and Rebalance start, their refusals
-// marked for the API's statuses.
+// answers, the migrations Move and Rebalance start and the worker counts
+// Scale records, their refusals marked for the API's statuses.
 type API struct {
 	// Host is the id of the host that serves the API.
 	Host string
@@ -69,8 +69,8 @@ func started(ctx context.Context, ad *Admin, a *cluster.Assignment, err error) (
 	return schema.ClusterStart{Migration: Plan(a), Revision: a.Revision}, nil
 }
 
-// apiError marks err for the API's status: a refusal or bad knobs
-// api.ErrRefused, a migration in progress or a plugin swap not yet run by
+// apiError marks err for the API's status: a refusal, bad knobs or a bad
+// worker count api.ErrRefused, a migration in progress or a plugin swap not yet run by
 // every live host api.ErrConflict.
 func apiError(name string, err error) error {
 	var re *RefusedError
@@ -81,8 +81,20 @@ func apiError(name string, err error) error {
 		return fmt.Errorf("%s: %w: %s: %w", name, api.ErrRefused, re.Field, err)
 	case errors.As(err, &re), errors.Is(err, cluster.ErrBadPlan):
 		return fmt.Errorf("%s: %w: %w", name, api.ErrRefused, err)
+	case errors.Is(err, cluster.ErrBadWorkers):
+		return fmt.Errorf("%s: %w: %w", name, api.ErrRefused, err)
 	case errors.Is(err, cluster.ErrMigration), errors.Is(err, cluster.ErrSwapPending):
 		return fmt.Errorf("%s: %w: %w", name, api.ErrConflict, err)
 	}
 	return fmt.Errorf("%s: %w", name, err)
+}
+
+// Scale records that operator runs workers workers on every host (host
+// "") or on host alone, as asked through p.Host's API.
+func (p API) Scale(ctx context.Context, operator string, workers int, host string) (schema.ClusterScale, error) {
+	a, err := p.Admin.Scale(ctx, operator, host, workers, "host "+p.Host)
+	if err != nil {
+		return schema.ClusterScale{}, apiError("cluster scale", err)
+	}
+	return schema.ClusterScale{Operator: operator, Workers: workers, Host: host, Epoch: a.Workers.Epoch, Revision: a.Revision}, nil
 }

@@ -1,14 +1,16 @@
 // Package clusterctl reads and changes a pipeline's cluster as an operator
 // does: the status that `sluice cluster status` prints and GET
 // /api/v1/cluster answers (the hosts, the key groups each owns, the
-// migration in progress, the checkpoints), and the migrations that
-// `sluice cluster move` and `sluice cluster rebalance` and their API
-// routes start. The CLI and the host's HTTP API share it, so that both
+// migration in progress, the checkpoints, the plugin versions and worker
+// counts), the migrations that `sluice cluster move` and `sluice cluster
+// rebalance` and their API routes start, and the worker counts that
+// `sluice cluster scale` and its route record. The CLI and the host's HTTP API share it, so that both
 // plan the same migrations, refuse the same input and show the same
 // document (schema.ClusterStatus).
 //
 // It only reads and writes the pipeline's buckets: the hosts run the
-// migrations it starts (package migrate).
+// migrations it starts (package migrate) and apply the worker counts it
+// records (package runner).
 package clusterctl
 
 import (
@@ -30,6 +32,7 @@ import (
 	"github.com/sluicehq/sluice/host/checkpoint"
 	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/migrate"
+	"github.com/sluicehq/sluice/host/pipeline"
 )
 
 // Admin is an open view of one pipeline's cluster.
@@ -40,6 +43,10 @@ type Admin struct {
 	JS jetstream.JetStream
 	// Cluster is the pipeline's cluster bucket, opened on JS.
 	Cluster *cluster.Cluster
+	// Operators are the pipeline's operators, from its file: Scale
+	// refuses an operator that is not among them, or whose workers cannot
+	// change.
+	Operators []pipeline.Operator
 }
 
 // RefusedError is the error of a move or rebalance that the cluster's
@@ -144,14 +151,15 @@ func (ad *Admin) Status(ctx context.Context, now time.Time) (*schema.ClusterStat
 	return st, nil
 }
 
-// versions fills in st the modules each host reports it runs and the
-// versions record of a, with the live hosts that run it and those that do
-// not yet.
+// versions fills in st the modules and worker counts each host reports
+// it runs and the versions and workers records of a, with the live hosts
+// that run them and those that do not yet.
 func (ad *Admin) versions(ctx context.Context, st *schema.ClusterStatus, a *cluster.Assignment, live []string) error {
 	reports, err := ad.Cluster.Reports(ctx)
 	if err != nil {
 		return err
 	}
+	workers(st, a, reports, live)
 	for i := range st.Hosts {
 		if r, ok := reports[st.Hosts[i].ID]; ok {
 			st.Hosts[i].Operators, st.Hosts[i].Epoch = r.Operators, r.Epoch

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/clusterctl"
+	"github.com/sluicehq/sluice/host/pipeline"
 )
 
 func TestMain(m *testing.M) {
@@ -29,6 +30,11 @@ func TestMain(m *testing.M) {
 }
 
 const groups = 16
+
+// testOperators are pipeline "p"'s operators, which a scale is checked
+// against.
+var testOperators = []pipeline.Operator{{Name: "up", Kind: pipeline.KindMap}, {Name: "count", Kind: pipeline.KindKeyed},
+	{Name: "ledger", Kind: "transactional"}, {Name: "per_minute", Kind: "window"}}
 
 // start returns a NATS server with pipeline "p"'s cluster, where hosts h1
 // and h2 are live and h3 has joined and left, a handle to set up its
@@ -72,7 +78,7 @@ func start(t *testing.T) (*cluster.Cluster, *api.Client) {
 		t.Cleanup(func() { _ = c.Leave(context.Background()) })
 	}
 	h := httptest.NewServer(api.NewHandler(api.Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} },
-		Cluster: clusterctl.API{Host: "h1", Admin: &clusterctl.Admin{Pipeline: "p", JS: js, Cluster: h1}}, Token: "tok"}))
+		Cluster: clusterctl.API{Host: "h1", Admin: &clusterctl.Admin{Pipeline: "p", JS: js, Cluster: h1, Operators: testOperators}}, Token: "tok"}))
 	t.Cleanup(h.Close)
 	return open(), &api.Client{Addr: h.URL, Token: "tok"}
 }
@@ -180,5 +186,74 @@ func TestOverTheAPI(t *testing.T) {
 	set(t, admin, cluster.Spread(groups, []string{"h1", "h2", "h3"}))
 	if _, err = c.ClusterRebalance(ctx, schema.ClusterRebalanceRequest{}); !errors.Is(err, api.ErrRefused) || !strings.Contains(err.Error(), "owned by host h3, which is not live") {
 		t.Errorf("rebalance with a gone host's groups: %v", err)
+	}
+}
+
+// TestScaleOverTheAPI: a scale through a host's API is recorded in the
+// workers record with the host that took it, for every host or one;
+// what the CLI refuses is refused with the API's status, naming the
+// operator and the value, and writes nothing; the status shows the
+// record, each host's reported counts, and which live hosts run them.
+func TestScaleOverTheAPI(t *testing.T) {
+	admin, c := start(t)
+	ctx := context.Background()
+	set(t, admin, cluster.Spread(groups, []string{"h1", "h2"}))
+	before, err := admin.Assignment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		op, host string
+		n        int
+		want     string
+	}{
+		{"ledger", "", 2, `operator "ledger" is transactional`},
+		{"per_minute", "", 2, `operator "per_minute" is window`},
+		{"counts", "", 2, `operator "counts": the pipeline has no such operator (operators: up, count, ledger, per_minute)`},
+		{"count", "", cluster.MaxWorkers + 1, `operator "count": 65537 workers: want 1 to 65536`},
+		{"count", "h9", 2, `host: host "h9" has never joined the cluster (hosts: h1, h2, h3)`},
+	} {
+		_, err := c.ClusterScale(ctx, r.op, r.n, r.host)
+		if !errors.Is(err, api.ErrRefused) || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("scale %s to %d on %q: %v, want ErrRefused saying %q", r.op, r.n, r.host, err, r.want)
+		}
+	}
+	if a, err := admin.Assignment(ctx); err != nil || a.Revision != before.Revision || a.Workers != nil {
+		t.Fatalf("refused scales wrote: %+v, %v", a, err)
+	}
+
+	got, err := c.ClusterScale(ctx, "count", 3, "")
+	if err != nil || got.Operator != "count" || got.Workers != 3 || got.Host != "" || got.Epoch != 1 || got.Revision <= before.Revision {
+		t.Fatalf("scale: %+v, %v", got, err)
+	}
+	// h3 has left, but it is known: a count of its own waits for it.
+	if got, err = c.ClusterScale(ctx, "count", 1, "h3"); err != nil || got.Host != "h3" || got.Epoch != 2 {
+		t.Fatalf("scale on h3: %+v, %v", got, err)
+	}
+	a, err := admin.Assignment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ow := a.Workers.Operators["count"]; ow.Count != 3 || ow.Hosts["h3"] != 1 || ow.By != "host h1" || ow.Epoch != 2 {
+		t.Fatalf("record %+v", ow)
+	}
+
+	// h1 reports it runs 3, h2 still 2: the scale is pending on h2.
+	for h, n := range map[string]int{"h1": 3, "h2": 2} {
+		if err := admin.Report(ctx, cluster.Running{Host: h, Workers: map[string]int{"count": n, "up": 4}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := c.Cluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := st.Workers
+	if w == nil || w.Epoch != 2 || len(w.Operators) != 1 || w.Operators[0].Count != 3 || w.Operators[0].Hosts["h3"] != 1 ||
+		!slices.Equal(w.Scaled, []string{"h1"}) || !slices.Equal(w.Pending, []string{"h2"}) {
+		t.Fatalf("status workers %+v", w)
+	}
+	if st.Hosts[1].ID != "h2" || st.Hosts[1].Workers["count"] != 2 || st.Hosts[1].Workers["up"] != 4 {
+		t.Errorf("h2 %+v", st.Hosts[1])
 	}
 }

@@ -48,6 +48,10 @@ func (f *fakeCluster) Status(context.Context) (schema.ClusterStatus, error) {
 	return st, nil
 }
 
+func (f *fakeCluster) Scale(context.Context, string, int, string) (schema.ClusterScale, error) {
+	return schema.ClusterScale{}, errors.New("not in this test")
+}
+
 func (f *fakeCluster) Move(context.Context, schema.ClusterMoveRequest) (schema.ClusterStart, error) {
 	return schema.ClusterStart{}, errors.New("not in this test")
 }

@@ -65,6 +65,9 @@ type clusterHost struct {
 	// reported is the host's last report of the modules it runs (nil
 	// before the first); guarded by Host.ctlMu.
 	reported *cluster.Running
+	// scaled is, per operator, the epoch of the workers record's count
+	// the host has applied (or refused); guarded by Host.ctlMu.
+	scaled map[string]uint64
 	// epoch is the plugin versions epoch the host runs: the record's,
 	// noted when the host starts with it and before it switches to a new
 	// one (so a checkpoint made during a switch claims the later epoch,
@@ -80,10 +83,10 @@ func partitionPrefix(name string) string { return "sluice.in." + name }
 
 // openCluster opens the pipeline's cluster buckets and its module store
 // for host hostID (cluster.host when ""), without joining, and returns the
-// versions record of the assignment (nil when none): the modules the
-// host must load. A table that is invalid (edited by hand) fails the
-// start.
-func (h *Host) openCluster(ctx context.Context, hostID string) (*cluster.Versions, error) {
+// assignment, whose versions and workers records say the modules the
+// host must load and the workers it starts its operators with. A table
+// that is invalid (edited by hand) fails the start.
+func (h *Host) openCluster(ctx context.Context, hostID string) (*cluster.Assignment, error) {
 	p := h.p
 	cfg := p.Cluster
 	id := cfg.Host
@@ -115,7 +118,7 @@ func (h *Host) openCluster(ctx context.Context, hostID string) (*cluster.Version
 		ch.noteEpoch(a.Versions.Epoch)
 	}
 	h.cluster = ch
-	return a.Versions, nil
+	return a, nil
 }
 
 // startCluster joins the cluster and returns the source the host's job

@@ -19,5 +19,5 @@ func (h *Host) clusterAPI() (api.Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return clusterctl.API{Host: ch.id, Admin: &clusterctl.Admin{Pipeline: h.p.Name, JS: js, Cluster: ch.c}}, nil
+	return clusterctl.API{Host: ch.id, Admin: &clusterctl.Admin{Pipeline: h.p.Name, JS: js, Cluster: ch.c, Operators: h.p.Operators}}, nil
 }

@@ -138,8 +138,9 @@ func (h *Host) switched(ctx context.Context) {
 	}
 }
 
-// report writes the host's report of the modules it runs when it differs
-// from the last one written. The caller holds ctlMu.
+// report writes the host's report of the modules it runs and its
+// operators' worker counts when it differs from the last one written. The
+// caller holds ctlMu.
 func (h *Host) report(ctx context.Context) error {
 	ch := h.cluster
 	a, err := ch.c.Assignment(ctx)
@@ -153,7 +154,8 @@ func (h *Host) report(ctx context.Context) error {
 	if a.Versions != nil && r.Runs(a.Versions) {
 		r.Epoch = a.Versions.Epoch
 	}
-	if old := ch.reported; old != nil && old.Epoch == r.Epoch && maps.Equal(old.Operators, r.Operators) {
+	r.Workers = h.workerCounts()
+	if old := ch.reported; old != nil && old.Epoch == r.Epoch && maps.Equal(old.Operators, r.Operators) && maps.Equal(old.Workers, r.Workers) {
 		return nil
 	}
 	r.At = time.Now().UTC()
@@ -165,7 +167,8 @@ func (h *Host) report(ctx context.Context) error {
 }
 
 // followVersions runs, every clusterPeriod until ctx is done, the modules
-// the cluster's versions record names, and reports what the host runs.
+// the cluster's versions record names and the worker counts its workers
+// record gives (clusterscale.go), and reports what the host runs.
 func (h *Host) followVersions(ctx context.Context) error {
 	t := time.NewTicker(clusterPeriod)
 	defer t.Stop()
@@ -182,7 +185,8 @@ func (h *Host) followVersions(ctx context.Context) error {
 }
 
 // followOnce swaps in each module the versions record names that the
-// host does not run, then reports.
+// host does not run, changes the workers of each operator whose recorded
+// count it has not applied, then reports.
 func (h *Host) followOnce(ctx context.Context) error {
 	h.ctlMu.Lock()
 	defer h.ctlMu.Unlock()
@@ -213,6 +217,9 @@ func (h *Host) followOnce(ctx context.Context) error {
 			}
 			changed = true
 		}
+	}
+	if err := h.followWorkers(ctx, a.Workers); err != nil {
+		errs = append(errs, err)
 	}
 	if changed {
 		h.switched(ctx)

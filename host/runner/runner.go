@@ -168,8 +168,9 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 
 	// A host of a pipeline spread over hosts runs the modules the
 	// cluster's versions record names (a swap made on any host), not the
-	// file's: it reads the record before it loads the plugins.
-	var recorded *cluster.Versions
+	// file's, and the worker counts its workers record gives (a scale):
+	// it reads the records before it loads the plugins.
+	var recorded *cluster.Assignment
 	if p.Cluster != nil {
 		if p.NATS.URL == "" && opts.NATSURL == "" {
 			return nil, p.ErrorAt("a pipeline spread over hosts needs the NATS cluster they share: set nats.url (or give --nats-url)", "cluster")
@@ -356,9 +357,17 @@ func (h *Host) listen(addr string, mayMove bool) (net.Listener, error) {
 	return nil, fmt.Errorf("%s: http api: listen on %s: %w (set http.addr in the pipeline or --http to another address, or off)", h.p.File, addr, err)
 }
 
-// loadOperators loads each operator's plugin: the module recorded names
-// for it when it names one (a cluster's swap), else the one resume picks.
-func (h *Host) loadOperators(ctx context.Context, dataDir string, compiler wasm.Compiler, recorded *cluster.Versions) ([]exec.Operator, error) {
+// loadOperators loads each operator's plugin: the module recorded's
+// versions record names for it when it names one (a cluster's swap), else
+// the one resume picks; and gives it the workers recorded's workers
+// record gives this host, else the file's. recorded is nil for a host
+// that runs the whole pipeline.
+func (h *Host) loadOperators(ctx context.Context, dataDir string, compiler wasm.Compiler, recorded *cluster.Assignment) ([]exec.Operator, error) {
+	var versions *cluster.Versions
+	var workers *cluster.Workers
+	if recorded != nil {
+		versions, workers = recorded.Versions, recorded.Workers
+	}
 	var ops []exec.Operator
 	cacheDir := h.p.CompileCache
 	if cacheDir == "" {
@@ -424,7 +433,7 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string, compiler wasm.
 		if resumed != nil {
 			code, name = resumed, entry.Name
 		}
-		if ov, ok := recorded.Operator(o.Name); ok && ov.SHA256 != entry.SHA256 {
+		if ov, ok := versions.Operator(o.Name); ok && ov.SHA256 != entry.SHA256 {
 			ce, ccode, err := h.recordedModule(ctx, eng, o.Name, ov)
 			if err != nil {
 				report.finish(err)
@@ -457,6 +466,9 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string, compiler wasm.
 		par := o.Parallelism
 		if par == 0 {
 			par = runtime.GOMAXPROCS(0)
+		}
+		if n, ok := h.recordedWorkers(workers, o); ok {
+			par = n
 		}
 		win, err := h.window(i, o, nil)
 		if err != nil {

@@ -450,6 +450,59 @@ type ClusterStatus struct {
 	// Versions is the modules a plugin swap recorded for every host, and
 	// which live hosts run them; null before the first swap.
 	Versions *ClusterVersions `json:"versions"`
+	// Workers is the worker counts a scale recorded for every host (or
+	// for some), and which live hosts run them; null before the first
+	// scale.
+	Workers *ClusterWorkers `json:"workers"`
+}
+
+// ClusterWorkers is the cluster's workers record in a ClusterStatus: the
+// number of workers each scaled operator runs on the hosts, and how far
+// the last scale has come.
+type ClusterWorkers struct {
+	// Epoch counts the scales recorded.
+	Epoch uint64 `json:"epoch"`
+	// Operators are the recorded counts, by operator name.
+	Operators []ClusterOperatorWorkers `json:"operators"`
+	// Scaled are the live hosts that run every recorded count.
+	Scaled []string `json:"scaled"`
+	// Pending are the live hosts that do not yet (by their last report).
+	Pending []string `json:"pending"`
+}
+
+// ClusterOperatorWorkers is one operator's recorded worker count.
+type ClusterOperatorWorkers struct {
+	// Operator is the operator's name.
+	Operator string `json:"operator"`
+	// Count is the number of workers every host runs; 0 when only Hosts
+	// give counts.
+	Count int `json:"count"`
+	// Hosts are the hosts that run another count, by host id; omitted
+	// when none.
+	Hosts map[string]int `json:"hosts,omitempty"`
+	// Epoch is the record's epoch when the count was last changed; By is
+	// who changed it ("cli", "host <id>"); At is when.
+	Epoch uint64    `json:"epoch"`
+	By    string    `json:"by"`
+	At    time.Time `json:"at"`
+}
+
+// ClusterScale is the answer of POST
+// /api/v1/cluster/operators/{name}/workers: the count recorded, for every
+// host or for one, and the assignment revision that holds it. The hosts
+// apply it at their next batch boundary; GET /api/v1/cluster shows when
+// they have.
+type ClusterScale struct {
+	// Operator is the operator scaled.
+	Operator string `json:"operator"`
+	// Workers is the count recorded.
+	Workers int `json:"workers"`
+	// Host is the host the count is for; omitted when it is every host's.
+	Host string `json:"host,omitempty"`
+	// Epoch is the workers record's epoch after the scale.
+	Epoch uint64 `json:"epoch"`
+	// Revision is the assignment's revision that holds it.
+	Revision uint64 `json:"revision"`
 }
 
 // ClusterVersions is the cluster's versions record in a ClusterStatus:
@@ -506,6 +559,10 @@ type ClusterHost struct {
 	// none).
 	Operators map[string]string `json:"operators,omitempty"`
 	Epoch     uint64            `json:"epoch"`
+	// Workers are the number of workers each stateless or keyed operator
+	// runs on the host, as it last reported them; omitted before its
+	// first report.
+	Workers map[string]int `json:"workers,omitempty"`
 }
 
 // ClusterMigration is the migration in progress of a ClusterStatus.
