@@ -52,11 +52,13 @@ func DefaultDS2Config() DS2Config {
 // the view's bounds.
 //
 // A count that was rolled back is not proposed again for its operator
-// until the computed count changes. A scale-in of a keyed operator is not
-// proposed when, its key groups spread over fewer workers as the
-// executor spreads them, a worker's groups would arrive faster than that
-// worker's own true rate (a straggler, or groups of unequal rates): it
-// would be rolled back. Transactional operators are never
+// until the computed count changes. A scale-in goes no further than the
+// fewest workers that leave the busiest at most maxScaleInUtilization
+// busy at the target rate (a keyed operator's key groups spread over them
+// as the executor spreads them, each worker at its own true rate: a
+// straggler, or groups of unequal rates, count), and none is proposed
+// when only the current count does: a count that runs its workers at
+// capacity would be rolled back for its delays. Transactional operators are never
 // resized. A count is proposed (one operator per round, the first in topological
 // order) when it differs from the current one by more than DeadBand, the
 // last Activation rounds computed it, no worker count changed in the
@@ -231,10 +233,14 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		}
 		p := len(op.Workers)
 		want := DS2Workers(o.target, o.rate, d.cfg.ScalingFactor, v.MinWorkers, v.MaxWorkers)
+		formula := want
+		for want < p && busyAfterScaleIn(o, want, d.measured[op.Name]) > maxScaleInUtilization {
+			want++ // no headroom left at that count: one more
+		}
 		if to, ok := d.vetoed[op.Name]; ok && to != want {
 			delete(d.vetoed, op.Name)
 		}
-		if to, ok := d.vetoed[op.Name]; abs(want-p) <= d.cfg.DeadBand || (ok && to == want) || (want < p && overloadsAfterScaleIn(o, want, d.measured[op.Name])) {
+		if to, ok := d.vetoed[op.Name]; abs(want-p) <= d.cfg.DeadBand || (ok && to == want) {
 			delete(d.streaks, op.Name)
 			continue
 		}
@@ -255,11 +261,16 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 			{Name: "selectivity of " + op.Name, Value: o.selectivity, Unit: "ratio"},
 			{Name: "workers of " + op.Name, Value: float64(p), Unit: "count"},
 		}, evidence...)
+		reason := fmt.Sprintf("%s needs %d workers for a target input of %.0f records/s at a true rate of %.0f records/s per worker; it has %d",
+			op.Name, want, o.target, o.rate, p)
+		if formula != want {
+			reason = fmt.Sprintf("%s needs %d workers for a target input of %.0f records/s at a true rate of %.0f records/s per worker (%d would leave a worker over %.0f%% busy); it has %d",
+				op.Name, want, o.target, o.rate, formula, 100*maxScaleInUtilization, p)
+		}
 		chosen = &Proposal{
-			Policy: d.Name(),
-			Action: schema.Action{Kind: "set-workers", Operator: op.Name, From: p, To: want},
-			Reason: fmt.Sprintf("%s needs %d workers for a target input of %.0f records/s at a true rate of %.0f records/s per worker; it has %d",
-				op.Name, want, o.target, o.rate, p),
+			Policy:   d.Name(),
+			Action:   schema.Action{Kind: "set-workers", Operator: op.Name, From: p, To: want},
+			Reason:   reason,
 			Evidence: ev,
 			Predicted: []schema.Evidence{
 				{Name: "workers of " + op.Name, Value: float64(want), Unit: "count"},
@@ -273,24 +284,38 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 	return chosen, nil
 }
 
-// overloadsAfterScaleIn reports whether keyed operator o, with its key
-// groups spread over want workers as the executor spreads them (each
-// group's arrival rate scaled to o's target), would have a worker whose
-// groups arrive faster than its own true rate runs them (the last one
-// measured, known, for a worker that runs nothing now). DS2 sizes for
-// workers alike; a scale-in past what a slower worker (a straggler) or a
-// skewed spread can take would be taken and rolled back.
-func overloadsAfterScaleIn(o *ds2Operator, want int, known map[int]float64) bool {
+// maxScaleInUtilization is the busiest a worker may be left by one of
+// DS2's scale-ins, at the target rate: a count sized to run its workers
+// at capacity (DS2's formula with no scaling factor) leaves their
+// records queueing behind their batches, a delay over the latency
+// guarantor's l_low that the effect check rolls back, and a rate a little
+// higher asks for the worker back (a dead band on the utilization, so
+// that the count does not go back and forth around a rate). A scale-out
+// is sized by the formula alone.
+const maxScaleInUtilization = 0.85
+
+// busyAfterScaleIn returns the utilization of operator o's busiest
+// worker with want workers at its target rate: for a keyed operator its
+// key groups spread over them as the executor spreads them (each
+// group's arrival rate scaled to the target), each worker at its own
+// true rate (the last one measured, known, for a worker that runs nothing
+// now: a straggler whose groups were moved off is as slow as it was); for
+// another the target over want workers at the per-worker rate. A
+// scale-in past what a slower worker or a skewed spread can take would
+// be taken and rolled back.
+func busyAfterScaleIn(o *ds2Operator, want int, known map[int]float64) float64 {
 	r := o.rates
-	if r == nil || r.GroupArrival == nil {
-		return false
-	}
 	var sum float64
-	for _, a := range r.GroupArrival {
-		sum += a
+	if r != nil {
+		for _, a := range r.GroupArrival {
+			sum += a
+		}
 	}
-	if sum <= 0 {
-		return false
+	if r == nil || r.GroupArrival == nil || sum <= 0 {
+		if o.rate <= 0 || want < 1 {
+			return math.Inf(1)
+		}
+		return o.target / (float64(want) * o.rate)
 	}
 	groups := make([]float64, len(r.GroupArrival))
 	for kg, a := range r.GroupArrival {
@@ -313,9 +338,9 @@ func overloadsAfterScaleIn(o *ds2Operator, want int, known map[int]float64) bool
 		loads = append(loads, wl)
 	}
 	if len(loads) == 0 {
-		return false
+		return 0
 	}
-	return worstUtilization(spread(loads, groups, want)) > 1
+	return worstUtilization(spread(loads, groups, want))
 }
 
 // remember keeps the true rate of each worker of r that ran records,

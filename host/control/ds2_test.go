@@ -410,3 +410,39 @@ func TestDS2TakesNoScaleInThatOverloadsASlowerWorker(t *testing.T) {
 		t.Fatalf("proposal %+v with workers alike, want set-workers 4 -> 2", p)
 	}
 }
+
+func TestDS2ScaleInLeavesHeadroom(t *testing.T) {
+	// Four workers of 5,000 records/s, sixteen key groups. DS2's formula
+	// asks for ceil(rate / 5,000) workers: at 4,800/s one, which would
+	// run at 96% of its capacity; the scale-in goes to two (48%). At
+	// 4,000/s one worker is 80% busy: one.
+	for _, c := range []struct {
+		group float64
+		want  int
+	}{{300, 2}, {250, 1}} {
+		sim := newKeyedSim(slices.Repeat([]float64{c.group}, 16), []float64{5000, 5000, 5000, 5000})
+		d, err := NewDS2(DS2Config{Interval: time.Second, WarmUp: time.Second, Activation: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples := []Sample{sim.step(0)}
+		var p *Proposal
+		for range 3 {
+			samples = append(samples, sim.step(time.Second))
+			v := viewOf(samples, 3)
+			v.MaxWorkers = 4
+			if p, _ = d.Propose(v); p != nil {
+				break
+			}
+		}
+		if p == nil || p.Action.From != 4 || p.Action.To != c.want {
+			t.Errorf("at %.0f records/s: proposal %+v, want set-workers 4 -> %d", 16*c.group, p, c.want)
+		}
+	}
+	// A stateless operator likewise: 9,500/s at 5,000/s a worker is two
+	// by the formula (95% busy), three with headroom.
+	o := &ds2Operator{rate: 5000, target: 9500}
+	if got := busyAfterScaleIn(o, 2, nil); math.Abs(got-0.95) > 1e-9 {
+		t.Errorf("busy after a scale-in to 2 = %v, want 0.95", got)
+	}
+}
