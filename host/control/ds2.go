@@ -52,7 +52,9 @@ func DefaultDS2Config() DS2Config {
 // the view's bounds.
 //
 // A count that was rolled back is not proposed again for its operator
-// until the computed count changes. A scale-in goes no further than the
+// until the computed count changes. No scale-in is proposed while a
+// source's latest interval is more than fallBand under its span's rate
+// (the span straddles a fall, and its mean is neither rate). A scale-in goes no further than the
 // fewest workers that leave the busiest at most maxScaleInUtilization
 // busy at the target rate (a keyed operator's key groups spread over them
 // as the executor spreads them, each worker at its own true rate: a
@@ -158,16 +160,22 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 	var evidence []schema.Evidence
 	prev, _, recent := v.Latest()
 	recent = recent && prev.At.After(first.At)
+	falling := false // a source's latest interval is well under its span's rate
 	for _, s := range last.Sources {
 		rate := sourceRate(first, s, secs)
 		evidence = append(evidence, schema.Evidence{Name: "arrival rate of source " + s.Name + " (read and backlog growth)", Value: rate, Unit: "records/s"})
 		if recent {
 			// A span that straddles a rise in the rate under-sizes: the
 			// latest interval, when higher, sizes for the new rate at
-			// once (and a fall is followed a window later).
-			if r := sourceRate(prev, s, last.At.Sub(prev.At).Seconds()); r > rate {
+			// once. One that straddles a fall sizes for neither rate: no
+			// scale-in is taken on it, and the fall is followed once the
+			// span holds only the new rate.
+			switch r := sourceRate(prev, s, last.At.Sub(prev.At).Seconds()); {
+			case r > rate:
 				rate = r
 				evidence = append(evidence, schema.Evidence{Name: "arrival rate of source " + s.Name + " in the latest interval (higher: sized for)", Value: rate, Unit: "records/s"})
+			case r < rate*(1-fallBand):
+				falling = true
 			}
 		}
 		sources[s.Name] = rate
@@ -233,6 +241,10 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		}
 		p := len(op.Workers)
 		want := DS2Workers(o.target, o.rate, d.cfg.ScalingFactor, v.MinWorkers, v.MaxWorkers)
+		if want < p && falling {
+			delete(d.streaks, op.Name)
+			continue
+		}
 		formula := want
 		for want < p && busyAfterScaleIn(o, want, d.measured[op.Name]) > maxScaleInUtilization {
 			want++ // no headroom left at that count: one more
@@ -283,6 +295,11 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 	}
 	return chosen, nil
 }
+
+// fallBand is how far under its span's rate a source's latest interval
+// may be for the span to be taken as holding one rate: more, and the span
+// straddles a fall (a step down), and DS2 takes no scale-in on it.
+const fallBand = 0.1
 
 // maxScaleInUtilization is the busiest a worker may be left by one of
 // DS2's scale-ins, at the target rate: a count sized to run its workers

@@ -446,3 +446,31 @@ func TestDS2ScaleInLeavesHeadroom(t *testing.T) {
 		t.Errorf("busy after a scale-in to 2 = %v, want 0.95", got)
 	}
 }
+
+func TestDS2TakesNoScaleInOnASpanStraddlingAFall(t *testing.T) {
+	// Four workers of 5,000/s at 16,000/s; the rate steps down to
+	// 4,000/s. The first round's span (two seconds) holds a second of
+	// each, 10,000/s, which would ask for 3 workers: sized for neither
+	// rate, it would be followed by 3 -> 1 (a reversal of nothing but a
+	// straddling window). DS2 waits until the span holds only the new
+	// rate, then goes 4 -> 1 in one decision.
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1, DeadBand: 0})
+	sim := newChainSim(16000, &chainOp{name: "count", workers: 4, rate: 5000, selectivity: 1})
+	samples := []Sample{sim.step(0)}
+	for i := range 3 {
+		samples = append(samples, sim.step(time.Second))
+		if p, _ := d.Propose(viewOf(samples, 3)); p != nil {
+			t.Fatalf("round %d at 16000 records/s on 4 workers of 5000/s proposed %+v", i, p.Action)
+		}
+	}
+	sim.rate = 4000
+	samples = append(samples, sim.step(time.Second))
+	if p, _ := d.Propose(viewOf(samples, 3)); p != nil {
+		t.Fatalf("first round after the fall, on a span of 10000/s, proposed %+v; want none", p.Action)
+	}
+	samples = append(samples, sim.step(time.Second))
+	p, _ := d.Propose(viewOf(samples, 3))
+	if p == nil || p.Action.From != 4 || p.Action.To != 1 {
+		t.Fatalf("once the span holds 4000/s: %+v, want count 4 -> 1", p)
+	}
+}
