@@ -45,8 +45,13 @@ every policy (the straggler detector, DS2 deciding after one round, the
 latency guarantor, the doctor, in that priority) two more phases inject the job doctor's faults: one key hotter
 than a worker can serve (hot-key), then more records than the most workers
 can run (backlog). --soak D adds a run of every policy under a rate that
-varies between half and one and a half times --rate for D, in which a worker
-count changed back within a minute counts as an oscillation.
+varies between half and one and a half times --rate for D. Every mode counts
+the decisions undone within a minute: rolled back, or a worker count changed
+back within 60 s. Under the same rate (the target: 0) such a reversal counts
+unless the arrival rate at the sources, measured when each of the two
+decisions was taken, moved the reversal's way by more than a tenth (a
+scale-in after the rate fell, a scale-out after it rose) or a phase began
+between them; the count whatever the rate is given too.
 
 --cap caps each worker at that many records/s, a bench-only setting that
 makes a worker's capacity small and known on a machine with few cores, so
@@ -151,7 +156,7 @@ takes about 12 minutes.`,
 	fl.Float64Var(&capRate, "cap", def.Cap, "each worker's capacity in records per second (a bench-only setting; 0: uncapped)")
 	fl.DurationVar(&phase, "phase", def.Phase, "length of each phase")
 	fl.IntVar(&maxWorkers, "max-workers", def.MaxWorkers, "the most workers the control plane may give the operator")
-	fl.DurationVar(&soak, "soak", 0, "also run every policy this long under a rate varying between half and 1.5 times --rate (a sine of two minutes' period), counting decisions undone within a minute")
+	fl.DurationVar(&soak, "soak", 0, "also run every policy this long under a rate varying between half and 1.5 times --rate (a sine of two minutes' period)")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the runs (not the plugin build) to this file")
 	logs.register(cmd, "warn")
 	return cmd

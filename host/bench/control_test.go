@@ -143,29 +143,40 @@ func TestStepSourceFollowsItsRate(t *testing.T) {
 
 // TestUndoneCounts: a rollback, and a worker count reversed within a
 // minute under the same rate, are undone decisions; a reversal after a
-// minute, or after the rate changed, is not.
+// minute is not, and one that follows the rate measured at the decisions
+// (or a phase change) is counted only among all reversals.
 func TestUndoneCounts(t *testing.T) {
 	t0 := time.Now()
 	one := []phaseSpan{{t0, t0.Add(time.Hour)}}
 	two := []phaseSpan{{t0, t0.Add(10 * time.Second)}, {t0.Add(10 * time.Second), t0.Add(time.Hour)}}
-	d := func(at time.Duration, from, to int, outcome string) schema.Decision {
-		return schema.Decision{Time: t0.Add(at), Outcome: outcome, Action: schema.Action{Kind: "set-workers", From: from, To: to}}
+	d := func(at time.Duration, from, to int, outcome string, rate float64) schema.Decision {
+		dec := schema.Decision{Time: t0.Add(at), Outcome: outcome, Action: schema.Action{Kind: "set-workers", From: from, To: to}}
+		if rate > 0 {
+			dec.Observed = []schema.Evidence{{Name: sourcesRateEvidence, Value: rate, Unit: "records/s"}}
+		}
+		return dec
 	}
 	for _, c := range []struct {
-		name   string
-		ds     []schema.Decision
-		phases []phaseSpan
-		want   int
+		name      string
+		ds        []schema.Decision
+		phases    []phaseSpan
+		same, all int
 	}{
-		{"steady growth", []schema.Decision{d(0, 1, 2, "kept"), d(20*time.Second, 2, 4, "kept")}, one, 0},
-		{"reversed soon", []schema.Decision{d(0, 1, 2, "kept"), d(30*time.Second, 2, 1, "kept")}, one, 1},
-		{"reversed after the rate changed", []schema.Decision{d(0, 1, 2, "kept"), d(30*time.Second, 2, 1, "kept")}, two, 0},
-		{"reversed late", []schema.Decision{d(0, 1, 2, "kept"), d(2*time.Minute, 2, 1, "kept")}, one, 0},
-		{"rolled back", []schema.Decision{d(0, 1, 2, "rolled back")}, one, 1},
-		{"failed reversal", []schema.Decision{d(0, 1, 2, "kept"), d(time.Second, 2, 1, "failed")}, one, 0},
+		{"steady growth", []schema.Decision{d(0, 1, 2, "kept", 8000), d(20*time.Second, 2, 4, "kept", 8000)}, one, 0, 0},
+		{"reversed soon", []schema.Decision{d(0, 1, 2, "kept", 8000), d(30*time.Second, 2, 1, "kept", 8000)}, one, 1, 1},
+		{"reversed within a tenth", []schema.Decision{d(0, 1, 2, "kept", 8000), d(30*time.Second, 2, 1, "kept", 7300)}, one, 1, 1},
+		{"scaled in at a higher rate", []schema.Decision{d(0, 1, 2, "kept", 8000), d(30*time.Second, 2, 1, "kept", 9600)}, one, 1, 1},
+		{"followed the rate down", []schema.Decision{d(0, 1, 2, "kept", 8000), d(30*time.Second, 2, 1, "kept", 7100)}, one, 0, 1},
+		{"followed the rate up", []schema.Decision{d(0, 2, 1, "kept", 8000), d(30*time.Second, 1, 2, "kept", 8900)}, one, 0, 1},
+		{"scaled out at a lower rate", []schema.Decision{d(0, 2, 1, "kept", 8000), d(30*time.Second, 1, 2, "kept", 6000)}, one, 1, 1},
+		{"rate not known", []schema.Decision{d(0, 1, 2, "kept", 8000), d(30*time.Second, 2, 1, "applied", 0)}, one, 1, 1},
+		{"reversed in the next phase", []schema.Decision{d(0, 1, 2, "kept", 8000), d(30*time.Second, 2, 1, "kept", 8000)}, two, 0, 1},
+		{"reversed late", []schema.Decision{d(0, 1, 2, "kept", 8000), d(2*time.Minute, 2, 1, "kept", 8000)}, one, 0, 0},
+		{"rolled back", []schema.Decision{d(0, 1, 2, "rolled back", 8000)}, one, 1, 1},
+		{"failed reversal", []schema.Decision{d(0, 1, 2, "kept", 8000), d(time.Second, 2, 1, "failed", 8000)}, one, 0, 0},
 	} {
-		if got := undone(c.ds, c.phases); got != c.want {
-			t.Errorf("%s: %d undone, want %d", c.name, got, c.want)
+		if same, all := undone(c.ds, c.phases); same != c.same || all != c.all {
+			t.Errorf("%s: %d undone under the same rate, %d in all; want %d, %d", c.name, same, all, c.same, c.all)
 		}
 	}
 }

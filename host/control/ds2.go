@@ -52,11 +52,15 @@ func DefaultDS2Config() DS2Config {
 // the view's bounds.
 //
 // A count that was rolled back is not proposed again for its operator
-// until the computed count changes. A scale-in of a keyed operator is not
-// proposed when, its key groups spread over fewer workers as the
-// executor spreads them, a worker's groups would arrive faster than that
-// worker's own true rate (a straggler, or groups of unequal rates): it
-// would be rolled back. Transactional operators are never
+// until the computed count changes. No scale-in is proposed while a
+// source's latest interval is more than fallBand under its span's rate
+// (the span straddles a fall, and its mean is neither rate). A scale-in goes no further than the
+// fewest workers that leave the busiest at most maxScaleInUtilization
+// busy at the target rate (a keyed operator's key groups spread over them
+// as the executor spreads them, each worker at its own true rate: a
+// straggler, or groups of unequal rates, count), and none is proposed
+// when only the current count does: a count that runs its workers at
+// capacity would be rolled back for its delays. Transactional operators are never
 // resized. A count is proposed (one operator per round, the first in topological
 // order) when it differs from the current one by more than DeadBand, the
 // last Activation rounds computed it, no worker count changed in the
@@ -156,16 +160,22 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 	var evidence []schema.Evidence
 	prev, _, recent := v.Latest()
 	recent = recent && prev.At.After(first.At)
+	falling := false // a source's latest interval is well under its span's rate
 	for _, s := range last.Sources {
 		rate := sourceRate(first, s, secs)
 		evidence = append(evidence, schema.Evidence{Name: "arrival rate of source " + s.Name + " (read and backlog growth)", Value: rate, Unit: "records/s"})
 		if recent {
 			// A span that straddles a rise in the rate under-sizes: the
 			// latest interval, when higher, sizes for the new rate at
-			// once (and a fall is followed a window later).
-			if r := sourceRate(prev, s, last.At.Sub(prev.At).Seconds()); r > rate {
+			// once. One that straddles a fall sizes for neither rate: no
+			// scale-in is taken on it, and the fall is followed once the
+			// span holds only the new rate.
+			switch r := sourceRate(prev, s, last.At.Sub(prev.At).Seconds()); {
+			case r > rate:
 				rate = r
 				evidence = append(evidence, schema.Evidence{Name: "arrival rate of source " + s.Name + " in the latest interval (higher: sized for)", Value: rate, Unit: "records/s"})
+			case r < rate*(1-fallBand):
+				falling = true
 			}
 		}
 		sources[s.Name] = rate
@@ -231,10 +241,18 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		}
 		p := len(op.Workers)
 		want := DS2Workers(o.target, o.rate, d.cfg.ScalingFactor, v.MinWorkers, v.MaxWorkers)
+		if want < p && falling {
+			delete(d.streaks, op.Name)
+			continue
+		}
+		formula := want
+		for want < p && busyAfterScaleIn(o, want, d.measured[op.Name]) > maxScaleInUtilization {
+			want++ // no headroom left at that count: one more
+		}
 		if to, ok := d.vetoed[op.Name]; ok && to != want {
 			delete(d.vetoed, op.Name)
 		}
-		if to, ok := d.vetoed[op.Name]; abs(want-p) <= d.cfg.DeadBand || (ok && to == want) || (want < p && overloadsAfterScaleIn(o, want, d.measured[op.Name])) {
+		if to, ok := d.vetoed[op.Name]; abs(want-p) <= d.cfg.DeadBand || (ok && to == want) {
 			delete(d.streaks, op.Name)
 			continue
 		}
@@ -255,11 +273,16 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 			{Name: "selectivity of " + op.Name, Value: o.selectivity, Unit: "ratio"},
 			{Name: "workers of " + op.Name, Value: float64(p), Unit: "count"},
 		}, evidence...)
+		reason := fmt.Sprintf("%s needs %d workers for a target input of %.0f records/s at a true rate of %.0f records/s per worker; it has %d",
+			op.Name, want, o.target, o.rate, p)
+		if formula != want {
+			reason = fmt.Sprintf("%s needs %d workers for a target input of %.0f records/s at a true rate of %.0f records/s per worker (%d would leave a worker over %.0f%% busy); it has %d",
+				op.Name, want, o.target, o.rate, formula, 100*maxScaleInUtilization, p)
+		}
 		chosen = &Proposal{
-			Policy: d.Name(),
-			Action: schema.Action{Kind: "set-workers", Operator: op.Name, From: p, To: want},
-			Reason: fmt.Sprintf("%s needs %d workers for a target input of %.0f records/s at a true rate of %.0f records/s per worker; it has %d",
-				op.Name, want, o.target, o.rate, p),
+			Policy:   d.Name(),
+			Action:   schema.Action{Kind: "set-workers", Operator: op.Name, From: p, To: want},
+			Reason:   reason,
 			Evidence: ev,
 			Predicted: []schema.Evidence{
 				{Name: "workers of " + op.Name, Value: float64(want), Unit: "count"},
@@ -273,24 +296,43 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 	return chosen, nil
 }
 
-// overloadsAfterScaleIn reports whether keyed operator o, with its key
-// groups spread over want workers as the executor spreads them (each
-// group's arrival rate scaled to o's target), would have a worker whose
-// groups arrive faster than its own true rate runs them (the last one
-// measured, known, for a worker that runs nothing now). DS2 sizes for
-// workers alike; a scale-in past what a slower worker (a straggler) or a
-// skewed spread can take would be taken and rolled back.
-func overloadsAfterScaleIn(o *ds2Operator, want int, known map[int]float64) bool {
+// fallBand is how far under its span's rate a source's latest interval
+// may be for the span to be taken as holding one rate: more, and the span
+// straddles a fall (a step down), and DS2 takes no scale-in on it.
+const fallBand = 0.1
+
+// maxScaleInUtilization is the busiest a worker may be left by one of
+// DS2's scale-ins, at the target rate: a count sized to run its workers
+// at capacity (DS2's formula with no scaling factor) leaves their
+// records queueing behind their batches, a delay over the latency
+// guarantor's l_low that the effect check rolls back, and a rate a little
+// higher asks for the worker back (a dead band on the utilization, so
+// that the count does not go back and forth around a rate). A scale-out
+// is sized by the formula alone.
+const maxScaleInUtilization = 0.85
+
+// busyAfterScaleIn returns the utilization of operator o's busiest
+// worker with want workers at its target rate: for a keyed operator its
+// key groups spread over them as the executor spreads them (each
+// group's arrival rate scaled to the target), each worker at its own
+// true rate (the last one measured, known, for a worker that runs nothing
+// now: a straggler whose groups were moved off is as slow as it was); for
+// another the target over want workers at the per-worker rate. A
+// scale-in past what a slower worker or a skewed spread can take would
+// be taken and rolled back.
+func busyAfterScaleIn(o *ds2Operator, want int, known map[int]float64) float64 {
 	r := o.rates
-	if r == nil || r.GroupArrival == nil {
-		return false
-	}
 	var sum float64
-	for _, a := range r.GroupArrival {
-		sum += a
+	if r != nil {
+		for _, a := range r.GroupArrival {
+			sum += a
+		}
 	}
-	if sum <= 0 {
-		return false
+	if r == nil || r.GroupArrival == nil || sum <= 0 {
+		if o.rate <= 0 || want < 1 {
+			return math.Inf(1)
+		}
+		return o.target / (float64(want) * o.rate)
 	}
 	groups := make([]float64, len(r.GroupArrival))
 	for kg, a := range r.GroupArrival {
@@ -313,9 +355,9 @@ func overloadsAfterScaleIn(o *ds2Operator, want int, known map[int]float64) bool
 		loads = append(loads, wl)
 	}
 	if len(loads) == 0 {
-		return false
+		return 0
 	}
-	return worstUtilization(spread(loads, groups, want)) > 1
+	return worstUtilization(spread(loads, groups, want))
 }
 
 // remember keeps the true rate of each worker of r that ran records,

@@ -410,3 +410,67 @@ func TestDS2TakesNoScaleInThatOverloadsASlowerWorker(t *testing.T) {
 		t.Fatalf("proposal %+v with workers alike, want set-workers 4 -> 2", p)
 	}
 }
+
+func TestDS2ScaleInLeavesHeadroom(t *testing.T) {
+	// Four workers of 5,000 records/s, sixteen key groups. DS2's formula
+	// asks for ceil(rate / 5,000) workers: at 4,800/s one, which would
+	// run at 96% of its capacity; the scale-in goes to two (48%). At
+	// 4,000/s one worker is 80% busy: one.
+	for _, c := range []struct {
+		group float64
+		want  int
+	}{{300, 2}, {250, 1}} {
+		sim := newKeyedSim(slices.Repeat([]float64{c.group}, 16), []float64{5000, 5000, 5000, 5000})
+		d, err := NewDS2(DS2Config{Interval: time.Second, WarmUp: time.Second, Activation: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples := []Sample{sim.step(0)}
+		var p *Proposal
+		for range 3 {
+			samples = append(samples, sim.step(time.Second))
+			v := viewOf(samples, 3)
+			v.MaxWorkers = 4
+			if p, _ = d.Propose(v); p != nil {
+				break
+			}
+		}
+		if p == nil || p.Action.From != 4 || p.Action.To != c.want {
+			t.Errorf("at %.0f records/s: proposal %+v, want set-workers 4 -> %d", 16*c.group, p, c.want)
+		}
+	}
+	// A stateless operator likewise: 9,500/s at 5,000/s a worker is two
+	// by the formula (95% busy), three with headroom.
+	o := &ds2Operator{rate: 5000, target: 9500}
+	if got := busyAfterScaleIn(o, 2, nil); math.Abs(got-0.95) > 1e-9 {
+		t.Errorf("busy after a scale-in to 2 = %v, want 0.95", got)
+	}
+}
+
+func TestDS2TakesNoScaleInOnASpanStraddlingAFall(t *testing.T) {
+	// Four workers of 5,000/s at 16,000/s; the rate steps down to
+	// 4,000/s. The first round's span (two seconds) holds a second of
+	// each, 10,000/s, which would ask for 3 workers: sized for neither
+	// rate, it would be followed by 3 -> 1 (a reversal of nothing but a
+	// straddling window). DS2 waits until the span holds only the new
+	// rate, then goes 4 -> 1 in one decision.
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1, DeadBand: 0})
+	sim := newChainSim(16000, &chainOp{name: "count", workers: 4, rate: 5000, selectivity: 1})
+	samples := []Sample{sim.step(0)}
+	for i := range 3 {
+		samples = append(samples, sim.step(time.Second))
+		if p, _ := d.Propose(viewOf(samples, 3)); p != nil {
+			t.Fatalf("round %d at 16000 records/s on 4 workers of 5000/s proposed %+v", i, p.Action)
+		}
+	}
+	sim.rate = 4000
+	samples = append(samples, sim.step(time.Second))
+	if p, _ := d.Propose(viewOf(samples, 3)); p != nil {
+		t.Fatalf("first round after the fall, on a span of 10000/s, proposed %+v; want none", p.Action)
+	}
+	samples = append(samples, sim.step(time.Second))
+	p, _ := d.Propose(viewOf(samples, 3))
+	if p == nil || p.Action.From != 4 || p.Action.To != 1 {
+		t.Fatalf("once the span holds 4000/s: %+v, want count 4 -> 1", p)
+	}
+}

@@ -94,7 +94,11 @@ var ErrBadConfig = errors.New("control: bad configuration")
 // and the worst delay is under Lreq, the scale-out waits one round, so
 // that it is sized on a whole interval of the new rate. A good operator
 // loses a worker when, its groups spread over one worker fewer, every
-// worker's predicted delay stays at most Low. A moderate operator is left alone.
+// worker's predicted delay stays at most Low, the operator's delay floor
+// (its batches' collection and commit, see delayFloor) included. A
+// moderate operator is left alone. Moves and scale-ins wait for steady
+// evidence (see steady): a window that straddles a change holds the rates
+// from before it.
 //
 // When an operator cannot grow (its count is at the bound, or it is not
 // resizable), the best move is proposed if it lowers the worst predicted
@@ -115,12 +119,15 @@ const vetoFor = time.Minute
 
 // opEstimate is the guarantor's smoothed view of one operator.
 type opEstimate struct {
-	sample  OperatorSample // as of the last sample
-	groups  []float64      // smoothed arrival rate of each key group
-	latest  []float64      // each key group's arrival rate over the view's latest interval
-	rising  bool           // the latest interval's arrivals are over the one before's by more than a tenth
-	waited  bool           // a scale-out waited a round for a rising rate, not yet made
-	workers map[int]*workerEstimate
+	sample OperatorSample // as of the last sample
+	groups []float64      // smoothed arrival rate of each key group
+	latest []float64      // each key group's arrival rate over the view's latest interval
+	rising bool           // the latest interval's arrivals are over the one before's by more than a tenth
+	// latestService is each worker's service rate over the view's
+	// latest interval, for the workers that ran records in it.
+	latestService map[int]float64
+	waited        bool // a scale-out waited a round for a rising rate, not yet made
+	workers       map[int]*workerEstimate
 }
 
 // workerEstimate is one worker's smoothed estimates.
@@ -220,12 +227,18 @@ func (l *Latency) Propose(v *View) (*Proposal, []schema.Finding) {
 				before = &v.Samples[n-3]
 			}
 			for name, e := range l.ops {
-				e.latest, e.rising = nil, false
+				e.latest, e.rising, e.latestService = nil, false, nil
 				r, ok := Rates(prev, last, name)
 				if !ok {
 					continue
 				}
 				e.latest = r.GroupArrival
+				e.latestService = map[int]float64{}
+				for _, w := range r.Workers {
+					if w.Records > 0 && w.Service > 0 {
+						e.latestService[w.ID] = w.Service
+					}
+				}
 				if before != nil {
 					if b, ok := Rates(before, prev, name); ok {
 						e.rising = arrivals(r) > 1.1*arrivals(b)
@@ -494,7 +507,18 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 		after   []float64
 		movable bool
 	)
-	if op.Movable && e.groups != nil {
+	steadyService, steadyArrivals := steady(e, loads)
+	if !steadyService {
+		// A worker's service rate in the latest interval is far from
+		// its estimate: the window straddles a change (a worker slowed
+		// down or recovered), and a decision sized on it would be sized
+		// on the rates before. Wait until the estimates hold it.
+		return nil
+	}
+	if op.Movable && e.groups != nil && steadyArrivals {
+		// A move rests on each group's smoothed arrival rate: it waits
+		// while they are moving (a shift of the hot keys, a step), as a
+		// scale-out, sized on the latest interval, does not.
 		moves, after, movable = l.balance(loads, src, e.groups)
 	}
 	move := func(fixed bool, more string) *Proposal {
@@ -768,14 +792,20 @@ func (l *Latency) scaleIn(v *View, name string) *Proposal {
 		return nil
 	}
 	loads := l.loads(name)
+	if steadyService, steadyArrivals := steady(e, loads); !steadyService || !steadyArrivals {
+		// The window straddles a change of the rates: a scale-in sized
+		// on it would be sized on the rates before.
+		return nil
+	}
+	floor := delayFloor(loads)
 	after := spread(loads, e.groups, n-1)
 	bound := min(l.cfg.Low, l.cfg.Lreq).Seconds()
 	var predicted, evidence []schema.Evidence
 	for _, w := range after {
-		if w.predicted() > bound {
+		if predictWithFloor(w.arrival, w.service, floor) > bound {
 			return nil
 		}
-		predicted = append(predicted, predictedEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), w.arrival, w.service))
+		predicted = append(predicted, delayEvidence(fmt.Sprintf("predicted delay of %s/%d", name, w.id), predictWithFloor(w.arrival, w.service, floor)))
 	}
 	worstDelay, worstPredicted := 0.0, 0.0
 	for _, w := range loads {
@@ -783,14 +813,89 @@ func (l *Latency) scaleIn(v *View, name string) *Proposal {
 		worstPredicted = max(worstPredicted, w.predicted())
 		evidence = append(evidence, schema.Evidence{Name: fmt.Sprintf("delay of %s/%d", name, w.id), Value: w.delay, Unit: "s"})
 	}
+	evidence = append(evidence, schema.Evidence{Name: "delay floor of " + name + " (batching and commits: what no worker count removes)", Value: floor, Unit: "s"})
 	return &Proposal{
 		Policy: l.Name(),
 		Action: schema.Action{Kind: "set-workers", Operator: name, From: n, To: n - 1},
-		Reason: fmt.Sprintf("every worker of %s is good (delays at most %s, predicted at most %s): with one worker fewer every predicted delay stays under l_low %v",
-			name, seconds(worstDelay), seconds(worstPredicted), min(l.cfg.Low, l.cfg.Lreq)),
+		Reason: fmt.Sprintf("every worker of %s is good (delays at most %s, predicted at most %s): with one worker fewer every predicted delay, its floor of %s included, stays under l_low %v",
+			name, seconds(worstDelay), seconds(worstPredicted), seconds(floor), min(l.cfg.Low, l.cfg.Lreq)),
 		Evidence:  evidence,
 		Predicted: predicted,
 	}
+}
+
+// delayFloor returns the delay of an operator's workers that no worker
+// count removes: the collection of a batch and its commit, which the
+// M/M/1 prediction 1/(μ-λ), a few milliseconds at the rates of a
+// batch's records, leaves out. Each worker's measured delay l is read
+// as predictWithFloor's model, l = (floor + 1/μ) / (1 - ρ) with ρ = λ/μ
+// (a batch collects the records that arrived while the last one ran, so
+// its time, and its records' delay, grows as 1/(1-ρ)); the floor is the
+// highest of the workers' (none under 0), so that a scale-in is
+// predicted for the worker that shows the most of it.
+func delayFloor(loads []workerLoad) float64 {
+	floor := 0.0
+	for _, w := range loads {
+		if w.service <= 0 || w.arrival >= w.service || w.delay <= 0 {
+			continue
+		}
+		floor = max(floor, w.delay*(1-w.arrival/w.service)-1/w.service)
+	}
+	return floor
+}
+
+// predictWithFloor returns the long-term delay of a worker with arrival
+// and service rates and an operator's delay floor (see delayFloor):
+// floor/(1-ρ) + 1/(μ-λ), the M/M/1 prediction when the floor is 0, +Inf
+// when μ <= λ.
+func predictWithFloor(arrival, service, floor float64) float64 {
+	if service <= arrival {
+		return math.Inf(1)
+	}
+	return floor/(1-arrival/service) + predictDelay(arrival, service)
+}
+
+// unsteady is how far, as a ratio, a worker's rate over the view's latest
+// interval may be from its estimate before the guarantor takes the
+// estimate for one that does not hold the rates now (the straggler
+// detector's ratio).
+const unsteady = 1.5
+
+// steady reports whether the estimates of operator e, whose workers are
+// loads, hold the rates of the view's latest interval: service, every
+// worker that ran records in it ran them at its estimated service rate
+// within a ratio of unsteady; arrivals, the records arriving for each
+// worker's key groups did too (a worker's difference under a twentieth
+// of the operator's arrivals does not count). A window that straddles a
+// change (a worker slowed down, the hot keys shifted, a step in the
+// rate) is not steady until the smoothing has caught up with it, a round
+// or two later: a decision is taken on evidence that holds still, as
+// DS2's activation asks of its.
+func steady(e *opEstimate, loads []workerLoad) (service, arrivals bool) {
+	far := func(a, b float64) bool { return max(a, b) > unsteady*min(a, b) }
+	service, arrivals = true, true
+	var total float64
+	for _, a := range e.latest {
+		total += a
+	}
+	for _, w := range loads {
+		if mu, ok := e.latestService[w.id]; ok && w.service > 0 && far(mu, w.service) {
+			service = false
+		}
+		if e.latest == nil || e.groups == nil || len(e.latest) != len(e.groups) {
+			continue
+		}
+		var latest float64
+		for _, kg := range w.groups {
+			if kg < len(e.latest) {
+				latest += e.latest[kg]
+			}
+		}
+		if far(latest, w.arrival) && math.Abs(latest-w.arrival) > total/20 {
+			arrivals = false
+		}
+	}
+	return service, arrivals
 }
 
 // balance returns the best move of key groups off src (see Latency) and

@@ -374,3 +374,155 @@ func TestLatencyScalesOutWhileRisingPastLreq(t *testing.T) {
 		t.Fatalf("first round after the step, delay over lreq = %+v, want set-workers 2 -> 4", p)
 	}
 }
+
+func TestLatencyScaleInPredictionIncludesTheDelayFloor(t *testing.T) {
+	// Four workers of 100 records/s, eight groups of 10/s: 20/s a worker
+	// (ρ 0.2). Spread over three, the busiest takes 30/s (ρ 0.3), whose
+	// M/M/1 delay 1/70 s (14ms) is under l_low.
+	//
+	// With a measured delay of 30ms the floor is 0.03 × 0.8 - 1/100 =
+	// 14ms (the delay l = (floor + 1/μ)/(1-ρ) that no worker count
+	// removes), and the busiest worker after the scale-in is predicted
+	// 14ms / 0.7 + 1/70 s = 34.3ms: still good, one worker fewer, with
+	// that prediction.
+	sim := newKeyedSim(slices.Repeat([]float64{10}, 8), []float64{100, 100, 100, 100})
+	sim.delay = map[int]float64{0: 0.03, 1: 0.03, 2: 0.03, 3: 0.03}
+	l, _ := NewLatency(LatencyConfig{})
+	p := proposeOn(t, l, sim, 3)
+	if p == nil || p.Action.Kind != "set-workers" || p.Action.To != 3 {
+		t.Fatalf("proposal = %+v, want set-workers 4 -> 3", p)
+	}
+	floor := 0.03*0.8 - 0.01
+	if e := findEvidence(p.Evidence, "delay floor of count (batching and commits: what no worker count removes)"); e == nil || math.Abs(e.Value-floor) > 1e-9 {
+		t.Errorf("floor evidence = %+v, want %v s", e, floor)
+	}
+	if e := findEvidence(p.Predicted, "predicted delay of count/0"); e == nil || math.Abs(e.Value-(floor/0.7+1.0/70)) > 1e-9 {
+		t.Errorf("predicted delay of count/0 = %+v, want %v s", e, floor/0.7+1.0/70)
+	}
+
+	// With a measured delay of 45ms (still good: under l_low) the floor
+	// is 0.045 × 0.8 - 0.01 = 26ms, and the busiest worker after the
+	// scale-in would be 26ms / 0.7 + 14ms = 51.4ms: over l_low, so no
+	// scale-in, though the M/M/1 prediction alone (14ms) would take it
+	// and the delay measured after it would be over l_low.
+	sim = newKeyedSim(slices.Repeat([]float64{10}, 8), []float64{100, 100, 100, 100})
+	sim.delay = map[int]float64{0: 0.02, 1: 0.02, 2: 0.045, 3: 0.02}
+	l, _ = NewLatency(LatencyConfig{})
+	if p := proposeOn(t, l, sim, 3); p != nil {
+		t.Fatalf("proposal = %+v, want none (the floor takes the prediction over l_low)", p)
+	}
+	for _, h := range l.Health() {
+		if h.State != StateGood {
+			t.Errorf("count/%d is %s, want good", h.Worker, h.State)
+		}
+	}
+}
+
+func TestDelayFloor(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		loads []workerLoad
+		want  float64
+	}{
+		{"the M/M/1 delay alone: no floor", []workerLoad{{arrival: 50, service: 100, delay: 0.02}}, 0},
+		{"a floor", []workerLoad{{arrival: 50, service: 100, delay: 0.05}}, 0.05*0.5 - 0.01},
+		{"the highest worker's", []workerLoad{{arrival: 50, service: 100, delay: 0.05}, {arrival: 20, service: 100, delay: 0.05}}, 0.05*0.8 - 0.01},
+		{"a saturated worker tells nothing", []workerLoad{{arrival: 100, service: 100, delay: 5}}, 0},
+		{"nor one that ran nothing", []workerLoad{{arrival: 10, service: 0, delay: 1}}, 0},
+	} {
+		if got := delayFloor(c.loads); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: floor %v, want %v", c.name, got, c.want)
+		}
+	}
+	// The prediction with the floor is the M/M/1 one at no floor, the
+	// measured delay at the worker's own floor, and infinite saturated.
+	if got := predictWithFloor(50, 100, 0); got != predictDelay(50, 100) {
+		t.Errorf("predictWithFloor at no floor = %v, want %v", got, predictDelay(50, 100))
+	}
+	if got := predictWithFloor(50, 100, 0.05*0.5-0.01); math.Abs(got-0.05) > 1e-12 {
+		t.Errorf("predictWithFloor at the worker's own floor = %v, want its delay 0.05", got)
+	}
+	if got := predictWithFloor(100, 100, 0.01); !math.IsInf(got, 1) {
+		t.Errorf("predictWithFloor saturated = %v, want +Inf", got)
+	}
+}
+
+func TestLatencyWaitsForTheRatesAfterAChange(t *testing.T) {
+	// Two workers of 3,000 records/s; worker 0's groups (0, 2, 4, 6)
+	// bring 2,000/s, worker 1's 1,000/s. Then worker 0 slows to 500/s
+	// (a straggler). In the round after, its smoothed service rate is
+	// still about 1,900/s (the window holds a second from before): it is
+	// severe (saturated, delays of seconds), but its latest interval ran
+	// at 500/s, far from the estimate, and a move sized on the estimate
+	// would be sized on the rates before the change. The guarantor waits
+	// until the estimate holds the new rate, then moves groups off it.
+	sim := newKeyedSim([]float64{500, 250, 500, 250, 500, 250, 500, 250}, []float64{3000, 3000})
+	l, _ := NewLatency(LatencyConfig{})
+	samples := []Sample{sim.step(0)}
+	round := func() *Proposal {
+		samples = append(samples, sim.step(time.Second))
+		v := viewOf(samples, 3)
+		v.MinWorkers, v.MaxWorkers = 2, 2 // no scale-in, no scale-out: moves only
+		p, _ := l.Propose(v)
+		return p
+	}
+	for range 3 {
+		if p := round(); p != nil {
+			t.Fatalf("proposal before the change: %+v", p)
+		}
+	}
+	sim.service[0] = 500
+	if p := round(); p != nil {
+		t.Fatalf("proposal on a window straddling the change: %+v", p)
+	}
+	if h := l.Health()[0]; h.Worker != 0 || h.State != StateSevere || h.ServiceRate < 1500 {
+		t.Fatalf("count/0 after the change: %+v, want severe on a service rate from before (over 1,500/s)", h)
+	}
+	var p *Proposal
+	for i := 0; i < 3 && p == nil; i++ {
+		p = round()
+	}
+	if p == nil || p.Action.Kind != "move-groups" {
+		t.Fatalf("proposal once the rates hold still = %+v, want a move", p)
+	}
+	for _, m := range p.Action.Moves {
+		if m.FromWorker != 0 {
+			t.Errorf("move %+v, want off worker 0", m)
+		}
+	}
+	if e := findEvidence(p.Evidence, "service rate of count/0"); e == nil || e.Value > 500*unsteady {
+		t.Errorf("service rate of count/0 the move rests on = %+v, want within %v of 500/s", e, unsteady)
+	}
+}
+
+func TestLatencySteady(t *testing.T) {
+	// Two workers with two key groups each, running 2,000/s each by the
+	// estimates; arrivals are the estimated arrival rates of workers 0
+	// and 1, latest the key groups' rates over the latest interval,
+	// service the workers' service rates over it.
+	for _, c := range []struct {
+		name               string
+		arrivals           [2]float64
+		latest             []float64
+		service            map[int]float64
+		wantSvc, wantArriv bool
+	}{
+		{"the latest interval agrees", [2]float64{1000, 1000}, []float64{600, 500, 500, 500}, map[int]float64{0: 1800, 1: 2100}, true, true},
+		{"a worker slowed to a third", [2]float64{1000, 1000}, []float64{500, 500, 500, 500}, map[int]float64{0: 667, 1: 2000}, false, true},
+		{"a worker that ran nothing tells nothing", [2]float64{1000, 1000}, []float64{500, 500, 500, 500}, map[int]float64{1: 2000}, true, true},
+		{"the hot keys shifted onto worker 0", [2]float64{1000, 1000}, []float64{1500, 250, 1500, 250}, map[int]float64{0: 2000, 1: 2000}, true, false},
+		// Worker 1's 60/s against 0/s is far as a ratio, but under a
+		// twentieth of the operator's 2,000/s.
+		{"a far ratio on a small share", [2]float64{1940, 60}, []float64{1000, 0, 1000, 0}, map[int]float64{0: 2000}, true, true},
+	} {
+		loads := []workerLoad{
+			{id: 0, groups: []int{0, 2}, arrival: c.arrivals[0], service: 2000},
+			{id: 1, groups: []int{1, 3}, arrival: c.arrivals[1], service: 2000},
+		}
+		e := &opEstimate{groups: []float64{500, 500, 500, 500}, latest: c.latest, latestService: c.service}
+		svc, arriv := steady(e, loads)
+		if svc != c.wantSvc || arriv != c.wantArriv {
+			t.Errorf("%s: steady service %v, arrivals %v; want %v, %v", c.name, svc, arriv, c.wantSvc, c.wantArriv)
+		}
+	}
+}
