@@ -1,7 +1,6 @@
 package window
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -29,21 +28,24 @@ type pendingFire struct {
 // back with the batch.
 func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups []int, wm, now int64, emit func(Result)) error {
 	o.wm, o.now = wm, now
-	o.heap = o.heap[:0]
-	clear(o.inHeap)
+	o.due, o.extra = o.due[:0], o.extra[:0]
+	o.tarena = o.tarena[:0]
 	o.fires = o.fires[:0]
 	o.advancing = true
 	defer func() { o.advancing = false }()
+	domains := []state.TimeDomain{state.EventTime, state.ProcessingTime}
+	if !o.processingTimers {
+		domains = domains[:1] // a seek per key group and batch saved
+	}
 	for _, kg := range keyGroups {
-		for _, d := range []state.TimeDomain{state.EventTime, state.ProcessingTime} {
+		for _, d := range domains {
 			upTo := wm
 			if d == state.ProcessingTime {
 				upTo = now
 			}
 			err := sess.Timers(kg, d, upTo, func(tm state.Timer) bool {
 				if string(tm.Namespace) == string(o.ns) {
-					o.inHeap[timerID(tm)] = struct{}{}
-					o.heap = append(o.heap, dueTimer{domain: d, time: tm.Time, route: slices.Clone(tm.Route), name: slices.Clone(tm.Name)})
+					o.due = append(o.due, o.dueTimer(d, tm.Time, tm.Route, tm.Name))
 				}
 				return true
 			})
@@ -52,23 +54,41 @@ func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups [
 			}
 		}
 	}
-	heap.Init(&o.heap)
-	for o.heap.Len() > 0 {
-		t := heap.Pop(&o.heap).(dueTimer)
-		tm := state.Timer{Domain: t.domain, Time: t.time, Route: t.route, Namespace: o.ns, Name: t.name}
-		id := timerID(tm)
-		if _, ok := o.inHeap[id]; !ok {
-			continue // deleted since it was due
+	// The timers listed now are sorted once; the few that firings set
+	// and that are due at once join a heap, and the two are merged.
+	slices.SortFunc(o.due, func(a, b dueTimer) int { return a.compare(&b) })
+	for i := 0; i < len(o.due) || len(o.extra) > 0; {
+		var t dueTimer
+		if len(o.extra) > 0 && (i == len(o.due) || o.extra[0].compare(&o.due[i]) < 0) {
+			t = o.extra.pop()
+		} else {
+			t = o.due[i]
+			i++
 		}
-		delete(o.inHeap, id)
-		if err := sess.DeleteTimer(tm); err != nil {
+		tm := state.Timer{Domain: t.domain, Time: t.time, Route: t.route, Namespace: o.ns, Name: t.name}
+		ok, err := sess.RemoveTimer(tm)
+		if err != nil {
 			return fmt.Errorf("window: delete timer of key %q: %w", t.route, err)
+		}
+		if !ok {
+			continue // deleted since it was due, or listed twice
 		}
 		if err := o.onTimer(sess, &t); err != nil {
 			return err
 		}
 	}
 	return o.fire(ctx, emit)
+}
+
+// dueTimer returns a due timer whose route and name are copied into the
+// operator's timer arena. The arena is only appended to during Advance,
+// so the copies stay valid until the next Advance.
+func (o *Operator) dueTimer(d state.TimeDomain, t int64, route, name []byte) dueTimer {
+	off := len(o.tarena)
+	o.tarena = append(append(o.tarena, route...), name...)
+	r := o.tarena[off : off+len(route) : off+len(route)]
+	n := o.tarena[off+len(route) : len(o.tarena) : len(o.tarena)]
+	return dueTimer{domain: d, time: t, route: r, name: n}
 }
 
 // onTimer handles one due timer.
