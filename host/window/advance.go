@@ -25,11 +25,19 @@ type pendingFire struct {
 // timers' times, then keys; it calls the function once for all of them,
 // passes each result to emit, and purges the windows that expired. A
 // firing's state changes are made through sess, so a rollback takes them
-// back with the batch.
+// back with the batch. A Result may alias the operator's and the
+// function's buffers, reused by the next Advance: emit copies what it
+// keeps.
 func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups []int, wm, now int64, emit func(Result)) error {
 	o.wm, o.now = wm, now
 	o.due, o.extra = o.due[:0], o.extra[:0]
 	o.tarena = o.tarena[:0]
+	if cap(o.parena) > maxRetainedArena {
+		o.parena = nil // one huge firing should not pin its memory
+	}
+	o.parena = o.parena[:0]
+	clear(o.plist)
+	o.plist = o.plist[:0]
 	o.fires = o.fires[:0]
 	o.advancing = true
 	defer func() { o.advancing = false }()
@@ -80,6 +88,20 @@ func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups [
 	return o.fire(ctx, emit)
 }
 
+// maxRetainedArena bounds the payload arena an Operator keeps from one
+// Advance to the next.
+const maxRetainedArena = 16 << 20
+
+// keep returns a copy of p in the operator's payload arena, valid until
+// the next Advance: a firing's slices and merged accumulators are copied
+// there rather than each into an allocation of its own. Like the timer
+// arena it is only appended to during Advance.
+func (o *Operator) keep(p []byte) []byte {
+	off := len(o.parena)
+	o.parena = append(o.parena, p...)
+	return o.parena[off:len(o.parena):len(o.parena)]
+}
+
 // dueTimer returns a due timer whose route and name are copied into the
 // operator's timer arena. The arena is only appended to during Advance,
 // so the copies stay valid until the next Advance.
@@ -122,14 +144,14 @@ func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
 	}
 	onTime := m.flags&metaFired == 0
 	purgeNow := onTime && o.purgeAtFire
-	var parts [][]byte
+	start := len(o.plist)
 	var dead []Window
 	nw := o.sl.next(w)
 	found, next := false, Window{}
 	if o.spec.Assigner == Sliding {
 		err = o.slicesOf(sess, key, math.MinInt64, math.MaxInt64, func(s Window, _ uint64, p []byte) bool {
 			if s.Start >= w.Start && s.End <= w.End {
-				parts = append(parts, slices.Clone(p))
+				o.plist = append(o.plist, o.keep(p))
 			}
 			if purgeNow && o.sl.lastWindow(s).End <= w.End {
 				dead = append(dead, s)
@@ -145,7 +167,7 @@ func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
 		if v, ok, err = sess.GetKey(o.table, o.sliceKey(key, w)); err == nil && ok {
 			var p []byte
 			if _, p, err = splitSlice(v); err == nil {
-				parts = append(parts, slices.Clone(p))
+				o.plist = append(o.plist, o.keep(p))
 				if purgeNow {
 					dead = append(dead, w)
 				}
@@ -155,6 +177,7 @@ func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
 	if err != nil {
 		return fmt.Errorf("window: fire %v of key %q: %w", w, key, err)
 	}
+	parts := o.plist[start:len(o.plist):len(o.plist)]
 	if len(parts) == 0 {
 		return nil
 	}
@@ -237,13 +260,14 @@ func (o *Operator) slicesOf(sess *state.Session, key []byte, from, to int64, fn 
 // fireWindow collects a firing of w for key, if it has records, and
 // counts it in the window's firings. It returns the firing's kind.
 func (o *Operator) fireWindow(sess *state.Session, key []byte, w Window, early bool) (Firing, bool, error) {
-	var parts [][]byte
+	start := len(o.plist)
 	err := o.slicesOf(sess, key, w.Start, w.End, func(s Window, _ uint64, p []byte) bool {
 		if s.End <= w.End && (o.spec.Assigner != Session || s == w) {
-			parts = append(parts, slices.Clone(p))
+			o.plist = append(o.plist, o.keep(p))
 		}
 		return true
 	})
+	parts := o.plist[start:len(o.plist):len(o.plist)]
 	if err != nil || len(parts) == 0 {
 		return 0, false, err
 	}
@@ -365,7 +389,7 @@ func (o *Operator) onCount(sess *state.Session, key, user []byte) error {
 		return fmt.Errorf("window: count firing of key %q: %w", key, ErrCorrupt)
 	}
 	w, _ := decodeWindow(user)
-	firing, payload := Firing(v[0]), slices.Clone(v[1:])
+	firing, payload := Firing(v[0]), o.keep(v[1:])
 	if err := sess.DeleteKey(o.table, k); err != nil {
 		return fmt.Errorf("window: delete count firing of key %q: %w", key, err)
 	}
@@ -520,7 +544,7 @@ func (o *Operator) mergeParts(ctx context.Context, fires []Fire) error {
 			return fmt.Errorf("window: merge: %w", err)
 		}
 		for j, i := range who {
-			fires[i].Acc = slices.Clone(pairs[j].Out)
+			fires[i].Acc = o.keep(pairs[j].Out)
 		}
 	}
 }

@@ -76,6 +76,8 @@ type Operator struct {
 	due       []dueTimer // the timers due when Advance began, sorted
 	extra     timerHeap  // the timers set during Advance that are due
 	tarena    []byte     // the routes and names of due and extra
+	parena    []byte     // the payloads of the firings (keep)
+	plist     [][]byte   // the parts of the firings, each a run of it
 	wm, now   int64
 	fires     []pendingFire
 }
