@@ -32,12 +32,15 @@ func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups [
 	o.wm, o.now = wm, now
 	o.due, o.extra = o.due[:0], o.extra[:0]
 	o.tarena = o.tarena[:0]
-	if cap(o.parena) > maxRetainedArena {
-		o.parena = nil // one huge firing should not pin its memory
+	if cap(o.parena) > arenaChunk {
+		o.parena = nil // a huge payload's chunk is not kept
 	}
 	o.parena = o.parena[:0]
+	if cap(o.plist) > 4*partsChunk {
+		o.plist = nil
+	}
 	clear(o.plist)
-	o.plist = o.plist[:0]
+	o.plist, o.pstart = o.plist[:0], 0
 	o.fires = o.fires[:0]
 	o.advancing = true
 	defer func() { o.advancing = false }()
@@ -88,18 +91,44 @@ func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups [
 	return o.fire(ctx, emit)
 }
 
-// maxRetainedArena bounds the payload arena an Operator keeps from one
-// Advance to the next.
-const maxRetainedArena = 16 << 20
+// The sizes of the chunks of Advance's payload arena (bytes) and parts
+// lists (payloads).
+const (
+	arenaChunk = 64 << 10
+	partsChunk = 4096
+)
 
 // keep returns a copy of p in the operator's payload arena, valid until
 // the next Advance: a firing's slices and merged accumulators are copied
-// there rather than each into an allocation of its own. Like the timer
-// arena it is only appended to during Advance.
+// there rather than each into an allocation of its own. The arena is a
+// chain of chunks: a full one is left to the copies that point into it
+// and a new one started, so that nothing is copied twice.
 func (o *Operator) keep(p []byte) []byte {
+	if len(o.parena)+len(p) > cap(o.parena) {
+		o.parena = make([]byte, 0, max(len(p), arenaChunk))
+	}
 	off := len(o.parena)
 	o.parena = append(o.parena, p...)
 	return o.parena[off:len(o.parena):len(o.parena)]
+}
+
+// beginParts starts the list of a firing's parts; addPart adds a copy of
+// p to it, and parts returns it. Lists share chunks as keep's copies do:
+// when a chunk is full, only the list being built moves to a new one.
+func (o *Operator) beginParts() { o.pstart = len(o.plist) }
+
+func (o *Operator) addPart(p []byte) {
+	if len(o.plist) == cap(o.plist) {
+		run := o.plist[o.pstart:]
+		n := make([][]byte, len(run), max(2*len(run), partsChunk))
+		copy(n, run)
+		o.plist, o.pstart = n, 0
+	}
+	o.plist = append(o.plist, o.keep(p))
+}
+
+func (o *Operator) parts() [][]byte {
+	return o.plist[o.pstart:len(o.plist):len(o.plist)]
 }
 
 // dueTimer returns a due timer whose route and name are copied into the
@@ -144,14 +173,14 @@ func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
 	}
 	onTime := m.flags&metaFired == 0
 	purgeNow := onTime && o.purgeAtFire
-	start := len(o.plist)
+	o.beginParts()
 	var dead []Window
 	nw := o.sl.next(w)
 	found, next := false, Window{}
 	if o.spec.Assigner == Sliding {
 		err = o.slicesOf(sess, key, math.MinInt64, math.MaxInt64, func(s Window, _ uint64, p []byte) bool {
 			if s.Start >= w.Start && s.End <= w.End {
-				o.plist = append(o.plist, o.keep(p))
+				o.addPart(p)
 			}
 			if purgeNow && o.sl.lastWindow(s).End <= w.End {
 				dead = append(dead, s)
@@ -167,7 +196,7 @@ func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
 		if v, ok, err = sess.GetKey(o.table, o.sliceKey(key, w)); err == nil && ok {
 			var p []byte
 			if _, p, err = splitSlice(v); err == nil {
-				o.plist = append(o.plist, o.keep(p))
+				o.addPart(p)
 				if purgeNow {
 					dead = append(dead, w)
 				}
@@ -177,7 +206,7 @@ func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
 	if err != nil {
 		return fmt.Errorf("window: fire %v of key %q: %w", w, key, err)
 	}
-	parts := o.plist[start:len(o.plist):len(o.plist)]
+	parts := o.parts()
 	if len(parts) == 0 {
 		return nil
 	}
@@ -260,14 +289,14 @@ func (o *Operator) slicesOf(sess *state.Session, key []byte, from, to int64, fn 
 // fireWindow collects a firing of w for key, if it has records, and
 // counts it in the window's firings. It returns the firing's kind.
 func (o *Operator) fireWindow(sess *state.Session, key []byte, w Window, early bool) (Firing, bool, error) {
-	start := len(o.plist)
+	o.beginParts()
 	err := o.slicesOf(sess, key, w.Start, w.End, func(s Window, _ uint64, p []byte) bool {
 		if s.End <= w.End && (o.spec.Assigner != Session || s == w) {
-			o.plist = append(o.plist, o.keep(p))
+			o.addPart(p)
 		}
 		return true
 	})
-	parts := o.plist[start:len(o.plist):len(o.plist)]
+	parts := o.parts()
 	if err != nil || len(parts) == 0 {
 		return 0, false, err
 	}

@@ -78,6 +78,7 @@ type Operator struct {
 	tarena    []byte     // the routes and names of due and extra
 	parena    []byte     // the payloads of the firings (keep)
 	plist     [][]byte   // the parts of the firings, each a run of it
+	pstart    int        // where the run being built starts in plist
 	wm, now   int64
 	fires     []pendingFire
 }
