@@ -55,6 +55,9 @@
 //     state.Session.RemoveTimer finds it gone, so no index of the due
 //     timers is kept. Event-time windows with no early interval set no
 //     processing-time timers, and Advance does not look for any.
+//   - A firing's slices and merged accumulators are copied into chunks of
+//     one arena per Advance, not one allocation each; so a Result is
+//     valid only during the emit call that gets it.
 //   - Sliding windows set one firing timer per new slice (its first
 //     window); each on-time firing sets the timer of the next window of
 //     the key that holds a slice (a chain), so that a record does not set
