@@ -121,6 +121,48 @@ func (se *Session) GetKey(t *Table, k Key) ([]byte, bool, error) {
 	return v, ok, nil
 }
 
+// Ref is a handle on an existing namespaced entry, returned by GetKeyRef
+// so that a read-modify-write finds the entry once. It stays valid until
+// the next Commit, Prepare, RollbackTo or change of the entry's key group
+// (import, drop); the zero Ref refers to nothing.
+type Ref struct {
+	g    *Group
+	slot int32
+}
+
+// GetKeyRef is GetKey that also returns a Ref on the entry when k has a
+// value, for PutRef.
+func (se *Session) GetKeyRef(t *Table, k Key) ([]byte, Ref, bool, error) {
+	g, err := se.group(t, k.Route)
+	if err != nil {
+		return nil, Ref{}, false, err
+	}
+	if k.plain() {
+		v, ok := g.Get(k.Route)
+		if !ok {
+			return nil, Ref{}, false, nil
+		}
+		return v, Ref{g: g, slot: g.index[string(k.Route)]}, true, nil
+	}
+	se.enc = appendKey(se.enc[:0], k.Route, k.Namespace, k.User)
+	if g.ord == nil {
+		return nil, Ref{}, false, nil
+	}
+	slot, ok := g.ord.index[string(se.enc)]
+	if !ok || !g.entries[slot].present {
+		return nil, Ref{}, false, nil
+	}
+	return g.entries[slot].val, Ref{g: g, slot: slot}, true, nil
+}
+
+// PutRef sets the value of the entry r refers to to a copy of value, as
+// PutKey does (undo logged), without finding the entry again.
+func (se *Session) PutRef(r Ref, value []byte) {
+	se.sync()
+	se.record(r.g, r.slot)
+	r.g.set(r.slot, value)
+}
+
 // PutKey sets the value of the namespaced key k in t to a copy of value,
 // as Put does.
 func (se *Session) PutKey(t *Table, k Key, value []byte) error {

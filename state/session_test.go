@@ -265,3 +265,51 @@ func TestConcurrentSessions(t *testing.T) {
 		t.Fatalf("t0 key 1 = %q, want the last even round 4", got[string(key(1))])
 	}
 }
+
+func TestSessionPutRefIsAPutKeyThatRollsBack(t *testing.T) {
+	s := openTest(t, t.TempDir(), 4)
+	tab := s.Table("t")
+	se := s.NewSession()
+	k := Key{Route: []byte("r"), Namespace: []byte("ns"), User: []byte("u")}
+	if _, _, ok, err := se.GetKeyRef(tab, k); err != nil || ok {
+		t.Fatalf("GetKeyRef of an absent key = %v, %v; want false, nil", ok, err)
+	}
+	if err := se.PutKey(tab, k, []byte("v0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	se.Reset()
+	sp := se.Savepoint()
+	v, ref, ok, err := se.GetKeyRef(tab, k)
+	if err != nil || !ok || string(v) != "v0" {
+		t.Fatalf("GetKeyRef = %q, %v, %v; want v0, true, nil", v, ok, err)
+	}
+	se.PutRef(ref, []byte("v1"))
+	if v, ok, _ := se.GetKey(tab, k); !ok || string(v) != "v1" {
+		t.Fatalf("after PutRef: %q, %v; want v1", v, ok)
+	}
+	if got := tab.Dirty(); got != 1 {
+		t.Fatalf("dirty entries after PutRef = %d, want 1", got)
+	}
+	se.RollbackTo(sp)
+	if v, ok, _ := se.GetKey(tab, k); !ok || string(v) != "v0" {
+		t.Fatalf("after rollback: %q, %v; want v0", v, ok)
+	}
+	if got := tab.Dirty(); got != 0 {
+		t.Fatalf("dirty entries after rollback = %d, want 0", got)
+	}
+	plain := Key{Route: []byte("p")}
+	if err := se.PutKey(tab, plain, []byte("p0")); err != nil {
+		t.Fatal(err)
+	}
+	_, ref, ok, err = se.GetKeyRef(tab, plain)
+	if err != nil || !ok {
+		t.Fatalf("GetKeyRef of a plain key = %v, %v", ok, err)
+	}
+	se.PutRef(ref, []byte("p1"))
+	if v, _, _ := se.Get(tab, []byte("p")); string(v) != "p1" {
+		t.Fatalf("plain key after PutRef = %q, want p1", v)
+	}
+}

@@ -119,13 +119,20 @@ func (se *Session) SetTimer(tm Timer) error {
 
 // DeleteTimer removes tm if it is registered, as SetTimer writes.
 func (se *Session) DeleteTimer(tm Timer) error {
+	_, err := se.RemoveTimer(tm)
+	return err
+}
+
+// RemoveTimer is DeleteTimer that reports whether tm was registered, so
+// that a caller holding a list of due timers can tell one deleted since it
+// was listed without keeping an index of its own.
+func (se *Session) RemoveTimer(tm Timer) (bool, error) {
 	g, err := se.timerGroup(KeyGroup(tm.Route, se.store.groups))
 	if err != nil {
-		return err
+		return false, err
 	}
 	se.enc = appendTimerKey(se.enc[:0], &tm)
-	se.delOrd(g, se.enc)
-	return nil
+	return se.delOrd(g, se.enc), nil
 }
 
 // Timers calls fn for each timer of key group kg in domain whose time is

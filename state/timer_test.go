@@ -99,6 +99,17 @@ func TestTimersMatchModel(t *testing.T) {
 				}
 				delete(cur, id)
 			},
+			"remove": func(rt *rapid.T) {
+				id := draw(rt)
+				was, err := se.RemoveTimer(id.timer())
+				if err != nil {
+					rt.Fatal(err)
+				}
+				if was != cur[id] {
+					rt.Fatalf("RemoveTimer(%v) = %v, model has it: %v", id, was, cur[id])
+				}
+				delete(cur, id)
+			},
 			"visit": func(rt *rapid.T) {
 				kg := rapid.IntRange(0, groups-1).Draw(rt, "kg")
 				d := TimeDomain(rapid.IntRange(0, 1).Draw(rt, "domain"))

@@ -1,7 +1,6 @@
 package window
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -26,24 +25,38 @@ type pendingFire struct {
 // timers' times, then keys; it calls the function once for all of them,
 // passes each result to emit, and purges the windows that expired. A
 // firing's state changes are made through sess, so a rollback takes them
-// back with the batch.
+// back with the batch. A Result may alias the operator's and the
+// function's buffers, reused by the next Advance: emit copies what it
+// keeps.
 func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups []int, wm, now int64, emit func(Result)) error {
 	o.wm, o.now = wm, now
-	o.heap = o.heap[:0]
-	clear(o.inHeap)
+	o.due, o.extra = o.due[:0], o.extra[:0]
+	o.tarena = o.tarena[:0]
+	if cap(o.parena) > arenaChunk {
+		o.parena = nil // a huge payload's chunk is not kept
+	}
+	o.parena = o.parena[:0]
+	if cap(o.plist) > 4*partsChunk {
+		o.plist = nil
+	}
+	clear(o.plist)
+	o.plist, o.pstart = o.plist[:0], 0
 	o.fires = o.fires[:0]
 	o.advancing = true
 	defer func() { o.advancing = false }()
+	domains := []state.TimeDomain{state.EventTime, state.ProcessingTime}
+	if !o.processingTimers {
+		domains = domains[:1] // a seek per key group and batch saved
+	}
 	for _, kg := range keyGroups {
-		for _, d := range []state.TimeDomain{state.EventTime, state.ProcessingTime} {
+		for _, d := range domains {
 			upTo := wm
 			if d == state.ProcessingTime {
 				upTo = now
 			}
 			err := sess.Timers(kg, d, upTo, func(tm state.Timer) bool {
 				if string(tm.Namespace) == string(o.ns) {
-					o.inHeap[timerID(tm)] = struct{}{}
-					o.heap = append(o.heap, dueTimer{domain: d, time: tm.Time, route: slices.Clone(tm.Route), name: slices.Clone(tm.Name)})
+					o.due = append(o.due, o.dueTimer(d, tm.Time, tm.Route, tm.Name))
 				}
 				return true
 			})
@@ -52,23 +65,81 @@ func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups [
 			}
 		}
 	}
-	heap.Init(&o.heap)
-	for o.heap.Len() > 0 {
-		t := heap.Pop(&o.heap).(dueTimer)
-		tm := state.Timer{Domain: t.domain, Time: t.time, Route: t.route, Namespace: o.ns, Name: t.name}
-		id := timerID(tm)
-		if _, ok := o.inHeap[id]; !ok {
-			continue // deleted since it was due
+	// The timers listed now are sorted once; the few that firings set
+	// and that are due at once join a heap, and the two are merged.
+	slices.SortFunc(o.due, func(a, b dueTimer) int { return a.compare(&b) })
+	for i := 0; i < len(o.due) || len(o.extra) > 0; {
+		var t dueTimer
+		if len(o.extra) > 0 && (i == len(o.due) || o.extra[0].compare(&o.due[i]) < 0) {
+			t = o.extra.pop()
+		} else {
+			t = o.due[i]
+			i++
 		}
-		delete(o.inHeap, id)
-		if err := sess.DeleteTimer(tm); err != nil {
+		tm := state.Timer{Domain: t.domain, Time: t.time, Route: t.route, Namespace: o.ns, Name: t.name}
+		ok, err := sess.RemoveTimer(tm)
+		if err != nil {
 			return fmt.Errorf("window: delete timer of key %q: %w", t.route, err)
+		}
+		if !ok {
+			continue // deleted since it was due, or listed twice
 		}
 		if err := o.onTimer(sess, &t); err != nil {
 			return err
 		}
 	}
 	return o.fire(ctx, emit)
+}
+
+// The sizes of the chunks of Advance's payload arena (bytes) and parts
+// lists (payloads).
+const (
+	arenaChunk = 64 << 10
+	partsChunk = 4096
+)
+
+// keep returns a copy of p in the operator's payload arena, valid until
+// the next Advance: a firing's slices and merged accumulators are copied
+// there rather than each into an allocation of its own. The arena is a
+// chain of chunks: a full one is left to the copies that point into it
+// and a new one started, so that nothing is copied twice.
+func (o *Operator) keep(p []byte) []byte {
+	if len(o.parena)+len(p) > cap(o.parena) {
+		o.parena = make([]byte, 0, max(len(p), arenaChunk))
+	}
+	off := len(o.parena)
+	o.parena = append(o.parena, p...)
+	return o.parena[off:len(o.parena):len(o.parena)]
+}
+
+// beginParts starts the list of a firing's parts; addPart adds a copy of
+// p to it, and parts returns it. Lists share chunks as keep's copies do:
+// when a chunk is full, only the list being built moves to a new one.
+func (o *Operator) beginParts() { o.pstart = len(o.plist) }
+
+func (o *Operator) addPart(p []byte) {
+	if len(o.plist) == cap(o.plist) {
+		run := o.plist[o.pstart:]
+		n := make([][]byte, len(run), max(2*len(run), partsChunk))
+		copy(n, run)
+		o.plist, o.pstart = n, 0
+	}
+	o.plist = append(o.plist, o.keep(p))
+}
+
+func (o *Operator) parts() [][]byte {
+	return o.plist[o.pstart:len(o.plist):len(o.plist)]
+}
+
+// dueTimer returns a due timer whose route and name are copied into the
+// operator's timer arena. The arena is only appended to during Advance,
+// so the copies stay valid until the next Advance.
+func (o *Operator) dueTimer(d state.TimeDomain, t int64, route, name []byte) dueTimer {
+	off := len(o.tarena)
+	o.tarena = append(append(o.tarena, route...), name...)
+	r := o.tarena[off : off+len(route) : off+len(route)]
+	n := o.tarena[off+len(route) : len(o.tarena) : len(o.tarena)]
+	return dueTimer{domain: d, time: t, route: r, name: n}
 }
 
 // onTimer handles one due timer.
@@ -102,14 +173,14 @@ func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
 	}
 	onTime := m.flags&metaFired == 0
 	purgeNow := onTime && o.purgeAtFire
-	var parts [][]byte
+	o.beginParts()
 	var dead []Window
 	nw := o.sl.next(w)
 	found, next := false, Window{}
 	if o.spec.Assigner == Sliding {
 		err = o.slicesOf(sess, key, math.MinInt64, math.MaxInt64, func(s Window, _ uint64, p []byte) bool {
 			if s.Start >= w.Start && s.End <= w.End {
-				parts = append(parts, slices.Clone(p))
+				o.addPart(p)
 			}
 			if purgeNow && o.sl.lastWindow(s).End <= w.End {
 				dead = append(dead, s)
@@ -125,7 +196,7 @@ func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
 		if v, ok, err = sess.GetKey(o.table, o.sliceKey(key, w)); err == nil && ok {
 			var p []byte
 			if _, p, err = splitSlice(v); err == nil {
-				parts = append(parts, slices.Clone(p))
+				o.addPart(p)
 				if purgeNow {
 					dead = append(dead, w)
 				}
@@ -135,6 +206,7 @@ func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
 	if err != nil {
 		return fmt.Errorf("window: fire %v of key %q: %w", w, key, err)
 	}
+	parts := o.parts()
 	if len(parts) == 0 {
 		return nil
 	}
@@ -217,13 +289,14 @@ func (o *Operator) slicesOf(sess *state.Session, key []byte, from, to int64, fn 
 // fireWindow collects a firing of w for key, if it has records, and
 // counts it in the window's firings. It returns the firing's kind.
 func (o *Operator) fireWindow(sess *state.Session, key []byte, w Window, early bool) (Firing, bool, error) {
-	var parts [][]byte
+	o.beginParts()
 	err := o.slicesOf(sess, key, w.Start, w.End, func(s Window, _ uint64, p []byte) bool {
 		if s.End <= w.End && (o.spec.Assigner != Session || s == w) {
-			parts = append(parts, slices.Clone(p))
+			o.addPart(p)
 		}
 		return true
 	})
+	parts := o.parts()
 	if err != nil || len(parts) == 0 {
 		return 0, false, err
 	}
@@ -345,7 +418,7 @@ func (o *Operator) onCount(sess *state.Session, key, user []byte) error {
 		return fmt.Errorf("window: count firing of key %q: %w", key, ErrCorrupt)
 	}
 	w, _ := decodeWindow(user)
-	firing, payload := Firing(v[0]), slices.Clone(v[1:])
+	firing, payload := Firing(v[0]), o.keep(v[1:])
 	if err := sess.DeleteKey(o.table, k); err != nil {
 		return fmt.Errorf("window: delete count firing of key %q: %w", key, err)
 	}
@@ -500,7 +573,7 @@ func (o *Operator) mergeParts(ctx context.Context, fires []Fire) error {
 			return fmt.Errorf("window: merge: %w", err)
 		}
 		for j, i := range who {
-			fires[i].Acc = slices.Clone(pairs[j].Out)
+			fires[i].Acc = o.keep(pairs[j].Out)
 		}
 	}
 }

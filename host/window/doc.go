@@ -46,6 +46,18 @@
 //   - Add groups a batch by (key, slice) before touching state: one read
 //     and one write per group, and one Function call per batch, so that
 //     a Wasm guest is entered once per batch.
+//   - Add finds a batch's (key, slice) groups by a hash of the pair and
+//     each group's state entry once (state.Session.GetKeyRef, PutRef), so
+//     that adding a record allocates nothing of its own.
+//   - Advance sorts the timers due when it starts once, and keeps only
+//     those that its firings set and that are due at once in a heap; a
+//     listed timer deleted since (or listed twice) is skipped because
+//     state.Session.RemoveTimer finds it gone, so no index of the due
+//     timers is kept. Event-time windows with no early interval set no
+//     processing-time timers, and Advance does not look for any.
+//   - A firing's slices and merged accumulators are copied into chunks of
+//     one arena per Advance, not one allocation each; so a Result is
+//     valid only during the emit call that gets it.
 //   - Sliding windows set one firing timer per new slice (its first
 //     window); each on-time firing sets the timer of the next window of
 //     the key that holds a slice (a chain), so that a record does not set

@@ -1,11 +1,12 @@
 package window
 
 import (
+	"bytes"
 	"cmp"
-	"container/heap"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"sync/atomic"
@@ -48,6 +49,7 @@ type Operator struct {
 	wms                         []int64 // Add's watermarks for AddAt
 
 	assignDomain, fireDomain state.TimeDomain
+	processingTimers         bool // it sets timers of processing time
 	keepMeta                 bool // a window may fire more than once
 	purgeAtFire              bool // nothing can come after the on-time firing
 	countN                   uint64
@@ -58,7 +60,9 @@ type Operator struct {
 	stats counters
 
 	// scratch, reused from one call to the next
-	index    map[string]int
+	seed     maphash.Seed
+	index    map[uint64]int32 // a hash of (slice, key) -> its first group
+	keyIndex map[string]int   // sessions: a key -> its group
 	groups   []work
 	fnGroups []Group
 	active   []int
@@ -69,8 +73,12 @@ type Operator struct {
 
 	// Advance's scratch
 	advancing bool
-	heap      timerHeap
-	inHeap    map[string]struct{}
+	due       []dueTimer // the timers due when Advance began, sorted
+	extra     timerHeap  // the timers set during Advance that are due
+	tarena    []byte     // the routes and names of due and extra
+	parena    []byte     // the payloads of the firings (keep)
+	plist     [][]byte   // the parts of the firings, each a run of it
+	pstart    int        // where the run being built starts in plist
 	wm, now   int64
 	fires     []pendingFire
 }
@@ -112,7 +120,7 @@ func New(spec Spec, fn Function, table *state.Table, opts ...Option) (*Operator,
 		return nil, fmt.Errorf("window: no state table")
 	}
 	o := &Operator{spec: spec, sl: newSlicer(&spec), fn: fn, table: table, ns: []byte(DefaultNamespace),
-		index: map[string]int{}, inHeap: map[string]struct{}{}, lateness: int64(spec.Lateness)}
+		seed: maphash.MakeSeed(), index: map[uint64]int32{}, keyIndex: map[string]int{}, lateness: int64(spec.Lateness)}
 	o.acc, _ = fn.(Accumulator)
 	for _, opt := range opts {
 		opt(o)
@@ -135,6 +143,7 @@ func New(spec Spec, fn Function, table *state.Table, opts ...Option) (*Operator,
 	case spec.EarlyCount > 0:
 		o.countN, o.countFiring = uint64(spec.EarlyCount), EarlyFiring
 	}
+	o.processingTimers = o.assignDomain == state.ProcessingTime || o.fireDomain == state.ProcessingTime || spec.EarlyInterval > 0
 	o.keepMeta = spec.Lateness > 0 || spec.EarlyCount > 0 || spec.EarlyInterval > 0 || spec.Trigger != OnTime
 	o.purgeAtFire = spec.Domain == ProcessingTime || (spec.Trigger == OnTime && spec.Lateness == 0)
 	return o, nil
@@ -154,6 +163,8 @@ type work struct {
 	own      []byte // a buffer for payload when the operator builds it
 	hasAcc   bool
 	existed  bool
+	ref      state.Ref // the slice's entry when it existed
+	chain    int32     // the next group of the same hash, -1 for none
 	next     int
 	accepted int
 	// wm is the watermark when the group's last record came.
@@ -248,19 +259,7 @@ func (o *Operator) AddAt(ctx context.Context, sess *state.Session, recs []abi.Re
 			late = append(late, o.lateRecord(i, r.Time, last, wm))
 			continue
 		}
-		o.kbuf = append(appendWindow(o.kbuf[:0], s), r.Key...)
-		gi, ok := o.index[string(o.kbuf)]
-		if !ok {
-			gi = len(o.groups)
-			o.index[string(o.kbuf)] = gi
-			if gi < cap(o.groups) {
-				o.groups = o.groups[:gi+1]
-				g := &o.groups[gi]
-				*g = work{key: r.Key, slice: s, recs: g.recs[:0], idx: g.idx[:0], own: g.own[:0]}
-			} else {
-				o.groups = append(o.groups, work{key: r.Key, slice: s})
-			}
-		}
+		gi := o.group(r.Key, s)
 		g := &o.groups[gi]
 		g.recs = append(g.recs, *r)
 		g.idx = append(g.idx, i)
@@ -268,7 +267,7 @@ func (o *Operator) AddAt(ctx context.Context, sess *state.Session, recs []abi.Re
 	}
 	for gi := range o.groups {
 		g := &o.groups[gi]
-		v, ok, err := sess.GetKey(o.table, o.sliceKey(g.key, g.slice))
+		v, ref, ok, err := sess.GetKeyRef(o.table, o.sliceKey(g.key, g.slice))
 		if err != nil {
 			return late, fmt.Errorf("window: read slice %v of key %q: %w", g.slice, g.key, err)
 		}
@@ -276,7 +275,7 @@ func (o *Operator) AddAt(ctx context.Context, sess *state.Session, recs []abi.Re
 			if g.count, g.payload, err = splitSlice(v); err != nil {
 				return late, fmt.Errorf("window: slice %v of key %q: %w", g.slice, g.key, err)
 			}
-			g.existed, g.hasAcc = true, true
+			g.existed, g.hasAcc, g.ref = true, true, ref
 		}
 	}
 	var err error
@@ -303,7 +302,9 @@ func (o *Operator) AddAt(ctx context.Context, sess *state.Session, recs []abi.Re
 		}
 		o.vbuf = binary.AppendUvarint(o.vbuf[:0], g.count)
 		o.vbuf = append(o.vbuf, g.payload...)
-		if err := sess.PutKey(o.table, k, o.vbuf); err != nil {
+		if g.existed {
+			sess.PutRef(g.ref, o.vbuf)
+		} else if err := sess.PutKey(o.table, k, o.vbuf); err != nil {
 			return late, fmt.Errorf("window: write slice %v of key %q: %w", g.slice, g.key, err)
 		}
 		if !g.existed {
@@ -314,6 +315,34 @@ func (o *Operator) AddAt(ctx context.Context, sess *state.Session, recs []abi.Re
 		}
 	}
 	return late, nil
+}
+
+// group returns the index in o.groups of the group of (key, s), adding
+// it. Groups are found by a hash of the pair, so that no string is made
+// per record.
+func (o *Operator) group(key []byte, s Window) int {
+	o.kbuf = append(appendWindow(o.kbuf[:0], s), key...)
+	h := maphash.Bytes(o.seed, o.kbuf)
+	first, ok := o.index[h]
+	if ok {
+		for gi := first; gi >= 0; gi = o.groups[gi].chain {
+			if g := &o.groups[gi]; g.slice == s && bytes.Equal(g.key, key) {
+				return int(gi)
+			}
+		}
+	} else {
+		first = -1
+	}
+	gi := len(o.groups)
+	o.index[h] = int32(gi)
+	if gi < cap(o.groups) {
+		o.groups = o.groups[:gi+1]
+		g := &o.groups[gi]
+		*g = work{key: key, slice: s, recs: g.recs[:0], idx: g.idx[:0], own: g.own[:0], chain: first}
+	} else {
+		o.groups = append(o.groups, work{key: key, slice: s, chain: first})
+	}
+	return gi
 }
 
 // fold runs the groups' records through the function (or appends them to
@@ -489,10 +518,7 @@ func (o *Operator) deleteWindowTimer(sess *state.Session, d state.TimeDomain, t 
 	if err := sess.DeleteTimer(tm); err != nil {
 		return fmt.Errorf("window: delete timer of key %q: %w", key, err)
 	}
-	if o.advancing {
-		delete(o.inHeap, timerID(tm))
-	}
-	return nil
+	return nil // Advance skips a listed timer that is no longer set
 }
 
 // setTimer sets a timer of the operator; during Advance a timer already
@@ -503,11 +529,9 @@ func (o *Operator) setTimer(sess *state.Session, d state.TimeDomain, t int64, ke
 		return fmt.Errorf("window: set timer of key %q: %w", key, err)
 	}
 	if o.advancing && o.isDue(d, t) {
-		id := timerID(tm)
-		if _, ok := o.inHeap[id]; !ok {
-			o.inHeap[id] = struct{}{}
-			heap.Push(&o.heap, dueTimer{domain: d, time: t, route: slices.Clone(key), name: slices.Clone(name)})
-		}
+		// It may be listed already: Advance fires it once, and skips
+		// the copies it finds no longer set.
+		o.extra.push(o.dueTimer(d, t, key, name))
 	}
 	return nil
 }
@@ -517,13 +541,6 @@ func (o *Operator) isDue(d state.TimeDomain, t int64) bool {
 		return t <= o.now
 	}
 	return t <= o.wm
-}
-
-func timerID(tm state.Timer) string {
-	b := binary.BigEndian.AppendUint64([]byte{byte(tm.Domain)}, uint64(tm.Time))
-	b = binary.AppendUvarint(b, uint64(len(tm.Route)))
-	b = append(b, tm.Route...)
-	return string(append(b, tm.Name...))
 }
 
 // dueTimer is a timer of the operator that is due during Advance.
@@ -537,21 +554,47 @@ func (a *dueTimer) compare(b *dueTimer) int {
 	// At equal times processing-time timers go first, so that a late
 	// firing by processing time comes before the purge by event time.
 	return cmp.Or(cmp.Compare(a.time, b.time), cmp.Compare(b.domain, a.domain),
-		bytesCompare(a.route, b.route), bytesCompare(a.name, b.name))
+		bytes.Compare(a.route, b.route), bytes.Compare(a.name, b.name))
 }
 
-func bytesCompare(a, b []byte) int { return cmp.Compare(string(a), string(b)) }
-
+// timerHeap is a binary min-heap of due timers (container/heap would box
+// every timer it pops).
 type timerHeap []dueTimer
 
-func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].compare(&h[j]) < 0 }
-func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)        { *h = append(*h, x.(dueTimer)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	old[len(old)-1] = dueTimer{}
-	*h = old[:len(old)-1]
-	return x
+func (h *timerHeap) push(t dueTimer) {
+	*h = append(*h, t)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		p := (i - 1) / 2
+		if s[i].compare(&s[p]) >= 0 {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *timerHeap) pop() dueTimer {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s[last] = dueTimer{}
+	s = s[:last]
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(s) && s[l].compare(&s[m]) < 0 {
+			m = l
+		}
+		if r := l + 1; r < len(s) && s[r].compare(&s[m]) < 0 {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		s[i], s[m] = s[m], s[i]
+		i = m
+	}
+	*h = s
+	return top
 }

@@ -45,13 +45,13 @@ type sessWork struct {
 // records, so a record the function rejects still extends its session.
 func (o *Operator) addSessions(ctx context.Context, sess *state.Session, recs []abi.Record, wms []int64, now int64) ([]Late, error) {
 	var late []Late
-	clear(o.index)
+	clear(o.keyIndex)
 	var keys []sessWork
 	for i := range recs {
-		gi, ok := o.index[string(recs[i].Key)]
+		gi, ok := o.keyIndex[string(recs[i].Key)]
 		if !ok {
 			gi = len(keys)
-			o.index[string(recs[i].Key)] = gi
+			o.keyIndex[string(recs[i].Key)] = gi
 			keys = append(keys, sessWork{key: recs[i].Key})
 		}
 		keys[gi].recs = append(keys[gi].recs, i)
