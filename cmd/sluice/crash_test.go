@@ -148,7 +148,9 @@ func TestKillAndResumeFromJetStream(t *testing.T) {
 	url, js := startJetStream(t, dir, "in.lines")
 	lines := testLines(20000)
 	for _, l := range lines {
-		if _, err := js.PublishAsync("in.lines", []byte(l)); err != nil {
+		// A long stall wait: on a busy machine the acknowledgements of
+		// 4,000 messages in flight may take longer than the default 200 ms.
+		if _, err := js.PublishAsync("in.lines", []byte(l), jetstream.WithStallWait(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 	}

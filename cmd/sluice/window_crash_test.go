@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/connectors/natsconn"
 )
@@ -68,7 +69,7 @@ func TestKillWindowedCountFromJetStream(t *testing.T) {
 		m.Header.Set(natsconn.HeaderKey, key)
 		m.Header.Set(natsconn.HeaderTime, strconv.FormatInt(ts, 10))
 		m.Data = []byte("click")
-		if _, err := js.PublishMsgAsync(m); err != nil {
+		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil { // a busy machine acknowledges slowly
 			t.Fatal(err)
 		}
 		start := ts - ts%int64(time.Second)

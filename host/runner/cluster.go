@@ -102,15 +102,20 @@ func (h *Host) openCluster(ctx context.Context, hostID string) (*cluster.Assignm
 		return nil, err
 	}
 	ch := &clusterHost{cfg: cfg, id: id, prefix: partitionPrefix(p.Name), groups: p.State.KeyGroups, src: &p.Sources[0], js: js}
-	ch.c, err = cluster.Open(ctx, js, cluster.Config{Pipeline: p.Name, Text: text, KeyGroups: p.State.KeyGroups,
-		Lease: time.Duration(cfg.Lease), Replicas: cfg.Replicas, Logger: h.log})
-	if err != nil {
-		return nil, err
-	}
-	if ch.mods, err = cluster.OpenModules(ctx, js, p.Name, cfg.Replicas); err != nil {
-		return nil, err
-	}
-	a, err := ch.c.Assignment(ctx)
+	var a *cluster.Assignment
+	err = untilAnswered(ctx, h.log, func() error {
+		var err error
+		ch.c, err = cluster.Open(ctx, js, cluster.Config{Pipeline: p.Name, Text: text, KeyGroups: p.State.KeyGroups,
+			Lease: time.Duration(cfg.Lease), Replicas: cfg.Replicas, Logger: h.log})
+		if err != nil {
+			return err
+		}
+		if ch.mods, err = cluster.OpenModules(ctx, js, p.Name, cfg.Replicas); err != nil {
+			return err
+		}
+		a, err = ch.c.Assignment(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +124,34 @@ func (h *Host) openCluster(ctx context.Context, hostID string) (*cluster.Assignm
 	}
 	h.cluster = ch
 	return a, nil
+}
+
+// answerLimit bounds how long a starting host waits for the NATS
+// cluster's JetStream to answer: a cluster that is starting, electing its
+// leaders or overloaded answers "no responders" or not at all for a while.
+const answerLimit = 30 * time.Second
+
+// answerPause is the pause between two tries of untilAnswered.
+const answerPause = 250 * time.Millisecond
+
+// untilAnswered runs open until it succeeds, fails with an error other than
+// no answer from JetStream (nats.ErrNoResponders, nats.ErrTimeout), or
+// answerLimit has passed, logging each try it makes again, and returns its
+// last error.
+func untilAnswered(ctx context.Context, log *slog.Logger, open func() error) error {
+	deadline := time.Now().Add(answerLimit)
+	for {
+		err := open()
+		if err == nil || !(errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)) || time.Now().After(deadline) {
+			return err
+		}
+		log.Warn("cluster: JetStream does not answer yet; trying again", "err", err, "in", answerPause, "for up to", time.Until(deadline).Round(time.Second))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(answerPause):
+		}
+	}
 }
 
 // startCluster joins the cluster and returns the source the host's job
