@@ -573,8 +573,9 @@ type chunk struct {
 	// delivered is a partitioned source's Delivered after the read, and
 	// epoch the source's epoch before it; they hold for the last piece.
 	delivered, epoch uint64
-	// buf is the buffer msgs lies in, to recycle once its messages are in
-	// a batch: set on a chunk's last piece.
+	// buf is the buffer msgs lies in, up to the messages the read filled
+	// (its capacity is the whole buffer), to recycle once its messages
+	// are in a batch: set on a chunk's last piece.
 	buf []connectors.Message
 	// read is when the chunk was read, since the job's epoch.
 	read time.Duration
@@ -711,7 +712,9 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 		if n > 0 {
 			records.Add(float64(n))
 			j.reads[i].Add(uint64(n))
-			c := chunk{src: i, msgs: buf[:n], buf: buf, epoch: epoch, read: time.Since(j.epoch)}
+			// buf[:n]: recycle clears what the read filled, not the
+			// whole buffer.
+			c := chunk{src: i, msgs: buf[:n], buf: buf[:n], epoch: epoch, read: time.Since(j.epoch)}
 			if p := j.parts[i]; p != nil {
 				c.delivered = p.src.Delivered()
 			}
@@ -816,7 +819,7 @@ func (j *Job) recycle(buf []connectors.Message) {
 	if buf == nil {
 		return
 	}
-	clear(buf) // let go of the records' bytes
+	clear(buf) // let go of the records' bytes: buf is what a read filled
 	select {
 	case j.free <- buf:
 	default:
