@@ -573,8 +573,9 @@ type chunk struct {
 	// delivered is a partitioned source's Delivered after the read, and
 	// epoch the source's epoch before it; they hold for the last piece.
 	delivered, epoch uint64
-	// buf is the buffer msgs lies in, to recycle once its messages are in
-	// a batch: set on a chunk's last piece.
+	// buf is the buffer msgs lies in, up to the messages the read filled
+	// (its capacity is the whole buffer), to recycle once its messages
+	// are in a batch: set on a chunk's last piece.
 	buf []connectors.Message
 	// read is when the chunk was read, since the job's epoch.
 	read time.Duration
@@ -698,6 +699,7 @@ func (j *Job) Run(ctx context.Context) (err error) {
 func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) error {
 	src := in.Source
 	size := min(j.batchSize, 4096)
+	records := j.m.sourceRecords.WithLabelValues(in.Name)
 	for {
 		var buf []connectors.Message
 		select {
@@ -708,9 +710,11 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 		epoch := j.epochs[i].Load()
 		n, err := src.Read(ctx, buf[:size])
 		if n > 0 {
-			j.m.sourceRecords.WithLabelValues(in.Name).Add(float64(n))
+			records.Add(float64(n))
 			j.reads[i].Add(uint64(n))
-			c := chunk{src: i, msgs: buf[:n], buf: buf, epoch: epoch, read: time.Since(j.epoch)}
+			// buf[:n]: recycle clears what the read filled, not the
+			// whole buffer.
+			c := chunk{src: i, msgs: buf[:n], buf: buf[:n], epoch: epoch, read: time.Since(j.epoch)}
 			if p := j.parts[i]; p != nil {
 				c.delivered = p.src.Delivered()
 			}
@@ -815,7 +819,7 @@ func (j *Job) recycle(buf []connectors.Message) {
 	if buf == nil {
 		return
 	}
-	clear(buf) // let go of the records' bytes
+	clear(buf) // let go of the records' bytes: buf is what a read filled
 	select {
 	case j.free <- buf:
 	default:
@@ -827,6 +831,9 @@ func (j *Job) recycle(buf []connectors.Message) {
 func (j *Job) add(b *batch, c chunk) {
 	part := j.parts[c.src]
 	current := part != nil && c.epoch == j.epochs[c.src].Load()
+	// Without partitions the source's position advances once per chunk,
+	// to the highest the chunk holds.
+	var high uint64
 	for i := range c.msgs {
 		m := &c.msgs[i]
 		if part != nil {
@@ -841,7 +848,7 @@ func (j *Job) add(b *batch, c chunk) {
 				b.positions[floorKey(b.srcNames[c.src], m.Group)] = m.Position
 			}
 		} else {
-			b.advance(c.src, m.Position)
+			high = max(high, m.Position)
 		}
 		if m.Err != nil {
 			b.dead = append(b.dead, deadLetter{rec: m.Record, src: c.src, pos: m.Position, stage: -1, err: m.Err})
@@ -856,6 +863,9 @@ func (j *Job) add(b *batch, c chunk) {
 		if j.clock != nil {
 			j.clock.observe(b, c.src, m.Record.Time)
 		}
+	}
+	if part == nil && len(c.msgs) > 0 {
+		b.advance(c.src, high)
 	}
 	if current && c.buf != nil {
 		b.complete(c.src, b.srcNames[c.src], c.delivered)

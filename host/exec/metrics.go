@@ -80,6 +80,8 @@ type workerMetrics struct {
 type workerTotals struct {
 	records uint64
 	busy    float64
+	// The worker's series, looked up once.
+	recordsSeries, busySeries prometheus.Counter
 }
 
 // observe adds what w did since the last observation to its series.
@@ -88,12 +90,17 @@ func (wm *workerMetrics) observe(w *worker) {
 		return
 	}
 	id := w.id
-	s := wm.seen[id]
-	label := strconv.Itoa(id)
+	s, ok := wm.seen[id]
+	if !ok {
+		label := strconv.Itoa(id)
+		s.recordsSeries = wm.records.WithLabelValues(wm.operator, label)
+		s.busySeries = wm.busy.WithLabelValues(wm.operator, label)
+	}
 	busy := w.busy.Seconds()
-	wm.records.WithLabelValues(wm.operator, label).Add(float64(w.records - s.records))
-	wm.busy.WithLabelValues(wm.operator, label).Add(busy - s.busy)
-	wm.seen[id] = workerTotals{records: w.records, busy: busy}
+	s.recordsSeries.Add(float64(w.records - s.records))
+	s.busySeries.Add(busy - s.busy)
+	s.records, s.busy = w.records, busy
+	wm.seen[id] = s
 }
 
 // drop removes a worker's series when the worker goes away.
