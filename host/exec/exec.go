@@ -879,6 +879,11 @@ func (j *Job) add(b *batch, c chunk) {
 func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 	start := time.Now()
 	j.applyChanges(ctx, true)
+	for _, n := range j.nodes {
+		if l, ok := n.code.(lasting); ok {
+			l.nextBatch()
+		}
+	}
 	if j.clock != nil {
 		j.clock.end(j, b)
 	}
@@ -947,7 +952,8 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 
 	// Outputs, with ids derived from the input they came from, copied
 	// out of the operators' buffers (which the next batch reuses while
-	// this one is written).
+	// this one is written), unless every operator the sinks read keeps
+	// its outputs until the batch after next (lasting).
 	h := &handoff{b: b, start: start}
 	b.arena, b.hdrs = b.arena[:0], b.hdrs[:0]
 	if len(b.prov) > len(b.ordinal) {
@@ -957,11 +963,15 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 		recs, idx := j.gather(b, set.inputs, &set.merged, &set.mergedIdx, b.idx)
 		outs := slices.Grow(b.outs[len(b.outs):], len(recs))[:0]
 		clear(b.ordinal)
+		keep := j.lasting(set.inputs)
 		for i := range recs {
 			in := idx[i]
 			n := b.ordinal[in]
 			b.ordinal[in]++
-			out := connectors.Out{Record: b.copy(&recs[i])}
+			out := connectors.Out{Record: recs[i]}
+			if !keep {
+				out.Record = b.copy(&recs[i])
+			}
 			if j.needIDs {
 				out.ID = j.outputID(b, b.prov[in], n)
 			}
@@ -1203,6 +1213,21 @@ func (j *Job) gather(b *batch, inputs []ref, merged *[]abi.Record, mergedIdx *[]
 		*mergedIdx = append(*mergedIdx, s.idx[next[best]])
 		next[best]++
 	}
+}
+
+// lasting reports whether every one of inputs is an operator whose stage
+// keeps its outputs until the batch after next, so that a batch's outputs
+// need no copy to outlive the next batch's run.
+func (j *Job) lasting(inputs []ref) bool {
+	for _, r := range inputs {
+		if r.op < 0 {
+			return false
+		}
+		if _, ok := j.nodes[r.op].code.(lasting); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // stream is a stream of records with the batch input each descends from.

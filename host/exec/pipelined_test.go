@@ -2,7 +2,9 @@ package exec
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -72,4 +74,74 @@ func TestBatchesPipelined(t *testing.T) {
 		t.Errorf("sink got %v, want %v", got, want)
 	}
 	var _ connectors.Sink = sink
+}
+
+// gatedWriteSink is a memSink whose first Write waits until the test
+// opens the gate before it reads the records it was given.
+type gatedWriteSink struct {
+	memSink
+	writing chan struct{}
+	gate    chan struct{}
+	once    bool
+}
+
+func (s *gatedWriteSink) Write(ctx context.Context, out []connectors.Out) error {
+	if !s.once {
+		s.once = true
+		close(s.writing)
+		<-s.gate
+	}
+	return s.memSink.Write(ctx, out)
+}
+
+// TestOutputsOutliveNextBatch holds the first batch's Write until the
+// next batch has run through the operator: the records the sink then
+// reads are still the first batch's, though the operator wrote the next
+// batch's outputs meanwhile (its outputs are handed over uncopied).
+func TestOutputsOutliveNextBatch(t *testing.T) {
+	for _, workers := range []int{1, 2} {
+		r := &liveRun{src: newChanSource(), dead: &memSink{}, done: make(chan error, 1)}
+		sink := &gatedWriteSink{writing: make(chan struct{}), gate: make(chan struct{})}
+		store := openStore(t, t.TempDir())
+		m := NewMetrics()
+		job, err := New(context.Background(), Config{
+			Name: "p", Sources: []Input{{Name: "in", Source: r.src}},
+			Operators: []Operator{{Name: "up", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0), Parallelism: workers}},
+			Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: r.dead, Store: store, BatchSize: 2 * minChunk, Metrics: m,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		r.cancel = cancel
+		go func() { r.done <- job.Run(ctx) }()
+
+		var first, second []string
+		for i := range 2 * minChunk {
+			first = append(first, fmt.Sprintf("a%03d", i))
+			second = append(second, fmt.Sprintf("b%03d", i))
+		}
+		r.src.ch <- records(first...)
+		<-sink.writing // the first batch's Write waits
+		r.src.ch <- records(second...)
+		out := m.opOut.WithLabelValues("up")
+		waitFor(t, func() bool { return testutil.ToFloat64(out) == float64(4*minChunk) })
+		close(sink.gate)
+		waitFor(t, func() bool { return store.Positions()["in"] == uint64(4*minChunk) })
+		if err := r.stop(t); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, o := range sink.records() {
+			got = append(got, string(o.Record.Value))
+		}
+		want := slices.Concat(first, second)
+		for i := range want {
+			want[i] = strings.ToUpper(want[i])
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%d workers: sink got %v, want %v", workers, got, want)
+		}
+		store.Close()
+	}
 }

@@ -17,9 +17,12 @@ import (
 // worker is one instance of an operator's plugin, with its own state
 // session for keyed operators.
 type worker struct {
-	id    int
-	inst  *plugin.Instance
-	out   plugin.Output
+	id   int
+	inst *plugin.Instance
+	out  plugin.Output
+	// spare holds the previous batch's outputs while out takes this
+	// one's (a pool stage is lasting: see pool.nextBatch).
+	spare plugin.Output
 	sess  *state.Session
 	state plugin.State
 
@@ -99,6 +102,15 @@ func newInstances(ctx context.Context, op *Operator, code *plugin.Plugin, first,
 	return insts, nil
 }
 
+// nextBatch makes the pool lasting: each worker's outputs alternate
+// between two buffers, one batch each, so a batch's outputs stay where
+// they are while the sinks write them and the next batch runs.
+func (p *pool) nextBatch() {
+	for _, w := range p.workers {
+		w.out, w.spare = w.spare, w.out
+	}
+}
+
 // work runs the active workers, in parallel when there are several, and
 // returns the first worker's error.
 func (p *pool) work(ctx context.Context) error {
@@ -111,15 +123,17 @@ func (p *pool) work(ctx context.Context) error {
 		w.limit = limit
 	}
 	p.capMu.Unlock()
-	if len(p.active) == 1 {
-		p.runWorker(ctx, p.active[0])
-	} else {
-		var wg sync.WaitGroup
-		for _, w := range p.active {
-			wg.Go(func() { p.runWorker(ctx, w) })
-		}
-		wg.Wait()
+	if len(p.active) == 0 {
+		return nil
 	}
+	// The first worker runs on this goroutine, whose stack has grown to
+	// what a guest call needs: each new goroutine grows its own again.
+	var wg sync.WaitGroup
+	for _, w := range p.active[1:] {
+		wg.Go(func() { p.runWorker(ctx, w) })
+	}
+	p.runWorker(ctx, p.active[0])
+	wg.Wait()
 	for _, w := range p.active {
 		p.m.observe(w)
 		if w.err != nil {

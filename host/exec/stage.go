@@ -73,6 +73,17 @@ type resizer interface {
 	resize(ctx context.Context, r *resize) error
 }
 
+// lasting is a stage whose outputs outlive the next batch: they stay
+// valid until the run of the batch after next, not merely until the next
+// run. One batch is written while the next is processed (the committer),
+// so the executor hands a lasting stage's outputs to the sinks without
+// copying them out first.
+type lasting interface {
+	// nextBatch is called once before each batch's first run: the
+	// outputs of the batch before last may be overwritten from now on.
+	nextBatch()
+}
+
 // decider is a stage that keeps the adaptive strategy's decisions.
 type decider interface {
 	decisions(n int) ([]adapt.Record, error)
