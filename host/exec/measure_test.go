@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -424,34 +425,50 @@ func BenchmarkMeasure(b *testing.B) {
 			name = "off"
 		}
 		b.Run(name, func(b *testing.B) {
-			var cpu time.Duration
-			for range b.N {
-				b.StopTimer()
-				store := openStore(b, b.TempDir())
+			cpu := runJobs(b, func(store *state.Store) (*Job, func() error, error) {
 				sink := &memSink{}
 				job, err := New(context.Background(), Config{Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: recs}}},
 					Operators: []Operator{{Name: "count", Kind: plugin.KindKeyed, Plugin: code, Parallelism: 2, Tables: []string{"counts"}}},
 					Sinks:     []Output{{Name: "out", Sink: sink}}, Store: store, BatchSize: 1024, noMeasure: !on})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				before := processCPU()
-				if err := job.Run(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-				cpu += processCPU() - before
-				b.StopTimer()
-				if len(sink.out) != len(recs) {
-					b.Fatalf("%d outputs, want %d", len(sink.out), len(recs))
-				}
-				store.Close()
-				b.StartTimer()
-			}
+				return job, func() error {
+					if len(sink.out) != len(recs) {
+						return fmt.Errorf("%d outputs, want %d", len(sink.out), len(recs))
+					}
+					return nil
+				}, err
+			})
 			b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// runJobs makes and runs b.N jobs, each on a store of its own, checks
+// each one's output with the function newJob returned with it, and
+// returns the process's CPU time in the jobs' runs (not their making).
+func runJobs(b *testing.B, newJob func(*state.Store) (*Job, func() error, error)) time.Duration {
+	var cpu time.Duration
+	for range b.N {
+		b.StopTimer()
+		store := openStore(b, b.TempDir())
+		job, check, err := newJob(store)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		before := processCPU()
+		if err := job.Run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		cpu += processCPU() - before
+		b.StopTimer()
+		if err := check(); err != nil {
+			b.Fatal(err)
+		}
+		store.Close()
+		b.StartTimer()
+	}
+	return cpu
 }
 
 // countSink counts the records written to it and reads each one's bytes,
@@ -483,30 +500,18 @@ func BenchmarkMapPipeline(b *testing.B) {
 		recs[i] = abi.Record{Value: bytes.Repeat([]byte{'a' + byte(i%26)}, 64)}
 	}
 	code := load(b, "upper", plugin.KindMap, 0)
-	var cpu time.Duration
-	for range b.N {
-		b.StopTimer()
-		store := openStore(b, b.TempDir())
+	cpu := runJobs(b, func(store *state.Store) (*Job, func() error, error) {
 		sink := &countSink{}
 		job, err := New(context.Background(), Config{Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: recs}}},
 			Operators: []Operator{{Name: "up", Kind: plugin.KindMap, Plugin: code, Parallelism: 2}},
 			Sinks:     []Output{{Name: "out", Sink: sink}}, Store: store, BatchSize: 1024})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-		before := processCPU()
-		if err := job.Run(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		cpu += processCPU() - before
-		b.StopTimer()
-		if sink.records != len(recs) || sink.bytes != 64*len(recs) {
-			b.Fatalf("%d outputs of %d bytes, want %d of %d", sink.records, sink.bytes, len(recs), 64*len(recs))
-		}
-		store.Close()
-		b.StartTimer()
-	}
+		return job, func() error {
+			if sink.records != len(recs) || sink.bytes != 64*len(recs) {
+				return fmt.Errorf("%d outputs of %d bytes, want %d of %d", sink.records, sink.bytes, len(recs), 64*len(recs))
+			}
+			return nil
+		}, err
+	})
 	b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*len(recs)), "cpu-ns/record")
 }
