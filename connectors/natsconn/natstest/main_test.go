@@ -4,6 +4,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	natstest.MainMember()
+	goleak.VerifyTestMain(m)
+}

@@ -15,6 +15,19 @@
 // after it are given the routes of the members before, and learn of the
 // later ones from them. Restart starts a member on the ports it had, so
 // that clients and the other members find it again.
+//
+// # Members as processes
+//
+// StartClusterProcesses runs each member in a process of its own, the
+// test binary started again with the member's settings in its
+// environment (TestMain calls MainMember, which serves them), so that
+// Kill can stop one with SIGKILL, as a crash would: nothing flushed,
+// no connection closed. Such members are given every port up front
+// (picked as the first member's route port is, and picked again for all
+// of them when one is taken) and all the routes; each answers its
+// JetStream state on a status port of its own, which WaitReady reads.
+// A member process also exits when its standard input closes, so none
+// outlives the test binary.
 package natstest
 
 import (
@@ -64,6 +77,7 @@ func StartServer(t testing.TB) *natsconn.Embedded {
 type Cluster struct {
 	t       testing.TB
 	members []*member
+	procs   bool // the members run as processes (StartClusterProcesses)
 }
 
 // member is one server of a cluster, running or stopped.
@@ -72,8 +86,12 @@ type member struct {
 	dir        string
 	clientPort int
 	routePort  int
-	srv        *natsconn.Embedded // nil while stopped
+	srv        *natsconn.Embedded // nil while stopped, or run as a process
+	proc       *process           // a member run as a process; nil while stopped
 }
+
+// running says whether m's server runs, in this process or its own.
+func (m *member) running() bool { return m.srv != nil || m.proc != nil }
 
 // StartCluster starts n (at least 2) embedded NATS servers on 127.0.0.1
 // clustered with JetStream, named ClusterName-0 to ClusterName-(n-1),
@@ -195,7 +213,8 @@ func (c *Cluster) URLs() string {
 	return strings.Join(urls, ",")
 }
 
-// Server returns member i's server, or nil while it is stopped.
+// Server returns member i's server, or nil while it is stopped or when
+// it runs as a process of its own.
 func (c *Cluster) Server(i int) *natsconn.Embedded { return c.member(i).srv }
 
 // Name returns member i's server name.
@@ -221,8 +240,12 @@ func (c *Cluster) member(i int) *member {
 func (c *Cluster) Stop(i int) {
 	c.t.Helper()
 	m := c.member(i)
-	if m.srv == nil {
+	if !m.running() {
 		c.t.Fatalf("natstest: cluster member %s is already stopped", m.name)
+	}
+	if c.procs {
+		c.stopProcess(m)
+		return
 	}
 	srv := m.srv
 	m.srv = nil
@@ -238,14 +261,14 @@ func (c *Cluster) Stop(i int) {
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
 	m := c.member(i)
-	if m.srv != nil {
+	if m.running() {
 		c.t.Fatalf("natstest: cluster member %s is running", m.name)
 	}
-	routes := make([]string, len(c.members))
-	for j, o := range c.members {
-		routes[j] = routeURL(o.routePort)
+	start := c.start
+	if c.procs {
+		start = c.startProcess
 	}
-	if err := c.start(m, routes); err != nil {
+	if err := start(m, c.routes()); err != nil {
 		c.t.Fatal(err)
 	}
 	c.WaitReady()
@@ -276,15 +299,21 @@ func (c *Cluster) status() (string, bool) {
 	var leader *member
 	ready := true
 	running := 0
+	var peers []string
 	for _, m := range c.members {
-		switch {
-		case m.srv == nil:
+		if !m.running() {
 			desc = append(desc, m.name+" stopped")
 			continue
-		case m.srv.Server().JetStreamIsLeader():
-			leader = m
+		}
+		st, err := m.status()
+		switch {
+		case err != nil:
+			desc = append(desc, fmt.Sprintf("%s not answering (%v)", m.name, err))
+			ready = false
+		case st.Leader:
+			leader, peers = m, st.Peers
 			desc = append(desc, m.name+" leader")
-		case m.srv.Server().JetStreamIsCurrent():
+		case st.Current:
 			desc = append(desc, m.name+" current")
 		default:
 			desc = append(desc, m.name+" not current")
@@ -295,18 +324,33 @@ func (c *Cluster) status() (string, bool) {
 	if leader == nil {
 		return strings.Join(desc, ", ") + "; no meta leader", false
 	}
-	peers := leader.srv.Server().JetStreamClusterPeers()
 	for _, m := range c.members {
-		if m.srv != nil && m != leader && !slices.Contains(peers, m.name) {
+		if m.running() && m != leader && !slices.Contains(peers, m.name) {
 			ready = false
 		}
 	}
 	return fmt.Sprintf("%s; the leader's peers: %v", strings.Join(desc, ", "), peers), ready && running > 0
 }
 
+// status returns the JetStream state of a running member.
+func (m *member) status() (memberStatus, error) {
+	if m.proc != nil {
+		return m.proc.status()
+	}
+	js := m.srv.Server()
+	st := memberStatus{Leader: js.JetStreamIsLeader(), Current: js.JetStreamIsCurrent()}
+	if st.Leader {
+		st.Peers = js.JetStreamClusterPeers()
+	}
+	return st, nil
+}
+
 // shutdownAll shuts down the running members.
 func (c *Cluster) shutdownAll() {
 	for _, m := range c.members {
+		if m.proc != nil {
+			c.stopProcess(m)
+		}
 		if m.srv != nil {
 			shutdown(c.t, m.srv)
 			m.srv = nil
