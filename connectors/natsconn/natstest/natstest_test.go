@@ -142,8 +142,17 @@ func TestClusterStreamSurvivesAMemberStopped(t *testing.T) {
 		t.Fatalf("URLs() = %q, want 3", c.URLs())
 	}
 	js := jetStream(t, c.URLs())
-	ctx := testCtx(t)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}); err != nil {
+	stopped := loseStreamLeader(t, c, js, c.Stop)
+	c.Restart(stopped)
+	stored(t, c, stopped, "S", 40, 40)
+}
+
+// loseStreamLeader creates stream S with 3 replicas on c, publishes 20
+// messages, stops the stream leader's member with stop, publishes 20
+// more, reads all 40 back, and returns the stopped member.
+func loseStreamLeader(t testing.TB, c *natstest.Cluster, js jetstream.JetStream, stop func(i int)) int {
+	t.Helper()
+	if _, err := js.CreateStream(testCtx(t), jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
 	publish(t, js, 0, 20)
@@ -152,13 +161,11 @@ func TestClusterStreamSurvivesAMemberStopped(t *testing.T) {
 	if stopped < 0 {
 		t.Fatalf("stream leader %q is not a member", leader)
 	}
-	c.Stop(stopped)
+	stop(stopped)
 	streamLeader(t, js, "S", leader)
 	publish(t, js, 20, 40)
 	readAll(t, js, "S", 40)
-
-	c.Restart(stopped)
-	stored(t, c, stopped, "S", 40, 40)
+	return stopped
 }
 
 // readAll reads sequences 1 to n of stream and checks that sequence i
@@ -195,21 +202,7 @@ func TestClusterProcessKilled(t *testing.T) {
 		t.Error("Server(0) of a member run as a process is not nil")
 	}
 	js := jetStream(t, c.URLs())
-	ctx := testCtx(t)
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "S", Subjects: []string{"s.>"}, Replicas: 3}); err != nil {
-		t.Fatal(err)
-	}
-	publish(t, js, 0, 20)
-	leader := streamLeader(t, js, "S", "")
-	killed := c.Index(leader)
-	if killed < 0 {
-		t.Fatalf("stream leader %q is not a member", leader)
-	}
-	c.Kill(killed)
-	streamLeader(t, js, "S", leader)
-	publish(t, js, 20, 40)
-	readAll(t, js, "S", 40)
-
+	killed := loseStreamLeader(t, c, js, c.Kill)
 	c.Restart(killed)
 	retry(t, "every replica of S current", func(ctx context.Context) error {
 		s, err := js.Stream(ctx, "S")
