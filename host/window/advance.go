@@ -44,11 +44,17 @@ func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups [
 	o.fires = o.fires[:0]
 	o.advancing = true
 	defer func() { o.advancing = false }()
-	domains := []state.TimeDomain{state.EventTime, state.ProcessingTime}
-	if !o.processingTimers {
-		domains = domains[:1] // a seek per key group and batch saved
-	}
 	for _, kg := range keyGroups {
+		domains := []state.TimeDomain{state.EventTime, state.ProcessingTime}
+		if !o.processingTimers {
+			strays, err := o.strays(sess, kg)
+			if err != nil {
+				return err
+			}
+			if !strays {
+				domains = domains[:1] // a seek per key group and batch saved
+			}
+		}
 		for _, d := range domains {
 			upTo := wm
 			if d == state.ProcessingTime {
@@ -89,6 +95,28 @@ func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups [
 		}
 	}
 	return o.fire(ctx, emit)
+}
+
+// strays reports whether key group kg may hold processing-time timers of
+// this operator's namespace when the operator sets none (see
+// Operator.strayFree): those due fire as they would have, and the group is
+// looked at again until it holds none.
+func (o *Operator) strays(sess *state.Session, kg int) (bool, error) {
+	if o.strayFree[kg] {
+		return false, nil
+	}
+	found := false
+	err := sess.Timers(kg, state.ProcessingTime, math.MaxInt64, func(tm state.Timer) bool {
+		found = string(tm.Namespace) == string(o.ns)
+		return !found
+	})
+	if err != nil {
+		return false, fmt.Errorf("window: timers of key group %d: %w", kg, err)
+	}
+	if !found {
+		o.strayFree[kg] = true
+	}
+	return found, nil
 }
 
 // The sizes of the chunks of Advance's payload arena (bytes) and parts

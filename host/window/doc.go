@@ -54,7 +54,10 @@
 //     listed timer deleted since (or listed twice) is skipped because
 //     state.Session.RemoveTimer finds it gone, so no index of the due
 //     timers is kept. Event-time windows with no early interval set no
-//     processing-time timers, and Advance does not look for any.
+//     processing-time timers, and Advance stops looking for any in a key
+//     group once it has found none there: timers left by the same window
+//     run on processing time before a restart (or on the host a group
+//     came from) still fire when processing time passes them.
 //   - A firing's slices and merged accumulators are copied into chunks of
 //     one arena per Advance, not one allocation each; so a Result is
 //     valid only during the emit call that gets it.

@@ -50,12 +50,19 @@ type Operator struct {
 
 	assignDomain, fireDomain state.TimeDomain
 	processingTimers         bool // it sets timers of processing time
-	keepMeta                 bool // a window may fire more than once
-	purgeAtFire              bool // nothing can come after the on-time firing
-	countN                   uint64
-	countFiring              Firing
-	countPurge               bool
-	lateness                 int64
+	// strayFree are the key groups known to hold none of this
+	// namespace's processing-time timers, for an operator that sets none
+	// (processingTimers false): such timers are strays, left by the same
+	// window configured with processing time before a restart, or in a
+	// group moved here from a host that ran it so. Advance looks for
+	// them in a key group until it finds none.
+	strayFree   map[int]bool
+	keepMeta    bool // a window may fire more than once
+	purgeAtFire bool // nothing can come after the on-time firing
+	countN      uint64
+	countFiring Firing
+	countPurge  bool
+	lateness    int64
 
 	stats counters
 
@@ -120,7 +127,8 @@ func New(spec Spec, fn Function, table *state.Table, opts ...Option) (*Operator,
 		return nil, fmt.Errorf("window: no state table")
 	}
 	o := &Operator{spec: spec, sl: newSlicer(&spec), fn: fn, table: table, ns: []byte(DefaultNamespace),
-		seed: maphash.MakeSeed(), index: map[uint64]int32{}, keyIndex: map[string]int{}, lateness: int64(spec.Lateness)}
+		seed: maphash.MakeSeed(), index: map[uint64]int32{}, keyIndex: map[string]int{}, lateness: int64(spec.Lateness),
+		strayFree: map[int]bool{}}
 	o.acc, _ = fn.(Accumulator)
 	for _, opt := range opts {
 		opt(o)

@@ -3,6 +3,7 @@ package window
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -245,5 +246,57 @@ func TestAdvanceOrder(t *testing.T) {
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("order\n%v\nwant\n%v", got, want)
+	}
+}
+
+// TestStrayProcessingTimers restarts a window that ran on processing time
+// as an event-time window (which sets no processing-time timers): the
+// timers the first left behind still fire, once each, when processing
+// time passes them, and none is left.
+func TestStrayProcessingTimers(t *testing.T) {
+	fn, _ := Builtin("count", "")
+	s, sess, op := newTestOperator(t, Spec{Assigner: Tumbling, Size: 10, Domain: ProcessingTime}, fn)
+	ctx := context.Background()
+	// Two windows of processing time: [0,10) and [20,30).
+	if _, err := op.Add(ctx, sess, []abi.Record{rec("a", 0, ""), rec("b", 0, "")}, MinWatermark, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Add(ctx, sess, []abi.Record{rec("a", 0, "")}, MinWatermark, 25); err != nil {
+		t.Fatal(err)
+	}
+	// Restarted as an event-time window over the same state.
+	op, err := New(Spec{Assigner: Tumbling, Size: 10}, fn, s.Table("windows"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := func(out []Result) []string {
+		var got []string
+		for _, r := range out {
+			got = append(got, fmt.Sprintf("%s %s", r.Record.Key, r.Record.Value))
+		}
+		return got
+	}
+	if out := advance(t, op, sess, MinWatermark, 8); len(out) != 0 {
+		t.Fatalf("fired before processing time passed a window: %v", counts(out))
+	}
+	out := advance(t, op, sess, MinWatermark, 9) // the window's last instant
+	if len(out) != 2 {
+		t.Fatalf("processing time 9: %v, want [0,10) of a and b", counts(out))
+	}
+	out = append(out, advance(t, op, sess, MinWatermark, 40)...)
+	if len(out) != 3 || !strings.Contains(counts(out)[2], `"count":1`) || string(out[2].Record.Key) != "a" {
+		t.Fatalf("processing time 40: %v, want [20,30) of a too", counts(out))
+	}
+	if out := advance(t, op, sess, MinWatermark, 100); len(out) != 0 {
+		t.Fatalf("fired again: %v", counts(out))
+	}
+	for _, kg := range allGroups {
+		err := sess.Timers(kg, state.ProcessingTime, math.MaxInt64, func(tm state.Timer) bool {
+			t.Errorf("key group %d: processing-time timer left: %+v", kg, tm)
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
