@@ -145,7 +145,7 @@ func untilAnswered(ctx context.Context, log *slog.Logger, open func() error) err
 		if err == nil || !(errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)) || time.Now().After(deadline) {
 			return err
 		}
-		log.Warn("cluster: JetStream does not answer yet; trying again", "err", err, "in", answerPause, "for up to", time.Until(deadline).Round(time.Second))
+		log.Warn("cluster: JetStream does not answer yet; trying again", "err", err, "in", answerPause, "left", time.Until(deadline).Round(time.Second))
 		select {
 		case <-ctx.Done():
 			return err
