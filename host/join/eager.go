@@ -18,6 +18,13 @@ type eagerState interface {
 	reserve(r, s int)
 }
 
+// batchAdder is an eagerState that takes a worker's tuples of one call
+// at once, as add would one by one, in order, with the same matches in
+// the same order.
+type batchAdder interface {
+	addAll(side Side, ts []Tuple, o *out)
+}
+
 // eager runs an eager algorithm over its workers with JM or JB
 // distribution.
 //
@@ -39,10 +46,13 @@ type eager struct {
 	states  []eagerState
 	outs    []out
 	sSeen   uint64 // S tuples routed so far, for the turns
+	// mine holds, for a batchAdder, each worker's tuples of a call that
+	// does not go to every worker whole.
+	mine [][]Tuple
 }
 
 func newEager(name string, o Options, jb bool, mk func() eagerState) *eager {
-	e := &eager{name: name, workers: o.Workers, outs: make([]out, o.Workers)}
+	e := &eager{name: name, workers: o.Workers, outs: make([]out, o.Workers), mine: make([][]Tuple, o.Workers)}
 	if jb {
 		g := min(max(o.Group, 1), o.Workers)
 		e.group = g
@@ -96,6 +106,11 @@ func (e *eager) Add(ctx context.Context, side Side, ts []Tuple, emit Emit) error
 		o := &e.outs[id]
 		o.reset(id, emit)
 		st := e.states[id]
+		if ba, ok := st.(batchAdder); ok {
+			ba.addAll(side, e.route(id, side, ts, base), o)
+			o.flush()
+			return
+		}
 		switch {
 		case e.groups == 0 && side == R:
 			for i := range ts {
@@ -133,6 +148,33 @@ func (e *eager) Add(ctx context.Context, side Side, ts []Tuple, emit Emit) error
 	return ctx.Err()
 }
 
+// route returns worker id's tuples of ts, a call's tuples of side whose
+// first S tuple is the base-th of the window: all of them, or a copy of
+// its share in e.mine[id] (JM's S turns, JB's groups), in order.
+func (e *eager) route(id int, side Side, ts []Tuple, base uint64) []Tuple {
+	w := e.workers
+	if e.groups == 0 && (side == R || w == 1) {
+		return ts
+	}
+	mine := e.mine[id][:0]
+	if e.groups == 0 {
+		for i := (id - int(base%uint64(w)) + w) % w; i < len(ts); i += w {
+			mine = append(mine, ts[i])
+		}
+	} else {
+		q := min(id/e.group, e.groups-1)
+		fm, n := e.members(q)
+		g := uint64(e.groups)
+		for i := range ts {
+			if ts[i].Key%g == uint64(q) && (side == R || int((base+uint64(i))%uint64(n)) == id-fm) {
+				mine = append(mine, ts[i])
+			}
+		}
+	}
+	e.mine[id] = mine
+	return mine
+}
+
 func (e *eager) Close(ctx context.Context, emit Emit) error {
 	e.sSeen = 0
 	parallel(e.workers, func(id int) {
@@ -160,6 +202,27 @@ func (h *hashTable) insert(t *Tuple) {
 	b := hash(t.Key) >> h.shift
 	h.entries = append(h.entries, npjEntry{key: t.Key, ts: t.TS, ref: t.Ref, next: h.head[b]})
 	h.head[b] = uint32(len(h.entries))
+}
+
+// insertAll inserts ts, at most probeBlock of them, as insert does one
+// by one: their buckets' heads are loaded first, together (into scratch),
+// so that the inserts find them in cache.
+func (h *hashTable) insertAll(ts []Tuple, scratch *[probeBlock]uint32) {
+	if len(h.entries)+len(ts) > len(h.head) {
+		for i := range ts {
+			h.insert(&ts[i])
+		}
+		return
+	}
+	for i := range ts {
+		scratch[i] = h.head[hash(ts[i].Key)>>h.shift]
+	}
+	for i := range ts {
+		t := &ts[i]
+		b := hash(t.Key) >> h.shift
+		h.entries = append(h.entries, npjEntry{key: t.Key, ts: t.TS, ref: t.Ref, next: h.head[b]})
+		h.head[b] = uint32(len(h.entries))
+	}
 }
 
 func (h *hashTable) grow() {
@@ -195,25 +258,57 @@ type shj struct {
 	tabs [2]hashTable
 }
 
-func (j *shj) add(side Side, t *Tuple, o *out) {
-	j.tabs[side].insert(t)
-	other := &j.tabs[1-side]
+func (j *shj) add(side Side, t *Tuple, o *out) { j.addAll(side, []Tuple{*t}, o) }
+
+// probeBlock is how many tuples addAll looks up at once: their buckets'
+// heads are loaded in one pass, with no dependency between the loads, so
+// that the processor fetches their cache lines together rather than one
+// miss after another, and likewise their first entries.
+const probeBlock = 32
+
+// addAll inserts ts into its side's table and then probes the other's
+// with them: the inserts do not touch the table probed, so this is add
+// for each tuple in turn, with the same matches in the same order.
+func (j *shj) addAll(side Side, ts []Tuple, o *out) {
+	own, other := &j.tabs[side], &j.tabs[1-side]
+	var heads [probeBlock]uint32
+	var keys [probeBlock]uint64
+	for lo := 0; lo < len(ts); lo += probeBlock {
+		blk := ts[lo:min(lo+probeBlock, len(ts))]
+		own.insertAll(blk, &heads)
+	}
 	if len(other.head) == 0 {
 		return
 	}
-	for e := other.head[hash(t.Key)>>other.shift]; e != 0; {
-		c := &other.entries[e-1]
-		if c.key == t.Key {
-			m := Match{R: t.Ref, S: c.ref, TS: max(t.TS, c.ts)}
-			if side == S {
-				m.R, m.S = c.ref, t.Ref
-			}
-			o.buf = append(o.buf, m)
-			if len(o.buf) == cap(o.buf) {
-				o.flush()
+	for lo := 0; lo < len(ts); lo += probeBlock {
+		blk := ts[lo:min(lo+probeBlock, len(ts))]
+		for i := range blk {
+			heads[i] = other.head[hash(blk[i].Key)>>other.shift]
+		}
+		for i := range blk {
+			if e := heads[i]; e != 0 {
+				keys[i] = other.entries[e-1].key
 			}
 		}
-		e = c.next
+		for i := range blk {
+			t := &blk[i]
+			for e, key := heads[i], keys[i]; e != 0; {
+				c := &other.entries[e-1]
+				if key == t.Key {
+					m := Match{R: t.Ref, S: c.ref, TS: max(t.TS, c.ts)}
+					if side == S {
+						m.R, m.S = c.ref, t.Ref
+					}
+					o.buf = append(o.buf, m)
+					if len(o.buf) == cap(o.buf) {
+						o.flush()
+					}
+				}
+				if e = c.next; e != 0 {
+					key = other.entries[e-1].key
+				}
+			}
+		}
 	}
 }
 

@@ -73,7 +73,12 @@ func runKernel(t *rapid.T, k Kernel, r, s []Tuple, direct bool) []Match {
 	}
 	i, j := 0, 0
 	for i < len(r) || j < len(s) {
+		// Mostly small calls, so that the sides interleave finely; some
+		// longer than SHJ's probe block.
 		n := rapid.IntRange(1, 8).Draw(t, "batch")
+		if rapid.IntRange(0, 3).Draw(t, "long") == 0 {
+			n = rapid.IntRange(probeBlock+1, 3*probeBlock).Draw(t, "long-batch")
+		}
 		side, src, at := R, r, &i
 		if i == len(r) || (j < len(s) && s[j].TS < r[i].TS) {
 			side, src, at = S, s, &j
