@@ -1,7 +1,9 @@
 // Package reconfig holds the tests of a pipeline run as several sluice
 // processes over a cluster of NATS servers that is changed while it runs:
-// its operator's plugin swapped and rolled back on every host (sluice
-// plugin swap, rollback), its workers scaled on every host (sluice cluster
+// key groups moved (sluice cluster move) and the source or the
+// destination of the moves killed with SIGKILL in the middle, the
+// operator's plugin swapped and rolled back on every host (sluice plugin
+// swap, rollback), its workers scaled on every host (sluice cluster
 // scale), a host with another pipeline file refused, and the nemesis, a
 // random schedule of hosts killed, stopped and started, key groups moved
 // and plugins swapped (SLUICE_NEMESIS_SEED repeats a schedule,
