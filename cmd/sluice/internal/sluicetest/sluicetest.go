@@ -1,19 +1,19 @@
 // Package sluicetest is the test support of the tests that run the sluice
-// binary as separate processes: those of cmd/sluice and of the packages
-// under cmd/sluice/internal/e2e. A test binary's TestMain builds the
-// binary and the Go plugins its tests run once, with Main; Spread runs a
-// pipeline as several sluice processes over a cluster of embedded NATS
-// servers, and reads what they counted.
+// binary as separate processes, in cmd/sluice and in the packages under
+// cmd/sluice/internal/e2e. Main, called from a test binary's TestMain,
+// builds the binary and the Go plugins its tests run, once per test
+// binary; Spread runs a pipeline as several sluice processes over a
+// cluster of embedded NATS servers, and reads what they counted.
 //
 // # Decisions, and why
 //
-// The tests that run several hosts take minutes each, so they live in
-// packages of their own (cmd/sluice/internal/e2e/...), and no package's
-// tests come near go test's per-package limit on a busy machine. Package
-// main cannot be imported, so those packages run the binary they build,
-// never its functions; what they share with cmd/sluice's own tests is
-// here, in a package that is not a test file, since test files of one
-// package cannot be imported by another.
+// The tests that run several hosts take a minute or more each, so they
+// live in packages of their own (cmd/sluice/internal/e2e/...), and no
+// package's tests come near go test's per-package limit on a busy
+// machine. Package main cannot be imported, so those packages run the
+// binary they build, never its functions; what they share with
+// cmd/sluice's own tests is here, in a package of non-test files, since
+// one package's test files cannot be imported by another.
 package sluicetest
 
 import (
