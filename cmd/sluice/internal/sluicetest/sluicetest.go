@@ -7,13 +7,14 @@
 //
 // # Decisions, and why
 //
-// The tests that run several hosts take a minute or more each, so they
-// live in packages of their own (cmd/sluice/internal/e2e/...), and no
-// package's tests come near go test's per-package limit on a busy
-// machine. Package main cannot be imported, so those packages run the
-// binary they build, never its functions; what they share with
-// cmd/sluice's own tests is here, in a package of non-test files, since
-// one package's test files cannot be imported by another.
+// The tests that run several hosts took 335 s together on 2 cores, more
+// than all of cmd/sluice's other tests (2026-12-03), so they live in
+// packages of their own (cmd/sluice/internal/e2e/...), and no package's
+// tests come near go test's per-package limit on a busy machine. Package
+// main cannot be imported, so those packages run the binary they build,
+// never its functions; what they share with cmd/sluice's own tests is
+// here, in a package of non-test files, since one package's test files
+// cannot be imported by another.
 package sluicetest
 
 import (
