@@ -495,3 +495,65 @@ func TestGroupRanges(t *testing.T) {
 		t.Errorf("parseGroups: %v, %v", got, err)
 	}
 }
+
+// TestClusterStatusWorkersText checks the text of the workers part of
+// sluice cluster status.
+func TestClusterStatusWorkersText(t *testing.T) {
+	st := &schema.ClusterStatus{
+		Hosts: []schema.ClusterHost{
+			{ID: "h1", Live: true, Workers: map[string]int{"count": 3}},
+			{ID: "h2", Live: true, Workers: map[string]int{"count": 2}},
+			{ID: "h3"},
+		},
+		Workers: &schema.ClusterWorkers{Epoch: 4, Scaled: []string{"h1"}, Pending: []string{"h2"},
+			Operators: []schema.ClusterOperatorWorkers{{Operator: "count", Count: 3, Hosts: map[string]int{"h3": 1}, Epoch: 4, By: "cli"}}},
+	}
+	var b strings.Builder
+	if err := printWorkers(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"workers: epoch 4, scale in progress: scaled h1; not yet h2",
+		"count     3        h3 1        4      cli",
+		"h1    count     3     3",
+		"h2    count     2     3",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the status does not hold %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "h3    count") {
+		t.Errorf("the status shows host h3, which is not live:\n%s", b.String())
+	}
+	b.Reset()
+	if err := printWorkers(&b, &schema.ClusterStatus{}); err != nil || !strings.Contains(b.String(), "workers: the pipeline file's (no scale recorded)") {
+		t.Errorf("no record: %v\n%s", err, b.String())
+	}
+}
+
+// TestClusterStatusVersionsText checks the text of the versions part of
+// sluice cluster status.
+func TestClusterStatusVersionsText(t *testing.T) {
+	st := &schema.ClusterStatus{
+		Hosts: []schema.ClusterHost{
+			{ID: "h1", Live: true, Operators: map[string]string{"count": strings.Repeat("a", 64)}},
+			{ID: "h2", Live: true, Operators: map[string]string{"count": strings.Repeat("b", 64)}},
+		},
+		Versions: &schema.ClusterVersions{Epoch: 3, Switched: []string{"h1"}, Pending: []string{"h2"},
+			Operators: []schema.ClusterOperatorVersion{{Operator: "count", SHA256: strings.Repeat("a", 64), Name: "v2.wasm", Epoch: 3, Reason: cluster.ReasonSwap, Host: "h1"}}},
+	}
+	var b strings.Builder
+	if err := printVersions(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"plugin versions: epoch 3, swap in progress: switched h1; not yet h2",
+		"count     v2.wasm  aaaaaaaaaaaa  3      swap    h1",
+		"h1    count     aaaaaaaaaaaa  yes",
+		"h2    count     bbbbbbbbbbbb  no",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the status does not hold %q:\n%s", want, b.String())
+		}
+	}
+}

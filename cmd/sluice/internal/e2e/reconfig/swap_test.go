@@ -1,4 +1,4 @@
-package main
+package reconfig
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/cmd/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/registry"
@@ -18,23 +19,23 @@ import (
 
 // swapCount swaps the operator count's plugin to module through host id's
 // API (sluice plugin swap), and returns the command's output and error.
-func (s *spread) swapCount(id, module string) (string, error) {
-	out, err := exec.Command(sluiceBin, "plugin", "swap", "--data-dir", filepath.Join(s.dir, id), "--operator", "count", module).CombinedOutput()
+func swapCount(s *sluicetest.Spread, id, module string) (string, error) {
+	out, err := exec.Command(sl.Bin, "plugin", "swap", "--data-dir", filepath.Join(s.Dir, id), "--operator", "count", module).CombinedOutput()
 	return string(out), err
 }
 
 // runs reports whether the cluster records module hash for the operator
 // count and every host of ids reports it runs it.
-func (s *spread) runs(hash string, ids ...string) bool {
+func runs(s *sluicetest.Spread, hash string, ids ...string) bool {
 	ctx := context.Background()
-	if !s.open() {
+	if !s.Open() {
 		return false
 	}
-	a, err := s.c.Assignment(ctx)
+	a, err := s.Cluster.Assignment(ctx)
 	if err != nil || a.Versions == nil || a.Versions.Operators["count"].SHA256 != hash {
 		return false
 	}
-	rs, err := s.c.Reports(ctx)
+	rs, err := s.Cluster.Reports(ctx)
 	if err != nil {
 		return false
 	}
@@ -48,14 +49,14 @@ func (s *spread) runs(hash string, ids ...string) bool {
 
 // marks returns, for each key, which of its counts 1 to n were made by
 // testdata/wordcountv2 (their output marked "v2:").
-func (s *spread) marks() map[string][]bool {
-	s.t.Helper()
+func marks(t *testing.T, s *sluicetest.Spread) map[string][]bool {
+	t.Helper()
 	out := map[string][]bool{}
-	for _, o := range s.read() {
-		for len(out[o.key]) < o.count {
-			out[o.key] = append(out[o.key], false)
+	for _, o := range s.Read() {
+		for len(out[o.Key]) < o.Count {
+			out[o.Key] = append(out[o.Key], false)
 		}
-		out[o.key][o.count-1] = o.v2
+		out[o.Key][o.Count-1] = o.V2
 	}
 	return out
 }
@@ -63,10 +64,9 @@ func (s *spread) marks() map[string][]bool {
 // checkSwitch checks that every key switched version once: its counts
 // made by wordcount come before those made by wordcountv2, and its last
 // count is wordcountv2's.
-func (s *spread) checkSwitch() {
-	t := s.t
+func checkSwitch(t *testing.T, s *sluicetest.Spread) {
 	t.Helper()
-	for k, ms := range s.marks() {
+	for k, ms := range marks(t, s) {
 		at := slices.Index(ms, true)
 		if at < 0 {
 			t.Errorf("key %s: no count made by the module swapped in (%d counts)", k, len(ms))
@@ -79,10 +79,9 @@ func (s *spread) checkSwitch() {
 }
 
 // status runs sluice cluster status --json.
-func (s *spread) status() schema.ClusterStatus {
-	t := s.t
+func status(t *testing.T, s *sluicetest.Spread) schema.ClusterStatus {
 	t.Helper()
-	out, err := exec.Command(sluiceBin, "cluster", "status", "-c", s.file, "--json").Output()
+	out, err := exec.Command(sl.Bin, "cluster", "status", "-c", s.File, "--json").Output()
 	if err != nil {
 		t.Fatalf("sluice cluster status: %v", err)
 	}
@@ -107,14 +106,14 @@ func TestClusterSwapEveryHost(t *testing.T) {
 		t.Skip("starts two NATS servers and three hosts")
 	}
 	t0 := time.Now()
-	s := startSpread(t, 2, 9000, 50, 2*time.Second, "")
-	v2 := filepath.Join(pluginsDir, "wordcountv2.wasm")
+	s := sluicetest.StartSpread(t, sl, 2, 9000, 50, 2*time.Second, "")
+	v2 := filepath.Join(sl.Plugins, "wordcountv2.wasm")
 	code, err := os.ReadFile(v2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The same code under another hash: a version section added.
-	v3 := filepath.Join(s.dir, "wordcountv3.wasm")
+	v3 := filepath.Join(s.Dir, "wordcountv3.wasm")
 	code3, err := registry.AppendVersion(code, "3")
 	if err != nil {
 		t.Fatal(err)
@@ -124,16 +123,16 @@ func TestClusterSwapEveryHost(t *testing.T) {
 	}
 	hash2, hash3 := registry.Hash(code), registry.Hash(code3)
 
-	s.start("h1")
-	s.wait("h1's first outputs", func() bool { return s.outputs() > 0 })
-	s.start("h2")
-	s.wait("the groups spread over two hosts", func() bool { return s.owned("h1") == 8 && s.owned("h2") == 8 && s.settled() })
+	s.Start("h1")
+	s.Wait("h1's first outputs", func() bool { return s.Outputs() > 0 })
+	s.Start("h2")
+	s.Wait("the groups spread over two hosts", func() bool { return s.Owned("h1") == 8 && s.Owned("h2") == 8 && s.Settled() })
 	t.Logf("%v: spread over two hosts; swapping through h1", time.Since(t0).Round(time.Second))
-	if out, err := s.swapCount("h1", v2); err != nil {
+	if out, err := swapCount(s, "h1", v2); err != nil {
 		t.Fatalf("sluice plugin swap through h1: %v\n%s", err, out)
 	}
-	s.wait("both hosts run wordcountv2", func() bool { return s.runs(hash2, "h1", "h2") })
-	st := s.status()
+	s.Wait("both hosts run wordcountv2", func() bool { return runs(s, hash2, "h1", "h2") })
+	st := status(t, s)
 	if st.Versions == nil || !slices.Equal(st.Versions.Switched, []string{"h1", "h2"}) || len(st.Versions.Pending) != 0 {
 		t.Fatalf("cluster status: versions %+v, want h1 and h2 switched, none pending", st.Versions)
 	}
@@ -147,14 +146,14 @@ func TestClusterSwapEveryHost(t *testing.T) {
 	// swapped again, through h2. A swap is refused while groups move; it
 	// is tried again until it lands.
 	t.Logf("%v: both hosts switched; starting h3", time.Since(t0).Round(time.Second))
-	s.start("h3")
-	s.wait("h3 joined and the rebalance begun", func() bool {
-		a, err := s.c.Assignment(context.Background())
-		return err == nil && (a.Migration != nil || s.owned("h3") > 0)
+	s.Start("h3")
+	s.Wait("h3 joined and the rebalance begun", func() bool {
+		a, err := s.Cluster.Assignment(context.Background())
+		return err == nil && (a.Migration != nil || s.Owned("h3") > 0)
 	})
 	var refusals int
-	s.wait("the swap through h2 recorded", func() bool {
-		out, err := s.swapCount("h2", v3)
+	s.Wait("the swap through h2 recorded", func() bool {
+		out, err := swapCount(s, "h2", v3)
 		if err != nil {
 			if !strings.Contains(out, "migration") {
 				t.Fatalf("sluice plugin swap through h2: %v, and not for a migration in progress:\n%s", err, out)
@@ -164,57 +163,30 @@ func TestClusterSwapEveryHost(t *testing.T) {
 		return err == nil
 	})
 	t.Logf("the swap was refused %d times while key groups moved", refusals)
-	s.wait("the groups spread over three hosts, every host running the last module", func() bool {
-		return s.owned("h3") >= 5 && s.settled() && s.runs(hash3, "h1", "h2", "h3")
+	s.Wait("the groups spread over three hosts, every host running the last module", func() bool {
+		return s.Owned("h3") >= 5 && s.Settled() && runs(s, hash3, "h1", "h2", "h3")
 	})
 	t.Logf("%v: three hosts, every one running the last module", time.Since(t0).Round(time.Second))
 	// h3 started after the first swap: it loaded the recorded module, not
 	// the file's.
-	if log, err := os.ReadFile(filepath.Join(s.dir, "h3.log")); err != nil || !strings.Contains(string(log), `"msg":"loading the module the cluster records, not the pipeline file's","pipeline":"spread","operator":"count"`) {
+	if log, err := os.ReadFile(filepath.Join(s.Dir, "h3.log")); err != nil || !strings.Contains(string(log), `"msg":"loading the module the cluster records, not the pipeline file's","pipeline":"spread","operator":"count"`) {
 		t.Errorf("h3 did not start with the module the cluster records (%v):\n%s", err, log)
 	}
 	// A rollback through h3 returns every host to the module before
 	// h3's current one: wordcountv2.
-	if out, err := exec.Command(sluiceBin, "plugin", "rollback", "--data-dir", filepath.Join(s.dir, "h3"), "--operator", "count").CombinedOutput(); err != nil {
+	if out, err := exec.Command(sl.Bin, "plugin", "rollback", "--data-dir", filepath.Join(s.Dir, "h3"), "--operator", "count").CombinedOutput(); err != nil {
 		t.Fatalf("sluice plugin rollback through h3: %v\n%s", err, out)
 	}
-	s.wait("every host back on wordcountv2", func() bool { return s.runs(hash2, "h1", "h2", "h3") })
-	if a, err := s.c.Assignment(context.Background()); err != nil || a.Versions.Operators["count"].Reason != cluster.ReasonRollback {
+	s.Wait("every host back on wordcountv2", func() bool { return runs(s, hash2, "h1", "h2", "h3") })
+	if a, err := s.Cluster.Assignment(context.Background()); err != nil || a.Versions.Operators["count"].Reason != cluster.ReasonRollback {
 		t.Fatalf("the record after the rollback: %+v, %v; want a rollback", a, err)
 	}
-	s.wait("every record counted", func() bool { return s.outputs() >= s.count })
+	s.Wait("every record counted", func() bool { return s.Outputs() >= s.Count })
 	t.Logf("%v: every record counted", time.Since(t0).Round(time.Second))
-	s.check()
-	s.checkSwitch()
+	s.Check()
+	checkSwitch(t, s)
 	// One at a time: each hands its groups to the hosts still running.
-	s.stop("h3")
-	s.stop("h2")
-	s.stop("h1")
-}
-
-// TestClusterStatusVersionsText checks the text of the versions part of
-// sluice cluster status.
-func TestClusterStatusVersionsText(t *testing.T) {
-	st := &schema.ClusterStatus{
-		Hosts: []schema.ClusterHost{
-			{ID: "h1", Live: true, Operators: map[string]string{"count": strings.Repeat("a", 64)}},
-			{ID: "h2", Live: true, Operators: map[string]string{"count": strings.Repeat("b", 64)}},
-		},
-		Versions: &schema.ClusterVersions{Epoch: 3, Switched: []string{"h1"}, Pending: []string{"h2"},
-			Operators: []schema.ClusterOperatorVersion{{Operator: "count", SHA256: strings.Repeat("a", 64), Name: "v2.wasm", Epoch: 3, Reason: cluster.ReasonSwap, Host: "h1"}}},
-	}
-	var b strings.Builder
-	if err := printVersions(&b, st); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{
-		"plugin versions: epoch 3, swap in progress: switched h1; not yet h2",
-		"count     v2.wasm  aaaaaaaaaaaa  3      swap    h1",
-		"h1    count     aaaaaaaaaaaa  yes",
-		"h2    count     bbbbbbbbbbbb  no",
-	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("the status does not hold %q:\n%s", want, b.String())
-		}
-	}
+	s.Stop("h3")
+	s.Stop("h2")
+	s.Stop("h1")
 }

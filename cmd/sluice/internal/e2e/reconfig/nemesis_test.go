@@ -1,0 +1,206 @@
+package reconfig
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/cmd/sluice/internal/sluicetest"
+	"github.com/sluicehq/sluice/host/registry"
+)
+
+// TestClusterRefusesAnotherPipelineFile starts a host, then one whose
+// pipeline file differs from the cluster's: the second is refused, with
+// the line that differs, and the first keeps running.
+func TestClusterRefusesAnotherPipelineFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two NATS servers")
+	}
+	s := sluicetest.StartSpread(t, sl, 2, 100000, 10, 2*time.Second, "")
+	s.Start("h1")
+	s.Wait("h1 owns every group", func() bool { return s.Owned("h1") == 16 })
+	other := filepath.Join(s.Dir, "other.yaml")
+	if err := os.WriteFile(other, []byte(strings.Replace(s.Text, "batch: {size: 20}", "batch: {size: 21}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(sl.Bin, "run", "-c", other, "--host-id", "h2", "--data-dir", filepath.Join(s.Dir, "h2")).CombinedOutput()
+	if err == nil {
+		t.Fatalf("a host with another pipeline file was let in:\n%s", out)
+	}
+	for _, want := range []string{"line 6", "batch: {size: 20}", "batch: {size: 21}"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, out)
+		}
+	}
+	if s.Hosts["h1"].ProcessState != nil {
+		t.Fatalf("h1 stopped:\n%s", s.Logs())
+	}
+	s.Stop("h1")
+}
+
+// TestClusterNemesis runs a pipeline on three hosts while a random
+// schedule of faults hits them: hosts killed with SIGKILL, stopped with
+// SIGTERM (they hand their groups over), started again on their data
+// directories, key groups moved to a random host with `sluice cluster
+// move` (which may be refused while another migration runs), and the
+// operator's plugin swapped on every host, or rolled back, through a
+// random host with `sluice plugin swap` and `rollback` (refused while a
+// migration runs), racing the migrations the other faults start. At least
+// one host runs throughout. At the end every host runs again and runs the
+// module the cluster records, and every record must have been counted
+// exactly once: the output stream holds, for each key, the counts 1 to n
+// once each. The schedule is drawn from a seed the
+// test logs; SLUICE_NEMESIS_SEED repeats it, SLUICE_NEMESIS_STEPS sets its
+// length (default 6).
+func TestClusterNemesis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two NATS servers and three hosts")
+	}
+	seed, steps := uint64(time.Now().UnixNano()), 6
+	if v := os.Getenv("SLUICE_NEMESIS_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("SLUICE_NEMESIS_SEED: %v", err)
+		}
+		seed = n
+	}
+	if v := os.Getenv("SLUICE_NEMESIS_STEPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			t.Fatalf("SLUICE_NEMESIS_STEPS: %q is not a count", v)
+		}
+		steps = n
+	}
+	t.Logf("schedule seed %d (SLUICE_NEMESIS_SEED=%d repeats it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	s := sluicetest.StartSpread(t, sl, 2, 4500, 50, 2*time.Second, "")
+	// The modules a swap picks from: wordcountv2, and the same code under
+	// another hash. Both mark their outputs "v2:", which check accepts.
+	v2 := filepath.Join(sl.Plugins, "wordcountv2.wasm")
+	code, err := os.ReadFile(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code3, err := registry.AppendVersion(code, "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v3 := filepath.Join(s.Dir, "wordcountv3.wasm")
+	if err := os.WriteFile(v3, code3, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"h1", "h2", "h3"}
+	up := map[string]bool{}
+	for _, id := range ids {
+		s.Start(id)
+		up[id] = true
+	}
+	s.Wait("the first outputs", func() bool { return s.Outputs() > 0 })
+	running := func() int {
+		n := 0
+		for _, id := range ids {
+			if up[id] {
+				n++
+			}
+		}
+		return n
+	}
+	pick := func(isUp bool) string {
+		var c []string
+		for _, id := range ids {
+			if up[id] == isUp {
+				c = append(c, id)
+			}
+		}
+		if len(c) == 0 {
+			return ""
+		}
+		return c[rng.IntN(len(c))]
+	}
+	for step := range steps {
+		before := s.Outputs()
+		// The faults possible now: one host runs throughout.
+		ops := []string{"move", "swap"}
+		if running() >= 2 {
+			ops = append(ops, "kill", "stop")
+		}
+		if running() < len(ids) {
+			ops = append(ops, "start")
+		}
+		switch ops[rng.IntN(len(ops))] {
+		case "kill":
+			id := pick(true)
+			t.Logf("step %d: SIGKILL %s", step, id)
+			if err := s.Hosts[id].Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = s.Hosts[id].Wait()
+			up[id] = false
+		case "stop":
+			id := pick(true)
+			t.Logf("step %d: SIGTERM %s", step, id)
+			s.Stop(id)
+			up[id] = false
+		case "start":
+			id := pick(false)
+			// A host killed keeps its lease until it expires; started
+			// before that, it would be refused as a host already live.
+			s.Wait(id+"'s lease gone", func() bool { return !s.Leased(id) })
+			t.Logf("step %d: start %s", step, id)
+			s.Start(id)
+			up[id] = true
+		case "move":
+			to := pick(true)
+			var groups []string
+			for range 1 + rng.IntN(4) {
+				groups = append(groups, strconv.Itoa(rng.IntN(16)))
+			}
+			slices.Sort(groups)
+			groups = slices.Compact(groups)
+			out, err := exec.Command(sl.Bin, "cluster", "move", "-c", s.File, "--groups", strings.Join(groups, ","), "--to", to, "--batch", strconv.Itoa(rng.IntN(3))).CombinedOutput()
+			t.Logf("step %d: move %v to %s: %v %s", step, groups, to, err, strings.TrimSpace(string(out)))
+		case "swap":
+			through := pick(true)
+			args := []string{"plugin", "rollback", "--data-dir", filepath.Join(s.Dir, through), "--operator", "count"}
+			if n := rng.IntN(3); n < 2 {
+				args = []string{"plugin", "swap", "--data-dir", filepath.Join(s.Dir, through), "--operator", "count", []string{v2, v3}[n]}
+			}
+			out, err := exec.Command(sl.Bin, args...).CombinedOutput()
+			t.Logf("step %d: %s %s through %s: %v %s", step, args[1], args[len(args)-1], through, err, strings.TrimSpace(string(out)))
+		}
+		// Let the fault play out a little: more records counted (or all).
+		time.Sleep(500 * time.Millisecond)
+		s.Wait(fmt.Sprintf("step %d: more records counted", step), func() bool { n := s.Outputs(); return n > before || n >= s.Count })
+	}
+	for _, id := range ids {
+		if !up[id] {
+			s.Wait(id+"'s lease gone", func() bool { return !s.Leased(id) })
+			s.Start(id)
+		}
+	}
+	s.Wait("every record counted", func() bool { return s.Outputs() >= s.Count })
+	s.Check()
+	s.Wait("every host running the module the cluster records", func() bool {
+		if !s.Open() {
+			return false
+		}
+		a, err := s.Cluster.Assignment(context.Background())
+		if err != nil {
+			return false
+		}
+		if a.Versions == nil {
+			return true // no swap recorded: every host runs the file's
+		}
+		return runs(s, a.Versions.Operators["count"].SHA256, ids...)
+	})
+	s.Stop(ids...)
+}

@@ -1,0 +1,300 @@
+package sluicetest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
+	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/migrate"
+)
+
+// spreadWordCount counts generated records by key on several hosts that
+// share a NATS cluster, into a JetStream stream.
+const spreadWordCount = `
+name: spread
+nats: {url: "NATSURL"}
+http: {addr: "127.0.0.1:0"}
+state: {key_groups: 16}
+batch: {size: 20}
+cluster: {lease: LEASE, checkpoint_every: 500ms, duplicates: 2mEXTRA}
+sources:
+  - {name: gen, type: generator, mode: sequence, keys: KEYS, count: COUNT, rate: RATE}
+operators:
+  - {name: count, plugin: PLUGINS/wordcount.wasm, kind: keyed, parallelism: 2, state: [counts]}
+sinks:
+  - {name: out, type: jetstream, subject: out, stream: OUT, create: true}
+`
+
+// SpreadGroups is the key group count of Spread's pipeline.
+const SpreadGroups = 16
+
+// Spread is a pipeline, named spread, run as sluice processes over a NATS
+// cluster: a generator of Count records over Keys keys, counted per key by
+// the plugin wordcount (operator count, keyed, state table counts) into
+// the JetStream stream OUT. Its methods call t.Fatal, so call them from
+// the test's goroutine.
+type Spread struct {
+	t   *testing.T
+	bin string
+	// NATS is the cluster of NATS servers the hosts share.
+	NATS *natstest.Cluster
+	// Dir holds the pipeline file, and each host's data directory and
+	// log, named by its ID.
+	Dir string
+	// File is the pipeline file, and Text its text.
+	File, Text string
+	// Count is how many records the generator makes, over Keys keys.
+	Count, Keys int
+	// JS is a JetStream client of the NATS cluster.
+	JS jetstream.JetStream
+	// Lease is the hosts' lease.
+	Lease time.Duration
+	// Hosts are the processes started, by host ID: the last of each.
+	Hosts map[string]*exec.Cmd
+	// Cluster is a handle on the cluster's buckets that has not joined,
+	// once Open has opened it.
+	Cluster *cluster.Cluster
+}
+
+// StartSpread writes the pipeline (count records over keys keys, the
+// hosts' lease, and the cluster section's extra keys) for the binary and
+// plugins of s, and connects to a new NATS cluster of servers servers.
+func StartSpread(t *testing.T, s *Sluice, servers, count, keys int, lease time.Duration, extra string) *Spread {
+	t.Helper()
+	sp := &Spread{t: t, bin: s.Bin, NATS: natstest.StartCluster(t, servers), Dir: t.TempDir(), Count: count, Keys: keys, Lease: lease, Hosts: map[string]*exec.Cmd{}}
+	sp.File = filepath.Join(sp.Dir, "spread.yaml")
+	sp.Text = strings.NewReplacer("NATSURL", sp.NATS.URLs(), "PLUGINS", s.Plugins, "COUNT", strconv.Itoa(count), "KEYS", strconv.Itoa(keys),
+		"RATE", "600", "LEASE", lease.String(), "EXTRA", extra).Replace(spreadWordCount)
+	if err := os.WriteFile(sp.File, []byte(sp.Text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(sp.NATS.URLs(), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if sp.JS, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+// Start runs host id as a sluice process, its log in <Dir>/<id>.log.
+func (s *Spread) Start(id string) {
+	t := s.t
+	t.Helper()
+	cmd := exec.Command(s.bin, "run", "-c", s.File, "--host-id", id, "--data-dir", filepath.Join(s.Dir, id), "--log-format", "json")
+	cmd.Dir = s.Dir
+	// A host started again appends to its log: the test's failure shows
+	// every run of it.
+	logFile, err := os.OpenFile(filepath.Join(s.Dir, id+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr, cmd.Stdout = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Hosts[id] = cmd
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		logFile.Close()
+	})
+}
+
+// Logs returns every host's log.
+func (s *Spread) Logs() string {
+	var b strings.Builder
+	for id := range s.Hosts {
+		data, _ := os.ReadFile(filepath.Join(s.Dir, id+".log"))
+		fmt.Fprintf(&b, "--- %s\n%s", id, data)
+	}
+	return b.String()
+}
+
+// Open opens the cluster's buckets into Cluster, once; false when they
+// cannot be read now.
+func (s *Spread) Open() bool {
+	if s.Cluster == nil {
+		c, err := cluster.Open(context.Background(), s.JS, cluster.Config{Pipeline: "spread", Text: []byte(s.Text), KeyGroups: SpreadGroups, Lease: s.Lease})
+		if err != nil {
+			return false
+		}
+		s.Cluster = c
+	}
+	return true
+}
+
+// Leased reports whether host id holds a lease (false also when the lease
+// bucket cannot be read now).
+func (s *Spread) Leased(id string) bool {
+	if !s.Open() {
+		return false
+	}
+	ms, err := s.Cluster.Members(context.Background())
+	return err == nil && slices.ContainsFunc(ms, func(m cluster.HostInfo) bool { return m.ID == id })
+}
+
+// Owned returns how many key groups host id owns (-1 when the table
+// cannot be read now).
+func (s *Spread) Owned(id string) int {
+	ctx := context.Background()
+	if !s.Open() {
+		return -1
+	}
+	a, err := s.Cluster.Assignment(ctx)
+	if err != nil {
+		return -1
+	}
+	return len(migrate.Owned(a, id))
+}
+
+// Settled reports whether the assignment holds no migration. Call it
+// once Owned or Open has opened the buckets.
+func (s *Spread) Settled() bool {
+	a, err := s.Cluster.Assignment(context.Background())
+	return err == nil && a.Migration == nil
+}
+
+// Outputs returns how many messages the output stream holds.
+func (s *Spread) Outputs() int {
+	ctx := context.Background()
+	st, err := s.JS.Stream(ctx, "OUT")
+	if err != nil {
+		return 0
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		return 0
+	}
+	return int(info.State.Msgs)
+}
+
+// Wait polls cond; three minutes fail the test with every host's log.
+func (s *Spread) Wait(what string, cond func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s: not within three minutes\n%s", what, s.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Output is one record of the output stream: a key's count, made by
+// plugins/wordcount or, marked "v2:", by a module a test swapped in.
+type Output struct {
+	Key   string
+	Count int
+	V2    bool
+}
+
+// Read reads the output stream from its first record to its last.
+func (s *Spread) Read() []Output {
+	t := s.t
+	t.Helper()
+	ctx := context.Background()
+	st, err := s.JS.Stream(ctx, "OUT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var outs []Output
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("output %d: %v", seq, err)
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(string(m.Data), "v2:"))
+		if err != nil || n < 1 {
+			t.Fatalf("output %d: %q is not a count", seq, m.Data)
+		}
+		outs = append(outs, Output{Key: m.Header.Get("Sluice-Key"), Count: n, V2: strings.HasPrefix(string(m.Data), "v2:")})
+	}
+	return outs
+}
+
+// Check checks the output stream: for each key, the counts 1 to n once
+// each.
+func (s *Spread) Check() {
+	t := s.t
+	t.Helper()
+	perKey := map[string][]int{}
+	for _, o := range s.Read() {
+		perKey[o.Key] = append(perKey[o.Key], o.Count)
+	}
+	if len(perKey) != s.Keys {
+		t.Errorf("%d keys counted, want %d", len(perKey), s.Keys)
+	}
+	for k, ns := range perKey {
+		slices.Sort(ns)
+		for i, n := range ns {
+			if n != i+1 || len(ns) != s.Count/s.Keys {
+				t.Fatalf("key %s: counts %v, want 1 to %d once each", k, ns, s.Count/s.Keys)
+			}
+		}
+	}
+}
+
+// MoveAll moves every key group of host from to host to, one group a
+// step (sluice cluster move --batch 1), and returns once the migration is
+// in its second step (or over). Call it once Owned or Open has opened the
+// buckets.
+func (s *Spread) MoveAll(from, to string) {
+	t := s.t
+	t.Helper()
+	a, err := s.Cluster.Assignment(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups []string
+	for kg, o := range a.Owners {
+		if o == from {
+			groups = append(groups, strconv.Itoa(kg))
+		}
+	}
+	move := exec.Command(s.bin, "cluster", "move", "-c", s.File, "--groups", strings.Join(groups, ","), "--to", to, "--batch", "1")
+	if out, err := move.CombinedOutput(); err != nil {
+		t.Fatalf("sluice cluster move: %v\n%s", err, out)
+	}
+	s.Wait("the migration's second step", func() bool {
+		a, err := s.Cluster.Assignment(context.Background())
+		return err == nil && (a.Migration == nil || a.Migration.Current >= 1)
+	})
+}
+
+// Stop stops the hosts ids with SIGTERM and checks they exit cleanly.
+func (s *Spread) Stop(ids ...string) {
+	t := s.t
+	t.Helper()
+	for _, id := range ids {
+		if err := s.Hosts[id].Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids {
+		if err := s.Hosts[id].Wait(); err != nil {
+			t.Errorf("host %s ended with %v after SIGTERM\n%s", id, err, s.Logs())
+		}
+	}
+}
