@@ -27,6 +27,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
 	wasm "github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sdk/build"
 	"github.com/sluicehq/sluice/sdk/go/wasmbuild"
@@ -91,8 +92,11 @@ func Build(ctx context.Context, dir string, plugins map[string]string) (*Sluice,
 // Main is the body of a TestMain: it builds sluice and plugins (as Build)
 // into a temporary directory, gives them to use, runs the tests, checks
 // that they left no goroutine running but those leaks ignore, and removes
-// the directory. It returns the exit code for os.Exit.
+// the directory. It returns the exit code for os.Exit. In a NATS server
+// process that natstest.StartClusterProcesses started from the test
+// binary, it serves as that server instead and does not return.
 func Main(m *testing.M, plugins map[string]string, use func(*Sluice), leaks ...goleak.Option) int {
+	natstest.MainMember()
 	dir, err := os.MkdirTemp("", "sluice-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

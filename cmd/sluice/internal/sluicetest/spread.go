@@ -71,10 +71,19 @@ type Spread struct {
 
 // StartSpread writes the pipeline (count records over keys keys, the
 // hosts' lease, and the cluster section's extra keys) for the binary and
-// plugins of s, and connects to a new NATS cluster of servers servers.
+// plugins of s, and connects to a new NATS cluster of servers servers,
+// run in the test's process.
 func StartSpread(t *testing.T, s *Sluice, servers, count, keys int, lease time.Duration, extra string) *Spread {
 	t.Helper()
-	sp := &Spread{t: t, bin: s.Bin, NATS: natstest.StartCluster(t, servers), Dir: t.TempDir(), Count: count, Keys: keys, Lease: lease, Hosts: map[string]*exec.Cmd{}}
+	return StartSpreadOn(t, s, natstest.StartCluster(t, servers), count, keys, lease, extra)
+}
+
+// StartSpreadOn is StartSpread on the NATS cluster servers: one whose servers
+// run as processes of their own (natstest.StartClusterProcesses), for a
+// test that kills one.
+func StartSpreadOn(t *testing.T, s *Sluice, servers *natstest.Cluster, count, keys int, lease time.Duration, extra string) *Spread {
+	t.Helper()
+	sp := &Spread{t: t, bin: s.Bin, NATS: servers, Dir: t.TempDir(), Count: count, Keys: keys, Lease: lease, Hosts: map[string]*exec.Cmd{}}
 	sp.File = filepath.Join(sp.Dir, "spread.yaml")
 	sp.Text = strings.NewReplacer("NATSURL", sp.NATS.URLs(), "PLUGINS", s.Plugins, "COUNT", strconv.Itoa(count), "KEYS", strconv.Itoa(keys),
 		"RATE", "600", "LEASE", lease.String(), "EXTRA", extra).Replace(spreadWordCount)
