@@ -73,6 +73,8 @@ func TestRule(t *testing.T) {
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 50}, Throughput, "mpass"},
 		{Features{R: 10, S: 10, RateR: 1600, RateS: 6400, Dupe: 1}, Throughput, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 1601, RateS: 6401, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 1600, RateS: 12800, Dupe: 1}, Throughput, "shj-jm"},
+		{Features{R: 10, S: 10, RateR: 1600, RateS: 14401, Dupe: 1}, Throughput, "npj"},
 		{Features{R: 10, S: 10, RateR: 1600, RateS: 1600, Dupe: 100}, Throughput, "mpass"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Latency, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Throughput, "npj"},
