@@ -106,7 +106,7 @@ func (ad *Admin) Status(ctx context.Context, now time.Time) (*schema.ClusterStat
 	}
 	st.UnassignedRanges = Ranges(st.Unassigned)
 	for _, id := range ids {
-		hs := schema.ClusterHost{ID: id, KeyGroups: owned[id], Groups: len(owned[id]), Ranges: Ranges(owned[id])}
+		hs := schema.ClusterHost{ID: id, KeyGroups: owned[id], Groups: len(owned[id]), Ranges: Ranges(owned[id]), Pool: a.Pooled(id)}
 		if hs.KeyGroups == nil {
 			hs.KeyGroups = []int{}
 		}
@@ -146,6 +146,9 @@ func (ad *Admin) Status(ctx context.Context, now time.Time) (*schema.ClusterStat
 		return nil, err
 	}
 	if err := ad.versions(ctx, st, a, slices.Sorted(maps.Keys(live))); err != nil {
+		return nil, err
+	}
+	if err := ad.pool(ctx, st, a); err != nil {
 		return nil, err
 	}
 	return st, nil

@@ -86,6 +86,10 @@ type Options struct {
 	// HostID overrides cluster.host: this host's id among the hosts of a
 	// pipeline spread over several.
 	HostID string
+	// Pool makes the host join its pipeline's cluster as a pool host:
+	// live, but given no key groups until it is taken into service
+	// (docs/cluster.md). It has no effect without a cluster section.
+	Pool bool
 	// Compiler compiles the operators' modules into the compilation
 	// cache before their engines load them (runtime.Compiler); nil: the
 	// engines compile them in this process. The sluice binary compiles in
@@ -178,7 +182,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		if err := h.connectNATS(ctx, dataDir, opts.NATSURL); err != nil {
 			return nil, err
 		}
-		if recorded, err = h.openCluster(ctx, opts.HostID); err != nil {
+		if recorded, err = h.openCluster(ctx, opts.HostID, opts.Pool); err != nil {
 			return nil, fmt.Errorf("%s: cluster: %w", p.File, err)
 		}
 	}

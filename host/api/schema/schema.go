@@ -454,6 +454,10 @@ type ClusterStatus struct {
 	// for some), and which live hosts run them; null before the first
 	// scale.
 	Workers *ClusterWorkers `json:"workers"`
+	// PoolEpoch counts the changes of the host pool (0: none yet), and
+	// PoolLast describes the last one ("" when none).
+	PoolEpoch uint64 `json:"pool_epoch"`
+	PoolLast  string `json:"pool_last,omitempty"`
 }
 
 // ClusterWorkers is the cluster's workers record in a ClusterStatus: the
@@ -563,6 +567,28 @@ type ClusterHost struct {
 	// runs on the host, as it last reported them; omitted before its
 	// first report.
 	Workers map[string]int `json:"workers,omitempty"`
+	// Pool reports a pool host: one that joined with sluice run --pool
+	// (or was given back) and is given no key groups until it is taken
+	// into service.
+	Pool bool `json:"pool"`
+	// Load is the host's last load report (written while the pipeline's
+	// control.hosts is on); omitted when none.
+	Load *ClusterHostLoad `json:"load,omitempty"`
+}
+
+// ClusterHostLoad is a host's load report in a ClusterHost: what the
+// cluster-level scaling decision reads.
+type ClusterHostLoad struct {
+	// Utilisation is the mean share of the last window the host's
+	// workers spent busy, 0 to 1.
+	Utilisation float64 `json:"utilisation"`
+	// Saturated is set when the host's controller wants more workers
+	// than control.workers.max allows.
+	Saturated bool `json:"saturated"`
+	// InputRate is the records per second its sources delivered.
+	InputRate float64 `json:"input_rate"`
+	// At is when the host wrote it.
+	At time.Time `json:"at"`
 }
 
 // ClusterMigration is the migration in progress of a ClusterStatus.
