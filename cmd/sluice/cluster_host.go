@@ -116,4 +116,3 @@ is in progress (interrupt to stop waiting; the hosts go on).`
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the key groups have moved")
 	return cmd
 }
-
