@@ -766,10 +766,15 @@ type Decision struct {
 // Action is what a decision does.
 type Action struct {
 	// Kind is "move-groups" (key groups to other workers of the
-	// operator), "set-workers" (the operator's worker count) or
-	// "move-host-groups" (key groups to other hosts).
+	// operator), "set-workers" (the operator's worker count),
+	// "move-host-groups" (key groups to other hosts), or one of the
+	// cluster-level scaling decision's: "activate-host" (a pool host
+	// into service), "request-host" (the request command run),
+	// "release-host" (a host back to the pool).
 	Kind     string `json:"kind"`
 	Operator string `json:"operator,omitempty"`
+	// Host is the host an activate-host or release-host action is about.
+	Host string `json:"host,omitempty"`
 	// Moves are the key groups a move-groups or move-host-groups action
 	// moves, or those a set-workers action places once the count has
 	// changed (none: where the executor spreads them).
