@@ -229,6 +229,7 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 	loops.Go(func() { migrate.Coordinate(loopCtx, ch.c, ch.id, clusterPeriod, h.log) })
 	loops.Go(func() { retry(loopCtx, h.log, "ingest", func() error { return h.manageIngest(loopCtx, dataDir) }) })
 	loops.Go(func() { _ = h.followVersions(loopCtx) })
+	loops.Go(func() { h.runHosts(loopCtx) })
 	defer func() {
 		stopLoops()
 		loops.Wait()
