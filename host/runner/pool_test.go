@@ -69,14 +69,14 @@ func newPoolCluster(t *testing.T, count, rate int, extra string) *poolCluster {
 
 // start starts host id (a pool host with pool) and returns a function
 // that stops it and waits for it to end; the test's end stops it too.
-func (pc *poolCluster) start(id string, pool bool) (stop func()) {
+func (pc *poolCluster) start(id string, pool bool) (h *Host, stop func()) {
 	t := pc.t
 	t.Helper()
 	p, err := pipeline.Load(pc.file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Start(context.Background(), p, Options{DataDir: filepath.Join(pc.dir, id), HostID: id, Pool: pool, Logger: slog.New(slog.DiscardHandler)})
+	h, err = Start(context.Background(), p, Options{DataDir: filepath.Join(pc.dir, id), HostID: id, Pool: pool, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func (pc *poolCluster) start(id string, pool bool) (stop func()) {
 		})
 	}
 	t.Cleanup(stop)
-	return stop
+	return h, stop
 }
 
 // table reads the assignment.
@@ -230,7 +230,7 @@ func TestClusterPoolHost(t *testing.T) {
 func TestClusterPoolFailover(t *testing.T) {
 	const count, keys = 3000, 40
 	pc := newPoolCluster(t, count, 500, "")
-	stopB := pc.start("b", true) // the first host takes every group, pool or not
+	_, stopB := pc.start("b", true) // the first host takes every group, pool or not
 	a := pc.table()
 	if a.Pooled("b") || len(migrate.Owned(a, "b")) != 16 {
 		t.Fatalf("the first host, started with --pool: pooled %v, owns %d groups; want it to take every group", a.Pooled("b"), len(migrate.Owned(a, "b")))
@@ -251,4 +251,63 @@ func TestClusterPoolFailover(t *testing.T) {
 	}
 	waitUntil(t, "every record counted", func() bool { return pc.outputs() >= count })
 	pc.checkOnce(count, keys)
+}
+
+// TestClusterPoolByControl: with control.hosts on, the coordinator takes
+// the pool host into service when its own workers, capped under the
+// input rate, are saturated for the span, and, once both hosts are
+// saturated and the pool is empty, runs the request command. Both are
+// recorded as the control plane's decisions.
+func TestClusterPoolByControl(t *testing.T) {
+	dir := t.TempDir()
+	requests := filepath.Join(dir, "requests")
+	pc := newPoolCluster(t, 10_000_000, 1000, fmt.Sprintf(`control:
+  period: 200ms
+  lock: 1s
+  settle: 1s
+  window: 1s
+  policies: []
+  hosts: {max: 3, span: 1s, timeout: 30s, request: 'echo "$SLUICE_ACTIVE_HOSTS" >> %s'}
+`, requests))
+	// One worker per host, so that a host's utilisation is its
+	// worker's, not lowered by a worker waiting for the batch's other.
+	text := strings.Replace(string(mustRead(t, pc.file)), "parallelism: 2", "parallelism: 1", 1)
+	writeFile(t, pc.file, text)
+	ha, _ := pc.start("a", false)
+	hb, _ := pc.start("b", true)
+	for _, h := range []*Host{ha, hb} {
+		// A worker of 50 records/s, far under the input's 1000/s.
+		if err := h.job.SetWorkerCap("count", -1, 50); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntil(t, "pool host b taken into service by the control plane", func() bool {
+		a := pc.table()
+		return a.Pool != nil && a.Pool.Last != nil && a.Pool.Last.Host == "b" && a.Pool.Last.Action == cluster.PoolActionActivate
+	})
+	if last := pc.table().Pool.Last; last.By != "control a" {
+		t.Errorf("b was taken into service by %q, want the coordinator's control plane (control a)", last.By)
+	}
+	// The command's file is written before the decision is recorded.
+	kinds := map[string]bool{}
+	waitUntil(t, "the request command's decision recorded", func() bool {
+		for _, d := range ha.ctrl.Status().Decisions {
+			if d.Policy == "hosts" {
+				kinds[d.Action.Kind] = true
+				if len(d.Evidence) == 0 {
+					t.Errorf("decision %d (%s) has no evidence", d.ID, d.Action.Kind)
+				}
+				if d.Outcome != "applied" {
+					t.Errorf("decision %d (%s): outcome %s (%s)", d.ID, d.Action.Kind, d.Outcome, d.Error)
+				}
+			}
+		}
+		return kinds["request-host"]
+	})
+	if b := mustRead(t, requests); len(strings.Fields(string(b))) == 0 || strings.Fields(string(b))[0] != "2" {
+		t.Errorf("the request command wrote %q, want SLUICE_ACTIVE_HOSTS 2 first", b)
+	}
+	if !kinds["activate-host"] || !kinds["request-host"] {
+		t.Errorf("host a's recorded hosts decisions: %v, want activate-host and request-host", kinds)
+	}
 }
