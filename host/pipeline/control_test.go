@@ -87,7 +87,7 @@ func TestControlDefaults(t *testing.T) {
 		DS2:       DS2Policy{Interval: 10 * time.Second, WarmUp: 10 * time.Second, Activation: 2, DeadBand: 1},
 		Straggler: StragglerPolicy{Ratio: 1.5, MinRecords: 1000},
 		Doctor:    DoctorPolicy{SlowCommit: 100 * time.Millisecond, SlowVersionRatio: 1.3, HeapRatio: 0.9},
-		Hosts: ControlHosts{Min: 1, Max: 4, Timeout: time.Minute, Span: 30 * time.Second, ScaleOutAbove: 0.9, ScaleInBelow: 0.6}}
+		Hosts:     ControlHosts{Min: 1, Max: 4, Timeout: time.Minute, Span: 30 * time.Second, ScaleOutAbove: 0.9, ScaleInBelow: 0.6}}
 	if !reflect.DeepEqual(def, want) {
 		t.Errorf("DefaultControl()\n%+v\nwant\n%+v", def, want)
 	}
