@@ -72,11 +72,11 @@ type ControlHosts struct {
 	Max int `yaml:"max"`
 	// Request is a shell command (run with sh -c) that asks for one more
 	// host, run when a scale-out finds the pool empty, at most once per
-	// control.lock. Default none.
+	// control.lock. Default "": none.
 	Request string `yaml:"request"`
 	// Release is a shell command run once a host given back to the pool
 	// holds no key group, with the host's id in SLUICE_HOST_ID. Default
-	// none.
+	// "": none.
 	Release string `yaml:"release"`
 	// Timeout bounds each run of Request or Release. Default 1m.
 	Timeout time.Duration `yaml:"timeout"`
@@ -326,11 +326,7 @@ func (p *Pipeline) validateHosts(which func(a, b []any) []any) []error {
 	case h.Min > h.Max:
 		at(fmt.Sprintf("min %d is over max %d", h.Min, h.Max), which([]any{"hosts", "min"}, []any{"hosts", "max"})[1:]...)
 	}
-	for _, k := range []string{"request", "release"} {
-		if p.given("control", "hosts", k) && strings.TrimSpace(map[string]string{"request": h.Request, "release": h.Release}[k]) == "" {
-			at(k+": an empty command: leave the key out for none", k)
-		}
-	}
+	h.Request, h.Release = strings.TrimSpace(h.Request), strings.TrimSpace(h.Release) // "": none
 	if h.Request != "" && h.Min == h.Max {
 		at(fmt.Sprintf("request is given, but min and max are both %d: the decision never asks for a host", h.Min), "request")
 	}

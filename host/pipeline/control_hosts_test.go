@@ -35,7 +35,7 @@ func TestControlHostsSection(t *testing.T) {
 
 // TestControlHostsOff: the decision is off without a hosts key, with
 // enabled: false, or with the control plane off; an empty hosts section
-// turns it on with every default.
+// turns it on with every default, and an empty command is none.
 func TestControlHostsOff(t *testing.T) {
 	for name, tc := range map[string]struct {
 		section string
@@ -45,6 +45,7 @@ func TestControlHostsOff(t *testing.T) {
 		"hosts disabled":   {"  hosts: {enabled: false}\n", false},
 		"control disabled": {"  enabled: false\n  hosts: {}\n", false},
 		"empty hosts":      {"  hosts: {}\n", true},
+		"empty commands":   {"  hosts: {request: \"\", release: \" \"}\n", true},
 	} {
 		p, err := Parse("p.yaml", t.TempDir(), []byte(hostsBase+tc.section))
 		if err != nil {
@@ -68,8 +69,7 @@ func TestControlHostsRefusals(t *testing.T) {
 		"min over max": {hostsBase, "  hosts:\n    min: 3\n    max: 2\n", "p.yaml:12: control.hosts.min: min 3 is over max 2"},
 		"max under default min": {hostsBase, "  hosts:\n    max: 0\n",
 			"p.yaml:12: control.hosts.max: min 1 is over max 0"},
-		"min under 1":   {hostsBase, "  hosts: {min: 0}\n", "p.yaml:11: control.hosts.min: min 0: want at least 1 active host"},
-		"empty request": {hostsBase, "  hosts:\n    request: \"\"\n", "p.yaml:12: control.hosts.request: request: an empty command"},
+		"min under 1": {hostsBase, "  hosts: {min: 0}\n", "p.yaml:11: control.hosts.min: min 0: want at least 1 active host"},
 		"request, no room": {hostsBase, "  hosts:\n    max: 1\n    request: ./more-hosts\n",
 			"p.yaml:13: control.hosts.request: request is given, but min and max are both 1"},
 		"zero timeout": {hostsBase, "  hosts:\n    timeout: 0s\n", "p.yaml:12: control.hosts.timeout: timeout 0s: want a positive duration"},
