@@ -49,13 +49,13 @@ func TestPoolEpochCheck(t *testing.T) {
 		}
 	}
 	seen := a.PoolEpoch()
-	first, second := a.Clone(), a.Clone()
+	first := a.Clone()
 	if err := first.Activate(PoolChange{Host: "b", Expect: true, Epoch: seen}); err != nil {
 		t.Fatal(err)
 	}
 	// The second decider read the table the first wrote (its CAS failed
 	// and Update read again) and names the epoch it decided on.
-	second = first.Clone()
+	second := first.Clone()
 	err := second.Activate(PoolChange{Host: "c", Expect: true, Epoch: seen})
 	if !errors.Is(err, ErrPool) {
 		t.Fatalf("a second activation decided on epoch %d: %v, want ErrPool", seen, err)
