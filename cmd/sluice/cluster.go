@@ -492,7 +492,7 @@ func newClusterMoveCmd() *cobra.Command {
 		Use:   "move -c PIPELINE --groups LIST --to HOST [--nats-url URL] [--order O] [--batch N] [--replicate N] [--wait]",
 		Short: "Move key groups to a host while the pipeline runs",
 		Long: `Move starts a migration that gives the key groups of --groups (such as
-3,5,8-11) to the live host --to, planned in steps by the knobs (--order,
+3,5,8-11) to the live host --to (not a pool host), planned in steps by the knobs (--order,
 --batch, --global, --replicate, --seed): each source host releases a step's
 groups at a batch boundary and ships their state, the destination installs it
 and reads their records from where the source stopped, and the other groups
@@ -547,9 +547,9 @@ func newClusterRebalanceCmd() *cobra.Command {
 	var k knobFlags
 	cmd := &cobra.Command{
 		Use:   "rebalance -c PIPELINE [--nats-url URL] [--order O] [--batch N] [--replicate N] [--wait]",
-		Short: "Spread the key groups evenly over the live hosts, moving the fewest",
-		Long: `Rebalance starts a migration that leaves every live host within one key group
-of the others, moving the fewest groups that get there: groups of hosts that
+		Short: "Spread the key groups evenly over the live active hosts, moving the fewest",
+		Long: `Rebalance starts a migration that leaves every live active host (pool hosts,
+sluice cluster host, are left out) within one key group of the others, moving the fewest groups that get there: groups of hosts that
 are not live move first, then hosts over their share give up their highest
 groups to the hosts under it. It is planned in steps by the knobs, as for
 sluice cluster move, and refused while another migration is in progress, or

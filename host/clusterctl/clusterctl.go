@@ -291,7 +291,8 @@ func Plan(a *cluster.Assignment) *schema.ClusterPlan {
 // by kn, and returns the assignment that holds it; nil, and no error,
 // when to owns every group already. Groups to owns already stay.
 //
-// Refused, with a *RefusedError: a host that is not live, a group out of
+// Refused, with a *RefusedError: a host that is not live or is a pool
+// host, a group out of
 // range, a group no live host owns; and, matching cluster.ErrMigration,
 // while another migration is in progress.
 func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, kn cluster.Knobs) (*cluster.Assignment, error) {
@@ -310,6 +311,9 @@ func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, k
 		if !slices.Contains(live, to) {
 			return nil, &RefusedError{Field: "to", Msg: fmt.Sprintf("host %s is not live (live hosts: %s)", to, orNone(strings.Join(live, ", ")))}
 		}
+		if a.Pooled(to) {
+			return nil, &RefusedError{Field: "to", Msg: fmt.Sprintf("host %s is a pool host, given no key groups: take it into service first (sluice cluster host activate)", to)}
+		}
 		next := slices.Clone(a.Owners)
 		for _, g := range groups {
 			next[g] = to
@@ -318,16 +322,18 @@ func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, k
 	})
 }
 
-// Rebalance starts migration id that leaves every live host within one key
-// group of the others, moving the fewest groups (cluster.Rebalance),
-// planned by kn; it returns the assignment that holds it, or nil, and no
-// error, when the groups are balanced already. It is refused as Move is.
+// Rebalance starts migration id that leaves every live active host (not
+// in the pool) within one key group of the others, moving the fewest
+// groups (cluster.Rebalance), planned by kn; it returns the assignment
+// that holds it, or nil, and no error, when the groups are balanced
+// already. It is refused as Move is.
 func (ad *Admin) Rebalance(ctx context.Context, id string, kn cluster.Knobs) (*cluster.Assignment, error) {
 	return ad.start(ctx, id, kn, func(a *cluster.Assignment, live []string) ([]string, error) {
-		if len(live) == 0 {
-			return nil, &RefusedError{Msg: fmt.Sprintf("no host of pipeline %q is live", ad.Pipeline)}
+		active := a.Active(live)
+		if len(active) == 0 {
+			return nil, &RefusedError{Msg: fmt.Sprintf("no active host of pipeline %q is live", ad.Pipeline)}
 		}
-		return cluster.Rebalance(a.Owners, live), nil
+		return cluster.Rebalance(a.Owners, active), nil
 	})
 }
 
