@@ -22,7 +22,7 @@ func (ad *Admin) Activate(ctx context.Context, id, by string) (*cluster.Assignme
 		return nil, err
 	}
 	a, err := migrate.Activate(ctx, ad.Cluster, cluster.PoolChange{Host: id, By: by, Reason: "asked for by " + by})
-	if errors.Is(err, cluster.ErrPool) || errors.Is(err, migrate.ErrFailover) {
+	if errors.Is(err, cluster.ErrPool) || errors.Is(err, migrate.ErrNotLive) {
 		return nil, &RefusedError{Field: "host", Msg: err.Error()}
 	}
 	return a, err

@@ -9,6 +9,10 @@ import (
 	"github.com/sluicehq/sluice/host/cluster"
 )
 
+// ErrNotLive is matched, with errors.Is, by the error of an activation
+// of a pool host that holds no lease.
+var ErrNotLive = errors.New("host holds no lease")
+
 // ErrLastHost is matched, with errors.Is, by the error of a release that
 // would leave no live active host to serve the key groups.
 var ErrLastHost = errors.New("no other live active host")
@@ -18,7 +22,7 @@ var ErrLastHost = errors.New("no other live active host")
 // coordinator's next round rebalances the key groups onto it
 // (Coordinate). It fails, matching cluster.ErrPool, when the host is not
 // in the pool, or when ch expects a pool epoch the pool has moved on from
-// (another decision came first), and, matching ErrFailover, when the host
+// (another decision came first), and, matching ErrNotLive, when the host
 // holds no lease.
 func Activate(ctx context.Context, c *cluster.Cluster, ch cluster.PoolChange) (*cluster.Assignment, error) {
 	live, err := Live(ctx, c)
@@ -26,7 +30,7 @@ func Activate(ctx context.Context, c *cluster.Cluster, ch cluster.PoolChange) (*
 		return nil, err
 	}
 	if !slices.Contains(live, ch.Host) {
-		return nil, fmt.Errorf("%w: host %s holds no lease: only a live pool host is taken into service", ErrFailover, ch.Host)
+		return nil, fmt.Errorf("migrate: activation of host %s: %w: only a live pool host is taken into service", ch.Host, ErrNotLive)
 	}
 	return c.Update(ctx, func(a *cluster.Assignment) error { return a.Activate(ch) })
 }

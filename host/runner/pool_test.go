@@ -311,3 +311,53 @@ func TestClusterPoolByControl(t *testing.T) {
 		t.Errorf("host a's recorded hosts decisions: %v, want activate-host and request-host", kinds)
 	}
 }
+
+// TestClusterReleaseByControl: with control.hosts on and a load that
+// fits on one host, the coordinator gives one of two active hosts back
+// to the pool; once its key groups have moved off, the release command
+// runs with its id in SLUICE_HOST_ID. Every record is counted exactly
+// once.
+func TestClusterReleaseByControl(t *testing.T) {
+	const count, keys = 4000, 40
+	dir := t.TempDir()
+	released := filepath.Join(dir, "released")
+	pc := newPoolCluster(t, count, 400, fmt.Sprintf(`control:
+  period: 200ms
+  lock: 1s
+  settle: 1s
+  window: 1s
+  policies: []
+  hosts: {min: 1, span: 1s, timeout: 30s, release: 'echo "$SLUICE_HOST_ID" >> %s'}
+`, released))
+	ha, _ := pc.start("a", false)
+	pc.start("b", false)
+	var gone string
+	waitUntil(t, "a host given back to the pool and drained", func() bool {
+		a := pc.table()
+		hs := a.PoolHosts()
+		if len(hs) != 1 || a.Migration != nil || slices.Contains(a.Owners, hs[0]) {
+			return false
+		}
+		gone = hs[0]
+		return true
+	})
+	if last := pc.table().Pool.Last; last.By != "control a" {
+		t.Errorf("host %s was given back by %q, want the coordinator's control plane (control a)", gone, last.By)
+	}
+	waitUntil(t, "the release command run", func() bool {
+		for _, d := range ha.ctrl.Status().Decisions {
+			if d.Policy == "hosts" && strings.HasPrefix(d.Trigger, "host ") {
+				return true
+			}
+		}
+		return false
+	})
+	if got := strings.TrimSpace(string(mustRead(t, released))); got != gone {
+		t.Errorf("the release command saw SLUICE_HOST_ID %q, want %q", got, gone)
+	}
+	if !pc.live(gone) {
+		t.Errorf("host %s, given back to the pool, is not live", gone)
+	}
+	waitUntil(t, "every record counted", func() bool { return pc.outputs() >= count })
+	pc.checkOnce(count, keys)
+}
