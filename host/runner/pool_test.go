@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
+	"github.com/sluicehq/sluice/host/api"
 	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/clusterctl"
 	"github.com/sluicehq/sluice/host/migrate"
@@ -196,11 +198,13 @@ func TestClusterPoolHost(t *testing.T) {
 	if _, err := admin.Release(ctx, "a", "test"); err == nil {
 		t.Fatal("releasing the only active host was not refused")
 	}
-	if _, err := admin.Activate(ctx, "b", "test"); err != nil {
-		t.Fatal(err)
+	// Through the API's provider, as POST /api/v1/cluster/hosts/b/activate.
+	viaAPI := clusterctl.API{Host: "a", Admin: admin}
+	if ch, err := viaAPI.ChangeHost(ctx, "b", true); err != nil || ch.Pool || ch.Host != "b" {
+		t.Fatalf("activate b: %+v, %v", ch, err)
 	}
-	if _, err := admin.Activate(ctx, "b", "test"); err == nil {
-		t.Error("activating a host not in the pool was not refused")
+	if _, err := viaAPI.ChangeHost(ctx, "b", true); !errors.Is(err, api.ErrRefused) {
+		t.Errorf("activating a host not in the pool: %v, want api.ErrRefused", err)
 	}
 	waitUntil(t, "the groups spread over a and b", func() bool {
 		a := pc.table()

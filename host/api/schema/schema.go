@@ -509,6 +509,24 @@ type ClusterScale struct {
 	Revision uint64 `json:"revision"`
 }
 
+// ClusterHostChange is the answer of POST
+// /api/v1/cluster/hosts/{id}/activate and .../release: the host's place
+// after the change and the pool record's epoch and revision that hold it.
+// The coordinator then moves the key groups; GET /api/v1/cluster shows
+// when they have.
+type ClusterHostChange struct {
+	// Host is the host changed.
+	Host string `json:"host"`
+	// Pool reports whether it is in the pool now.
+	Pool bool `json:"pool"`
+	// PoolEpoch is the pool's epoch after the change.
+	PoolEpoch uint64 `json:"pool_epoch"`
+	// PoolHosts are the pool's hosts after it.
+	PoolHosts []string `json:"pool_hosts"`
+	// Revision is the assignment's revision that holds it.
+	Revision uint64 `json:"revision"`
+}
+
 // ClusterVersions is the cluster's versions record in a ClusterStatus:
 // the module every host must run, per swapped operator, and how far the
 // last swap has come.
