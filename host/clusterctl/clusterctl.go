@@ -3,8 +3,10 @@
 // /api/v1/cluster answers (the hosts, the key groups each owns, the
 // migration in progress, the checkpoints, the plugin versions and worker
 // counts), the migrations that `sluice cluster move` and `sluice cluster
-// rebalance` and their API routes start, and the worker counts that
-// `sluice cluster scale` and its route record. The CLI and the host's HTTP API share it, so that both
+// rebalance` and their API routes start, the worker counts that
+// `sluice cluster scale` and its route record, and the changes of the
+// host pool that `sluice cluster host activate|release` and their routes
+// make. The CLI and the host's HTTP API share it, so that both
 // plan the same migrations, refuse the same input and show the same
 // document (schema.ClusterStatus).
 //
