@@ -365,3 +365,23 @@ func TestClusterReleaseByControl(t *testing.T) {
 	waitUntil(t, "every record counted", func() bool { return pc.outputs() >= count })
 	pc.checkOnce(count, keys)
 }
+
+// TestPoolNeedsCluster: --pool on a pipeline that is not spread over
+// hosts is refused at start, naming the file.
+func TestPoolNeedsCluster(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "one.yaml")
+	writeFile(t, file, "name: one\nhttp: {addr: \"off\"}\nsources:\n  - {name: in, type: generator, count: 3}\nsinks:\n  - {name: out, type: stdout}\n")
+	p, err := pipeline.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Start(context.Background(), p, Options{DataDir: filepath.Join(dir, "data"), Pool: true, Logger: slog.New(slog.DiscardHandler)})
+	if err == nil {
+		h.Close(context.Background())
+		t.Fatal("--pool without a cluster section was not refused")
+	}
+	if !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), "no cluster: section") {
+		t.Errorf("%v: want the file and the missing cluster section named", err)
+	}
+}
