@@ -167,6 +167,7 @@ func (d *hostsDecider) command(ctx context.Context, what, command string, env []
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Env = append(append(os.Environ(), "SLUICE_PIPELINE="+d.h.p.Name), env...)
+	ownGroup(cmd)
 	cmd.WaitDelay = time.Second // a child that keeps the output open
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
