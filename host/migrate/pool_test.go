@@ -70,13 +70,18 @@ func TestCoordinatePool(t *testing.T) {
 		}
 		return a
 	}
-	done := make(chan struct{})
-	coordCtx, stop := context.WithCancel(ctx)
-	go func() {
-		defer close(done)
-		migrate.Coordinate(coordCtx, cs["a"], "a", 10*time.Millisecond, quiet)
-	}()
-	defer func() { stop(); <-done }()
+	// coordinate runs Coordinate as host self until the returned
+	// function is called, which waits for it to end.
+	coordinate := func(self string) (stop func()) {
+		done := make(chan struct{})
+		coordCtx, cancel := context.WithCancel(ctx)
+		go func() {
+			defer close(done)
+			migrate.Coordinate(coordCtx, cs[self], self, 10*time.Millisecond, quiet)
+		}()
+		return func() { cancel(); <-done }
+	}
+	stopA := coordinate("a")
 
 	a := finish()
 	if got := len(migrate.Owned(a, "a")); got != 8 || len(migrate.Owned(a, "b")) != 8 || len(migrate.Owned(a, "p")) != 0 {
@@ -97,14 +102,8 @@ func TestCoordinatePool(t *testing.T) {
 	// a leaves: b, the lowest live host, coordinates now, finds no
 	// active host and takes b itself (the pool's first live host) into
 	// service, then gives it a's groups.
-	stop()
-	<-done
-	done = make(chan struct{})
-	coordCtx, stop = context.WithCancel(ctx)
-	go func() {
-		defer close(done)
-		migrate.Coordinate(coordCtx, cs["b"], "b", 10*time.Millisecond, quiet)
-	}()
+	stopA()
+	defer coordinate("b")()
 	if err := cs["a"].Leave(ctx); err != nil {
 		t.Fatal(err)
 	}
