@@ -102,7 +102,7 @@ func (d *hostsDecider) round(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	f := figures(a, live, loads, now, loadStale*h.p.Control.Period)
+	f := hostsFigures(a, live, loads, now, loadStale*h.p.Control.Period)
 	if d.releasing != "" {
 		switch {
 		case !a.Pooled(d.releasing):
@@ -197,10 +197,10 @@ func (d *hostsDecider) command(ctx context.Context, what, command string, env []
 	return nil
 }
 
-// figures builds the decision's figures from the assignment, the live
+// hostsFigures builds the decision's figures from the assignment, the live
 // hosts and their load reports: a live active host with no report, or one
 // older than stale, is missing.
-func figures(a *cluster.Assignment, live []string, loads map[string]cluster.Load, now time.Time, stale time.Duration) control.ClusterFigures {
+func hostsFigures(a *cluster.Assignment, live []string, loads map[string]cluster.Load, now time.Time, stale time.Duration) control.ClusterFigures {
 	f := control.ClusterFigures{At: now, Migrating: a.Migration != nil}
 	groups := map[string]int{}
 	for _, o := range a.Owners {

@@ -58,7 +58,7 @@ func TestHostsFigures(t *testing.T) {
 		"b": {Host: "b", Utilisation: 0.7, At: now.Add(-time.Minute)}, // stale
 		"p": {Host: "p", At: now},
 	}
-	f := figures(a, []string{"a", "b", "c", "p"}, loads, now, 5*time.Second)
+	f := hostsFigures(a, []string{"a", "b", "c", "p"}, loads, now, 5*time.Second)
 	if len(f.Active) != 1 || f.Active[0].Host != "a" || f.Active[0].Groups != 3 || f.Active[0].Utilisation != 0.5 {
 		t.Errorf("active %+v, want a with 3 groups at 0.5", f.Active)
 	}
