@@ -84,3 +84,19 @@ func TestClusterHost(t *testing.T) {
 		t.Errorf("pool after activate h2: %v, last %+v", hs, a.Pool.Last)
 	}
 }
+
+// TestActionTextHost: a hosts decision's action names its host.
+func TestActionTextHost(t *testing.T) {
+	for _, c := range []struct {
+		a    schema.Action
+		want string
+	}{
+		{schema.Action{Kind: "activate-host", Host: "p1"}, "activate-host p1"},
+		{schema.Action{Kind: "release-host", Host: "h2"}, "release-host h2"},
+		{schema.Action{Kind: "request-host"}, "request-host"},
+	} {
+		if got := actionText(c.a); got != c.want {
+			t.Errorf("actionText(%+v) = %q, want %q", c.a, got, c.want)
+		}
+	}
+}
