@@ -105,9 +105,10 @@ type HostLoad struct {
 	// Utilisation is the mean utilisation (λ/μ) of the workers of the
 	// resizable operators: under 1 they keep up.
 	Utilisation float64
-	// Saturated is set when a policy wanted more workers than MaxWorkers
-	// for an operator that runs MaxWorkers already: a scale-out the host
-	// cannot make.
+	// Saturated is set when a policy wants more workers than MaxWorkers
+	// for an operator that runs MaxWorkers already (DS2's count over it,
+	// or the latency guarantor finding such an operator severe): a
+	// scale-out the host cannot make.
 	Saturated bool
 	// InputRate is the records per second arriving at the sources (read
 	// plus the backlogs' growth) over the window.
@@ -276,9 +277,15 @@ func (c *Controller) run(ctx context.Context, trigger string) (*schema.Decision,
 	return applied, ctx.Err()
 }
 
-// wantsMore reports whether a proposal asks for more workers than
-// MaxWorkers for an operator that runs MaxWorkers already.
+// wantsMore reports whether an operator that runs MaxWorkers already
+// needs more: a Bounded policy says so, or a proposal asks for more
+// workers than MaxWorkers.
 func (c *Controller) wantsMore(v *View, proposals []*Proposal) bool {
+	for _, p := range c.cfg.Policies {
+		if b, ok := p.(Bounded); ok && len(b.OverMax()) > 0 {
+			return true
+		}
+	}
 	for _, p := range proposals {
 		if p != nil && p.Action.Kind == "set-workers" && p.Action.To > c.cfg.MaxWorkers &&
 			workerCount(v.Last(), p.Action.Operator, p.Action.From) >= c.cfg.MaxWorkers {

@@ -1,10 +1,14 @@
 package control
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/host/api/schema"
 )
 
 var t0 = time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
@@ -263,5 +267,61 @@ func TestNewHostsRefusals(t *testing.T) {
 		if _, err := NewHosts(cfg); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("%+v: %v, want ErrBadConfig", cfg, err)
 		}
+	}
+}
+
+// TestControllerLoadSaturated: a host whose DS2 needs more workers than
+// workers.max for an operator that runs that many reports itself
+// saturated, through the controller's Load, for the cluster-level
+// decision; below the bound it does not.
+func TestControllerLoadSaturated(t *testing.T) {
+	for _, tc := range []struct {
+		rate      float64
+		saturated bool
+	}{
+		{10000, true}, // parse needs 4 workers, count 3: over max 2
+		{3000, false}, // parse needs 1, count 1
+	} {
+		sim := parseAndCount(tc.rate, 2, 2)
+		clock := &fakeClock{t: epoch}
+		d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1})
+		c, err := New(Config{
+			Policies: []Policy{d}, Actuator: sim, Now: clock.Now, MaxWorkers: 2,
+			Logger: slog.New(slog.DiscardHandler), Sample: sampler(clock, sim.step),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			if _, err := c.Round(context.Background(), ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := c.Load(); got.Saturated != tc.saturated || got.InputRate <= 0 {
+			t.Errorf("rate %g on 2 workers each, max 2: load %+v, want saturated %v and an input rate", tc.rate, got, tc.saturated)
+		}
+		if got := d.OverMax(); (len(got) > 0) != tc.saturated {
+			t.Errorf("rate %g: DS2's OverMax %v", tc.rate, got)
+		}
+	}
+}
+
+// TestControllerRecord: a decision recorded from outside the rounds gets
+// the next id and shows in the status, newest first.
+func TestControllerRecord(t *testing.T) {
+	sim := parseAndCount(1000, 1, 1)
+	clock := &fakeClock{t: epoch}
+	c, err := New(Config{Actuator: sim, Now: clock.Now, Logger: slog.New(slog.DiscardHandler), Sample: sampler(clock, sim.step)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Record(schema.Decision{Policy: HostsPolicy, Action: schema.Action{Kind: ActionActivateHost, Host: "p1"}, Outcome: OutcomeApplied})
+	b := c.Record(schema.Decision{Policy: HostsPolicy, Action: schema.Action{Kind: ActionRequestHost}, Outcome: OutcomeFailed, Error: "exit status 3"})
+	st := c.Status()
+	if a.ID != 1 || b.ID != 2 || len(st.Decisions) != 2 || st.Decisions[0].ID != 2 || st.Decisions[1].Action.Host != "p1" || a.Time.IsZero() {
+		t.Errorf("recorded %+v and %+v; status %+v", a, b, st.Decisions)
+	}
+	if Describe(a.Action) != "activate pool host p1" {
+		t.Errorf("Describe = %q", Describe(a.Action))
 	}
 }
