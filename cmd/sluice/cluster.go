@@ -38,7 +38,7 @@ JetStream key-value buckets on the NATS cluster the hosts share. They talk to NA
 needed. The pipeline's name and key group count come from its file (-c), the
 NATS URL from --nats-url, else from the file's nats.url.`,
 	}
-	cmd.AddCommand(newClusterStatusCmd(), newClusterMoveCmd(), newClusterRebalanceCmd(), newClusterScaleCmd())
+	cmd.AddCommand(newClusterStatusCmd(), newClusterMoveCmd(), newClusterRebalanceCmd(), newClusterScaleCmd(), newClusterHostCmd())
 	return cmd
 }
 
@@ -144,7 +144,8 @@ func newClusterStatusCmd() *cobra.Command {
 		Short: "Show a cluster's hosts, their key groups, the migration in progress, the checkpoints, plugin versions and worker counts",
 		Long: `Status reads the pipeline's cluster buckets and prints: every host that has
 joined (live ones with their lease age, that is how long ago they last renewed
-it, and address; the others as not live), the key groups each owns (a count
+it, and address; the others as not live; pool hosts, which are given no key
+groups, marked in the POOL column), the key groups each owns (a count
 and ranges such as 0-31, 64-95), the groups no host owns, the migration in
 progress (its id, step i of n, and each move of the current step with its
 state: planned, released, installed), the plugin modules swaps recorded for
@@ -155,12 +156,14 @@ group checkpoints, their bytes and the newest one's time.
 
 With --json it prints one JSON object: pipeline, key_groups, revision (of the
 assignment), lease_seconds, hosts (id, live, addr, started,
-lease_age_seconds, groups, key_groups, ranges, operators, epoch, workers),
+lease_age_seconds, groups, key_groups, ranges, operators, epoch, workers,
+pool, load with utilisation, saturated, input_rate and at),
 unassigned, unassigned_ranges, migration (null, or id, step, steps, state,
 moves with group, from, to, replicated, state, then groups_done and
 groups_total), checkpoints (host, count, bytes, newest), versions (null, or
 epoch, operators, switched, pending) and workers (null, or epoch, operators
-with operator, count, hosts, epoch, by, at, then scaled and pending).
+with operator, count, hosts, epoch, by, at, then scaled and pending),
+pool_epoch and pool_last (the host pool's last change).
 docs/cluster.md describes them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -202,7 +205,7 @@ func printStatus(w io.Writer, st *schema.ClusterStatus, now time.Time) error {
 	fmt.Fprintf(w, "pipeline %s: %d key groups, assignment revision %d, lease %v\n",
 		st.Pipeline, st.KeyGroups, st.Revision, time.Duration(st.LeaseSeconds*float64(time.Second)))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nHOST\tLIVE\tLEASE AGE\tADDR\tGROUPS\tKEY GROUPS")
+	fmt.Fprintln(tw, "\nHOST\tLIVE\tPOOL\tLEASE AGE\tADDR\tGROUPS\tKEY GROUPS")
 	for _, h := range st.Hosts {
 		live, age, addr := "no", "-", "-"
 		if h.Live {
@@ -212,12 +215,19 @@ func printStatus(w io.Writer, st *schema.ClusterStatus, now time.Time) error {
 				addr = h.Addr
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", h.ID, live, age, addr, h.Groups, orNone(h.Ranges))
+		pool := "no"
+		if h.Pool {
+			pool = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", h.ID, live, pool, age, addr, h.Groups, orNone(h.Ranges))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\nunassigned: %d groups: %s\n", len(st.Unassigned), orNone(st.UnassignedRanges))
+	if st.PoolLast != "" {
+		fmt.Fprintf(w, "pool: epoch %d, last change: %s\n", st.PoolEpoch, st.PoolLast)
+	}
 	if m := st.Migration; m != nil {
 		fmt.Fprintf(w, "\nmigration %s: step %d of %d, %s; %d of %d groups moved\n", m.ID, m.Step, m.Steps, m.State, m.GroupsDone, m.GroupsTotal)
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -482,7 +492,7 @@ func newClusterMoveCmd() *cobra.Command {
 		Use:   "move -c PIPELINE --groups LIST --to HOST [--nats-url URL] [--order O] [--batch N] [--replicate N] [--wait]",
 		Short: "Move key groups to a host while the pipeline runs",
 		Long: `Move starts a migration that gives the key groups of --groups (such as
-3,5,8-11) to the live host --to, planned in steps by the knobs (--order,
+3,5,8-11) to the live host --to (not a pool host), planned in steps by the knobs (--order,
 --batch, --global, --replicate, --seed): each source host releases a step's
 groups at a batch boundary and ships their state, the destination installs it
 and reads their records from where the source stopped, and the other groups
@@ -537,9 +547,9 @@ func newClusterRebalanceCmd() *cobra.Command {
 	var k knobFlags
 	cmd := &cobra.Command{
 		Use:   "rebalance -c PIPELINE [--nats-url URL] [--order O] [--batch N] [--replicate N] [--wait]",
-		Short: "Spread the key groups evenly over the live hosts, moving the fewest",
-		Long: `Rebalance starts a migration that leaves every live host within one key group
-of the others, moving the fewest groups that get there: groups of hosts that
+		Short: "Spread the key groups evenly over the live active hosts, moving the fewest",
+		Long: `Rebalance starts a migration that leaves every live active host (pool hosts,
+sluice cluster host, are left out) within one key group of the others, moving the fewest groups that get there: groups of hosts that
 are not live move first, then hosts over their share give up their highest
 groups to the hosts under it. It is planned in steps by the knobs, as for
 sluice cluster move, and refused while another migration is in progress, or

@@ -196,7 +196,7 @@ func TestClusterStatus(t *testing.T) {
 		"127.0.0.1:801",
 		"8       0-5, 8-9",
 		"6       6-7, 10-13",
-		"h3    no    -",
+		"h3    no    no    -",
 		"unassigned: 2 groups: 14-15",
 		"migration m1: step 1 of 2, planned; 0 of 3 groups moved",
 		"4      h1    h2  released",

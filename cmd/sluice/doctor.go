@@ -295,11 +295,14 @@ func printDecision(w io.Writer, d schema.Decision) error {
 }
 
 // actionText writes an action in a few words: "set-workers count 2 -> 3",
-// "move-groups count: group 7 worker 1 -> 0".
+// "move-groups count: group 7 worker 1 -> 0", "activate-host p1".
 func actionText(a schema.Action) string {
 	s := a.Kind
 	if a.Operator != "" {
 		s += " " + a.Operator
+	}
+	if a.Host != "" {
+		s += " " + a.Host // activate-host, release-host
 	}
 	if a.Kind == "set-workers" {
 		return fmt.Sprintf("%s %d -> %d", s, a.From, a.To)

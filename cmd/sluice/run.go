@@ -121,6 +121,7 @@ dead-lettered records still processes and commits everything, then exits 3.`,
 	cmd.Flags().StringVar(&opts.DataDir, "data-dir", "", "data directory (state, embedded NATS store, plugin registry, dead letters); overrides data_dir")
 	cmd.Flags().StringVar(&opts.NATSURL, "nats-url", "", "URL of a NATS server to use instead of the embedded one; overrides nats.url")
 	cmd.Flags().StringVar(&opts.HostID, "host-id", "", "this host's id among the hosts of a pipeline spread over several (docs/cluster.md); overrides cluster.host")
+	cmd.Flags().BoolVar(&opts.Pool, "pool", false, "join the pipeline's cluster as a pool host: live, but given no key groups until taken into service (sluice cluster host activate, or control.hosts; docs/cluster.md)")
 	cmd.Flags().StringVar(&opts.HTTPAddr, "http", "", `address of the HTTP API (health, metrics, status), or "off"; overrides http.addr`)
 	cmd.Flags().DurationVar(&progress, "progress", 10*time.Second, "how often to log progress (records, rate, source positions, sink offsets); 0 turns it off")
 	logs.register(cmd, "info")

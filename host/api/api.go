@@ -92,6 +92,10 @@ type Cluster interface {
 	// (host "") or on host alone; the hosts apply it at their next batch
 	// boundary once they see it.
 	Scale(ctx context.Context, operator string, workers int, host string) (schema.ClusterScale, error)
+	// ChangeHost takes pool host id into service (activate) or gives
+	// active host id back to the pool; the coordinator then moves the
+	// key groups.
+	ChangeHost(ctx context.Context, id string, activate bool) (schema.ClusterHostChange, error)
 }
 
 // Errors a Control wraps to choose the answer's status.
@@ -227,6 +231,10 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 //	                                              records the operator's
 //	                                              worker count for every
 //	                                              host (or one)
+//	POST /api/v1/cluster/hosts/{id}/activate      takes a pool host into
+//	                                              service
+//	POST /api/v1/cluster/hosts/{id}/release       gives a host back to
+//	                                              the pool
 //
 // docs/api.md documents every route and the JSON of its answer, one type
 // of package schema each; Client reads them.
@@ -446,6 +454,16 @@ func serveCluster(mux *patternMux, o Options, read func(http.HandlerFunc) http.H
 		v, err := c.Scale(r.Context(), r.PathValue("name"), n, q.Get("host"))
 		answer(w, v, err)
 	}))
+	for _, action := range []string{"activate", "release"} {
+		mux.Handle("POST /api/v1/cluster/hosts/{id}/"+action, authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
+			if c == nil {
+				writeJSON(w, http.StatusNotFound, schema.Error{Error: noCluster})
+				return
+			}
+			v, err := c.ChangeHost(r.Context(), r.PathValue("id"), action == "activate")
+			answer(w, v, err)
+		}))
+	}
 }
 
 // nonNil returns s, or an empty slice for nil.

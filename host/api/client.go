@@ -157,6 +157,20 @@ func (c *Client) ClusterScale(ctx context.Context, operator string, workers int,
 	return v, c.do(ctx, http.MethodPost, "/api/v1/cluster/operators/"+url.PathEscape(operator)+"/workers?"+q.Encode(), nil, &v)
 }
 
+// ClusterActivate takes pool host id into service (POST
+// /api/v1/cluster/hosts/{id}/activate).
+func (c *Client) ClusterActivate(ctx context.Context, id string) (schema.ClusterHostChange, error) {
+	var v schema.ClusterHostChange
+	return v, c.do(ctx, http.MethodPost, "/api/v1/cluster/hosts/"+url.PathEscape(id)+"/activate", nil, &v)
+}
+
+// ClusterRelease gives active host id back to the pool (POST
+// /api/v1/cluster/hosts/{id}/release).
+func (c *Client) ClusterRelease(ctx context.Context, id string) (schema.ClusterHostChange, error) {
+	var v schema.ClusterHostChange
+	return v, c.do(ctx, http.MethodPost, "/api/v1/cluster/hosts/"+url.PathEscape(id)+"/release", nil, &v)
+}
+
 // Control returns the control plane's policies, its view of each worker
 // at the last round, its decisions and the job doctor's findings (GET
 // /api/v1/control); Enabled is false when the pipeline runs no control

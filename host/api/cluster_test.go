@@ -22,12 +22,18 @@ type fakeCluster struct {
 	moves      []schema.ClusterMoveRequest
 	rebalances []schema.ClusterRebalanceRequest
 	scales     []string // "operator workers host"
+	hosts      []string // "id activate"
 	err        error
 }
 
 func (f *fakeCluster) Scale(_ context.Context, operator string, workers int, host string) (schema.ClusterScale, error) {
 	f.scales = append(f.scales, fmt.Sprintf("%s %d %s", operator, workers, host))
 	return schema.ClusterScale{Operator: operator, Workers: workers, Host: host, Epoch: 1, Revision: 3}, f.err
+}
+
+func (f *fakeCluster) ChangeHost(_ context.Context, id string, activate bool) (schema.ClusterHostChange, error) {
+	f.hosts = append(f.hosts, fmt.Sprintf("%s %v", id, activate))
+	return schema.ClusterHostChange{Host: id, Pool: !activate, PoolEpoch: 2, PoolHosts: []string{}, Revision: 4}, f.err
 }
 
 func (f *fakeCluster) Status(context.Context) (schema.ClusterStatus, error) {
@@ -86,6 +92,35 @@ func TestClusterRoutesWithoutCluster(t *testing.T) {
 	}
 	if _, err := c.ClusterScale(ctx, "count", 2, ""); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "does not run in cluster mode") {
 		t.Errorf("POST /api/v1/cluster/operators/count/workers: %v, want a 404 saying the host does not run in cluster mode", err)
+	}
+	if _, err := c.ClusterActivate(ctx, "p1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("POST /api/v1/cluster/hosts/p1/activate: %v, want a 404", err)
+	}
+}
+
+// TestClusterHostRoutes: the activate and release routes pass the host
+// on, need the token, and answer the provider's refusal 422.
+func TestClusterHostRoutes(t *testing.T) {
+	f := &fakeCluster{}
+	srv := httptest.NewServer(NewHandler(Options{Registry: prometheus.NewRegistry(), Status: func() schema.Status { return schema.Status{} }, Cluster: f, Token: "tok"}))
+	defer srv.Close()
+	c := &Client{Addr: srv.URL, Token: "tok"}
+	ctx := context.Background()
+	if got, err := c.ClusterActivate(ctx, "p1"); err != nil || got.Host != "p1" || got.Pool {
+		t.Errorf("activate: %+v, %v", got, err)
+	}
+	if got, err := c.ClusterRelease(ctx, "h2"); err != nil || got.Host != "h2" || !got.Pool {
+		t.Errorf("release: %+v, %v", got, err)
+	}
+	if code, body := post(t, srv, "/api/v1/cluster/hosts/p1/activate", "", ""); code != 401 {
+		t.Errorf("activate without the token: %d %s, want 401", code, body)
+	}
+	if want := []string{"p1 true", "h2 false"}; !reflect.DeepEqual(f.hosts, want) {
+		t.Errorf("the provider got %q, want %q", f.hosts, want)
+	}
+	f.err = fmt.Errorf("host h1 is the last live active host: %w", ErrRefused)
+	if _, err := c.ClusterRelease(ctx, "h1"); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "last live active host") {
+		t.Errorf("a refused release: %v, want ErrRefused", err)
 	}
 }
 

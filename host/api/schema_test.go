@@ -122,6 +122,11 @@ type docCluster struct {
 	status schema.ClusterStatus
 	start  schema.ClusterStart
 	scale  schema.ClusterScale
+	host   schema.ClusterHostChange
+}
+
+func (c docCluster) ChangeHost(context.Context, string, bool) (schema.ClusterHostChange, error) {
+	return c.host, nil
 }
 
 func (c docCluster) Status(context.Context) (schema.ClusterStatus, error) { return c.status, nil }
@@ -150,7 +155,8 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 	status := filled[schema.Status](t)
 	decisions := filled[schema.Decisions](t)
 	ctl := docControl{plugins: filled[schema.Plugins](t), swap: filled[schema.SwapResult](t), prepare: filled[schema.PrepareResult](t), workers: filled[schema.Workers](t)}
-	clu := docCluster{status: filled[schema.ClusterStatus](t), start: filled[schema.ClusterStart](t), scale: filled[schema.ClusterScale](t)}
+	clu := docCluster{status: filled[schema.ClusterStatus](t), start: filled[schema.ClusterStart](t), scale: filled[schema.ClusterScale](t),
+		host: filled[schema.ClusterHostChange](t)}
 	page := state.Page{Entries: []state.Entry{
 		{Table: "accounts", Key: []byte("alice"), Value: []byte("10"), KeyGroup: 3},
 		{Table: "accounts", Key: []byte{0xff}, Value: []byte{0xfe}, KeyGroup: 4},
@@ -213,6 +219,10 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 	check("POST /api/v1/cluster/rebalance", clu.start, st, err)
 	sc, err := c.ClusterScale(ctx, "count", 3, "h2")
 	check("POST /api/v1/cluster/operators/{name}/workers", clu.scale, sc, err)
+	hc, err := c.ClusterActivate(ctx, "p1")
+	check("POST /api/v1/cluster/hosts/{id}/activate", clu.host, hc, err)
+	hc, err = c.ClusterRelease(ctx, "p1")
+	check("POST /api/v1/cluster/hosts/{id}/release", clu.host, hc, err)
 	cp, err := c.Control(ctx)
 	check("GET /api/v1/control", plane, cp, err)
 	rd, err := c.ControlRound(ctx, "why")
@@ -354,6 +364,7 @@ func TestDocumentedShapes(t *testing.T) {
 		"GET /api/v1/cluster":                           filled[schema.ClusterStatus](t),
 		"POST /api/v1/cluster/move":                     filled[schema.ClusterStart](t),
 		"POST /api/v1/cluster/operators/{name}/workers": filled[schema.ClusterScale](t),
+		"POST /api/v1/cluster/hosts/{id}/activate":      filled[schema.ClusterHostChange](t),
 		"GET /api/v1/control":                           filled[schema.Control](t),
 		"POST /api/v1/control/round":                    filled[schema.Decision](t),
 	} {

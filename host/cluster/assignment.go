@@ -31,7 +31,10 @@ import (
 //     an epoch no later than the record's (see Versions);
 //   - the workers record gives each operator a count between 1 and
 //     MaxWorkers, on every host or on hosts that have joined, with an
-//     epoch no later than the record's (see Workers).
+//     epoch no later than the record's (see Workers);
+//   - the pool names hosts that have joined, sorted, each once, and no
+//     move that is not installed brings a group to a pool host (see
+//     Pool).
 type Assignment struct {
 	// KeyGroups is the number of key groups, fixed for the pipeline.
 	KeyGroups int `json:"key_groups"`
@@ -45,6 +48,9 @@ type Assignment struct {
 	// Workers is the number of workers each scaled operator runs on the
 	// hosts; nil until the first scale (see Workers).
 	Workers *Workers `json:"workers,omitempty"`
+	// Pool is the host pool: hosts that joined and are given no key
+	// groups; nil until the first host joins the pool (see Pool).
+	Pool *Pool `json:"pool,omitempty"`
 	// Revision is the bucket revision the table was read at (0: the
 	// bucket has no table yet). It is not part of the stored value.
 	Revision uint64 `json:"-"`
@@ -178,6 +184,7 @@ func (a *Assignment) Clone() *Assignment {
 	c.Owners = slices.Clone(a.Owners)
 	c.Versions = a.Versions.clone()
 	c.Workers = a.Workers.clone()
+	c.Pool = a.Pool.clone()
 	if a.Migration != nil {
 		m := *a.Migration
 		m.Steps = make([]Step, len(a.Migration.Steps))
@@ -209,6 +216,9 @@ func (a *Assignment) Validate(hosts []string) error {
 		return err
 	}
 	if err := a.Workers.validate(hosts); err != nil {
+		return err
+	}
+	if err := a.validatePool(hosts); err != nil {
 		return err
 	}
 	m := a.Migration

@@ -53,6 +53,15 @@ var invalidTables = []struct {
 	{"move to itself", `{"key_groups":4,"owners":["a","a","b","b"],"migration":{"id":"m","current":0,"steps":[
 		{"state":"planned","moves":[{"group":0,"from":"a","to":"a","state":"planned"}]}]}}`,
 		"migration.steps[0].moves[0]", `from "a" to itself`},
+	{"pool host unknown", `{"key_groups":4,"owners":["a","a","a","a"],"pool":{"hosts":["zed"],"epoch":1}}`,
+		"pool.hosts[0]", `"zed" has never joined`},
+	{"pool hosts unsorted", `{"key_groups":4,"owners":["a","a","a","a"],"pool":{"hosts":["b","a"],"epoch":2}}`,
+		"pool.hosts[1]", "sorted and each named once"},
+	{"pool without epoch", `{"key_groups":4,"owners":["a","a","a","a"],"pool":{"hosts":["b"],"epoch":0}}`,
+		"pool.epoch", "each change counts"},
+	{"move to a pool host", `{"key_groups":4,"owners":["a","a","b","b"],"pool":{"hosts":["b"],"epoch":1},"migration":{"id":"m","current":0,"steps":[
+		{"state":"planned","moves":[{"group":0,"from":"a","to":"b","state":"planned"}]}]}}`,
+		"migration.steps[0].moves[0].to", `"b" is a pool host`},
 	{"version hash not a sha256", `{"key_groups":4,"owners":["a","a","b","b"],"versions":{"epoch":1,"operators":{"count":
 		{"sha256":"abc","name":"count.wasm","epoch":1,"reason":"swap","host":"a"}}}}`,
 		`versions.operators["count"].sha256`, `"abc" is not a SHA-256`},

@@ -24,6 +24,9 @@
 //	  hosts.<id>                a HostInfo per host that has ever joined
 //	  running.<id>              a Running per host: the modules it runs and
 //	                            its operators' worker counts
+//	  load.<id>                 a Load per host: its workers' utilisation and
+//	                            whether its controller wants more workers
+//	                            (written while control.hosts is on)
 //	sluice-leases-<pipeline>    entries expire after the lease (the bucket's MaxAge)
 //	  <id>                      a live host's HostInfo, its lease
 //	sluice-modules-<pipeline>   an object store: the modules swaps recorded, by SHA-256
@@ -126,6 +129,34 @@
 // for each other: a host's workers read whichever key groups the host
 // owns, and its executor makes one change at a time, at batch
 // boundaries.
+//
+// # The host pool, and why it lives in the assignment too
+//
+// A pool host (sluice run --pool) has joined and holds a lease, but is
+// given no key groups until it is taken into service. The assignment's
+// Pool record names the pool's hosts, counts its changes in an epoch and
+// keeps the last change (what, which host, by whom, why). Membership by
+// a field of HostInfo would be the host's own word, written at join and
+// fixed by its lease; taking a host into service is a decision about it
+// made elsewhere (a person, the coordinator's control plane), so it is a
+// change of the shared table, by compare-and-set, like a migration:
+//
+//   - a pool change and a migration are ordered by one compare-and-set,
+//     so a table never moves a group to a pool host (Validate refuses a
+//     move that is not installed whose destination is pooled, and
+//     AddToPool refuses a host a migration is moving groups to);
+//   - two deciders cannot both act: Activate refuses a host no longer in
+//     the pool, and a change that names the epoch it was decided on
+//     (PoolChange.Expect) is refused once the pool has moved on, even
+//     for another host.
+//
+// The table does not move groups itself when the pool changes: the
+// coordinator balances the groups over the live hosts that are not
+// pooled (Active), which moves a released host's groups off and gives an
+// activated one its share. A pool host may own groups for a while (it
+// was given back and its groups have not all moved yet); Validate allows
+// that. A pool host's lease, reports and checkpoints are a host's like
+// any other.
 //
 // # The planner
 //

@@ -89,6 +89,30 @@ func apiError(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
+// ChangeHost takes pool host id into service (activate) or gives active
+// host id back to the pool, as asked through p.Host's API.
+func (p API) ChangeHost(ctx context.Context, id string, activate bool) (schema.ClusterHostChange, error) {
+	var (
+		a   *cluster.Assignment
+		err error
+	)
+	name := "cluster host release"
+	if activate {
+		name = "cluster host activate"
+		a, err = p.Admin.Activate(ctx, id, "host "+p.Host)
+	} else {
+		a, err = p.Admin.Release(ctx, id, "host "+p.Host)
+	}
+	if err != nil {
+		return schema.ClusterHostChange{}, apiError(name, err)
+	}
+	hs := a.PoolHosts()
+	if hs == nil {
+		hs = []string{}
+	}
+	return schema.ClusterHostChange{Host: id, Pool: a.Pooled(id), PoolEpoch: a.PoolEpoch(), PoolHosts: hs, Revision: a.Revision}, nil
+}
+
 // Scale records that operator runs workers workers on every host (host
 // "") or on host alone, as asked through p.Host's API.
 func (p API) Scale(ctx context.Context, operator string, workers int, host string) (schema.ClusterScale, error) {

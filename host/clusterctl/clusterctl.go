@@ -3,8 +3,10 @@
 // /api/v1/cluster answers (the hosts, the key groups each owns, the
 // migration in progress, the checkpoints, the plugin versions and worker
 // counts), the migrations that `sluice cluster move` and `sluice cluster
-// rebalance` and their API routes start, and the worker counts that
-// `sluice cluster scale` and its route record. The CLI and the host's HTTP API share it, so that both
+// rebalance` and their API routes start, the worker counts that
+// `sluice cluster scale` and its route record, and the changes of the
+// host pool that `sluice cluster host activate|release` and their routes
+// make. The CLI and the host's HTTP API share it, so that both
 // plan the same migrations, refuse the same input and show the same
 // document (schema.ClusterStatus).
 //
@@ -106,7 +108,7 @@ func (ad *Admin) Status(ctx context.Context, now time.Time) (*schema.ClusterStat
 	}
 	st.UnassignedRanges = Ranges(st.Unassigned)
 	for _, id := range ids {
-		hs := schema.ClusterHost{ID: id, KeyGroups: owned[id], Groups: len(owned[id]), Ranges: Ranges(owned[id])}
+		hs := schema.ClusterHost{ID: id, KeyGroups: owned[id], Groups: len(owned[id]), Ranges: Ranges(owned[id]), Pool: a.Pooled(id)}
 		if hs.KeyGroups == nil {
 			hs.KeyGroups = []int{}
 		}
@@ -146,6 +148,9 @@ func (ad *Admin) Status(ctx context.Context, now time.Time) (*schema.ClusterStat
 		return nil, err
 	}
 	if err := ad.versions(ctx, st, a, slices.Sorted(maps.Keys(live))); err != nil {
+		return nil, err
+	}
+	if err := ad.pool(ctx, st, a); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -288,7 +293,8 @@ func Plan(a *cluster.Assignment) *schema.ClusterPlan {
 // by kn, and returns the assignment that holds it; nil, and no error,
 // when to owns every group already. Groups to owns already stay.
 //
-// Refused, with a *RefusedError: a host that is not live, a group out of
+// Refused, with a *RefusedError: a host that is not live or is a pool
+// host, a group out of
 // range, a group no live host owns; and, matching cluster.ErrMigration,
 // while another migration is in progress.
 func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, kn cluster.Knobs) (*cluster.Assignment, error) {
@@ -307,6 +313,9 @@ func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, k
 		if !slices.Contains(live, to) {
 			return nil, &RefusedError{Field: "to", Msg: fmt.Sprintf("host %s is not live (live hosts: %s)", to, orNone(strings.Join(live, ", ")))}
 		}
+		if a.Pooled(to) {
+			return nil, &RefusedError{Field: "to", Msg: fmt.Sprintf("host %s is a pool host, given no key groups: take it into service first (sluice cluster host activate)", to)}
+		}
 		next := slices.Clone(a.Owners)
 		for _, g := range groups {
 			next[g] = to
@@ -315,16 +324,18 @@ func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, k
 	})
 }
 
-// Rebalance starts migration id that leaves every live host within one key
-// group of the others, moving the fewest groups (cluster.Rebalance),
-// planned by kn; it returns the assignment that holds it, or nil, and no
-// error, when the groups are balanced already. It is refused as Move is.
+// Rebalance starts migration id that leaves every live active host (not
+// in the pool) within one key group of the others, moving the fewest
+// groups (cluster.Rebalance), planned by kn; it returns the assignment
+// that holds it, or nil, and no error, when the groups are balanced
+// already. It is refused as Move is.
 func (ad *Admin) Rebalance(ctx context.Context, id string, kn cluster.Knobs) (*cluster.Assignment, error) {
 	return ad.start(ctx, id, kn, func(a *cluster.Assignment, live []string) ([]string, error) {
-		if len(live) == 0 {
-			return nil, &RefusedError{Msg: fmt.Sprintf("no host of pipeline %q is live", ad.Pipeline)}
+		active := a.Active(live)
+		if len(active) == 0 {
+			return nil, &RefusedError{Msg: fmt.Sprintf("no active host of pipeline %q is live", ad.Pipeline)}
 		}
-		return cluster.Rebalance(a.Owners, live), nil
+		return cluster.Rebalance(a.Owners, active), nil
 	})
 }
 

@@ -96,6 +96,23 @@ type Controller struct {
 	workers     []schema.WorkerHealth
 	decisions   []schema.Decision // newest first
 	findings    []schema.Finding
+	load        HostLoad // the last round's, for the cluster-level decision
+}
+
+// HostLoad is what a host reports for the cluster-level scaling decision
+// (Hosts), as of the controller's last round.
+type HostLoad struct {
+	// Utilisation is the mean utilisation (λ/μ) of the workers of the
+	// resizable operators: under 1 they keep up.
+	Utilisation float64
+	// Saturated is set when a policy wants more workers than MaxWorkers
+	// for an operator that runs MaxWorkers already (DS2's count over it,
+	// or the latency guarantor finding such an operator severe): a
+	// scale-out the host cannot make.
+	Saturated bool
+	// InputRate is the records per second arriving at the sources (read
+	// plus the backlogs' growth) over the window.
+	InputRate float64
 }
 
 // check is an applied decision that awaits its check.
@@ -236,6 +253,7 @@ func (c *Controller) run(ctx context.Context, trigger string) (*schema.Decision,
 		found = append(found, fs...)
 	}
 	findings := c.mergeFindings(found, s.At)
+	wantsMore := c.wantsMore(v, proposals)
 
 	c.checkPending(ctx, v, now)
 
@@ -248,13 +266,80 @@ func (c *Controller) run(ctx context.Context, trigger string) (*schema.Decision,
 	}
 
 	health := c.health(v)
+	in := Measure(v, "")
 	c.mu.Lock()
 	c.rounds++
 	c.lastRound = now
 	c.workers = health
 	c.findings = findings
+	c.load = HostLoad{Utilisation: meanUtilisation(health), Saturated: wantsMore, InputRate: max(in.ReadRate+in.BacklogGrowth, 0)}
 	c.mu.Unlock()
 	return applied, ctx.Err()
+}
+
+// wantsMore reports whether an operator that runs MaxWorkers already
+// needs more: a Bounded policy says so, or a proposal asks for more
+// workers than MaxWorkers.
+func (c *Controller) wantsMore(v *View, proposals []*Proposal) bool {
+	for _, p := range c.cfg.Policies {
+		if b, ok := p.(Bounded); ok && len(b.OverMax()) > 0 {
+			return true
+		}
+	}
+	for _, p := range proposals {
+		if p != nil && p.Action.Kind == "set-workers" && p.Action.To > c.cfg.MaxWorkers &&
+			workerCount(v.Last(), p.Action.Operator, p.Action.From) >= c.cfg.MaxWorkers {
+			return true
+		}
+	}
+	return false
+}
+
+// meanUtilisation is the mean utilisation of hs; 0 when empty.
+func meanUtilisation(hs []schema.WorkerHealth) float64 {
+	if len(hs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, h := range hs {
+		sum += h.Utilization
+	}
+	return sum / float64(len(hs))
+}
+
+// Load returns the host's figures for the cluster-level scaling decision,
+// as of the last round.
+func (c *Controller) Load() HostLoad {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.load
+}
+
+// Record records d, a decision made outside the controller's rounds (the
+// cluster-level scaling decision's), with the controller's: it gets the
+// next id and shows in Status and the log. The lock of the controller's
+// own decisions is not touched. It returns d as recorded.
+func (c *Controller) Record(d schema.Decision) schema.Decision {
+	c.round.Lock()
+	c.nextID++
+	d.ID = c.nextID
+	c.round.Unlock()
+	if d.Time.IsZero() {
+		d.Time = c.cfg.Now()
+	}
+	if d.Outcome == OutcomeFailed {
+		c.cfg.Logger.Warn("control decision failed", "id", d.ID, "policy", d.Policy, "action", Describe(d.Action), "reason", d.Reason, "error", d.Error)
+	} else {
+		c.cfg.Logger.Info("control decision", "id", d.ID, "policy", d.Policy, "trigger", d.Trigger, "action", Describe(d.Action),
+			"reason", d.Reason, "evidence", evidenceText(d.Evidence), "predicted", evidenceText(d.Predicted), "outcome", d.Outcome)
+	}
+	c.mu.Lock()
+	c.decisions = slices.Insert(c.decisions, 0, d)
+	if len(c.decisions) > maxDecisions {
+		c.decisions = c.decisions[:maxDecisions]
+	}
+	c.mu.Unlock()
+	return d
 }
 
 // keepSamples is how many samples the history keeps at least, however
@@ -633,6 +718,12 @@ func Condition(v *View, high time.Duration) string {
 // "move-groups count: 7 from worker 0 to 1".
 func Describe(a schema.Action) string {
 	switch a.Kind {
+	case ActionActivateHost:
+		return "activate pool host " + a.Host
+	case ActionReleaseHost:
+		return "release host " + a.Host + " to the pool"
+	case ActionRequestHost:
+		return "request a host"
 	case "set-workers":
 		if len(a.Moves) > 0 {
 			return fmt.Sprintf("set-workers %s %d -> %d, %s placed", a.Operator, a.From, a.To, keyGroups(len(a.Moves)))

@@ -78,6 +78,7 @@ type DS2 struct {
 	// and worker id: a worker that runs nothing now (its key groups
 	// moved off it) is as slow as it was.
 	measured map[string]map[int]float64
+	overMax  []string // operators at MaxWorkers whose computed count is over it (last Propose)
 }
 
 // streak is how many consecutive rounds computed the same count.
@@ -110,6 +111,10 @@ func NewDS2(cfg DS2Config) (*DS2, error) {
 	}
 	return &DS2{cfg: cfg, workers: map[string]int{}, streaks: map[string]streak{}, vetoed: map[string]int{}, measured: map[string]map[int]float64{}}, nil
 }
+
+// OverMax returns the operators that run MaxWorkers and whose count, as
+// DS2 computed it at its last Propose without the bound, is over it.
+func (d *DS2) OverMax() []string { return slices.Clone(d.overMax) }
 
 // Name returns "ds2".
 func (d *DS2) Name() string { return "ds2" }
@@ -145,6 +150,7 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		return nil, nil
 	}
 	d.at = last.At
+	d.overMax = nil
 	for _, op := range last.Operators {
 		if n, ok := d.workers[op.Name]; ok && n != len(op.Workers) {
 			d.rescaledAt = last.At
@@ -241,6 +247,9 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		}
 		p := len(op.Workers)
 		want := DS2Workers(o.target, o.rate, d.cfg.ScalingFactor, v.MinWorkers, v.MaxWorkers)
+		if p >= v.MaxWorkers && DS2Workers(o.target, o.rate, d.cfg.ScalingFactor, v.MinWorkers, 0) > v.MaxWorkers {
+			d.overMax = append(d.overMax, op.Name)
+		}
 		if want < p && falling {
 			delete(d.streaks, op.Name)
 			continue

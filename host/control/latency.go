@@ -111,6 +111,9 @@ type Latency struct {
 	keep   float64   // the weight of the past at the last sample
 	ops    map[string]*opEstimate
 	vetoed map[string]time.Time // rolled-back actions (Describe) -> until
+	// overMax are the severe operators that run MaxWorkers already, at
+	// the last Propose.
+	overMax []string
 }
 
 // vetoFor is how long a policy leaves alone an action that was rolled
@@ -188,6 +191,10 @@ func NewLatency(cfg LatencyConfig) (*Latency, error) {
 // Name returns "latency".
 func (l *Latency) Name() string { return "latency" }
 
+// OverMax returns the operators the guarantor found severe at its last
+// Propose that run MaxWorkers already: it can give them no more workers.
+func (l *Latency) OverMax() []string { return slices.Clone(l.overMax) }
+
 // Config returns the guarantor's configuration.
 func (l *Latency) Config() LatencyConfig { return l.cfg }
 
@@ -215,6 +222,7 @@ func (l *Latency) allowed(p *Proposal) bool {
 // proposes a move of key groups or a change of worker count for the
 // most severe operator, or fewer workers for a good one.
 func (l *Latency) Propose(v *View) (*Proposal, []schema.Finding) {
+	l.overMax = nil
 	first, last, ok := v.Span(viewSpan(v))
 	if !ok {
 		return nil, nil
@@ -264,6 +272,9 @@ func (l *Latency) Propose(v *View) (*Proposal, []schema.Finding) {
 		case StateSevere:
 			severe = append(severe, op.Name)
 			worst[op.Name] = l.worst(loads)
+			if op.Resizable && len(op.Workers) >= v.MaxWorkers {
+				l.overMax = append(l.overMax, op.Name)
+			}
 		case StateGood:
 			good = append(good, op.Name)
 		}

@@ -161,9 +161,26 @@ func TestLatencyScalesOutWhenNoMoveFixes(t *testing.T) {
 	if e := findEvidence(p.Predicted, "predicted delay of count/1 (saturated: utilization)"); e == nil || math.Abs(e.Value-1.2) > 1e-9 {
 		t.Errorf("predicted utilization of count/1 = %+v, want 1.2 (it keeps two groups)", e)
 	}
-	// At the bound, nothing.
+	// At the bound, nothing; the operator is over the bound, for the
+	// cluster-level decision (Bounded).
 	if p := propose(2); p != nil {
 		t.Fatalf("proposal at the worker bound: %+v", p)
+	}
+	if got := l.OverMax(); len(got) != 0 {
+		t.Errorf("OverMax with room to grow: %v", got)
+	}
+	// propose keeps its policy to itself: run one at the bound here.
+	sim = newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
+	l, _ = NewLatency(LatencyConfig{})
+	samples := []Sample{sim.step(0)}
+	for range 3 {
+		samples = append(samples, sim.step(time.Second))
+		v := viewOf(samples, 3)
+		v.MaxWorkers = 2
+		l.Propose(v)
+	}
+	if got := l.OverMax(); len(got) != 1 || got[0] != "count" {
+		t.Errorf("OverMax at the worker bound = %v, want [count]", got)
 	}
 }
 

@@ -115,6 +115,16 @@ type Proposal struct {
 	Predicted []schema.Evidence
 }
 
+// Bounded is a Policy that can tell which operators it would give more
+// workers than the view's MaxWorkers, had it no bound: a scale-out the
+// host cannot make. The controller reports a host with such an operator
+// as saturated (HostLoad.Saturated), for the cluster-level decision.
+type Bounded interface {
+	// OverMax returns the operators that, at the policy's last Propose,
+	// run MaxWorkers and need more.
+	OverMax() []string
+}
+
 // Policy is one control policy: each round it looks at the recent
 // samples (detect), finds a cause (diagnose) and proposes an action
 // (resolve), or findings for the job doctor. Policies are pure functions

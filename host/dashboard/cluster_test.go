@@ -52,6 +52,10 @@ func (f *fakeCluster) Scale(context.Context, string, int, string) (schema.Cluste
 	return schema.ClusterScale{}, errors.New("not in this test")
 }
 
+func (f *fakeCluster) ChangeHost(context.Context, string, bool) (schema.ClusterHostChange, error) {
+	return schema.ClusterHostChange{}, errors.New("not served by the dashboard")
+}
+
 func (f *fakeCluster) Move(context.Context, schema.ClusterMoveRequest) (schema.ClusterStart, error) {
 	return schema.ClusterStart{}, errors.New("not in this test")
 }

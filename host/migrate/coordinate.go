@@ -11,8 +11,10 @@ import (
 	"github.com/sluicehq/sluice/host/cluster"
 )
 
-// Coordinate rebalances the key groups over the live hosts whenever the
-// set of them changes (a host joins, leaves or fails), checking every
+// Coordinate rebalances the key groups over the live active hosts (the
+// live hosts that are not in the assignment's pool) whenever the set of
+// them changes (a host joins, leaves, fails, is taken from the pool or
+// given back to it), checking every
 // period, while self is the live host with the lowest id and no migration
 // is in progress; meanwhile it gives the moves of the migration in
 // progress whose destination is gone to a live host. It returns when ctx
@@ -28,6 +30,12 @@ import (
 // last checkpoints; the rebalance that follows evens out the rest. A host
 // handing its groups over before it leaves is still live: the set has not
 // changed, so its groups are not given back to it.
+//
+// Pool hosts are given no groups; a host given back to the pool has its
+// groups moved off by the rebalance. When no live host is active (every
+// active host has failed or left) and a pool host is live, the pool host
+// with the lowest id is taken into service (a recorded pool change, by
+// "failover"), and the next round gives it the groups.
 func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period time.Duration, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -50,26 +58,33 @@ func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period tim
 		if err != nil {
 			continue
 		}
+		active := a.Active(live)
 		if a.Migration != nil {
-			retarget(ctx, c, a, live, log)
+			retarget(ctx, c, a, active, log)
 			continue
 		}
-		if slices.Equal(live, balanced) {
+		if len(active) == 0 {
+			// Every active host is gone: a pool host is taken into
+			// service rather than leave the key groups unserved.
+			takeFromPool(ctx, c, a, live, log)
+			continue
+		}
+		if slices.Equal(active, balanced) {
 			continue
 		}
 		if dead := deadOwner(a.Owners, live); dead != "" {
-			if _, err := Failover(ctx, c, dead, live, cluster.AllAtOnce()); err != nil {
+			if _, err := Failover(ctx, c, dead, active, cluster.AllAtOnce()); err != nil {
 				if !errors.Is(err, cluster.ErrMigration) {
 					log.Warn("cluster: could not give the key groups of a host that is not live to the others", "host", dead, "err", err)
 				}
 				continue
 			}
-			log.Info("cluster: giving the key groups of a host that is not live to the live hosts", "host", dead, "hosts", live)
+			log.Info("cluster: giving the key groups of a host that is not live to the live hosts", "host", dead, "hosts", active)
 			continue
 		}
-		target := cluster.Rebalance(a.Owners, live)
+		target := cluster.Rebalance(a.Owners, active)
 		if slices.Equal(target, a.Owners) {
-			balanced = live
+			balanced = active
 			continue
 		}
 		id := "rebalance-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
@@ -79,8 +94,8 @@ func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period tim
 			}
 			continue
 		}
-		balanced = live
-		log.Info("cluster: rebalancing the key groups over the live hosts", "migration", id, "hosts", live)
+		balanced = active
+		log.Info("cluster: rebalancing the key groups over the live active hosts", "migration", id, "hosts", active)
 	}
 }
 
@@ -160,4 +175,22 @@ func Live(ctx context.Context, c *cluster.Cluster) ([]string, error) {
 	}
 	slices.Sort(ids)
 	return ids, nil
+}
+
+// takeFromPool takes the live pool host with the lowest id into service,
+// when there is one and no live host is active.
+func takeFromPool(ctx context.Context, c *cluster.Cluster, a *cluster.Assignment, live []string, log *slog.Logger) {
+	pool := a.PoolHosts()
+	i := slices.IndexFunc(pool, func(h string) bool { return slices.Contains(live, h) })
+	if i < 0 {
+		return
+	}
+	ch := cluster.PoolChange{Host: pool[i], By: "failover", Reason: "no live host is active", Expect: true, Epoch: a.PoolEpoch()}
+	if _, err := Activate(ctx, c, ch); err != nil {
+		if !errors.Is(err, cluster.ErrPool) {
+			log.Warn("cluster: could not take a pool host into service", "host", ch.Host, "err", err)
+		}
+		return
+	}
+	log.Warn("cluster: no live host was active: a pool host is taken into service", "host", ch.Host)
 }

@@ -49,6 +49,49 @@ type Control struct {
 	Straggler StragglerPolicy `yaml:"straggler"`
 	// Doctor tunes the job doctor's diagnoses.
 	Doctor DoctorPolicy `yaml:"doctor"`
+	// Hosts is the cluster-level scaling decision: taking pool hosts into
+	// service and giving them back (docs/control.md). Off unless the
+	// section gives a hosts: key.
+	Hosts ControlHosts `yaml:"hosts"`
+}
+
+// ControlHosts configures the cluster-level scaling decision, made by the
+// coordinator of a pipeline spread over hosts: scale out (take a pool
+// host into service, or run Request when the pool is empty) when every
+// active host is saturated for Span, scale in (give the emptiest host
+// back to the pool, then run Release) when the load fits on one host
+// fewer for Span.
+type ControlHosts struct {
+	// Enabled is set when the decision runs: the control section gives a
+	// hosts: key whose enabled key is not false, and the control plane
+	// is enabled.
+	Enabled bool `yaml:"enabled"`
+	// Min and Max bound the number of active hosts. Defaults 1 and 4;
+	// Min at least 1, Max at least Min.
+	Min int `yaml:"min"`
+	Max int `yaml:"max"`
+	// Request is a shell command (run with sh -c) that asks for one more
+	// host, run when a scale-out finds the pool empty, at most once per
+	// control.lock. Default "": none.
+	Request string `yaml:"request"`
+	// Release is a shell command run once a host given back to the pool
+	// holds no key group, with the host's id in SLUICE_HOST_ID. Default
+	// "": none.
+	Release string `yaml:"release"`
+	// Timeout bounds each run of Request or Release. Default 1m.
+	Timeout time.Duration `yaml:"timeout"`
+	// Span is how long a condition must hold before a decision: every
+	// active host saturated (scale out) or the load fitting on one host
+	// fewer (scale in). Default 30s.
+	Span time.Duration `yaml:"span"`
+	// ScaleOutAbove: a host whose workers' utilisation is at least this,
+	// or whose controller wants more workers than workers.max, is
+	// saturated. Default 0.9; more than ScaleInBelow, at most 1.
+	ScaleOutAbove float64 `yaml:"scale_out_above"`
+	// ScaleInBelow: the load fits on one host fewer when the active
+	// hosts' mean utilisation times n/(n-1) is under this. Default 0.6;
+	// more than 0.
+	ScaleInBelow float64 `yaml:"scale_in_below"`
 }
 
 // ControlWorkers bound an operator's worker count.
@@ -143,6 +186,7 @@ func DefaultControl() Control {
 		DS2:       DS2Policy{Interval: 10 * time.Second, WarmUp: 10 * time.Second, Activation: 2, DeadBand: 1},
 		Straggler: StragglerPolicy{Ratio: 1.5, MinRecords: 1000},
 		Doctor:    DoctorPolicy{SlowCommit: 100 * time.Millisecond, SlowVersionRatio: 1.3, HeapRatio: 0.9},
+		Hosts:     ControlHosts{Min: 1, Max: 4, Timeout: time.Minute, Span: 30 * time.Second, ScaleOutAbove: 0.9, ScaleInBelow: 0.6},
 	}
 }
 
@@ -176,6 +220,8 @@ func (p *Pipeline) validateControl() []error {
 		{&c.DS2.Interval, def.DS2.Interval, []any{"ds2", "interval"}},
 		{&c.DS2.WarmUp, def.DS2.WarmUp, []any{"ds2", "warm_up"}},
 		{&c.Doctor.SlowCommit, def.Doctor.SlowCommit, []any{"doctor", "commit_seconds"}},
+		{&c.Hosts.Timeout, def.Hosts.Timeout, []any{"hosts", "timeout"}},
+		{&c.Hosts.Span, def.Hosts.Span, []any{"hosts", "span"}},
 	}
 	for _, d := range durations {
 		switch {
@@ -239,6 +285,8 @@ func (p *Pipeline) validateControl() []error {
 		at(fmt.Sprintf("heap_ratio %g: want more than 0 and at most 1 (a fraction of GOMEMLIMIT)", c.Doctor.HeapRatio), "doctor", "heap_ratio")
 	}
 
+	errs = append(errs, p.validateHosts(which)...)
+
 	if !p.given("control", "policies") {
 		c.Policies = def.Policies
 	} else if c.Policies == nil {
@@ -251,6 +299,45 @@ func (p *Pipeline) validateControl() []error {
 		case slices.Index(c.Policies, name) < i:
 			errs = append(errs, p.errAt(fmt.Sprintf("policy %q is given twice (first as policies[%d])", name, slices.Index(c.Policies, name)), "control", "policies", i))
 		}
+	}
+	return errs
+}
+
+// validateHosts fills in the defaults of control.hosts and checks what
+// the file gives; which is validateControl's choice of the key to name.
+func (p *Pipeline) validateHosts(which func(a, b []any) []any) []error {
+	c, def := &p.Control, DefaultControl()
+	h := &c.Hosts
+	h.Enabled = c.Enabled && p.node("control", "hosts") != nil && (!p.given("control", "hosts", "enabled") || h.Enabled)
+	var errs []error
+	at := func(msg string, keys ...any) {
+		errs = append(errs, p.errAt(msg, append([]any{"control", "hosts"}, keys...)...))
+	}
+	controlDefault(p, &h.Min, def.Hosts.Min, "hosts", "min")
+	controlDefault(p, &h.Max, def.Hosts.Max, "hosts", "max")
+	controlDefault(p, &h.ScaleOutAbove, def.Hosts.ScaleOutAbove, "hosts", "scale_out_above")
+	controlDefault(p, &h.ScaleInBelow, def.Hosts.ScaleInBelow, "hosts", "scale_in_below")
+	if p.node("control", "hosts") != nil && p.node("cluster") == nil {
+		errs = append(errs, p.errAt("the pipeline has no cluster: section: hosts are taken into service and given back only by a pipeline spread over hosts (docs/cluster.md)", "control", "hosts"))
+	}
+	switch {
+	case h.Min < 1:
+		at(fmt.Sprintf("min %d: want at least 1 active host", h.Min), "min")
+	case h.Min > h.Max:
+		at(fmt.Sprintf("min %d is over max %d", h.Min, h.Max), which([]any{"hosts", "min"}, []any{"hosts", "max"})[1:]...)
+	}
+	h.Request, h.Release = strings.TrimSpace(h.Request), strings.TrimSpace(h.Release) // "": none
+	if h.Request != "" && h.Min == h.Max {
+		at(fmt.Sprintf("request is given, but min and max are both %d: the decision never asks for a host", h.Min), "request")
+	}
+	if h.ScaleInBelow <= 0 {
+		at(fmt.Sprintf("scale_in_below %g: want more than 0", h.ScaleInBelow), "scale_in_below")
+	}
+	if h.ScaleOutAbove <= 0 || h.ScaleOutAbove > 1 {
+		at(fmt.Sprintf("scale_out_above %g: want more than 0 and at most 1 (a share of the workers' time)", h.ScaleOutAbove), "scale_out_above")
+	} else if h.ScaleInBelow > 0 && h.ScaleInBelow >= h.ScaleOutAbove {
+		at(fmt.Sprintf("scale_in_below %g is not under scale_out_above %g: a host given back would be asked for again at once", h.ScaleInBelow, h.ScaleOutAbove),
+			which([]any{"hosts", "scale_in_below"}, []any{"hosts", "scale_out_above"})[1:]...)
 	}
 	return errs
 }

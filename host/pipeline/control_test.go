@@ -44,6 +44,7 @@ func TestControlSection(t *testing.T) {
 		DS2:       DS2Policy{Interval: 20 * time.Second, WarmUp: 15 * time.Second, Activation: 3, DeadBand: 0, ScalingFactor: 0.25},
 		Straggler: StragglerPolicy{Ratio: 2, MinRecords: 50},
 		Doctor:    DoctorPolicy{SlowCommit: 250 * time.Millisecond, SlowVersionRatio: 1.5, HeapRatio: 0.8},
+		Hosts:     DefaultControl().Hosts,
 	}
 	if !reflect.DeepEqual(p.Control, want) {
 		t.Errorf("control\n%+v\nwant\n%+v", p.Control, want)
@@ -85,7 +86,8 @@ func TestControlDefaults(t *testing.T) {
 		Latency:   LatencyPolicy{LReq: time.Second, LLow: 50 * time.Millisecond, LHigh: 100 * time.Millisecond},
 		DS2:       DS2Policy{Interval: 10 * time.Second, WarmUp: 10 * time.Second, Activation: 2, DeadBand: 1},
 		Straggler: StragglerPolicy{Ratio: 1.5, MinRecords: 1000},
-		Doctor:    DoctorPolicy{SlowCommit: 100 * time.Millisecond, SlowVersionRatio: 1.3, HeapRatio: 0.9}}
+		Doctor:    DoctorPolicy{SlowCommit: 100 * time.Millisecond, SlowVersionRatio: 1.3, HeapRatio: 0.9},
+		Hosts:     ControlHosts{Min: 1, Max: 4, Timeout: time.Minute, Span: 30 * time.Second, ScaleOutAbove: 0.9, ScaleInBelow: 0.6}}
 	if !reflect.DeepEqual(def, want) {
 		t.Errorf("DefaultControl()\n%+v\nwant\n%+v", def, want)
 	}

@@ -54,6 +54,7 @@ const clusterPeriod = 200 * time.Millisecond
 type clusterHost struct {
 	cfg    *pipeline.Cluster
 	id     string
+	pool   bool // started with --pool
 	c      *cluster.Cluster
 	ckpt   *checkpoint.Bucket
 	mig    *migrate.Host // set by runCluster, under Host.ctlMu
@@ -86,7 +87,7 @@ func partitionPrefix(name string) string { return "sluice.in." + name }
 // assignment, whose versions and workers records say the modules the
 // host must load and the workers it starts its operators with. A table
 // that is invalid (edited by hand) fails the start.
-func (h *Host) openCluster(ctx context.Context, hostID string) (*cluster.Assignment, error) {
+func (h *Host) openCluster(ctx context.Context, hostID string, pool bool) (*cluster.Assignment, error) {
 	p := h.p
 	cfg := p.Cluster
 	id := cfg.Host
@@ -101,7 +102,7 @@ func (h *Host) openCluster(ctx context.Context, hostID string) (*cluster.Assignm
 	if err != nil {
 		return nil, err
 	}
-	ch := &clusterHost{cfg: cfg, id: id, prefix: partitionPrefix(p.Name), groups: p.State.KeyGroups, src: &p.Sources[0], js: js}
+	ch := &clusterHost{cfg: cfg, id: id, pool: pool, prefix: partitionPrefix(p.Name), groups: p.State.KeyGroups, src: &p.Sources[0], js: js}
 	var a *cluster.Assignment
 	err = untilAnswered(ctx, h.log, func() error {
 		var err error
@@ -163,12 +164,7 @@ func (h *Host) startCluster(ctx context.Context) (connectors.Source, []int, erro
 	if err := ch.c.Join(context.WithoutCancel(ctx), cluster.HostInfo{ID: id, Started: time.Now()}); err != nil {
 		return nil, nil, fmt.Errorf("cluster: join as host %q: %w", id, err)
 	}
-	a, err := ch.c.Update(ctx, func(a *cluster.Assignment) error {
-		if !slices.ContainsFunc(a.Owners, func(o string) bool { return o != "" }) {
-			a.Owners = cluster.Spread(a.KeyGroups, []string{id}) // the first host takes every group
-		}
-		return nil
-	})
+	a, err := ch.c.Update(ctx, func(a *cluster.Assignment) error { return joinTable(a, id, ch.pool) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,8 +179,30 @@ func (h *Host) startCluster(ctx context.Context) (connectors.Source, []int, erro
 		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
 	owned := migrate.Owned(a, id)
-	h.log.Info("joined the cluster", "host", id, "key_groups", len(owned), "of", ch.groups)
+	h.log.Info("joined the cluster", "host", id, "key_groups", len(owned), "of", ch.groups, "pool", a.Pooled(id))
 	return src, owned, nil
+}
+
+// joinTable is the change of the assignment a host that joins makes. The
+// first host takes every key group, a pool host too (rather than leave
+// the pipeline unserved). A host started with --pool (pool) that owns no
+// group joins the pool; one that owns groups (taken into service before
+// it restarted) keeps them. A host started without --pool that the pool
+// holds is taken into service: the flag says what the host is for.
+func joinTable(a *cluster.Assignment, id string, pool bool) error {
+	by := "host " + id
+	switch {
+	case !slices.ContainsFunc(a.Owners, func(o string) bool { return o != "" }):
+		a.Owners = cluster.Spread(a.KeyGroups, []string{id}) // the first host takes every group
+		if a.Pooled(id) {
+			return a.Activate(cluster.PoolChange{Host: id, By: by, Reason: "the first host takes every key group"})
+		}
+	case pool && !a.Pooled(id) && migrate.Drained(a, id):
+		return a.AddToPool(cluster.PoolChange{Host: id, By: by, Reason: "started with --pool"})
+	case !pool && a.Pooled(id):
+		return a.Activate(cluster.PoolChange{Host: id, By: by, Reason: "started without --pool"})
+	}
+	return nil
 }
 
 // runCluster runs the host's job with its part in the cluster until ctx
@@ -211,6 +229,7 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 	loops.Go(func() { migrate.Coordinate(loopCtx, ch.c, ch.id, clusterPeriod, h.log) })
 	loops.Go(func() { retry(loopCtx, h.log, "ingest", func() error { return h.manageIngest(loopCtx, dataDir) }) })
 	loops.Go(func() { _ = h.followVersions(loopCtx) })
+	loops.Go(func() { h.runHosts(loopCtx) })
 	defer func() {
 		stopLoops()
 		loops.Wait()
@@ -272,8 +291,15 @@ func (ch *clusterHost) handOver(ctx context.Context, log *slog.Logger) {
 		log.Warn("cluster: cannot hand the key groups over", "err", err)
 		return
 	}
-	others := slices.DeleteFunc(live, func(id string) bool { return id == ch.id })
+	a, err := ch.c.Assignment(ctx)
+	if err != nil {
+		log.Warn("cluster: cannot hand the key groups over", "err", err)
+		return
+	}
+	others := slices.DeleteFunc(a.Active(live), func(id string) bool { return id == ch.id })
 	if len(others) == 0 {
+		// No other active host: a live pool host, if any, is taken into
+		// service by the coordinator once this host's lease is gone.
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, handOverLimit)

@@ -86,6 +86,11 @@ type Options struct {
 	// HostID overrides cluster.host: this host's id among the hosts of a
 	// pipeline spread over several.
 	HostID string
+	// Pool makes the host join its pipeline's cluster as a pool host:
+	// live, but given no key groups until it is taken into service
+	// (docs/cluster.md). Start refuses it for a pipeline without a
+	// cluster section.
+	Pool bool
 	// Compiler compiles the operators' modules into the compilation
 	// cache before their engines load them (runtime.Compiler); nil: the
 	// engines compile them in this process. The sluice binary compiles in
@@ -171,6 +176,9 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 	// file's, and the worker counts its workers record gives (a scale):
 	// it reads the records before it loads the plugins.
 	var recorded *cluster.Assignment
+	if opts.Pool && p.Cluster == nil {
+		return nil, fmt.Errorf("%s: --pool makes a host a pool host of a pipeline spread over hosts, and this pipeline has no cluster: section (docs/cluster.md)", p.File)
+	}
 	if p.Cluster != nil {
 		if p.NATS.URL == "" && opts.NATSURL == "" {
 			return nil, p.ErrorAt("a pipeline spread over hosts needs the NATS cluster they share: set nats.url (or give --nats-url)", "cluster")
@@ -178,7 +186,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 		if err := h.connectNATS(ctx, dataDir, opts.NATSURL); err != nil {
 			return nil, err
 		}
-		if recorded, err = h.openCluster(ctx, opts.HostID); err != nil {
+		if recorded, err = h.openCluster(ctx, opts.HostID, opts.Pool); err != nil {
 			return nil, fmt.Errorf("%s: cluster: %w", p.File, err)
 		}
 	}

@@ -454,6 +454,10 @@ type ClusterStatus struct {
 	// for some), and which live hosts run them; null before the first
 	// scale.
 	Workers *ClusterWorkers `json:"workers"`
+	// PoolEpoch counts the changes of the host pool (0: none yet), and
+	// PoolLast describes the last one ("" when none).
+	PoolEpoch uint64 `json:"pool_epoch"`
+	PoolLast  string `json:"pool_last,omitempty"`
 }
 
 // ClusterWorkers is the cluster's workers record in a ClusterStatus: the
@@ -501,6 +505,24 @@ type ClusterScale struct {
 	Host string `json:"host,omitempty"`
 	// Epoch is the workers record's epoch after the scale.
 	Epoch uint64 `json:"epoch"`
+	// Revision is the assignment's revision that holds it.
+	Revision uint64 `json:"revision"`
+}
+
+// ClusterHostChange is the answer of POST
+// /api/v1/cluster/hosts/{id}/activate and .../release: the host's place
+// after the change and the pool record's epoch and revision that hold it.
+// The coordinator then moves the key groups; GET /api/v1/cluster shows
+// when they have.
+type ClusterHostChange struct {
+	// Host is the host changed.
+	Host string `json:"host"`
+	// Pool reports whether it is in the pool now.
+	Pool bool `json:"pool"`
+	// PoolEpoch is the pool's epoch after the change.
+	PoolEpoch uint64 `json:"pool_epoch"`
+	// PoolHosts are the pool's hosts after it.
+	PoolHosts []string `json:"pool_hosts"`
 	// Revision is the assignment's revision that holds it.
 	Revision uint64 `json:"revision"`
 }
@@ -563,6 +585,28 @@ type ClusterHost struct {
 	// runs on the host, as it last reported them; omitted before its
 	// first report.
 	Workers map[string]int `json:"workers,omitempty"`
+	// Pool reports a pool host: one that joined with sluice run --pool
+	// (or was given back) and is given no key groups until it is taken
+	// into service.
+	Pool bool `json:"pool"`
+	// Load is the host's last load report (written while the pipeline's
+	// control.hosts is on); omitted when none.
+	Load *ClusterHostLoad `json:"load,omitempty"`
+}
+
+// ClusterHostLoad is a host's load report in a ClusterHost: what the
+// cluster-level scaling decision reads.
+type ClusterHostLoad struct {
+	// Utilisation is the mean share of the last window the host's
+	// workers spent busy, 0 to 1.
+	Utilisation float64 `json:"utilisation"`
+	// Saturated is set when the host's controller wants more workers
+	// than control.workers.max allows.
+	Saturated bool `json:"saturated"`
+	// InputRate is the records per second its sources delivered.
+	InputRate float64 `json:"input_rate"`
+	// At is when the host wrote it.
+	At time.Time `json:"at"`
 }
 
 // ClusterMigration is the migration in progress of a ClusterStatus.
@@ -740,10 +784,15 @@ type Decision struct {
 // Action is what a decision does.
 type Action struct {
 	// Kind is "move-groups" (key groups to other workers of the
-	// operator), "set-workers" (the operator's worker count) or
-	// "move-host-groups" (key groups to other hosts).
+	// operator), "set-workers" (the operator's worker count),
+	// "move-host-groups" (key groups to other hosts), or one of the
+	// cluster-level scaling decision's: "activate-host" (a pool host
+	// into service), "request-host" (the request command run),
+	// "release-host" (a host back to the pool).
 	Kind     string `json:"kind"`
 	Operator string `json:"operator,omitempty"`
+	// Host is the host an activate-host or release-host action is about.
+	Host string `json:"host,omitempty"`
 	// Moves are the key groups a move-groups or move-host-groups action
 	// moves, or those a set-workers action places once the count has
 	// changed (none: where the executor spreads them).
