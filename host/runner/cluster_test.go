@@ -129,7 +129,37 @@ func TestClusterSpreadsAndHandsOver(t *testing.T) {
 	}
 	waitUntil(t, "every record counted", func() bool { return outputs() >= count })
 
-	s, err := js.Stream(ctx, "OUT")
+	countedOnce(t, js, count, keys)
+	_ = a
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// waitUntil polls cond until it holds; two minutes fail the test (it is no
+// assertion about speed).
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within two minutes", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// countedOnce checks that every key's counts in the stream OUT run 1 to
+// count/keys, each once: every record was counted exactly once.
+func countedOnce(t *testing.T, js jetstream.JetStream, count, keys int) {
+	t.Helper()
+	s, err := js.Stream(context.Background(), "OUT")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,28 +185,5 @@ func TestClusterSpreadsAndHandsOver(t *testing.T) {
 		if len(ns) != count/keys {
 			t.Errorf("key %s: %d counts, want %d", k, len(ns), count/keys)
 		}
-	}
-	_ = a
-}
-
-func mustRead(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// waitUntil polls cond until it holds; two minutes fail the test (it is no
-// assertion about speed).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within two minutes", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -133,37 +132,7 @@ func (pc *poolCluster) outputs() int {
 
 // checkOnce checks that every key's counts in OUT run 1 to count/keys,
 // each once: every record was counted exactly once.
-func (pc *poolCluster) checkOnce(count, keys int) {
-	t := pc.t
-	t.Helper()
-	s, err := pc.js.Stream(context.Background(), "OUT")
-	if err != nil {
-		t.Fatal(err)
-	}
-	perKey := map[string][]int{}
-	for _, o := range outputIDs(t, s) {
-		k, v, _ := strings.Cut(o.value, "=")
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			t.Fatalf("output %s: %q is not a count", o.id, o.value)
-		}
-		perKey[k] = append(perKey[k], n)
-	}
-	if len(perKey) != keys {
-		t.Errorf("%d keys counted, want %d", len(perKey), keys)
-	}
-	for k, ns := range perKey {
-		slices.Sort(ns)
-		for i, n := range ns {
-			if n != i+1 {
-				t.Fatalf("key %s: counts %v, want 1 to %d once each", k, ns, count/keys)
-			}
-		}
-		if len(ns) != count/keys {
-			t.Errorf("key %s: %d counts, want %d", k, len(ns), count/keys)
-		}
-	}
-}
+func (pc *poolCluster) checkOnce(count, keys int) { countedOnce(pc.t, pc.js, count, keys) }
 
 // TestClusterPoolHost runs one active host and one pool host: the pool
 // host joins the pool and is given no key group; taken into service
