@@ -184,16 +184,15 @@ func (c *Cluster) routes() []string {
 // status port, and waits until its status port answers.
 func (c *Cluster) startProcess(m *member, routes []string) error {
 	c.t.Helper()
+	statusPort := freePort(c.t)
 	spec, err := json.Marshal(memberSpec{Name: m.name, Dir: m.dir, ClientPort: m.clientPort, RoutePort: m.routePort,
-		StatusPort: freePort(c.t), Routes: routes})
+		StatusPort: statusPort, Routes: routes})
 	if err != nil {
 		return err
 	}
-	var s memberSpec
-	_ = json.Unmarshal(spec, &s)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), memberEnv+"="+string(spec))
-	p := &process{cmd: cmd, statusPort: s.StatusPort, done: make(chan struct{}), out: &syncBuffer{}}
+	p := &process{cmd: cmd, statusPort: statusPort, done: make(chan struct{}), out: &syncBuffer{}}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return fmt.Errorf("natstest: cluster member %s: %w", m.name, err)
