@@ -21,6 +21,11 @@ type Message struct {
 	// (which reads key groups from separate subjects); other sources leave
 	// it 0 and the host does not read it.
 	Group int
+	// GroupSet is, for a Partitioned source, the set of groups and floors
+	// the record was read under: 0 for OpenGroups's, n after the nth
+	// SetGroups that succeeded. A host that took a group back after
+	// giving it away drops the records read before.
+	GroupSet uint64
 	// Err is set when the source could not decode this input (a malformed
 	// JSON line, a record over the size limit). The host dead-letters the
 	// message with its position; Record.Value then holds the raw bytes.
@@ -83,7 +88,8 @@ type Partitioned interface {
 	// waits in Read. Records returned before the call may belong to a
 	// group no longer read, and records of a group still read may be
 	// returned again after it (those above the floor given): the host
-	// drops both by their group and position.
+	// drops both by their group and position. Records read under the new
+	// groups carry the next GroupSet; one Read may return records of both.
 	SetGroups(ctx context.Context, floors map[int]uint64) error
 	// Delivered returns a position up to which every record of the groups
 	// read, above its group's floor, has been returned by Read since the

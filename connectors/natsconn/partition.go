@@ -89,6 +89,7 @@ type PartitionedSource struct {
 	changed  chan struct{} // capacity 1: the session was replaced
 	cur      atomic.Pointer[partSession]
 	setMu    sync.Mutex // serializes OpenGroups and SetGroups
+	sets     uint64     // SetGroups calls that succeeded, under setMu
 	js       jetstream.JetStream
 	mu       sync.Mutex
 	srcState sourceState
@@ -97,6 +98,7 @@ type PartitionedSource struct {
 // partSession is one consumer of the groups read and their floors; it is
 // not changed once installed.
 type partSession struct {
+	set     uint64   // the GroupSet of its records
 	floor   []uint64 // per key group
 	read    []bool   // per key group
 	cons    jetstream.Consumer
@@ -272,9 +274,11 @@ func (s *PartitionedSource) SetGroups(ctx context.Context, floors map[int]uint64
 	if err != nil {
 		return fmt.Errorf("%s: set groups: %w", s.name, err)
 	}
+	ss.set = s.sets + 1
 	if err := s.install(ctx, ss); err != nil {
 		return fmt.Errorf("%s: set groups: %w", s.name, err)
 	}
+	s.sets++
 	return nil
 }
 
@@ -500,7 +504,7 @@ func (s *PartitionedSource) accept(d partDelivery, buf []connectors.Message, n i
 		return n
 	}
 	msg := &buf[n]
-	msg.Position, msg.Group, msg.Err = seq, kg, nil
+	msg.Position, msg.Group, msg.GroupSet, msg.Err = seq, kg, ss.set, nil
 	err = decodeMsg(m.Data(), m.Headers(), meta.Timestamp.UnixNano(), &msg.Record)
 	if !ok {
 		err = fmt.Errorf("subject is not %s.<key group below %d>: %w", s.cfg.Prefix, s.cfg.KeyGroups, connectors.ErrMalformed)

@@ -60,7 +60,7 @@ func publishGroup(t testing.TB, js jetstream.JetStream, prefix string, kg int, v
 
 // expectRecords reads len(want) messages and checks them against want, in
 // order.
-func expectRecords(ctx context.Context, t testing.TB, src connectors.Source, want []partRecord) {
+func expectRecords(ctx context.Context, t testing.TB, src connectors.Source, want []partRecord) []connectors.Message {
 	t.Helper()
 	got := readN(ctx, t, src, len(want))
 	for i, m := range got {
@@ -68,6 +68,17 @@ func expectRecords(ctx context.Context, t testing.TB, src connectors.Source, wan
 		if m.Err != nil || m.Position != w.seq || m.Group != w.group || string(m.Record.Value) != w.value {
 			t.Fatalf("message %d: position %d group %d value %q err %v; want position %d group %d value %q",
 				i, m.Position, m.Group, m.Record.Value, m.Err, w.seq, w.group, w.value)
+		}
+	}
+	return got
+}
+
+// expectGroupSet fails unless every message was read under group set n.
+func expectGroupSet(t testing.TB, msgs []connectors.Message, n uint64) {
+	t.Helper()
+	for _, m := range msgs {
+		if m.GroupSet != n {
+			t.Fatalf("record at %d read under group set %d, want %d", m.Position, m.GroupSet, n)
 		}
 	}
 }
@@ -265,7 +276,7 @@ func testFloorsAndSetGroups(t *testing.T, maxFilters int) {
 		t.Fatal(err)
 	}
 	want := above(recs, floors)
-	expectRecords(ctx, t, src, want[:5])
+	expectGroupSet(t, expectRecords(ctx, t, src, want[:5]), 0)
 
 	// Group 2 joins at floor 6, older than what was read of the others;
 	// group 0 leaves. Group 1's floor is now the last record of it read.
@@ -276,13 +287,13 @@ func testFloorsAndSetGroups(t *testing.T, maxFilters int) {
 	for i := range 8 {
 		recs = append(recs, publishGroup(t, js, "p", i%4, fmt.Sprint("b", i)))
 	}
-	expectRecords(ctx, t, src, above(recs, floors))
+	expectGroupSet(t, expectRecords(ctx, t, src, above(recs, floors)), 1)
 
 	// Nothing but groups 1 and 2, nothing at or below their floors: the
 	// next record read is the next of group 2.
 	publishGroup(t, js, "p", 0, "gone")
 	publishGroup(t, js, "p", 3, "never")
-	expectRecords(ctx, t, src, []partRecord{publishGroup(t, js, "p", 2, "next")})
+	expectGroupSet(t, expectRecords(ctx, t, src, []partRecord{publishGroup(t, js, "p", 2, "next")}), 1)
 
 	// No groups: nothing is read until SetGroups gives some back.
 	if err := src.SetGroups(ctx, nil); err != nil {
@@ -297,7 +308,7 @@ func testFloorsAndSetGroups(t *testing.T, maxFilters int) {
 	if err := src.SetGroups(ctx, map[int]uint64{3: last.seq - 1}); err != nil {
 		t.Fatal(err)
 	}
-	expectRecords(ctx, t, src, []partRecord{last})
+	expectGroupSet(t, expectRecords(ctx, t, src, []partRecord{last}), 3)
 }
 
 // TestPartitionedSourceSetGroupsWhileReadWaits changes the groups while

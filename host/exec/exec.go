@@ -198,13 +198,11 @@ type Job struct {
 	free chan []connectors.Message
 	// owned[kg] is whether the job owns key group kg (nil: it owns every
 	// group); parts[i] is source i's partitioned view (nil: not
-	// partitioned); epochs[i] counts source i's changes of groups, so a
-	// read that began before one is not trusted for the new groups
-	// (groups.go). commit is Run's committer, for changes that wait for
-	// the batch in flight.
+	// partitioned), with the epoch that tells a read across a change of
+	// groups (groups.go). commit is Run's committer, for changes that
+	// wait for the batch in flight.
 	owned  []bool
 	parts  []*partition
-	epochs []atomic.Uint64
 	commit *committer
 	// clock is the sources' event time, for windowed operators (nil in a
 	// job without them); up are the sources each node reads, directly or
@@ -371,7 +369,7 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 			return nil, fmt.Errorf("exec: commit the sinks' first offsets: %w", err)
 		}
 	}
-	j.parts, j.epochs = make([]*partition, len(cfg.Sources)), make([]atomic.Uint64, len(cfg.Sources))
+	j.parts = make([]*partition, len(cfg.Sources))
 	if cfg.Groups != nil {
 		if err := j.ownGroups(cfg.Groups); err != nil {
 			j.closeStages(ctx)
@@ -571,7 +569,8 @@ type chunk struct {
 	src  int
 	msgs []connectors.Message
 	// delivered is a partitioned source's Delivered after the read, and
-	// epoch the source's epoch before it; they hold for the last piece.
+	// epoch the source's epoch then (groups.go); they hold for the last
+	// piece.
 	delivered, epoch uint64
 	// buf is the buffer msgs lies in, up to the messages the read filled
 	// (its capacity is the whole buffer), to recycle once its messages
@@ -707,16 +706,15 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 		default:
 			buf = make([]connectors.Message, size)
 		}
-		epoch := j.epochs[i].Load()
 		n, err := src.Read(ctx, buf[:size])
 		if n > 0 {
 			records.Add(float64(n))
 			j.reads[i].Add(uint64(n))
 			// buf[:n]: recycle clears what the read filled, not the
 			// whole buffer.
-			c := chunk{src: i, msgs: buf[:n], buf: buf[:n], epoch: epoch, read: time.Since(j.epoch)}
+			c := chunk{src: i, msgs: buf[:n], buf: buf[:n], read: time.Since(j.epoch)}
 			if p := j.parts[i]; p != nil {
-				c.delivered = p.src.Delivered()
+				c.epoch, c.delivered = p.afterRead()
 			}
 			queue <- c
 		} else {
@@ -830,7 +828,7 @@ func (j *Job) recycle(buf []connectors.Message) {
 // decode go straight to the dead letters.
 func (j *Job) add(b *batch, c chunk) {
 	part := j.parts[c.src]
-	current := part != nil && c.epoch == j.epochs[c.src].Load()
+	current := part != nil && c.epoch == part.epoch.Load()
 	// Without partitions the source's position advances once per chunk,
 	// to the highest the chunk holds.
 	var high uint64
@@ -838,7 +836,7 @@ func (j *Job) add(b *batch, c chunk) {
 		m := &c.msgs[i]
 		if part != nil {
 			if !part.take(j, m) {
-				continue // read again, or of a group not owned here
+				continue // read again, of a group not owned here, or before it was
 			}
 			b.touched[c.src] = true
 			if !current {

@@ -8,6 +8,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sluicehq/sluice/connectors"
 )
@@ -34,6 +36,17 @@ import (
 // only grow over a group's life, whichever host owns it, and an
 // acquisition writes the entries of every owned group above the new B,
 // so a stale entry is never above a group's true floor.
+//
+// Reads go on while groups change, so records read under an older set of
+// groups may still wait in the queue, in the same read as records of the
+// new set. Each SetGroups starts a new epoch, and a partitioned source
+// stamps each record with the epoch it was read in
+// (connectors.Message.GroupSet). A group remembers the epoch it was last
+// acquired in: a record of it read in an earlier epoch is of an earlier
+// ownership (its records in between went to another host) and is dropped;
+// the source reads it again from the group's floor. Delivered vouches for
+// the owned groups only when no change came between the read and the
+// executor's taking of it.
 
 // GroupState is a key group handed from one job to another: its
 // committed state, as state.Store.ExportKeyGroup writes it, and its floor
@@ -64,6 +77,14 @@ func floorKey(source string, kg int) string {
 // reader reads.
 type partition struct {
 	src connectors.Partitioned
+	// epoch counts the source's SetGroups; changing is held across one
+	// (the call and the increment) and by the reader while it takes the
+	// epoch and Delivered after a read.
+	epoch    atomic.Uint64
+	changing sync.Mutex
+	// since[kg] is the epoch in which kg was last acquired: a record of
+	// kg read in an earlier one is dropped.
+	since []uint64
 	// seen[kg] is the position of the last record of kg taken into a
 	// batch (or the group's floor): a record at or below it is one read
 	// again, and dropped.
@@ -85,7 +106,7 @@ func (j *Job) openPartitioned(ctx context.Context, si int, p connectors.Partitio
 	if n := p.KeyGroups(); n != j.cfg.Store.KeyGroups() {
 		return fmt.Errorf("exec: source %q is partitioned into %d key groups, the state store into %d: they must agree", name, n, j.cfg.Store.KeyGroups())
 	}
-	part := &partition{src: p, seen: make([]uint64, len(j.owned)), base: committed[name], floors: map[int]uint64{}}
+	part := &partition{src: p, seen: make([]uint64, len(j.owned)), since: make([]uint64, len(j.owned)), base: committed[name], floors: map[int]uint64{}}
 	floors := map[int]uint64{}
 	for kg, own := range j.owned {
 		if !own {
@@ -296,7 +317,7 @@ func (j *Job) release(ctx context.Context, c *groupChange) error {
 		for _, kg := range c.groups {
 			delete(p.floors, kg)
 		}
-		if err := j.setGroups(ctx, si, p); err != nil {
+		if _, err := j.setGroups(ctx, si, p); err != nil {
 			return err
 		}
 	}
@@ -374,8 +395,12 @@ func (j *Job) acquire(ctx context.Context, c *groupChange) error {
 				p.floors[kg] = f
 			}
 		}
-		if err := j.setGroups(ctx, si, p); err != nil {
+		epoch, err := j.setGroups(ctx, si, p)
+		if err != nil {
 			return err
+		}
+		for _, st := range c.in {
+			p.since[st.Group] = epoch
 		}
 	}
 	j.log.Info("key groups acquired", slog.Any("groups", c.groups), slog.Int("owned", j.ownedCount()))
@@ -383,20 +408,28 @@ func (j *Job) acquire(ctx context.Context, c *groupChange) error {
 }
 
 // setGroups tells partitioned source si the owned groups and their
-// floors, then starts a new epoch: a read that began before it cannot
-// vouch for the new groups.
-func (j *Job) setGroups(ctx context.Context, si int, p *partition) error {
+// floors, and returns the new epoch it starts.
+func (j *Job) setGroups(ctx context.Context, si int, p *partition) (uint64, error) {
 	floors := map[int]uint64{}
 	for kg, own := range j.owned {
 		if own {
 			floors[kg] = p.floorOf(kg)
 		}
 	}
+	p.changing.Lock()
+	defer p.changing.Unlock()
 	if err := p.src.SetGroups(ctx, floors); err != nil {
-		return fmt.Errorf("exec: source %q: set key groups: %w", j.cfg.Sources[si].Name, err)
+		return 0, fmt.Errorf("exec: source %q: set key groups: %w", j.cfg.Sources[si].Name, err)
 	}
-	j.epochs[si].Add(1)
-	return nil
+	return p.epoch.Add(1), nil
+}
+
+// afterRead returns the epoch and the source's Delivered after a read,
+// taken together (called by the reader).
+func (p *partition) afterRead() (epoch, delivered uint64) {
+	p.changing.Lock()
+	defer p.changing.Unlock()
+	return p.epoch.Load(), p.src.Delivered()
 }
 
 // ownedCount returns how many key groups the job owns.
@@ -410,14 +443,15 @@ func (j *Job) ownedCount() int {
 	return n
 }
 
-// takePartitioned decides whether a message of partitioned source si
-// goes into the batch: a record of a group the job owns, above the
-// group's last position taken. It records the position taken.
+// take decides whether a message of the partitioned source goes into the
+// batch: a record of a group the job owns, read since it was acquired,
+// above the group's last position taken. It records the position taken.
 func (p *partition) take(j *Job, m *connectors.Message) bool {
-	if !j.owns(m.Group) || m.Position <= p.seen[m.Group] {
+	kg := m.Group
+	if !j.owns(kg) || m.GroupSet < p.since[kg] || m.Position <= p.seen[kg] {
 		return false
 	}
-	p.seen[m.Group] = m.Position
+	p.seen[kg] = m.Position
 	return true
 }
 

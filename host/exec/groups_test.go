@@ -48,6 +48,7 @@ type partSource struct {
 	log    *partLog
 	mu     sync.Mutex
 	floors map[int]uint64
+	sets   uint64 // SetGroups calls: the GroupSet of the records read
 	next   uint64 // the position to take next, 1-based
 	last   uint64 // the last position taken (Delivered)
 	closed bool
@@ -61,13 +62,23 @@ func (s *partSource) Open(ctx context.Context, _ uint64) error {
 	return errors.New("open a partSource with OpenGroups")
 }
 
-func (s *partSource) OpenGroups(ctx context.Context, floors map[int]uint64) error {
-	return s.SetGroups(ctx, floors)
+func (s *partSource) OpenGroups(_ context.Context, floors map[int]uint64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.set(floors)
+	return nil
 }
 
 func (s *partSource) SetGroups(_ context.Context, floors map[int]uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sets++
+	s.set(floors)
+	return nil
+}
+
+// set reads floors from the lowest floor on.
+func (s *partSource) set(floors map[int]uint64) {
 	s.floors = maps.Clone(floors)
 	low := uint64(0)
 	for i, f := range slices.Sorted(maps.Values(floors)) {
@@ -76,7 +87,6 @@ func (s *partSource) SetGroups(_ context.Context, floors map[int]uint64) error {
 		}
 	}
 	s.next, s.last = low+1, low
-	return nil
 }
 
 func (s *partSource) Delivered() uint64 {
@@ -103,7 +113,7 @@ func (s *partSource) Read(ctx context.Context, buf []connectors.Message) (int, e
 			s.next, s.last = pos+1, pos
 			kg := state.KeyGroup(r.Key, s.log.groups)
 			if f, ok := s.floors[kg]; ok && pos > f {
-				buf[n] = connectors.Message{Record: r, Position: pos, Group: kg}
+				buf[n] = connectors.Message{Record: r, Position: pos, Group: kg, GroupSet: s.sets}
 				n++
 			}
 		}
@@ -311,6 +321,42 @@ func TestKeyGroupsMoveWithoutLossOrRepeat(t *testing.T) {
 			store.Close()
 		}
 	})
+}
+
+// TestRecordsOfAnEarlierOwnershipDropped: records of a group read while
+// the job owned it before, still waiting when it takes the group back,
+// are dropped; those read since, from the group's floor, are taken. Taking
+// the old ones would skip the records read in between by the host that
+// held the group (they come again under the new group set).
+func TestRecordsOfAnEarlierOwnershipDropped(t *testing.T) {
+	const kg = 5
+	j := &Job{owned: make([]bool, 16)}
+	p := &partition{seen: make([]uint64, 16), since: make([]uint64, 16)}
+	msg := func(pos, set uint64) *connectors.Message {
+		return &connectors.Message{Position: pos, Group: kg, GroupSet: set}
+	}
+	j.owned[kg] = true
+	if !p.take(j, msg(3, 0)) {
+		t.Fatal("record 3 of an owned group, read under set 0, was dropped")
+	}
+	j.owned[kg] = false // released in set 1
+	if p.take(j, msg(8, 0)) {
+		t.Fatal("record 8 of a released group was taken")
+	}
+	j.owned[kg], p.since[kg], p.seen[kg] = true, 2, 0 // taken back in set 2, with floor 0
+	for _, m := range []*connectors.Message{msg(15, 0), msg(15, 1)} {
+		if p.take(j, m) {
+			t.Fatalf("record %d read under set %d, before the group came back in set 2, was taken", m.Position, m.GroupSet)
+		}
+	}
+	for _, pos := range []uint64{3, 8, 15} {
+		if !p.take(j, msg(pos, 2)) {
+			t.Fatalf("record %d read under set 2 was dropped", pos)
+		}
+	}
+	if p.take(j, msg(8, 3)) {
+		t.Fatal("record 8, read again under set 3, was taken twice")
+	}
 }
 
 func TestGroupChangesRefused(t *testing.T) {
