@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -343,6 +344,36 @@ func TestHostIDInUse(t *testing.T) {
 	}
 	if err := open(t, url, Config{}).Join(testCtx(t), HostInfo{ID: "h.1"}); !errors.Is(err, ErrBadConfig) || !contains(err.Error(), `"h.1"`) {
 		t.Fatalf("host id h.1: %v, want ErrBadConfig naming it", err)
+	}
+}
+
+// TestJoinAgainAfterNoAnswer: a Join whose lease was created but that got
+// no answer is called again with the same host: it takes the lease as
+// its own. Another start of the same id (another start time) is refused.
+func TestJoinAgainAfterNoAnswer(t *testing.T) {
+	url := startServer(t)
+	c := open(t, url, Config{})
+	info := HostInfo{ID: "h1", Addr: "127.0.0.1:8080", Started: time.Now()}
+	data, err := json.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.leases.Create(testCtx(t), "h1", data); err != nil { // what the first call did
+		t.Fatal(err)
+	}
+	if err := c.Join(testCtx(t), info); err != nil {
+		t.Fatalf("joining again with the lease the first call created: %v", err)
+	}
+	if ids := memberIDs(t, c); len(ids) != 1 || ids[0] != "h1" {
+		t.Errorf("members %v, want [h1]", ids)
+	}
+	other := info
+	other.Started = info.Started.Add(time.Second)
+	if err := open(t, url, Config{}).Join(testCtx(t), other); !errors.Is(err, ErrHostExists) {
+		t.Fatalf("another start of h1: %v, want ErrHostExists", err)
+	}
+	if err := c.Leave(testCtx(t)); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -74,7 +74,10 @@ type membership struct {
 // lease expires). A host whose id is a live member's is refused with an
 // error matching ErrHostExists; a host whose pipeline text differs with a
 // *PipelineMismatchError (matching ErrPipelineMismatch), and its lease is
-// removed. A Cluster joins once at a time.
+// removed. A Cluster joins once at a time. A Join that failed without an
+// answer (a NATS server lost) may be called again with the same host: a
+// lease that holds host's own info (its ID and start time) is taken as
+// the one the failed call created.
 func (c *Cluster) Join(ctx context.Context, host HostInfo) error {
 	if !nameRE.MatchString(host.ID) {
 		return fmt.Errorf("cluster: %w: host id %q: use letters, digits, - and _", ErrBadConfig, host.ID)
@@ -90,7 +93,11 @@ func (c *Cluster) Join(ctx context.Context, host HostInfo) error {
 	}
 	rev, err := c.leases.Create(ctx, host.ID, data)
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("cluster: host %s: %w: a live host holds its lease in bucket %s", host.ID, ErrHostExists, LeaseBucketName(c.cfg.Pipeline))
+		e, gerr := c.leases.Get(ctx, host.ID)
+		if gerr != nil || !bytes.Equal(e.Value(), data) {
+			return fmt.Errorf("cluster: host %s: %w: a live host holds its lease in bucket %s", host.ID, ErrHostExists, LeaseBucketName(c.cfg.Pipeline))
+		}
+		rev, err = e.Revision(), nil // created by a call that got no answer
 	}
 	if err != nil {
 		return fmt.Errorf("cluster: creating the lease of host %s: %w", host.ID, err)

@@ -8,12 +8,15 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestUntilAnswered checks a starting host's patience with JetStream:
-// "no responders" and timeouts are tried again until an answer, any other
-// error (an invalid assignment, say) ends the start at once, and a
-// cancelled start stops trying.
+// "no responders", timeouts (the client's, or a request's deadline the
+// JetStream client set) and a stream another host creates meanwhile are
+// tried again until an answer, any other error
+// (an invalid assignment, say) ends the start at once, and a cancelled or
+// timed-out start stops trying.
 func TestUntilAnswered(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	calls := 0
@@ -24,11 +27,15 @@ func TestUntilAnswered(t *testing.T) {
 			return fmt.Errorf("reading the assignment: %w", nats.ErrNoResponders)
 		case 2:
 			return nats.ErrTimeout
+		case 3:
+			return fmt.Errorf("cluster: bucket b: reading from its leader only: %w", context.DeadlineExceeded)
+		case 4:
+			return fmt.Errorf("cluster: bucket b: %w", &jetstream.APIError{Code: 404, ErrorCode: jetstream.JSErrCodeStreamNotFound, Description: "stream not found"})
 		}
 		return nil
 	})
-	if err != nil || calls != 3 {
-		t.Errorf("no responders, a timeout, then an answer: %v after %d tries; want nil after 3", err, calls)
+	if err != nil || calls != 5 {
+		t.Errorf("no responders, a timeout, a request's deadline, a stream not found yet, then an answer: %v after %d tries; want nil after 5", err, calls)
 	}
 	bad := errors.New("assignment: invalid")
 	calls = 0
@@ -40,5 +47,12 @@ func TestUntilAnswered(t *testing.T) {
 	err = untilAnswered(ctx, log, func() error { calls++; cancel(); return nats.ErrNoResponders })
 	if !errors.Is(err, nats.ErrNoResponders) || calls != 1 {
 		t.Errorf("cancelled while waiting: %v after %d tries; want no responders after 1", err, calls)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 0)
+	defer cancel()
+	calls = 0
+	err = untilAnswered(ctx, log, func() error { calls++; return ctx.Err() })
+	if !errors.Is(err, context.DeadlineExceeded) || calls != 1 {
+		t.Errorf("the start's own deadline passed: %v after %d tries; want it after 1", err, calls)
 	}
 }

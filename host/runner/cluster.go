@@ -136,14 +136,19 @@ const answerLimit = 30 * time.Second
 const answerPause = 250 * time.Millisecond
 
 // untilAnswered runs open until it succeeds, fails with an error other than
-// no answer from JetStream (nats.ErrNoResponders, nats.ErrTimeout), or
-// answerLimit has passed, logging each try it makes again, and returns its
-// last error.
+// no answer from JetStream (nats.ErrNoResponders, nats.ErrTimeout, or a
+// request's own deadline passed while ctx's has not: the JetStream client
+// bounds each request it makes without a deadline) or a stream not found
+// (one that another host's open creates at the same time), or answerLimit
+// has passed, logging each try it makes again, and returns its last error.
 func untilAnswered(ctx context.Context, log *slog.Logger, open func() error) error {
 	deadline := time.Now().Add(answerLimit)
 	for {
 		err := open()
-		if err == nil || !(errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout)) || time.Now().After(deadline) {
+		unanswered := errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+			(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) ||
+			errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)
+		if err == nil || !unanswered || time.Now().After(deadline) {
 			return err
 		}
 		log.Warn("cluster: JetStream does not answer yet; trying again", "err", err, "in", answerPause, "left", time.Until(deadline).Round(time.Second))
@@ -161,22 +166,33 @@ func (h *Host) startCluster(ctx context.Context) (connectors.Source, []int, erro
 	p := h.p
 	ch := h.cluster
 	cfg, id, js := ch.cfg, ch.id, ch.js
-	if err := ch.c.Join(context.WithoutCancel(ctx), cluster.HostInfo{ID: id, Started: time.Now()}); err != nil {
+	// Each step can be taken again (Join finds its own lease, joinTable
+	// changes a table once), so a NATS cluster electing leaders (a server
+	// lost) only delays the start.
+	info := cluster.HostInfo{ID: id, Started: time.Now()}
+	if err := untilAnswered(ctx, h.log, func() error { return ch.c.Join(context.WithoutCancel(ctx), info) }); err != nil {
 		return nil, nil, fmt.Errorf("cluster: join as host %q: %w", id, err)
 	}
-	a, err := ch.c.Update(ctx, func(a *cluster.Assignment) error { return joinTable(a, id, ch.pool) })
+	var a *cluster.Assignment
+	var src *natsconn.PartitionedSource
+	err := untilAnswered(ctx, h.log, func() error {
+		var err error
+		if a, err = ch.c.Update(ctx, func(a *cluster.Assignment) error { return joinTable(a, id, ch.pool) }); err != nil {
+			return err
+		}
+		if ch.ckpt, err = checkpoint.Open(ctx, js, p.Name, checkpoint.Options{Host: id, Replicas: cfg.Replicas, Logger: h.log}); err != nil {
+			return err
+		}
+		spec := &natsconn.StreamSpec{Subjects: []string{ch.prefix + ".*"}, Replicas: cfg.Replicas, Duplicates: time.Duration(cfg.Duplicates)}
+		src, err = natsconn.NewPartitionedSource(h.nc, natsconn.PartitionedSourceConfig{Stream: cfg.Stream, Prefix: ch.prefix,
+			KeyGroups: ch.groups, CreateStream: spec, Name: p.Sources[0].Name, Logger: h.log})
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	ch.ckpt, err = checkpoint.Open(ctx, js, p.Name, checkpoint.Options{Host: id, Replicas: cfg.Replicas, Logger: h.log})
-	if err != nil {
-		return nil, nil, err
-	}
-	spec := &natsconn.StreamSpec{Subjects: []string{ch.prefix + ".*"}, Replicas: cfg.Replicas, Duplicates: time.Duration(cfg.Duplicates)}
-	src, err := natsconn.NewPartitionedSource(h.nc, natsconn.PartitionedSourceConfig{Stream: cfg.Stream, Prefix: ch.prefix,
-		KeyGroups: ch.groups, CreateStream: spec, Name: p.Sources[0].Name, Logger: h.log})
-	if err != nil {
-		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
 	owned := migrate.Owned(a, id)
 	h.log.Info("joined the cluster", "host", id, "key_groups", len(owned), "of", ch.groups, "pool", a.Pooled(id))
