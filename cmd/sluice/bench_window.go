@@ -31,6 +31,13 @@ interleaved. The input is generated: records of --keys keys in turn, --rate
 records per second of event time; the end of input fires every window still
 open, within the measured time.
 
+The table gives each case's records per second and outputs, and for sliding
+windows their time over the tumbling windows', per record and per output. A
+sliding window emits a result every slide while it holds records of the key:
+when a key has few records a window (--quick's 10 records per key over 60
+slides), each record is in 60 results, and the outputs, not the records, set
+the cost.
+
 Each round checks that the windows' counts add up to what the input holds
 (each record counted once in each of its windows) and the command fails rather
 than report a figure from a wrong run. Progress goes to stderr; the table to

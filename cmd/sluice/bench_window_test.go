@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,10 @@ func TestBenchWindow(t *testing.T) {
 	}
 	if len(rep.Cases) != 2 || rep.Cases[0].Rate <= 0 || rep.Cases[1].SlidingCost <= 0 || rep.Cases[1].Outputs <= rep.Cases[0].Outputs {
 		t.Fatalf("the JSON report's cases: %+v", rep.Cases)
+	}
+	tum, sl := rep.Cases[0], rep.Cases[1]
+	if want := sl.SlidingCost * float64(tum.Outputs) / float64(sl.Outputs); math.Abs(sl.SlidingCostPerOutput-want) > 1e-9*want {
+		t.Errorf("sliding cost per output %v, want %v (the cost per record times the outputs' ratio)", sl.SlidingCostPerOutput, want)
 	}
 	if code, _, errOut := sluice(t, ".", "bench", "window", "--size", "10s", "--slide", "3s"); code != 2 || !strings.Contains(errOut, "a multiple of the slide") {
 		t.Errorf("--size 10s --slide 3s: exit %d, %s", code, errOut)
