@@ -13,8 +13,8 @@ import (
 
 // TestUntilAnswered checks a starting host's patience with JetStream:
 // "no responders", timeouts (the client's, or a request's deadline the
-// JetStream client set) and a stream another host creates meanwhile are
-// tried again until an answer, any other error
+// JetStream client set), no response from a stream, 503 and a stream
+// another host creates meanwhile are tried again until an answer, any other error
 // (an invalid assignment, say) ends the start at once, and a cancelled or
 // timed-out start stops trying.
 func TestUntilAnswered(t *testing.T) {
@@ -31,11 +31,15 @@ func TestUntilAnswered(t *testing.T) {
 			return fmt.Errorf("cluster: bucket b: reading from its leader only: %w", context.DeadlineExceeded)
 		case 4:
 			return fmt.Errorf("cluster: bucket b: %w", &jetstream.APIError{Code: 404, ErrorCode: jetstream.JSErrCodeStreamNotFound, Description: "stream not found"})
+		case 5:
+			return fmt.Errorf("cluster: creating the lease of host h1: %w", jetstream.ErrNoStreamResponse)
+		case 6:
+			return &jetstream.APIError{Code: 503, Description: "JetStream system temporarily unavailable"}
 		}
 		return nil
 	})
-	if err != nil || calls != 5 {
-		t.Errorf("no responders, a timeout, a request's deadline, a stream not found yet, then an answer: %v after %d tries; want nil after 5", err, calls)
+	if err != nil || calls != 7 {
+		t.Errorf("no responders, a timeout, a request's deadline, a stream not found yet, no response from a stream, 503, then an answer: %v after %d tries; want nil after 7", err, calls)
 	}
 	bad := errors.New("assignment: invalid")
 	calls = 0

@@ -136,19 +136,13 @@ const answerLimit = 30 * time.Second
 const answerPause = 250 * time.Millisecond
 
 // untilAnswered runs open until it succeeds, fails with an error other than
-// no answer from JetStream (nats.ErrNoResponders, nats.ErrTimeout, or a
-// request's own deadline passed while ctx's has not: the JetStream client
-// bounds each request it makes without a deadline) or a stream not found
-// (one that another host's open creates at the same time), or answerLimit
-// has passed, logging each try it makes again, and returns its last error.
+// no answer from JetStream (unanswered), or answerLimit has passed,
+// logging each try it makes again, and returns its last error.
 func untilAnswered(ctx context.Context, log *slog.Logger, open func() error) error {
 	deadline := time.Now().Add(answerLimit)
 	for {
 		err := open()
-		unanswered := errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
-			(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) ||
-			errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)
-		if err == nil || !unanswered || time.Now().After(deadline) {
+		if err == nil || !unanswered(ctx, err) || time.Now().After(deadline) {
 			return err
 		}
 		log.Warn("cluster: JetStream does not answer yet; trying again", "err", err, "in", answerPause, "left", time.Until(deadline).Round(time.Second))
@@ -158,6 +152,22 @@ func untilAnswered(ctx context.Context, log *slog.Logger, open func() error) err
 		case <-time.After(answerPause):
 		}
 	}
+}
+
+// unanswered reports whether err is JetStream not answering yet, as it
+// does while its cluster starts, elects leaders (a server lost) or is
+// overloaded: no responders, a timeout (the client's, or a request's own
+// deadline passed while ctx's has not: the JetStream client bounds each
+// request it makes without a deadline), no response from a stream, the
+// service unavailable (503), or a stream not found (one that another
+// host's start creates at the same time).
+func unanswered(ctx context.Context, err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+		(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		(errors.As(err, &apiErr) && apiErr.Code == 503) ||
+		errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)
 }
 
 // startCluster joins the cluster and returns the source the host's job
