@@ -504,21 +504,30 @@ func (c *Controller) checkPending(ctx context.Context, v *View, now time.Time) {
 			c.cfg.Logger.Info("control decision rolled back", "id", p.id, "why", why, "undo", Describe(p.inverse), "observed", evidenceText(observed))
 		}
 	}
-	c.mu.Lock()
-	var d schema.Decision
-	for i := range c.decisions {
-		if c.decisions[i].ID == p.id {
-			c.decisions[i].Outcome, c.decisions[i].Observed, c.decisions[i].Error = outcome, observed, errText
-			d = c.decisions[i]
-		}
-	}
+	d := c.Settle(p.id, outcome, observed, errText)
 	if outcome == OutcomeRolledBack {
+		c.mu.Lock()
 		c.lockedUntil = now.Add(c.cfg.Lock)
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
 	if d.ID != 0 {
 		p.policy.Outcome(d)
 	}
+}
+
+// Settle records the outcome of decision id, once checked, with the
+// figures observed after it (and errText when undoing it failed), and
+// returns the decision; a zero Decision when it is no longer kept.
+func (c *Controller) Settle(id uint64, outcome string, observed []schema.Evidence, errText string) schema.Decision {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.decisions {
+		if c.decisions[i].ID == id {
+			c.decisions[i].Outcome, c.decisions[i].Observed, c.decisions[i].Error = outcome, observed, errText
+			return c.decisions[i]
+		}
+	}
+	return schema.Decision{}
 }
 
 // health returns the workers' health at this round: the latency

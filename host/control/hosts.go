@@ -99,6 +99,9 @@ type ClusterFigures struct {
 //   - keep the bounds: fewer than Min active hosts scale out, more than
 //     Max scale in, whatever the load.
 //
+// An applied activate-host or release-host is checked once it has
+// settled (Check), and undone when it made things worse.
+//
 // No decision is made while key groups migrate, while a host given back
 // is still being released, while an active host's report is missing, or
 // within Lock of the last decision; each of those starts the spans
@@ -112,6 +115,18 @@ type Hosts struct {
 
 	outSince, inSince time.Time // when each condition began to hold; zero when it does not
 	lockedUntil       time.Time
+	// proposed is the last proposal's check, held until Done says it
+	// was applied (then pending) or not; pending awaits Check.
+	proposed, pending *hostsPending
+}
+
+// hostsPending is a decision to check once it has settled: what it did,
+// when, and the active hosts' figures it was taken on.
+type hostsPending struct {
+	action schema.Action
+	at     time.Time
+	mean   float64 // mean utilisation of the active hosts
+	rate   float64 // their input rate together, records/s
 }
 
 // NewHosts returns the decision for cfg, with zero fields set to their
@@ -188,19 +203,40 @@ func (h *Hosts) Decide(f ClusterFigures) *Proposal {
 		}
 	}
 	held := func(t time.Time) bool { return !t.IsZero() && now.Sub(t) >= h.cfg.Span }
+	var p *Proposal
 	switch {
 	case n < h.cfg.Min:
-		return h.out(f, evidence, mean, fmt.Sprintf("%d active hosts, under hosts.min %d", n, h.cfg.Min))
+		p = h.out(f, evidence, mean, fmt.Sprintf("%d active hosts, under hosts.min %d", n, h.cfg.Min))
 	case n > h.cfg.Max:
-		return h.in(f, evidence, mean, fmt.Sprintf("%d active hosts, over hosts.max %d", n, h.cfg.Max))
+		p = h.in(f, evidence, mean, fmt.Sprintf("%d active hosts, over hosts.max %d", n, h.cfg.Max))
 	case held(h.outSince) && n < h.cfg.Max:
-		return h.out(f, evidence, mean, fmt.Sprintf("every active host saturated for %v (utilisation at least %g, or its controller at workers.max and wanting more)",
+		p = h.out(f, evidence, mean, fmt.Sprintf("every active host saturated for %v (utilisation at least %g, or its controller at workers.max and wanting more)",
 			now.Sub(h.outSince).Round(time.Second), h.cfg.ScaleOutAbove))
 	case held(h.inSince) && n > h.cfg.Min:
-		return h.in(f, evidence, mean, fmt.Sprintf("the load fits on %d hosts for %v: mean utilisation %.2f × %d/%d is under %g",
+		p = h.in(f, evidence, mean, fmt.Sprintf("the load fits on %d hosts for %v: mean utilisation %.2f × %d/%d is under %g",
 			n-1, now.Sub(h.inSince).Round(time.Second), mean, n, n-1, h.cfg.ScaleInBelow))
 	}
-	return nil
+	h.proposed = nil
+	if p != nil && p.Action.Kind != ActionRequestHost { // a request adds no host by itself: nothing to check
+		h.proposed = &hostsPending{action: p.Action, at: now, mean: mean, rate: inputRate(f.Active)}
+	}
+	return p
+}
+
+// Checking reports whether host, given back to the pool, awaits its
+// decision's check: its release command waits for it, so that the
+// decision can still be undone.
+func (h *Hosts) Checking(host string) bool {
+	return h.pending != nil && h.pending.action.Kind == ActionReleaseHost && h.pending.action.Host == host
+}
+
+// inputRate returns the hosts' input rate together.
+func inputRate(hs []HostFigures) float64 {
+	var r float64
+	for _, a := range hs {
+		r += a.InputRate
+	}
+	return r
 }
 
 // since returns when a condition that holds (cond) began: start, or now
@@ -256,11 +292,95 @@ func (h *Hosts) in(f ClusterFigures, evidence []schema.Evidence, mean float64, w
 		Reason: why + ": give host " + hs[0].Host + " back to the pool", Evidence: evidence, Predicted: predicted}
 }
 
-// Done tells the decision that its last proposal was applied at at, or
-// failed: either way it locks further decisions for Lock and starts the
-// spans afresh, so a request command, failing or not, runs at most once
-// per Lock, and only after another Span of saturation.
-func (h *Hosts) Done(at time.Time) {
+// Done tells the decision that its last proposal was applied at at
+// (applied), or failed: either way it locks further decisions for Lock
+// and starts the spans afresh, so a request command, failing or not, runs
+// at most once per Lock, and only after another Span of saturation. An
+// applied proposal awaits Check.
+func (h *Hosts) Done(at time.Time, applied bool) {
 	h.lockedUntil = at.Add(h.cfg.Lock)
 	h.outSince, h.inSince = time.Time{}, time.Time{}
+	if applied && h.proposed != nil {
+		h.pending = h.proposed
+		h.pending.at = at
+	}
+	h.proposed = nil
+}
+
+// HostsCheck is the check of an applied decision once it has settled.
+type HostsCheck struct {
+	// Action is the decision checked.
+	Action schema.Action
+	// Worse is set when the decision made things worse; Why says how.
+	Worse bool
+	Why   string
+	// Observed are the figures before and after it.
+	Observed []schema.Evidence
+	// Undo undoes the decision when it was worse and can be undone (the
+	// host given back is still in the pool, the host taken is still
+	// active and more than Min are); nil otherwise.
+	Undo *Proposal
+}
+
+// Check checks the decision applied last (Done) once it has settled:
+// Span after it, with no migration in progress and every active host's
+// report current (a host given back that has not been released yet, as
+// its release waits for the check, does not hold it up). It returns nil until then, and once per
+// decision. The decision is worse when, with records arriving at most
+// loadRise times as fast as before:
+//
+//   - a host given back to the pool left every active host saturated
+//     (the scale-out condition): undone by taking it into service again;
+//   - a host taken into service left the active hosts' mean utilisation
+//     over worseRatio times what it was before, and at least
+//     ScaleInBelow: undone by giving it back.
+//
+// A rise of the load is not the decision's doing: it is kept.
+func (h *Hosts) Check(f ClusterFigures) *HostsCheck {
+	p := h.pending
+	if p == nil || f.At.Sub(p.at) < h.cfg.Span || f.Migrating || len(f.Missing) > 0 || len(f.Active) == 0 {
+		return nil
+	}
+	h.pending = nil
+	n := len(f.Active)
+	var sum float64
+	allSaturated := true
+	for _, a := range f.Active {
+		sum += a.Utilisation
+		allSaturated = allSaturated && (a.Saturated || a.Utilisation >= h.cfg.ScaleOutAbove)
+	}
+	mean, rate := sum/float64(n), inputRate(f.Active)
+	c := &HostsCheck{Action: p.action, Observed: []schema.Evidence{
+		{Name: "mean utilisation of the active hosts before", Value: p.mean},
+		{Name: "mean utilisation of the active hosts after", Value: mean},
+		{Name: "input rate of the active hosts before", Value: p.rate, Unit: "records/s"},
+		{Name: "input rate of the active hosts after", Value: rate, Unit: "records/s"},
+		{Name: "active hosts after", Value: float64(n)},
+	}}
+	if rate > loadRise*p.rate {
+		return c
+	}
+	host := p.action.Host
+	switch p.action.Kind {
+	case ActionReleaseHost:
+		if !allSaturated {
+			return c
+		}
+		c.Worse, c.Why = true, fmt.Sprintf("every active host is saturated after host %s went back to the pool, at the same load (mean utilisation %.2f, %.2f before)", host, mean, p.mean)
+		if slices.Contains(f.Pool, host) && n < h.cfg.Max {
+			c.Undo = &Proposal{Policy: HostsPolicy, Action: schema.Action{Kind: ActionActivateHost, Host: host},
+				Reason: "undo: " + c.Why + ": take host " + host + " into service again", Evidence: c.Observed}
+		}
+	case ActionActivateHost:
+		if mean <= worseRatio*p.mean || mean < h.cfg.ScaleInBelow {
+			return c
+		}
+		c.Worse, c.Why = true, fmt.Sprintf("the active hosts' mean utilisation rose from %.2f to %.2f after host %s was taken into service, at the same load", p.mean, mean, host)
+		active := slices.ContainsFunc(f.Active, func(a HostFigures) bool { return a.Host == host })
+		if active && n > h.cfg.Min {
+			c.Undo = &Proposal{Policy: HostsPolicy, Action: schema.Action{Kind: ActionReleaseHost, Host: host},
+				Reason: "undo: " + c.Why + ": give host " + host + " back to the pool", Evidence: c.Observed}
+		}
+	}
+	return c
 }

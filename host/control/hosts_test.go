@@ -74,7 +74,7 @@ func TestHostsSaturatedController(t *testing.T) {
 		}
 		if p := h.Decide(f); p != nil {
 			got = append(got, p.Action.Kind)
-			h.Done(f.At)
+			h.Done(f.At, true)
 		}
 	}
 	if len(got) != 1 || got[0] != ActionActivateHost {
@@ -165,7 +165,7 @@ func TestHostsFailingRequest(t *testing.T) {
 				t.Fatalf("at %v: %+v", s, p.Action)
 			}
 			at = append(at, s)
-			h.Done(f.At) // the command failed: still done
+			h.Done(f.At, false) // the command failed: still done
 		}
 	}
 	if len(at) < 2 {
@@ -238,7 +238,7 @@ func TestHostsFlatLoad(t *testing.T) {
 					t.Fatalf("load %g: %+v", load, p.Action)
 				}
 				kinds = append(kinds, p.Action.Kind)
-				h.Done(f.At)
+				h.Done(f.At, true)
 			}
 			for i := 1; i < len(kinds); i++ {
 				if kinds[i] != kinds[0] {
@@ -323,5 +323,125 @@ func TestControllerRecord(t *testing.T) {
 	}
 	if Describe(a.Action) != "activate pool host p1" {
 		t.Errorf("Describe = %q", Describe(a.Action))
+	}
+}
+
+// withRate spreads an input rate of r records/s over the active hosts.
+func withRate(f ClusterFigures, r float64) ClusterFigures {
+	for i := range f.Active {
+		f.Active[i].InputRate = r / float64(len(f.Active))
+	}
+	return f
+}
+
+// TestHostsCheckScaleInWorse: a host given back that leaves every other
+// host saturated at the same load is taken into service again; at a
+// higher load, or with the hosts not saturated, the decision is kept.
+func TestHostsCheckScaleInWorse(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		after      []float64
+		rate       float64
+		migrating  bool
+		pool       []string
+		worse      bool
+		undo       string
+		checkAfter time.Duration
+	}{
+		{name: "saturated at the same load", after: []float64{0.97, 0.95}, rate: 330, pool: []string{"h3"}, worse: true, undo: "h3"},
+		{name: "saturated, the host gone from the pool", after: []float64{0.97, 0.95}, rate: 300, worse: true},
+		{name: "saturated at a higher load", after: []float64{0.97, 0.95}, rate: 400, pool: []string{"h3"}},
+		{name: "not saturated", after: []float64{0.7, 0.95}, rate: 300, pool: []string{"h3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHosts(t, HostsConfig{Span: 10 * time.Second})
+			var p *Proposal
+			for s := time.Duration(0); p == nil && s <= 10*time.Second; s += time.Second {
+				p = h.Decide(withRate(figures(s, nil, 0.3, 0.3, 0.3), 300))
+			}
+			if p == nil || p.Action.Kind != ActionReleaseHost || p.Action.Host != "h3" {
+				t.Fatalf("scale-in: %+v, want release-host h3", p)
+			}
+			h.Done(t0.Add(10*time.Second), true)
+			if !h.Checking("h3") || h.Checking("h1") {
+				t.Errorf("Checking h3 %v, h1 %v: want h3 only, its release waiting for the check", h.Checking("h3"), h.Checking("h1"))
+			}
+			after := withRate(figures(15*time.Second, tc.pool, tc.after...), tc.rate)
+			after.Releasing = "h3" // given back, not released: the check goes on
+			if c := h.Check(after); c != nil {
+				t.Fatalf("checked before the span: %+v", c)
+			}
+			after.At = t0.Add(20 * time.Second)
+			after.Migrating = true
+			if c := h.Check(after); c != nil {
+				t.Fatalf("checked while groups migrate: %+v", c)
+			}
+			after.Migrating = false
+			c := h.Check(after)
+			if c == nil || c.Action.Host != "h3" || c.Worse != tc.worse || len(c.Observed) == 0 {
+				t.Fatalf("check: %+v, want worse %v", c, tc.worse)
+			}
+			switch {
+			case tc.undo == "" && c.Undo != nil:
+				t.Errorf("undo %+v, want none", c.Undo.Action)
+			case tc.undo != "" && (c.Undo == nil || c.Undo.Action.Kind != ActionActivateHost || c.Undo.Action.Host != tc.undo):
+				t.Errorf("undo %+v, want activate-host %s", c.Undo, tc.undo)
+			}
+			if c := h.Check(after); c != nil {
+				t.Errorf("checked twice: %+v", c)
+			}
+			if h.Checking("h3") {
+				t.Error("h3's release still waits after the check")
+			}
+		})
+	}
+}
+
+// TestHostsCheckScaleOutWorse: a host taken into service after which the
+// mean utilisation rose over 1.5 times at the same load is given back; a
+// mean that fell is kept, and a proposal that failed is not checked.
+func TestHostsCheckScaleOutWorse(t *testing.T) {
+	decide := func(t *testing.T, h *Hosts) {
+		t.Helper()
+		var p *Proposal
+		for s := time.Duration(0); p == nil && s <= 10*time.Second; s += time.Second {
+			p = h.Decide(withRate(figures(s, []string{"p1"}, 0.5, 0.5), 200))
+		}
+		if p == nil || p.Action.Kind != ActionActivateHost || p.Action.Host != "p1" {
+			t.Fatalf("scale-out under hosts.min: %+v, want activate-host p1", p)
+		}
+	}
+	h := newHosts(t, HostsConfig{Span: 10 * time.Second, Min: 3})
+	decide(t, h)
+	h.Done(t0.Add(10*time.Second), true)
+	after := withRate(figures(20*time.Second, nil, 0.9, 0.9, 0.9), 200)
+	after.Active[2].Host = "p1"
+	c := h.Check(after)
+	if c == nil || !c.Worse || c.Undo != nil {
+		t.Fatalf("worse, but with hosts.min 3 active hosts: %+v, want worse and no undo", c)
+	}
+
+	h = newHosts(t, HostsConfig{Span: 10 * time.Second, Min: 3})
+	decide(t, h)
+	h.Done(t0.Add(10*time.Second), true)
+	h.cfg.Min = 2 // the undo is allowed
+	c = h.Check(after)
+	if c == nil || !c.Worse || c.Undo == nil || c.Undo.Action.Kind != ActionReleaseHost || c.Undo.Action.Host != "p1" {
+		t.Fatalf("worse: %+v, want release-host p1", c)
+	}
+
+	h = newHosts(t, HostsConfig{Span: 10 * time.Second, Min: 3})
+	decide(t, h)
+	h.Done(t0.Add(10*time.Second), true)
+	better := withRate(figures(20*time.Second, nil, 0.35, 0.35, 0.35), 200)
+	if c := h.Check(better); c == nil || c.Worse || c.Undo != nil {
+		t.Fatalf("better: %+v, want kept", c)
+	}
+
+	h = newHosts(t, HostsConfig{Span: 10 * time.Second, Min: 3})
+	decide(t, h)
+	h.Done(t0.Add(10*time.Second), false)
+	if c := h.Check(after); c != nil {
+		t.Fatalf("a failed proposal checked: %+v", c)
 	}
 }

@@ -75,6 +75,9 @@ type hostsDecider struct {
 	// releasing is the host this host gave back to the pool whose release
 	// command has not run yet; "" when none.
 	releasing string
+	// checking is the ID of the decision the rule checks once it has
+	// settled (control.Hosts.Check).
+	checking uint64
 }
 
 // round reports the host's load and, when the host coordinates, makes a
@@ -107,12 +110,16 @@ func (d *hostsDecider) round(ctx context.Context, now time.Time) error {
 		switch {
 		case !a.Pooled(d.releasing):
 			d.releasing = "" // taken into service again meanwhile
-		case a.Migration == nil && migrate.Drained(a, d.releasing):
+		case a.Migration == nil && migrate.Drained(a, d.releasing) && !d.rule.Checking(d.releasing):
 			d.release(ctx, d.releasing, now)
 			d.releasing = ""
 		default:
 			f.Releasing = d.releasing
 		}
+	}
+	if c := d.rule.Check(f); c != nil {
+		d.settle(ctx, c, a, len(f.Active), now)
+		return nil
 	}
 	p := d.rule.Decide(f)
 	if p == nil {
@@ -120,25 +127,58 @@ func (d *hostsDecider) round(ctx context.Context, now time.Time) error {
 	}
 	dec := schema.Decision{Time: now, Trigger: "period", Policy: p.Policy, Action: p.Action, Reason: p.Reason,
 		Evidence: p.Evidence, Predicted: p.Predicted, Outcome: control.OutcomeApplied}
-	change := cluster.PoolChange{Host: p.Action.Host, By: "control " + ch.id, Reason: p.Reason, Expect: true, Epoch: a.PoolEpoch()}
-	switch p.Action.Kind {
-	case control.ActionActivateHost:
-		_, err = migrate.Activate(ctx, ch.c, change)
-	case control.ActionReleaseHost:
-		if _, err = migrate.Release(ctx, ch.c, change); err == nil {
-			d.releasing = p.Action.Host
-		}
-	case control.ActionRequestHost:
-		err = d.command(ctx, "request", h.p.Control.Hosts.Request, []string{"SLUICE_ACTIVE_HOSTS=" + strconv.Itoa(len(f.Active))})
-	default:
-		err = fmt.Errorf("action %q is not one of the hosts decision's", p.Action.Kind)
-	}
-	d.rule.Done(now)
+	err = d.apply(ctx, p, a, len(f.Active))
+	d.rule.Done(now, err == nil)
 	if err != nil {
 		dec.Outcome, dec.Error = control.OutcomeFailed, err.Error()
 	}
-	h.ctrl.Record(dec)
+	d.checking = h.ctrl.Record(dec).ID
 	return nil
+}
+
+// apply applies a proposal of the rule: a pool change of the assignment
+// a (by compare-and-set on its pool epoch), or the request command.
+func (d *hostsDecider) apply(ctx context.Context, p *control.Proposal, a *cluster.Assignment, active int) error {
+	ch := d.h.cluster
+	change := cluster.PoolChange{Host: p.Action.Host, By: "control " + ch.id, Reason: p.Reason, Expect: true, Epoch: a.PoolEpoch()}
+	switch p.Action.Kind {
+	case control.ActionActivateHost:
+		_, err := migrate.Activate(ctx, ch.c, change)
+		return err
+	case control.ActionReleaseHost:
+		_, err := migrate.Release(ctx, ch.c, change)
+		if err == nil {
+			d.releasing = p.Action.Host
+		}
+		return err
+	case control.ActionRequestHost:
+		return d.command(ctx, "request", d.h.p.Control.Hosts.Request, []string{"SLUICE_ACTIVE_HOSTS=" + strconv.Itoa(active)})
+	}
+	return fmt.Errorf("action %q is not one of the hosts decision's", p.Action.Kind)
+}
+
+// settle records the check of the last decision applied and, when it
+// made things worse and can be undone, undoes it (a decision of its own
+// kind, not checked in turn).
+func (d *hostsDecider) settle(ctx context.Context, c *control.HostsCheck, a *cluster.Assignment, active int, now time.Time) {
+	outcome, errText := control.OutcomeKept, ""
+	switch {
+	case !c.Worse:
+	case c.Undo == nil:
+		errText = "made things worse (" + c.Why + ") and cannot be undone: the host is no longer where it was, or hosts.min or hosts.max forbids"
+		d.log.Warn("control: hosts: a decision made things worse and cannot be undone", "action", control.Describe(c.Action), "why", c.Why)
+	default:
+		outcome = control.OutcomeRolledBack
+		err := d.apply(ctx, c.Undo, a, active)
+		d.rule.Done(now, false)
+		if err != nil {
+			outcome, errText = control.OutcomeFailed, "rolling back: "+err.Error()
+			d.log.Warn("control: hosts: a decision made things worse and could not be rolled back", "why", c.Why, "err", err)
+		} else {
+			d.log.Info("control: hosts: decision rolled back", "why", c.Why, "undo", control.Describe(c.Undo.Action))
+		}
+	}
+	d.h.ctrl.Settle(d.checking, outcome, c.Observed, errText)
 }
 
 // release runs the release command, if one is configured, for host,
