@@ -58,8 +58,26 @@ func (s *StreamSpec) config(name string) jetstream.StreamConfig {
 }
 
 // ensureStream returns the stream called name, creating it from spec when
-// it does not exist and spec is not nil.
+// it does not exist and spec is not nil. A JetStream that does not answer
+// yet (Unanswered: a cluster electing leaders) is asked again for up to
+// answerPatience.
 func ensureStream(ctx context.Context, js jetstream.JetStream, name string, spec *StreamSpec) (jetstream.Stream, error) {
+	deadline := time.Now().Add(answerPatience)
+	for {
+		st, err := ensureStreamOnce(ctx, js, name, spec)
+		if err == nil || !Unanswered(ctx, err) || time.Now().After(deadline) {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(answerPause):
+		}
+	}
+}
+
+// ensureStreamOnce is one try of ensureStream.
+func ensureStreamOnce(ctx context.Context, js jetstream.JetStream, name string, spec *StreamSpec) (jetstream.Stream, error) {
 	st, err := js.Stream(ctx, name)
 	if err == nil {
 		return st, nil

@@ -154,20 +154,11 @@ func untilAnswered(ctx context.Context, log *slog.Logger, open func() error) err
 	}
 }
 
-// unanswered reports whether err is JetStream not answering yet, as it
-// does while its cluster starts, elects leaders (a server lost) or is
-// overloaded: no responders, a timeout (the client's, or a request's own
-// deadline passed while ctx's has not: the JetStream client bounds each
-// request it makes without a deadline), no response from a stream, the
-// service unavailable (503), or a stream not found (one that another
-// host's start creates at the same time).
+// unanswered reports whether err is JetStream not answering yet
+// (natsconn.Unanswered), or a stream not found: one that another host's
+// start creates at the same time.
 func unanswered(ctx context.Context, err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
-		(errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		(errors.As(err, &apiErr) && apiErr.Code == 503) ||
-		errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)
+	return natsconn.Unanswered(ctx, err) || errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)
 }
 
 // startCluster joins the cluster and returns the source the host's job
