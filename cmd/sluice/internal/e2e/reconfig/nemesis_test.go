@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sluicehq/sluice/cmd/sluice/internal/sluicetest"
+	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
 	"github.com/sluicehq/sluice/host/registry"
 )
 
@@ -47,25 +50,28 @@ func TestClusterRefusesAnotherPipelineFile(t *testing.T) {
 	s.Stop("h1")
 }
 
-// TestClusterNemesis runs a pipeline on three hosts while a random
-// schedule of faults hits them: hosts killed with SIGKILL, stopped with
-// SIGTERM (they hand their groups over), started again on their data
-// directories, key groups moved to a random host with `sluice cluster
-// move` (which may be refused while another migration runs), and the
-// operator's plugin swapped on every host, or rolled back, through a
-// random host with `sluice plugin swap` and `rollback` (refused while a
-// migration runs), racing the migrations the other faults start. At least
-// one host runs throughout. At the end every host runs again and runs the
-// module the cluster records, and every record must have been counted
-// exactly once: the output stream holds, for each key, the counts 1 to n
-// once each. The schedule is drawn from a seed the
-// test logs; SLUICE_NEMESIS_SEED repeats it, SLUICE_NEMESIS_STEPS sets its
-// length (default 6).
+// TestClusterNemesis runs a pipeline on three hosts over three NATS
+// servers (each a process of its own, the streams and buckets replicated
+// on all three) while a random schedule of faults hits them: hosts killed
+// with SIGKILL, stopped with SIGTERM (they hand their groups over),
+// started again on their data directories, a NATS server killed with
+// SIGKILL and started again on its storage, key groups moved to a random
+// host with `sluice cluster move` (which may be refused while another
+// migration runs), and the operator's plugin swapped on every host, or
+// rolled back, through a random host with `sluice plugin swap` and
+// `rollback` (refused while a migration runs), racing the migrations the
+// other faults start. At least one host and two servers run throughout.
+// At the end every host and server runs again, every host runs the module
+// the cluster records, and every record must have been counted exactly
+// once: the output stream holds, for each key, the counts 1 to n once
+// each. The schedule is drawn from a seed the test logs;
+// SLUICE_NEMESIS_SEED repeats it, SLUICE_NEMESIS_STEPS sets its length
+// (default 8).
 func TestClusterNemesis(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts two NATS servers and three hosts")
+		t.Skip("starts three NATS server processes and three hosts")
 	}
-	seed, steps := uint64(time.Now().UnixNano()), 6
+	seed, steps := uint64(time.Now().UnixNano()), 8
 	if v := os.Getenv("SLUICE_NEMESIS_SEED"); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
@@ -82,7 +88,12 @@ func TestClusterNemesis(t *testing.T) {
 	}
 	t.Logf("schedule seed %d (SLUICE_NEMESIS_SEED=%d repeats it)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	s := sluicetest.StartSpread(t, sl, 2, 4500, 50, 2*time.Second, "")
+	// The lease outlasts the elections of new stream and bucket leaders
+	// that follow a server's loss (seconds on a loaded machine).
+	s := sluicetest.StartSpreadOn(t, sl, natstest.StartClusterProcesses(t, 3), 4500, 50, 15*time.Second, ", replicas: 3")
+	if _, err := s.JS.CreateStream(context.Background(), jetstream.StreamConfig{Name: "OUT", Subjects: []string{"out"}, Replicas: 3, Duplicates: 2 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
 	// The modules a swap picks from: wordcountv2, and the same code under
 	// another hash. Both mark their outputs "v2:", which check accepts.
 	v2 := filepath.Join(sl.Plugins, "wordcountv2.wasm")
@@ -126,9 +137,11 @@ func TestClusterNemesis(t *testing.T) {
 		}
 		return c[rng.IntN(len(c))]
 	}
+	down := -1 // the NATS server killed, or -1
 	for step := range steps {
 		before := s.Outputs()
-		// The faults possible now: one host runs throughout.
+		// The faults possible now: one host and two servers run
+		// throughout.
 		ops := []string{"move", "swap"}
 		if running() >= 2 {
 			ops = append(ops, "kill", "stop")
@@ -136,7 +149,20 @@ func TestClusterNemesis(t *testing.T) {
 		if running() < len(ids) {
 			ops = append(ops, "start")
 		}
+		if down < 0 {
+			ops = append(ops, "kill-nats")
+		} else {
+			ops = append(ops, "start-nats")
+		}
 		switch ops[rng.IntN(len(ops))] {
+		case "kill-nats":
+			down = rng.IntN(s.NATS.Len())
+			t.Logf("step %d: SIGKILL NATS server %s", step, s.NATS.Name(down))
+			s.NATS.Kill(down)
+		case "start-nats":
+			t.Logf("step %d: start NATS server %s", step, s.NATS.Name(down))
+			s.NATS.Restart(down)
+			down = -1
 		case "kill":
 			id := pick(true)
 			t.Logf("step %d: SIGKILL %s", step, id)
@@ -180,6 +206,9 @@ func TestClusterNemesis(t *testing.T) {
 		// Let the fault play out a little: more records counted (or all).
 		time.Sleep(500 * time.Millisecond)
 		s.Wait(fmt.Sprintf("step %d: more records counted", step), func() bool { n := s.Outputs(); return n > before || n >= s.Count })
+	}
+	if down >= 0 {
+		s.NATS.Restart(down)
 	}
 	for _, id := range ids {
 		if !up[id] {
