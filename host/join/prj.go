@@ -88,16 +88,8 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 	// Histograms.
 	parallel(w, func(id int) {
 		ws := &j.ws[id]
-		clear(ws.histR)
-		clear(ws.histS)
-		lo, hi := chunk(len(r), w, id)
-		for i := lo; i < hi; i++ {
-			ws.histR[hash(r[i].Key)>>shift1&uint64(parts-1)]++
-		}
-		lo, hi = chunk(len(s), w, id)
-		for i := lo; i < hi; i++ {
-			ws.histS[hash(s[i].Key)>>shift1&uint64(parts-1)]++
-		}
+		histogram(ws.histR, runOf(r, len(r), w, id), shift1)
+		histogram(ws.histS, runOf(s, len(s), w, id), shift1)
 	})
 	// Prefix sums: worker id's range of partition p starts after every
 	// worker's part of the partitions before p and the lower workers' part
@@ -120,23 +112,8 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 	// Scatter.
 	parallel(w, func(id int) {
 		ws := &j.ws[id]
-		lo, hi := chunk(len(r), w, id)
-		for i := lo; i < hi; i++ {
-			if check(ctx, i) {
-				return
-			}
-			p := hash(r[i].Key) >> shift1 & uint64(parts-1)
-			rOut[ws.histR[p]] = r[i]
-			ws.histR[p]++
-		}
-		lo, hi = chunk(len(s), w, id)
-		for i := lo; i < hi; i++ {
-			if check(ctx, i) {
-				return
-			}
-			p := hash(s[i].Key) >> shift1 & uint64(parts-1)
-			sOut[ws.histS[p]] = s[i]
-			ws.histS[p]++
+		if scatter(ctx, rOut, runOf(r, len(r), w, id), ws.histR, shift1) {
+			scatter(ctx, sOut, runOf(s, len(s), w, id), ws.histS, shift1)
 		}
 	})
 	if err := ctx.Err(); err != nil {
@@ -161,7 +138,7 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 				ws.joinPart(pr, ps, uint(b1))
 				continue
 			}
-			ws.subPartition(pr, ps, uint(b1), b2)
+			ws.subPartition(ctx, pr, ps, uint(b1), b2)
 		}
 		ws.flush()
 	})
@@ -170,39 +147,25 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 
 // subPartition partitions one first-pass partition again on the next b2
 // bits of the hash (below the b1 already used) and joins each piece.
-func (ws *prjWorker) subPartition(pr, ps []Tuple, b1 uint, b2 int) {
+func (ws *prjWorker) subPartition(ctx context.Context, pr, ps []Tuple, b1 uint, b2 int) {
 	parts := 1 << b2
 	shift := 64 - b1 - uint(b2)
-	mask := uint64(parts - 1)
 	ws.r2 = resizeTuples(ws.r2, len(pr))
 	ws.s2 = resizeTuples(ws.s2, len(ps))
 	ws.cr = resize(ws.cr, parts+1)
 	ws.cs = resize(ws.cs, parts+1)
 	cr, cs := ws.cr, ws.cs
-	clear(cr)
-	clear(cs)
-	for i := range pr {
-		cr[(hash(pr[i].Key)>>shift&mask)+1]++
-	}
-	for i := range ps {
-		cs[(hash(ps[i].Key)>>shift&mask)+1]++
-	}
+	histogram(cr[1:], pr, shift)
+	histogram(cs[1:], ps, shift)
+	cr[0], cs[0] = 0, 0
 	for p := 1; p <= parts; p++ {
 		cr[p] += cr[p-1]
 		cs[p] += cs[p-1]
 	}
 	ws.posR = append(ws.posR[:0], cr[:parts]...)
 	ws.posS = append(ws.posS[:0], cs[:parts]...)
-	posR, posS := ws.posR, ws.posS
-	for i := range pr {
-		p := hash(pr[i].Key) >> shift & mask
-		ws.r2[posR[p]] = pr[i]
-		posR[p]++
-	}
-	for i := range ps {
-		p := hash(ps[i].Key) >> shift & mask
-		ws.s2[posS[p]] = ps[i]
-		posS[p]++
+	if !scatter(ctx, ws.r2, pr, ws.posR, shift) || !scatter(ctx, ws.s2, ps, ws.posS, shift) {
+		return
 	}
 	for p := range parts {
 		a, b := ws.r2[cr[p]:cr[p+1]], ws.s2[cs[p]:cs[p+1]]
@@ -222,21 +185,50 @@ func (ws *prjWorker) joinPart(pr, ps []Tuple, used uint) {
 		shift = 0
 	}
 	ws.head = resizeU32(ws.head, n)
-	clear(ws.head)
 	ws.next = resizeU32(ws.next, len(pr))
+	head, next := ws.head, ws.next[:len(pr)]
+	clear(head)
 	for i := range pr {
 		b := hash(pr[i].Key) >> shift & mask
-		ws.next[i] = ws.head[b]
-		ws.head[b] = uint32(i + 1)
+		next[i] = head[b]
+		head[b] = uint32(i + 1)
 	}
 	for i := range ps {
 		t := &ps[i]
-		for e := ws.head[hash(t.Key)>>shift&mask]; e != 0; e = ws.next[e-1] {
+		for e := head[hash(t.Key)>>shift&mask]; e != 0; e = next[e-1] {
 			if pr[e-1].Key == t.Key {
 				ws.add(&pr[e-1], t)
 			}
 		}
 	}
+}
+
+// histogram sets h[p] to the number of tuples of a in partition p: the
+// bits of their keys' hashes from shift up, below len(h) (a power of two).
+func histogram(h []int, a []Tuple, shift uint) {
+	clear(h)
+	mask := uint64(len(h) - 1)
+	for i := range a {
+		h[hash(a[i].Key)>>shift&mask]++
+	}
+}
+
+// scatter writes each tuple of a to dst at its partition's cursor in pos
+// (as histogram partitions it, len(pos) partitions) and advances the
+// cursor. It returns false, having stopped, when ctx is cancelled.
+func scatter(ctx context.Context, dst, a []Tuple, pos []int, shift uint) bool {
+	mask := uint64(len(pos) - 1)
+	for lo := 0; lo < len(a); lo += 1 << 16 {
+		if ctx.Err() != nil {
+			return false
+		}
+		for _, t := range a[lo:min(lo+1<<16, len(a))] {
+			p := hash(t.Key) >> shift & mask
+			dst[pos[p]] = t
+			pos[p]++
+		}
+	}
+	return true
 }
 
 func resize(b []int, n int) []int {
