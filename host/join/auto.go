@@ -238,8 +238,9 @@ type Config struct {
 	// throughput).
 	EagerMax float64
 	// HighRate: both sides at or above it (tuples/ms) is a high rate,
-	// where lazy joins win once the two sides together exceed EagerMax
-	// (default 6,400).
+	// where lazy joins win (default 6,400: at 6,400 a side shj-jm kept up
+	// on a quiet machine, 1.05x prj's throughput, and fell behind on a
+	// busy one, 0.41x).
 	HighRate float64
 	// DupeHigh: more tuples per key than this is high duplication, where
 	// sort-based joins win (default 10).
@@ -297,16 +298,12 @@ type Decision struct {
 // branch that chose it. "Sort-merge" is mway below ManyWorkers workers and
 // mpass from there (the study: MPass scales better with many cores).
 //
-//   - both sides streaming, at most EagerMax tuples per ms in all and low
-//     duplication, or a small side (at most LargeWindow tuples) at rest
-//     beside a stream: shj-jm. An eager join that keeps up emits its last
-//     match at the window's end, a lazy one a whole join later (at 6,400
-//   - 6,400 tuples/ms, 2 workers, shj-jm measured 1.12x prj's
-//     throughput, and at 1,600 + 12,800 1.36x);
-//   - a slow side (LowRate or less) with high duplication: sort-merge
-//     (shj-jm ran at under half mpass's throughput at Zipf 0.8, 1,600
-//     tuples/ms); a slow side beside a fast one above EagerMax: the lazy
-//     choice below;
+//   - at least one slow side (LowRate or less) with at most EagerMax
+//     tuples per ms in all and low duplication, or a small side (at most
+//     LargeWindow tuples) at rest beside a stream: shj-jm; a slow side
+//     with high duplication: sort-merge (shj-jm ran at under half mpass's
+//     throughput at Zipf 0.8, 1,600 tuples/ms); a slow side beside a fast
+//     one above EagerMax: the lazy choice below;
 //   - both sides fast (HighRate or more) or data at rest: lazy;
 //     sort-merge when duplication is high, else prj for a large window
 //     with low skew, else npj;
@@ -335,8 +332,8 @@ func (c Config) Rule(f Features) (name, branch string) {
 		return "npj", "an empty side"
 	case !math.IsInf(lo, 1) && (atRest(f.RateR, f.R) || atRest(f.RateS, f.S)):
 		return "shj-jm", "a small side at rest: eager, each arrival probes a table in cache"
-	case !math.IsInf(f.RateR, 1) && !math.IsInf(f.RateS, 1) && f.RateR+f.RateS <= c.EagerMax && f.Dupe <= c.DupeHigh:
-		return "shj-jm", "an eager join keeps up: eager, join-matrix"
+	case lo <= c.LowRate && f.RateR+f.RateS <= c.EagerMax && f.Dupe <= c.DupeHigh:
+		return "shj-jm", "a slow side: eager, join-matrix"
 	case lo <= c.LowRate && f.Dupe > c.DupeHigh:
 		return sortMerge, "a slow side, high duplication: sort-merge"
 	case lo <= c.LowRate:
