@@ -14,7 +14,9 @@ import (
 // sum, then each worker scatters its slice into its own ranges); when the
 // radix bits are more than 8, each first-pass partition is partitioned
 // again on the remaining bits by the worker that takes it, in a buffer of
-// its own, and joined at once while it is in cache. Workers take
+// its own, and joined at once while it is in cache. The histograms count
+// all the radix bits in the one read of the inputs, so the second pass
+// reads a partition once, to scatter it. Workers take
 // partitions from a shared counter, so a partition grown large by skewed
 // keys does not hold the others back.
 type prj struct {
@@ -29,7 +31,8 @@ type prj struct {
 // prjWorker is one worker's reused memory.
 type prjWorker struct {
 	out
-	histR, histS []int
+	histR, histS []int   // counts on all the radix bits
+	curR, curS   []int   // first-pass write cursors
 	r2, s2       []Tuple // second-pass buffers
 	cr, cs       []int   // second-pass partition bounds
 	posR, posS   []int   // second-pass write cursors
@@ -82,19 +85,23 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 	rOut, sOut := j.rOut[:len(r)], j.sOut[:len(s)]
 	for i := range j.ws {
 		ws := &j.ws[i]
-		ws.histR = resize(ws.histR, parts)
-		ws.histS = resize(ws.histS, parts)
+		ws.histR = resize(ws.histR, 1<<bits)
+		ws.histS = resize(ws.histS, 1<<bits)
+		ws.curR = resize(ws.curR, parts)
+		ws.curS = resize(ws.curS, parts)
 	}
-	// Histograms.
+	// Histograms on all the radix bits, in one read of the inputs: a
+	// first-pass partition's count is the sum of its 1<<b2 bins, and the
+	// second pass sums a partition's bins over the workers in place of
+	// reading the partition once more.
 	parallel(w, func(id int) {
 		ws := &j.ws[id]
-		histogram(ws.histR, runOf(r, len(r), w, id), shift1)
-		histogram(ws.histS, runOf(s, len(s), w, id), shift1)
+		histogram(ws.histR, runOf(r, len(r), w, id), uint(64-bits))
+		histogram(ws.histS, runOf(s, len(s), w, id), uint(64-bits))
 	})
 	// Prefix sums: worker id's range of partition p starts after every
 	// worker's part of the partitions before p and the lower workers' part
-	// of p. The histograms become the write cursors; startR/startS keep
-	// each partition's bounds.
+	// of p: its write cursor. startR/startS keep each partition's bounds.
 	startR := make([]int, parts+1)
 	startS := make([]int, parts+1)
 	var offR, offS int
@@ -102,18 +109,21 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 		startR[p], startS[p] = offR, offS
 		for id := range w {
 			ws := &j.ws[id]
-			cr, cs := ws.histR[p], ws.histS[p]
-			ws.histR[p], ws.histS[p] = offR, offS
-			offR += cr
-			offS += cs
+			ws.curR[p], ws.curS[p] = offR, offS
+			for _, c := range ws.histR[p<<b2 : (p+1)<<b2] {
+				offR += c
+			}
+			for _, c := range ws.histS[p<<b2 : (p+1)<<b2] {
+				offS += c
+			}
 		}
 	}
 	startR[parts], startS[parts] = offR, offS
 	// Scatter.
 	parallel(w, func(id int) {
 		ws := &j.ws[id]
-		if scatter(ctx, rOut, runOf(r, len(r), w, id), ws.histR, shift1) {
-			scatter(ctx, sOut, runOf(s, len(s), w, id), ws.histS, shift1)
+		if scatter(ctx, rOut, runOf(r, len(r), w, id), ws.curR, shift1) {
+			scatter(ctx, sOut, runOf(s, len(s), w, id), ws.curS, shift1)
 		}
 	})
 	if err := ctx.Err(); err != nil {
@@ -138,16 +148,17 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 				ws.joinPart(pr, ps, uint(b1))
 				continue
 			}
-			ws.subPartition(ctx, pr, ps, uint(b1), b2)
+			ws.subPartition(ctx, pr, ps, j.ws, p, uint(b1), b2)
 		}
 		ws.flush()
 	})
 	return ctx.Err()
 }
 
-// subPartition partitions one first-pass partition again on the next b2
-// bits of the hash (below the b1 already used) and joins each piece.
-func (ws *prjWorker) subPartition(ctx context.Context, pr, ps []Tuple, b1 uint, b2 int) {
+// subPartition partitions first-pass partition p (pr and ps) again on the
+// next b2 bits of the hash (below the b1 already used), its counts the sum
+// of its bins in all workers' histograms, and joins each piece.
+func (ws *prjWorker) subPartition(ctx context.Context, pr, ps []Tuple, all []prjWorker, p int, b1 uint, b2 int) {
 	parts := 1 << b2
 	shift := 64 - b1 - uint(b2)
 	ws.r2 = resizeTuples(ws.r2, len(pr))
@@ -155,20 +166,27 @@ func (ws *prjWorker) subPartition(ctx context.Context, pr, ps []Tuple, b1 uint, 
 	ws.cr = resize(ws.cr, parts+1)
 	ws.cs = resize(ws.cs, parts+1)
 	cr, cs := ws.cr, ws.cs
-	histogram(cr[1:], pr, shift)
-	histogram(cs[1:], ps, shift)
-	cr[0], cs[0] = 0, 0
-	for p := 1; p <= parts; p++ {
-		cr[p] += cr[p-1]
-		cs[p] += cs[p-1]
+	clear(cr)
+	clear(cs)
+	for i := range all {
+		for q, c := range all[i].histR[p<<b2 : (p+1)<<b2] {
+			cr[q+1] += c
+		}
+		for q, c := range all[i].histS[p<<b2 : (p+1)<<b2] {
+			cs[q+1] += c
+		}
+	}
+	for q := 1; q <= parts; q++ {
+		cr[q] += cr[q-1]
+		cs[q] += cs[q-1]
 	}
 	ws.posR = append(ws.posR[:0], cr[:parts]...)
 	ws.posS = append(ws.posS[:0], cs[:parts]...)
 	if !scatter(ctx, ws.r2, pr, ws.posR, shift) || !scatter(ctx, ws.s2, ps, ws.posS, shift) {
 		return
 	}
-	for p := range parts {
-		a, b := ws.r2[cr[p]:cr[p+1]], ws.s2[cs[p]:cs[p+1]]
+	for q := range parts {
+		a, b := ws.r2[cr[q]:cr[q+1]], ws.s2[cs[q]:cs[q+1]]
 		if len(a) > 0 && len(b) > 0 {
 			ws.joinPart(a, b, b1+uint(b2))
 		}
