@@ -27,6 +27,7 @@ type benchJoinFlags struct {
 	objective  string
 	quick      bool
 	repeat     int
+	warmup     int
 	jsonFile   string
 	cpuProfile string
 }
@@ -65,7 +66,10 @@ join in seconds (docs/joins.md). --quick divides the rates by 100. --repeat N
 runs every algorithm N times per window, in rounds, and reports the median run
 of each: on a loaded machine one run's figures vary by more than the
 algorithms differ. A kernel persists from round to round, as from window to
-window: its first round allocates its buffers, the later ones reuse them. Progress
+window: its first round allocates its buffers, the later ones reuse them;
+--warmup N runs N unrecorded rounds first, so that the measured rounds start
+with every kernel's buffers, auto's included, as a stream past its first
+windows does. Progress
 goes to stderr; the tables to stdout, the figures as JSON to --json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -104,6 +108,7 @@ goes to stderr; the tables to stdout, the figures as JSON to --json.`,
 	fl.StringVar(&f.objective, "objective", "throughput", "auto's objective: throughput, latency or progressiveness")
 	fl.BoolVar(&f.quick, "quick", false, "small windows, for a first look and for tests")
 	fl.IntVar(&f.repeat, "repeat", 1, "run every algorithm this many times per window, in rounds, and report each one's median run")
+	fl.IntVar(&f.warmup, "warmup", 0, "run every algorithm this many times per window before the measured rounds, unrecorded")
 	fl.StringVar(&f.jsonFile, "json", "bench-join.json", "where to write the results as JSON; - prints JSON instead of the tables")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
 	return cmd
@@ -135,6 +140,10 @@ func (f *benchJoinFlags) options() (join.BenchOptions, error) {
 		return opts, &usageError{fmt.Sprintf("--repeat %d: want 1 or more", f.repeat)}
 	}
 	opts.Repeat = f.repeat
+	if f.warmup < 0 {
+		return opts, &usageError{fmt.Sprintf("--warmup %d: want 0 or more", f.warmup)}
+	}
+	opts.Warmup = f.warmup
 	if f.workload != "micro" && !slices.Contains(join.Shapes(), f.workload) {
 		return opts, &usageError{fmt.Sprintf("--workload %q: want micro or one of %s", f.workload, strings.Join(join.Shapes(), ", "))}
 	}

@@ -69,6 +69,7 @@ func TestBenchJoinBadFlags(t *testing.T) {
 		{[]string{"--objective", "speed"}, `--objective "speed"`},
 		{[]string{"--dupe", "0"}, "--dupe 0"},
 		{[]string{"--repeat", "0"}, "--repeat 0"},
+		{[]string{"--warmup", "-1"}, "--warmup -1"},
 	} {
 		code, _, errOut := sluice(t, ".", append([]string{"bench", "join", "--quick", "--json", "-"}, c.args...)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {

@@ -238,7 +238,9 @@ type Config struct {
 	// throughput).
 	EagerMax float64
 	// HighRate: both sides at or above it (tuples/ms) is a high rate,
-	// where lazy joins win (default 6,400).
+	// where lazy joins win (default 6,400: at 6,400 a side shj-jm kept up
+	// on a quiet machine, 1.05x prj's throughput, and fell behind on a
+	// busy one, 0.41x).
 	HighRate float64
 	// DupeHigh: more tuples per key than this is high duplication, where
 	// sort-based joins win (default 10).
@@ -246,6 +248,12 @@ type Config struct {
 	// SkewHigh: a sampled top-key share above this is skewed (default
 	// 0.05).
 	SkewHigh float64
+	// ManyWorkers: at least this many workers is the study's large core
+	// count, where high duplication picks mpass (its two-way passes scale
+	// better); below it, mway (default 8, the most threads the study ran).
+	// At 2 workers the two merge alike (one two-way merge of each side's
+	// two runs), and mway keeps no scratch buffers for passes.
+	ManyWorkers int
 	// LargeWindow: R above this many tuples is large, where PRJ's
 	// partitioning pays off (default 65,536: PRJ measured ahead of NPJ
 	// from 160,000 tuples a side up, unique keys, 2 workers).
@@ -265,7 +273,7 @@ type Config struct {
 // DefaultConfig returns the defaults above.
 func DefaultConfig() Config {
 	return Config{
-		LowRate: 2000, EagerMax: 16_000, HighRate: 6400, DupeHigh: 10, SkewHigh: 0.05, LargeWindow: 65_536,
+		LowRate: 2000, EagerMax: 16_000, HighRate: 6400, DupeHigh: 10, SkewHigh: 0.05, ManyWorkers: 8, LargeWindow: 65_536,
 		Margin: 0.1, ExploreEvery: 16, History: 256, TSUnit: time.Nanosecond,
 	}
 }
@@ -287,26 +295,31 @@ type Decision struct {
 }
 
 // Rule returns the study's decision tree's choice for f under cfg, and the
-// branch that chose it:
+// branch that chose it. "Sort-merge" is mway below ManyWorkers workers and
+// mpass from there (the study: MPass scales better with many cores).
 //
 //   - at least one slow side (LowRate or less) with at most EagerMax
 //     tuples per ms in all and low duplication, or a small side (at most
 //     LargeWindow tuples) at rest beside a stream: shj-jm; a slow side
-//     with high duplication: mpass (shj-jm ran at under half its
+//     with high duplication: sort-merge (shj-jm ran at under half mpass's
 //     throughput at Zipf 0.8, 1,600 tuples/ms); a slow side beside a fast
 //     one above EagerMax: the lazy choice below;
-//   - both sides fast (HighRate or more) or data at rest: lazy; mpass when
-//     duplication is high, else prj for a large window with low skew,
-//     else npj;
-//   - in between: mpass with high duplication (the study's tree has
+//   - both sides fast (HighRate or more) or data at rest: lazy;
+//     sort-merge when duplication is high, else prj for a large window
+//     with low skew, else npj;
+//   - in between: sort-merge with high duplication (the study's tree has
 //     pmj-jb here; on two cores the lazy sort-merge measured ahead of it
 //     on all three metrics, on the rovio shape); otherwise shj-jm for
 //     latency and progressiveness, and the lazy choice for throughput.
 func (c Config) Rule(f Features) (name, branch string) {
+	sortMerge := "mway"
+	if f.Workers >= c.ManyWorkers {
+		sortMerge = "mpass"
+	}
 	lazy := func() (string, string) {
 		switch {
 		case f.Dupe > c.DupeHigh:
-			return "mpass", "high duplication: sort-merge"
+			return sortMerge, "high duplication: sort-merge"
 		case f.R > c.LargeWindow && f.Skew <= c.SkewHigh:
 			return "prj", "large window, low skew: radix partitions"
 		}
@@ -322,7 +335,7 @@ func (c Config) Rule(f Features) (name, branch string) {
 	case lo <= c.LowRate && f.RateR+f.RateS <= c.EagerMax && f.Dupe <= c.DupeHigh:
 		return "shj-jm", "a slow side: eager, join-matrix"
 	case lo <= c.LowRate && f.Dupe > c.DupeHigh:
-		return "mpass", "a slow side, high duplication: sort-merge"
+		return sortMerge, "a slow side, high duplication: sort-merge"
 	case lo <= c.LowRate:
 		n, b := lazy()
 		return n, "a slow side, too many tuples for eager: " + b
@@ -330,7 +343,7 @@ func (c Config) Rule(f Features) (name, branch string) {
 		n, b := lazy()
 		return n, "high rate, " + b
 	case f.Dupe > c.DupeHigh:
-		return "mpass", "medium rate, high duplication: sort-merge"
+		return sortMerge, "medium rate, high duplication: sort-merge"
 	case c.Objective != Throughput:
 		return "shj-jm", "medium rate, " + c.Objective.String() + ": eager, join-matrix"
 	}
@@ -448,6 +461,9 @@ func newAuto(o Options, cfg Config) *autoKernel {
 	}
 	if cfg.SkewHigh == 0 {
 		cfg.SkewHigh = d.SkewHigh
+	}
+	if cfg.ManyWorkers == 0 {
+		cfg.ManyWorkers = d.ManyWorkers
 	}
 	if cfg.LargeWindow == 0 {
 		cfg.LargeWindow = d.LargeWindow

@@ -66,20 +66,24 @@ func TestRule(t *testing.T) {
 	}{
 		{Features{R: 10, S: 10, RateR: 100, RateS: 6000, Dupe: 1}, Throughput, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 100, RateS: 20000, Dupe: 1}, Throughput, "npj"},
-		{Features{R: 10, S: 10, RateR: 20000, RateS: 20000, Dupe: 50}, Throughput, "mpass"},
+		{Features{R: 10, S: 10, RateR: 20000, RateS: 20000, Dupe: 50, Workers: 2}, Throughput, "mway"},
+		{Features{R: 10, S: 10, RateR: 20000, RateS: 20000, Dupe: 50, Workers: 8}, Throughput, "mpass"},
 		{Features{R: 2e6, S: 2e6, RateR: 20000, RateS: 20000, Dupe: 1}, Throughput, "prj"},
 		{Features{R: 2e6, S: 2e6, RateR: 20000, RateS: 20000, Dupe: 1, Skew: 0.2}, Throughput, "npj"},
 		{Features{R: 5e4, S: 5e4, RateR: 20000, RateS: 20000, Dupe: 1}, Throughput, "npj"},
-		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 50}, Throughput, "mpass"},
+		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 50}, Throughput, "mway"},
+		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 50, Workers: 16}, Throughput, "mpass"},
 		{Features{R: 10, S: 10, RateR: 1600, RateS: 6400, Dupe: 1}, Throughput, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 1601, RateS: 6401, Dupe: 1}, Throughput, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 1600, RateS: 12800, Dupe: 1}, Throughput, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 1600, RateS: 14401, Dupe: 1}, Throughput, "npj"},
-		{Features{R: 10, S: 10, RateR: 1600, RateS: 1600, Dupe: 100}, Throughput, "mpass"},
+		{Features{R: 10, S: 10, RateR: 1600, RateS: 1600, Dupe: 100}, Throughput, "mway"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Latency, "shj-jm"},
 		{Features{R: 10, S: 10, RateR: 3000, RateS: 3000, Dupe: 1}, Throughput, "npj"},
+		{Features{R: 1e6, S: 1e6, RateR: 6400, RateS: 6400, Dupe: 1}, Throughput, "prj"},
 		{Features{R: 10, S: 10, RateR: math.Inf(1), RateS: 3, Dupe: 1}, Throughput, "shj-jm"},
-		{Features{R: 10, S: 10, RateR: math.Inf(1), RateS: math.Inf(1), Dupe: 100}, Throughput, "mpass"},
+		{Features{R: 10, S: 10, RateR: math.Inf(1), RateS: math.Inf(1), Dupe: 100}, Throughput, "mway"},
+		{Features{R: 1e6, S: 1e6, RateR: math.Inf(1), RateS: math.Inf(1), Dupe: 1}, Throughput, "prj"},
 		{Features{R: 0, S: 10}, Throughput, "npj"},
 		{Features{R: 1000, S: 2e6, RateR: math.Inf(1), RateS: 10000, Dupe: 1}, Throughput, "shj-jm"},
 		{Features{R: 1e6, S: 2e6, RateR: math.Inf(1), RateS: 10000, Dupe: 1}, Throughput, "prj"},
@@ -162,11 +166,11 @@ func TestAutoRunsWindows(t *testing.T) {
 	if len(ds) != 5 {
 		t.Fatalf("%d decisions, want 5", len(ds))
 	}
-	if m := ds[4].Measured; ds[4].Algorithm != "mpass" || m.R != len(r) || m.Dupe < 20 || ds[4].Busy <= 0 {
+	if m := ds[4].Measured; ds[4].Algorithm != "mway" || m.R != len(r) || m.Dupe < 20 || ds[4].Busy <= 0 {
 		t.Errorf("the Join's decision %+v", ds[4])
 	}
-	if ds[1].Algorithm != "shj-jm" || ds[3].Algorithm != "mpass" {
-		t.Errorf("choices %s, %s after a slow and a duplicated fast window, want shj-jm, mpass", ds[1].Algorithm, ds[3].Algorithm)
+	if ds[1].Algorithm != "shj-jm" || ds[3].Algorithm != "mway" {
+		t.Errorf("choices %s, %s after a slow and a duplicated fast window, want shj-jm, mway", ds[1].Algorithm, ds[3].Algorithm)
 	}
 	if ds[0].Measured.R != 1000 || ds[0].Busy <= 0 {
 		t.Errorf("first decision %+v", ds[0])

@@ -47,6 +47,12 @@ type BenchOptions struct {
 	// machine's load falls on all of them), and reports each one's run of
 	// median throughput (default 1).
 	Repeat int
+	// Warmup runs every algorithm this many times on each window before
+	// the measured rounds, in rounds too, and records nothing from them
+	// but a wrong match count: every kernel, auto's choices included, has
+	// its buffers when the measured rounds start, as in a stream past its
+	// first windows (default 0).
+	Warmup int
 
 	// newKernel replaces New in the package's tests (a broken kernel
 	// must make the run fail).
@@ -87,6 +93,7 @@ type BenchPoint struct {
 	Matches  uint64        `json:"matches"`
 	Check    string        `json:"check"` // nested loop or hash count
 	Repeat   int           `json:"repeat"`
+	Warmup   int           `json:"warmup,omitempty"`
 	Features Features      `json:"features"`
 	Results  []BenchResult `json:"results"`
 }
@@ -203,13 +210,14 @@ func benchPoint(ctx context.Context, opts *BenchOptions, w Workload, params, at 
 	}
 	pt.Features = Measure(r, s, time.Nanosecond, opts.Workers)
 	pt.Repeat = max(opts.Repeat, 1)
+	pt.Warmup = max(opts.Warmup, 0)
 	runs := make([][]BenchResult, len(opts.Algorithms))
 	// Each algorithm's kernel persists from round to round, as from window
 	// to window of a stream: the first round allocates its buffers.
 	kernels := map[string]Kernel{}
-	for round := range pt.Repeat {
+	for round := -pt.Warmup; round < pt.Repeat; round++ {
 		for i, name := range opts.Algorithms {
-			progress("point %s: %s (%d/%d)%s", at, name, i+1, len(opts.Algorithms), roundNote(round, pt.Repeat))
+			progress("point %s: %s (%d/%d)%s", at, name, i+1, len(opts.Algorithms), roundNote(round, pt.Repeat, pt.Warmup))
 			res, err := benchOne(ctx, opts, kernels, name, r, s, w.Window, pt.Features, pt.Matches)
 			if err != nil {
 				return pt, fmt.Errorf("%s on %s %s: %w", name, w.Name, params, err)
@@ -218,7 +226,9 @@ func benchPoint(ctx context.Context, opts *BenchOptions, w Workload, params, at 
 				return pt, fmt.Errorf("%w: %s on %s %s: %d matches, the %s gives %d", ErrWrongCount, name, w.Name, params, res.Matches, pt.Check, pt.Matches)
 			}
 			progress("point %s: %s: %.0f inputs/s, p95 %v, last match %v", at, name, res.Throughput, res.P95.Round(time.Microsecond), res.LastMatch.Round(time.Microsecond))
-			runs[i] = append(runs[i], res)
+			if round >= 0 {
+				runs[i] = append(runs[i], res)
+			}
 			runtime.GC() // the next run starts without this one's garbage
 		}
 	}
@@ -228,7 +238,10 @@ func benchPoint(ctx context.Context, opts *BenchOptions, w Workload, params, at 
 	return pt, nil
 }
 
-func roundNote(round, rounds int) string {
+func roundNote(round, rounds, warmup int) string {
+	if round < 0 {
+		return fmt.Sprintf(", warm-up %d/%d", round+warmup+1, warmup)
+	}
 	if rounds == 1 {
 		return ""
 	}

@@ -106,3 +106,47 @@ func TestShapes(t *testing.T) {
 		t.Errorf("Shape(tpch): %v", err)
 	}
 }
+
+// counted counts a lazy kernel's windows.
+type counted struct {
+	Kernel
+	n *int
+}
+
+func (c counted) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
+	*c.n++
+	return c.Kernel.(Lazy).Join(ctx, r, s, emit)
+}
+
+// TestRunBenchWarmup: warm-up rounds run every algorithm but record only
+// the measured rounds.
+func TestRunBenchWarmup(t *testing.T) {
+	var progress bytes.Buffer
+	windows := 0
+	rep, err := RunBench(context.Background(), BenchOptions{
+		Algorithms: []string{"npj", Auto}, Workers: 2, Workload: "micro", Micro: QuickMicro(),
+		Progress: &progress, Repeat: 2, Warmup: 1,
+		newKernel: func(name string, o Options) (Kernel, error) {
+			k, err := New(name, o)
+			return counted{k, &windows}, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if windows != 3 {
+		t.Errorf("npj joined %d windows, want 3 (1 warm-up, 2 measured)", windows)
+	}
+	pt := rep.Points[0]
+	if pt.Warmup != 1 {
+		t.Errorf("point's warm-up %d, want 1", pt.Warmup)
+	}
+	for _, res := range pt.Results {
+		if len(res.Throughputs) != 2 {
+			t.Errorf("%s: throughputs %v, want the 2 measured runs", res.Algorithm, res.Throughputs)
+		}
+	}
+	if !strings.Contains(progress.String(), "bench join: point 1/1: auto (2/2), warm-up 1/1") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+}

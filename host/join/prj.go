@@ -14,7 +14,9 @@ import (
 // sum, then each worker scatters its slice into its own ranges); when the
 // radix bits are more than 8, each first-pass partition is partitioned
 // again on the remaining bits by the worker that takes it, in a buffer of
-// its own, and joined at once while it is in cache. Workers take
+// its own, and joined at once while it is in cache. The histograms count
+// all the radix bits in the one read of the inputs, so the second pass
+// reads a partition once, to scatter it. Workers take
 // partitions from a shared counter, so a partition grown large by skewed
 // keys does not hold the others back.
 type prj struct {
@@ -29,7 +31,8 @@ type prj struct {
 // prjWorker is one worker's reused memory.
 type prjWorker struct {
 	out
-	histR, histS []int
+	histR, histS []int   // counts on all the radix bits
+	curR, curS   []int   // first-pass write cursors
 	r2, s2       []Tuple // second-pass buffers
 	cr, cs       []int   // second-pass partition bounds
 	posR, posS   []int   // second-pass write cursors
@@ -82,27 +85,23 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 	rOut, sOut := j.rOut[:len(r)], j.sOut[:len(s)]
 	for i := range j.ws {
 		ws := &j.ws[i]
-		ws.histR = resize(ws.histR, parts)
-		ws.histS = resize(ws.histS, parts)
+		ws.histR = resize(ws.histR, 1<<bits)
+		ws.histS = resize(ws.histS, 1<<bits)
+		ws.curR = resize(ws.curR, parts)
+		ws.curS = resize(ws.curS, parts)
 	}
-	// Histograms.
+	// Histograms on all the radix bits, in one read of the inputs: a
+	// first-pass partition's count is the sum of its 1<<b2 bins, and the
+	// second pass sums a partition's bins over the workers in place of
+	// reading the partition once more.
 	parallel(w, func(id int) {
 		ws := &j.ws[id]
-		clear(ws.histR)
-		clear(ws.histS)
-		lo, hi := chunk(len(r), w, id)
-		for i := lo; i < hi; i++ {
-			ws.histR[hash(r[i].Key)>>shift1&uint64(parts-1)]++
-		}
-		lo, hi = chunk(len(s), w, id)
-		for i := lo; i < hi; i++ {
-			ws.histS[hash(s[i].Key)>>shift1&uint64(parts-1)]++
-		}
+		histogram(ws.histR, runOf(r, len(r), w, id), uint(64-bits))
+		histogram(ws.histS, runOf(s, len(s), w, id), uint(64-bits))
 	})
 	// Prefix sums: worker id's range of partition p starts after every
 	// worker's part of the partitions before p and the lower workers' part
-	// of p. The histograms become the write cursors; startR/startS keep
-	// each partition's bounds.
+	// of p: its write cursor. startR/startS keep each partition's bounds.
 	startR := make([]int, parts+1)
 	startS := make([]int, parts+1)
 	var offR, offS int
@@ -110,33 +109,21 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 		startR[p], startS[p] = offR, offS
 		for id := range w {
 			ws := &j.ws[id]
-			cr, cs := ws.histR[p], ws.histS[p]
-			ws.histR[p], ws.histS[p] = offR, offS
-			offR += cr
-			offS += cs
+			ws.curR[p], ws.curS[p] = offR, offS
+			for _, c := range ws.histR[p<<b2 : (p+1)<<b2] {
+				offR += c
+			}
+			for _, c := range ws.histS[p<<b2 : (p+1)<<b2] {
+				offS += c
+			}
 		}
 	}
 	startR[parts], startS[parts] = offR, offS
 	// Scatter.
 	parallel(w, func(id int) {
 		ws := &j.ws[id]
-		lo, hi := chunk(len(r), w, id)
-		for i := lo; i < hi; i++ {
-			if check(ctx, i) {
-				return
-			}
-			p := hash(r[i].Key) >> shift1 & uint64(parts-1)
-			rOut[ws.histR[p]] = r[i]
-			ws.histR[p]++
-		}
-		lo, hi = chunk(len(s), w, id)
-		for i := lo; i < hi; i++ {
-			if check(ctx, i) {
-				return
-			}
-			p := hash(s[i].Key) >> shift1 & uint64(parts-1)
-			sOut[ws.histS[p]] = s[i]
-			ws.histS[p]++
+		if scatter(ctx, rOut, runOf(r, len(r), w, id), ws.curR, shift1) {
+			scatter(ctx, sOut, runOf(s, len(s), w, id), ws.curS, shift1)
 		}
 	})
 	if err := ctx.Err(); err != nil {
@@ -161,19 +148,19 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 				ws.joinPart(pr, ps, uint(b1))
 				continue
 			}
-			ws.subPartition(pr, ps, uint(b1), b2)
+			ws.subPartition(ctx, pr, ps, j.ws, p, uint(b1), b2)
 		}
 		ws.flush()
 	})
 	return ctx.Err()
 }
 
-// subPartition partitions one first-pass partition again on the next b2
-// bits of the hash (below the b1 already used) and joins each piece.
-func (ws *prjWorker) subPartition(pr, ps []Tuple, b1 uint, b2 int) {
+// subPartition partitions first-pass partition p (pr and ps) again on the
+// next b2 bits of the hash (below the b1 already used), its counts the sum
+// of its bins in all workers' histograms, and joins each piece.
+func (ws *prjWorker) subPartition(ctx context.Context, pr, ps []Tuple, all []prjWorker, p int, b1 uint, b2 int) {
 	parts := 1 << b2
 	shift := 64 - b1 - uint(b2)
-	mask := uint64(parts - 1)
 	ws.r2 = resizeTuples(ws.r2, len(pr))
 	ws.s2 = resizeTuples(ws.s2, len(ps))
 	ws.cr = resize(ws.cr, parts+1)
@@ -181,31 +168,25 @@ func (ws *prjWorker) subPartition(pr, ps []Tuple, b1 uint, b2 int) {
 	cr, cs := ws.cr, ws.cs
 	clear(cr)
 	clear(cs)
-	for i := range pr {
-		cr[(hash(pr[i].Key)>>shift&mask)+1]++
+	for i := range all {
+		for q, c := range all[i].histR[p<<b2 : (p+1)<<b2] {
+			cr[q+1] += c
+		}
+		for q, c := range all[i].histS[p<<b2 : (p+1)<<b2] {
+			cs[q+1] += c
+		}
 	}
-	for i := range ps {
-		cs[(hash(ps[i].Key)>>shift&mask)+1]++
-	}
-	for p := 1; p <= parts; p++ {
-		cr[p] += cr[p-1]
-		cs[p] += cs[p-1]
+	for q := 1; q <= parts; q++ {
+		cr[q] += cr[q-1]
+		cs[q] += cs[q-1]
 	}
 	ws.posR = append(ws.posR[:0], cr[:parts]...)
 	ws.posS = append(ws.posS[:0], cs[:parts]...)
-	posR, posS := ws.posR, ws.posS
-	for i := range pr {
-		p := hash(pr[i].Key) >> shift & mask
-		ws.r2[posR[p]] = pr[i]
-		posR[p]++
+	if !scatter(ctx, ws.r2, pr, ws.posR, shift) || !scatter(ctx, ws.s2, ps, ws.posS, shift) {
+		return
 	}
-	for i := range ps {
-		p := hash(ps[i].Key) >> shift & mask
-		ws.s2[posS[p]] = ps[i]
-		posS[p]++
-	}
-	for p := range parts {
-		a, b := ws.r2[cr[p]:cr[p+1]], ws.s2[cs[p]:cs[p+1]]
+	for q := range parts {
+		a, b := ws.r2[cr[q]:cr[q+1]], ws.s2[cs[q]:cs[q+1]]
 		if len(a) > 0 && len(b) > 0 {
 			ws.joinPart(a, b, b1+uint(b2))
 		}
@@ -222,21 +203,50 @@ func (ws *prjWorker) joinPart(pr, ps []Tuple, used uint) {
 		shift = 0
 	}
 	ws.head = resizeU32(ws.head, n)
-	clear(ws.head)
 	ws.next = resizeU32(ws.next, len(pr))
+	head, next := ws.head, ws.next[:len(pr)]
+	clear(head)
 	for i := range pr {
 		b := hash(pr[i].Key) >> shift & mask
-		ws.next[i] = ws.head[b]
-		ws.head[b] = uint32(i + 1)
+		next[i] = head[b]
+		head[b] = uint32(i + 1)
 	}
 	for i := range ps {
 		t := &ps[i]
-		for e := ws.head[hash(t.Key)>>shift&mask]; e != 0; e = ws.next[e-1] {
+		for e := head[hash(t.Key)>>shift&mask]; e != 0; e = next[e-1] {
 			if pr[e-1].Key == t.Key {
 				ws.add(&pr[e-1], t)
 			}
 		}
 	}
+}
+
+// histogram sets h[p] to the number of tuples of a in partition p: the
+// bits of their keys' hashes from shift up, below len(h) (a power of two).
+func histogram(h []int, a []Tuple, shift uint) {
+	clear(h)
+	mask := uint64(len(h) - 1)
+	for i := range a {
+		h[hash(a[i].Key)>>shift&mask]++
+	}
+}
+
+// scatter writes each tuple of a to dst at its partition's cursor in pos
+// (as histogram partitions it, len(pos) partitions) and advances the
+// cursor. It returns false, having stopped, when ctx is cancelled.
+func scatter(ctx context.Context, dst, a []Tuple, pos []int, shift uint) bool {
+	mask := uint64(len(pos) - 1)
+	for lo := 0; lo < len(a); lo += 1 << 16 {
+		if ctx.Err() != nil {
+			return false
+		}
+		for _, t := range a[lo:min(lo+1<<16, len(a))] {
+			p := hash(t.Key) >> shift & mask
+			dst[pos[p]] = t
+			pos[p]++
+		}
+	}
+	return true
 }
 
 func resize(b []int, n int) []int {
