@@ -29,8 +29,9 @@ func newBenchControlCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "control [--mode off,ds2,latency,all] [--rate N] [--cap N] [--phase D] [--soak D] [--quick] [--json FILE]",
 		Short: "Measure the control plane: rate steps, a hot-key shift and a straggler, with each policy and without",
-		Long: `Build the example plugin wordcount and run a keyed word count (a paced source
-of keys -> wordcount -> a checking sink) through phases of --phase each:
+		Long: `Build the example plugin wordcount (and, for every policy's run, a slower
+version of it, plugins/internal/slowcount) and run a keyed word count (a paced
+source of keys -> wordcount -> a checking sink) through phases of --phase each:
 
   base       the base rate (--rate), more than one worker's capacity
   step-up    twice the base rate
@@ -42,9 +43,13 @@ of keys -> wordcount -> a checking sink) through phases of --phase each:
 once per configuration (--mode): the control plane off (one worker
 throughout), DS2 alone, the latency guarantor alone, and every policy; with
 every policy (the straggler detector, DS2 deciding after one round, the
-latency guarantor, the doctor, in that priority) two more phases inject the job doctor's faults: one key hotter
-than a worker can serve (hot-key), then more records than the most workers
-can run (backlog). --soak D adds a run of every policy under a rate that
+latency guarantor, the doctor, in that priority) more phases inject the job
+doctor's faults: one key hotter than a worker can serve (hot-key); every
+commit 150 ms slower, as on a slow disk (slow-commits, a bench-only setting,
+at a quarter of the rate); the operator's plugin swapped for a slower version
+of it, about 1 ms of work a record (slow-version, at a quarter of the rate;
+swapped back after it); then more records than the most workers can run
+(backlog). --soak D adds a run of every policy under a rate that
 varies between half and one and a half times --rate for D. Every mode counts
 the decisions undone within a minute: rolled back, or a worker count changed
 back within 60 s. Under the same rate (the target: 0) such a reversal counts
@@ -65,6 +70,7 @@ with its reason, and the targets. Progress goes to stderr. The full run
 takes about 12 minutes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			const slowCount = "internal/slowcount"
 			opts := bench.DefaultControlOptions()
 			if quick {
 				opts = bench.QuickControlOptions()
@@ -125,12 +131,16 @@ takes about 12 minutes.`,
 			}
 			defer os.RemoveAll(work)
 			opts.Dir = work
-			fmt.Fprintln(stderr, "bench: building the example plugin wordcount with the Go toolchain")
-			paths, err := buildExamples(ctx, filepath.Join(work, "plugins"), "wordcount")
+			names := []string{"wordcount"}
+			if opts.Modes == nil || slices.Contains(opts.Modes, bench.ControlAll) {
+				names = append(names, slowCount) // for the slow-version phase
+			}
+			fmt.Fprintf(stderr, "bench: building the plugins %s with the Go toolchain\n", strings.Join(names, ", "))
+			paths, err := buildExamples(ctx, filepath.Join(work, "plugins"), names...)
 			if err != nil {
 				return err
 			}
-			if err := readExamples(paths, map[string]*[]byte{"wordcount": &opts.WordCount}); err != nil {
+			if err := readExamples(paths, map[string]*[]byte{"wordcount": &opts.WordCount, slowCount: &opts.SlowCount}); err != nil {
 				return err
 			}
 			if profile != "" {

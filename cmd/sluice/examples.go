@@ -49,7 +49,8 @@ func isSluiceModule(gomod string) bool {
 }
 
 // buildExamples compiles the named example plugins (directories under
-// plugins/) into outDir and returns the module paths by name.
+// plugins/, internal/slowcount included) into outDir, each named by its
+// last element, and returns the module paths by name.
 func buildExamples(ctx context.Context, outDir string, names ...string) (map[string]string, error) {
 	root, err := sourceRoot()
 	if err != nil {
@@ -57,7 +58,7 @@ func buildExamples(ctx context.Context, outDir string, names ...string) (map[str
 	}
 	paths := map[string]string{}
 	for _, n := range names {
-		out := filepath.Join(outDir, n+".wasm")
+		out := filepath.Join(outDir, filepath.Base(n)+".wasm")
 		if err := wasmbuild.Go(ctx, filepath.Join(root, "plugins", n), out); err != nil {
 			return nil, fmt.Errorf("building the example plugin %s: %w", n, err)
 		}

@@ -52,14 +52,16 @@ func TestMain(m *testing.M) {
 
 // built holds the example plugins, compiled once per test binary.
 var built struct {
-	once    sync.Once
-	dir     string
-	plugins Plugins
-	err     error
+	once      sync.Once
+	dir       string
+	plugins   Plugins
+	slowCount []byte // plugins/internal/slowcount, for the control bench
+	err       error
 }
 
-// examplePlugins builds plugins/upper and plugins/wordcount with the Go
-// toolchain, as `sluice bench` does. It skips the test in -short mode.
+// examplePlugins builds plugins/upper, plugins/wordcount and
+// plugins/internal/slowcount with the Go toolchain, as `sluice bench`
+// does. It skips the test in -short mode.
 func examplePlugins(t testing.TB) Plugins {
 	t.Helper()
 	if testing.Short() {
@@ -71,9 +73,9 @@ func examplePlugins(t testing.TB) Plugins {
 		if built.dir, built.err = os.MkdirTemp("", "sluice-bench-test-"); built.err != nil {
 			return
 		}
-		code := map[string]*[]byte{"upper": &built.plugins.Upper, "wordcount": &built.plugins.WordCount}
+		code := map[string]*[]byte{"upper": &built.plugins.Upper, "wordcount": &built.plugins.WordCount, "internal/slowcount": &built.slowCount}
 		for name, dst := range code {
-			out := filepath.Join(built.dir, name+".wasm")
+			out := filepath.Join(built.dir, filepath.Base(name)+".wasm")
 			if built.err = wasmbuild.Go(ctx, filepath.Join("..", "..", "plugins", name), out); built.err != nil {
 				return
 			}

@@ -65,6 +65,11 @@ type ControlOptions struct {
 	Soak time.Duration
 	// WordCount is the keyed plugin (plugins/wordcount compiled).
 	WordCount []byte
+	// SlowCount is a slower version of it (plugins/internal/slowcount
+	// compiled: the same counts after about 1 ms of busy work a record),
+	// which every policy's run swaps in for its slow-version phase; nil
+	// leaves that phase out.
+	SlowCount []byte
 	// Quick marks a short run in the report.
 	Quick bool
 
@@ -169,7 +174,16 @@ type controlPhase struct {
 	// vary, when set, gives the rate at each moment of the phase.
 	vary func(since time.Duration) float64
 	// setup injects the phase's fault and returns its undoing.
-	setup func(ctx context.Context, job *exec.Job) (func(), error)
+	setup func(ctx context.Context, job *exec.Job, kit *controlKit) (func(), error)
+}
+
+// controlKit is what a phase's setup may use besides the job: the engine,
+// the operator's module and the slower version of it.
+type controlKit struct {
+	eng  wasm.Engine
+	wc   *plugin.Plugin
+	slow []byte
+	log  *slog.Logger
 }
 
 // RunControl runs the keyed pipeline through rate steps, a hot-key shift
@@ -274,7 +288,8 @@ const controlOperator = "count"
 // than one worker's capacity), a step up and a step down, the base rate
 // again, a hot-key shift onto one worker, one worker slowed (a straggler);
 // with every policy, the doctor's faults: one key hotter than a worker
-// can serve, then more records than the most workers can (a backlog).
+// can serve, slow commits, a slower plugin version (when opts has one),
+// then more records than the most workers can (a backlog).
 func controlPhases(mode string, opts ControlOptions) []controlPhase {
 	r := opts.Rate
 	if mode == ControlSoak {
@@ -288,7 +303,7 @@ func controlPhases(mode string, opts ControlOptions) []controlPhase {
 		{name: "step-down", rate: r / 2},
 		{name: "rise", rate: r},
 		{name: "hot-shift", rate: r, hot: func(job *exec.Job) func(*rand.Rand) int { return hotWorker(job, opts.Keys) }},
-		{name: "straggler", rate: r, expect: "straggler", setup: func(_ context.Context, job *exec.Job) (func(), error) {
+		{name: "straggler", rate: r, expect: "straggler", setup: func(_ context.Context, job *exec.Job, _ *controlKit) (func(), error) {
 			if opts.Cap <= 0 {
 				return func() {}, nil
 			}
@@ -299,7 +314,7 @@ func controlPhases(mode string, opts ControlOptions) []controlPhase {
 	if mode != ControlAll {
 		return ps
 	}
-	return append(ps,
+	ps = append(ps,
 		controlPhase{name: "hot-key", rate: r, expect: "hot-key", hot: func(*exec.Job) func(*rand.Rand) int {
 			return func(rnd *rand.Rand) int {
 				if rnd.Float64() < 0.75 {
@@ -308,8 +323,42 @@ func controlPhases(mode string, opts ControlOptions) []controlPhase {
 				return rnd.IntN(opts.Keys)
 			}
 		}},
-		controlPhase{name: "backlog", rate: 1.5 * float64(opts.MaxWorkers) * max(opts.Cap, r), expect: "backlog"},
+		// Commits slowed as a slow disk would, at a quarter of the rate so
+		// that the default batches keep up.
+		controlPhase{name: "slow-commits", rate: r / 4, expect: "slow-commits", setup: func(_ context.Context, job *exec.Job, _ *controlKit) (func(), error) {
+			if err := job.SetCommitDelay(controlCommitDelay); err != nil {
+				return nil, err
+			}
+			return func() { _ = job.SetCommitDelay(0) }, nil
+		}},
 	)
+	if opts.SlowCount != nil {
+		// A plugin version slower than the one before it, at a quarter of
+		// the rate so that the most workers keep up with it.
+		ps = append(ps, controlPhase{name: "slow-version", rate: r / 4, expect: "slow-version", setup: swapSlower})
+	}
+	return append(ps, controlPhase{name: "backlog", rate: 1.5 * float64(opts.MaxWorkers) * max(opts.Cap, r), expect: "backlog"})
+}
+
+// controlCommitDelay is how much longer each commit takes in the
+// slow-commits phase: over the doctor's bound (100 ms by default).
+const controlCommitDelay = 150 * time.Millisecond
+
+// swapSlower swaps the operator's plugin for the slower version of it
+// (version v2), and returns the swap back to the bench's wordcount (v1).
+func swapSlower(ctx context.Context, job *exec.Job, kit *controlKit) (func(), error) {
+	slow, err := plugin.Load(ctx, kit.eng, "slowcount.wasm", kit.slow, plugin.KindKeyed, plugin.WithLogger(kit.log))
+	if err != nil {
+		return nil, fmt.Errorf("bench: control: loading slowcount: %w", err)
+	}
+	if err := job.Swap(ctx, controlOperator, exec.Replacement{Plugin: slow, ClosePlugin: true, Version: "v2"}); err != nil {
+		return nil, fmt.Errorf("bench: control: swapping in slowcount: %w", err)
+	}
+	return func() {
+		if err := job.Swap(context.WithoutCancel(ctx), controlOperator, exec.Replacement{Plugin: kit.wc, Version: "v1"}); err != nil {
+			kit.log.Warn("bench: control: swapping wordcount back in", "err", err)
+		}
+	}, nil
 }
 
 // hotWorker sends 80% of the records to the keys (of the first keys) in
@@ -412,6 +461,7 @@ func runControlMode(ctx context.Context, e *env, mode string, opts ControlOption
 		ctrlDone <- nil
 	}
 
+	kit := &controlKit{eng: eng, wc: wc, slow: opts.SlowCount, log: e.log}
 	run = &ControlRun{Mode: mode}
 	start := time.Now()
 	spans := make([]phaseSpan, len(phases))
@@ -419,7 +469,7 @@ func runControlMode(ctx context.Context, e *env, mode string, opts ControlOption
 		res := ControlPhase{Name: ph.name, Rate: ph.rate, Expect: ph.expect, DetectedSeconds: -1}
 		undo := func() {}
 		if ph.setup != nil {
-			if undo, err = ph.setup(ctx, job); err != nil {
+			if undo, err = ph.setup(ctx, job, kit); err != nil {
 				return nil, errors.Join(err, stop())
 			}
 		}

@@ -22,7 +22,7 @@ func TestControlEveryPhase(t *testing.T) {
 	defer cancel()
 	opts := QuickControlOptions()
 	opts.Modes, opts.Phase, opts.Rate, opts.Cap = []string{ControlAll}, time.Second, 2000, 1500
-	opts.WordCount = plugins.WordCount
+	opts.WordCount, opts.SlowCount = plugins.WordCount, built.slowCount
 	opts.Dir = t.TempDir()
 	rep, err := RunControl(ctx, opts)
 	if err != nil {
@@ -32,6 +32,18 @@ func TestControlEveryPhase(t *testing.T) {
 		t.Fatalf("report %+v, want one run with every phase", rep.Runs)
 	}
 	run := rep.Runs[0]
+	// Every fault of the doctor's is injected (found or not in phases this
+	// short); the slow version was swapped in and back out, and every
+	// record was counted once across the swaps (RunControl checks).
+	var faults []string
+	for _, ph := range run.Phases {
+		if ph.Expect != "" {
+			faults = append(faults, ph.Expect)
+		}
+	}
+	if want := "straggler hot-key slow-commits slow-version backlog"; strings.Join(faults, " ") != want {
+		t.Errorf("the phases inject %v, want %s", faults, want)
+	}
 	if run.Records == 0 {
 		t.Error("no records made")
 	}

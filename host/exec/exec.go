@@ -173,8 +173,10 @@ type Job struct {
 	meters     []*meter
 	commits    uint64
 	commitTime time.Duration
-	epoch      time.Time
-	reads      []atomic.Uint64
+	// commitDelay is SetCommitDelay's, in nanoseconds.
+	commitDelay atomic.Int64
+	epoch       time.Time
+	reads       []atomic.Uint64
 	// updated is the channel Updated handed out, closed (and cleared)
 	// once the status changes; nil while nobody waits, so that a batch
 	// pays one atomic load for it.
@@ -1065,6 +1067,9 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 		b.positions[sinkKey(out.Name)] = out.Sink.(connectors.Rewindable).Offset()
 	}
 	commitStart := time.Now()
+	if d := j.commitDelay.Load(); d > 0 {
+		time.Sleep(time.Duration(d)) // SetCommitDelay: a benchmark's slow disk
+	}
 	if err := h.pending.Commit(ctx, b.positions); err != nil {
 		return fmt.Errorf("exec: commit: %w", err)
 	}

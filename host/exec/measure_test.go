@@ -163,6 +163,26 @@ func TestMeasureCounts(t *testing.T) {
 // TestMeasureTransactional: an operator that runs no pool of workers is
 // one worker with busy time, no groups, and can be neither resized nor
 // moved.
+// TestCommitDelay: with SetCommitDelay every commit's measured time
+// includes the delay; a negative delay is refused.
+func TestCommitDelay(t *testing.T) {
+	const delay = 20 * time.Millisecond
+	r := startLive(t, 128, countOp(t, 2))
+	if err := r.job.SetCommitDelay(-time.Second); !errors.Is(err, ErrChangeRefused) {
+		t.Errorf("a negative delay: %v, want ErrChangeRefused", err)
+	}
+	if err := r.job.SetCommitDelay(delay); err != nil {
+		t.Fatal(err)
+	}
+	before := r.job.Measure()
+	r.feedAll(t, keyedInput(300, 7), 100)
+	s := r.job.Measure()
+	n := s.Commits - before.Commits
+	if took := s.CommitSeconds - before.CommitSeconds; n == 0 || took < float64(n)*delay.Seconds() {
+		t.Errorf("%d commits took %.3fs, want at least %v each", n, took, delay)
+	}
+}
+
 func TestMeasureTransactional(t *testing.T) {
 	r := startLive(t, 8, bankOperator(t, "bank", "serial", 2, 8, false))
 	m := findOp(t, r.job.Measure(), "bank")

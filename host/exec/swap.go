@@ -550,6 +550,19 @@ func (j *Job) SetWorkerCap(operator string, worker int, rate float64) error {
 	return nil
 }
 
+// SetCommitDelay makes every commit take d longer (0: none), as a slow
+// disk would: the delay is part of the commit's measured time. It is a
+// benchmark setting, not a production one, like SetWorkerCap: it makes
+// commits slow on purpose, for the job doctor to find. It is refused
+// (ErrChangeRefused) for a negative d.
+func (j *Job) SetCommitDelay(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: commit delay %v, want 0 or more", ErrChangeRefused, d)
+	}
+	j.commitDelay.Store(int64(d))
+	return nil
+}
+
 // syncStatus copies n's code and lifecycle into the status.
 func (j *Job) syncStatus(n *node) {
 	i := slices.Index(j.nodes, n)
