@@ -3,6 +3,7 @@ package natsconn
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,9 +24,30 @@ func Unanswered(ctx context.Context, err error) bool {
 		(errors.As(err, &apiErr) && apiErr.Code == 503)
 }
 
-// answerPatience bounds how long ensureStream asks again a JetStream that
-// does not answer, and answerPause is the pause between two tries.
+// AnswerPatience bounds how long UntilAnswered asks again a JetStream
+// that does not answer, and answerPause is the pause between two tries.
 const (
-	answerPatience = 30 * time.Second
+	AnswerPatience = 30 * time.Second
 	answerPause    = 250 * time.Millisecond
 )
+
+// UntilAnswered calls try until it succeeds, fails with an error that
+// again does not accept, ctx ends or AnswerPatience has passed since the
+// first call, logging each call it makes again, and returns try's last
+// error. again is Unanswered, or a wider test: a host starting beside
+// others also waits for a stream or bucket that another creates.
+func UntilAnswered(ctx context.Context, log *slog.Logger, again func(context.Context, error) bool, try func() error) error {
+	deadline := time.Now().Add(AnswerPatience)
+	for {
+		err := try()
+		if err == nil || !again(ctx, err) || time.Now().After(deadline) {
+			return err
+		}
+		log.Warn("JetStream does not answer yet; trying again", "err", err, "in", answerPause, "left", time.Until(deadline).Round(time.Second))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(answerPause):
+		}
+	}
+}

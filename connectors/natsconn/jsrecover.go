@@ -41,7 +41,7 @@ func (s *JetStreamSink) findStream(ctx context.Context) error {
 		err error
 	)
 	if s.cfg.Stream != "" {
-		if st, err = ensureStream(ctx, s.js, s.cfg.Stream, s.cfg.CreateStream); err != nil {
+		if st, err = ensureStream(ctx, s.log, s.js, s.cfg.Stream, s.cfg.CreateStream); err != nil {
 			return err
 		}
 	} else {

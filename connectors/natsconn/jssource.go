@@ -203,7 +203,7 @@ func (s *JetStreamSource) open(ctx context.Context, after uint64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ensureStream(ctx, js, s.cfg.Stream, s.cfg.CreateStream); err != nil {
+	if _, err := ensureStream(ctx, s.log, js, s.cfg.Stream, s.cfg.CreateStream); err != nil {
 		return err
 	}
 	s.js = js

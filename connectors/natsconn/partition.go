@@ -239,7 +239,7 @@ func (s *PartitionedSource) open(ctx context.Context, floors map[int]uint64) err
 	if err != nil {
 		return err
 	}
-	if _, err := ensureStream(ctx, js, s.cfg.Stream, s.cfg.CreateStream); err != nil {
+	if _, err := ensureStream(ctx, s.log, js, s.cfg.Stream, s.cfg.CreateStream); err != nil {
 		return err
 	}
 	s.js = js

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -59,21 +60,15 @@ func (s *StreamSpec) config(name string) jetstream.StreamConfig {
 
 // ensureStream returns the stream called name, creating it from spec when
 // it does not exist and spec is not nil. A JetStream that does not answer
-// yet (Unanswered: a cluster electing leaders) is asked again for up to
-// answerPatience.
-func ensureStream(ctx context.Context, js jetstream.JetStream, name string, spec *StreamSpec) (jetstream.Stream, error) {
-	deadline := time.Now().Add(answerPatience)
-	for {
-		st, err := ensureStreamOnce(ctx, js, name, spec)
-		if err == nil || !Unanswered(ctx, err) || time.Now().After(deadline) {
-			return st, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(answerPause):
-		}
-	}
+// yet (a cluster electing leaders) is asked again (UntilAnswered).
+func ensureStream(ctx context.Context, log *slog.Logger, js jetstream.JetStream, name string, spec *StreamSpec) (jetstream.Stream, error) {
+	var st jetstream.Stream
+	err := UntilAnswered(ctx, log, Unanswered, func() error {
+		var err error
+		st, err = ensureStreamOnce(ctx, js, name, spec)
+		return err
+	})
+	return st, err
 }
 
 // ensureStreamOnce is one try of ensureStream.

@@ -173,14 +173,15 @@ type Job struct {
 	meters     []*meter
 	commits    uint64
 	commitTime time.Duration
-	// commitDelay is SetCommitDelay's, in nanoseconds.
-	commitDelay atomic.Int64
-	epoch       time.Time
-	reads       []atomic.Uint64
+	epoch      time.Time
+	reads      []atomic.Uint64
 	// updated is the channel Updated handed out, closed (and cleared)
 	// once the status changes; nil while nobody waits, so that a batch
 	// pays one atomic load for it.
 	updated atomic.Pointer[chan struct{}]
+	// commitDelay is SetCommitDelay's, in nanoseconds (atomic: set from
+	// any goroutine, read by the committer without mu).
+	commitDelay atomic.Int64
 
 	// Changes queued for the next batch boundary (swap.go); wake tells
 	// the executor one is queued; ended is set when Run returns. changeMu

@@ -104,7 +104,7 @@ func (h *Host) openCluster(ctx context.Context, hostID string, pool bool) (*clus
 	}
 	ch := &clusterHost{cfg: cfg, id: id, pool: pool, prefix: partitionPrefix(p.Name), groups: p.State.KeyGroups, src: &p.Sources[0], js: js}
 	var a *cluster.Assignment
-	err = untilAnswered(ctx, h.log, func() error {
+	err = natsconn.UntilAnswered(ctx, h.log, unanswered, func() error {
 		var err error
 		ch.c, err = cluster.Open(ctx, js, cluster.Config{Pipeline: p.Name, Text: text, KeyGroups: p.State.KeyGroups,
 			Lease: time.Duration(cfg.Lease), Replicas: cfg.Replicas, Logger: h.log})
@@ -127,33 +127,6 @@ func (h *Host) openCluster(ctx context.Context, hostID string, pool bool) (*clus
 	return a, nil
 }
 
-// answerLimit bounds how long a starting host waits for the NATS
-// cluster's JetStream to answer: a cluster that is starting, electing its
-// leaders or overloaded answers "no responders" or not at all for a while.
-const answerLimit = 30 * time.Second
-
-// answerPause is the pause between two tries of untilAnswered.
-const answerPause = 250 * time.Millisecond
-
-// untilAnswered runs open until it succeeds, fails with an error other than
-// no answer from JetStream (unanswered), or answerLimit has passed,
-// logging each try it makes again, and returns its last error.
-func untilAnswered(ctx context.Context, log *slog.Logger, open func() error) error {
-	deadline := time.Now().Add(answerLimit)
-	for {
-		err := open()
-		if err == nil || !unanswered(ctx, err) || time.Now().After(deadline) {
-			return err
-		}
-		log.Warn("cluster: JetStream does not answer yet; trying again", "err", err, "in", answerPause, "left", time.Until(deadline).Round(time.Second))
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(answerPause):
-		}
-	}
-}
-
 // unanswered reports whether err is JetStream not answering yet
 // (natsconn.Unanswered), or a stream not found: one that another host's
 // start creates at the same time.
@@ -171,12 +144,12 @@ func (h *Host) startCluster(ctx context.Context) (connectors.Source, []int, erro
 	// changes a table once), so a NATS cluster electing leaders (a server
 	// lost) only delays the start.
 	info := cluster.HostInfo{ID: id, Started: time.Now()}
-	if err := untilAnswered(ctx, h.log, func() error { return ch.c.Join(context.WithoutCancel(ctx), info) }); err != nil {
+	if err := natsconn.UntilAnswered(ctx, h.log, unanswered, func() error { return ch.c.Join(context.WithoutCancel(ctx), info) }); err != nil {
 		return nil, nil, fmt.Errorf("cluster: join as host %q: %w", id, err)
 	}
 	var a *cluster.Assignment
 	var src *natsconn.PartitionedSource
-	err := untilAnswered(ctx, h.log, func() error {
+	err := natsconn.UntilAnswered(ctx, h.log, unanswered, func() error {
 		var err error
 		if a, err = ch.c.Update(ctx, func(a *cluster.Assignment) error { return joinTable(a, id, ch.pool) }); err != nil {
 			return err
