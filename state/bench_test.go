@@ -311,3 +311,55 @@ func BenchmarkTransactionalCommits(b *testing.B) {
 	b.ReportMetric(commit.Seconds()*1e3/float64(b.N), "commit-ms")
 	b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms")
 }
+
+// BenchmarkSessionGetRandom reads keys drawn at random through a Session
+// (key group routing, the group's index, the entry), as a transactional
+// operator's plan loads a batch's keys: 115,200, 1,152,000 and 11,520,000
+// keys over the default 128 key groups, the sizes of `sluice bench txn
+// --key-sweep` for Streaming Ledger's tables; one key at a time (Get) and
+// 1,024 at a time (GetAll, as the plan loads a worker's keys). Beyond the
+// caches a read costs its cache misses: the index word, the entry, the
+// key's bytes.
+func BenchmarkSessionGetRandom(b *testing.B) {
+	for _, n := range []int{115_200, 1_152_000, 11_520_000} {
+		s := openBench(b, Options{})
+		tab := s.Table("accounts")
+		se := s.NewSession()
+		keys := benchKeys(n)
+		for _, k := range keys {
+			if err := se.Put(tab, k, []byte("12345678")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		se.Reset()
+		order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+		b.Run(fmt.Sprintf("Get/%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, ok, err := se.Get(tab, keys[order[i]]); !ok || err != nil {
+					b.Fatal("missing", err)
+				}
+				if i++; i == n {
+					i = 0
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("GetAll/%d", n), func(b *testing.B) {
+			const run = 1024
+			ls := make([]Lookup, run)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				for j := range ls {
+					ls[j] = Lookup{Table: tab, Key: keys[order[(i+j)%n]]}
+				}
+				if _, err := se.GetAll(ls); err != nil || !ls[run-1].Found {
+					b.Fatal("missing", err)
+				}
+				i = (i + run) % n
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*run), "ns/key")
+		})
+	}
+}

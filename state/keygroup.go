@@ -25,5 +25,8 @@ func KeyGroup(key []byte, groups int) int {
 	if groups <= 0 || groups > MaxKeyGroups {
 		panic("state: KeyGroup: group count out of range")
 	}
-	return int(xxhash.Sum64(key) % uint64(groups))
+	return keyGroupOf(xxhash.Sum64(key), groups)
 }
+
+// keyGroupOf is KeyGroup of a key whose XXH64 hash is h.
+func keyGroupOf(h uint64, groups int) int { return int(h % uint64(groups)) }

@@ -59,7 +59,7 @@ func TestSessionRollbackRestoresValuesAbsencesAndDirtyMarks(t *testing.T) {
 		t.Fatalf("undo log has %d records, want %d", se.Len(), sp)
 	}
 	kg := KeyGroup([]byte("new"), s.KeyGroups())
-	if _, ok := tab.Group(kg).index["new"]; ok {
+	if _, ok := tab.Group(kg).index.find(tab.Group(kg).entries, []byte("new"), keyHash([]byte("new"))); ok {
 		t.Fatal("a key inserted and rolled back is still in the index")
 	}
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/RaduBerinde/btreemap"
 )
 
@@ -35,7 +37,7 @@ func newTable(s *Store, name string, id uint32, groups int) *Table {
 
 // reset makes g an empty group kg of t.
 func (g *Group) reset(t *Table, kg int) {
-	*g = Group{table: t, kg: kg, index: make(map[string]int32)}
+	*g = Group{table: t, kg: kg}
 }
 
 // Name returns the table's name.
@@ -90,7 +92,7 @@ func (t *Table) Dirty() int {
 type Group struct {
 	table   *Table
 	kg      int
-	index   map[string]int32
+	index   keyIndex
 	entries []entry
 	free    []int32
 	dirty   []int32
@@ -141,8 +143,11 @@ func (g *Group) Dirty() int { return len(g.dirty) }
 // value. It does not allocate. The returned slice aliases the group's
 // memory: it is valid until the next write (Put, Delete, rollback) of key,
 // and must not be modified.
-func (g *Group) Get(key []byte) ([]byte, bool) {
-	slot, ok := g.index[string(key)]
+func (g *Group) Get(key []byte) ([]byte, bool) { return g.get(key, keyHash(key)) }
+
+// get is Get of key, whose keyHash is h.
+func (g *Group) get(key []byte, h uint32) ([]byte, bool) {
+	slot, ok := g.index.find(g.entries, key, h)
 	if !ok {
 		return nil, false
 	}
@@ -156,9 +161,10 @@ func (g *Group) Get(key []byte) ([]byte, bool) {
 // Put sets the value of key to a copy of value and marks it dirty. The
 // write is not undoable: workers write through a Session.
 func (g *Group) Put(key, value []byte) {
-	slot, ok := g.index[string(key)]
+	h := keyHash(key)
+	slot, ok := g.index.find(g.entries, key, h)
 	if !ok {
-		slot = g.insert(key)
+		slot = g.insert(key, h)
 	}
 	g.set(slot, value)
 }
@@ -169,9 +175,10 @@ func (g *Group) Put(key, value []byte) {
 // undoable: it is for writers that apply a change set known to be final
 // (a transactional operator's, at commit), which need no undo log.
 func (g *Group) Update(key, value []byte) bool {
-	slot, ok := g.index[string(key)]
+	h := keyHash(key)
+	slot, ok := g.index.find(g.entries, key, h)
 	if !ok {
-		slot = g.insert(key)
+		slot = g.insert(key, h)
 	} else if e := &g.entries[slot]; e.present && bytes.Equal(e.val, value) {
 		return false
 	}
@@ -179,10 +186,65 @@ func (g *Group) Update(key, value []byte) bool {
 	return true
 }
 
+// Write is one change of Table.WriteAll: Key set to Value (as
+// Group.Update), or with Delete removed.
+type Write struct {
+	Key, Value []byte
+	Delete     bool
+}
+
+// WriteAll applies ws in order, each to its key's group, as Group.Update
+// and Group.Delete do, faster beyond the caches than one after the other:
+// it takes them a run at a time and loads the index words and entries of
+// a run before it writes any, so that their cache misses are waited for
+// together (see Session.GetAll). It is not undoable, and is for a writer
+// that owns every group it writes (a transactional operator's commit).
+func (t *Table) WriteAll(ws []Write) {
+	var (
+		groups [lookupRun]*Group
+		hashes [lookupRun]uint32
+		slots  [lookupRun]int32
+		keys   [lookupRun]string
+	)
+	for lo := 0; lo < len(ws); lo += lookupRun {
+		run := ws[lo:min(lo+lookupRun, len(ws))]
+		for i := range run {
+			h := xxhash.Sum64(run[i].Key)
+			g := &t.groups[keyGroupOf(h, len(t.groups))]
+			groups[i], hashes[i] = g, indexBits(h)
+			slots[i], keys[i] = -1, ""
+			if w := g.index.first(hashes[i]); w != 0 && uint32(w>>32) == hashes[i] {
+				slots[i] = int32(uint32(w)) - 1
+				keys[i] = g.entries[slots[i]].key
+			}
+		}
+		for i := range run {
+			w, g, h := &run[i], groups[i], hashes[i]
+			// A key at its home word keeps its slot through the writes
+			// of the run before it (a deletion keeps the entry until
+			// the commit); any other is found again.
+			slot, ok := slots[i], slots[i] >= 0 && keys[i] == string(w.Key)
+			if !ok {
+				slot, ok = g.index.find(g.entries, w.Key, h)
+			}
+			switch {
+			case w.Delete:
+				if ok && g.entries[slot].present {
+					g.del(slot)
+				}
+			case !ok:
+				g.set(g.insert(w.Key, h), w.Value)
+			case !g.entries[slot].present || !bytes.Equal(g.entries[slot].val, w.Value):
+				g.set(slot, w.Value)
+			}
+		}
+	}
+}
+
 // Delete removes key and marks the deletion dirty; deleting an absent key
 // does nothing. The write is not undoable: workers write through a Session.
 func (g *Group) Delete(key []byte) {
-	slot, ok := g.index[string(key)]
+	slot, ok := g.index.find(g.entries, key, keyHash(key))
 	if !ok || !g.entries[slot].present {
 		return
 	}
@@ -202,13 +264,12 @@ func (g *Group) Range(fn func(key, value []byte) bool) {
 	}
 }
 
-// insert adds key to the index with an entry that is neither present nor
-// dirty; the caller sets it at once.
-func (g *Group) insert(key []byte) int32 {
+// insert adds key, whose keyHash is h, to the index with an entry that is
+// neither present nor dirty; the caller sets it at once.
+func (g *Group) insert(key []byte, h uint32) int32 {
 	slot := g.newSlot()
-	k := string(key)
-	g.entries[slot].key = k
-	g.index[k] = slot
+	g.entries[slot].key = string(key)
+	g.index.insert(h, slot)
 	return slot
 }
 
@@ -288,7 +349,7 @@ func (g *Group) remove(slot int32) {
 		delete(g.ord.index, e.key)
 		e.ord = false
 	} else {
-		delete(g.index, e.key)
+		g.index.remove(keyHash(bytesOf(e.key)), slot)
 	}
 	e.key = ""
 	e.val = e.val[:0]
@@ -359,16 +420,26 @@ func assign(buf, value []byte) []byte {
 // ord the namespaced key whose encoding is key. key and value are owned by
 // the group (see slab).
 func (g *Group) load(key string, ord bool, value []byte) {
-	index := g.index
+	var (
+		slot int32
+		ok   bool
+		h    uint32
+	)
 	if ord {
-		index = g.ordered().index
+		slot, ok = g.ordered().index[key]
+	} else {
+		h = keyHash(bytesOf(key))
+		slot, ok = g.index.find(g.entries, bytesOf(key), h)
 	}
-	slot, ok := index[key]
 	if !ok {
 		slot = g.newSlot()
 		e := &g.entries[slot]
 		e.key, e.ord = key, ord
-		index[key] = slot
+		if ord {
+			g.ord.index[key] = slot
+		} else {
+			g.index.insert(h, slot)
+		}
 	}
 	g.entries[slot].val = value
 	g.setPresent(slot, true)

@@ -85,7 +85,7 @@ func TestCommittedDeletionFreesSlot(t *testing.T) {
 	if err := s.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.index) != 0 || len(g.free) != 1 {
+	if g.index.len() != 0 || len(g.free) != 1 {
 		t.Fatalf("after committed delete: index %v, free %v", g.index, g.free)
 	}
 	g.Put([]byte("b"), []byte("2"))

@@ -3,6 +3,7 @@ package exec
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -66,6 +67,8 @@ type txnStage struct {
 	// Process); the view reads through it.
 	carried map[txn.Key]carried
 	arena   []byte
+	// writes is apply's buffer of one table's changes.
+	writes []state.Write
 
 	outRecs []abi.Record
 	rejects []plugin.Reject
@@ -102,7 +105,7 @@ func newTxnStage(op *Operator, store *state.Store, m *Metrics) (*txnStage, error
 	for _, name := range t.Operator.Tables() {
 		ts.tables = append(ts.tables, store.Table(name))
 	}
-	ts.view = tableView{sess: ts.sess, tables: ts.tables}
+	ts.view = tableView{sess: ts.sess, tables: ts.tables, seed: maphash.MakeSeed()}
 	ts.status.Strategy = t.Operator.Strategy().String()
 	ts.model.Store(t.Operator.Model())
 	ts.status.Workers = t.Operator.Workers()
@@ -118,6 +121,52 @@ type tableView struct {
 	sess    *state.Session
 	tables  []*state.Table
 	carried map[txn.Key]carried
+	seed    maphash.Seed
+}
+
+var _ txn.BatchStore = (*tableView)(nil)
+
+// Seed implements txn.BatchStore. The plan hashes keys with it to split
+// them among the scheduler's workers; the tables find keys by a hash of
+// their own (state's), so any seed serves.
+func (v *tableView) Seed() maphash.Seed { return v.seed }
+
+// viewRun is how many keys GetBatch hands state.Session.GetAll at once.
+const viewRun = 64
+
+// GetBatch implements txn.BatchStore: a plan's worker loads the keys of
+// its partition at once, and state.Session.GetAll waits for their cache
+// misses together, a run at a time. Like Get it may run on several
+// workers at once.
+func (v *tableView) GetBatch(keys []txn.Key, _ []uint64, out []txn.Value) (int, error) {
+	if v.carried != nil {
+		for i, k := range keys {
+			b, ok, err := v.Get(k)
+			if err != nil {
+				return i, err
+			}
+			out[i] = txn.Value{Bytes: b, Found: ok}
+		}
+		return 0, nil
+	}
+	var ls [viewRun]state.Lookup
+	for lo := 0; lo < len(keys); lo += viewRun {
+		run := keys[lo:min(lo+viewRun, len(keys))]
+		for i, k := range run {
+			t, err := v.table(k)
+			if err != nil {
+				return lo + i, err
+			}
+			ls[i] = state.Lookup{Table: t, Key: keyBytes(k.Key)}
+		}
+		if i, err := v.sess.GetAll(ls[:len(run)]); err != nil {
+			return lo + i, err
+		}
+		for i := range run {
+			out[lo+i] = txn.Value{Bytes: ls[i].Value, Found: ls[i].Found}
+		}
+	}
+	return 0, nil
 }
 
 // Get returns the value of k. The session's error (a key group it does not
@@ -128,11 +177,20 @@ func (v *tableView) Get(k txn.Key) ([]byte, bool, error) {
 			return c.value, !c.del, nil
 		}
 	}
+	t, err := v.table(k)
+	if err != nil {
+		return nil, false, err
+	}
+	return v.sess.Get(t, keyBytes(k.Key))
+}
+
+// table returns the table of k.
+func (v *tableView) table(k txn.Key) (*state.Table, error) {
 	if int(k.Table) >= len(v.tables) {
 		// txnop refuses such handles before scheduling.
-		return nil, false, fmt.Errorf("exec: key %v: table %d of an operator with %d tables", k, k.Table, len(v.tables))
+		return nil, fmt.Errorf("exec: key %v: table %d of an operator with %d tables", k, k.Table, len(v.tables))
 	}
-	return v.sess.Get(v.tables[k.Table], keyBytes(k.Key))
+	return v.tables[k.Table], nil
 }
 
 // keyBytes views s as bytes without copying; the bytes must not be
@@ -405,17 +463,35 @@ func (ts *txnStage) apply() error {
 	ts.res = nil
 	ts.arena = ts.arena[:0]
 	for _, c := range changes {
+		if int(c.Key.Table) >= len(ts.tables) {
+			return ts.badTable(c.Key)
+		}
 		ts.arena = append(ts.arena, c.Value...)
 	}
-	off := 0
-	for _, c := range changes {
-		v := ts.arena[off : off+len(c.Value) : off+len(c.Value)]
-		off += len(c.Value)
-		if err := ts.put(c.Key, v, c.Delete); err != nil {
-			return err
+	// Table by table (state.Table.WriteAll waits for a run's cache misses
+	// together), each table's changes in their order; tables are apart,
+	// so the order between them does not matter.
+	for ti, t := range ts.tables {
+		ws := ts.writes[:0]
+		off := 0
+		for _, c := range changes {
+			n := len(c.Value)
+			if int(c.Key.Table) == ti {
+				ws = append(ws, state.Write{Key: keyBytes(c.Key.Key), Value: ts.arena[off : off+n : off+n], Delete: c.Delete})
+			}
+			off += n
 		}
+		t.WriteAll(ws)
+		clear(ws) // keep none of the batch's keys alive
+		ts.writes = ws[:0]
 	}
 	return nil
+}
+
+// badTable is the error of a change that names a table the operator does
+// not have.
+func (ts *txnStage) badTable(k txn.Key) error {
+	return fmt.Errorf("exec: operator %q: a change names table handle %d of %d", ts.exop.Name, k.Table, len(ts.tables))
 }
 
 // put writes one change into its table: a value equal to the current one
@@ -425,7 +501,7 @@ func (ts *txnStage) apply() error {
 // session's undo log would only cost a copy of every old value.
 func (ts *txnStage) put(k txn.Key, v []byte, del bool) error {
 	if int(k.Table) >= len(ts.tables) {
-		return fmt.Errorf("exec: operator %q: a change names table handle %d of %d", ts.exop.Name, k.Table, len(ts.tables))
+		return ts.badTable(k)
 	}
 	t := ts.tables[k.Table]
 	key := keyBytes(k.Key)
