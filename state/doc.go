@@ -29,8 +29,8 @@
 //
 // Session.Scan visits the entries of one routing key (and namespace) in
 // order, committed or not, at a cost proportional to what it visits: plain
-// keys sit in a hash map per group, namespaced ones also in a B-tree per
-// group ordered by their encoding.
+// keys sit in a hash index per group, namespaced ones in a hash map and a
+// B-tree per group ordered by their encoding.
 //
 // Timers are state too. Each key group has a timer index, ordered by (time
 // domain, time, routing key, namespace, name): Session.SetTimer and
@@ -48,9 +48,15 @@
 // Every committed entry is in memory from Open to Close, like Flink's heap
 // state backend: state must fit in memory, and Open reads the whole store.
 // Pebble is the durable copy and the source for dumps; it is not read on
-// the hot path. A Group stores its entries in one slice indexed through a
-// map from key to slot, so a large table is a few objects per group for the
-// garbage collector rather than one per key, and a value's buffer is reused
+// the hot path. A Group stores its entries in one slice, and finds a plain
+// key's slot in an open-addressing index of words that hold the high bits
+// of the key's XXH64 hash (computed once for its key group and its slot)
+// and its slot, so a large table is a few objects per group for the
+// garbage collector rather than one per key, and the index has no pointers
+// for it to scan. Beyond the caches a read costs its cache misses (the
+// index word, the entry, the key's bytes): Session.GetAll and
+// Table.WriteAll, for the keys of a whole batch, take them a run at a time
+// so that the misses of a run overlap. A value's buffer is reused
 // when it is overwritten (hence the rule that a value returned by Get is
 // valid until the next write of its key). Entries written or deleted since
 // the last Commit are marked dirty and listed per group, so Commit costs in
