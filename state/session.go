@@ -221,10 +221,7 @@ func (se *Session) GetKeyRef(t *Table, k Key) ([]byte, Ref, bool, error) {
 		return g.entries[slot].val, Ref{g: g, slot: slot}, true, nil
 	}
 	se.enc = appendKey(se.enc[:0], k.Route, k.Namespace, k.User)
-	if g.ord == nil {
-		return nil, Ref{}, false, nil
-	}
-	slot, ok := g.ord.index[string(se.enc)]
+	slot, ok, _ := g.findOrd(se.enc)
 	if !ok || !g.entries[slot].present {
 		return nil, Ref{}, false, nil
 	}
@@ -271,11 +268,11 @@ func (se *Session) DeleteKey(t *Table, k Key) error {
 // putOrd writes the namespaced entry whose encoding is enc, logging undo.
 func (se *Session) putOrd(g *Group, enc, value []byte) {
 	se.sync()
-	slot, ok := g.ordered().index[string(enc)]
+	slot, ok, h := g.findOrd(enc)
 	if ok {
 		se.record(g, slot)
 	} else {
-		slot = g.insertOrd(enc)
+		slot = g.insertOrd(enc, h)
 		se.log = append(se.log, undo{g: g, slot: slot, off: len(se.arena)})
 	}
 	g.set(slot, value)
@@ -284,10 +281,7 @@ func (se *Session) putOrd(g *Group, enc, value []byte) {
 // delOrd deletes the namespaced entry whose encoding is enc, logging undo.
 // It reports whether there was one.
 func (se *Session) delOrd(g *Group, enc []byte) bool {
-	if g.ord == nil {
-		return false
-	}
-	slot, ok := g.ord.index[string(enc)]
+	slot, ok, _ := g.findOrd(enc)
 	if !ok || !g.entries[slot].present {
 		return false
 	}

@@ -102,7 +102,7 @@ type Group struct {
 
 // ordIndex indexes a group's namespaced entries by their key encoding.
 type ordIndex struct {
-	index map[string]int32
+	index keyIndex // by keyHash of the encoding
 	tree  *btreemap.BTreeMap[string, int32]
 }
 
@@ -120,7 +120,7 @@ type entry struct {
 // ordered returns g's index of namespaced entries, creating it.
 func (g *Group) ordered() *ordIndex {
 	if g.ord == nil {
-		g.ord = &ordIndex{index: make(map[string]int32), tree: btreemap.New[string, int32](ordDegree, strings.Compare)}
+		g.ord = &ordIndex{tree: btreemap.New[string, int32](ordDegree, strings.Compare)}
 	}
 	return g.ord
 }
@@ -273,32 +273,40 @@ func (g *Group) insert(key []byte, h uint32) int32 {
 	return slot
 }
 
-// insertOrd adds the namespaced key whose encoding is enc, as insert does.
-func (g *Group) insertOrd(enc []byte) int32 {
+// findOrd returns the slot of the namespaced key whose encoding is enc,
+// and the encoding's keyHash (for insertOrd).
+func (g *Group) findOrd(enc []byte) (int32, bool, uint32) {
+	h := keyHash(enc)
+	if g.ord == nil {
+		return 0, false, h
+	}
+	slot, ok := g.ord.index.find(g.entries, enc, h)
+	return slot, ok, h
+}
+
+// insertOrd adds the namespaced key whose encoding is enc (keyHash h), as
+// insert does.
+func (g *Group) insertOrd(enc []byte, h uint32) int32 {
 	o := g.ordered()
 	slot := g.newSlot()
-	k := string(enc)
 	e := &g.entries[slot]
-	e.key, e.ord = k, true
-	o.index[k] = slot
+	e.key, e.ord = string(enc), true
+	o.index.insert(h, slot)
 	return slot
 }
 
 // putOrd sets the namespaced key whose encoding is enc, as Put does.
 func (g *Group) putOrd(enc, value []byte) {
-	slot, ok := g.ordered().index[string(enc)]
+	slot, ok, h := g.findOrd(enc)
 	if !ok {
-		slot = g.insertOrd(enc)
+		slot = g.insertOrd(enc, h)
 	}
 	g.set(slot, value)
 }
 
 // getOrd returns the value of the namespaced key whose encoding is enc.
 func (g *Group) getOrd(enc []byte) ([]byte, bool) {
-	if g.ord == nil {
-		return nil, false
-	}
-	slot, ok := g.ord.index[string(enc)]
+	slot, ok, _ := g.findOrd(enc)
 	if !ok {
 		return nil, false
 	}
@@ -346,7 +354,7 @@ func (g *Group) newSlot() int32 {
 func (g *Group) remove(slot int32) {
 	e := &g.entries[slot]
 	if e.ord {
-		delete(g.ord.index, e.key)
+		g.ord.index.remove(keyHash(bytesOf(e.key)), slot)
 		e.ord = false
 	} else {
 		g.index.remove(keyHash(bytesOf(e.key)), slot)
@@ -425,21 +433,17 @@ func (g *Group) load(key string, ord bool, value []byte) {
 		ok   bool
 		h    uint32
 	)
+	index := &g.index
 	if ord {
-		slot, ok = g.ordered().index[key]
-	} else {
-		h = keyHash(bytesOf(key))
-		slot, ok = g.index.find(g.entries, bytesOf(key), h)
+		index = &g.ordered().index
 	}
+	h = keyHash(bytesOf(key))
+	slot, ok = index.find(g.entries, bytesOf(key), h)
 	if !ok {
 		slot = g.newSlot()
 		e := &g.entries[slot]
 		e.key, e.ord = key, ord
-		if ord {
-			g.ord.index[key] = slot
-		} else {
-			g.index.insert(h, slot)
-		}
+		index.insert(h, slot)
 	}
 	g.entries[slot].val = value
 	g.setPresent(slot, true)
