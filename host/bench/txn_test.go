@@ -288,11 +288,18 @@ func TestTxnTargets(t *testing.T) {
 	}}
 	sl.Ratios = ratios(sl.Runs)
 	ts := sl.checkTargets()
-	if len(ts) != 2 || !ts[0].Met || !strings.Contains(ts[0].Got, "ns-op-lazy") {
-		t.Fatalf("targets %+v, want the ledger rate met by ns-op-lazy and the ratio", ts)
+	if len(ts) != 3 || !ts[0].Met || !strings.Contains(ts[0].Got, "450,000 events/s (ns-op-lazy)") || !strings.Contains(ts[0].Name, "Wasm") {
+		t.Fatalf("targets %+v, want the ledger rate in Wasm met by ns-op-lazy, natively and the ratio", ts)
 	}
-	if ts[1].Met || !strings.Contains(ts[1].Got, "0.40 (sstore") {
-		t.Errorf("ratio target %+v, want not met at sstore's 0.40", ts[1])
+	if !ts[1].Met || !strings.Contains(ts[1].Got, "600,000 events/s (ns-op-lazy)") || !strings.Contains(ts[1].Name, "native") {
+		t.Errorf("native ledger target %+v, want met by ns-op-lazy at 600,000", ts[1])
+	}
+	if ts[2].Met || !strings.Contains(ts[2].Got, "0.40 (sstore") {
+		t.Errorf("ratio target %+v, want not met at sstore's 0.40", ts[2])
+	}
+	sl.Runs[2].Rate = 599_000
+	if ts := sl.checkTargets(); ts[1].Met {
+		t.Errorf("native ledger target %+v at 599,000 events/s, want not met", ts[1])
 	}
 	sl.Knobs["skew"] = "0"
 	if ts := sl.checkTargets(); len(ts) != 1 {
@@ -308,6 +315,14 @@ func TestTxnTargets(t *testing.T) {
 	ts = gs.checkTargets()
 	if len(ts) != 1 || !ts[0].Met || !strings.Contains(ts[0].Got, "1.70x (ns-op-lazy)") || !strings.Contains(ts[0].Name, "native") {
 		t.Errorf("targets %+v, want the speedup of ns-op-lazy, native, met", ts)
+	}
+	// Both logics ran: a speedup target each; Wasm's 1.69x falls short.
+	gs.Runs = append(gs.Runs,
+		TxnRun{Strategy: "ns-op-lazy", Workers: 1, Logic: TxnWasm, Rate: 100},
+		TxnRun{Strategy: "ns-op-lazy", Workers: 2, Logic: TxnWasm, Rate: 169})
+	ts = gs.checkTargets()
+	if len(ts) != 2 || ts[0].Met || !strings.Contains(ts[0].Name, "wasm") || !strings.Contains(ts[0].Got, "1.69x") || !ts[1].Met || !strings.Contains(ts[1].Name, "native") {
+		t.Errorf("targets %+v, want the Wasm speedup (1.69x) not met and the native one met", ts)
 	}
 	gs.Knobs["acyclic"] = "false"
 	if ts := gs.checkTargets(); len(ts) != 0 {

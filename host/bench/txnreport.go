@@ -11,18 +11,21 @@ import (
 )
 
 // The transactional targets of the project (issue 3, "Performance
-// targets").
+// targets", and issue 22, "Transactional scaling").
 const (
 	// TargetTxnLedgerRate is the rate, in events per second, that the best
 	// strategy must reach on MorphStream's Streaming Ledger comparison
-	// workload with 2 workers and the Wasm operator.
-	TargetTxnLedgerRate = 400_000
+	// workload with 2 workers and the Wasm operator; TargetTxnLedgerNative
+	// the same with the native operator.
+	TargetTxnLedgerRate   = 400_000
+	TargetTxnLedgerNative = 600_000
 	// TargetTxnWasmRatio is the fraction of the native operator's rate
 	// that the Wasm operator must reach in the same run.
 	TargetTxnWasmRatio = 0.5
 	// TargetTxnSpeedup is how much faster 2 workers must be than 1 on
-	// GrepSum without cycles.
-	TargetTxnSpeedup = 1.6
+	// GrepSum without cycles, natively and in Wasm (issue 3 asked 1.6x
+	// of the Wasm operator; issue 22 1.7x of both).
+	TargetTxnSpeedup = 1.7
 	// TargetTxnKeys10 and TargetTxnKeys100 are the fractions of its rate
 	// that Streaming Ledger must keep with 10 and 100 times the keys
 	// (issue 22), in the same run.
@@ -54,20 +57,26 @@ func (r *TxnReport) checkTargets() []Target {
 	}
 	var ts []Target
 	if r.ledgerTargetWorkload() {
-		var best *TxnRun
-		for i := range r.Runs {
-			x := &r.Runs[i]
-			if x.Logic == TxnWasm && x.Workers == 2 && (best == nil || x.Rate > best.Rate) {
-				best = x
+		for _, c := range []struct {
+			logic TxnLogic
+			name  string
+			want  float64
+		}{{TxnWasm, "Wasm", TargetTxnLedgerRate}, {TxnNative, "native", TargetTxnLedgerNative}} {
+			var best *TxnRun
+			for i := range r.Runs {
+				x := &r.Runs[i]
+				if x.Logic == c.logic && x.Workers == 2 && (best == nil || x.Rate > best.Rate) {
+					best = x
+				}
 			}
-		}
-		if best != nil {
-			ts = append(ts, Target{
-				Name: "Streaming Ledger, MorphStream's comparison workload, 2 workers, Wasm, best strategy",
-				Want: fmt.Sprintf(">= %s events/s", thousands(TargetTxnLedgerRate)),
-				Got:  fmt.Sprintf("%s events/s (%s)", thousands(best.Rate), best.Strategy),
-				Met:  best.Rate >= TargetTxnLedgerRate,
-			})
+			if best != nil {
+				ts = append(ts, Target{
+					Name: fmt.Sprintf("Streaming Ledger, MorphStream's comparison workload, 2 workers, %s, best strategy", c.name),
+					Want: fmt.Sprintf(">= %s events/s", thousands(c.want)),
+					Got:  fmt.Sprintf("%s events/s (%s)", thousands(best.Rate), best.Strategy),
+					Met:  best.Rate >= c.want,
+				})
+			}
 		}
 	}
 	if len(r.Ratios) > 0 {
@@ -89,8 +98,10 @@ func (r *TxnReport) checkTargets() []Target {
 		})
 	}
 	if r.App == workload.GrepSum && r.Knobs["acyclic"] == "true" {
-		if t, ok := r.speedupTarget(); ok {
-			ts = append(ts, t)
+		for _, logic := range []TxnLogic{TxnWasm, TxnNative} {
+			if t, ok := r.speedupTarget(logic); ok {
+				ts = append(ts, t)
+			}
 		}
 	}
 	if r.App == workload.StreamingLedger {
@@ -139,15 +150,10 @@ func (r *TxnReport) keyTargets() []Target {
 	return ts
 }
 
-// speedupTarget checks TargetTxnSpeedup on the strategy with the best
-// 2-worker rate, Wasm when it ran, else native.
-func (r *TxnReport) speedupTarget() (Target, bool) {
-	logic := TxnNative
-	for _, x := range r.Runs {
-		if x.Logic == TxnWasm {
-			logic = TxnWasm
-		}
-	}
+// speedupTarget checks TargetTxnSpeedup on the strategy whose runs in
+// logic have the best 2-worker rate; false when no strategy ran in logic
+// with 1 and 2 workers.
+func (r *TxnReport) speedupTarget(logic TxnLogic) (Target, bool) {
 	rate := func(s string, w int) float64 {
 		for _, x := range r.Runs {
 			if x.Strategy == s && x.Workers == w && x.Logic == logic {
