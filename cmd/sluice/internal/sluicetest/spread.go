@@ -195,15 +195,37 @@ func (s *Spread) Outputs() int {
 	return int(info.State.Msgs)
 }
 
-// Wait polls cond; three minutes fail the test with every host's log.
+// Wait polls cond; three minutes fail the test with every host's log,
+// which ends, for a host still running, with its goroutines (dumpStacks).
 func (s *Spread) Wait(what string, cond func() bool) {
 	s.t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
+			s.dumpStacks()
 			s.t.Fatalf("%s: not within three minutes\n%s", what, s.Logs())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// dumpStacks asks every host still running for its goroutines: on
+// SIGQUIT the Go runtime writes them to the host's log and exits. A test
+// that fails waiting then shows where each host was stuck.
+func (s *Spread) dumpStacks() {
+	for _, cmd := range s.Hosts {
+		if cmd.ProcessState != nil || cmd.Process.Signal(syscall.SIGQUIT) != nil {
+			continue
+		}
+		done := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
 	}
 }
 
