@@ -2,7 +2,9 @@ package state
 
 import "github.com/cespare/xxhash/v2"
 
-// keyIndex maps a group's plain keys to their slots in Group.entries.
+// keyIndex maps a group's keys to their slots in Group.entries: its plain
+// keys (Group.index), or the encodings of its namespaced keys
+// (ordIndex.index).
 //
 // It is an open-addressing table with linear probing over a power-of-two
 // array of words. A word holds the high 32 bits of the key's XXH64 hash
@@ -14,9 +16,8 @@ import "github.com/cespare/xxhash/v2"
 //
 // Compared with a map[string]int32 it holds no pointers, so the garbage
 // collector does not scan it however many keys a table has; it takes 8
-// bytes a word at a load of at most 3/4 (a Go map of string keys takes
-// about 37 a key); and a lookup touches one word before the entry,
-// without hashing the key again.
+// bytes a word at a load of at most 3/4; and a lookup touches one word
+// before the entry, without hashing the key again.
 //
 // A deletion moves back the words after it that would otherwise be cut
 // off from their home (no tombstones), so a lookup ends at the first
@@ -51,14 +52,17 @@ func (x *keyIndex) find(entries []entry, key []byte, h uint32) (int32, bool) {
 	}
 }
 
-// first returns the word at the home of a key whose keyHash is h (0 when
-// it is empty, and so the key is not in the index): GetAll loads the
-// words of several keys before it looks at any of them.
-func (x *keyIndex) first(h uint32) uint64 {
+// home returns the slot that the word at the home of a key whose keyHash
+// is h holds, when that word bears h: the key's slot, unless another key
+// with the same hash bits is there (the caller compares the keys). It
+// loads one word, so that Session.GetAll and Table.WriteAll can load the
+// words of several keys before they look at any entry.
+func (x *keyIndex) home(h uint32) (int32, bool) {
 	if x.n == 0 {
-		return 0
+		return 0, false
 	}
-	return x.words[h&uint32(len(x.words)-1)]
+	w := x.words[h&uint32(len(x.words)-1)]
+	return int32(uint32(w)) - 1, w != 0 && uint32(w>>32) == h
 }
 
 // insert adds slot for a key, whose keyHash is h, that is not in the index.

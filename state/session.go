@@ -106,7 +106,8 @@ func (se *Session) GetAll(ls []Lookup) (int, error) {
 	var (
 		groups  [lookupRun]*Group
 		hashes  [lookupRun]uint32
-		words   [lookupRun]uint64
+		slots   [lookupRun]int32
+		homes   [lookupRun]bool
 		entries [lookupRun]*entry
 		keys    [lookupRun]string
 	)
@@ -117,30 +118,25 @@ func (se *Session) GetAll(ls []Lookup) (int, error) {
 			if err != nil {
 				return lo + i, err
 			}
-			groups[i], hashes[i], words[i] = g, h, g.index.first(h)
+			groups[i], hashes[i] = g, h
+			slots[i], homes[i] = g.index.home(h)
 		}
 		for i := range run {
 			entries[i], keys[i] = nil, ""
-			if w := words[i]; w != 0 && uint32(w>>32) == hashes[i] {
-				e := &groups[i].entries[int32(uint32(w))-1]
+			if homes[i] {
+				e := &groups[i].entries[slots[i]]
 				entries[i], keys[i] = e, e.key
 			}
 		}
 		for i := range run {
 			l := &run[i]
 			if e := entries[i]; e != nil && keys[i] == string(l.Key) {
-				l.Value, l.Found = e.val, e.present
-				if !e.present {
-					l.Value = nil
-				}
+				l.Value, l.Found = e.value()
 				continue
 			}
 			// Not at its home word: further along the run of words, or
 			// absent.
-			l.Value, l.Found = nil, false
-			if words[i] != 0 {
-				l.Value, l.Found = groups[i].get(l.Key, hashes[i])
-			}
+			l.Value, l.Found = groups[i].get(l.Key, hashes[i])
 		}
 	}
 	return 0, nil
@@ -213,15 +209,16 @@ func (se *Session) GetKeyRef(t *Table, k Key) ([]byte, Ref, bool, error) {
 	if err != nil {
 		return nil, Ref{}, false, err
 	}
+	var (
+		slot int32
+		ok   bool
+	)
 	if k.plain() {
-		slot, ok := g.index.find(g.entries, k.Route, h)
-		if !ok || !g.entries[slot].present {
-			return nil, Ref{}, false, nil
-		}
-		return g.entries[slot].val, Ref{g: g, slot: slot}, true, nil
+		slot, ok = g.index.find(g.entries, k.Route, h)
+	} else {
+		se.enc = appendKey(se.enc[:0], k.Route, k.Namespace, k.User)
+		slot, ok, _ = g.findOrd(se.enc)
 	}
-	se.enc = appendKey(se.enc[:0], k.Route, k.Namespace, k.User)
-	slot, ok, _ := g.findOrd(se.enc)
 	if !ok || !g.entries[slot].present {
 		return nil, Ref{}, false, nil
 	}

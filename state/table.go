@@ -151,7 +151,12 @@ func (g *Group) get(key []byte, h uint32) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	e := &g.entries[slot]
+	return g.entries[slot].value()
+}
+
+// value returns the entry's value and true, or nil and false when it has
+// none (a deletion not yet committed).
+func (e *entry) value() ([]byte, bool) {
 	if !e.present {
 		return nil, false
 	}
@@ -177,9 +182,23 @@ func (g *Group) Put(key, value []byte) {
 func (g *Group) Update(key, value []byte) bool {
 	h := keyHash(key)
 	slot, ok := g.index.find(g.entries, key, h)
-	if !ok {
+	return g.update(key, h, slot, ok, value, false)
+}
+
+// update is Update of key (keyHash h), or with del Delete, where slot is
+// the key's slot when ok (found in the index); it reports whether it
+// wrote.
+func (g *Group) update(key []byte, h uint32, slot int32, ok bool, value []byte, del bool) bool {
+	switch {
+	case del:
+		if !ok || !g.entries[slot].present {
+			return false
+		}
+		g.del(slot)
+		return true
+	case !ok:
 		slot = g.insert(key, h)
-	} else if e := &g.entries[slot]; e.present && bytes.Equal(e.val, value) {
+	case g.entries[slot].present && bytes.Equal(g.entries[slot].val, value):
 		return false
 	}
 	g.set(slot, value)
@@ -212,10 +231,10 @@ func (t *Table) WriteAll(ws []Write) {
 			h := xxhash.Sum64(run[i].Key)
 			g := &t.groups[keyGroupOf(h, len(t.groups))]
 			groups[i], hashes[i] = g, indexBits(h)
+			slot, ok := g.index.home(hashes[i])
 			slots[i], keys[i] = -1, ""
-			if w := g.index.first(hashes[i]); w != 0 && uint32(w>>32) == hashes[i] {
-				slots[i] = int32(uint32(w)) - 1
-				keys[i] = g.entries[slots[i]].key
+			if ok {
+				slots[i], keys[i] = slot, g.entries[slot].key
 			}
 		}
 		for i := range run {
@@ -227,16 +246,7 @@ func (t *Table) WriteAll(ws []Write) {
 			if !ok {
 				slot, ok = g.index.find(g.entries, w.Key, h)
 			}
-			switch {
-			case w.Delete:
-				if ok && g.entries[slot].present {
-					g.del(slot)
-				}
-			case !ok:
-				g.set(g.insert(w.Key, h), w.Value)
-			case !g.entries[slot].present || !bytes.Equal(g.entries[slot].val, w.Value):
-				g.set(slot, w.Value)
-			}
+			g.update(w.Key, h, slot, ok, w.Value, w.Delete)
 		}
 	}
 }
@@ -244,11 +254,9 @@ func (t *Table) WriteAll(ws []Write) {
 // Delete removes key and marks the deletion dirty; deleting an absent key
 // does nothing. The write is not undoable: workers write through a Session.
 func (g *Group) Delete(key []byte) {
-	slot, ok := g.index.find(g.entries, key, keyHash(key))
-	if !ok || !g.entries[slot].present {
-		return
-	}
-	g.del(slot)
+	h := keyHash(key)
+	slot, ok := g.index.find(g.entries, key, h)
+	g.update(key, h, slot, ok, nil, true)
 }
 
 // Range calls fn for every plain key with a value in the group, committed
@@ -310,11 +318,7 @@ func (g *Group) getOrd(enc []byte) ([]byte, bool) {
 	if !ok {
 		return nil, false
 	}
-	e := &g.entries[slot]
-	if !e.present {
-		return nil, false
-	}
-	return e.val, true
+	return g.entries[slot].value()
 }
 
 // setPresent marks the entry in slot present or absent, keeping live and

@@ -445,22 +445,23 @@ func (ts *txnStage) decisions(n int) ([]adapt.Record, error) {
 }
 
 // apply writes the batch's change sets into the tables, for the commit
-// that follows. The values are first copied: a change's value may alias
-// the current value of another key of the batch (an operation that copies
-// a value it read), which writing that key could overwrite in place.
+// that follows: the earlier runs' (carried) and then the last run's, which
+// may change the same keys again. The last run's values are first copied:
+// a change's value may alias the current value of another key of the
+// batch (an operation that copies a value it read), which writing that
+// key could overwrite in place.
+//
+// The stage writes its tables directly (state.Table.WriteAll), not
+// through its session: its changes are final when applied (a failed run
+// is never applied), so the session's undo log would only cost a copy of
+// every old value. A value equal to the current one is left alone, so
+// that only changed keys are committed.
 func (ts *txnStage) apply() error {
-	for k, c := range ts.carried {
-		if err := ts.put(k, c.value, c.del); err != nil {
-			return err
-		}
+	var changes []txn.Change
+	if ts.res != nil {
+		changes = ts.res.Changes
+		ts.res = nil
 	}
-	clear(ts.carried)
-	ts.view.carried = nil
-	if ts.res == nil {
-		return nil
-	}
-	changes := ts.res.Changes
-	ts.res = nil
 	ts.arena = ts.arena[:0]
 	for _, c := range changes {
 		if int(c.Key.Table) >= len(ts.tables) {
@@ -468,11 +469,21 @@ func (ts *txnStage) apply() error {
 		}
 		ts.arena = append(ts.arena, c.Value...)
 	}
+	for k := range ts.carried {
+		if int(k.Table) >= len(ts.tables) {
+			return ts.badTable(k)
+		}
+	}
 	// Table by table (state.Table.WriteAll waits for a run's cache misses
 	// together), each table's changes in their order; tables are apart,
 	// so the order between them does not matter.
 	for ti, t := range ts.tables {
 		ws := ts.writes[:0]
+		for k, c := range ts.carried {
+			if int(k.Table) == ti {
+				ws = append(ws, state.Write{Key: keyBytes(k.Key), Value: c.value, Delete: c.del})
+			}
+		}
 		off := 0
 		for _, c := range changes {
 			n := len(c.Value)
@@ -485,6 +496,8 @@ func (ts *txnStage) apply() error {
 		clear(ws) // keep none of the batch's keys alive
 		ts.writes = ws[:0]
 	}
+	clear(ts.carried)
+	ts.view.carried = nil
 	return nil
 }
 
@@ -492,26 +505,6 @@ func (ts *txnStage) apply() error {
 // not have.
 func (ts *txnStage) badTable(k txn.Key) error {
 	return fmt.Errorf("exec: operator %q: a change names table handle %d of %d", ts.exop.Name, k.Table, len(ts.tables))
-}
-
-// put writes one change into its table: a value equal to the current one
-// is left alone (Group.Update), so that only changed keys are committed.
-// The stage writes its groups directly, not through its session: its
-// changes are final when applied (a failed run is never applied), so the
-// session's undo log would only cost a copy of every old value.
-func (ts *txnStage) put(k txn.Key, v []byte, del bool) error {
-	if int(k.Table) >= len(ts.tables) {
-		return ts.badTable(k)
-	}
-	t := ts.tables[k.Table]
-	key := keyBytes(k.Key)
-	g := t.Group(state.KeyGroup(key, t.KeyGroups()))
-	if del {
-		g.Delete(key)
-	} else {
-		g.Update(key, v)
-	}
-	return nil
 }
 
 // punctuation returns the batching the job's transactional operators ask
