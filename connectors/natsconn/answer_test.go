@@ -27,6 +27,8 @@ func TestUnanswered(t *testing.T) {
 		{"the caller's deadline", done, context.DeadlineExceeded, false},
 		{"no response from stream", live, fmt.Errorf("lease: %w", jetstream.ErrNoStreamResponse), true},
 		{"503", live, &jetstream.APIError{Code: 503, Description: "JetStream system temporarily unavailable"}, true},
+		{"JetStream not enabled (503 too)", live, &jetstream.APIError{Code: 503, ErrorCode: jetstream.JSErrCodeJetStreamNotEnabled, Description: "jetstream not enabled"}, false},
+		{"JetStream not enabled for the account", live, fmt.Errorf("bucket: %w", jetstream.ErrJetStreamNotEnabledForAccount), false},
 		{"stream not found", live, jetstream.ErrStreamNotFound, false},
 		{"another error", live, errors.New("invalid config"), false},
 		{"nil", live, nil, false},
@@ -80,8 +82,8 @@ func TestUntilAnswered(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	calls = 0
 	err = UntilAnswered(cctx, log, Unanswered, func() error { calls++; cancel(); return nats.ErrNoResponders })
-	if !errors.Is(err, nats.ErrNoResponders) || calls != 1 {
-		t.Errorf("cancelled while waiting: %v after %d tries; want no responders after 1", err, calls)
+	if !errors.Is(err, nats.ErrNoResponders) || !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Errorf("cancelled while waiting: %v after %d tries; want no responders and cancelled after 1", err, calls)
 	}
 	tctx, tcancel := context.WithTimeout(ctx, 0)
 	defer tcancel()
