@@ -51,6 +51,11 @@ type PartitionedSourceConfig struct {
 	Batch int
 	// PullExpiry is how long one pull request lives; 0: 5 seconds.
 	PullExpiry time.Duration
+	// StallTimeout is how long the consumer may receive nothing, with no
+	// message waiting for Read, while the server holds messages for it
+	// (or does not answer about it), before the source replaces it with a
+	// new one from the last message Read took; 0: 30 seconds.
+	StallTimeout time.Duration
 	// Name overrides the source's name; empty:
 	// "jetstream-partitioned:STREAM".
 	Name string
@@ -69,7 +74,11 @@ type PartitionedSourceConfig struct {
 // below its group's floor. The ordered consumer
 // recreates itself after the last sequence it delivered when it is lost
 // (a server restart, a reconnection, missed heartbeats), so the source
-// survives them. SetGroups replaces the consumer (new filter, new start)
+// survives them; one that stays stuck (its re-creation failing for as
+// long as StallTimeout: a consumer placed on a server that was lost) is
+// replaced by the source's own watchdog, which starts a new consumer
+// after the last message Read took, without changing the groups read or
+// their GroupSet. SetGroups replaces the consumer (new filter, new start)
 // and the floors. Nothing is acknowledged: the floors the host commits
 // are the only position, so Ack does nothing.
 //
@@ -79,20 +88,26 @@ type PartitionedSourceConfig struct {
 // floor applies to it; only a source that reads group 0 through the
 // filter "<Prefix>.*" receives one.
 type PartitionedSource struct {
-	nc       *nats.Conn
-	cfg      PartitionedSourceConfig
-	name     string
-	log      *slog.Logger
-	filters  []string // the subject of each key group
-	msgs     chan partDelivery
-	done     chan struct{} // closed by Close
-	changed  chan struct{} // capacity 1: the session was replaced
-	cur      atomic.Pointer[partSession]
-	setMu    sync.Mutex // serializes OpenGroups and SetGroups
-	sets     uint64     // SetGroups calls that succeeded, under setMu
-	js       jetstream.JetStream
-	mu       sync.Mutex
-	srcState sourceState
+	nc      *nats.Conn
+	cfg     PartitionedSourceConfig
+	name    string
+	log     *slog.Logger
+	filters []string // the subject of each key group
+	msgs    chan partDelivery
+	done    chan struct{} // closed by Close
+	changed chan struct{} // capacity 1: the session was replaced
+	cur     atomic.Pointer[partSession]
+	setMu   sync.Mutex // serializes OpenGroups, SetGroups and the watchdog's replacements
+	sets    uint64     // SetGroups calls that succeeded, under setMu
+	// readMu is held by Read while it takes deliveries and by replace
+	// while it replaces the current session, so that a replacement knows
+	// the last message Read took from the session it replaces.
+	readMu    sync.Mutex
+	js        jetstream.JetStream
+	stopWatch context.CancelFunc // ends the watchdog; nil before open
+	watched   chan struct{}      // closed when the watchdog has ended
+	mu        sync.Mutex
+	srcState  sourceState
 }
 
 // partSession is one consumer of the groups read and their floors; it is
@@ -117,6 +132,9 @@ type partSession struct {
 	// pending is the consumer's pending count that came with the last
 	// message Read took from it; -1 before any.
 	pending atomic.Int64
+	// received counts the messages the consumer handed to the session,
+	// whether Read took them or not: the watchdog's sign of life.
+	received atomic.Uint64
 
 	mu      sync.Mutex
 	lastErr error // last error reported by the consumer
@@ -165,6 +183,9 @@ func NewPartitionedSource(nc *nats.Conn, cfg PartitionedSourceConfig) (*Partitio
 	}
 	if cfg.PullExpiry <= 0 {
 		cfg.PullExpiry = 5 * time.Second
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = 30 * time.Second
 	}
 	name := cfg.Name
 	if name == "" {
@@ -247,7 +268,19 @@ func (s *PartitionedSource) open(ctx context.Context, floors map[int]uint64) err
 	if err != nil {
 		return err
 	}
-	return s.install(ctx, ss)
+	if err := s.install(ctx, ss); err != nil {
+		return err
+	}
+	watchCtx, stop := context.WithCancel(context.Background())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srcState == stateClosed {
+		stop()
+		return connectors.ErrClosed
+	}
+	s.stopWatch, s.watched = stop, make(chan struct{})
+	go s.watch(watchCtx)
+	return nil
 }
 
 // SetGroups changes the key groups read and their floors: it starts a
@@ -317,15 +350,51 @@ func (s *PartitionedSource) start(ctx context.Context, floors map[int]uint64) (*
 	} else {
 		slices.Sort(filter)
 	}
+	// A consumer whose creation fails is tried again under a new name
+	// until ctx ends: after a server's loss, the first name can stay
+	// unusable until that server returns.
+	for attempt := 1; ; attempt++ {
+		err := s.consume(ctx, ss, filter, low)
+		if err == nil {
+			return ss, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		pause := min(time.Duration(attempt)*time.Second, maxConsumePause)
+		s.log.Warn("creating the consumer failed; trying again", "attempt", attempt, "err", err, "in", pause)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (stopped trying: %w)", err, ctx.Err())
+		case <-s.done:
+			return nil, fmt.Errorf("%w (stopped trying: %w)", err, connectors.ErrClosed)
+		case <-time.After(pause):
+		}
+	}
+}
+
+// maxConsumePause bounds the pause between two attempts to create a
+// consumer: a second after the first, two after the second, and so on.
+const maxConsumePause = 10 * time.Second
+
+// consume creates ss's consumer, reading filter from stream sequence low
+// + 1, and starts it.
+func (s *PartitionedSource) consume(ctx context.Context, ss *partSession, filter []string, low uint64) error {
 	cons, err := s.js.OrderedConsumer(ctx, s.cfg.Stream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: filter,
 		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
 		OptStartSeq:    low + 1,
+		// Bounded, so that a re-creation that keeps failing is reported
+		// (the error handler hears of it only when the attempts run out)
+		// and the next one is tried under a new name; unbounded, it
+		// retries one name for ever.
+		MaxResetAttempts: resetAttempts,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ordered consumer on stream %q from sequence %d: %w", s.cfg.Stream, low+1, err)
+		return fmt.Errorf("ordered consumer on stream %q from sequence %d: %w", s.cfg.Stream, low+1, err)
 	}
 	deliver := func(m jetstream.Msg) {
+		ss.received.Add(1)
 		select {
 		case <-ss.installed:
 		case <-ss.stop:
@@ -350,23 +419,37 @@ func (s *PartitionedSource) start(ctx context.Context, floors map[int]uint64) (*
 		}))
 	if err != nil {
 		s.deleteConsumer(cons)
-		return nil, fmt.Errorf("consume stream %q: %w", s.cfg.Stream, err)
+		return fmt.Errorf("consume stream %q from sequence %d: %w", s.cfg.Stream, low+1, err)
 	}
 	ss.cons, ss.cc, ss.stopped = cons, cc, cc.Closed()
-	return ss, nil
+	return nil
 }
 
 // install makes ss the session read, and stops the previous one.
 func (s *PartitionedSource) install(ctx context.Context, ss *partSession) error {
+	return s.replace(ctx, ss, nil)
+}
+
+// replace makes ss the session read, and stops the previous one; before
+// it does, while Read takes no delivery, it calls adjust (when not nil)
+// with the previous session, which adjust may read: Read takes nothing
+// more from it.
+func (s *PartitionedSource) replace(ctx context.Context, ss *partSession, adjust func(old *partSession)) error {
+	s.readMu.Lock()
 	s.mu.Lock()
 	if s.srcState == stateClosed { // closed meanwhile
 		s.mu.Unlock()
+		s.readMu.Unlock()
 		_ = s.stopSession(ctx, ss)
 		return connectors.ErrClosed
+	}
+	if adjust != nil {
+		adjust(s.cur.Load())
 	}
 	old := s.cur.Swap(ss)
 	close(ss.installed)
 	s.mu.Unlock()
+	s.readMu.Unlock()
 	select {
 	case s.changed <- struct{}{}:
 	default:
@@ -442,7 +525,10 @@ func (s *PartitionedSource) Read(ctx context.Context, buf []connectors.Message) 
 		}
 		select {
 		case d := <-s.msgs:
+			s.readMu.Lock()
 			n = s.accept(d, buf, n)
+			n = s.drain(buf, n)
+			s.readMu.Unlock()
 		case <-s.changed:
 			continue
 		case <-ctx.Done():
@@ -466,17 +552,22 @@ func (s *PartitionedSource) Read(ctx context.Context, buf []connectors.Message) 
 			}
 			return 0, fmt.Errorf("%s: read: %w", s.name, err)
 		}
-	drain:
-		for n < len(buf) {
-			select {
-			case d := <-s.msgs:
-				n = s.accept(d, buf, n)
-			default:
-				break drain
-			}
-		}
 	}
 	return n, nil
+}
+
+// drain accepts the deliveries waiting, until buf is full, and returns
+// the new count.
+func (s *PartitionedSource) drain(buf []connectors.Message, n int) int {
+	for n < len(buf) {
+		select {
+		case d := <-s.msgs:
+			n = s.accept(d, buf, n)
+		default:
+			return n
+		}
+	}
+	return n
 }
 
 // accept puts d into buf[n] unless it is to be dropped (a delivery of a
@@ -494,7 +585,9 @@ func (s *PartitionedSource) accept(d partDelivery, buf []connectors.Message, n i
 		return n
 	}
 	seq := meta.Sequence.Stream
-	ss.delivered.Store(seq) // the consumer delivers in stream order
+	if seq > ss.delivered.Load() { // in stream order, from at most the lowest floor + 1
+		ss.delivered.Store(seq)
+	}
 	ss.pending.Store(int64(min(meta.NumPending, math.MaxInt64)))
 	kg, ok := parseGroup(m.Subject(), s.cfg.Prefix, s.cfg.KeyGroups)
 	if !ok {
@@ -565,7 +658,12 @@ func (s *PartitionedSource) Close() error {
 	s.srcState = stateClosed
 	close(s.done)
 	ss := s.cur.Load()
+	stopWatch, watched := s.stopWatch, s.watched
 	s.mu.Unlock()
+	if stopWatch != nil {
+		stopWatch()
+		<-watched
+	}
 	if ss == nil {
 		return nil
 	}
@@ -644,4 +742,124 @@ func subjectMatches(pattern, subject string) bool {
 		}
 		pattern, subject = prest, srest
 	}
+}
+
+// resetAttempts is how many times the ordered consumer tries to create
+// its replacement, one name, before it reports the failure and tries
+// again under another.
+const resetAttempts = 3
+
+// watch replaces the current session's consumer when it is stuck (see
+// stuck) until ctx ends.
+func (s *PartitionedSource) watch(ctx context.Context) {
+	defer close(s.watched)
+	tick := time.NewTicker(s.cfg.StallTimeout / 4)
+	defer tick.Stop()
+	var (
+		ss       *partSession // the session watched
+		received uint64       // its count when last seen to move
+		since    time.Time    // when that was
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		cur := s.cur.Load()
+		if cur == nil || cur.cc == nil {
+			ss = nil
+			continue
+		}
+		if n := cur.received.Load(); cur != ss || n != received || len(s.msgs) > 0 {
+			// Moving, or Read has deliveries it has not taken: the
+			// consumer waits for Read, not the other way round.
+			ss, received, since = cur, n, time.Now()
+			continue
+		}
+		if time.Since(since) < s.cfg.StallTimeout {
+			continue
+		}
+		since = time.Now() // the next look, another StallTimeout on
+		why := s.stuck(ctx, ss)
+		if why == nil {
+			continue
+		}
+		from := ss.delivered.Load()
+		s.log.Warn("the consumer has received nothing; replacing it", "for", s.cfg.StallTimeout, "why", why, "after_sequence", from)
+		// Bounded: the replacement holds off SetGroups while it lasts.
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.StallTimeout)
+		if err := s.restart(rctx, ss); err != nil && ctx.Err() == nil {
+			s.log.Warn("replacing a stuck consumer failed; trying again later", "err", err)
+		}
+		cancel()
+	}
+}
+
+// stuck returns why ss's consumer, which has received nothing for a
+// while, is stuck, or nil when it is idle: the server answers that it
+// holds no message for it. Asking takes the consumer's lock, which it
+// holds while it re-creates itself: a re-creation that lasts is itself
+// the answer.
+func (s *PartitionedSource) stuck(ctx context.Context, ss *partSession) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StallTimeout/2)
+	defer cancel()
+	type answer struct {
+		info *jetstream.ConsumerInfo
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		info, err := ss.cons.Info(ctx)
+		ch <- answer{info, err}
+	}()
+	select {
+	case a := <-ch:
+		switch {
+		case a.err != nil:
+			return fmt.Errorf("its info: %w", a.err)
+		case a.info.NumPending > 0:
+			return fmt.Errorf("the server holds %d messages for it", a.info.NumPending)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("its info did not come within %s: it is being re-created", s.cfg.StallTimeout/2)
+	}
+}
+
+// restart replaces ss, when it is still the current session, by a new one
+// reading the same groups, with the same GroupSet, after the last message
+// Read took from ss (or each group's floor, when higher): the new
+// consumer redelivers nothing Read returned.
+func (s *PartitionedSource) restart(ctx context.Context, ss *partSession) error {
+	s.setMu.Lock()
+	defer s.setMu.Unlock()
+	if s.cur.Load() != ss {
+		return nil // replaced by SetGroups meanwhile
+	}
+	from := ss.delivered.Load()
+	floors := make(map[int]uint64)
+	for kg, read := range ss.read {
+		if read {
+			floors[kg] = max(ss.floor[kg], from)
+		}
+	}
+	next, err := s.start(ctx, floors)
+	if err != nil {
+		return err
+	}
+	next.set = ss.set
+	return s.replace(ctx, next, func(old *partSession) {
+		// Read may have taken more of old's messages since from: the new
+		// consumer, which starts at from + 1, must not return them again.
+		taken := old.delivered.Load()
+		low := uint64(math.MaxUint64)
+		for kg, read := range next.read {
+			if read {
+				next.floor[kg] = max(next.floor[kg], taken)
+				low = min(low, next.floor[kg])
+			}
+		}
+		next.delivered.Store(low)
+	})
 }
