@@ -104,7 +104,13 @@
 // nothing. SetGroups starts a new consumer for the new groups and floors
 // and stops the old one, while the other goroutine goes on reading. The
 // ordered consumer recreates itself after the last record it delivered
-// when it is lost, so a server restart loses and repeats nothing.
+// when it is lost, so a server restart loses and repeats nothing. Its
+// re-creation is bounded (a few attempts under one name, then the next
+// name), since a name can stay unusable while the server that held the
+// consumer is down; and a watchdog replaces a consumer that receives
+// nothing for StallTimeout while the server holds records for it (or
+// does not answer about it) by a new one, after the last record Read
+// took, within the same GroupSet.
 //
 // The consumer is filtered to the subjects of the groups read, or, above
 // MaxFilters groups, to "<Subject>.*" with the other groups dropped by the
