@@ -86,6 +86,8 @@ type Bucket struct {
 	pipeline string
 	host     string
 	log      *slog.Logger
+	// readAgain: fetch's pauses before downloading again (readAgain).
+	readAgain []time.Duration
 
 	mu        sync.Mutex
 	known     map[int]known // what the bucket holds, as this Bucket last saw it
@@ -198,7 +200,7 @@ func Open(ctx context.Context, js jetstream.JetStream, pipeline string, opts Opt
 			name, pipeline, got, ErrForeign)
 	}
 	return &Bucket{obs: obs, name: name, pipeline: pipeline, host: host,
-		log: logger.With("component", "checkpoint", "bucket", name), known: map[int]known{}}, nil
+		log: logger.With("component", "checkpoint", "bucket", name), known: map[int]known{}, readAgain: readAgain()}, nil
 }
 
 // Check asks the server for the bucket's status: an error says that
@@ -345,14 +347,37 @@ type fetched struct {
 // looked up again and, if it was replaced, downloaded again.
 const fetchStall = 10 * time.Second
 
+// readAgain is how long fetch waits, by default, before each of its
+// downloads after the first of an object that came back short (its
+// chunks do not match its digest). That happens, for a while, when the
+// download is served by a NATS server that has just come back and not
+// caught up yet: an ephemeral consumer placed on it delivers what it
+// holds.
+func readAgain() []time.Duration {
+	return []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
+}
+
 // fetch downloads and decodes kg's object; it returns the object's NATS
 // digest too. It counts nothing.
 func (b *Bucket) fetch(ctx context.Context, kg int) (*fetched, string, error) {
+	short := 0 // downloads that came back short
 	for {
 		f, digest, err := b.fetchOnce(ctx, kg)
-		if !errors.Is(err, errReplaced) {
-			return f, digest, err
+		switch {
+		case errors.Is(err, errReplaced):
+			continue
+		case errors.Is(err, jetstream.ErrDigestMismatch) && short < len(b.readAgain):
+			pause := b.readAgain[short]
+			short++
+			b.log.Warn("a checkpoint's chunks did not match its digest; downloading it again", "object", ObjectName(kg), "in", pause)
+			select {
+			case <-ctx.Done():
+				return nil, "", fmt.Errorf("%w (stopped trying: %w)", err, ctx.Err())
+			case <-time.After(pause):
+			}
+			continue
 		}
+		return f, digest, err
 	}
 }
 

@@ -638,3 +638,48 @@ func TestReplicaShare(t *testing.T) {
 		}
 	}
 }
+
+// corruptingStore is an object store whose first bad downloads fail
+// their digest, as nats.go reports a read whose chunks do not match.
+type corruptingStore struct {
+	jetstream.ObjectStore
+	bad int
+}
+
+func (s *corruptingStore) Get(ctx context.Context, name string, opts ...jetstream.GetObjectOpt) (jetstream.ObjectResult, error) {
+	if s.bad > 0 {
+		s.bad--
+		return nil, jetstream.ErrDigestMismatch
+	}
+	return s.ObjectStore.Get(ctx, name, opts...)
+}
+
+// TestLoadReadsAgainAfterACorruptRead: a download whose chunks fail the
+// object's digest is made again, up to len(readAgain) more times; a fault
+// that lasts is reported, and nothing is imported.
+func TestLoadReadsAgainAfterACorruptRead(t *testing.T) {
+	js := startJS(t)
+	ctx := testCtx(t)
+	const groups = 4
+	src, dst := openStore(t, groups), openStore(t, groups)
+	fill(t, src, "v1")
+	a := openBucket(t, js, "orders", "a")
+	if _, err := a.Ship(ctx, src, all(groups), floors); err != nil {
+		t.Fatal(err)
+	}
+	b := openBucket(t, js, "orders", "b")
+	b.readAgain = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
+	store := &corruptingStore{ObjectStore: b.obs, bad: len(b.readAgain)}
+	b.obs = store
+	if meta, err := b.Load(ctx, dst, 1); err != nil || !bytes.Equal(meta, floors(1)) {
+		t.Fatalf("load after %d corrupt reads: %q, %v; want group 1's metadata", len(b.readAgain), meta, err)
+	}
+	store.bad = len(b.readAgain) + 1
+	if _, err := b.Load(ctx, dst, 2); !errors.Is(err, jetstream.ErrDigestMismatch) {
+		t.Fatalf("load while every read is corrupt: %v, want the digest mismatch", err)
+	}
+	commit(t, dst)
+	if got, want := dump(t, dst, []int{2}), dump(t, openStore(t, groups), []int{2}); !slices.Equal(got, want) {
+		t.Fatalf("group 2 after a refused load: %q, want nothing imported", got)
+	}
+}

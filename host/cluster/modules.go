@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -23,8 +24,9 @@ func ModuleBucketName(pipeline string) string { return "sluice-modules-" + pipel
 // named by its SHA-256, so that every host can fetch the module the
 // versions record names.
 type Modules struct {
-	name string
-	obs  jetstream.ObjectStore
+	name      string
+	obs       jetstream.ObjectStore
+	readAgain []time.Duration // Get's pauses before reading again (readAgain)
 }
 
 // OpenModules creates the pipeline's module store if it does not exist,
@@ -42,7 +44,7 @@ func OpenModules(ctx context.Context, js jetstream.JetStream, pipeline string, r
 	if err != nil {
 		return nil, fmt.Errorf("cluster: module store %s: %w", name, err)
 	}
-	return &Modules{name: name, obs: obs}, nil
+	return &Modules{name: name, obs: obs, readAgain: readAgain()}, nil
 }
 
 // Put stores module under its SHA-256, which it returns; a module stored
@@ -59,10 +61,32 @@ func (m *Modules) Put(ctx context.Context, module []byte) (string, error) {
 	return hash, nil
 }
 
+// readAgain is how long Get waits, by default, before each of its reads
+// after the first of a module that came back short (its chunks do not match the
+// object's digest) or not found. Both happen, for a while, when the read
+// is served by a NATS server that has just come back and not caught up
+// yet: an ephemeral consumer placed on it delivers what it holds, and the
+// object's metadata may be read from it. A module the versions record
+// names was put before it was recorded, so it is there to be read.
+func readAgain() []time.Duration {
+	return []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
+}
+
 // Get returns the module whose SHA-256 is hash, checked against it. A
 // module the store does not hold is an error matching ErrModuleNotFound.
 func (m *Modules) Get(ctx context.Context, hash string) ([]byte, error) {
 	data, err := m.obs.GetBytes(ctx, hash)
+	for _, pause := range m.readAgain {
+		if !errors.Is(err, jetstream.ErrDigestMismatch) && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster: module store %s: get %s: %w (stopped trying: %w)", m.name, hash, err, ctx.Err())
+		case <-time.After(pause):
+		}
+		data, err = m.obs.GetBytes(ctx, hash)
+	}
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fmt.Errorf("cluster: module store %s: %s: %w", m.name, hash, ErrModuleNotFound)
 	}

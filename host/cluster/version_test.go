@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestSetVersionRefusedDuringMigration(t *testing.T) {
@@ -140,7 +143,34 @@ func TestModules(t *testing.T) {
 	if err != nil || string(got) != string(module) {
 		t.Fatalf("get: %q, %v; want the module", got, err)
 	}
+	m2.readAgain = []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond}
 	if _, err := m2.Get(ctx, testHash); !errors.Is(err, ErrModuleNotFound) {
 		t.Fatalf("get of a module never put: %v, want ErrModuleNotFound", err)
 	}
+	// A read whose chunks fail the object's digest is made again, up to
+	// len(readAgain) more times; a fault that lasts is reported.
+	store := &corruptingStore{ObjectStore: m2.obs, bad: len(m2.readAgain)}
+	m2.obs = store
+	if got, err := m2.Get(ctx, hash); err != nil || string(got) != string(module) {
+		t.Fatalf("get after %d corrupt reads: %q, %v; want the module", len(m2.readAgain), got, err)
+	}
+	store.bad = len(m2.readAgain) + 1
+	if _, err := m2.Get(ctx, hash); !errors.Is(err, jetstream.ErrDigestMismatch) {
+		t.Fatalf("get while every read is corrupt: %v, want the digest mismatch", err)
+	}
+}
+
+// corruptingStore is an object store whose first bad reads of an object
+// fail their digest, as nats.go reports a read whose chunks do not match.
+type corruptingStore struct {
+	jetstream.ObjectStore
+	bad int
+}
+
+func (s *corruptingStore) GetBytes(ctx context.Context, name string, opts ...jetstream.GetObjectOpt) ([]byte, error) {
+	if s.bad > 0 {
+		s.bad--
+		return nil, jetstream.ErrDigestMismatch
+	}
+	return s.ObjectStore.GetBytes(ctx, name, opts...)
 }
