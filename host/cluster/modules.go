@@ -62,8 +62,8 @@ func (m *Modules) Put(ctx context.Context, module []byte) (string, error) {
 }
 
 // readAgain is how long Get waits, by default, before each of its reads
-// after the first of a module that came back short (its chunks do not match the
-// object's digest) or not found. Both happen, for a while, when the read
+// after the first of a module that came back short (its chunks do not
+// match the object's digest), not found, or not whole within readStall. Both happen, for a while, when the read
 // is served by a NATS server that has just come back and not caught up
 // yet: an ephemeral consumer placed on it delivers what it holds, and the
 // object's metadata may be read from it. A module the versions record
@@ -72,12 +72,18 @@ func readAgain() []time.Duration {
 	return []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
 }
 
+// readStall bounds one read of a module: a read whose object is replaced
+// meanwhile (its chunks purged by a Put of the same module, made again by
+// a host that did not see it) waits for chunks that never come.
+const readStall = 30 * time.Second
+
 // Get returns the module whose SHA-256 is hash, checked against it. A
 // module the store does not hold is an error matching ErrModuleNotFound.
 func (m *Modules) Get(ctx context.Context, hash string) ([]byte, error) {
-	data, err := m.obs.GetBytes(ctx, hash)
+	data, err := m.read(ctx, hash)
 	for _, pause := range m.readAgain {
-		if !errors.Is(err, jetstream.ErrDigestMismatch) && !errors.Is(err, jetstream.ErrObjectNotFound) {
+		stalled := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+		if !stalled && !errors.Is(err, jetstream.ErrDigestMismatch) && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			break
 		}
 		select {
@@ -85,7 +91,7 @@ func (m *Modules) Get(ctx context.Context, hash string) ([]byte, error) {
 			return nil, fmt.Errorf("cluster: module store %s: get %s: %w (stopped trying: %w)", m.name, hash, err, ctx.Err())
 		case <-time.After(pause):
 		}
-		data, err = m.obs.GetBytes(ctx, hash)
+		data, err = m.read(ctx, hash)
 	}
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fmt.Errorf("cluster: module store %s: %s: %w", m.name, hash, ErrModuleNotFound)
@@ -97,4 +103,11 @@ func (m *Modules) Get(ctx context.Context, hash string) ([]byte, error) {
 		return nil, fmt.Errorf("cluster: module store %s: object %s holds a module whose SHA-256 is %x", m.name, hash, sum)
 	}
 	return data, nil
+}
+
+// read is one read of Get, bounded by readStall.
+func (m *Modules) read(ctx context.Context, hash string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, readStall)
+	defer cancel()
+	return m.obs.GetBytes(ctx, hash)
 }
