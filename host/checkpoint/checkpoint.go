@@ -349,10 +349,9 @@ const fetchStall = 10 * time.Second
 
 // readAgain is how long fetch waits, by default, before each of its
 // downloads after the first of an object that came back short (its
-// chunks do not match its digest). That happens, for a while, when the
-// download is served by a NATS server that has just come back and not
-// caught up yet: an ephemeral consumer placed on it delivers what it
-// holds.
+// chunks do not match its digest). Short reads have been seen, of the
+// module store, just after a NATS server of the cluster came back (see
+// package cluster's Modules.Get); a checkpoint is read the same way.
 func readAgain() []time.Duration {
 	return []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
 }

@@ -63,11 +63,14 @@ func (m *Modules) Put(ctx context.Context, module []byte) (string, error) {
 
 // readAgain is how long Get waits, by default, before each of its reads
 // after the first of a module that came back short (its chunks do not
-// match the object's digest), not found, or not whole within readStall. Both happen, for a while, when the read
-// is served by a NATS server that has just come back and not caught up
-// yet: an ephemeral consumer placed on it delivers what it holds, and the
-// object's metadata may be read from it. A module the versions record
-// names was put before it was recorded, so it is there to be read.
+// match the object's digest), not found, or not whole within readStall.
+// A short read has been seen just after a NATS server of the cluster came
+// back, while another host read the same module whole in the same second:
+// our reading is that the read was served from the returning server's
+// copy before it caught up (an ephemeral consumer placed there delivers
+// what it holds; the object's metadata can be read from any copy). A
+// module the versions record names was put before it was recorded, so it
+// is there to be read.
 func readAgain() []time.Duration {
 	return []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
 }
