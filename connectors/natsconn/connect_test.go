@@ -28,7 +28,7 @@ func freePort(t testing.TB) int {
 func TestConnectRefusedSaysWhy(t *testing.T) {
 	url := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
 	_, err := Connect(testCtx(t), url, "test", WithLogger(quiet()))
-	want := "nats: cannot connect to " + url + ": connection refused (is the server running? omit nats-url to use the embedded server)"
+	want := "nats: cannot connect to " + url + ": connection refused (is the server running? leave nats.url and --nats-url unset to use the embedded server)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant  %s", err, want)
 	}
