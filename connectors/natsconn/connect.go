@@ -69,7 +69,7 @@ const (
 // reconnections. The first connection is not retried: a server that is down
 // at start is reported at once as a *ConnectError, whose message reads like
 //
-//	nats: cannot connect to nats://127.0.0.1:4222: connection refused (is the server running? leave nats.url and --nats-url unset to use the embedded server)
+//	nats: cannot connect to nats://127.0.0.1:4222: connection refused (is the server running?)
 func Connect(ctx context.Context, url, name string, opts ...ConnectOption) (*nats.Conn, error) {
 	cfg := connectConfig{timeout: 2 * time.Second}
 	for _, o := range opts {
@@ -141,9 +141,17 @@ type ConnectError struct {
 func (e *ConnectError) Error() string {
 	var op *net.OpError
 	if errors.As(e.Err, &op) {
-		return fmt.Sprintf("nats: cannot connect to %s: %s (is the server running? leave nats.url and --nats-url unset to use the embedded server)", e.URL, dialCause(op))
+		return fmt.Sprintf("nats: cannot connect to %s: %s (is the server running?)", e.URL, dialCause(op))
 	}
 	return fmt.Sprintf("nats: cannot connect to %s: %v", e.URL, e.Err)
+}
+
+// Unreachable reports whether no server at the URL could be reached (a
+// dial that failed: refused, unresolved, timed out), as opposed to a
+// server that answered and refused the client.
+func (e *ConnectError) Unreachable() bool {
+	var op *net.OpError
+	return errors.As(e.Err, &op)
 }
 
 // Unwrap returns the cause.

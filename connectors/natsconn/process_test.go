@@ -93,7 +93,7 @@ func (p *natsProcess) kill() {
 func TestProcessServerDownAtStart(t *testing.T) {
 	p := newNATSProcess(t, freePort(t))
 	_, err := Connect(testCtx(t), p.url(), "test", WithLogger(quiet()))
-	want := "nats: cannot connect to " + p.url() + ": connection refused (is the server running? leave nats.url and --nats-url unset to use the embedded server)"
+	want := "nats: cannot connect to " + p.url() + ": connection refused (is the server running?)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v\nwant  %s", err, want)
 	}

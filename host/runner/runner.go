@@ -517,7 +517,13 @@ func (h *Host) connectNATS(ctx context.Context, dataDir, urlOverride string) err
 			h.slowConsumers.Add(1)
 		}
 	}))
-	if err != nil {
+	var ce *natsconn.ConnectError
+	switch {
+	case errors.As(err, &ce) && ce.Unreachable() && h.embedded == nil && h.p.Cluster != nil:
+		return fmt.Errorf("%w; the hosts of a pipeline spread over hosts share a NATS cluster: start it, or correct nats.url (or --nats-url)", err)
+	case errors.As(err, &ce) && ce.Unreachable() && h.embedded == nil:
+		return fmt.Errorf("%w; or leave nats.url and --nats-url unset, and the pipeline runs an embedded server", err)
+	case err != nil:
 		return err
 	}
 	h.nc, h.natsURL = nc, url
