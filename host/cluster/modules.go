@@ -81,7 +81,8 @@ func readAgain() []time.Duration {
 const readStall = 30 * time.Second
 
 // Get returns the module whose SHA-256 is hash, checked against it. A
-// module the store does not hold is an error matching ErrModuleNotFound.
+// module the store does not hold, after the reads again of readAgain, is
+// an error matching ErrModuleNotFound.
 func (m *Modules) Get(ctx context.Context, hash string) ([]byte, error) {
 	data, err := m.read(ctx, hash)
 	for _, pause := range m.readAgain {
