@@ -74,8 +74,9 @@ type PartitionedSourceConfig struct {
 // below its group's floor. The ordered consumer
 // recreates itself after the last sequence it delivered when it is lost
 // (a server restart, a reconnection, missed heartbeats), so the source
-// survives them; one that stays stuck (its re-creation failing for as
-// long as StallTimeout: a consumer placed on a server that was lost) is
+// survives them; one that stays stuck for StallTimeout (its re-creation
+// failing: a consumer placed on a server that was lost; or none under way
+// and nothing delivered while the server holds messages for it) is
 // replaced by the source's own watchdog, which starts a new consumer
 // after the last message Read took, without changing the groups read or
 // their GroupSet. SetGroups replaces the consumer (new filter, new start)
