@@ -241,6 +241,22 @@ func TestClusterKeyValueSurvivesAMemberStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A bucket with replicas answers reads from any of them (direct gets),
+	// and one that lags answers with an older entry (seen: "4" at revision
+	// 5 read after "5" was written at 6). Reads are made to go to the
+	// leader, as host/cluster makes its buckets' reads go.
+	s, err := js.Stream(ctx, "KV_B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	cfg.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if kv, err = js.KeyValue(ctx, "B"); err != nil {
+		t.Fatal(err)
+	}
 	rev, err := kv.Create(ctx, "k", []byte("0"))
 	if err != nil {
 		t.Fatal(err)
