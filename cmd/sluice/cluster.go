@@ -258,7 +258,11 @@ func printStatus(w io.Writer, st *schema.ClusterStatus, now time.Time) error {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nCHECKPOINTS BY\tGROUPS\tBYTES\tNEWEST")
 	for _, c := range st.Checkpoints {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s (%v ago)\n", orNone(c.Host), c.Count, c.Bytes,
+		count := strconv.Itoa(c.Count)
+		if c.Cut {
+			count += " (one cut)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s (%v ago)\n", orNone(c.Host), count, c.Bytes,
 			c.Newest.UTC().Format(time.RFC3339), max(now.Sub(c.Newest), 0).Round(time.Second))
 	}
 	return tw.Flush()
@@ -319,6 +323,13 @@ func orNone(s string) string {
 // parseGroups reads a list of key groups and ranges, "3,5,8-11", each
 // below groups; the result is sorted, without duplicates.
 func parseGroups(s string, groups int) ([]int, error) {
+	if strings.TrimSpace(s) == "all" {
+		out := make([]int, groups)
+		for g := range out {
+			out[g] = g
+		}
+		return out, nil
+	}
 	var out []int
 	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
@@ -492,7 +503,7 @@ func newClusterMoveCmd() *cobra.Command {
 		Use:   "move -c PIPELINE --groups LIST --to HOST [--nats-url URL] [--order O] [--batch N] [--replicate N] [--wait]",
 		Short: "Move key groups to a host while the pipeline runs",
 		Long: `Move starts a migration that gives the key groups of --groups (such as
-3,5,8-11) to the live host --to (not a pool host), planned in steps by the knobs (--order,
+3,5,8-11, or all) to the live host --to (not a pool host), planned in steps by the knobs (--order,
 --batch, --global, --replicate, --seed): each source host releases a step's
 groups at a batch boundary and ships their state, the destination installs it
 and reads their records from where the source stopped, and the other groups
@@ -500,9 +511,13 @@ keep running. Groups --to owns already stay. The hosts run the migration; the
 command only writes it into the assignment and returns, or with --wait prints
 each step as it completes until the migration is over.
 
+A pipeline with a transactional operator keeps its key groups on one host
+together: its move names every group (--groups all) and is made in one step,
+whatever the knobs say.
+
 Refused: a host that is not live, a group out of range, a group that no live
-host owns, and any migration while another is in progress (named, with its
-step).`,
+host owns, fewer than every group of a pipeline that keeps them together, and
+any migration while another is in progress (named, with its step).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			const name = "cluster move"
@@ -537,7 +552,7 @@ step).`,
 	}
 	f.register(cmd)
 	k.register(cmd)
-	cmd.Flags().StringVar(&groups, "groups", "", "the key groups to move: groups and ranges, such as 3,5,8-11 (required)")
+	cmd.Flags().StringVar(&groups, "groups", "", "the key groups to move: groups and ranges, such as 3,5,8-11, or all (required)")
 	cmd.Flags().StringVar(&to, "to", "", "the live host that takes the groups, by id (required)")
 	return cmd
 }

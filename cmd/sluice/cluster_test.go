@@ -494,6 +494,9 @@ func TestGroupRanges(t *testing.T) {
 	if got, err := parseGroups(" 8-11,3, 5,3", 16); err != nil || !slices.Equal(got, []int{3, 5, 8, 9, 10, 11}) {
 		t.Errorf("parseGroups: %v, %v", got, err)
 	}
+	if got, err := parseGroups("all", 4); err != nil || !slices.Equal(got, []int{0, 1, 2, 3}) {
+		t.Errorf("parseGroups all: %v, %v", got, err)
+	}
 }
 
 // TestClusterStatusWorkersText checks the text of the workers part of

@@ -359,65 +359,12 @@ func readAgain() []time.Duration {
 // fetch downloads and decodes kg's object; it returns the object's NATS
 // digest too. It counts nothing.
 func (b *Bucket) fetch(ctx context.Context, kg int) (*fetched, string, error) {
-	short := 0 // downloads that came back short
-	for {
-		f, digest, err := b.fetchOnce(ctx, kg)
-		switch {
-		case errors.Is(err, errReplaced):
-			continue
-		case errors.Is(err, jetstream.ErrDigestMismatch) && short < len(b.readAgain):
-			pause := b.readAgain[short]
-			short++
-			b.log.Warn("a checkpoint's chunks did not match its digest; downloading it again", "object", ObjectName(kg), "in", pause)
-			select {
-			case <-ctx.Done():
-				return nil, "", fmt.Errorf("%w (stopped trying: %w)", err, ctx.Err())
-			case <-time.After(pause):
-			}
-			continue
-		}
-		return f, digest, err
-	}
-}
-
-// errReplaced is fetchOnce's error for an object replaced while it was
-// being downloaded.
-var errReplaced = errors.New("replaced during the download")
-
-// fetchOnce is one download of fetch.
-func (b *Bucket) fetchOnce(ctx context.Context, kg int) (*fetched, string, error) {
 	obj := ObjectName(kg)
-	dctx, cancel := context.WithTimeout(ctx, fetchStall)
-	defer cancel()
-	res, err := b.obs.Get(dctx, obj)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Fault: "not found", Kind: ErrNotFound, Cause: err}
-	}
+	env, info, err := b.download(ctx, obj)
 	if err != nil {
-		return nil, "", fmt.Errorf("checkpoint: get %s from bucket %s: %w", obj, b.name, err)
+		return nil, "", err
 	}
-	var buf bytes.Buffer
-	_, err = buf.ReadFrom(res)
-	_ = res.Close()
-	if err != nil && dctx.Err() != nil && ctx.Err() == nil {
-		// Stalled: was the object replaced under the download?
-		was, ierr := res.Info()
-		now, nerr := b.obs.GetInfo(ctx, obj)
-		if ierr == nil && (errors.Is(nerr, jetstream.ErrObjectNotFound) || nerr == nil && now.NUID != was.NUID) {
-			return nil, "", errReplaced
-		}
-	}
-	if errors.Is(err, jetstream.ErrDigestMismatch) {
-		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Fault: "its chunks do not match its digest", Kind: ErrCorrupt, Cause: err}
-	}
-	if err != nil {
-		return nil, "", fmt.Errorf("checkpoint: get %s from bucket %s: %w", obj, b.name, err)
-	}
-	info, err := res.Info()
-	if err != nil {
-		return nil, "", fmt.Errorf("checkpoint: get %s from bucket %s: %w", obj, b.name, err)
-	}
-	f, err := decode(buf.Bytes())
+	f, err := decode(env)
 	if err != nil {
 		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Fault: err.Error(), Kind: ErrCorrupt, Cause: errors.Unwrap(err)}
 	}
@@ -429,6 +376,73 @@ func (b *Bucket) fetchOnce(ctx context.Context, kg int) (*fetched, string, error
 		return nil, "", err
 	}
 	return f, info.Digest, nil
+}
+
+// download reads object obj whole and returns its bytes and its info. A
+// download that came back short (its chunks do not match its digest) is
+// made again after each of b.readAgain's pauses, and one whose object
+// was replaced under it is made again at once. A missing object is an
+// ObjectError matching ErrNotFound, one still short after the last pause
+// an ObjectError matching ErrCorrupt.
+func (b *Bucket) download(ctx context.Context, obj string) ([]byte, *jetstream.ObjectInfo, error) {
+	short := 0 // downloads that came back short
+	for {
+		env, info, err := b.downloadOnce(ctx, obj)
+		switch {
+		case errors.Is(err, errReplaced):
+			continue
+		case errors.Is(err, jetstream.ErrDigestMismatch) && short < len(b.readAgain):
+			pause := b.readAgain[short]
+			short++
+			b.log.Warn("a checkpoint's chunks did not match its digest; downloading it again", "object", obj, "in", pause)
+			select {
+			case <-ctx.Done():
+				return nil, nil, fmt.Errorf("%w (stopped trying: %w)", err, ctx.Err())
+			case <-time.After(pause):
+			}
+			continue
+		}
+		return env, info, err
+	}
+}
+
+// errReplaced is downloadOnce's error for an object replaced while it
+// was being downloaded.
+var errReplaced = errors.New("replaced during the download")
+
+// downloadOnce is one download of download.
+func (b *Bucket) downloadOnce(ctx context.Context, obj string) ([]byte, *jetstream.ObjectInfo, error) {
+	dctx, cancel := context.WithTimeout(ctx, fetchStall)
+	defer cancel()
+	res, err := b.obs.Get(dctx, obj)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, nil, &ObjectError{Bucket: b.name, Object: obj, Fault: "not found", Kind: ErrNotFound, Cause: err}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: get %s from bucket %s: %w", obj, b.name, err)
+	}
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(res)
+	_ = res.Close()
+	if err != nil && dctx.Err() != nil && ctx.Err() == nil {
+		// Stalled: was the object replaced under the download?
+		was, ierr := res.Info()
+		now, nerr := b.obs.GetInfo(ctx, obj)
+		if ierr == nil && (errors.Is(nerr, jetstream.ErrObjectNotFound) || nerr == nil && now.NUID != was.NUID) {
+			return nil, nil, errReplaced
+		}
+	}
+	if errors.Is(err, jetstream.ErrDigestMismatch) {
+		return nil, nil, &ObjectError{Bucket: b.name, Object: obj, Fault: "its chunks do not match its digest", Kind: ErrCorrupt, Cause: err}
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: get %s from bucket %s: %w", obj, b.name, err)
+	}
+	info, err := res.Info()
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: get %s from bucket %s: %w", obj, b.name, err)
+	}
+	return buf.Bytes(), info, nil
 }
 
 // Load imports key group kg's checkpoint into st (state.ImportKeyGroup)
@@ -473,8 +487,8 @@ func (b *Bucket) install(st *state.Store, f *fetched) error {
 	return nil
 }
 
-// List describes every checkpoint in the bucket, in key group order,
-// without downloading them. An object it cannot describe (a name or
+// List describes every key group's checkpoint in the bucket, in key group
+// order, without downloading them (the cut, CutObject, is not one). An object it cannot describe (a name or
 // metadata not of this package) is an ObjectError matching ErrForeign.
 func (b *Bucket) List(ctx context.Context) ([]Info, error) {
 	objs, err := b.obs.List(ctx)
@@ -486,6 +500,9 @@ func (b *Bucket) List(ctx context.Context) ([]Info, error) {
 	}
 	out := make([]Info, 0, len(objs))
 	for _, o := range objs {
+		if o.Name == CutObject {
+			continue // described by its own metadata (see PutCut)
+		}
 		in, err := b.info(o)
 		if err != nil {
 			return nil, err

@@ -48,6 +48,22 @@
 // between two Ships, each Ship puts most of the state; fewer writes, more
 // groups or a shorter period make the increments smaller.
 //
+// # Cuts
+//
+// A pipeline whose state is not partitioned by its input's key groups (a
+// transactional operator's: a transaction routed by one group's key
+// writes keys of others) cannot be checkpointed group by group: its
+// groups agree with each other only at one batch boundary, and a writer
+// that stopped between two groups' puts would leave groups from two. Its
+// host puts a cut instead: every group's envelope, exported at one
+// boundary, in one object, CutObject, with a magic string, a version, the
+// group count and a CRC-32C of its own (cut.go gives the layout). PutCut
+// replaces the previous cut atomically, so a reader gets one cut whole;
+// GetCut checks the cut's checksum, each group's envelope, that it holds
+// every group once and in order, and the pipeline's group count. A cut is
+// not incremental: each holds the whole state. List does not describe it;
+// CutInfo does.
+//
 // # Replicas
 //
 // A Replica keeps an in-memory copy of the latest checkpoint of some

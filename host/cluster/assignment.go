@@ -34,7 +34,10 @@ import (
 //     epoch no later than the record's (see Workers);
 //   - the pool names hosts that have joined, sorted, each once, and no
 //     move that is not installed brings a group to a pool host (see
-//     Pool).
+//     Pool);
+//   - a Whole table gives every group to one host (or none), and its
+//     migration moves them all together: one step, every group, from
+//     one host to one other.
 type Assignment struct {
 	// KeyGroups is the number of key groups, fixed for the pipeline.
 	KeyGroups int `json:"key_groups"`
@@ -51,6 +54,12 @@ type Assignment struct {
 	// Pool is the host pool: hosts that joined and are given no key
 	// groups; nil until the first host joins the pool (see Pool).
 	Pool *Pool `json:"pool,omitempty"`
+	// Whole keeps the key groups together on one host: the pipeline's
+	// state is not partitioned by its input's key groups (a transactional
+	// operator's transaction routed by one group's key writes keys of
+	// others, and its scheduler is one host's), so its groups move only
+	// all at once. The hosts set it when they join.
+	Whole bool `json:"whole,omitempty"`
 	// Revision is the bucket revision the table was read at (0: the
 	// bucket has no table yet). It is not part of the stored value.
 	Revision uint64 `json:"-"`
@@ -221,6 +230,9 @@ func (a *Assignment) Validate(hosts []string) error {
 	if err := a.validatePool(hosts); err != nil {
 		return err
 	}
+	if err := a.validateWhole(); err != nil {
+		return err
+	}
 	m := a.Migration
 	if m == nil {
 		return nil
@@ -296,6 +308,57 @@ func (a *Assignment) Validate(hosts []string) error {
 		}
 	}
 	return nil
+}
+
+// validateWhole checks a Whole table: every group on one host, and a
+// migration that moves them all in one step from one host to another.
+func (a *Assignment) validateWhole() error {
+	if !a.Whole {
+		return nil
+	}
+	const why = "the key groups live on one host together (whole: the pipeline's transactional operator runs on one host)"
+	m := a.Migration
+	if m == nil {
+		for g, h := range a.Owners {
+			if h != a.Owners[0] {
+				return invalid(fmt.Sprintf("owners[%d]", g), "%q, but owners[0] is %q: %s", h, a.Owners[0], why)
+			}
+		}
+		return nil
+	}
+	if len(m.Steps) != 1 {
+		return invalid("migration.steps", "%d steps: %s, so a migration moves them all in one step", len(m.Steps), why)
+	}
+	moves := m.Steps[0].Moves
+	if len(moves) != a.KeyGroups {
+		return invalid("migration.steps[0].moves", "%d moves of %d key groups: %s, so a migration moves every group", len(moves), a.KeyGroups, why)
+	}
+	for j, mv := range moves {
+		if mv.From != moves[0].From || mv.To != moves[0].To {
+			return invalid(fmt.Sprintf("migration.steps[0].moves[%d]", j), "moves group %d from %q to %q, but moves[0] from %q to %q: %s, so they move from one host to one other",
+				mv.Group, mv.From, mv.To, moves[0].From, moves[0].To, why)
+		}
+	}
+	return nil
+}
+
+// Balanced returns the owners a rebalance over the live hosts gives a's
+// groups: Rebalance's, or for a Whole table every group on one host: the
+// present owner while it is among hosts, else the first of hosts in
+// sorted order. a is not changed.
+func (a *Assignment) Balanced(hosts []string) []string {
+	if !a.Whole {
+		return Rebalance(a.Owners, hosts)
+	}
+	hs := hostSet(hosts)
+	if len(hs) == 0 {
+		return make([]string, len(a.Owners))
+	}
+	to := hs[0]
+	if len(a.Owners) > 0 && slices.Contains(hs, a.Owners[0]) {
+		to = a.Owners[0]
+	}
+	return Spread(len(a.Owners), []string{to})
 }
 
 // hostList formats hosts for an error message.

@@ -92,6 +92,19 @@ var invalidTables = []struct {
 	{"workers operator unnamed", `{"key_groups":4,"owners":["a","a","b","b"],"workers":{"epoch":1,"operators":{"":
 		{"count":2,"epoch":1,"by":"cli"}}}}`,
 		`workers.operators[""]`, "an operator has a name"},
+	{"whole split", `{"key_groups":4,"owners":["a","a","b","a"],"whole":true}`,
+		"owners[2]", `"b", but owners[0] is "a": the key groups live on one host together`},
+	{"whole in steps", `{"key_groups":4,"owners":["a","a","a","a"],"whole":true,"migration":{"id":"m","current":0,"steps":[
+		{"state":"planned","moves":[{"group":0,"from":"a","to":"b","state":"planned"},{"group":1,"from":"a","to":"b","state":"planned"}]},
+		{"state":"planned","moves":[{"group":2,"from":"a","to":"b","state":"planned"},{"group":3,"from":"a","to":"b","state":"planned"}]}]}}`,
+		"migration.steps", "2 steps"},
+	{"whole moving some", `{"key_groups":4,"owners":["a","a","a","a"],"whole":true,"migration":{"id":"m","current":0,"steps":[
+		{"state":"planned","moves":[{"group":0,"from":"a","to":"b","state":"planned"}]}]}}`,
+		"migration.steps[0].moves", "1 moves of 4 key groups"},
+	{"whole moving apart", `{"key_groups":4,"owners":["a","a","a","a"],"whole":true,"migration":{"id":"m","current":0,"steps":[
+		{"state":"planned","moves":[{"group":0,"from":"a","to":"b","state":"planned"},{"group":1,"from":"a","to":"b","state":"planned"},
+		{"group":2,"from":"a","to":"c","state":"planned"},{"group":3,"from":"a","to":"b","state":"planned"}]}]}}`,
+		"migration.steps[0].moves[2]", `moves group 2 from "a" to "c"`},
 	{"workers unknown field", `{"key_groups":4,"owners":["a","a","b","b"],"workers":{"epoch":1,"operators":{"count":
 		{"workers":2,"epoch":1,"by":"cli"}}}}`,
 		"", `unknown field "workers"`},
@@ -105,7 +118,7 @@ func TestValidateRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a, err := decodeAssignment([]byte(tc.json))
 			if err == nil {
-				err = (&Cluster{cfg: Config{Pipeline: "p", KeyGroups: 4}}).validate(a, []string{"a", "b"})
+				err = (&Cluster{cfg: Config{Pipeline: "p", KeyGroups: 4}}).validate(a, []string{"a", "b", "c"})
 			}
 			var ie *InvalidError
 			if !errors.Is(err, ErrInvalidAssignment) || !errors.As(err, &ie) {

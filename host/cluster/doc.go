@@ -158,6 +158,17 @@
 // that. A pool host's lease, reports and checkpoints are a host's like
 // any other.
 //
+// # Whole tables
+//
+// A table marked Whole (a pipeline with a transactional operator, whose
+// transactions write keys of any group) keeps every group on one host:
+// Validate refuses a table that splits them, or a migration that is not
+// one step moving every group from one host to one other, naming the
+// field. Balanced is the rebalance every caller uses: Rebalance's for
+// other tables, and for a Whole one every group on its owner while it is
+// live, else on one live host. The hosts set Whole as they join, from
+// the pipeline file they all run.
+//
 // # The planner
 //
 // Plan turns an old and a new table into steps with Spacker's knobs:

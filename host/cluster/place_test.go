@@ -139,3 +139,35 @@ func TestRebalanceJoinLeave(t *testing.T) {
 		t.Errorf("with no hosts: %v", none)
 	}
 }
+
+// TestBalancedWhole checks a Whole table's rebalance: every group stays
+// with its owner while it is live, and goes to one live host, in one valid
+// step, when it is not; a table that is not Whole is Rebalance's.
+func TestBalancedWhole(t *testing.T) {
+	a := NewAssignment(8)
+	a.Owners = Spread(8, []string{"b"})
+	if got, want := a.Balanced([]string{"a", "b", "c"}), Rebalance(a.Owners, []string{"a", "b", "c"}); !slices.Equal(got, want) || slices.Equal(got, a.Owners) {
+		t.Errorf("not whole: %v, want Rebalance's %v", got, want)
+	}
+	a.Whole = true
+	if got := a.Balanced([]string{"c", "a", "b"}); !slices.Equal(got, a.Owners) {
+		t.Errorf("owner live: %v, want every group kept on b", got)
+	}
+	target := a.Balanced([]string{"d", "c"})
+	if want := Spread(8, []string{"c"}); !slices.Equal(target, want) {
+		t.Fatalf("owner gone: %v, want every group on c", target)
+	}
+	if got := a.Balanced(nil); !slices.Equal(got, make([]string, 8)) {
+		t.Errorf("no live host: %v, want every group unassigned", got)
+	}
+	steps, err := Plan(a.Owners, target, AllAtOnce(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Begin("m", steps); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Validate([]string{"b", "c"}); err != nil {
+		t.Errorf("a whole move in one step: %v", err)
+	}
+}

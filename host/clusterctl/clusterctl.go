@@ -202,8 +202,9 @@ func moves(ms []cluster.Move) []schema.ClusterMove {
 	return out
 }
 
-// checkpoints sums the pipeline's checkpoints by writing host. A pipeline
-// with no checkpoint bucket yet has none; the bucket is not created.
+// checkpoints sums the pipeline's checkpoints by writing host, and adds
+// its cut, if any, last. A pipeline with no checkpoint bucket yet has
+// none; the bucket is not created.
 func (ad *Admin) checkpoints(ctx context.Context) ([]schema.ClusterCheckpoints, error) {
 	out := []schema.ClusterCheckpoints{}
 	name := checkpoint.BucketName(ad.Pipeline)
@@ -237,6 +238,13 @@ func (ad *Admin) checkpoints(ctx context.Context) ([]schema.ClusterCheckpoints, 
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(a, b schema.ClusterCheckpoints) int { return strings.Compare(a.Host, b.Host) })
+	cut, ok, err := b.CutInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		out = append(out, schema.ClusterCheckpoints{Host: cut.Host, Count: cut.KeyGroups, Bytes: cut.Size, Newest: cut.Time, Cut: true})
+	}
 	return out, nil
 }
 
@@ -294,9 +302,11 @@ func Plan(a *cluster.Assignment) *schema.ClusterPlan {
 // when to owns every group already. Groups to owns already stay.
 //
 // Refused, with a *RefusedError: a host that is not live or is a pool
-// host, a group out of
-// range, a group no live host owns; and, matching cluster.ErrMigration,
-// while another migration is in progress.
+// host, a group out of range, a group no live host owns, fewer than every
+// group of a pipeline that keeps them on one host together
+// (cluster.Assignment.Whole, whose groups move in one step whatever kn
+// says); and, matching cluster.ErrMigration, while another migration is
+// in progress.
 func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, kn cluster.Knobs) (*cluster.Assignment, error) {
 	if to == "" {
 		return nil, &RefusedError{Field: "to", Msg: "no host to move the key groups to"}
@@ -316,6 +326,10 @@ func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, k
 		if a.Pooled(to) {
 			return nil, &RefusedError{Field: "to", Msg: fmt.Sprintf("host %s is a pool host, given no key groups: take it into service first (sluice cluster host activate)", to)}
 		}
+		if a.Whole && len(slices.Compact(slices.Sorted(slices.Values(groups)))) != a.KeyGroups {
+			return nil, &RefusedError{Field: "groups", Msg: fmt.Sprintf("pipeline %q keeps its key groups on one host together (its transactional operator's scheduler is one host's): move all %d of them (0-%d)",
+				ad.Pipeline, a.KeyGroups, a.KeyGroups-1)}
+		}
 		next := slices.Clone(a.Owners)
 		for _, g := range groups {
 			next[g] = to
@@ -326,7 +340,7 @@ func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, k
 
 // Rebalance starts migration id that leaves every live active host (not
 // in the pool) within one key group of the others, moving the fewest
-// groups (cluster.Rebalance), planned by kn; it returns the assignment
+// groups (cluster.Assignment.Balanced), planned by kn; it returns the assignment
 // that holds it, or nil, and no error, when the groups are balanced
 // already. It is refused as Move is.
 func (ad *Admin) Rebalance(ctx context.Context, id string, kn cluster.Knobs) (*cluster.Assignment, error) {
@@ -335,7 +349,7 @@ func (ad *Admin) Rebalance(ctx context.Context, id string, kn cluster.Knobs) (*c
 		if len(active) == 0 {
 			return nil, &RefusedError{Msg: fmt.Sprintf("no active host of pipeline %q is live", ad.Pipeline)}
 		}
-		return cluster.Rebalance(a.Owners, active), nil
+		return a.Balanced(active), nil
 	})
 }
 
@@ -367,6 +381,9 @@ func (ad *Admin) start(ctx context.Context, id string, kn cluster.Knobs, plan fu
 	}
 	if slices.Equal(next, a.Owners) {
 		return nil, nil
+	}
+	if a.Whole {
+		kn = cluster.AllAtOnce() // the groups move together
 	}
 	got, err := migrate.Start(ctx, ad.Cluster, id, next, kn, nil)
 	if err != nil {

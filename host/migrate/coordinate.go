@@ -82,13 +82,17 @@ func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period tim
 			log.Info("cluster: giving the key groups of a host that is not live to the live hosts", "host", dead, "hosts", active)
 			continue
 		}
-		target := cluster.Rebalance(a.Owners, active)
+		target := a.Balanced(active)
 		if slices.Equal(target, a.Owners) {
 			balanced = active
 			continue
 		}
 		id := "rebalance-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
-		if _, err := Start(ctx, c, id, target, cluster.Knobs{Order: cluster.OrderKeyGroup, Batch: 8}, nil); err != nil {
+		knobs := cluster.Knobs{Order: cluster.OrderKeyGroup, Batch: 8}
+		if a.Whole {
+			knobs = cluster.AllAtOnce()
+		}
+		if _, err := Start(ctx, c, id, target, knobs, nil); err != nil {
 			if !errors.Is(err, cluster.ErrMigration) && !errors.Is(err, cluster.ErrSwapPending) {
 				log.Warn("cluster: could not start a rebalance", "err", err)
 			}
@@ -101,7 +105,8 @@ func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period tim
 
 // retarget gives the moves of the current step whose destination is not
 // live, and which it has not installed, to the live host (other than the
-// move's source) with the fewest groups. A move that no such host can take
+// move's source) with the fewest groups (in a Whole table all to one
+// such host). A move that no such host can take
 // (its source is the only live host) is cancelled: the group stays with
 // its source, which takes it back if it had released it.
 func retarget(ctx context.Context, c *cluster.Cluster, a *cluster.Assignment, live []string, log *slog.Logger) {
@@ -120,9 +125,14 @@ func retarget(ctx context.Context, c *cluster.Cluster, a *cluster.Assignment, li
 			load[o]++
 		}
 		var cancel []int
+		whole := "" // in a Whole table, the host every move goes to
 		for i := range m.Steps[m.Current].Moves {
 			mv := &m.Steps[m.Current].Moves[i]
 			if mv.State == cluster.StepInstalled || !gone(mv.To) {
+				continue
+			}
+			if whole != "" {
+				mv.To = whole
 				continue
 			}
 			best := ""
@@ -137,6 +147,9 @@ func retarget(ctx context.Context, c *cluster.Cluster, a *cluster.Assignment, li
 			}
 			load[best]++
 			mv.To = best
+			if a.Whole {
+				whole = best
+			}
 		}
 		for _, kg := range cancel {
 			if _, err := a.Cancel(kg); err != nil {

@@ -101,6 +101,21 @@
 // for every group that ever changed, a state and the floors it is
 // consistent with, at most a checkpoint period old.
 //
+// # Whole pipelines
+//
+// A pipeline with a transactional operator keeps its groups on one host
+// (cluster.Assignment.Whole): its transactions write keys of any group,
+// so its groups' states agree only at one batch boundary. A Host with
+// Whole set checkpoints cuts (checkpoint.Bucket.PutCut: every group, at
+// one boundary, in one object) rather than groups; it releases every
+// group at one boundary into a cut, and installs from the cut, so that a
+// move and a failover both start the groups from one boundary and replay
+// the records after it in the partition stream's order, the order they
+// first ran in. The table makes such a migration one step that moves
+// every group from one host to one other, and Failover and Coordinate
+// give every group to one host. Replication does not apply: the cut is
+// read whole.
+//
 // # Failover
 //
 // A host whose lease expired (a crash, a hang, a partition) is dead; any

@@ -37,6 +37,10 @@ type Checkpointed struct {
 // checkpoint and floors: a failover replays more of it, making the same
 // outputs again. A failed put leaves the generations as they were, so the
 // next Checkpoint puts the groups again.
+//
+// A Whole host puts a cut instead (checkpoint.Bucket.PutCut): every group,
+// with its floors, exported at the one boundary, when it owns every group
+// and one changed; nothing otherwise.
 func (h *Host) Checkpoint(ctx context.Context) (Checkpointed, error) {
 	return h.checkpoint(ctx, false)
 }
@@ -64,7 +68,19 @@ func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 	)
 	err := h.Job.Checkpoint(ctx, func(c exec.GroupCheckpoint) error {
 		gens = c.Store.Generations()
-		for _, kg := range c.Store.ChangedSince(h.gens) {
+		changed := c.Store.ChangedSince(h.gens)
+		if h.Whole {
+			// A cut of every group, when the host owns them all and one
+			// has changed.
+			if len(c.Groups) != c.Store.KeyGroups() || !slices.ContainsFunc(changed, func(kg int) bool {
+				_, ok := slices.BinarySearch(c.Groups, kg)
+				return ok
+			}) {
+				return nil
+			}
+			changed = c.Groups
+		}
+		for _, kg := range changed {
 			if _, ok := slices.BinarySearch(c.Groups, kg); !ok {
 				continue
 			}
@@ -84,6 +100,16 @@ func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 		return Checkpointed{}, fmt.Errorf("migrate: %s: checkpoint: %w", h.ID, err)
 	}
 	out := Checkpointed{Groups: []int{}}
+	if h.Whole && len(groups) > 0 {
+		if _, err := h.Checkpoints.PutCut(ctx, h.epoch(), groups); err != nil {
+			return out, fmt.Errorf("migrate: %s: checkpoint: %w", h.ID, err)
+		}
+		for _, g := range groups {
+			out.Groups = append(out.Groups, g.KeyGroup)
+			out.Bytes += len(g.Data)
+		}
+		groups = nil
+	}
 	for _, g := range groups {
 		if err := h.Checkpoints.Put(ctx, g); err != nil {
 			return out, fmt.Errorf("migrate: %s: checkpoint: %w", h.ID, err)
@@ -98,6 +124,20 @@ func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 	return out, nil
 }
 
+// putCut puts states, the released groups of a Whole host (every key
+// group, at one boundary), as the pipeline's cut, and returns its size.
+func (h *Host) putCut(ctx context.Context, states []exec.GroupState) (int64, error) {
+	groups := make([]checkpoint.Group, len(states))
+	for i, st := range states {
+		meta, err := json.Marshal(st.Floors)
+		if err != nil {
+			return 0, fmt.Errorf("key group %d: encoding its floors: %w", st.Group, err)
+		}
+		groups[i] = checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Meta: meta, Data: st.Data}
+	}
+	return h.Checkpoints.PutCut(ctx, h.epoch(), groups)
+}
+
 // Failover starts a migration that gives the key groups of host dead,
 // whose lease has expired, to the live hosts, planned with knobs, and
 // returns the table with the migration in it. Only the dead host's groups
@@ -110,6 +150,9 @@ func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 // released itself and installs them from their last checkpoint, then
 // replays their input from the checkpoint's floors (from the start for a
 // group never checkpointed).
+//
+// In a Whole table (the groups live on one host together) every group
+// goes to one live host, in one step, whatever knobs says.
 //
 // Any live host may call Failover; of two calls at once, one starts the
 // migration and the other fails, matching cluster.ErrMigration (another
@@ -148,7 +191,14 @@ func Failover(ctx context.Context, c *cluster.Cluster, dead string, live []strin
 	}
 	id := "failover-" + dead + "-" + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	return c.Update(ctx, func(a *cluster.Assignment) error {
-		steps, err := cluster.Plan(a.Owners, survivors(a.Owners, dead, live), knobs, nil)
+		target := survivors(a.Owners, dead, live)
+		if a.Whole {
+			// Every group goes to one host: the live host it would give the
+			// dead host's first group to.
+			target = a.Balanced([]string{target[slices.Index(a.Owners, dead)]})
+			knobs = cluster.AllAtOnce()
+		}
+		steps, err := cluster.Plan(a.Owners, target, knobs, nil)
 		if err != nil {
 			return err
 		}

@@ -131,27 +131,35 @@ func TestFailoverLosesNothing(t *testing.T) {
 	}
 }
 
+// joinAll opens the cluster of pipeline p once per host of ids and joins
+// it as that host; a host's stop ends its lease's renewals.
+func joinAll(t *testing.T, ctx context.Context, js jetstream.JetStream, ids ...string) (map[string]*cluster.Cluster, map[string]context.CancelFunc) {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	cs := map[string]*cluster.Cluster{}
+	stops := map[string]context.CancelFunc{}
+	for _, id := range ids {
+		c, err := cluster.Open(ctx, js, cluster.Config{Pipeline: "p", Text: []byte("name: p\n"), KeyGroups: groups, Lease: lease, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jctx, stop := context.WithCancel(ctx)
+		t.Cleanup(stop)
+		if err := c.Join(jctx, cluster.HostInfo{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+		cs[id], stops[id] = c, stop
+	}
+	return cs, stops
+}
+
 // TestFailoverOnce calls Failover twice at once, from two hosts, for a
 // dead host: exactly one migration starts.
 func TestFailoverOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, js, _ := setup(t, ctx)
-	quiet := slog.New(slog.DiscardHandler)
-	cs := map[string]*cluster.Cluster{}
-	stops := map[string]context.CancelFunc{}
-	for _, id := range []string{"a", "b", "c"} {
-		c, err := cluster.Open(ctx, js, cluster.Config{Pipeline: "p", Text: []byte("name: p\n"), KeyGroups: groups, Lease: lease, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		jctx, stop := context.WithCancel(ctx)
-		defer stop()
-		if err := c.Join(jctx, cluster.HostInfo{ID: id}); err != nil {
-			t.Fatal(err)
-		}
-		cs[id], stops[id] = c, stop
-	}
+	cs, stops := joinAll(t, ctx, js, "a", "b", "c")
 	if _, err := cs["a"].Update(ctx, func(a *cluster.Assignment) error {
 		a.Owners = cluster.Spread(groups, []string{"a", "b", "c"})
 		return nil
@@ -257,5 +265,40 @@ func TestCheckpointShipsChangedGroups(t *testing.T) {
 	}
 	if puts, want := a.mig.Checkpoints.Stats().Puts, int64(len(groupsOf(first))+len(groupsOf(second))); puts != want {
 		t.Errorf("%d checkpoints put, want %d", puts, want)
+	}
+}
+
+// TestFailoverWhole checks that the failover of the host of a Whole table
+// (its groups live on one host together) gives every group to one live
+// host, in one step, whatever the knobs say.
+func TestFailoverWhole(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, js, _ := setup(t, ctx)
+	cs, stops := joinAll(t, ctx, js, "a", "b", "c")
+	c := cs["c"]
+	if _, err := c.Update(ctx, func(a *cluster.Assignment) error {
+		a.Owners, a.Whole = cluster.Spread(groups, []string{"a"}), true
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stops["a"]()
+	waitFor(t, func() bool {
+		ms, err := c.Members(ctx)
+		return err == nil && len(ms) == 2
+	})
+	tbl, err := migrate.Failover(ctx, c, "a", []string{"c", "b"}, cluster.Knobs{Order: cluster.OrderKeyGroup, Batch: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tbl.Migration
+	if len(m.Steps) != 1 || len(m.Steps[0].Moves) != groups {
+		t.Fatalf("steps %+v, want one step moving all %d groups", m.Steps, groups)
+	}
+	for _, mv := range m.Steps[0].Moves {
+		if mv.From != "a" || mv.To != "b" {
+			t.Fatalf("move %+v, want every group from a to b", mv)
+		}
 	}
 }

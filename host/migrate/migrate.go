@@ -121,6 +121,11 @@ type Host struct {
 	// carries it, and the host refuses to install a group checkpointed at
 	// a later epoch (ErrNewerVersion) until it runs that epoch itself.
 	Epoch func() uint64
+	// Whole says the pipeline's key groups live on one host together
+	// (cluster.Assignment.Whole): its checkpoints, periodic and at a
+	// release, are cuts of every group (checkpoint.Bucket.PutCut), and
+	// its installs read the cut (see the package documentation).
+	Whole bool
 
 	// mu serializes Step and Checkpoint, so that a periodic checkpoint
 	// put after a release never replaces the release's.
@@ -270,7 +275,7 @@ func (h *Host) Step(ctx context.Context) (bool, error) {
 		for _, kg := range in {
 			orphaned[kg] = dead[sources[kg]]
 		}
-		if err := h.install(ctx, m.ID, in, orphaned); err != nil {
+		if err := h.install(ctx, m.ID, a.KeyGroups, in, orphaned); err != nil {
 			return false, err
 		}
 	}
@@ -314,18 +319,27 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 		bytes int64
 		whole int
 	)
-	for _, st := range states {
-		meta, err := json.Marshal(st.Floors)
-		var am checkpoint.Amended
-		if err == nil {
-			am, err = h.Checkpoints.Amend(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Epoch: h.epoch(), Meta: meta, Data: st.Data})
+	if h.Whole {
+		// The groups leave together, at one boundary: their states are
+		// the pipeline's cut.
+		if bytes, err = h.putCut(ctx, states); err != nil {
+			return h.undoRelease(ctx, states, fmt.Errorf("migrate: %s: release key groups for %q: %w", h.ID, id, err))
 		}
-		if err != nil {
-			return h.undoRelease(ctx, states, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, st.Group, err))
-		}
-		bytes += am.Bytes
-		if am.Whole {
-			whole++
+		whole = len(states)
+	} else {
+		for _, st := range states {
+			meta, err := json.Marshal(st.Floors)
+			var am checkpoint.Amended
+			if err == nil {
+				am, err = h.Checkpoints.Amend(ctx, checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Epoch: h.epoch(), Meta: meta, Data: st.Data})
+			}
+			if err != nil {
+				return h.undoRelease(ctx, states, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, st.Group, err))
+			}
+			bytes += am.Bytes
+			if am.Whole {
+				whole++
+			}
 		}
 	}
 	h.moved.Released += len(states)
@@ -380,12 +394,12 @@ func released(a *cluster.Assignment, host string, groups []int) bool {
 // install takes groups over: read from the bucket, acquired by the job,
 // marked. An orphaned group (its source is dead) with no checkpoint is
 // taken over empty, from the start of its input.
-func (h *Host) install(ctx context.Context, id string, groups []int, orphaned map[int]bool) error {
+func (h *Host) install(ctx context.Context, id string, keyGroups int, groups []int, orphaned map[int]bool) error {
 	start := time.Now()
 	// The Bucket counts what the gets below fetch; nothing else gets from
 	// it meanwhile, since h.mu is held.
 	before := h.Checkpoints.Stats()
-	states, empty, err := h.fetch(ctx, groups, orphaned)
+	states, empty, err := h.fetch(ctx, keyGroups, groups, orphaned)
 	if err != nil {
 		return err
 	}
@@ -418,11 +432,15 @@ const fetchers = 8
 // fetch reads groups' states from the bucket (from the warm copies of the
 // replicated ones), up to fetchers at once, and returns them in the order
 // of groups with the groups taken over empty (an orphaned group without a
-// checkpoint). Of several groups that cannot be read, it returns the
+// checkpoint). A Whole host reads them from the cut (fetchCut); keyGroups
+// is the pipeline's count. Of several groups that cannot be read, it returns the
 // error of the first in groups; a group that cannot be read is reported
 // before one the host must wait to install (ErrNewerVersion), which Run
 // waits on quietly.
-func (h *Host) fetch(ctx context.Context, groups []int, orphaned map[int]bool) (states []exec.GroupState, empty []int, err error) {
+func (h *Host) fetch(ctx context.Context, keyGroups int, groups []int, orphaned map[int]bool) (states []exec.GroupState, empty []int, err error) {
+	if h.Whole {
+		return h.fetchCut(ctx, keyGroups, groups, orphaned)
+	}
 	var replicated []int
 	if h.replica != nil {
 		replicated = h.replica.Groups()
@@ -463,6 +481,13 @@ func (h *Host) fetch(ctx context.Context, groups []int, orphaned map[int]bool) (
 			return nil, nil, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, groups[i], err)
 		}
 	}
+	return h.states(groups, got)
+}
+
+// states turns got, the checkpoints of groups (nil: none, taken over
+// empty), into the states the job acquires, and returns the groups taken
+// over empty too.
+func (h *Host) states(groups []int, got []*checkpoint.Group) (states []exec.GroupState, empty []int, err error) {
 	states = make([]exec.GroupState, 0, len(groups))
 	for i, kg := range groups {
 		g := got[i]
@@ -482,6 +507,23 @@ func (h *Host) fetch(ctx context.Context, groups []int, orphaned map[int]bool) (
 		states = append(states, exec.GroupState{Group: kg, Data: g.Data, Floors: floors})
 	}
 	return states, empty, nil
+}
+
+// fetchCut is fetch for a Whole host: groups' states from the bucket's
+// cut. Without a cut, groups that are all orphaned are taken over empty.
+func (h *Host) fetchCut(ctx context.Context, keyGroups int, groups []int, orphaned map[int]bool) ([]exec.GroupState, []int, error) {
+	cut, err := h.Checkpoints.GetCut(ctx, keyGroups)
+	got := make([]*checkpoint.Group, len(groups))
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound) && !slices.ContainsFunc(groups, func(kg int) bool { return !orphaned[kg] }):
+	case err != nil:
+		return nil, nil, fmt.Errorf("migrate: %s: key groups %v: %w", h.ID, groups, err)
+	default:
+		for i, kg := range groups {
+			got[i] = cut[kg]
+		}
+	}
+	return h.states(groups, got)
 }
 
 // takeBack acquires the groups a names the host the owner of, outside any
@@ -505,7 +547,7 @@ func (h *Host) takeBack(ctx context.Context, a *cluster.Assignment) (bool, error
 	if len(missing) == 0 {
 		return false, nil
 	}
-	states, _, err := h.fetch(ctx, missing, nil)
+	states, _, err := h.fetch(ctx, a.KeyGroups, missing, nil)
 	if err != nil {
 		return false, err
 	}

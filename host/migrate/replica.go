@@ -20,7 +20,7 @@ import (
 // the group) and is only logged. Called with h.mu held.
 func (h *Host) replicate(ctx context.Context, m *cluster.Migration) error {
 	var want []int
-	if m != nil {
+	if m != nil && !h.Whole { // a Whole host installs from the cut
 		for _, st := range m.Steps[m.Current:] {
 			for _, mv := range st.Moves {
 				if mv.To == h.ID && mv.Replicated && mv.State != cluster.StepInstalled {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -97,13 +98,20 @@ func (p *Pipeline) validateCluster() []error {
 	}
 	for i := range p.Operators {
 		switch o := &p.Operators[i]; o.Kind {
-		case KindTransactional:
-			errs = append(errs, p.errAt("a transactional operator's scheduler runs on one host and cannot be spread over hosts; run this pipeline without cluster", "operators", i, "kind"))
 		case KindJoin:
 			errs = append(errs, p.errAt("a window join keeps its open windows in memory and cannot be spread over hosts yet; run this pipeline without cluster", "operators", i, "kind"))
 		}
 	}
 	return errs
+}
+
+// Whole reports whether the pipeline's key groups live on one host
+// together when it is spread over hosts: it has a transactional operator,
+// whose scheduler is one host's and whose transactions, routed by one
+// key group's key, write keys of others. The other hosts stand by; the
+// groups move all at once (docs/cluster.md).
+func (p *Pipeline) Whole() bool {
+	return slices.ContainsFunc(p.Operators, func(o Operator) bool { return o.Kind == KindTransactional })
 }
 
 // DefaultHostID returns the machine's host name with every character but

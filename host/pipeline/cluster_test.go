@@ -29,6 +29,14 @@ func TestClusterDefaults(t *testing.T) {
 	if p, err := Parse("p.yaml", t.TempDir(), []byte(clusterBase)); err != nil || p.Cluster != nil {
 		t.Errorf("without a cluster section: %v, %+v", err, p.Cluster)
 	}
+	if p.Whole() {
+		t.Error("a keyed pipeline keeps its key groups together")
+	}
+	// A transactional operator runs on one host: the groups stay together.
+	txn := strings.Replace(clusterBase, "kind: keyed}", "kind: transactional, tables: [{name: t}]}", 1) + "cluster: {}\n"
+	if p, err := Parse("p.yaml", t.TempDir(), []byte(txn)); err != nil || !p.Whole() {
+		t.Errorf("a transactional pipeline spread over hosts: %v, whole %v", err, err == nil && p.Whole())
+	}
 }
 
 func TestClusterRefusals(t *testing.T) {
@@ -41,8 +49,6 @@ func TestClusterRefusals(t *testing.T) {
 			"sources[0].type: a pipeline spread over hosts reads a jetstream or generator source"},
 		"two sources": {strings.Replace(clusterBase, "sources:\n", "sources:\n  - {name: more, type: generator}\n", 1) + "cluster: {}\n",
 			"a pipeline spread over hosts reads one source (this one has 2)"},
-		"transactional": {strings.Replace(clusterBase, "kind: keyed}", "kind: transactional, tables: [{name: t}]}", 1) + "cluster: {}\n",
-			"operators[0].kind: a transactional operator's scheduler runs on one host"},
 	} {
 		_, err := Parse("p.yaml", t.TempDir(), []byte(tc.file))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -151,7 +152,7 @@ func (h *Host) startCluster(ctx context.Context) (connectors.Source, []int, erro
 	var src *natsconn.PartitionedSource
 	err := natsconn.UntilAnswered(ctx, h.log, unanswered, func() error {
 		var err error
-		if a, err = ch.c.Update(ctx, func(a *cluster.Assignment) error { return joinTable(a, id, ch.pool) }); err != nil {
+		if a, err = ch.c.Update(ctx, func(a *cluster.Assignment) error { return joinTable(a, id, ch.pool, p.Whole()) }); err != nil {
 			return err
 		}
 		if ch.ckpt, err = checkpoint.Open(ctx, js, p.Name, checkpoint.Options{Host: id, Replicas: cfg.Replicas, Logger: h.log}); err != nil {
@@ -178,8 +179,11 @@ func (h *Host) startCluster(ctx context.Context) (connectors.Source, []int, erro
 // the pipeline unserved). A host started with --pool (pool) that owns no
 // group joins the pool; one that owns groups (taken into service before
 // it restarted) keeps them. A host started without --pool that the pool
-// holds is taken into service: the flag says what the host is for.
-func joinTable(a *cluster.Assignment, id string, pool bool) error {
+// holds is taken into service: the flag says what the host is for. whole
+// is the pipeline's pipeline.Whole: it marks the table Whole, so that its
+// key groups stay on one host together.
+func joinTable(a *cluster.Assignment, id string, pool, whole bool) error {
+	a.Whole = whole
 	by := "host " + id
 	switch {
 	case !slices.ContainsFunc(a.Owners, func(o string) bool { return o != "" }):
@@ -203,8 +207,11 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 	// Under ctlMu: a swap through the API (switched) reads it.
 	h.ctlMu.Lock()
 	ch.mig = &migrate.Host{ID: ch.id, Job: h.job, Cluster: ch.c, Checkpoints: ch.ckpt, Logger: h.log,
-		CheckpointEvery: time.Duration(ch.cfg.CheckpointEvery), Epoch: ch.epoch.Load}
+		CheckpointEvery: time.Duration(ch.cfg.CheckpointEvery), Epoch: ch.epoch.Load, Whole: h.p.Whole()}
 	h.ctlMu.Unlock()
+	if err := natsconn.UntilAnswered(ctx, h.log, unanswered, func() error { return h.firstCut(ctx) }); err != nil {
+		return fmt.Errorf("cluster: the first checkpoint of the key groups: %w", err)
+	}
 	jobCtx, stopJob := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJob()
 	jobDone := make(chan error, 1)
@@ -240,6 +247,46 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 		err = jerr
 	}
 	return err
+}
+
+// firstCut puts the first cut of a pipeline whose key groups live on one
+// host together (pipeline.Whole), when this host owns them all, has
+// committed no record and the bucket holds no cut: every group as it
+// stands before the first record (a transactional operator's initial
+// tables), with every floor 0. Without it, a failover before the host's
+// first periodic checkpoint would install the groups empty, without
+// their initial tables.
+func (h *Host) firstCut(ctx context.Context) error {
+	ch := h.cluster
+	if !h.p.Whole() || len(h.job.Groups()) != ch.groups {
+		return nil
+	}
+	for k, pos := range h.store.Positions() {
+		if pos > 0 && !strings.HasPrefix(k, "sink/") {
+			return nil // a record was read (a source's position or floor)
+		}
+	}
+	if has, err := ch.ckpt.HasCut(ctx); err != nil || has {
+		return err
+	}
+	groups := make([]checkpoint.Group, ch.groups)
+	for kg := range groups {
+		data, err := h.store.ExportKeyGroup(kg)
+		if err != nil {
+			return fmt.Errorf("key group %d: %w", kg, err)
+		}
+		meta, err := json.Marshal(h.job.EmptyGroup(kg).Floors)
+		if err != nil {
+			return fmt.Errorf("key group %d: %w", kg, err)
+		}
+		groups[kg] = checkpoint.Group{KeyGroup: kg, Host: ch.id, Meta: meta, Data: data}
+	}
+	n, err := ch.ckpt.PutCut(ctx, ch.epoch.Load(), groups)
+	if err != nil {
+		return err
+	}
+	h.log.Info("cluster: the key groups' first checkpoint put, before any record", "groups", ch.groups, "bytes", n)
+	return nil
 }
 
 // retryPause is how long a cluster loop that failed waits before it runs
@@ -304,7 +351,7 @@ func (ch *clusterHost) handOver(ctx context.Context, log *slog.Logger) {
 			return
 		}
 		if a.Migration == nil {
-			target := cluster.Rebalance(a.Owners, others)
+			target := a.Balanced(others)
 			if _, err := migrate.Start(ctx, ch.c, "leave-"+ch.id, target, cluster.AllAtOnce(), nil); err == nil {
 				log.Info("cluster: handing the key groups over before stopping", "to", others)
 			}

@@ -641,7 +641,8 @@ type ClusterMove struct {
 	State string `json:"state"`
 }
 
-// ClusterCheckpoints sums the key group checkpoints one host wrote.
+// ClusterCheckpoints sums the key group checkpoints one host wrote, or
+// describes the pipeline's cut (docs/cluster.md).
 type ClusterCheckpoints struct {
 	// Host is the host that wrote them.
 	Host string `json:"host"`
@@ -650,6 +651,10 @@ type ClusterCheckpoints struct {
 	Bytes int64 `json:"bytes"`
 	// Newest is when the newest of them was put.
 	Newest time.Time `json:"newest"`
+	// Cut says the entry is the pipeline's cut: every key group's
+	// checkpoint at one batch boundary, in one object, as a pipeline
+	// with a transactional operator keeps them.
+	Cut bool `json:"cut"`
 }
 
 // ClusterKnobs are the migration planner's knobs in the body of POST

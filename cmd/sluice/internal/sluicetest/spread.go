@@ -83,10 +83,23 @@ func StartSpread(t *testing.T, s *Sluice, servers, count, keys int, lease time.D
 // test that kills one.
 func StartSpreadOn(t *testing.T, s *Sluice, servers *natstest.Cluster, count, keys int, lease time.Duration, extra string) *Spread {
 	t.Helper()
-	sp := &Spread{t: t, bin: s.Bin, NATS: servers, Dir: t.TempDir(), Count: count, Keys: keys, Lease: lease, Hosts: map[string]*exec.Cmd{}}
-	sp.File = filepath.Join(sp.Dir, "spread.yaml")
-	sp.Text = strings.NewReplacer("NATSURL", sp.NATS.URLs(), "PLUGINS", s.Plugins, "COUNT", strconv.Itoa(count), "KEYS", strconv.Itoa(keys),
+	text := strings.NewReplacer("COUNT", strconv.Itoa(count), "KEYS", strconv.Itoa(keys),
 		"RATE", "600", "LEASE", lease.String(), "EXTRA", extra).Replace(spreadWordCount)
+	sp := StartSpreadText(t, s, servers, text, lease)
+	sp.Count, sp.Keys = count, keys
+	return sp
+}
+
+// StartSpreadText is StartSpreadOn for a pipeline of the test's own: text
+// names the pipeline spread, with SpreadGroups key groups and a cluster
+// section whose lease is lease; NATSURL in it becomes the servers' URLs,
+// PLUGINS the directory of the plugins built. Count and Keys are left 0,
+// and Read and Check, which read wordcount's outputs, do not apply.
+func StartSpreadText(t *testing.T, s *Sluice, servers *natstest.Cluster, text string, lease time.Duration) *Spread {
+	t.Helper()
+	sp := &Spread{t: t, bin: s.Bin, NATS: servers, Dir: t.TempDir(), Lease: lease, Hosts: map[string]*exec.Cmd{}}
+	sp.File = filepath.Join(sp.Dir, "spread.yaml")
+	sp.Text = strings.NewReplacer("NATSURL", sp.NATS.URLs(), "PLUGINS", s.Plugins).Replace(text)
 	if err := os.WriteFile(sp.File, []byte(sp.Text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -195,11 +208,12 @@ func (s *Spread) Outputs() int {
 	return int(info.State.Msgs)
 }
 
-// Wait polls cond; three minutes fail the test with every host's log,
+// Wait polls cond, and logs how long it waited; three minutes fail the test with every host's log,
 // which ends, for a host still running, with its goroutines (dumpStacks).
 func (s *Spread) Wait(what string, cond func() bool) {
 	s.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
+	start := time.Now()
+	deadline := start.Add(3 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			s.dumpStacks()
@@ -207,6 +221,7 @@ func (s *Spread) Wait(what string, cond func() bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	s.t.Logf("%s: after %v", what, time.Since(start).Round(time.Millisecond))
 }
 
 // dumpStacks asks every host still running for its goroutines: on
@@ -237,12 +252,12 @@ type Output struct {
 	V2    bool
 }
 
-// Read reads the output stream from its first record to its last.
-func (s *Spread) Read() []Output {
+// Messages reads stream from its first message to its last.
+func (s *Spread) Messages(stream string) []*jetstream.RawStreamMsg {
 	t := s.t
 	t.Helper()
 	ctx := context.Background()
-	st, err := s.JS.Stream(ctx, "OUT")
+	st, err := s.JS.Stream(ctx, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,12 +265,24 @@ func (s *Spread) Read() []Output {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var outs []Output
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+	var out []*jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
 		m, err := st.GetMsg(ctx, seq)
 		if err != nil {
-			t.Fatalf("output %d: %v", seq, err)
+			t.Fatalf("stream %s, message %d: %v", stream, seq, err)
 		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Read reads the output stream from its first record to its last.
+func (s *Spread) Read() []Output {
+	t := s.t
+	t.Helper()
+	var outs []Output
+	for _, m := range s.Messages("OUT") {
+		seq := m.Sequence
 		n, err := strconv.Atoi(strings.TrimPrefix(string(m.Data), "v2:"))
 		if err != nil || n < 1 {
 			t.Fatalf("output %d: %q is not a count", seq, m.Data)

@@ -12,5 +12,5 @@ import (
 var sl *sluicetest.Sluice
 
 func TestMain(m *testing.M) {
-	os.Exit(sluicetest.Main(m, map[string]string{"wordcount": "plugins/wordcount"}, func(s *sluicetest.Sluice) { sl = s }))
+	os.Exit(sluicetest.Main(m, map[string]string{"wordcount": "plugins/wordcount", "ledger": "plugins/ledger"}, func(s *sluicetest.Sluice) { sl = s }))
 }

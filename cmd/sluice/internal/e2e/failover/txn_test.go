@@ -1,0 +1,154 @@
+package failover
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/cmd/sluice/internal/sluicetest"
+	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
+)
+
+// ledgerEvents is how many Streaming Ledger events the generator of
+// ledgerSpread makes.
+const ledgerEvents = "3000"
+
+// ledgerSpread is Streaming Ledger (plugins/ledger, a transactional
+// operator) over 64 accounts, spread over hosts: its key groups live on
+// one host together. Its outcomes, one per event, go to the stream OUT.
+const ledgerSpread = `
+name: spread
+nats: {url: "NATSURL"}
+http: {addr: "127.0.0.1:0"}
+state: {key_groups: 16}
+cluster: {lease: 2s, CHECKPOINTS}
+sources:
+  - {name: events, type: generator, mode: txn, app: sl, count: EVENTS, rate: 200, knobs: {keys: 64, seed: 7}}
+operators:
+  - name: ledger
+    plugin: PLUGINS/ledger.wasm
+    kind: transactional
+    tables:
+      - {name: accounts, init: {generator: {app: sl, keys: 64, seed: 7}}}
+      - {name: book_entries, init: {generator: {app: sl, keys: 64, seed: 7}}}
+    punctuation: {events: 20, interval: 5ms}
+    strategy: ns-op-eager
+    workers: 2
+sinks:
+  - {name: out, type: jetstream, subject: out, stream: OUT, create: true}
+`
+
+// TestTransactionalClusterMovesWhole runs Streaming Ledger as two sluice
+// processes over three NATS servers. The first host takes every key
+// group and the second stands by with none; a move of one group is
+// refused, naming the reason. The first host is killed with SIGKILL: the
+// second takes every group from the last cut and replays from its
+// floors. The first, started again, stands by, and every group is moved
+// back to it while events flow. The outcomes must be the oracle's: the
+// same pipeline run in one process, without cluster, over the same
+// events (the outcomes carry the balances each transaction read, so a
+// transaction applied twice or lost changes the ones after it).
+//
+// In "first cut", the hosts checkpoint once an hour: the kill comes
+// before any periodic checkpoint, and the second host starts from the
+// cut the first put before its first record (the initial tables, every
+// floor 0).
+func TestTransactionalClusterMovesWhole(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three NATS servers and three sluice processes")
+	}
+	for _, tc := range []struct {
+		name, checkpoints string
+		moveBack          bool
+	}{
+		{"last cut", "checkpoint_every: 500ms, duplicates: 2m", true},
+		{"first cut", "checkpoint_every: 1h, duplicates: 2h", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.NewReplacer("EVENTS", ledgerEvents, "CHECKPOINTS", tc.checkpoints).Replace(ledgerSpread)
+			servers := natstest.StartCluster(t, 3)
+			s := sluicetest.StartSpreadText(t, sl, servers, text, 2*time.Second)
+			oracle := runOracle(t, s, text)
+			t.Logf("the oracle: %d outcomes", len(oracle))
+
+			s.Start("h1")
+			s.Wait("h1 takes every key group", func() bool { return s.Owned("h1") == sluicetest.SpreadGroups })
+			s.Start("h2")
+			s.Wait("h2 joins", func() bool { return s.Leased("h2") })
+			s.Wait("some outcomes", func() bool { return s.Outputs() > 300 })
+			if n := s.Owned("h2"); n != 0 {
+				t.Fatalf("h2 owns %d key groups, want none: they live on h1 together", n)
+			}
+			move := exec.Command(sl.Bin, "cluster", "move", "-c", s.File, "--groups", "3", "--to", "h2")
+			if out, err := move.CombinedOutput(); err == nil || !strings.Contains(string(out), "keeps its key groups on one host together") {
+				t.Fatalf("a move of one group: %v\n%s", err, out)
+			}
+
+			if err := s.Hosts["h1"].Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = s.Hosts["h1"].Wait()
+			s.Wait("h1's groups taken by h2", func() bool { return s.Owned("h2") == sluicetest.SpreadGroups && s.Settled() })
+			stop := []string{"h2"}
+			if tc.moveBack {
+				s.Start("h1")
+				s.Wait("h1 back, standing by", func() bool { return s.Leased("h1") })
+				move = exec.Command(sl.Bin, "cluster", "move", "-c", s.File, "--groups", "all", "--to", "h1", "--batch", "4")
+				if out, err := move.CombinedOutput(); err != nil {
+					t.Fatalf("sluice cluster move --groups all: %v\n%s", err, out)
+				}
+				s.Wait("every group back on h1", func() bool { return s.Owned("h1") == sluicetest.SpreadGroups && s.Settled() })
+				// The standby first: it leaves at once, and h1, left
+				// alone, keeps its groups.
+				stop = []string{"h2", "h1"}
+			}
+			s.Wait("every outcome", func() bool { return s.Outputs() >= len(oracle) })
+			got := readOutcomes(s, "OUT")
+			if len(got) != len(oracle) {
+				t.Fatalf("%d outcomes, want %d", len(got), len(oracle))
+			}
+			for i := range got {
+				if got[i] != oracle[i] {
+					t.Fatalf("the outcomes differ from one process's (sorted, entry %d): %q, want %q\n%s", i, got[i], oracle[i], s.Logs())
+				}
+			}
+			for _, id := range stop {
+				s.Stop(id)
+			}
+		})
+	}
+}
+
+// runOracle runs text without its cluster section, in one process, into
+// the stream ORACLE, and returns its outcomes sorted.
+func runOracle(t *testing.T, s *sluicetest.Spread, text string) []string {
+	t.Helper()
+	text = strings.NewReplacer("NATSURL", s.NATS.URLs(), "PLUGINS", sl.Plugins, "name: spread", "name: oracle",
+		"http: {addr: \"127.0.0.1:0\"}", "http: {addr: \"off\"}", "stream: OUT", "stream: ORACLE", "subject: out", "subject: oracle", ", rate: 200", "").Replace(text)
+	text = strings.Join(slices.DeleteFunc(strings.Split(text, "\n"), func(l string) bool { return strings.HasPrefix(l, "cluster:") }), "\n")
+	file := filepath.Join(s.Dir, "oracle.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := exec.Command(sl.Bin, "run", "-c", file, "--data-dir", filepath.Join(s.Dir, "oracle"))
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("the oracle's run: %v\n%s", err, out)
+	}
+	return readOutcomes(s, "ORACLE")
+}
+
+// readOutcomes returns the records of stream, each as its key and value,
+// sorted.
+func readOutcomes(s *sluicetest.Spread, stream string) []string {
+	var out []string
+	for _, m := range s.Messages(stream) {
+		out = append(out, m.Header.Get("Sluice-Key")+" "+string(m.Data))
+	}
+	slices.Sort(out)
+	return out
+}
