@@ -302,3 +302,69 @@ func TestFailoverWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeHostCheckpointsCuts runs TestFailoverLosesNothing's schedule
+// with hosts whose groups live together: host a's checkpoints are cuts
+// (one object of every group, no group's own), host b takes every group
+// from the last cut when a is killed, and moves them all back to a host
+// started in a's place through a cut put at the release; every record is
+// counted once, in its key's order.
+func TestWholeHostCheckpointsCuts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, js, in := setup(t, ctx)
+	out := &outputs{byID: map[string]abi.Record{}}
+	opts := hostOpts{lease: lease, checkpoint: 50 * time.Millisecond, whole: true}
+	a := startHost(t, ctx, nc, js, "a", out, true, opts)
+	b := startHost(t, ctx, nc, js, "b", out, false, opts)
+	keys := make([]string, 400)
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i*7%23)
+	}
+	publish(t, ctx, in, keys[:200], 0)
+	waitFor(t, func() bool { return out.len() >= 200 })
+	waitFor(t, func() bool { // a periodic cut
+		in, ok, err := a.mig.Checkpoints.CutInfo(ctx)
+		return err == nil && ok && in.KeyGroups == groups && in.Host == "a"
+	})
+	if infos, err := a.mig.Checkpoints.List(ctx); err != nil || len(infos) != 0 {
+		t.Fatalf("key group checkpoints %v (%v), want none: a whole host puts cuts", infos, err)
+	}
+	publish(t, ctx, in, keys[200:300], 200)
+	waitFor(t, func() bool { return out.len() >= 300 })
+	a.kill()
+	publish(t, ctx, in, keys[300:350], 300)
+	waitFor(t, func() bool {
+		ms, err := b.mig.Cluster.Members(ctx)
+		return err == nil && len(ms) == 1 && ms[0].ID == "b"
+	})
+	if _, err := migrate.Failover(ctx, b.mig.Cluster, "a", []string{"b"}, cluster.Knobs{Batch: 2}); err != nil {
+		t.Fatal(err)
+	}
+	settled := func() bool {
+		tbl, err := b.mig.Cluster.Assignment(ctx)
+		return err == nil && tbl.Migration == nil
+	}
+	waitFor(t, settled)
+	waitFor(t, func() bool { return out.len() >= 350 })
+	c := startHost(t, ctx, nc, js, "c", out, false, opts)
+	if _, err := migrate.Start(ctx, b.mig.Cluster, "back", cluster.Spread(groups, []string{"c"}), cluster.AllAtOnce(), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, settled)
+	if m := b.mig.Moved(); m.Released != groups || m.Whole != groups || m.PutBytes == 0 {
+		t.Errorf("b's release: %+v, want every group put in a cut", m)
+	}
+	if m := c.mig.Moved(); m.Installed != groups || m.FetchedBytes == 0 {
+		t.Errorf("c's install: %+v, want every group read from the cut", m)
+	}
+	publish(t, ctx, in, keys[350:], 350)
+	waitFor(t, func() bool { return out.len() >= len(keys) })
+	checkCounts(t, out, keys)
+	if got := c.job.Groups(); len(got) != groups {
+		t.Errorf("host c owns %v, want every group", got)
+	}
+	if got := b.job.Groups(); len(got) != 0 {
+		t.Errorf("host b owns %v after the move, want none", got)
+	}
+}

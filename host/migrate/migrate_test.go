@@ -108,6 +108,7 @@ type hostOpts struct {
 	lease      time.Duration  // cluster.Config.Lease
 	checkpoint time.Duration  // migrate.Host.CheckpointEvery
 	epoch      *atomic.Uint64 // migrate.Host.Epoch; nil: none
+	whole      bool           // migrate.Host.Whole, and the table's Whole
 }
 
 func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.JetStream, id string, out *outputs, first bool, opts hostOpts) *host {
@@ -126,7 +127,7 @@ func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.Je
 	t.Cleanup(func() { _ = c.Leave(context.Background()) })
 	if first {
 		if _, err := c.Update(ctx, func(a *cluster.Assignment) error {
-			a.Owners = cluster.Spread(groups, []string{id})
+			a.Owners, a.Whole = cluster.Spread(groups, []string{id}), opts.whole
 			return nil
 		}); err != nil {
 			t.Fatal(err)
@@ -166,7 +167,7 @@ func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.Je
 		t.Fatal(err)
 	}
 	h := &host{id: id, job: job, store: store, done: make(chan error, 1),
-		mig: &migrate.Host{ID: id, Job: job, Cluster: c, Checkpoints: ckpt, CheckpointEvery: opts.checkpoint}}
+		mig: &migrate.Host{ID: id, Job: job, Cluster: c, Checkpoints: ckpt, CheckpointEvery: opts.checkpoint, Whole: opts.whole}}
 	if opts.epoch != nil {
 		h.mig.Epoch = opts.epoch.Load
 	}
