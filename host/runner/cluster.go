@@ -323,36 +323,42 @@ func (ch *clusterHost) handOver(ctx context.Context, log *slog.Logger) {
 			log.Warn("cluster: leaving", "err", err)
 		}
 	}()
-	live, err := migrate.Live(ctx, ch.c)
-	if err != nil {
-		log.Warn("cluster: cannot hand the key groups over", "err", err)
-		return
-	}
-	a, err := ch.c.Assignment(ctx)
-	if err != nil {
-		log.Warn("cluster: cannot hand the key groups over", "err", err)
-		return
-	}
-	others := slices.DeleteFunc(a.Active(live), func(id string) bool { return id == ch.id })
-	if len(others) == 0 {
-		// No other active host: a live pool host, if any, is taken into
-		// service by the coordinator once this host's lease is gone.
-		return
-	}
 	ctx, cancel := context.WithTimeout(ctx, handOverLimit)
 	defer cancel()
-	for ctx.Err() == nil {
+	for first := true; ctx.Err() == nil; first = false {
+		// The live hosts are read again each round: another host may be
+		// stopping too (every host of the cluster stopped at once), and
+		// one that has left must not be given the groups.
+		live, err := migrate.Live(ctx, ch.c)
+		if err != nil {
+			log.Warn("cluster: cannot hand the key groups over", "err", err)
+			return
+		}
 		a, err := ch.c.Assignment(ctx)
 		if err != nil {
-			break
+			log.Warn("cluster: cannot hand the key groups over", "err", err)
+			return
 		}
-		if len(migrate.Owned(a, ch.id)) == 0 && a.Migration == nil {
-			log.Info("cluster: every key group handed over")
+		owned := len(migrate.Owned(a, ch.id)) > 0
+		if !owned && a.Migration == nil {
+			if !first {
+				log.Info("cluster: every key group handed over")
+			}
 			return
 		}
 		if a.Migration == nil {
-			target := a.Balanced(others)
-			if _, err := migrate.Start(ctx, ch.c, "leave-"+ch.id, target, cluster.AllAtOnce(), nil); err == nil {
+			others := slices.DeleteFunc(a.Active(live), func(id string) bool { return id == ch.id })
+			if len(others) == 0 {
+				// No other active host: the host keeps its groups and
+				// takes them back when it starts again; a live pool host,
+				// if any, is taken into service by the coordinator once
+				// this host's lease is gone.
+				if !first {
+					log.Info("cluster: no other active host is live; keeping the key groups")
+				}
+				return
+			}
+			if _, err := migrate.Start(ctx, ch.c, "leave-"+ch.id, a.Balanced(others), cluster.AllAtOnce(), nil); err == nil {
 				log.Info("cluster: handing the key groups over before stopping", "to", others)
 			}
 		}

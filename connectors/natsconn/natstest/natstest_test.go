@@ -237,8 +237,7 @@ func TestClusterKeyValueSurvivesAMemberStopped(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	js := jetStream(t, c.URLs())
 	ctx := testCtx(t)
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "B", Replicas: 3})
-	if err != nil {
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "B", Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
 	// A bucket with replicas answers reads from any of them (direct gets),
@@ -254,7 +253,8 @@ func TestClusterKeyValueSurvivesAMemberStopped(t *testing.T) {
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if kv, err = js.KeyValue(ctx, "B"); err != nil {
+	kv, err := js.KeyValue(ctx, "B")
+	if err != nil {
 		t.Fatal(err)
 	}
 	rev, err := kv.Create(ctx, "k", []byte("0"))

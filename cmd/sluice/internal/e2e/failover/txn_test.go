@@ -103,9 +103,7 @@ func TestTransactionalClusterMovesWhole(t *testing.T) {
 					t.Fatalf("sluice cluster move --groups all: %v\n%s", err, out)
 				}
 				s.Wait("every group back on h1", func() bool { return s.Owned("h1") == sluicetest.SpreadGroups && s.Settled() })
-				// The standby first: it leaves at once, and h1, left
-				// alone, keeps its groups.
-				stop = []string{"h2", "h1"}
+				stop = []string{"h1", "h2"}
 			}
 			s.Wait("every outcome", func() bool { return s.Outputs() >= len(oracle) })
 			got := readOutcomes(s, "OUT")
@@ -117,8 +115,12 @@ func TestTransactionalClusterMovesWhole(t *testing.T) {
 					t.Fatalf("the outcomes differ from one process's (sorted, entry %d): %q, want %q\n%s", i, got[i], oracle[i], s.Logs())
 				}
 			}
-			for _, id := range stop {
-				s.Stop(id)
+			// Every host stopped at once: each hands the groups over only
+			// to a host still live, and none gives up on a host that has
+			// left.
+			s.Stop(stop...)
+			if logs := s.Logs(); strings.Contains(logs, "stopped before every key group was handed over") {
+				t.Errorf("a host gave up handing its groups over\n%s", logs)
 			}
 		})
 	}
