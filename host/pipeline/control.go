@@ -317,8 +317,12 @@ func (p *Pipeline) validateHosts(which func(a, b []any) []any) []error {
 	controlDefault(p, &h.Max, def.Hosts.Max, "hosts", "max")
 	controlDefault(p, &h.ScaleOutAbove, def.Hosts.ScaleOutAbove, "hosts", "scale_out_above")
 	controlDefault(p, &h.ScaleInBelow, def.Hosts.ScaleInBelow, "hosts", "scale_in_below")
-	if p.node("control", "hosts") != nil && p.node("cluster") == nil {
+	switch {
+	case p.node("control", "hosts") == nil:
+	case p.node("cluster") == nil:
 		errs = append(errs, p.errAt("the pipeline has no cluster: section: hosts are taken into service and given back only by a pipeline spread over hosts (docs/cluster.md)", "control", "hosts"))
+	case p.Whole():
+		errs = append(errs, p.errAt("the pipeline has a transactional operator: its key groups live on one host together and the other hosts stand by, so more hosts share no load (docs/cluster.md)", "control", "hosts"))
 	}
 	switch {
 	case h.Min < 1:

@@ -80,6 +80,8 @@ func TestControlHostsRefusals(t *testing.T) {
 			"p.yaml:12: control.hosts.scale_out_above: scale_out_above 1.5: want more than 0 and at most 1"},
 		"not spread over hosts": {controlBase, "control:\n  hosts: {max: 3}\n",
 			"p.yaml:9: control.hosts: the pipeline has no cluster: section"},
+		"transactional": {strings.Replace(hostsBase, "kind: keyed}", "kind: transactional, tables: [{name: t}]}", 1), "  hosts: {max: 3}\n",
+			"p.yaml:11: control.hosts: the pipeline has a transactional operator: its key groups live on one host together"},
 		"unknown key": {hostsBase, "  hosts:\n    requst: ./more\n", `p.yaml:12: control.hosts.requst: unknown key "requst"`},
 	} {
 		_, err := Parse("p.yaml", t.TempDir(), []byte(tc.base+tc.section))
