@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/cmd/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
+	"github.com/sluicehq/sluice/host/registry"
 )
 
 // ledgerEvents is how many Streaming Ledger events the generator of
@@ -49,7 +51,8 @@ sinks:
 // refused, naming the reason. The first host is killed with SIGKILL: the
 // second takes every group from the last cut and replays from its
 // floors. The first, started again, stands by, and every group is moved
-// back to it while events flow. The outcomes must be the oracle's: the
+// back to it while events flow, after a plugin swap recorded for every
+// host. The outcomes must be the oracle's: the
 // same pipeline run in one process, without cluster, over the same
 // events (the outcomes carry the balances each transaction read, so a
 // transaction applied twice or lost changes the ones after it).
@@ -98,6 +101,25 @@ func TestTransactionalClusterMovesWhole(t *testing.T) {
 			if tc.moveBack {
 				s.Start("h1")
 				s.Wait("h1 back, standing by", func() bool { return s.Leased("h1") })
+				// The operator swapped for a relabelled copy of itself, on
+				// every host, before the groups move back: the standby loads
+				// it too, and the owner checkpoints a cut after the switch.
+				v2 := filepath.Join(s.Dir, "ledger-2.wasm")
+				module, err := os.ReadFile(sl.Plugin("ledger"))
+				if err == nil {
+					module, err = registry.AppendVersion(module, "ledger-2")
+				}
+				if err == nil {
+					err = os.WriteFile(v2, module, 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				swap := exec.Command(sl.Bin, "plugin", "swap", "--data-dir", filepath.Join(s.Dir, "h2"), "--operator", "ledger", v2)
+				if out, err := swap.CombinedOutput(); err != nil {
+					t.Fatalf("sluice plugin swap: %v\n%s", err, out)
+				}
+				s.Wait("both hosts run the swapped module", func() bool { return runsEverywhere(s, "ledger", "h1", "h2") })
 				move = exec.Command(sl.Bin, "cluster", "move", "-c", s.File, "--groups", "all", "--to", "h1", "--batch", "4")
 				if out, err := move.CombinedOutput(); err != nil {
 					t.Fatalf("sluice cluster move --groups all: %v\n%s", err, out)
@@ -124,6 +146,29 @@ func TestTransactionalClusterMovesWhole(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runsEverywhere reports whether the cluster records a module for
+// operator op and every host of ids reports it runs it.
+func runsEverywhere(s *sluicetest.Spread, op string, ids ...string) bool {
+	ctx := context.Background()
+	if !s.Open() {
+		return false
+	}
+	a, err := s.Cluster.Assignment(ctx)
+	if err != nil || a.Versions == nil || a.Versions.Operators[op].SHA256 == "" {
+		return false
+	}
+	rs, err := s.Cluster.Reports(ctx)
+	if err != nil {
+		return false
+	}
+	for _, id := range ids {
+		if rs[id].Operators[op] != a.Versions.Operators[op].SHA256 || !rs[id].Runs(a.Versions) {
+			return false
+		}
+	}
+	return true
 }
 
 // runOracle runs text without its cluster section, in one process, into
