@@ -1000,8 +1000,10 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 		n.code.committed()
 	}
 	h.ops = make([]OperatorStatus, len(j.nodes))
+	h.synced = make([]uint64, len(j.nodes))
 	for i, n := range j.nodes {
 		n.status(&h.ops[i])
+		h.synced[i] = n.synced
 	}
 	if !j.cfg.noMeasure {
 		j.mu.Lock()
@@ -1026,8 +1028,10 @@ type handoff struct {
 	late    []connectors.Out
 	pending *state.PendingCommit
 	// ops is the operators' status after the batch, sources the
-	// sources' event time.
+	// sources' event time; synced is each node's synced count when ops
+	// was taken.
 	ops     []OperatorStatus
+	synced  []uint64
 	sources []schema.SourceStatus
 }
 
@@ -1107,6 +1111,12 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 	for i := range h.ops {
 		os, o := &j.status.Operators[i], &h.ops[i]
 		os.RecordsIn, os.RecordsOut, os.Dead, os.Retries = o.RecordsIn, o.RecordsOut, o.Dead, o.Retries
+		if h.synced[i] != j.nodes[i].synced {
+			// A change at a boundary after this batch (a swap, a
+			// worker count) copied a later status in: its workers are
+			// not this batch's.
+			continue
+		}
 		os.Workers, os.Txn, os.Window = o.Workers, o.Txn, o.Window
 	}
 	if h.sources != nil {

@@ -50,6 +50,10 @@ type node struct {
 	lastSwap     SwapTimes
 	firstPending bool
 	lastBatch    time.Duration
+	// synced counts Job.syncStatus's copies of the node into the status
+	// (written by the executor goroutine under Job.mu), so that finish
+	// keeps them over the status of a batch processed before them.
+	synced uint64
 
 	// This batch's output stream: records, and the batch input each one
 	// descends from.

@@ -572,5 +572,6 @@ func (j *Job) syncStatus(n *node) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	n.status(&j.status.Operators[i])
+	n.synced++
 	n.publish()
 }
