@@ -83,8 +83,15 @@ func StartSpread(t *testing.T, s *Sluice, servers, count, keys int, lease time.D
 // test that kills one.
 func StartSpreadOn(t *testing.T, s *Sluice, servers *natstest.Cluster, count, keys int, lease time.Duration, extra string) *Spread {
 	t.Helper()
+	return StartSpreadRate(t, s, servers, count, keys, 600, lease, extra)
+}
+
+// StartSpreadRate is StartSpreadOn with the generator's rate, records
+// per second (StartSpreadOn's is 600).
+func StartSpreadRate(t *testing.T, s *Sluice, servers *natstest.Cluster, count, keys, rate int, lease time.Duration, extra string) *Spread {
+	t.Helper()
 	text := strings.NewReplacer("COUNT", strconv.Itoa(count), "KEYS", strconv.Itoa(keys),
-		"RATE", "600", "LEASE", lease.String(), "EXTRA", extra).Replace(spreadWordCount)
+		"RATE", strconv.Itoa(rate), "LEASE", lease.String(), "EXTRA", extra).Replace(spreadWordCount)
 	sp := StartSpreadText(t, s, servers, text, lease)
 	sp.Count, sp.Keys = count, keys
 	return sp

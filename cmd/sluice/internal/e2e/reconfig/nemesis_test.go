@@ -90,7 +90,10 @@ func TestClusterNemesis(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 	// The lease outlasts the elections of new stream and bucket leaders
 	// that follow a server's loss (seconds on a loaded machine).
-	s := sluicetest.StartSpreadOn(t, sl, natstest.StartClusterProcesses(t, 3), 4500, 50, 15*time.Second, ", replicas: 3")
+	// 4,500 records at 150 a second, so that records are still arriving
+	// while the schedule's faults play out (at 600 a second most were
+	// counted before its later steps).
+	s := sluicetest.StartSpreadRate(t, sl, natstest.StartClusterProcesses(t, 3), 4500, 50, 150, 15*time.Second, ", replicas: 3")
 	if _, err := s.JS.CreateStream(context.Background(), jetstream.StreamConfig{Name: "OUT", Subjects: []string{"out"}, Replicas: 3, Duplicates: 2 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
