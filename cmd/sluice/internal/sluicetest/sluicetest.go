@@ -3,7 +3,8 @@
 // cmd/sluice/internal/e2e. Main, called from a test binary's TestMain,
 // builds the binary and the Go plugins its tests run, once per test
 // binary; Spread runs a pipeline as several sluice processes over a
-// cluster of embedded NATS servers, and reads what they counted.
+// cluster of embedded NATS servers, and reads what they counted; Nemesis
+// hits a Spread's hosts and servers with a random schedule of faults.
 //
 // # Decisions, and why
 //

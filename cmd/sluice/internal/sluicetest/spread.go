@@ -180,6 +180,18 @@ func (s *Spread) Leased(id string) bool {
 	return err == nil && slices.ContainsFunc(ms, func(m cluster.HostInfo) bool { return m.ID == id })
 }
 
+// LeaseGone reports whether the lease bucket was read and holds no lease
+// of host id: false when it cannot be read now (a NATS server just lost
+// or back), where !Leased would say the lease is gone and a host started
+// on it would be refused as one already live.
+func (s *Spread) LeaseGone(id string) bool {
+	if !s.Open() {
+		return false
+	}
+	ms, err := s.Cluster.Members(context.Background())
+	return err == nil && !slices.ContainsFunc(ms, func(m cluster.HostInfo) bool { return m.ID == id })
+}
+
 // Owned returns how many key groups host id owns (-1 when the table
 // cannot be read now).
 func (s *Spread) Owned(id string) int {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/sluicehq/sluice/cmd/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/connectors/natsconn/natstest"
 	"github.com/sluicehq/sluice/host/registry"
@@ -198,4 +200,52 @@ func readOutcomes(s *sluicetest.Spread, stream string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestTransactionalClusterNemesis runs Streaming Ledger on three sluice
+// processes over three NATS server processes, every stream and bucket
+// replicated three times, through a random schedule of faults while
+// events arrive: a host killed with SIGKILL, a host stopped with SIGTERM,
+// a host started again, a NATS server killed and started again, every key
+// group moved to another host. The outcomes must be the one-process
+// oracle's. SLUICE_NEMESIS_SEED repeats a schedule.
+func TestTransactionalClusterNemesis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three NATS server processes and three hosts")
+	}
+	// The lease outlasts the elections that follow a server's loss.
+	text := strings.NewReplacer("EVENTS", ledgerEvents, "lease: 2s", "lease: 15s", "CHECKPOINTS", "checkpoint_every: 500ms, duplicates: 2m, replicas: 3",
+		"rate: 200", "rate: 100").Replace(ledgerSpread)
+	servers := natstest.StartClusterProcesses(t, 3)
+	s := sluicetest.StartSpreadText(t, sl, servers, text, 15*time.Second)
+	if _, err := s.JS.CreateStream(context.Background(), jetstream.StreamConfig{Name: "OUT", Subjects: []string{"out"}, Replicas: 3, Duplicates: 2 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	oracle := runOracle(t, s, text)
+	ids := []string{"h1", "h2", "h3"}
+	nem := s.NewNemesis(ids...)
+	s.Wait("the first outcomes", func() bool { return s.Outputs() > 0 })
+	own := map[string]func(step int){
+		"move": func(step int) {
+			to := nem.Pick(true)
+			out, err := exec.Command(sl.Bin, "cluster", "move", "-c", s.File, "--groups", "all", "--to", to).CombinedOutput()
+			t.Logf("step %d: move every group to %s: %v %s", step, to, err, strings.TrimSpace(string(out)))
+		},
+	}
+	for step := range 8 {
+		before := s.Outputs()
+		nem.Step(step, own, func() bool { n := s.Outputs(); return n > before || n >= len(oracle) })
+	}
+	nem.Heal()
+	s.Wait("every outcome", func() bool { return s.Outputs() >= len(oracle) })
+	got := readOutcomes(s, "OUT")
+	if len(got) != len(oracle) {
+		t.Fatalf("%d outcomes, want %d\n%s", len(got), len(oracle), s.Logs())
+	}
+	for i := range got {
+		if got[i] != oracle[i] {
+			t.Fatalf("the outcomes differ from one process's (sorted, entry %d): %q, want %q\n%s", i, got[i], oracle[i], s.Logs())
+		}
+	}
+	s.Stop(ids...)
 }

@@ -2,15 +2,12 @@ package reconfig
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,14 +68,7 @@ func TestClusterNemesis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NATS server processes and three hosts")
 	}
-	seed, steps := uint64(time.Now().UnixNano()), 8
-	if v := os.Getenv("SLUICE_NEMESIS_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("SLUICE_NEMESIS_SEED: %v", err)
-		}
-		seed = n
-	}
+	steps := 8
 	if v := os.Getenv("SLUICE_NEMESIS_STEPS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -86,8 +76,6 @@ func TestClusterNemesis(t *testing.T) {
 		}
 		steps = n
 	}
-	t.Logf("schedule seed %d (SLUICE_NEMESIS_SEED=%d repeats it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
 	// The lease outlasts the elections of new stream and bucket leaders
 	// that follow a server's loss (seconds on a loaded machine).
 	// 4,500 records at 150 a second, so that records are still arriving
@@ -113,112 +101,35 @@ func TestClusterNemesis(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{"h1", "h2", "h3"}
-	up := map[string]bool{}
-	for _, id := range ids {
-		s.Start(id)
-		up[id] = true
-	}
+	nem := s.NewNemesis(ids...)
 	s.Wait("the first outputs", func() bool { return s.Outputs() > 0 })
-	running := func() int {
-		n := 0
-		for _, id := range ids {
-			if up[id] {
-				n++
-			}
-		}
-		return n
-	}
-	pick := func(isUp bool) string {
-		var c []string
-		for _, id := range ids {
-			if up[id] == isUp {
-				c = append(c, id)
-			}
-		}
-		if len(c) == 0 {
-			return ""
-		}
-		return c[rng.IntN(len(c))]
-	}
-	down := -1 // the NATS server killed, or -1
-	for step := range steps {
-		before := s.Outputs()
-		// The faults possible now: one host and two servers run
-		// throughout.
-		ops := []string{"move", "swap"}
-		if running() >= 2 {
-			ops = append(ops, "kill", "stop")
-		}
-		if running() < len(ids) {
-			ops = append(ops, "start")
-		}
-		if down < 0 {
-			ops = append(ops, "kill-nats")
-		} else {
-			ops = append(ops, "start-nats")
-		}
-		switch ops[rng.IntN(len(ops))] {
-		case "kill-nats":
-			down = rng.IntN(s.NATS.Len())
-			t.Logf("step %d: SIGKILL NATS server %s", step, s.NATS.Name(down))
-			s.NATS.Kill(down)
-		case "start-nats":
-			t.Logf("step %d: start NATS server %s", step, s.NATS.Name(down))
-			s.NATS.Restart(down)
-			down = -1
-		case "kill":
-			id := pick(true)
-			t.Logf("step %d: SIGKILL %s", step, id)
-			if err := s.Hosts[id].Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = s.Hosts[id].Wait()
-			up[id] = false
-		case "stop":
-			id := pick(true)
-			t.Logf("step %d: SIGTERM %s", step, id)
-			s.Stop(id)
-			up[id] = false
-		case "start":
-			id := pick(false)
-			// A host killed keeps its lease until it expires; started
-			// before that, it would be refused as a host already live.
-			s.Wait(id+"'s lease gone", func() bool { return !s.Leased(id) })
-			t.Logf("step %d: start %s", step, id)
-			s.Start(id)
-			up[id] = true
-		case "move":
-			to := pick(true)
+	own := map[string]func(step int){
+		"move": func(step int) {
+			to := nem.Pick(true)
 			var groups []string
-			for range 1 + rng.IntN(4) {
-				groups = append(groups, strconv.Itoa(rng.IntN(16)))
+			for range 1 + nem.Rand.IntN(4) {
+				groups = append(groups, strconv.Itoa(nem.Rand.IntN(16)))
 			}
 			slices.Sort(groups)
 			groups = slices.Compact(groups)
-			out, err := exec.Command(sl.Bin, "cluster", "move", "-c", s.File, "--groups", strings.Join(groups, ","), "--to", to, "--batch", strconv.Itoa(rng.IntN(3))).CombinedOutput()
+			out, err := exec.Command(sl.Bin, "cluster", "move", "-c", s.File, "--groups", strings.Join(groups, ","), "--to", to, "--batch", strconv.Itoa(nem.Rand.IntN(3))).CombinedOutput()
 			t.Logf("step %d: move %v to %s: %v %s", step, groups, to, err, strings.TrimSpace(string(out)))
-		case "swap":
-			through := pick(true)
+		},
+		"swap": func(step int) {
+			through := nem.Pick(true)
 			args := []string{"plugin", "rollback", "--data-dir", filepath.Join(s.Dir, through), "--operator", "count"}
-			if n := rng.IntN(3); n < 2 {
+			if n := nem.Rand.IntN(3); n < 2 {
 				args = []string{"plugin", "swap", "--data-dir", filepath.Join(s.Dir, through), "--operator", "count", []string{v2, v3}[n]}
 			}
 			out, err := exec.Command(sl.Bin, args...).CombinedOutput()
 			t.Logf("step %d: %s %s through %s: %v %s", step, args[1], args[len(args)-1], through, err, strings.TrimSpace(string(out)))
-		}
-		// Let the fault play out a little: more records counted (or all).
-		time.Sleep(500 * time.Millisecond)
-		s.Wait(fmt.Sprintf("step %d: more records counted", step), func() bool { n := s.Outputs(); return n > before || n >= s.Count })
+		},
 	}
-	if down >= 0 {
-		s.NATS.Restart(down)
+	for step := range steps {
+		before := s.Outputs()
+		nem.Step(step, own, func() bool { n := s.Outputs(); return n > before || n >= s.Count })
 	}
-	for _, id := range ids {
-		if !up[id] {
-			s.Wait(id+"'s lease gone", func() bool { return !s.Leased(id) })
-			s.Start(id)
-		}
-	}
+	nem.Heal()
 	s.Wait("every record counted", func() bool { return s.Outputs() >= s.Count })
 	s.Check()
 	s.Wait("every host running the module the cluster records", func() bool {
