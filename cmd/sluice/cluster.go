@@ -225,6 +225,9 @@ func printStatus(w io.Writer, st *schema.ClusterStatus, now time.Time) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nunassigned: %d groups: %s\n", len(st.Unassigned), orNone(st.UnassignedRanges))
+	if st.Whole {
+		fmt.Fprintln(w, "whole: the key groups live on one host together (a transactional operator); the other hosts stand by")
+	}
 	if st.PoolLast != "" {
 		fmt.Fprintf(w, "pool: epoch %d, last change: %s\n", st.PoolEpoch, st.PoolLast)
 	}

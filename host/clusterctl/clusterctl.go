@@ -86,7 +86,7 @@ func (ad *Admin) Status(ctx context.Context, now time.Time) (*schema.ClusterStat
 		return nil, fmt.Errorf("bucket %s: %w", cluster.LeaseBucketName(ad.Pipeline), err)
 	}
 	st := &schema.ClusterStatus{Pipeline: ad.Pipeline, KeyGroups: a.KeyGroups, Revision: a.Revision,
-		LeaseSeconds: c.Lease().Seconds(), Unassigned: []int{}, Checkpoints: []schema.ClusterCheckpoints{}}
+		LeaseSeconds: c.Lease().Seconds(), Unassigned: []int{}, Whole: a.Whole, Checkpoints: []schema.ClusterCheckpoints{}}
 	live := map[string]cluster.HostInfo{}
 	for _, m := range members {
 		live[m.ID] = m

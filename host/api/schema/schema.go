@@ -442,6 +442,9 @@ type ClusterStatus struct {
 	// the same as ranges.
 	Unassigned       []int  `json:"unassigned"`
 	UnassignedRanges string `json:"unassigned_ranges"`
+	// Whole says the key groups live on one host together, the other
+	// hosts standing by: the pipeline has a transactional operator.
+	Whole bool `json:"whole"`
 	// Migration is the migration in progress; null when none is.
 	Migration *ClusterMigration `json:"migration"`
 	// Checkpoints are the checkpoints in the pipeline's object store, by

@@ -89,6 +89,10 @@ func TestTransactionalClusterMovesWhole(t *testing.T) {
 			if n := s.Owned("h2"); n != 0 {
 				t.Fatalf("h2 owns %d key groups, want none: they live on h1 together", n)
 			}
+			status, err := exec.Command(sl.Bin, "cluster", "status", "-c", s.File).CombinedOutput()
+			if err != nil || !strings.Contains(string(status), "whole: the key groups live on one host together") {
+				t.Fatalf("sluice cluster status: %v\n%s", err, status)
+			}
 			move := exec.Command(sl.Bin, "cluster", "move", "-c", s.File, "--groups", "3", "--to", "h2")
 			if out, err := move.CombinedOutput(); err == nil || !strings.Contains(string(out), "keeps its key groups on one host together") {
 				t.Fatalf("a move of one group: %v\n%s", err, out)
