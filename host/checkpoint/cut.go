@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -76,14 +75,12 @@ func (b *Bucket) PutCut(ctx context.Context, epoch uint64, groups []Group) (int6
 		out = append(out, env...)
 	}
 	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
-	sum := sha256.Sum256(out)
 	_, err := b.obs.Put(ctx, jetstream.ObjectMeta{
 		Name: CutObject,
 		Metadata: map[string]string{
-			metaGroups:  strconv.Itoa(len(sorted)),
-			metaHost:    b.host,
-			metaEpoch:   strconv.FormatUint(epoch, 10),
-			metaContent: fmt.Sprintf("%x", sum),
+			metaGroups: strconv.Itoa(len(sorted)),
+			metaHost:   b.host,
+			metaEpoch:  strconv.FormatUint(epoch, 10),
 		},
 	}, bytes.NewReader(out))
 	if err != nil {
