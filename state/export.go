@@ -136,26 +136,37 @@ func (p *PendingCommit) finished() bool {
 // entries (ImportKeyGroup does). It fails with an error matching
 // ErrBadExport if data is not an export this build reads.
 func ExportedKeyGroup(data []byte) (kg, groups int, err error) {
+	_, groups, kg, _, err = exportHeader(data, "state: key group export")
+	if err != nil {
+		return 0, 0, err
+	}
+	if groups < 1 || groups > MaxKeyGroups || kg >= groups {
+		return 0, 0, newError(ErrBadExport, nil, "state: key group export: key group %d of %d out of range", kg, groups)
+	}
+	return kg, groups, nil
+}
+
+// exportHeader checks data's magic, checksum and version and returns what
+// follows the header (up to the checksum), the header's fields and the
+// checksum. what names the operation for errors.
+func exportHeader(data []byte, what string) (rest []byte, groups, kg int, sum uint32, err error) {
 	bad := func(format string, args ...any) error {
-		return newError(ErrBadExport, nil, "state: key group export: "+format, args...)
+		return newError(ErrBadExport, nil, what+": "+format, args...)
 	}
 	head := len(exportMagic) + 1 + 4 + 4
 	if len(data) < head+1+4 || string(data[:len(exportMagic)]) != exportMagic {
-		return 0, 0, bad("not a key group export")
+		return nil, 0, 0, 0, bad("not a key group export")
 	}
 	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
 	if crc32.Checksum(body, castagnoli) != sum {
-		return 0, 0, bad("checksum mismatch: the export is damaged")
+		return nil, 0, 0, 0, bad("checksum mismatch: the export is damaged")
 	}
 	if v := body[len(exportMagic)]; v != exportVersion {
-		return 0, 0, bad("export format version %d; this build reads version %d", v, exportVersion)
+		return nil, 0, 0, 0, bad("export format version %d; this build reads version %d", v, exportVersion)
 	}
 	groups = int(binary.BigEndian.Uint32(body[len(exportMagic)+1:]))
 	kg = int(binary.BigEndian.Uint32(body[len(exportMagic)+5:]))
-	if groups < 1 || groups > MaxKeyGroups || kg >= groups {
-		return 0, 0, bad("key group %d of %d out of range", kg, groups)
-	}
-	return kg, groups, nil
+	return body[head:], groups, kg, sum, nil
 }
 
 // exported is a decoded export.
@@ -169,104 +180,130 @@ type exportedTable struct {
 	entries [][2][]byte // key encoding, value
 }
 
-// parseExport decodes and checks an export of key group kg among groups.
-func parseExport(data []byte, kg, groups int) (*exported, error) {
+// rawSection is one section of an export, its entries undecoded.
+type rawSection struct {
+	kind    byte
+	name    []byte      // a table's name; nil for the timers
+	entries [][2][]byte // key, value, in the export's order
+}
+
+// splitExport checks data's framing and checksum and cuts it into its
+// sections, decoding no key. what names the operation for errors; the
+// returned header fields are the export's own.
+func splitExport(data []byte, what string) (groups, kg int, sum uint32, sections []rawSection, err error) {
 	bad := func(format string, args ...any) error {
-		return newError(ErrBadExport, nil, "state: import key group %d: "+format, append([]any{kg}, args...)...)
+		return newError(ErrBadExport, nil, what+": "+format, args...)
 	}
-	head := len(exportMagic) + 1 + 4 + 4
-	if len(data) < head+1+4 || string(data[:len(exportMagic)]) != exportMagic {
-		return nil, bad("not a key group export")
+	r, groups, kg, sum, err := exportHeader(data, what)
+	if err != nil {
+		return 0, 0, 0, nil, err
 	}
-	body, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
-		return nil, bad("checksum mismatch: the export is damaged")
-	}
-	if v := body[len(exportMagic)]; v != exportVersion {
-		return nil, bad("export format version %d; this build reads version %d", v, exportVersion)
-	}
-	if n := binary.BigEndian.Uint32(body[len(exportMagic)+1:]); int(n) != groups {
-		return nil, bad("exported from a store of %d key groups; this one has %d", n, groups)
-	}
-	if g := binary.BigEndian.Uint32(body[len(exportMagic)+5:]); int(g) != kg {
-		return nil, bad("the export holds key group %d", g)
-	}
-	r := body[head:]
-	next := func() ([]byte, bool) {
-		n, w := binary.Uvarint(r)
-		if w <= 0 || n > uint64(len(r)-w) {
-			return nil, false
-		}
-		b := r[w : w+int(n)]
-		r = r[w+int(n):]
-		return b, true
-	}
-	x := &exported{}
+	next := func() ([]byte, bool) { return nextField(&r) }
 	for {
 		if len(r) == 0 {
-			return nil, bad("truncated")
+			return 0, 0, 0, nil, bad("truncated")
 		}
-		kind := r[0]
+		sec := rawSection{kind: r[0]}
 		r = r[1:]
-		switch kind {
+		switch sec.kind {
 		case sectionEnd:
 			if len(r) != 0 {
-				return nil, bad("%d bytes after the end", len(r))
+				return 0, 0, 0, nil, bad("%d bytes after the end", len(r))
 			}
-			return x, nil
+			return groups, kg, sum, sections, nil
 		case sectionTable:
 			name, ok := next()
 			if !ok {
-				return nil, bad("truncated table name")
+				return 0, 0, 0, nil, bad("truncated table name")
 			}
-			t := exportedTable{name: string(name)}
-			for {
-				k, ok := next()
-				if !ok {
-					return nil, bad("table %q: truncated", name)
-				}
-				if len(k) == 0 {
-					break
-				}
-				v, ok := next()
-				if !ok {
-					return nil, bad("table %q: truncated", name)
-				}
-				key, err := decodeKey(k)
-				if err != nil {
-					return nil, bad("table %q: %v", name, err)
-				}
-				if got := KeyGroup(key.Route, groups); got != kg {
-					return nil, bad("table %q: key %s belongs to key group %d", name, key, got)
-				}
-				t.entries = append(t.entries, [2][]byte{k, v})
-			}
-			x.tables = append(x.tables, t)
+			sec.name = name
 		case sectionTimers:
-			for {
-				k, ok := next()
-				if !ok {
-					return nil, bad("timers: truncated")
-				}
-				if len(k) == 0 {
-					break
-				}
-				if _, ok := next(); !ok {
-					return nil, bad("timers: truncated")
-				}
-				tm, err := decodeTimer(k)
+		default:
+			return 0, 0, 0, nil, bad("unknown section %d", sec.kind)
+		}
+		for {
+			k, ok := next()
+			if !ok {
+				return 0, 0, 0, nil, bad("%s: truncated", sec.title())
+			}
+			if len(k) == 0 {
+				break
+			}
+			v, ok := next()
+			if !ok {
+				return 0, 0, 0, nil, bad("%s: truncated", sec.title())
+			}
+			sec.entries = append(sec.entries, [2][]byte{k, v})
+		}
+		sections = append(sections, sec)
+	}
+}
+
+// nextField cuts the next length-prefixed field (a uvarint length, then
+// that many bytes) off the front of *r and returns it, or false when *r
+// is too short for it.
+func nextField(r *[]byte) ([]byte, bool) {
+	n, w := binary.Uvarint(*r)
+	if w <= 0 || n > uint64(len(*r)-w) {
+		return nil, false
+	}
+	b := (*r)[w : w+int(n)]
+	*r = (*r)[w+int(n):]
+	return b, true
+}
+
+// title names the section in errors: `table "name"` or "timers".
+func (s *rawSection) title() string {
+	if s.kind == sectionTimers {
+		return "timers"
+	}
+	return fmt.Sprintf("table %q", s.name)
+}
+
+// parseExport decodes and checks an export of key group kg among groups.
+func parseExport(data []byte, kg, groups int) (*exported, error) {
+	what := fmt.Sprintf("state: import key group %d", kg)
+	bad := func(format string, args ...any) error {
+		return newError(ErrBadExport, nil, what+": "+format, args...)
+	}
+	n, g, _, sections, err := splitExport(data, what)
+	if err != nil {
+		return nil, err
+	}
+	if n != groups {
+		return nil, bad("exported from a store of %d key groups; this one has %d", n, groups)
+	}
+	if g != kg {
+		return nil, bad("the export holds key group %d", g)
+	}
+	x := &exported{}
+	for _, sec := range sections {
+		if sec.kind == sectionTimers {
+			for _, e := range sec.entries {
+				tm, err := decodeTimer(e[0])
 				if err != nil {
 					return nil, bad("timers: %v", err)
 				}
 				if got := KeyGroup(tm.Route, groups); got != kg {
 					return nil, bad("timer %q of route %q belongs to key group %d", tm.Name, tm.Route, got)
 				}
-				x.timers = append(x.timers, k)
+				x.timers = append(x.timers, e[0])
 			}
-		default:
-			return nil, bad("unknown section %d", kind)
+			continue
 		}
+		t := exportedTable{name: string(sec.name), entries: sec.entries}
+		for _, e := range sec.entries {
+			key, err := decodeKey(e[0])
+			if err != nil {
+				return nil, bad("table %q: %v", sec.name, err)
+			}
+			if got := KeyGroup(key.Route, groups); got != kg {
+				return nil, bad("table %q: key %s belongs to key group %d", sec.name, key, got)
+			}
+		}
+		x.tables = append(x.tables, t)
 	}
+	return x, nil
 }
 
 // ImportKeyGroup replaces the content of key group kg, in every table and

@@ -31,10 +31,11 @@ func newBenchMigrateCmd() *cobra.Command {
 		partition   bool
 		lease       time.Duration
 		ckptEvery   time.Duration
+		moveCkpt    time.Duration
 		logs        logFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "migrate [--state 32MiB] [--key-groups 1024] [--rate N] [--duration D] [--strategy S] [--moves=false] [--failover=false] [--partition=false] [--lease D] [--checkpoint-every D] [--quick] [--json FILE]",
+		Use:   "migrate [--state 32MiB] [--key-groups 1024] [--rate N] [--duration D] [--strategy S] [--moves=false] [--failover=false] [--partition=false] [--lease D] [--checkpoint-every D] [--move-checkpoint-every D] [--quick] [--json FILE]",
 		Short: "Measure key group migrations between hosts under load: nothing lost, latency during the moves, completion time, bytes shipped",
 		Long: `Build plugins/wordcount and, in this process, start --nats-servers embedded
 NATS servers (clustered on 127.0.0.1 when more than one) and --hosts hosts of
@@ -56,12 +57,18 @@ the groups' measured load, hottest first. A move phase runs half its duration
 before the move (its steady reference) and goes on until the move is over.
 
 It prints per strategy and phase the groups moved, the steps, the completion
-time, the p99 latency during the move against before it, the throughput and
-the bytes shipped through the checkpoint bucket, and, in the 25% move, each
-Spacker setting against all-at-once (p99 spike and completion time). A move
-marked replicated has its destination keep a warm copy of the group's last
-checkpoint, but these hosts take no periodic checkpoints and every group changes
-under the load, so it ships as much as any other; the report says so.
+time, the p99 latency during the move against before it, the throughput, the
+bytes put in the checkpoint bucket, fetched from it by the installs and
+prefetched by replicas, and, in the 25% move, each Spacker setting against
+all-at-once (p99 spike and completion time). A move marked replicated has its
+destination keep a warm copy of the group's last checkpoint. With
+--move-checkpoint-every the hosts checkpoint on that period (default: none), so
+a group that changed since its checkpoint moves as a delta against it and a
+replicated group's destination fetches the delta alone: the replicate
+strategy's fetches at the moves, against the same strategy's without
+replication, measure replication under load (a target line). Without periodic
+checkpoints every group's state is put at its move, and replication saves
+nothing; the report says so.
 
 Then (unless --failover=false; --moves=false runs it alone) the failover run:
 fresh hosts with a --lease lease and checkpoints every --checkpoint-every, each
@@ -159,6 +166,12 @@ partitioning, not what more machines would gain. Progress goes to stderr.`,
 				}
 				opts.CheckpointEvery = ckptEvery
 			}
+			if fl.Changed("move-checkpoint-every") {
+				if moveCkpt < 0 {
+					return &usageError{fmt.Sprintf("--move-checkpoint-every %v: want 0 (none) or a positive duration", moveCkpt)}
+				}
+				opts.MoveCheckpointEvery = moveCkpt
+			}
 			if jsonFile == "" {
 				return &usageError{"--json: a file name is required (use - for stdout)"}
 			}
@@ -218,6 +231,7 @@ partitioning, not what more machines would gain. Progress goes to stderr.`,
 	fl.BoolVar(&partition, "partition", true, "run the partition cost: a backlog drained by one host and by --hosts hosts")
 	fl.DurationVar(&lease, "lease", def.Lease, "the hosts' lease in the failover run (--quick: 1s)")
 	fl.DurationVar(&ckptEvery, "checkpoint-every", def.CheckpointEvery, "the hosts' checkpoint period in the failover run (--quick: 250ms)")
+	fl.DurationVar(&moveCkpt, "move-checkpoint-every", def.MoveCheckpointEvery, "the hosts' checkpoint period in the strategies' runs (0: none; with checkpoints, a changed group moves as a delta and the replicate strategy's fetches measure replication under load)")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the runs (not the plugin build) to this file")
 	logs.register(cmd, "warn")
 	return cmd

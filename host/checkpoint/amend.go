@@ -18,10 +18,15 @@ import (
 // Amended reports what one Amend sent.
 type Amended struct {
 	// Whole is true when the checkpoint was put whole: the bucket's
-	// checkpoint of the group held another export, or there was none.
+	// checkpoint of the group held another export that this Bucket cannot
+	// send a delta against, or there was none.
 	Whole bool
-	// Bytes is what was sent: the object's size when whole, else the
-	// size of the metadata.
+	// Delta is true when the checkpoint was sent as a delta against the
+	// export the bucket's object holds (see Deltas in the package
+	// documentation).
+	Delta bool
+	// Bytes is what was sent: the object's size when whole, the delta's
+	// and the metadata's when a delta, else the size of the metadata.
 	Bytes int64
 }
 
@@ -37,6 +42,11 @@ type Amended struct {
 // (sha256 of metadata and export) is replaced with the metadata, and a
 // reader checks the amended metadata against it and against the export
 // it holds (ErrCorrupt otherwise).
+//
+// When the export changed and the object holds an export this Bucket put
+// (and indexed), Amend sends what changed, as a delta against it, when
+// the delta is at most half the export's size, and the whole checkpoint
+// otherwise.
 //
 // Amend compares exports by the SHA-256 that Put records with each
 // checkpoint; a checkpoint put by a build that did not record it is
@@ -55,31 +65,55 @@ func (b *Bucket) Amend(ctx context.Context, g Group) (Amended, error) {
 	if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 		return Amended{}, fmt.Errorf("checkpoint: amend %s in bucket %s: %w", obj, b.name, err)
 	}
-	export := sha256.Sum256(g.Data)
-	if err != nil || info.Metadata[metaExport] != hex.EncodeToString(export[:]) {
+	if err != nil {
 		n, err := b.put(ctx, g)
 		return Amended{Whole: true, Bytes: n}, err
 	}
 	if g.Host == "" {
 		g.Host = b.host
 	}
+	export := sha256.Sum256(g.Data)
+	if info.Metadata[metaExport] == hex.EncodeToString(export[:]) {
+		if err := b.updateMeta(ctx, info, g, export, ""); err != nil {
+			return Amended{}, err
+		}
+		b.amends.Add(1)
+		b.amendBytes.Add(int64(len(g.Meta)))
+		return Amended{Bytes: int64(len(g.Meta))}, nil
+	}
+	if n, ok, err := b.putDelta(ctx, info, g, export); ok || err != nil {
+		return Amended{Delta: ok, Bytes: n}, err
+	}
+	n, err := b.put(ctx, g)
+	return Amended{Whole: true, Bytes: n}, err
+}
+
+// updateMeta replaces the metadata, generation, host and epoch of the
+// object info describes with g's, its content digest with that of g's
+// metadata and export (whose SHA-256 is export), and its delta with the
+// delta object of digest delta ("": none, or the one it has when the
+// export did not change).
+func (b *Bucket) updateMeta(ctx context.Context, info *jetstream.ObjectInfo, g Group, export [sha256.Size]byte, delta string) error {
 	content := contentSum(g.Meta, g.Data)
 	md := maps.Clone(info.Metadata)
 	md[metaGeneration] = strconv.FormatUint(g.Generation, 10)
 	md[metaHost] = g.Host
 	md[metaEpoch] = strconv.FormatUint(g.Epoch, 10)
 	md[metaContent] = hex.EncodeToString(content[:])
+	md[metaExport] = hex.EncodeToString(export[:])
 	md[metaAmended] = base64.StdEncoding.EncodeToString(g.Meta)
-	err = b.obs.UpdateMeta(ctx, obj, jetstream.ObjectMeta{Name: obj, Description: info.Description, Headers: info.Headers, Metadata: md})
-	if err != nil {
-		return Amended{}, fmt.Errorf("checkpoint: amend %s in bucket %s: %w", obj, b.name, err)
+	if delta != "" {
+		md[metaDelta] = delta
 	}
-	b.amends.Add(1)
-	b.amendBytes.Add(int64(len(g.Meta)))
+	err := b.obs.UpdateMeta(ctx, info.Name, jetstream.ObjectMeta{Name: info.Name, Description: info.Description, Headers: info.Headers, Metadata: md})
+	if err != nil {
+		return fmt.Errorf("checkpoint: amend %s in bucket %s: %w", info.Name, b.name, err)
+	}
 	b.mu.Lock()
-	b.known[kg] = known{content: content}
+	k := b.known[g.KeyGroup]
+	b.known[g.KeyGroup] = known{content: content, base: k.base}
 	b.mu.Unlock()
-	return Amended{Bytes: int64(len(g.Meta))}, nil
+	return nil
 }
 
 // amended returns f with the epoch recorded in info, and the metadata,
@@ -103,7 +137,9 @@ func (b *Bucket) amended(info *jetstream.ObjectInfo, f *fetched) (*fetched, erro
 		}
 		g := *f.Group
 		g.Epoch = epoch
-		return &fetched{Group: &g, groups: f.groups, env: f.env}, nil
+		c := *f
+		c.Group = &g
+		return &c, nil
 	}
 	meta, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil {
@@ -119,5 +155,7 @@ func (b *Bucket) amended(info *jetstream.ObjectInfo, f *fetched) (*fetched, erro
 	}
 	g := *f.Group
 	g.Meta, g.Generation, g.Host, g.Epoch = meta, gen, info.Metadata[metaHost], epoch
-	return &fetched{Group: &g, groups: f.groups, env: f.env}, nil
+	c := *f
+	c.Group = &g
+	return &c, nil
 }

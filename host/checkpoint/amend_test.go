@@ -78,7 +78,8 @@ func TestAmend(t *testing.T) {
 		t.Fatalf("Ship of the amended checkpoint's content: %+v, %v", shipped, err)
 	}
 
-	// A changed export is put whole, and the replica fetches it.
+	// A changed export is sent as a delta against the one a put, and the
+	// replica fetches the delta alone.
 	put(t, src, 1, "changed")
 	data2, err := src.ExportKeyGroup(1)
 	if err != nil {
@@ -88,27 +89,49 @@ func TestAmend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !am.Whole || am.Bytes <= int64(len(data2)) {
-		t.Fatalf("amend of a changed export: %+v, want it whole", am)
+	if !am.Delta || am.Whole || am.Bytes >= int64(len(data2)) {
+		t.Fatalf("amend of a changed export: %+v, want a delta (the export is %d bytes)", am, len(data2))
 	}
 	rg, fetched, err = r.Get(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fetched != am.Bytes || string(rg.Meta) != "floor 20" || !bytes.Equal(rg.Data, data2) {
+	if fetched != am.Bytes-int64(len("floor 20")) || string(rg.Meta) != "floor 20" || !bytes.Equal(rg.Data, data2) {
+		t.Fatalf("replica Get after a delta: fetched %d bytes (sent %d with the metadata), meta %q", fetched, am.Bytes, rg.Meta)
+	}
+
+	// A changed export of a checkpoint another Bucket put is put whole,
+	// and the replica fetches it.
+	put(t, src, 1, "changed again")
+	data3, err := src.ExportKeyGroup(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	am, err = b.Amend(ctx, Group{KeyGroup: 1, Meta: []byte("floor 30"), Data: data3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !am.Whole || am.Bytes <= int64(len(data3)) {
+		t.Fatalf("amend of a changed export put by another host: %+v, want it whole", am)
+	}
+	rg, fetched, err = r.Get(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fetched != am.Bytes || string(rg.Meta) != "floor 30" || !bytes.Equal(rg.Data, data3) {
 		t.Fatalf("replica Get after a whole amend: fetched %d bytes (sent %d), meta %q", fetched, am.Bytes, rg.Meta)
 	}
 
 	// A group never put is put whole.
-	data3, err := src.ExportKeyGroup(3)
+	data4, err := src.ExportKeyGroup(3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if am, err := a.Amend(ctx, Group{KeyGroup: 3, Meta: []byte("x"), Data: data3}); err != nil || !am.Whole {
+	if am, err := a.Amend(ctx, Group{KeyGroup: 3, Meta: []byte("x"), Data: data4}); err != nil || !am.Whole {
 		t.Fatalf("amend of a group with no checkpoint: %+v, %v", am, err)
 	}
 	// An export of another group is refused.
-	if _, err := a.Amend(ctx, Group{KeyGroup: 2, Data: data3}); err == nil {
+	if _, err := a.Amend(ctx, Group{KeyGroup: 2, Data: data4}); err == nil {
 		t.Fatal("amend of group 2 with an export of group 3 accepted")
 	}
 }

@@ -95,6 +95,7 @@ type Bucket struct {
 
 	puts, putBytes            atomic.Int64
 	amends, amendBytes        atomic.Int64
+	deltas, deltaBytes        atomic.Int64
 	gets, getBytes            atomic.Int64
 	prefetches, prefetchBytes atomic.Int64
 	replicaHits               atomic.Int64
@@ -105,6 +106,7 @@ type known struct {
 	content  [sha256.Size]byte // contentSum of the object's meta and export
 	gen      uint64            // the store generation it was exported at
 	genKnown bool              // gen is this process's store's generation
+	base     *base             // the export this Bucket put whole last, while the object holds it; nil: none
 }
 
 // metaPipeline is the bucket metadata key naming its pipeline.
@@ -120,6 +122,7 @@ const (
 	metaContent    = "sluice-content-sha256"
 	metaExport     = "sluice-export-sha256" // of the export alone, for Amend
 	metaAmended    = "sluice-amended-meta"  // Amend's metadata, base64
+	metaDelta      = "sluice-delta"         // the NATS digest of the object's delta object; absent: none
 )
 
 // BucketName returns the name of the object store bucket of pipeline's
@@ -251,6 +254,10 @@ type Stats struct {
 	// Amends and AmendBytes are Amend calls that replaced a checkpoint's
 	// metadata only, and the bytes of that metadata.
 	Amends, AmendBytes int64
+	// Deltas and DeltaBytes are checkpoints sent as a delta against the
+	// export the bucket held (by Amend or Ship), and the bytes of the
+	// deltas and their metadata.
+	Deltas, DeltaBytes int64
 	// Gets and GetBytes are checkpoints fetched when they were needed:
 	// by Get, Load, and Replica.Install when its copy was missing or old.
 	Gets, GetBytes int64
@@ -267,6 +274,7 @@ func (b *Bucket) Stats() Stats {
 	return Stats{
 		Puts: b.puts.Load(), PutBytes: b.putBytes.Load(),
 		Amends: b.amends.Load(), AmendBytes: b.amendBytes.Load(),
+		Deltas: b.deltas.Load(), DeltaBytes: b.deltaBytes.Load(),
 		Gets: b.gets.Load(), GetBytes: b.getBytes.Load(),
 		Prefetches: b.prefetches.Load(), PrefetchBytes: b.prefetchBytes.Load(),
 		ReplicaHits: b.replicaHits.Load(),
@@ -298,7 +306,7 @@ func (b *Bucket) put(ctx context.Context, g Group) (int64, error) {
 	env := encode(g)
 	content := contentSum(g.Meta, g.Data)
 	export := sha256.Sum256(g.Data)
-	_, err = b.obs.Put(ctx, jetstream.ObjectMeta{
+	info, err := b.obs.Put(ctx, jetstream.ObjectMeta{
 		Name: obj,
 		Metadata: map[string]string{
 			metaGroup:      strconv.Itoa(kg),
@@ -315,8 +323,9 @@ func (b *Bucket) put(ctx context.Context, g Group) (int64, error) {
 	}
 	b.puts.Add(1)
 	b.putBytes.Add(int64(len(env)))
+	bs := b.newBase(g.Data, info.Digest)
 	b.mu.Lock()
-	b.known[kg] = known{content: content}
+	b.known[kg] = known{content: content, base: bs}
 	b.mu.Unlock()
 	return int64(len(env)), nil
 }
@@ -325,20 +334,25 @@ func (b *Bucket) put(ctx context.Context, g Group) (int64, error) {
 // error matching ErrNotFound; a damaged or foreign one an error matching
 // ErrCorrupt or ErrForeign, naming the bucket, the object and the fault.
 func (b *Bucket) Get(ctx context.Context, kg int) (*Group, error) {
-	g, _, err := b.fetch(ctx, kg)
+	g, _, n, err := b.fetch(ctx, kg)
 	if err != nil {
 		return nil, err
 	}
 	b.gets.Add(1)
-	b.getBytes.Add(int64(len(g.env)))
+	b.getBytes.Add(n)
 	return g.Group, nil
 }
 
 // fetched is a checkpoint as downloaded.
 type fetched struct {
-	*Group
-	groups int // key group count of the export
-	env    []byte
+	*Group          // Data: the export the checkpoint restores
+	groups   int    // key group count of the export
+	env      []byte // the object's envelope
+	baseData []byte // the envelope's export, which the delta applies to
+	// The delta the object's metadata named when it was read, and its
+	// NATS digest; nil and "" without.
+	delta       []byte
+	deltaDigest string
 }
 
 // fetchStall bounds one download of an object: a download whose object is
@@ -356,27 +370,44 @@ func readAgain() []time.Duration {
 	return []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
 }
 
-// fetch downloads and decodes kg's object; it returns the object's NATS
-// digest too. It counts nothing.
-func (b *Bucket) fetch(ctx context.Context, kg int) (*fetched, string, error) {
+// fetch downloads and decodes kg's object, and its delta if it has one;
+// it returns the object's NATS digest and the bytes downloaded too. It
+// counts nothing.
+func (b *Bucket) fetch(ctx context.Context, kg int) (*fetched, string, int64, error) {
 	obj := ObjectName(kg)
-	env, info, err := b.download(ctx, obj)
-	if err != nil {
-		return nil, "", err
+	var total int64
+	for try := 0; ; try++ {
+		env, info, err := b.download(ctx, obj)
+		if err != nil {
+			return nil, "", total, err
+		}
+		total += int64(len(env))
+		f, err := decode(env)
+		if err != nil {
+			return nil, "", total, &ObjectError{Bucket: b.name, Object: obj, Fault: err.Error(), Kind: ErrCorrupt, Cause: errors.Unwrap(err)}
+		}
+		if f.KeyGroup != kg {
+			return nil, "", total, &ObjectError{Bucket: b.name, Object: obj, Kind: ErrForeign,
+				Fault: fmt.Sprintf("it holds key group %d", f.KeyGroup)}
+		}
+		out, n, err := b.withDelta(ctx, info, f)
+		total += n
+		if errors.Is(err, errDeltaReplaced) && try < maxDeltaRaces {
+			continue // a checkpoint was written meanwhile: read it
+		}
+		if errors.Is(err, errDeltaReplaced) {
+			return nil, "", total, &ObjectError{Bucket: b.name, Object: obj, Kind: ErrCorrupt, Fault: err.Error()}
+		}
+		if err != nil {
+			return nil, "", total, err
+		}
+		return out, info.Digest, total, nil
 	}
-	f, err := decode(env)
-	if err != nil {
-		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Fault: err.Error(), Kind: ErrCorrupt, Cause: errors.Unwrap(err)}
-	}
-	if f.KeyGroup != kg {
-		return nil, "", &ObjectError{Bucket: b.name, Object: obj, Kind: ErrForeign,
-			Fault: fmt.Sprintf("it holds key group %d", f.KeyGroup)}
-	}
-	if f, err = b.amended(info, f); err != nil {
-		return nil, "", err
-	}
-	return f, info.Digest, nil
 }
+
+// maxDeltaRaces bounds the reads of an object whose delta is replaced
+// while it is read (each time, a writer put a checkpoint meanwhile).
+const maxDeltaRaces = 8
 
 // download reads object obj whole and returns its bytes and its info. A
 // download that came back short (its chunks do not match its digest) is
@@ -455,12 +486,12 @@ func (b *Bucket) Load(ctx context.Context, st *state.Store, kg int) ([]byte, err
 	if kg < 0 || kg >= st.KeyGroups() {
 		return nil, fmt.Errorf("checkpoint: load key group %d from bucket %s: out of range 0..%d", kg, b.name, st.KeyGroups()-1)
 	}
-	f, _, err := b.fetch(ctx, kg)
+	f, _, n, err := b.fetch(ctx, kg)
 	if err != nil {
 		return nil, err
 	}
 	b.gets.Add(1)
-	b.getBytes.Add(int64(len(f.env)))
+	b.getBytes.Add(n)
 	if err := b.install(st, f); err != nil {
 		return nil, err
 	}
@@ -500,8 +531,8 @@ func (b *Bucket) List(ctx context.Context) ([]Info, error) {
 	}
 	out := make([]Info, 0, len(objs))
 	for _, o := range objs {
-		if o.Name == CutObject {
-			continue // described by its own metadata (see PutCut)
+		if o.Name == CutObject || isDelta(o.Name) {
+			continue // the cut is described by its own metadata (see PutCut); a delta is part of its group's checkpoint
 		}
 		in, err := b.info(o)
 		if err != nil {
@@ -609,7 +640,7 @@ func decode(env []byte) (*fetched, error) {
 	if kg != g.KeyGroup {
 		return nil, fmt.Errorf("its envelope says key group %d, its export holds %d", g.KeyGroup, kg)
 	}
-	return &fetched{Group: g, groups: groups, env: env}, nil
+	return &fetched{Group: g, groups: groups, env: env, baseData: g.Data}, nil
 }
 
 // contentSum is the digest of what a checkpoint restores: its metadata

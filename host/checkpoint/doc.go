@@ -43,10 +43,35 @@
 // read committed state, and a group written since the last commit is
 // either not exported (its committed state was shipped) or refused.
 //
-// Incremental is per key group: a changed group is shipped whole. With
-// state.DefaultKeyGroups groups and a workload that touches most groups
-// between two Ships, each Ship puts most of the state; fewer writes, more
-// groups or a shorter period make the increments smaller.
+// Within a group, a change is sent as a delta when it can be (see
+// Deltas): a group that changed is exported whole on the host, but only
+// what changed in it since its checkpoint crosses the network.
+//
+// # Deltas
+//
+// When a Bucket puts a group whole it keeps an index of the export
+// (state.IndexExport: a hash of each entry's key and value, 16 bytes an
+// entry). The group's next checkpoint from that Bucket, by Ship or Amend,
+// while the group's object is still the one it put (by its NATS digest),
+// is sent as a delta against it (state.ExportDelta: the entries added or
+// changed and the hashes of the keys dropped) when the delta is at most
+// half the export: the delta is put as the object ObjectName(kg) +
+// ".delta", then the group's object's metadata is replaced (as Amend
+// replaces it) with the checkpoint's metadata, generation and host, the
+// content digest of what the checkpoint restores, and the delta's NATS
+// digest. That metadata update is what makes the delta part of the
+// checkpoint: a Bucket that stopped between the two writes leaves the
+// previous checkpoint whole, and a reader of the object reads the delta
+// that its metadata names, applies it to the object's export
+// (state.ApplyExportDelta, which checks the base and the result by their
+// checksums) and checks the result against the content digest, so it
+// gets one checkpoint or the previous one, never a mix; a delta replaced
+// while it was read (a writer's next checkpoint) is read again. Each
+// delta is against the export put whole, not the previous delta, so a
+// reader applies one; once the delta would be more than half the export,
+// the group is put whole again and becomes the new base. A Bucket keeps
+// no base for a group it loaded or was handed, and after Forget: its first
+// checkpoint of it is put whole.
 //
 // # Cuts
 //
@@ -72,7 +97,9 @@
 // checkpoints are put. At a migration the destination calls Install, which
 // asks the bucket for the object's digest only and imports the copy when it
 // is current, so the move of a group unchanged since the last Ship fetches
-// nothing, and the move of a changed group fetches that group alone. Stats
+// nothing, and the move of a changed group fetches its delta alone when
+// the copy is of the export the delta applies to (Run fetches deltas as
+// they are put, too), else the group. Stats
 // counts bytes put, bytes fetched when needed and bytes prefetched by
 // replicas, so that a benchmark can show the bytes a migration moves
 // falling with the replicated share.

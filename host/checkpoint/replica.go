@@ -73,7 +73,7 @@ func (r *Replica) Groups() []int {
 func (r *Replica) Refresh(ctx context.Context) (int64, error) {
 	var total int64
 	for _, kg := range r.Groups() {
-		n, err := r.refresh(ctx, kg, "")
+		n, err := r.refresh(ctx, kg, nil)
 		if err != nil {
 			return total, err
 		}
@@ -82,11 +82,13 @@ func (r *Replica) Refresh(ctx context.Context) (int64, error) {
 	return total, nil
 }
 
-// refresh brings kg's copy up to date with the object whose digest is
-// digest, or with the bucket's latest when digest is empty.
-func (r *Replica) refresh(ctx context.Context, kg int, digest string) (int64, error) {
-	if digest == "" {
-		info, err := r.b.obs.GetInfo(ctx, ObjectName(kg))
+// refresh brings kg's copy up to date with the object info describes, or
+// with the bucket's latest when info is nil: when the copy is of the same
+// object, only a delta put since is fetched.
+func (r *Replica) refresh(ctx context.Context, kg int, info *jetstream.ObjectInfo) (int64, error) {
+	if info == nil {
+		var err error
+		info, err = r.b.obs.GetInfo(ctx, ObjectName(kg))
 		if errors.Is(err, jetstream.ErrObjectNotFound) {
 			r.mu.Lock()
 			delete(r.copies, kg)
@@ -96,19 +98,30 @@ func (r *Replica) refresh(ctx context.Context, kg int, digest string) (int64, er
 		if err != nil {
 			return 0, fmt.Errorf("checkpoint: replica of %s in bucket %s: %w", ObjectName(kg), r.b.name, err)
 		}
-		digest = info.Digest
 	}
 	r.mu.Lock()
 	c, ok := r.copies[kg]
 	r.mu.Unlock()
-	if ok && c.digest == digest {
-		return 0, nil
+	if ok && c.digest == info.Digest {
+		if d := info.Metadata[metaDelta]; d == "" || d == c.f.deltaDigest {
+			return 0, nil
+		}
+		f, n, err := r.b.withDelta(ctx, info, c.f)
+		r.b.prefetches.Add(1)
+		r.b.prefetchBytes.Add(n)
+		if errors.Is(err, errDeltaReplaced) {
+			return n, nil // the writer has put another since: its update follows
+		}
+		if err != nil {
+			return n, err
+		}
+		r.keep(kg, f, c.digest)
+		return n, nil
 	}
-	f, got, err := r.b.fetch(ctx, kg)
+	f, got, n, err := r.b.fetch(ctx, kg)
 	if err != nil {
-		return 0, err
+		return n, err
 	}
-	n := int64(len(f.env))
 	r.b.prefetches.Add(1)
 	r.b.prefetchBytes.Add(n)
 	r.keep(kg, f, got)
@@ -154,7 +167,7 @@ func (r *Replica) Run(ctx context.Context) error {
 			if !want {
 				continue
 			}
-			if _, err := r.refresh(ctx, kg, o.Digest); err != nil {
+			if _, err := r.refresh(ctx, kg, o); err != nil {
 				return err
 			}
 		}
@@ -212,18 +225,25 @@ func (r *Replica) latest(ctx context.Context, kg int) (*fetched, int64, error) {
 	c, ok := r.copies[kg]
 	r.mu.Unlock()
 	if ok && c.digest == info.Digest {
-		f, err := r.b.amended(info, c.f)
-		if err != nil {
-			return nil, 0, err
+		f, n, err := r.b.withDelta(ctx, info, c.f)
+		switch {
+		case err == nil && n == 0:
+			r.b.replicaHits.Add(1)
+			return f, 0, nil
+		case err == nil:
+			r.b.gets.Add(1)
+			r.b.getBytes.Add(n)
+			r.keep(kg, f, c.digest)
+			return f, n, nil
+		case !errors.Is(err, errDeltaReplaced):
+			return nil, n, err
 		}
-		r.b.replicaHits.Add(1)
-		return f, 0, nil
+		// A checkpoint was put meanwhile: fetch it.
 	}
-	f, digest, err := r.b.fetch(ctx, kg)
+	f, digest, n, err := r.b.fetch(ctx, kg)
 	if err != nil {
-		return nil, 0, err
+		return nil, n, err
 	}
-	n := int64(len(f.env))
 	r.b.gets.Add(1)
 	r.b.getBytes.Add(n)
 	r.keep(kg, f, digest)

@@ -65,7 +65,15 @@ func (b *Bucket) Ship(ctx context.Context, st *state.Store, groups []int, meta f
 			b.remember(kg, content, gen)
 			continue
 		}
-		n, err := b.put(ctx, Group{KeyGroup: kg, Generation: gen, Meta: m, Data: data})
+		g := Group{KeyGroup: kg, Generation: gen, Meta: m, Data: data}
+		var n int64
+		if k.base != nil {
+			// This Bucket put the group's object: send what changed.
+			am, aerr := b.Amend(ctx, g)
+			n, err = am.Bytes, aerr
+		} else {
+			n, err = b.put(ctx, g)
+		}
 		if err != nil {
 			return out, err
 		}
@@ -84,7 +92,7 @@ func (b *Bucket) Ship(ctx context.Context, st *state.Store, groups []int, meta f
 func (b *Bucket) remember(kg int, content [sha256.Size]byte, gen uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.known[kg] = known{content: content, gen: gen, genKnown: true}
+	b.known[kg] = known{content: content, gen: gen, genKnown: true, base: b.known[kg].base}
 }
 
 // recover fills what the Bucket knows of the bucket from List, once.

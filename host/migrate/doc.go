@@ -60,8 +60,13 @@
 // boundary with its exact floors, and hands it over with
 // checkpoint.Bucket.Amend: when the bucket's checkpoint holds the state
 // just exported (the group did not change since it was checkpointed), only
-// the floors are sent, replacing the checkpoint's metadata; otherwise the
-// checkpoint is put whole. The floors are always those of the release:
+// the floors are sent, replacing the checkpoint's metadata; otherwise
+// what changed since the checkpoint is sent as a delta against it when the
+// host put it (checkpoint's Deltas), else the checkpoint is put whole.
+// Under load, where every group changes between checkpoints, a move then
+// sends and fetches the changes since the group's last periodic
+// checkpoint, and a replicated group's destination, holding that
+// checkpoint already, fetches its delta alone. The floors are always those of the release:
 // a group whose state did not change but whose floors advanced (records
 // that wrote nothing) hands over its new floors, so the destination reads
 // exactly the records after them, none twice. The decision compares the

@@ -23,6 +23,10 @@ var ErrFailover = errors.New("migrate: failover refused")
 type Checkpointed struct {
 	Groups []int // the key groups put, in order
 	Bytes  int   // the size of their exports
+	// Sent is what crossed to the bucket: whole checkpoints, deltas
+	// against the checkpoints in the bucket, and amended metadata.
+	Sent   int64
+	Deltas int // groups sent as a delta
 }
 
 // Checkpoint puts in the checkpoint bucket the key groups the host owns
@@ -31,7 +35,9 @@ type Checkpointed struct {
 // ever changed), each with its floors as the metadata, and reports what it
 // put. The groups are exported at a batch boundary (exec.Job.Checkpoint),
 // where the job pauses for the copy only; they are put after it, while
-// the job runs on.
+// the job runs on, each as checkpoint.Bucket.Amend sends it: the metadata
+// alone when the bucket holds its export, what changed as a delta when
+// this host put the group's checkpoint, else whole.
 //
 // A group whose records did not change its state keeps its previous
 // checkpoint and floors: a failover replays more of it, making the same
@@ -111,15 +117,22 @@ func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 		groups = nil
 	}
 	for _, g := range groups {
-		if err := h.Checkpoints.Put(ctx, g); err != nil {
+		// What changed since the group's checkpoint, when this host put
+		// it (checkpoint's Deltas); else the group whole.
+		am, err := h.Checkpoints.Amend(ctx, g)
+		if err != nil {
 			return out, fmt.Errorf("migrate: %s: checkpoint: %w", h.ID, err)
 		}
 		out.Groups = append(out.Groups, g.KeyGroup)
 		out.Bytes += len(g.Data)
+		out.Sent += am.Bytes
+		if am.Delta {
+			out.Deltas++
+		}
 	}
 	h.gens = gens
 	if len(out.Groups) > 0 {
-		h.log().Info("key groups checkpointed", "groups", len(out.Groups), "bytes", out.Bytes, "took", time.Since(start))
+		h.log().Info("key groups checkpointed", "groups", len(out.Groups), "bytes", out.Bytes, "sent", out.Sent, "deltas", out.Deltas, "took", time.Since(start))
 	}
 	return out, nil
 }

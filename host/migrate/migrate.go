@@ -145,9 +145,10 @@ type Host struct {
 // checkpoint bucket, for benchmarks and metrics.
 type Moved struct {
 	// Released is the number of groups released; Whole of them had their
-	// state put, the others only their floors (their state was in the
+	// state put whole, Deltas of them what changed since the checkpoint
+	// in the bucket, the others only their floors (their state was in the
 	// bucket already: see Host.Step).
-	Released, Whole int
+	Released, Whole, Deltas int
 	// PutBytes is what the releases sent: whole checkpoints and floors.
 	PutBytes int64
 	// Installed is the number of groups installed; ReplicaHits of them
@@ -316,8 +317,8 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 		return fmt.Errorf("migrate: %s: release key groups %v for %q: %w", h.ID, groups, id, err)
 	}
 	var (
-		bytes int64
-		whole int
+		bytes         int64
+		whole, deltas int
 	)
 	if h.Whole {
 		// The groups leave together, at one boundary: their states are
@@ -337,13 +338,17 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 				return h.undoRelease(ctx, states, fmt.Errorf("migrate: %s: key group %d: %w", h.ID, st.Group, err))
 			}
 			bytes += am.Bytes
-			if am.Whole {
+			switch {
+			case am.Whole:
 				whole++
+			case am.Delta:
+				deltas++
 			}
 		}
 	}
 	h.moved.Released += len(states)
 	h.moved.Whole += whole
+	h.moved.Deltas += deltas
 	h.moved.PutBytes += bytes
 	if err := h.mark(ctx, id, groups, cluster.StepReleased); err != nil {
 		// The mark may have been written and its answer lost: the table
@@ -357,7 +362,7 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 		// The groups are handed over; their copy here is only unread.
 		h.log().Warn("released key groups could not be dropped from the store; they stay, unread", "groups", groups, "err", err)
 	}
-	h.log().Info("key groups released", "migration", id, "groups", groups, "whole", whole, "bytes", bytes, "took", time.Since(start))
+	h.log().Info("key groups released", "migration", id, "groups", groups, "whole", whole, "deltas", deltas, "bytes", bytes, "took", time.Since(start))
 	return nil
 }
 
