@@ -138,8 +138,10 @@ func (r *Replica) keep(kg int, f *fetched, digest string) {
 }
 
 // Run keeps the copies up to date until ctx ends: it watches the bucket
-// and fetches each replicated group's checkpoint when one is put. It
-// returns ctx's error, or the first failure.
+// and fetches each replicated group's checkpoint (or delta) when one is
+// put. A checkpoint it cannot fetch is logged and left to the install,
+// which finds the copy older than the bucket's. It returns ctx's error,
+// or an error when the watch itself ends.
 func (r *Replica) Run(ctx context.Context) error {
 	w, err := r.b.obs.Watch(ctx, jetstream.IgnoreDeletes())
 	if err != nil {
@@ -168,7 +170,12 @@ func (r *Replica) Run(ctx context.Context) error {
 				continue
 			}
 			if _, err := r.refresh(ctx, kg, o); err != nil {
-				return err
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				// The copy stays as it was, older than the bucket's: an
+				// install finds it so (by the digests) and fetches.
+				r.b.log.Warn("a replicated group's checkpoint could not be fetched ahead of its move; the move fetches it", "key_group", kg, "err", err)
 			}
 		}
 	}

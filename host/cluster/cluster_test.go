@@ -223,6 +223,53 @@ func TestLeaseExpiresWithoutRenewal(t *testing.T) {
 	waitEvent(t, events, Joined, "h1")
 }
 
+// TestWatchExpiresALeaseAtItsRevision checks the purge a watch makes of a
+// lease it saw go a whole lease without a renewal: at the revision it saw,
+// the lease goes, and every watch reports the host expired; at a revision
+// the host has renewed since, nothing changes and the host stays live.
+func TestWatchExpiresALeaseAtItsRevision(t *testing.T) {
+	url := startServer(t)
+	observer := open(t, url, Config{Lease: time.Minute}) // the server expires nothing here
+	events := watch(t, observer)
+	stale := open(t, url, Config{})
+	live := open(t, url, Config{})
+	ctx, stopRenewing := context.WithCancel(testCtx(t))
+	defer stopRenewing()
+	if err := stale.Join(ctx, HostInfo{ID: "stale"}); err != nil {
+		t.Fatal(err)
+	}
+	join(t, live, "live")
+	waitEvent(t, events, Joined, "stale")
+	waitEvent(t, events, Joined, "live")
+	stopRenewing()
+	rev := func(id string) uint64 {
+		e, err := observer.leases.Get(testCtx(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.Revision()
+	}
+	long := time.Now().Add(-2 * observer.lease)
+	leases := map[string]seenLease{
+		"stale": {rev: rev("stale"), at: long},
+		"live":  {rev: rev("live") - 1, at: long}, // an older revision: "live" renewed since
+	}
+	observer.expire(testCtx(t), leases)
+	waitEvent(t, events, Expired, "stale")
+	if ids := memberIDs(t, observer); !slices.Equal(ids, []string{"live"}) {
+		t.Fatalf("members after the purge: %v, want [live]", ids)
+	}
+	if _, err := observer.leases.Get(testCtx(t), "live"); err != nil {
+		t.Fatalf("the renewed lease after a purge at an older revision: %v", err)
+	}
+	// Each is tried again later (a quarter lease), not at once.
+	for id, l := range leases {
+		if d := time.Since(l.at); d < observer.lease/2 || d >= observer.lease {
+			t.Errorf("lease %s: seen %v ago after the attempt, want the next a quarter lease on", id, d)
+		}
+	}
+}
+
 func TestLeaseRenewedStays(t *testing.T) {
 	url := startServer(t)
 	c := open(t, url, Config{Lease: 2 * time.Second})

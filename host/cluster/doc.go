@@ -43,7 +43,12 @@
 // the end of the context given to Join. Leave deletes it: the others see
 // the host leave at once. A host that stops renewing (a crash, a hang, a
 // partition) disappears when the entry ages out, and the server leaves a
-// marker that Watch reports as Expired. If a renewal finds the lease gone,
+// marker that Watch reports as Expired. The server finds aged entries by a
+// periodic check, up to a few hundred milliseconds after their age passed,
+// so a Watch does not wait for it: when it has seen a lease go a whole
+// lease without a renewal, it purges the lease at the revision it saw (a
+// compare-and-set: a host that renewed meanwhile keeps its lease), and
+// every watch sees that purge as the expiry. If a renewal finds the lease gone,
 // the host has lost it: Lost's channel is closed and the host must stop
 // serving its groups, which the survivors may have taken.
 //

@@ -252,6 +252,9 @@ func (c *Cluster) Watch(ctx context.Context) (<-chan Event, error) {
 		defer close(out)
 		defer stopWatcher(w)
 		live := make(map[string]HostInfo)
+		leases := make(map[string]seenLease)
+		expiry := time.NewTimer(time.Hour)
+		defer expiry.Stop()
 		send := func(ev Event) bool {
 			select {
 			case out <- ev:
@@ -261,6 +264,7 @@ func (c *Cluster) Watch(ctx context.Context) (<-chan Event, error) {
 			}
 		}
 		for {
+			c.nextExpiry(expiry, leases)
 			var e jetstream.KeyValueEntry
 			select {
 			case u, ok := <-w.Updates():
@@ -269,6 +273,9 @@ func (c *Cluster) Watch(ctx context.Context) (<-chan Event, error) {
 					return
 				}
 				e = u
+			case <-expiry.C:
+				c.expire(ctx, leases)
+				continue
 			case <-ctx.Done():
 				return
 			}
@@ -281,17 +288,20 @@ func (c *Cluster) Watch(ctx context.Context) (<-chan Event, error) {
 			switch e.Operation() {
 			case jetstream.KeyValuePut:
 				live[id] = c.hostInfo(e)
+				leases[id] = seenLease{rev: e.Revision(), at: time.Now()}
 				if ok {
 					continue // a renewal
 				}
 				ev = Event{Kind: Joined, Host: live[id]}
 			case jetstream.KeyValueDelete:
+				delete(leases, id)
 				if !ok {
 					continue
 				}
 				delete(live, id)
 				ev = Event{Kind: Left, Host: h}
-			case jetstream.KeyValuePurge: // the server's marker of an expired lease
+			case jetstream.KeyValuePurge: // the marker of an expired lease (the server's, or a watcher's: expire)
+				delete(leases, id)
 				if !ok {
 					continue
 				}
@@ -304,4 +314,53 @@ func (c *Cluster) Watch(ctx context.Context) (<-chan Event, error) {
 		}
 	}()
 	return out, nil
+}
+
+// seenLease is a live lease as a watch last saw it: its revision, and when
+// the watch received it.
+type seenLease struct {
+	rev uint64
+	at  time.Time
+}
+
+// nextExpiry sets t to fire when the first of leases has gone a whole
+// lease without a renewal.
+func (c *Cluster) nextExpiry(t *time.Timer, leases map[string]seenLease) {
+	first := time.Time{}
+	for _, l := range leases {
+		if first.IsZero() || l.at.Before(first) {
+			first = l.at
+		}
+	}
+	if first.IsZero() {
+		t.Reset(time.Hour)
+		return
+	}
+	t.Reset(max(time.Until(first.Add(c.lease)), 0))
+}
+
+// expire purges the leases that have gone a whole lease without a renewal
+// since the watch saw them, each at the revision it saw: the purge fails,
+// changing nothing, if the host renewed meanwhile. The server expires such
+// a lease too, but only when its periodic check of the bucket's ages finds
+// it (up to a few hundred milliseconds late), and every watcher then sees
+// the purge as the lease's expiry; a watcher that cannot purge (no server
+// answers) tries again a quarter lease later.
+func (c *Cluster) expire(ctx context.Context, leases map[string]seenLease) {
+	now := time.Now()
+	for id, l := range leases {
+		if now.Sub(l.at) < c.lease {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, c.lease/4)
+		err := c.leases.Purge(pctx, id, jetstream.LastRevision(l.rev))
+		cancel()
+		if err != nil {
+			c.log.Debug("cluster: a lease gone a whole lease without a renewal was not purged", "host", id, "revision", l.rev, "err", err)
+		}
+		// Its purge, or its renewal, comes through the watch; until then,
+		// a quarter lease before trying again.
+		l.at = now.Add(c.lease/4 - c.lease)
+		leases[id] = l
+	}
 }
