@@ -314,6 +314,11 @@ type MigrateResult struct {
 	// fails unless both are 0.
 	Lost       uint64 `json:"lost"`
 	Duplicated uint64 `json:"duplicated"`
+	// Retried counts, over the strategy's whole run, the rounds of the
+	// hosts' migration loops that failed (a checkpoint put that timed out
+	// on a busy machine) and were run again, as host/runner's hosts run
+	// them.
+	Retried int64 `json:"retried"`
 }
 
 // MigrateRatio compares a Spacker strategy with the all-at-once baseline
@@ -411,6 +416,11 @@ func RunMigrate(ctx context.Context, opts MigrateOptions) (rep *MigrateReport, e
 		rep.Notes = append(rep.Notes, "replication: a replicated group's destination keeps a warm copy of its last checkpoint, but the hosts here took no periodic checkpoints (--move-checkpoint-every 0): every group's state was put at its move, and the replicate rows fetch as much as the others")
 	} else {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("replication: the hosts checkpointed every %v; a group that changed since its checkpoint moved as a delta against it, and a replicated group's destination, holding the checkpoint ahead of the move, fetched the delta alone", opts.MoveCheckpointEvery))
+	}
+	for _, x := range rep.Results {
+		if x.Retried > 0 && x.Phase == PhaseSteady {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d rounds of the hosts' migration loops failed (a checkpoint put that timed out) and were run again", x.Strategy, x.Retried))
+		}
 	}
 	rep.LoadAfter = loadAverage("/proc/loadavg")
 	return rep, nil
@@ -863,6 +873,7 @@ func runMigrateStrategy(ctx context.Context, e *env, urls []string, index int, s
 	}
 	for i := range results {
 		r.summarise(&results[i], times[i])
+		results[i].Retried = r.retried.Load()
 	}
 	return results, nil
 }
@@ -1007,7 +1018,7 @@ func (r *migRun) startHost(ctx context.Context, h *migHost, groups []int) error 
 	h.cancel = cancel
 	h.jobDone, h.migDone = make(chan error, 1), make(chan error, 1)
 	go func() { h.jobDone <- h.job.Run(runCtx) }()
-	if r.coordinate {
+	if r.coordinate || r.checkpointEvery > 0 {
 		// As host/runner's hosts do, a failed round of the migration loop
 		// (a checkpoint put that timed out on a busy machine) is logged
 		// and run again after a second.

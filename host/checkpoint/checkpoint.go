@@ -347,8 +347,7 @@ func (b *Bucket) Get(ctx context.Context, kg int) (*Group, error) {
 type fetched struct {
 	*Group          // Data: the export the checkpoint restores
 	groups   int    // key group count of the export
-	env      []byte // the object's envelope
-	baseData []byte // the envelope's export, which the delta applies to
+	baseData []byte // the object's export, which the delta applies to
 	// The delta the object's metadata named when it was read, and its
 	// NATS digest; nil and "" without.
 	delta       []byte
@@ -640,7 +639,7 @@ func decode(env []byte) (*fetched, error) {
 	if kg != g.KeyGroup {
 		return nil, fmt.Errorf("its envelope says key group %d, its export holds %d", g.KeyGroup, kg)
 	}
-	return &fetched{Group: g, groups: groups, env: env, baseData: g.Data}, nil
+	return &fetched{Group: g, groups: groups, baseData: g.Data}, nil
 }
 
 // contentSum is the digest of what a checkpoint restores: its metadata

@@ -94,7 +94,7 @@ func (b *Bucket) withDelta(ctx context.Context, info *jetstream.ObjectInfo, f *f
 		if f.delta != nil {
 			c := *f.Group
 			c.Data = f.baseData
-			f = &fetched{Group: &c, groups: f.groups, env: f.env, baseData: f.baseData}
+			f = &fetched{Group: &c, groups: f.groups, baseData: f.baseData}
 		}
 		out, err := b.amended(info, f)
 		return out, 0, err
@@ -122,6 +122,6 @@ func (b *Bucket) withDelta(ctx context.Context, info *jetstream.ObjectInfo, f *f
 	}
 	c := *f.Group
 	c.Data = data
-	out, err := b.amended(info, &fetched{Group: &c, groups: f.groups, env: f.env, baseData: f.baseData, delta: delta, deltaDigest: want})
+	out, err := b.amended(info, &fetched{Group: &c, groups: f.groups, baseData: f.baseData, delta: delta, deltaDigest: want})
 	return out, n, err
 }
