@@ -61,14 +61,14 @@ time, the p99 latency during the move against before it, the throughput, the
 bytes put in the checkpoint bucket, fetched from it by the installs and
 prefetched by replicas, and, in the 25% move, each Spacker setting against
 all-at-once (p99 spike and completion time). A move marked replicated has its
-destination keep a warm copy of the group's last checkpoint. With
---move-checkpoint-every the hosts checkpoint on that period (default: none), so
-a group that changed since its checkpoint moves as a delta against it and a
-replicated group's destination fetches the delta alone: the replicate
-strategy's fetches at the moves, against the same strategy's without
-replication, measure replication under load (a target line). Without periodic
-checkpoints every group's state is put at its move, and replication saves
-nothing; the report says so.
+destination keep a warm copy of the group's last checkpoint. The hosts
+checkpoint every --move-checkpoint-every (5s; --quick: 250ms), so a group that
+changed since its checkpoint moves as a delta against it and a replicated
+group's destination fetches the delta alone: the replicate strategy's fetches
+at the moves, against the same strategy's without replication, measure
+replication under load (a target line). With --move-checkpoint-every 0 the
+hosts take no periodic checkpoints, every group's state is put at its move,
+and replication saves nothing; the report says so.
 
 Then (unless --failover=false; --moves=false runs it alone) the failover run:
 fresh hosts with a --lease lease and checkpoints every --checkpoint-every, each
@@ -231,7 +231,7 @@ partitioning, not what more machines would gain. Progress goes to stderr.`,
 	fl.BoolVar(&partition, "partition", true, "run the partition cost: a backlog drained by one host and by --hosts hosts")
 	fl.DurationVar(&lease, "lease", def.Lease, "the hosts' lease in the failover run (--quick: 1s)")
 	fl.DurationVar(&ckptEvery, "checkpoint-every", def.CheckpointEvery, "the hosts' checkpoint period in the failover run (--quick: 250ms)")
-	fl.DurationVar(&moveCkpt, "move-checkpoint-every", def.MoveCheckpointEvery, "the hosts' checkpoint period in the strategies' runs (0: none; with checkpoints, a changed group moves as a delta and the replicate strategy's fetches measure replication under load)")
+	fl.DurationVar(&moveCkpt, "move-checkpoint-every", def.MoveCheckpointEvery, "the hosts' checkpoint period in the strategies' runs (--quick: 250ms; 0: none; with checkpoints, a changed group moves as a delta and the replicate strategy's fetches measure replication under load)")
 	fl.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the runs (not the plugin build) to this file")
 	logs.register(cmd, "warn")
 	return cmd

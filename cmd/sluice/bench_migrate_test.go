@@ -24,6 +24,7 @@ func TestBenchMigrateBadFlags(t *testing.T) {
 		{[]string{"--json", ""}, "--json"},
 		{[]string{"--lease", "0s"}, "--lease 0s"},
 		{[]string{"--checkpoint-every", "-1s"}, "--checkpoint-every -1s"},
+		{[]string{"--move-checkpoint-every", "-1s"}, "--move-checkpoint-every -1s"},
 		{[]string{"--moves=false", "--failover=false", "--partition=false"}, "nothing to run"},
 	} {
 		code, _, errOut := sluice(t, ".", append([]string{"bench", "migrate", "--quick"}, c.args...)...)
