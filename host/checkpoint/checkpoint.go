@@ -92,6 +92,7 @@ type Bucket struct {
 	mu        sync.Mutex
 	known     map[int]known // what the bucket holds, as this Bucket last saw it
 	recovered bool          // known was filled from List
+	cut       *cutBase      // the cut this Bucket put whole last; nil: none
 
 	puts, putBytes            atomic.Int64
 	amends, amendBytes        atomic.Int64
@@ -530,7 +531,7 @@ func (b *Bucket) List(ctx context.Context) ([]Info, error) {
 	}
 	out := make([]Info, 0, len(objs))
 	for _, o := range objs {
-		if o.Name == CutObject || isDelta(o.Name) {
+		if o.Name == CutObject || isDelta(o.Name) { // cutDeltaObject too
 			continue // the cut is described by its own metadata (see PutCut); a delta is part of its group's checkpoint
 		}
 		in, err := b.info(o)

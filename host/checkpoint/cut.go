@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -75,7 +76,10 @@ func (b *Bucket) PutCut(ctx context.Context, epoch uint64, groups []Group) (int6
 		out = append(out, env...)
 	}
 	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
-	_, err := b.obs.Put(ctx, jetstream.ObjectMeta{
+	if n, ok, err := b.putCutDelta(ctx, epoch, sorted, len(out)); ok || err != nil {
+		return n, err
+	}
+	info, err := b.obs.Put(ctx, jetstream.ObjectMeta{
 		Name: CutObject,
 		Metadata: map[string]string{
 			metaGroups: strconv.Itoa(len(sorted)),
@@ -88,7 +92,147 @@ func (b *Bucket) PutCut(ctx context.Context, epoch uint64, groups []Group) (int6
 	}
 	b.puts.Add(1)
 	b.putBytes.Add(int64(len(out)))
+	// What the next cut is sent as a delta against.
+	base := &cutBase{digest: info.Digest, size: len(out), groups: make([]*state.ExportIndex, len(sorted))}
+	for i, g := range sorted {
+		if base.groups[i], err = state.IndexExport(g.Data); err != nil {
+			base = nil // checked above; the next cut is put whole
+			break
+		}
+	}
+	b.mu.Lock()
+	b.cut = base
+	b.mu.Unlock()
 	return int64(len(out)), nil
+}
+
+// cutDeltaObject is the name of the object that holds the delta of the
+// pipeline's cut against the cut object's groups.
+const cutDeltaObject = CutObject + deltaSuffix
+
+// cutBase is the cut a Bucket put whole, while the bucket holds it: the
+// next cut can be sent as a delta against it.
+type cutBase struct {
+	digest string               // the cut object's NATS digest
+	size   int                  // its size
+	groups []*state.ExportIndex // each group's export, indexed
+}
+
+// The delta of a cut, version 1: each group's checkpoint as a delta
+// against the cut object's. Integers are big-endian; uvarint is
+// encoding/binary's.
+//
+//	"SLUICECD"          magic, 8 bytes
+//	u8  version (1)
+//	u32 key group count, n
+//	n times, in key group order:
+//	  u64 generation
+//	  uvarint len, host
+//	  uvarint len, metadata
+//	  uvarint len, the export's delta (state.ExportDelta)
+//	u32 CRC-32 (Castagnoli) of everything before
+const (
+	cutDeltaMagic   = "SLUICECD"
+	cutDeltaVersion = 1
+)
+
+// putCutDelta sends groups (sorted, checked) as a delta against the cut
+// this Bucket put whole, when the bucket still holds that cut and the
+// delta is at most half its size (whole, the cut would be size bytes): it
+// puts the delta object, then replaces the cut object's metadata with the
+// epoch, the host and the delta's digest, which makes the delta part of
+// the cut. It reports the bytes sent and whether it sent a delta; when it
+// did not, nothing was written.
+func (b *Bucket) putCutDelta(ctx context.Context, epoch uint64, groups []Group, size int) (int64, bool, error) {
+	b.mu.Lock()
+	base := b.cut
+	b.mu.Unlock()
+	if base == nil || len(base.groups) != len(groups) {
+		return 0, false, nil
+	}
+	info, err := b.obs.GetInfo(ctx, CutObject)
+	if err != nil || info.Digest != base.digest {
+		return 0, false, nil // put whole: the bucket's cut is not the one indexed
+	}
+	out := append([]byte(cutDeltaMagic), cutDeltaVersion)
+	out = binary.BigEndian.AppendUint32(out, uint32(len(groups)))
+	for i, g := range groups {
+		d, err := state.ExportDelta(base.groups[i], g.Data)
+		if err != nil {
+			return 0, false, nil
+		}
+		if g.Host == "" {
+			g.Host = b.host
+		}
+		out = binary.BigEndian.AppendUint64(out, g.Generation)
+		for _, f := range [][]byte{[]byte(g.Host), g.Meta, d} {
+			out = binary.AppendUvarint(out, uint64(len(f)))
+			out = append(out, f...)
+		}
+		if 2*len(out) > size {
+			return 0, false, nil
+		}
+	}
+	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
+	dinfo, err := b.obs.Put(ctx, jetstream.ObjectMeta{Name: cutDeltaObject, Metadata: map[string]string{metaDeltaOf: CutObject}}, bytes.NewReader(out))
+	if err != nil {
+		return 0, false, fmt.Errorf("checkpoint: put %s in bucket %s: %w", cutDeltaObject, b.name, err)
+	}
+	md := maps.Clone(info.Metadata)
+	md[metaHost] = b.host
+	md[metaEpoch] = strconv.FormatUint(epoch, 10)
+	md[metaDelta] = dinfo.Digest
+	err = b.obs.UpdateMeta(ctx, CutObject, jetstream.ObjectMeta{Name: CutObject, Description: info.Description, Headers: info.Headers, Metadata: md})
+	if err != nil {
+		return 0, false, fmt.Errorf("checkpoint: put %s in bucket %s: %w", CutObject, b.name, err)
+	}
+	b.deltas.Add(1)
+	b.deltaBytes.Add(int64(len(out)))
+	return int64(len(out)), true, nil
+}
+
+// applyCutDelta applies delta, a cut's delta, to gs, the cut object's
+// groups, in place.
+func applyCutDelta(gs []*Group, delta []byte) error {
+	head := len(cutDeltaMagic) + 1 + 4
+	if len(delta) < head+4 || string(delta[:len(cutDeltaMagic)]) != cutDeltaMagic {
+		return errors.New("not a cut delta")
+	}
+	body, sum := delta[:len(delta)-4], binary.BigEndian.Uint32(delta[len(delta)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return errors.New("checksum mismatch: the delta is damaged")
+	}
+	if v := body[len(cutDeltaMagic)]; v != cutDeltaVersion {
+		return fmt.Errorf("cut delta version %d; this build reads version %d", v, cutDeltaVersion)
+	}
+	if n := int(binary.BigEndian.Uint32(body[len(cutDeltaMagic)+1:])); n != len(gs) {
+		return fmt.Errorf("the delta holds %d key groups, the cut %d", n, len(gs))
+	}
+	r := body[head:]
+	for i, g := range gs {
+		if len(r) < 8 {
+			return fmt.Errorf("truncated at key group %d", i)
+		}
+		gen := binary.BigEndian.Uint64(r)
+		r = r[8:]
+		var fields [3][]byte
+		for j := range fields {
+			n, w := binary.Uvarint(r)
+			if w <= 0 || n > uint64(len(r)-w) {
+				return fmt.Errorf("truncated at key group %d", i)
+			}
+			fields[j], r = r[w:w+int(n)], r[w+int(n):]
+		}
+		data, err := state.ApplyExportDelta(g.Data, fields[2])
+		if err != nil {
+			return fmt.Errorf("key group %d: %w", i, err)
+		}
+		g.Generation, g.Host, g.Meta, g.Data = gen, string(fields[0]), fields[1], data
+	}
+	if len(r) != 0 {
+		return fmt.Errorf("%d bytes after the last key group", len(r))
+	}
+	return nil
 }
 
 // HasCut reports whether the bucket holds a cut, without downloading it.
@@ -121,6 +265,21 @@ func (b *Bucket) CutInfo(ctx context.Context) (Info, bool, error) {
 // group count than groups, an ObjectError matching ErrCorrupt or
 // ErrForeign, naming the bucket, the object and the fault.
 func (b *Bucket) GetCut(ctx context.Context, groups int) ([]*Group, error) {
+	for try := 0; ; try++ {
+		gs, err := b.getCut(ctx, groups)
+		if errors.Is(err, errDeltaReplaced) && try < maxDeltaRaces {
+			continue // a cut was put meanwhile: read it
+		}
+		if errors.Is(err, errDeltaReplaced) {
+			return nil, &ObjectError{Bucket: b.name, Object: CutObject, Kind: ErrCorrupt, Fault: err.Error()}
+		}
+		return gs, err
+	}
+}
+
+// getCut is one read of GetCut; it fails with errDeltaReplaced when the
+// cut's delta was replaced while it was read.
+func (b *Bucket) getCut(ctx context.Context, groups int) ([]*Group, error) {
 	env, info, err := b.download(ctx, CutObject)
 	if err != nil {
 		return nil, err
@@ -128,6 +287,7 @@ func (b *Bucket) GetCut(ctx context.Context, groups int) ([]*Group, error) {
 	refuse := func(kind error, format string, args ...any) error {
 		return &ObjectError{Bucket: b.name, Object: CutObject, Kind: kind, Fault: fmt.Sprintf(format, args...)}
 	}
+	n := int64(len(env))
 	var epoch uint64
 	if e, ok := info.Metadata[metaEpoch]; ok {
 		if epoch, err = strconv.ParseUint(e, 10, 64); err != nil {
@@ -141,8 +301,24 @@ func (b *Bucket) GetCut(ctx context.Context, groups int) ([]*Group, error) {
 	if len(gs) != groups {
 		return nil, refuse(ErrForeign, "it holds %d key groups; the pipeline has %d", len(gs), groups)
 	}
+	if want := info.Metadata[metaDelta]; want != "" {
+		delta, dinfo, err := b.download(ctx, cutDeltaObject)
+		if errors.Is(err, ErrNotFound) {
+			return nil, errDeltaReplaced
+		}
+		if err != nil {
+			return nil, err
+		}
+		if dinfo.Digest != want {
+			return nil, errDeltaReplaced
+		}
+		if err := applyCutDelta(gs, delta); err != nil {
+			return nil, &ObjectError{Bucket: b.name, Object: cutDeltaObject, Kind: ErrCorrupt, Fault: "it does not apply to " + CutObject, Cause: err}
+		}
+		n += int64(len(delta))
+	}
 	b.gets.Add(1)
-	b.getBytes.Add(int64(len(env)))
+	b.getBytes.Add(n)
 	for _, g := range gs {
 		g.Epoch = epoch
 	}

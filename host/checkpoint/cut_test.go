@@ -118,3 +118,90 @@ func TestCut(t *testing.T) {
 		t.Fatalf("get of a damaged cut: %v", err)
 	}
 }
+
+// TestCutDelta checks that a cut whose groups changed little since the cut
+// its Bucket put is sent as a delta against it, and read back whole (every
+// group's export, metadata and the epoch) by another Bucket, twice in a
+// row; that another Bucket's cut is put whole; and that a damaged delta is
+// refused, naming it.
+func TestCutDelta(t *testing.T) {
+	js := startJS(t)
+	ctx := testCtx(t)
+	const groups = 8
+	src := openStore(t, groups)
+	fill(t, src, "v1")
+	se := src.NewSession()
+	for kg := range groups {
+		for n := 3; n < 40; n++ {
+			if err := se.Put(src.Table("counts"), keyOf(kg, groups, n), bytes.Repeat([]byte{'x'}, 64)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	commit(t, src)
+	a, b := openBucket(t, js, "ledger", "a"), openBucket(t, js, "ledger", "b")
+	whole, err := a.PutCut(ctx, 1, cutOf(t, src, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, epoch uint64, want []Group) {
+		t.Helper()
+		got, err := b.GetCut(ctx, groups)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		for kg, g := range got {
+			if !bytes.Equal(g.Data, want[kg].Data) || !bytes.Equal(g.Meta, want[kg].Meta) || g.Epoch != epoch || g.Host != "a" {
+				t.Fatalf("%s: group %d: meta %s, epoch %d, host %q, the export equal %v; want meta %s, epoch %d, host a",
+					what, kg, g.Meta, g.Epoch, g.Host, bytes.Equal(g.Data, want[kg].Data), want[kg].Meta, epoch)
+			}
+		}
+	}
+	for round, kg := range []int{2, 5} {
+		put(t, src, kg, fmt.Sprint("changed ", round))
+		want := cutOf(t, src, 20+round)
+		before := a.Stats()
+		n, err := a.PutCut(ctx, uint64(2+round), want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := a.Stats(); st.Deltas != before.Deltas+1 || st.Puts != before.Puts || n*4 > whole {
+			t.Fatalf("round %d: a cut with one changed key sent %d bytes (whole: %d); stats %+v", round, n, whole, st)
+		}
+		check(fmt.Sprint("round ", round), uint64(2+round), want)
+	}
+
+	// A damaged delta is refused, naming it.
+	if _, err := a.obs.PutBytes(ctx, cutDeltaObject, []byte("damaged")); err != nil {
+		t.Fatal(err)
+	}
+	info, err := a.obs.GetInfo(ctx, cutDeltaObject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut, err := a.obs.GetInfo(ctx, CutObject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut.Metadata[metaDelta] = info.Digest
+	if err := a.obs.UpdateMeta(ctx, CutObject, jetstream.ObjectMeta{Name: CutObject, Metadata: cut.Metadata}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.GetCut(ctx, groups); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "object cut.delta: it does not apply to cut") {
+		t.Fatalf("a damaged delta: %v, want ErrCorrupt naming cut.delta", err)
+	}
+
+	// Another Bucket holds no base: its cut is put whole, and read back.
+	want := cutOf(t, src, 30)
+	for i := range want {
+		want[i].Host = "a"
+	}
+	before := b.Stats()
+	if _, err := b.PutCut(ctx, 9, want); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.Puts != before.Puts+1 || st.Deltas != before.Deltas {
+		t.Fatalf("another host's cut: %+v, want it put whole", st)
+	}
+	check("put whole by another host", 9, want)
+}

@@ -85,9 +85,13 @@
 // group count and a CRC-32C of its own (cut.go gives the layout). PutCut
 // replaces the previous cut atomically, so a reader gets one cut whole;
 // GetCut checks the cut's checksum, each group's envelope, that it holds
-// every group once and in order, and the pipeline's group count. A cut is
-// not incremental: each holds the whole state. List does not describe it;
-// CutInfo does.
+// every group once and in order, and the pipeline's group count. A cut
+// is sent as a delta against the cut this Bucket put whole, as a group's
+// checkpoint is (see Deltas): every group's metadata, generation and host,
+// and its export's delta, in the object CutObject + ".delta", named by the
+// cut object's metadata, which PutCut replaces after putting the delta;
+// GetCut applies it. Once the delta would be more than half the cut, the
+// cut is put whole again. List does not describe it; CutInfo does.
 //
 // # Replicas
 //

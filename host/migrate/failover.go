@@ -107,9 +107,11 @@ func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 	}
 	out := Checkpointed{Groups: []int{}}
 	if h.Whole && len(groups) > 0 {
-		if _, err := h.Checkpoints.PutCut(ctx, h.epoch(), groups); err != nil {
+		n, err := h.Checkpoints.PutCut(ctx, h.epoch(), groups)
+		if err != nil {
 			return out, fmt.Errorf("migrate: %s: checkpoint: %w", h.ID, err)
 		}
+		out.Sent = n
 		for _, g := range groups {
 			out.Groups = append(out.Groups, g.KeyGroup)
 			out.Bytes += len(g.Data)
