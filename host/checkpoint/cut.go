@@ -302,15 +302,9 @@ func (b *Bucket) getCut(ctx context.Context, groups int) ([]*Group, error) {
 		return nil, refuse(ErrForeign, "it holds %d key groups; the pipeline has %d", len(gs), groups)
 	}
 	if want := info.Metadata[metaDelta]; want != "" {
-		delta, dinfo, err := b.download(ctx, cutDeltaObject)
-		if errors.Is(err, ErrNotFound) {
-			return nil, errDeltaReplaced
-		}
+		delta, err := b.readDelta(ctx, cutDeltaObject, want)
 		if err != nil {
 			return nil, err
-		}
-		if dinfo.Digest != want {
-			return nil, errDeltaReplaced
 		}
 		if err := applyCutDelta(gs, delta); err != nil {
 			return nil, &ObjectError{Bucket: b.name, Object: cutDeltaObject, Kind: ErrCorrupt, Fault: "it does not apply to " + CutObject, Cause: err}

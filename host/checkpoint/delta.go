@@ -104,16 +104,10 @@ func (b *Bucket) withDelta(ctx context.Context, info *jetstream.ObjectInfo, f *f
 		return out, 0, err
 	}
 	name := deltaName(f.KeyGroup)
-	delta, dinfo, err := b.download(ctx, name)
-	if errors.Is(err, ErrNotFound) {
-		return nil, 0, errDeltaReplaced
-	}
-	if err != nil {
-		return nil, 0, err
-	}
+	delta, err := b.readDelta(ctx, name, want)
 	n := int64(len(delta))
-	if dinfo.Digest != want {
-		return nil, n, errDeltaReplaced
+	if err != nil {
+		return nil, n, err
 	}
 	data, err := state.ApplyExportDelta(f.baseData, delta)
 	if err != nil {
@@ -124,4 +118,22 @@ func (b *Bucket) withDelta(ctx context.Context, info *jetstream.ObjectInfo, f *f
 	c.Data = data
 	out, err := b.amended(info, &fetched{Group: &c, groups: f.groups, baseData: f.baseData, delta: delta, deltaDigest: want})
 	return out, n, err
+}
+
+// readDelta downloads the delta object name and checks that its NATS
+// digest is want, the one its object's metadata names; it fails with
+// errDeltaReplaced when the delta is another (a writer replaced it since
+// the metadata was read) or gone. The bytes it returns, even with an
+// error, are those it downloaded.
+func (b *Bucket) readDelta(ctx context.Context, name, want string) ([]byte, error) {
+	delta, info, err := b.download(ctx, name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, errDeltaReplaced
+	case err != nil:
+		return nil, err
+	case info.Digest != want:
+		return delta, errDeltaReplaced
+	}
+	return delta, nil
 }
