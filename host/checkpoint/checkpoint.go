@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -124,6 +125,7 @@ const (
 	metaExport     = "sluice-export-sha256" // of the export alone, for Amend
 	metaAmended    = "sluice-amended-meta"  // Amend's metadata, base64
 	metaDelta      = "sluice-delta"         // the NATS digest of the object's delta object; absent: none
+	metaDeltaName  = "sluice-delta-object"  // the delta object's name (see deltaObject)
 )
 
 // BucketName returns the name of the object store bucket of pipeline's
@@ -455,8 +457,10 @@ func (b *Bucket) downloadOnce(ctx context.Context, obj string) ([]byte, *jetstre
 	var buf bytes.Buffer
 	_, err = buf.ReadFrom(res)
 	_ = res.Close()
-	if err != nil && dctx.Err() != nil && ctx.Err() == nil {
-		// Stalled: was the object replaced under the download?
+	if err != nil && ctx.Err() == nil && (dctx.Err() != nil || timedOut(err)) {
+		// Stalled: was the object replaced under the download? (The
+		// client's read times out at dctx's deadline, which can come
+		// before dctx reports it.)
 		was, ierr := res.Info()
 		now, nerr := b.obs.GetInfo(ctx, obj)
 		if ierr == nil && (errors.Is(nerr, jetstream.ErrObjectNotFound) || nerr == nil && now.NUID != was.NUID) {
@@ -531,7 +535,7 @@ func (b *Bucket) List(ctx context.Context) ([]Info, error) {
 	}
 	out := make([]Info, 0, len(objs))
 	for _, o := range objs {
-		if o.Name == CutObject || isDelta(o.Name) { // cutDeltaObject too
+		if o.Name == CutObject || isDelta(o.Name) {
 			continue // the cut is described by its own metadata (see PutCut); a delta is part of its group's checkpoint
 		}
 		in, err := b.info(o)
@@ -653,4 +657,10 @@ func contentSum(meta, data []byte) [sha256.Size]byte {
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return sum
+}
+
+// timedOut reports whether err is a timeout: a read past its deadline.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

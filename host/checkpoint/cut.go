@@ -106,10 +106,6 @@ func (b *Bucket) PutCut(ctx context.Context, epoch uint64, groups []Group) (int6
 	return int64(len(out)), nil
 }
 
-// cutDeltaObject is the name of the object that holds the delta of the
-// pipeline's cut against the cut object's groups.
-const cutDeltaObject = CutObject + deltaSuffix
-
 // cutBase is the cut a Bucket put whole, while the bucket holds it: the
 // next cut can be sent as a delta against it.
 type cutBase struct {
@@ -174,14 +170,15 @@ func (b *Bucket) putCutDelta(ctx context.Context, epoch uint64, groups []Group, 
 		}
 	}
 	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
-	dinfo, err := b.obs.Put(ctx, jetstream.ObjectMeta{Name: cutDeltaObject, Metadata: map[string]string{metaDeltaOf: CutObject}}, bytes.NewReader(out))
+	name := deltaObject(CutObject, info.Metadata, true)
+	dinfo, err := b.obs.Put(ctx, jetstream.ObjectMeta{Name: name, Metadata: map[string]string{metaDeltaOf: CutObject}}, bytes.NewReader(out))
 	if err != nil {
-		return 0, false, fmt.Errorf("checkpoint: put %s in bucket %s: %w", cutDeltaObject, b.name, err)
+		return 0, false, fmt.Errorf("checkpoint: put %s in bucket %s: %w", name, b.name, err)
 	}
 	md := maps.Clone(info.Metadata)
 	md[metaHost] = b.host
 	md[metaEpoch] = strconv.FormatUint(epoch, 10)
-	md[metaDelta] = dinfo.Digest
+	md[metaDelta], md[metaDeltaName] = dinfo.Digest, name
 	err = b.obs.UpdateMeta(ctx, CutObject, jetstream.ObjectMeta{Name: CutObject, Description: info.Description, Headers: info.Headers, Metadata: md})
 	if err != nil {
 		return 0, false, fmt.Errorf("checkpoint: put %s in bucket %s: %w", CutObject, b.name, err)
@@ -302,12 +299,16 @@ func (b *Bucket) getCut(ctx context.Context, groups int) ([]*Group, error) {
 		return nil, refuse(ErrForeign, "it holds %d key groups; the pipeline has %d", len(gs), groups)
 	}
 	if want := info.Metadata[metaDelta]; want != "" {
-		delta, err := b.readDelta(ctx, cutDeltaObject, want)
+		name := deltaObject(CutObject, info.Metadata, false)
+		if name == "" {
+			return nil, refuse(ErrCorrupt, "its metadata names the delta object %q, not one of its own", info.Metadata[metaDeltaName])
+		}
+		delta, err := b.readDelta(ctx, name, want)
 		if err != nil {
 			return nil, err
 		}
 		if err := applyCutDelta(gs, delta); err != nil {
-			return nil, &ObjectError{Bucket: b.name, Object: cutDeltaObject, Kind: ErrCorrupt, Fault: "it does not apply to " + CutObject, Cause: err}
+			return nil, &ObjectError{Bucket: b.name, Object: name, Kind: ErrCorrupt, Fault: "it does not apply to " + CutObject, Cause: err}
 		}
 		n += int64(len(delta))
 	}

@@ -172,14 +172,15 @@ func TestCutDelta(t *testing.T) {
 	}
 
 	// A damaged delta is refused, naming it.
-	if _, err := a.obs.PutBytes(ctx, cutDeltaObject, []byte("damaged")); err != nil {
-		t.Fatal(err)
-	}
-	info, err := a.obs.GetInfo(ctx, cutDeltaObject)
+	cut, err := a.obs.GetInfo(ctx, CutObject)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cut, err := a.obs.GetInfo(ctx, CutObject)
+	name := deltaObject(CutObject, cut.Metadata, false)
+	if name != "cut.delta.1" {
+		t.Fatalf("the second delta of the cut is %q, want cut.delta.1 (the two written in turn)", name)
+	}
+	info, err := a.obs.PutBytes(ctx, name, []byte("damaged"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestCutDelta(t *testing.T) {
 	if err := a.obs.UpdateMeta(ctx, CutObject, jetstream.ObjectMeta{Name: CutObject, Metadata: cut.Metadata}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.GetCut(ctx, groups); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "object cut.delta: it does not apply to cut") {
+	if _, err := b.GetCut(ctx, groups); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "object cut.delta.1: it does not apply to cut") {
 		t.Fatalf("a damaged delta: %v, want ErrCorrupt naming cut.delta", err)
 	}
 

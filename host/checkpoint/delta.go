@@ -13,15 +13,33 @@ import (
 	"github.com/sluicehq/sluice/state"
 )
 
-// deltaSuffix ends the name of a key group's delta object: ObjectName and
-// deltaSuffix.
-const deltaSuffix = ".delta"
+// Each object that can have a delta (a group's, the cut) has two delta
+// objects, its name and ".delta.0" or ".delta.1", written in turn: a
+// writer puts the one its object's metadata does not name, so a reader
+// still downloading the delta the metadata named before is not cut off by
+// the next write (a download whose chunks are purged under it waits for
+// them until it times out), only by the one after.
+const deltaInfix = ".delta."
 
-// deltaName returns the name of key group kg's delta object.
-func deltaName(kg int) string { return ObjectName(kg) + deltaSuffix }
+// deltaObject returns the name of the delta object of obj that md, obj's
+// metadata, names, or "" when it names none of obj's; with next, the name
+// of the one a writer puts next.
+func deltaObject(obj string, md map[string]string, next bool) string {
+	cur := md[metaDeltaName]
+	if cur != obj+deltaInfix+"0" && cur != obj+deltaInfix+"1" {
+		cur = ""
+	}
+	if !next {
+		return cur
+	}
+	if cur == obj+deltaInfix+"0" {
+		return obj + deltaInfix + "1"
+	}
+	return obj + deltaInfix + "0"
+}
 
 // isDelta reports whether an object's name is a delta object's.
-func isDelta(name string) bool { return strings.HasSuffix(name, deltaSuffix) }
+func isDelta(name string) bool { return strings.Contains(name, deltaInfix) }
 
 // metaDeltaOf is the metadata key of a delta object naming the object it
 // applies to.
@@ -65,12 +83,12 @@ func (b *Bucket) putDelta(ctx context.Context, info *jetstream.ObjectInfo, g Gro
 	if err != nil || 2*len(delta) > len(g.Data) {
 		return 0, false, nil
 	}
-	name := deltaName(g.KeyGroup)
+	name := deltaObject(info.Name, info.Metadata, true)
 	dinfo, err := b.obs.Put(ctx, jetstream.ObjectMeta{Name: name, Metadata: map[string]string{metaDeltaOf: info.Name}}, bytes.NewReader(delta))
 	if err != nil {
 		return 0, false, fmt.Errorf("checkpoint: put %s in bucket %s: %w", name, b.name, err)
 	}
-	if err := b.updateMeta(ctx, info, g, export, dinfo.Digest); err != nil {
+	if err := b.updateMeta(ctx, info, g, export, name, dinfo.Digest); err != nil {
 		return 0, false, err
 	}
 	n := int64(len(delta) + len(g.Meta))
@@ -103,7 +121,11 @@ func (b *Bucket) withDelta(ctx context.Context, info *jetstream.ObjectInfo, f *f
 		out, err := b.amended(info, f) // f.Data has the delta applied
 		return out, 0, err
 	}
-	name := deltaName(f.KeyGroup)
+	name := deltaObject(info.Name, info.Metadata, false)
+	if name == "" {
+		return nil, 0, &ObjectError{Bucket: b.name, Object: info.Name, Kind: ErrCorrupt,
+			Fault: fmt.Sprintf("its metadata names the delta object %q, not one of its own", info.Metadata[metaDeltaName])}
+	}
 	delta, err := b.readDelta(ctx, name, want)
 	n := int64(len(delta))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -178,25 +179,105 @@ func TestDeltaRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dinfo, err := a.obs.PutBytes(ctx, deltaName(2), d3)
-	if err != nil {
-		t.Fatal(err)
-	}
 	info, err := a.obs.GetInfo(ctx, ObjectName(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	md := info.Metadata
+	name := deltaObject(ObjectName(2), md, false)
+	dinfo, err := a.obs.PutBytes(ctx, name, d3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	md[metaDelta] = dinfo.Digest
 	if err := a.obs.UpdateMeta(ctx, ObjectName(2), jetstream.ObjectMeta{Name: ObjectName(2), Metadata: md}); err != nil {
 		t.Fatal(err)
 	}
-	refused("another group's delta", "object kg-00002.delta: it does not apply to kg-00002")
+	refused("another group's delta", "object kg-00002.delta.0: it does not apply to kg-00002")
 
 	// A delta object that is not the one the metadata names, however
 	// often it is read.
-	if _, err := a.obs.PutBytes(ctx, deltaName(2), []byte("replaced")); err != nil {
+	if _, err := a.obs.PutBytes(ctx, name, []byte("replaced")); err != nil {
 		t.Fatal(err)
 	}
 	refused("a delta replaced for good", "its delta was replaced while it was read")
+
+	// Metadata that names an object not its own.
+	md[metaDeltaName] = ObjectName(3)
+	if err := a.obs.UpdateMeta(ctx, ObjectName(2), jetstream.ObjectMeta{Name: ObjectName(2), Metadata: md}); err != nil {
+		t.Fatal(err)
+	}
+	refused("another object named as the delta", `names the delta object "kg-00003", not one of its own`)
+}
+
+// TestDeltaReadsWhileWritten reads a group over and over while its writer
+// sends checkpoint after checkpoint as deltas: every read is one of the
+// checkpoints written, its metadata with its own export, never a mix of
+// two (a read that met a delta replaced under it for good may fail, as
+// ErrCorrupt, but never answers wrong).
+func TestDeltaReadsWhileWritten(t *testing.T) {
+	js := startJS(t)
+	ctx := testCtx(t)
+	const groups, rounds = 2, 30
+	src := openStore(t, groups)
+	fill(t, src, "v1")
+	a, b := openBucket(t, js, "orders", "a"), openBucket(t, js, "orders", "b")
+	var (
+		mu      sync.Mutex
+		written = map[string][]byte{} // metadata -> export
+	)
+	ship := func(round int) {
+		meta := fmt.Appendf(nil, "round %d", round)
+		data, err := src.ExportKeyGroup(1)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		written[string(meta)] = data
+		mu.Unlock()
+		if _, err := a.Amend(ctx, Group{KeyGroup: 1, Meta: meta, Data: data}); err != nil {
+			t.Error(err)
+		}
+	}
+	ship(0)
+	done := make(chan struct{})
+	reads := make(chan int, 1)
+	go func() {
+		defer close(reads)
+		n := 0
+		for {
+			select {
+			case <-done:
+				reads <- n
+				return
+			default:
+			}
+			g, err := b.Get(ctx, 1)
+			if errors.Is(err, ErrCorrupt) && strings.Contains(err.Error(), "replaced while it was read") {
+				continue
+			}
+			if err != nil {
+				t.Error(err)
+				reads <- n
+				return
+			}
+			mu.Lock()
+			want, ok := written[string(g.Meta)]
+			mu.Unlock()
+			if !ok || !bytes.Equal(g.Data, want) {
+				t.Errorf("read %d: metadata %q with an export that is not its own (known: %v)", n, g.Meta, ok)
+			}
+			n++
+		}
+	}()
+	for round := 1; round <= rounds; round++ {
+		put(t, src, 1, fmt.Sprint("value ", round))
+		ship(round)
+	}
+	close(done)
+	t.Logf("%d reads while %d checkpoints were written; %d sent as deltas", <-reads, rounds, a.Stats().Deltas)
+	if a.Stats().Deltas == 0 {
+		t.Error("no checkpoint was sent as a delta")
+	}
 }

@@ -56,7 +56,9 @@
 // is sent as a delta against it (state.ExportDelta: the entries added or
 // changed and the hashes of the keys dropped) when the delta is at most
 // half the export: the delta is put as the object ObjectName(kg) +
-// ".delta", then the group's object's metadata is replaced (as Amend
+// ".delta.0" or ".delta.1" (the one the metadata does not name: a reader
+// still downloading the other is not cut off by this write), then the
+// group's object's metadata is replaced (as Amend
 // replaces it) with the checkpoint's metadata, generation and host, the
 // content digest of what the checkpoint restores, and the delta's NATS
 // digest. That metadata update is what makes the delta part of the
@@ -88,7 +90,8 @@
 // every group once and in order, and the pipeline's group count. A cut
 // is sent as a delta against the cut this Bucket put whole, as a group's
 // checkpoint is (see Deltas): every group's metadata, generation and host,
-// and its export's delta, in the object CutObject + ".delta", named by the
+// and its export's delta, in the object CutObject + ".delta.0" or
+// ".delta.1", named by the
 // cut object's metadata, which PutCut replaces after putting the delta;
 // GetCut applies it. Once the delta would be more than half the cut, the
 // cut is put whole again. List does not describe it; CutInfo does.
