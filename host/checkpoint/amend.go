@@ -74,7 +74,7 @@ func (b *Bucket) Amend(ctx context.Context, g Group) (Amended, error) {
 	}
 	export := sha256.Sum256(g.Data)
 	if info.Metadata[metaExport] == hex.EncodeToString(export[:]) {
-		if err := b.updateMeta(ctx, info, g, export, "", ""); err != nil {
+		if err := b.updateMeta(ctx, info, g, export, "", "", 0); err != nil {
 			return Amended{}, err
 		}
 		b.amends.Add(1)
@@ -91,9 +91,9 @@ func (b *Bucket) Amend(ctx context.Context, g Group) (Amended, error) {
 // updateMeta replaces the metadata, generation, host and epoch of the
 // object info describes with g's, its content digest with that of g's
 // metadata and export (whose SHA-256 is export), and its delta with the
-// delta object name of NATS digest delta ("": the one it has, when the
-// export did not change, or none).
-func (b *Bucket) updateMeta(ctx context.Context, info *jetstream.ObjectInfo, g Group, export [sha256.Size]byte, name, delta string) error {
+// delta object name of NATS digest delta and size bytes ("": the one it
+// has, when the export did not change, or none).
+func (b *Bucket) updateMeta(ctx context.Context, info *jetstream.ObjectInfo, g Group, export [sha256.Size]byte, name, delta string, size int64) error {
 	content := contentSum(g.Meta, g.Data)
 	md := maps.Clone(info.Metadata)
 	md[metaGeneration] = strconv.FormatUint(g.Generation, 10)
@@ -103,7 +103,7 @@ func (b *Bucket) updateMeta(ctx context.Context, info *jetstream.ObjectInfo, g G
 	md[metaExport] = hex.EncodeToString(export[:])
 	md[metaAmended] = base64.StdEncoding.EncodeToString(g.Meta)
 	if delta != "" {
-		md[metaDelta], md[metaDeltaName] = delta, name
+		md[metaDelta], md[metaDeltaName], md[metaDeltaSize] = delta, name, strconv.FormatInt(size, 10)
 	}
 	err := b.obs.UpdateMeta(ctx, info.Name, jetstream.ObjectMeta{Name: info.Name, Description: info.Description, Headers: info.Headers, Metadata: md})
 	if err != nil {

@@ -126,6 +126,7 @@ const (
 	metaAmended    = "sluice-amended-meta"  // Amend's metadata, base64
 	metaDelta      = "sluice-delta"         // the NATS digest of the object's delta object; absent: none
 	metaDeltaName  = "sluice-delta-object"  // the delta object's name (see deltaObject)
+	metaDeltaSize  = "sluice-delta-size"    // the delta object's size in bytes
 )
 
 // BucketName returns the name of the object store bucket of pipeline's
@@ -244,7 +245,7 @@ type Info struct {
 	KeyGroups  int    // key group count of the store it was exported from
 	Generation uint64 // the group's generation in the writer's store
 	Host       string
-	Size       int64     // bytes of the object
+	Size       int64     // bytes of the object, and of its delta when it has one
 	Time       time.Time // when it was put
 	content    [sha256.Size]byte
 }
@@ -567,7 +568,7 @@ func (b *Bucket) info(o *jetstream.ObjectInfo) (Info, error) {
 		return Info{}, foreign("generation %q", md[metaGeneration])
 	}
 	in := Info{KeyGroup: kg, KeyGroups: groups, Generation: gen, Host: md[metaHost],
-		Size: int64(o.Size), Time: o.ModTime}
+		Size: int64(o.Size) + deltaSize(md), Time: o.ModTime}
 	if n, err := hex.Decode(in.content[:], []byte(md[metaContent])); err != nil || n != sha256.Size {
 		return Info{}, foreign("content digest %q", md[metaContent])
 	}

@@ -178,7 +178,7 @@ func (b *Bucket) putCutDelta(ctx context.Context, epoch uint64, groups []Group, 
 	md := maps.Clone(info.Metadata)
 	md[metaHost] = b.host
 	md[metaEpoch] = strconv.FormatUint(epoch, 10)
-	md[metaDelta], md[metaDeltaName] = dinfo.Digest, name
+	md[metaDelta], md[metaDeltaName], md[metaDeltaSize] = dinfo.Digest, name, strconv.Itoa(len(out))
 	err = b.obs.UpdateMeta(ctx, CutObject, jetstream.ObjectMeta{Name: CutObject, Description: info.Description, Headers: info.Headers, Metadata: md})
 	if err != nil {
 		return 0, false, fmt.Errorf("checkpoint: put %s in bucket %s: %w", CutObject, b.name, err)
@@ -239,8 +239,8 @@ func (b *Bucket) HasCut(ctx context.Context) (bool, error) {
 }
 
 // CutInfo describes the bucket's cut without downloading it: KeyGroups is
-// its number of groups, Host its writer, Size and Time the object's; the
-// other fields are zero. It reports false when the bucket holds none.
+// its number of groups, Host its writer, Size the object's and its delta's,
+// Time the object's; the other fields are zero. It reports false when the bucket holds none.
 func (b *Bucket) CutInfo(ctx context.Context) (Info, bool, error) {
 	o, err := b.obs.GetInfo(ctx, CutObject)
 	switch {
@@ -253,7 +253,7 @@ func (b *Bucket) CutInfo(ctx context.Context) (Info, bool, error) {
 	if err != nil {
 		return Info{}, false, &ObjectError{Bucket: b.name, Object: CutObject, Kind: ErrForeign, Fault: fmt.Sprintf("key group count %q", o.Metadata[metaGroups])}
 	}
-	return Info{KeyGroups: groups, Host: o.Metadata[metaHost], Size: int64(o.Size), Time: o.ModTime}, true, nil
+	return Info{KeyGroups: groups, Host: o.Metadata[metaHost], Size: int64(o.Size) + deltaSize(o.Metadata), Time: o.ModTime}, true, nil
 }
 
 // GetCut fetches and checks the pipeline's cut (see PutCut) and returns

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -88,7 +89,7 @@ func (b *Bucket) putDelta(ctx context.Context, info *jetstream.ObjectInfo, g Gro
 	if err != nil {
 		return 0, false, fmt.Errorf("checkpoint: put %s in bucket %s: %w", name, b.name, err)
 	}
-	if err := b.updateMeta(ctx, info, g, export, name, dinfo.Digest); err != nil {
+	if err := b.updateMeta(ctx, info, g, export, name, dinfo.Digest, int64(len(delta))); err != nil {
 		return 0, false, err
 	}
 	n := int64(len(delta) + len(g.Meta))
@@ -158,4 +159,14 @@ func (b *Bucket) readDelta(ctx context.Context, name, want string) ([]byte, erro
 		return delta, errDeltaReplaced
 	}
 	return delta, nil
+}
+
+// deltaSize returns the size of the delta that md, an object's metadata,
+// names; 0 without one.
+func deltaSize(md map[string]string) int64 {
+	if md[metaDelta] == "" {
+		return 0
+	}
+	n, _ := strconv.ParseInt(md[metaDeltaSize], 10, 64)
+	return n
 }

@@ -83,8 +83,18 @@ func TestDeltas(t *testing.T) {
 		if !slices.Equal(shipped.Groups, []int{1}) || st.Deltas-before.Deltas != 1 || st.Puts != before.Puts {
 			t.Fatalf("round %d: shipped %+v; stats %+v, before %+v", round, shipped, st, before)
 		}
-		if info, err := a.obs.GetInfo(ctx, ObjectName(1)); err != nil || shipped.Bytes*4 > int64(info.Size) {
+		info, err := a.obs.GetInfo(ctx, ObjectName(1))
+		if err != nil || shipped.Bytes*4 > int64(info.Size) {
 			t.Fatalf("round %d: a delta of two keys among 60 is %d bytes, the object %v (%v)", round, shipped.Bytes, info, err)
+		}
+		// List describes the checkpoint's size as the object's and its
+		// delta's.
+		infos, err := b.List(ctx)
+		if err != nil || len(infos) != groups {
+			t.Fatalf("round %d: List: %v, %v", round, infos, err)
+		}
+		if got, want := infos[1].Size, int64(info.Size)+shipped.Bytes-int64(len(floors(1))); got != want {
+			t.Fatalf("round %d: List gives group 1 %d bytes, want the object's %d and the delta's %d", round, got, info.Size, want-int64(info.Size))
 		}
 		// The replica fetched the delta alone.
 		if got := check(fmt.Sprint("round ", round)); got != shipped.Bytes-int64(len(floors(1))) {
