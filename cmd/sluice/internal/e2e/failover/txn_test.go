@@ -2,6 +2,7 @@ package failover
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -213,13 +214,17 @@ func readOutcomes(s *sluicetest.Spread, stream string) []string {
 // a host started again, a NATS server killed and started again, every key
 // group moved to another host. The outcomes must be the one-process
 // oracle's. SLUICE_NEMESIS_SEED repeats a schedule.
+//
+// Its 2,000 accounts (and as many book entries) change a few at a time
+// between two cuts, so that the cuts after the first are sent as deltas
+// (checkpoint's Deltas) and the failovers and moves read them.
 func TestTransactionalClusterNemesis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NATS server processes and three hosts")
 	}
 	// The lease outlasts the elections that follow a server's loss.
 	text := strings.NewReplacer("EVENTS", ledgerEvents, "lease: 2s", "lease: 15s", "CHECKPOINTS", "checkpoint_every: 500ms, duplicates: 2m, replicas: 3",
-		"rate: 200", "rate: 100").Replace(ledgerSpread)
+		"rate: 200", "rate: 100", "keys: 64", "keys: 2000").Replace(ledgerSpread)
 	servers := natstest.StartClusterProcesses(t, 3)
 	s := sluicetest.StartSpreadText(t, sl, servers, text, 15*time.Second)
 	if _, err := s.JS.CreateStream(context.Background(), jetstream.StreamConfig{Name: "OUT", Subjects: []string{"out"}, Replicas: 3, Duplicates: 2 * time.Minute}); err != nil {
@@ -252,4 +257,34 @@ func TestTransactionalClusterNemesis(t *testing.T) {
 		}
 	}
 	s.Stop(ids...)
+	if n := deltaCuts(t, s.Dir, ids); n == 0 {
+		t.Errorf("no cut was sent as a delta: the installs above read whole cuts only\n%s", s.Logs())
+	} else {
+		t.Logf("%d cuts sent as deltas", n)
+	}
+}
+
+// deltaCuts counts, in the hosts' JSON logs in dir, the periodic cuts sent
+// as a delta: "key groups checkpointed" with fewer bytes sent than
+// exported.
+func deltaCuts(t *testing.T, dir string, ids []string) int {
+	t.Helper()
+	n := 0
+	for _, id := range ids {
+		data, err := os.ReadFile(filepath.Join(dir, id+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(data)) {
+			var l struct {
+				Msg   string `json:"msg"`
+				Bytes int64  `json:"bytes"`
+				Sent  int64  `json:"sent"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "key groups checkpointed" && l.Sent < l.Bytes {
+				n++
+			}
+		}
+	}
+	return n
 }
