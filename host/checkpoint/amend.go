@@ -15,7 +15,7 @@ import (
 	"github.com/sluicehq/sluice/state"
 )
 
-// Amended reports what one Amend sent.
+// Amended reports what one Amend or PutCut sent.
 type Amended struct {
 	// Whole is true when the checkpoint was put whole: the bucket's
 	// checkpoint of the group held another export that this Bucket cannot

@@ -35,7 +35,9 @@ const (
 
 // PutCut writes groups, the checkpoint of every key group of the pipeline
 // exported at one batch boundary, as the pipeline's cut (CutObject),
-// replacing the previous cut, and returns the object's size. The
+// replacing the previous cut, and reports what it sent: the cut whole
+// (Amended.Whole), or a delta against the cut this Bucket put whole
+// (Amended.Delta; see Cuts in the package documentation). The
 // replacement is atomic: a reader sees the previous cut or this one whole,
 // never a mixture, which per-group objects cannot promise (a writer that
 // stops between two puts leaves groups from two boundaries). A pipeline
@@ -48,9 +50,9 @@ const (
 // group count equal to their number; epoch is the plugin versions epoch
 // the writer runs (Group.Epoch); the groups' Host, when empty, is the
 // Bucket's. The groups' Epoch fields are ignored.
-func (b *Bucket) PutCut(ctx context.Context, epoch uint64, groups []Group) (int64, error) {
-	fail := func(format string, args ...any) (int64, error) {
-		return 0, fmt.Errorf("checkpoint: put %s in bucket %s: %s", CutObject, b.name, fmt.Sprintf(format, args...))
+func (b *Bucket) PutCut(ctx context.Context, epoch uint64, groups []Group) (Amended, error) {
+	fail := func(format string, args ...any) (Amended, error) {
+		return Amended{}, fmt.Errorf("checkpoint: put %s in bucket %s: %s", CutObject, b.name, fmt.Sprintf(format, args...))
 	}
 	if len(groups) == 0 {
 		return fail("no key groups")
@@ -77,7 +79,7 @@ func (b *Bucket) PutCut(ctx context.Context, epoch uint64, groups []Group) (int6
 	}
 	out = binary.BigEndian.AppendUint32(out, crc32.Checksum(out, castagnoli))
 	if n, ok, err := b.putCutDelta(ctx, epoch, sorted, len(out)); ok || err != nil {
-		return n, err
+		return Amended{Delta: ok, Bytes: n}, err
 	}
 	info, err := b.obs.Put(ctx, jetstream.ObjectMeta{
 		Name: CutObject,
@@ -88,7 +90,7 @@ func (b *Bucket) PutCut(ctx context.Context, epoch uint64, groups []Group) (int6
 		},
 	}, bytes.NewReader(out))
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint: put %s in bucket %s: %w", CutObject, b.name, err)
+		return Amended{}, fmt.Errorf("checkpoint: put %s in bucket %s: %w", CutObject, b.name, err)
 	}
 	b.puts.Add(1)
 	b.putBytes.Add(int64(len(out)))
@@ -103,7 +105,7 @@ func (b *Bucket) PutCut(ctx context.Context, epoch uint64, groups []Group) (int6
 	b.mu.Lock()
 	b.cut = base
 	b.mu.Unlock()
-	return int64(len(out)), nil
+	return Amended{Whole: true, Bytes: int64(len(out))}, nil
 }
 
 // cutBase is the cut a Bucket put whole, while the bucket holds it: the

@@ -140,10 +140,11 @@ func TestCutDelta(t *testing.T) {
 	}
 	commit(t, src)
 	a, b := openBucket(t, js, "ledger", "a"), openBucket(t, js, "ledger", "b")
-	whole, err := a.PutCut(ctx, 1, cutOf(t, src, 10))
-	if err != nil {
-		t.Fatal(err)
+	first, err := a.PutCut(ctx, 1, cutOf(t, src, 10))
+	if err != nil || !first.Whole {
+		t.Fatalf("the first cut: %+v, %v; want it whole", first, err)
 	}
+	whole := first.Bytes
 	check := func(what string, epoch uint64, want []Group) {
 		t.Helper()
 		got, err := b.GetCut(ctx, groups)
@@ -161,12 +162,12 @@ func TestCutDelta(t *testing.T) {
 		put(t, src, kg, fmt.Sprint("changed ", round))
 		want := cutOf(t, src, 20+round)
 		before := a.Stats()
-		n, err := a.PutCut(ctx, uint64(2+round), want)
+		am, err := a.PutCut(ctx, uint64(2+round), want)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st := a.Stats(); st.Deltas != before.Deltas+1 || st.Puts != before.Puts || n*4 > whole {
-			t.Fatalf("round %d: a cut with one changed key sent %d bytes (whole: %d); stats %+v", round, n, whole, st)
+		if st := a.Stats(); !am.Delta || st.Deltas != before.Deltas+1 || st.Puts != before.Puts || am.Bytes*4 > whole {
+			t.Fatalf("round %d: a cut with one changed key sent %+v (whole: %d bytes); stats %+v", round, am, whole, st)
 		}
 		check(fmt.Sprint("round ", round), uint64(2+round), want)
 	}

@@ -107,11 +107,14 @@ func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 	}
 	out := Checkpointed{Groups: []int{}}
 	if h.Whole && len(groups) > 0 {
-		n, err := h.Checkpoints.PutCut(ctx, h.epoch(), groups)
+		am, err := h.Checkpoints.PutCut(ctx, h.epoch(), groups)
 		if err != nil {
 			return out, fmt.Errorf("migrate: %s: checkpoint: %w", h.ID, err)
 		}
-		out.Sent = n
+		out.Sent = am.Bytes
+		if am.Delta {
+			out.Deltas = len(groups)
+		}
 		for _, g := range groups {
 			out.Groups = append(out.Groups, g.KeyGroup)
 			out.Bytes += len(g.Data)
@@ -140,13 +143,14 @@ func (h *Host) checkpoint(ctx context.Context, all bool) (Checkpointed, error) {
 }
 
 // putCut puts states, the released groups of a Whole host (every key
-// group, at one boundary), as the pipeline's cut, and returns its size.
-func (h *Host) putCut(ctx context.Context, states []exec.GroupState) (int64, error) {
+// group, at one boundary), as the pipeline's cut, and reports what it
+// sent.
+func (h *Host) putCut(ctx context.Context, states []exec.GroupState) (checkpoint.Amended, error) {
 	groups := make([]checkpoint.Group, len(states))
 	for i, st := range states {
 		meta, err := json.Marshal(st.Floors)
 		if err != nil {
-			return 0, fmt.Errorf("key group %d: encoding its floors: %w", st.Group, err)
+			return checkpoint.Amended{}, fmt.Errorf("key group %d: encoding its floors: %w", st.Group, err)
 		}
 		groups[i] = checkpoint.Group{KeyGroup: st.Group, Host: h.ID, Meta: meta, Data: st.Data}
 	}

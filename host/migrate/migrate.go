@@ -323,10 +323,16 @@ func (h *Host) release(ctx context.Context, id string, groups []int) error {
 	if h.Whole {
 		// The groups leave together, at one boundary: their states are
 		// the pipeline's cut.
-		if bytes, err = h.putCut(ctx, states); err != nil {
+		am, err := h.putCut(ctx, states)
+		if err != nil {
 			return h.undoRelease(ctx, states, fmt.Errorf("migrate: %s: release key groups for %q: %w", h.ID, id, err))
 		}
-		whole = len(states)
+		bytes = am.Bytes
+		if am.Delta {
+			deltas = len(states)
+		} else {
+			whole = len(states)
+		}
 	} else {
 		for _, st := range states {
 			meta, err := json.Marshal(st.Floors)

@@ -281,11 +281,11 @@ func (h *Host) firstCut(ctx context.Context) error {
 		}
 		groups[kg] = checkpoint.Group{KeyGroup: kg, Host: ch.id, Meta: meta, Data: data}
 	}
-	n, err := ch.ckpt.PutCut(ctx, ch.epoch.Load(), groups)
+	am, err := ch.ckpt.PutCut(ctx, ch.epoch.Load(), groups)
 	if err != nil {
 		return err
 	}
-	h.log.Info("cluster: the key groups' first checkpoint put, before any record", "groups", ch.groups, "bytes", n)
+	h.log.Info("cluster: the key groups' first checkpoint put, before any record", "groups", ch.groups, "bytes", am.Bytes)
 	return nil
 }
 
