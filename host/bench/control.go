@@ -344,15 +344,28 @@ func controlPhases(mode string, opts ControlOptions) []controlPhase {
 // slow-commits phase: over the doctor's bound (100 ms by default).
 const controlCommitDelay = 150 * time.Millisecond
 
+// swapTries bounds the swaps asked by swapSlower.
+const swapTries = 5
+
 // swapSlower swaps the operator's plugin for the slower version of it
 // (version v2), and returns the swap back to the bench's wordcount (v1).
+// A swap that met a change of the operator's workers (the control plane's)
+// is asked again, with the plugin loaded again (the refused swap closed
+// it), up to swapTries times.
 func swapSlower(ctx context.Context, job *exec.Job, kit *controlKit) (func(), error) {
-	slow, err := plugin.Load(ctx, kit.eng, "slowcount.wasm", kit.slow, plugin.KindKeyed, plugin.WithLogger(kit.log))
-	if err != nil {
-		return nil, fmt.Errorf("bench: control: loading slowcount: %w", err)
-	}
-	if err := job.Swap(ctx, controlOperator, exec.Replacement{Plugin: slow, ClosePlugin: true, Version: "v2"}); err != nil {
-		return nil, fmt.Errorf("bench: control: swapping in slowcount: %w", err)
+	for try := 1; ; try++ {
+		slow, err := plugin.Load(ctx, kit.eng, "slowcount.wasm", kit.slow, plugin.KindKeyed, plugin.WithLogger(kit.log))
+		if err != nil {
+			return nil, fmt.Errorf("bench: control: loading slowcount: %w", err)
+		}
+		err = job.Swap(ctx, controlOperator, exec.Replacement{Plugin: slow, ClosePlugin: true, Version: "v2"})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, exec.ErrSwapRaced) || try == swapTries {
+			return nil, fmt.Errorf("bench: control: swapping in slowcount: %w", err)
+		}
+		kit.log.Warn("bench: control: the swap met a change of workers; swapping again", "err", err)
 	}
 	return func() {
 		if err := job.Swap(context.WithoutCancel(ctx), controlOperator, exec.Replacement{Plugin: kit.wc, Version: "v1"}); err != nil {

@@ -42,6 +42,12 @@ var (
 	// ErrSwapRefused is wrapped by the error of a swap refused before it
 	// started: the replacement does not fit the operator.
 	ErrSwapRefused = errors.New("exec: swap refused")
+	// ErrSwapRaced is wrapped, with ErrSwapRefused, by the error of a swap
+	// whose operator's worker count changed while its instances were
+	// made (a change of workers, by hand or by the control plane, in
+	// between): nothing changed, and the same swap asked again can go
+	// through.
+	ErrSwapRaced = errors.New("its worker count changed while the swap was prepared")
 	// ErrNotRunning is wrapped by the error of a change asked of a job
 	// that has stopped, or stops before the change could be made.
 	ErrNotRunning = errors.New("exec: the job is not running")
@@ -268,7 +274,7 @@ func (s *swap) apply(ctx context.Context, j *Job) error {
 	if n.code.parallelism() != len(s.gen.insts) && s.gen.insts != nil {
 		// The worker count changed after the instances were made.
 		s.abandon(ctx)
-		return fmt.Errorf("%w: operator %q: its worker count changed while the swap was prepared; swap again", ErrSwapRefused, n.op.Name)
+		return fmt.Errorf("%w: operator %q: %w; swap again", ErrSwapRefused, n.op.Name, ErrSwapRaced)
 	}
 	from := n.version
 	if n.prev != nil {
