@@ -38,7 +38,7 @@ JetStream key-value buckets on the NATS cluster the hosts share. They talk to NA
 needed. The pipeline's name and key group count come from its file (-c), the
 NATS URL from --nats-url, else from the file's nats.url.`,
 	}
-	cmd.AddCommand(newClusterStatusCmd(), newClusterMoveCmd(), newClusterRebalanceCmd(), newClusterScaleCmd(), newClusterHostCmd())
+	cmd.AddCommand(newClusterStatusCmd(), newClusterMoveCmd(), newClusterPlaceCmd(), newClusterRebalanceCmd(), newClusterScaleCmd(), newClusterHostCmd())
 	return cmd
 }
 
@@ -47,18 +47,24 @@ type clusterFlags struct {
 	config  string
 	natsURL string
 	timeout time.Duration
+	stage   string
+	// operator, set by a command that names an operator, picks the stage
+	// of a pipeline cut into stages that runs it.
+	operator string
 }
 
 func (f *clusterFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.config, "config", "c", "", "the pipeline's file, for its name, key group count, operators and NATS URL (required)")
+	cmd.Flags().StringVar(&f.stage, "stage", "", "for a pipeline cut into stages (cluster.stages): the stage to act on, named by its first operator (default: the first stage, or the stage of the operator a command names)")
 	cmd.Flags().StringVar(&f.natsURL, "nats-url", "", "the NATS server or cluster the hosts share (default: nats.url of -c PIPELINE)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Second, "how long to wait for NATS on each read or change (not for --wait)")
 }
 
 // clusterConn is an open view of one pipeline's cluster.
 type clusterConn struct {
-	name    string // the pipeline's name
-	groups  int    // its key group count
+	name    string          // the pipeline's name (a stage's: <name>-<operator>)
+	groups  int             // its key group count
+	stage   *pipeline.Stage // the stage of a pipeline cut into stages; nil if it has none
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	cluster *cluster.Cluster
@@ -77,7 +83,11 @@ func (f *clusterFlags) open(ctx context.Context, name string) (*clusterConn, err
 	if f.timeout <= 0 {
 		return nil, &usageError{fmt.Sprintf("%s: --timeout %v: want a positive duration", name, f.timeout)}
 	}
-	p, err := pipeline.Load(f.config)
+	file, err := pipeline.Load(f.config)
+	if err != nil {
+		return nil, err
+	}
+	p, err := f.pick(name, file)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +125,37 @@ func (f *clusterFlags) open(ctx context.Context, name string) (*clusterConn, err
 		nc.Close()
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return &clusterConn{name: p.Name, groups: p.State.KeyGroups, nc: nc, js: js, cluster: c, admin: &clusterctl.Admin{Pipeline: p.Name, JS: js, Cluster: c, Operators: p.Operators}}, nil
+	return &clusterConn{name: p.Name, groups: p.State.KeyGroups, stage: p.Stage, nc: nc, js: js, cluster: c, admin: &clusterctl.Admin{Pipeline: p.Name, JS: js, Cluster: c, Operators: p.Operators}}, nil
+}
+
+// pick returns the stage of p (a pipeline cut into stages) the command
+// acts on: the one that runs f.operator, else the one --stage names, else
+// the first; p itself when it has no stages. An operator that no stage
+// runs is left to the command to refuse.
+func (f *clusterFlags) pick(name string, p *pipeline.Pipeline) (*pipeline.Pipeline, error) {
+	stages := p.Stages()
+	if f.stage != "" && stages[0].Stage == nil {
+		return nil, &usageError{fmt.Sprintf("%s: --stage %s: %s is not cut into stages (cluster.stages)", name, f.stage, f.config)}
+	}
+	for _, st := range stages {
+		if f.operator != "" && slices.ContainsFunc(st.Operators, func(o pipeline.Operator) bool { return o.Name == f.operator }) {
+			if f.stage != "" && f.stage != st.Stage.Operator {
+				return nil, &usageError{fmt.Sprintf("%s: --stage %s: operator %s runs in stage %s", name, f.stage, f.operator, st.Stage.Operator)}
+			}
+			return st, nil
+		}
+	}
+	if f.stage == "" {
+		return stages[0], nil
+	}
+	var names []string
+	for _, st := range stages {
+		if st.Stage.Operator == f.stage {
+			return st, nil
+		}
+		names = append(names, st.Stage.Operator)
+	}
+	return nil, &usageError{fmt.Sprintf("%s: --stage %s: no stage starts at that operator (stages: %s)", name, f.stage, strings.Join(names, ", "))}
 }
 
 // redactNATS is url without the user and password it may hold.
@@ -183,6 +223,9 @@ docs/cluster.md describes them.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
 			}
+			if s := cc.stage; s != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "stage %s (%d of %d): its operators' key groups; --stage OPERATOR shows another stage\n", s.Operator, s.Index+1, s.Count)
+			}
 			return printStatus(cmd.OutOrStdout(), st, time.Now())
 		},
 	}
@@ -227,6 +270,9 @@ func printStatus(w io.Writer, st *schema.ClusterStatus, now time.Time) error {
 	fmt.Fprintf(w, "\nunassigned: %d groups: %s\n", len(st.Unassigned), orNone(st.UnassignedRanges))
 	if st.Whole {
 		fmt.Fprintln(w, "whole: the key groups live on one host together (a transactional operator); the other hosts stand by")
+	}
+	if st.Placed != "" {
+		fmt.Fprintf(w, "placed: every key group was placed on host %s (sluice cluster place); rebalances keep them there while it is live\n", st.Placed)
 	}
 	if st.PoolLast != "" {
 		fmt.Fprintf(w, "pool: epoch %d, last change: %s\n", st.PoolEpoch, st.PoolLast)
@@ -430,6 +476,17 @@ func (c *clusterConn) start(ctx context.Context, w io.Writer, name string, timeo
 	return c.follow(ctx, w, name, m)
 }
 
+// startTo is start for a migration to host to (move, place): a refusal
+// of that host names the --to flag.
+func (c *clusterConn) startTo(ctx context.Context, w io.Writer, name, to string, timeout time.Duration, wait bool,
+	begin func(ctx context.Context) (*cluster.Assignment, error)) error {
+	err := c.start(ctx, w, name, timeout, wait, begin)
+	if re := (*clusterctl.RefusedError)(nil); errors.As(err, &re) && re.Field == "to" {
+		return fmt.Errorf("%s: --to %s: %w", name, to, re)
+	}
+	return err
+}
+
 // describeMoves says what moves go where: "3, 5 h1 -> h2; 9 h3 -> h2".
 func describeMoves(moves []cluster.Move) string {
 	type pair struct{ from, to string }
@@ -544,19 +601,76 @@ any migration while another is in progress (named, with its step).`,
 				return &usageError{name + ": " + err.Error()}
 			}
 			id := clusterctl.MigrationID("move", time.Now())
-			err = cc.start(cmd.Context(), cmd.OutOrStdout(), name, f.timeout, k.wait, func(ctx context.Context) (*cluster.Assignment, error) {
+			return cc.startTo(cmd.Context(), cmd.OutOrStdout(), name, to, f.timeout, k.wait, func(ctx context.Context) (*cluster.Assignment, error) {
 				return cc.admin.Move(ctx, id, gs, to, kn)
 			})
-			if re := (*clusterctl.RefusedError)(nil); errors.As(err, &re) && re.Field == "to" {
-				return fmt.Errorf("%s: --to %s: %w", name, to, re)
-			}
-			return err
 		},
 	}
 	f.register(cmd)
 	k.register(cmd)
 	cmd.Flags().StringVar(&groups, "groups", "", "the key groups to move: groups and ranges, such as 3,5,8-11, or all (required)")
 	cmd.Flags().StringVar(&to, "to", "", "the live host that takes the groups, by id (required)")
+	return cmd
+}
+
+func newClusterPlaceCmd() *cobra.Command {
+	var f clusterFlags
+	var k knobFlags
+	var to string
+	cmd := &cobra.Command{
+		Use:   "place -c PIPELINE --operator NAME --to HOST [--nats-url URL] [--order O] [--batch N] [--replicate N] [--wait]",
+		Short: "Place an operator on a host while the pipeline runs",
+		Long: `Place starts a migration that gives every key group of the operator's stage
+to the live host --to (not a pool host), planned in steps by the knobs as for
+sluice cluster move, and records the placement in the assignment: the rebalances
+made when hosts join or leave keep the groups on --to while it is live, so the
+stage's operators run there alone. In a pipeline cut into stages
+(cluster.stages) a stage is the operators from one named in cluster.stages to
+the next; the other stages stay where they are, and records cross from one
+stage's hosts to the next stage's through a partition stream. In a pipeline
+without stages the stage is the whole chain.
+
+A move or a rebalance of the stage (sluice cluster move, sluice cluster
+rebalance, with --stage) forgets the placement. While --to is not live its
+groups are spread over the others; they go back to it when it is live again.
+
+Refused as sluice cluster move is, and for an operator the pipeline does not
+have.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			const name = "cluster place"
+			kn, err := k.knobs(name)
+			if err != nil {
+				return err
+			}
+			if f.operator == "" {
+				return &usageError{name + ": --operator is required (the operator to place)"}
+			}
+			if to == "" {
+				return &usageError{name + ": --to is required (the id of the live host to place it on)"}
+			}
+			cc, err := f.open(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			defer cc.Close()
+			if !slices.ContainsFunc(cc.admin.Operators, func(o pipeline.Operator) bool { return o.Name == f.operator }) {
+				return &usageError{fmt.Sprintf("%s: --operator %s: %s has no such operator", name, f.operator, f.config)}
+			}
+			id := clusterctl.MigrationID("place", time.Now())
+			err = cc.startTo(cmd.Context(), cmd.OutOrStdout(), name, to, f.timeout, k.wait, func(ctx context.Context) (*cluster.Assignment, error) {
+				return cc.admin.Place(ctx, id, to, kn)
+			})
+			if err == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "operator %s (pipeline %s) is placed on host %s\n", f.operator, cc.name, to)
+			}
+			return err
+		},
+	}
+	f.register(cmd)
+	k.register(cmd)
+	cmd.Flags().StringVar(&f.operator, "operator", "", "the operator to place (required): its stage's key groups all go to --to")
+	cmd.Flags().StringVar(&to, "to", "", "the live host to place it on, by id (required)")
 	return cmd
 }
 

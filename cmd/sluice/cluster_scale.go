@@ -55,6 +55,7 @@ waiting; the hosts go on).`,
 			if operator == "" {
 				return &usageError{name + ": --operator is required (the operator whose workers change)"}
 			}
+			f.operator = operator // the stage that runs it, in a pipeline cut into stages
 			cc, err := f.open(cmd.Context(), name)
 			if err != nil {
 				return err

@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/host/checkpoint"
 	"github.com/sluicehq/sluice/host/cluster"
 	"github.com/sluicehq/sluice/host/clusterctl"
+	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/state"
 )
 
@@ -557,6 +558,100 @@ func TestClusterStatusVersionsText(t *testing.T) {
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the status does not hold %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestClusterPlace: place moves every key group to the host and records
+// the placement, which status shows; it refuses a missing --operator or
+// --to, an operator the file does not have and a --stage of a file
+// without stages as usage errors, writing nothing.
+func TestClusterPlace(t *testing.T) {
+	ctx := testContext(t)
+	tc := startTestCluster(t, ctx)
+	tc.set(t, ctx, cluster.Spread(clusterGroups, []string{"h1", "h2"}))
+	text, err := os.ReadFile(tc.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withOp := strings.Replace(string(text), "sinks:", "operators:\n  - {name: count, plugin: count.wasm, kind: keyed}\nsinks:", 1)
+	if err := os.WriteFile(tc.file, []byte(withOp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ue *usageError
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--to", "h1"}, "--operator is required"},
+		{[]string{"--operator", "count"}, "--to is required"},
+		{[]string{"--operator", "nope", "--to", "h1"}, "--operator nope: " + tc.file + " has no such operator"},
+		{[]string{"--operator", "count", "--to", "h1", "--stage", "count"}, "is not cut into stages"},
+	} {
+		_, _, err := sluiceIn(ctx, append([]string{"cluster", "place", "-c", tc.file}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &ue) {
+			t.Errorf("place %v: %v, want a usage error saying %q", c.args, err, c.want)
+		}
+		if m := tc.migration(t, ctx); m != nil {
+			t.Errorf("place %v wrote a migration: %+v", c.args, m)
+		}
+	}
+	out, _, err := sluiceIn(ctx, "cluster", "place", "-c", tc.file, "--operator", "count", "--to", "h1")
+	if err != nil || !strings.Contains(out, "8 key groups in 1 steps") || !strings.Contains(out, "operator count (pipeline cl) is placed on host h1") {
+		t.Fatalf("place: %v\n%s", err, out)
+	}
+	a, err := tc.admin.Assignment(ctx)
+	if err != nil || a.Placed != "h1" || a.Migration == nil {
+		t.Fatalf("the table after place: %+v, %v", a, err)
+	}
+	out, _, err = sluiceIn(ctx, "cluster", "status", "-c", tc.file)
+	if err != nil || !strings.Contains(out, "placed: every key group was placed on host h1") {
+		t.Errorf("status after place: %v\n%s", err, out)
+	}
+}
+
+// TestClusterStagePick: the cluster commands act on the stage that runs
+// the operator they name, else on the one --stage names, else on the
+// first, and refuse a --stage that starts no stage, or that does not run
+// the operator named, as usage errors.
+func TestClusterStagePick(t *testing.T) {
+	p, err := pipeline.Parse("p.yaml", t.TempDir(), []byte(`name: orders
+nats: {url: "nats://127.0.0.1:4222"}
+sources: [{name: in, type: generator}]
+operators:
+  - {name: parse, plugin: p.wasm, kind: map}
+  - {name: count, plugin: c.wasm, kind: keyed}
+  - {name: format, plugin: f.wasm, kind: map}
+sinks: [{name: out, type: stdout}]
+cluster: {stages: [count]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ue *usageError
+	for _, c := range []struct {
+		stage, operator string
+		want            string // the stage's pipeline, or the error
+	}{
+		{"", "", "orders"},
+		{"count", "", "orders-count"},
+		{"", "format", "orders-count"},
+		{"", "parse", "orders"},
+		{"", "nope", "orders"}, // left to the command to refuse
+		{"count", "format", "orders-count"},
+		{"parse", "", "orders"},
+		{"format", "", "--stage format: no stage starts at that operator (stages: parse, count)"},
+		{"parse", "format", "--stage parse: operator format runs in stage count"},
+	} {
+		f := clusterFlags{config: "p.yaml", stage: c.stage, operator: c.operator}
+		st, err := f.pick("cluster x", p)
+		switch {
+		case err != nil:
+			if !strings.Contains(err.Error(), c.want) || !errors.As(err, &ue) {
+				t.Errorf("--stage %q, operator %q: %v, want %s", c.stage, c.operator, err, c.want)
+			}
+		case st.Name != c.want:
+			t.Errorf("--stage %q, operator %q: stage %s, want %s", c.stage, c.operator, st.Name, c.want)
 		}
 	}
 }

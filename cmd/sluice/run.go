@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/host/pipeline"
@@ -85,6 +88,9 @@ dead-lettered records still processes and commits everything, then exits 3.`,
 			opts.Version = versionString()
 			opts.Compiler = selfCompiler()
 			ctx := cmd.Context()
+			if stages := p.Stages(); len(stages) > 1 {
+				return runStages(ctx, cmd.ErrOrStderr(), stages, opts, progress, failOnDeadLets || p.DeadLetter.FailRun)
+			}
 			h, err := runner.Start(ctx, p, opts)
 			if err != nil {
 				return stoppedWhileStarting(ctx, cmd.ErrOrStderr(), err)
@@ -208,4 +214,83 @@ func splitPositions(all map[string]uint64) (sources, sinks map[string]uint64) {
 		}
 	}
 	return sources, sinks
+}
+
+// runStages runs the stages of a pipeline cut into stages (cluster.stages,
+// docs/cluster.md) in this process, each a host of its own stage's
+// cluster: the first with the data directory and HTTP address the file
+// and flags give, each later one under <data directory>/stages/<operator>
+// with its HTTP API on a free port of the same interface (logged, and
+// written to its data directory). It returns when every stage has
+// stopped: a stage that fails stops the others. With failOnDead, a run
+// that dead-lettered records ends in a *deadLettersError.
+func runStages(ctx context.Context, w io.Writer, stages []*pipeline.Pipeline, opts runner.Options, progress time.Duration, failOnDead bool) error {
+	log := opts.Logger
+	base := opts.DataDir
+	if base == "" {
+		base = stages[0].DataDir
+	}
+	addr := opts.HTTPAddr
+	if addr == "" {
+		addr = stages[0].HTTP.Addr
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	hosts := make([]*runner.Host, len(stages))
+	for i, p := range stages {
+		o := opts
+		o.Logger = log.With("stage", p.Stage.Operator)
+		o.DataDir = filepath.Join(base, p.Stage.Dir)
+		if i > 0 && addr != "off" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				host = "127.0.0.1"
+			}
+			o.HTTPAddr = net.JoinHostPort(host, "0")
+		}
+		h, err := runner.Start(runCtx, p, o)
+		if err != nil {
+			for _, started := range hosts[:i] {
+				started.Close(context.WithoutCancel(ctx))
+			}
+			return stoppedWhileStarting(ctx, w, fmt.Errorf("stage %s: %w", p.Stage.Operator, err))
+		}
+		hosts[i] = h
+		if i == 0 {
+			if u := h.DashboardURL(); u != "" {
+				fmt.Fprintln(w, "sluice: dashboard at", u)
+			}
+		}
+	}
+	log.Info("pipeline running in stages", "pipeline", stages[0].Name, "stages", len(stages))
+	errs := make([]error, len(stages))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Go(func() {
+			stopProgress := reportProgress(log.With("stage", stages[i].Stage.Operator), h, progress)
+			defer stopProgress()
+			if err := h.Run(runCtx); err != nil {
+				errs[i] = fmt.Errorf("stage %s: %w", stages[i].Stage.Operator, err)
+				stop() // one stage failed: stop the others
+			}
+		})
+	}
+	wg.Wait()
+	var dead uint64
+	for i, h := range hosts {
+		st := h.Status()
+		dead += st.Dead
+		log.Info("stage stopped", "stage", stages[i].Stage.Operator, "batches", st.Batches, "records_in", st.RecordsIn,
+			"records_out", st.Outputs, "dead_letters", st.Dead)
+		if st.Dead > 0 {
+			fmt.Fprintln(w, "sluice: stage", stages[i].Stage.Operator+":", deadLetterSummary(st.Dead, h.DeadLetters()))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if dead > 0 && failOnDead {
+		return &deadLettersError{fmt.Sprintf("%d records dead-lettered", dead)}
+	}
+	return nil
 }

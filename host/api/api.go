@@ -85,6 +85,9 @@ type Cluster interface {
 	Status(ctx context.Context) (schema.ClusterStatus, error)
 	// Move starts a migration that gives key groups to a live host.
 	Move(ctx context.Context, req schema.ClusterMoveRequest) (schema.ClusterStart, error)
+	// Place starts a migration that gives every key group of the stage
+	// that runs an operator to a live host, and keeps them there.
+	Place(ctx context.Context, req schema.ClusterPlaceRequest) (schema.ClusterStart, error)
 	// Rebalance starts a migration that spreads the key groups evenly
 	// over the live hosts.
 	Rebalance(ctx context.Context, req schema.ClusterRebalanceRequest) (schema.ClusterStart, error)
@@ -226,6 +229,8 @@ func Handler(reg *prometheus.Registry, status StatusFunc, decisions DecisionsFun
 //	                                              groups and migration
 //	POST /api/v1/cluster/move                     body: groups, to, knobs;
 //	                                              starts a migration
+//	POST /api/v1/cluster/place                    body: operator, to, knobs;
+//	                                              places the operator's stage
 //	POST /api/v1/cluster/rebalance                body: knobs; starts one
 //	POST /api/v1/cluster/operators/{name}/workers?workers=N[&host=ID]
 //	                                              records the operator's
@@ -430,6 +435,14 @@ func serveCluster(mux *patternMux, o Options, read func(http.HandlerFunc) http.H
 			return
 		}
 		v, err := c.Move(r.Context(), req)
+		answer(w, v, err)
+	}))
+	mux.Handle("POST /api/v1/cluster/place", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {
+		var req schema.ClusterPlaceRequest
+		if !decodeBody(w, r, &req, noClusterIf(c == nil)) {
+			return
+		}
+		v, err := c.Place(r.Context(), req)
 		answer(w, v, err)
 	}))
 	mux.Handle("POST /api/v1/cluster/rebalance", authorized(o.Token, func(w http.ResponseWriter, r *http.Request) {

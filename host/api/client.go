@@ -133,6 +133,15 @@ func (c *Client) ClusterMove(ctx context.Context, req schema.ClusterMoveRequest)
 	return v, c.doJSON(ctx, "/api/v1/cluster/move", req, &v)
 }
 
+// ClusterPlace starts a migration that gives every key group of the stage
+// that runs req.Operator to the live host req.To and keeps them there
+// (POST /api/v1/cluster/place), refused as ClusterMove is, and for an
+// operator the host's pipeline (or stage) does not run.
+func (c *Client) ClusterPlace(ctx context.Context, req schema.ClusterPlaceRequest) (schema.ClusterStart, error) {
+	var v schema.ClusterStart
+	return v, c.doJSON(ctx, "/api/v1/cluster/place", req, &v)
+}
+
 // ClusterRebalance starts a migration that spreads the key groups evenly
 // over the live hosts (POST /api/v1/cluster/rebalance), refused as
 // ClusterMove is.

@@ -20,6 +20,7 @@ import (
 // fakeCluster records the requests of the cluster routes.
 type fakeCluster struct {
 	moves      []schema.ClusterMoveRequest
+	places     []schema.ClusterPlaceRequest
 	rebalances []schema.ClusterRebalanceRequest
 	scales     []string // "operator workers host"
 	hosts      []string // "id activate"
@@ -43,6 +44,11 @@ func (f *fakeCluster) Status(context.Context) (schema.ClusterStatus, error) {
 func (f *fakeCluster) Move(_ context.Context, req schema.ClusterMoveRequest) (schema.ClusterStart, error) {
 	f.moves = append(f.moves, req)
 	return schema.ClusterStart{Migration: &schema.ClusterPlan{ID: "m1"}, Revision: 2}, f.err
+}
+
+func (f *fakeCluster) Place(_ context.Context, req schema.ClusterPlaceRequest) (schema.ClusterStart, error) {
+	f.places = append(f.places, req)
+	return schema.ClusterStart{Migration: &schema.ClusterPlan{ID: "place-1"}, Revision: 5}, f.err
 }
 
 func (f *fakeCluster) Rebalance(_ context.Context, req schema.ClusterRebalanceRequest) (schema.ClusterStart, error) {
@@ -89,6 +95,9 @@ func TestClusterRoutesWithoutCluster(t *testing.T) {
 	}
 	if _, err := c.ClusterRebalance(ctx, schema.ClusterRebalanceRequest{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("POST /api/v1/cluster/rebalance: %v, want a 404", err)
+	}
+	if _, err := c.ClusterPlace(ctx, schema.ClusterPlaceRequest{Operator: "count", To: "h2"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("POST /api/v1/cluster/place: %v, want a 404", err)
 	}
 	if _, err := c.ClusterScale(ctx, "count", 2, ""); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "does not run in cluster mode") {
 		t.Errorf("POST /api/v1/cluster/operators/count/workers: %v, want a 404 saying the host does not run in cluster mode", err)
@@ -187,6 +196,13 @@ func TestClusterRoutes(t *testing.T) {
 	if len(f.moves) != 1 || !reflect.DeepEqual(f.moves[0], req) {
 		t.Errorf("the provider got moves %+v, want %+v", f.moves, req)
 	}
+	place := schema.ClusterPlaceRequest{Operator: "count", To: "h3", Knobs: schema.ClusterKnobs{Batch: 4}}
+	if got, err := c.ClusterPlace(ctx, place); err != nil || got.Migration == nil || got.Migration.ID != "place-1" {
+		t.Errorf("place: %+v, %v", got, err)
+	}
+	if len(f.places) != 1 || !reflect.DeepEqual(f.places[0], place) {
+		t.Errorf("the provider got places %+v, want %+v", f.places, place)
+	}
 	// An empty body is every knob's default.
 	if code, body := post(t, srv, "/api/v1/cluster/rebalance", "tok", ""); code != http.StatusOK {
 		t.Errorf("rebalance with no body: %d %s", code, body)
@@ -204,6 +220,8 @@ func TestClusterRoutes(t *testing.T) {
 		{"/api/v1/cluster/rebalance", "wrong", ``, 401, "needs the host's token"},
 		{"/api/v1/cluster/move", "tok", `{"groups":[1],"host":"h2"}`, 400, `unknown field "host"`},
 		{"/api/v1/cluster/move", "tok", `{"groups":"1-3"}`, 400, "move request"},
+		{"/api/v1/cluster/place", "", `{"operator":"count","to":"h2"}`, 401, "needs the host's token"},
+		{"/api/v1/cluster/place", "tok", `{"operator":"count","host":"h2"}`, 400, `unknown field "host"`},
 		{"/api/v1/cluster/rebalance", "tok", `{"knobs":{"batch":2}} {}`, 400, "more than one JSON value"},
 		{"/api/v1/cluster/rebalance", "tok", `{"knobs":{"bacth":2}}`, 400, `unknown field "bacth"`},
 		{"/api/v1/cluster/rebalance", "tok", `{"knobs":` + strings.Repeat(" ", maxClusterBody) + `{}}`, 413, "longer than"},
@@ -213,8 +231,8 @@ func TestClusterRoutes(t *testing.T) {
 			t.Errorf("POST %s %.40q with token %q: %d %s, want %d saying %q", c.path, c.body, c.token, code, body, c.code, c.want)
 		}
 	}
-	if len(f.moves) != 1 || len(f.rebalances) != 1 {
-		t.Errorf("refused requests reached the provider: moves %+v, rebalances %+v", f.moves, f.rebalances)
+	if len(f.moves) != 1 || len(f.rebalances) != 1 || len(f.places) != 1 {
+		t.Errorf("refused requests reached the provider: moves %+v, rebalances %+v, places %+v", f.moves, f.rebalances, f.places)
 	}
 
 	for _, e := range []struct {

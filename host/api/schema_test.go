@@ -135,6 +135,10 @@ func (c docCluster) Move(context.Context, schema.ClusterMoveRequest) (schema.Clu
 	return c.start, nil
 }
 
+func (c docCluster) Place(context.Context, schema.ClusterPlaceRequest) (schema.ClusterStart, error) {
+	return c.start, nil
+}
+
 func (c docCluster) Rebalance(context.Context, schema.ClusterRebalanceRequest) (schema.ClusterStart, error) {
 	return c.start, nil
 }
@@ -215,6 +219,8 @@ func TestClientDecodesEveryAnswer(t *testing.T) {
 	check("GET /api/v1/cluster", clu.status, cs, err)
 	st, err := c.ClusterMove(ctx, schema.ClusterMoveRequest{Groups: []int{3}, To: "h2"})
 	check("POST /api/v1/cluster/move", clu.start, st, err)
+	st, err = c.ClusterPlace(ctx, schema.ClusterPlaceRequest{Operator: "count", To: "h2"})
+	check("POST /api/v1/cluster/place", clu.start, st, err)
 	st, err = c.ClusterRebalance(ctx, schema.ClusterRebalanceRequest{})
 	check("POST /api/v1/cluster/rebalance", clu.start, st, err)
 	sc, err := c.ClusterScale(ctx, "count", 3, "h2")

@@ -60,6 +60,12 @@ type Assignment struct {
 	// others, and its scheduler is one host's), so its groups move only
 	// all at once. The hosts set it when they join.
 	Whole bool `json:"whole,omitempty"`
+	// Placed is the host every key group was placed on (sluice cluster
+	// place: the pipeline's operators, or a stage's, run there): while it
+	// is live and active, a rebalance leaves the groups on it (Balanced).
+	// "" when the groups are spread. A move or a rebalance asked for by
+	// a person forgets it.
+	Placed string `json:"placed,omitempty"`
 	// Revision is the bucket revision the table was read at (0: the
 	// bucket has no table yet). It is not part of the stored value.
 	Revision uint64 `json:"-"`
@@ -221,6 +227,9 @@ func (a *Assignment) Validate(hosts []string) error {
 			return invalid(fmt.Sprintf("owners[%d]", g), "host %q has never joined the cluster (hosts: %s)", h, hostList(hosts))
 		}
 	}
+	if a.Placed != "" && !known(a.Placed) {
+		return invalid("placed", "host %q has never joined the cluster (hosts: %s)", a.Placed, hostList(hosts))
+	}
 	if err := a.Versions.validate(); err != nil {
 		return err
 	}
@@ -343,10 +352,14 @@ func (a *Assignment) validateWhole() error {
 }
 
 // Balanced returns the owners a rebalance over the live hosts gives a's
-// groups: Rebalance's, or for a Whole table every group on one host: the
-// present owner while it is among hosts, else the first of hosts in
-// sorted order. a is not changed.
+// groups: Rebalance's; for a table whose groups were placed on a host
+// (Placed) that is among hosts, every group on it; for a Whole table every
+// group on one host: the present owner while it is among hosts, else the
+// first of hosts in sorted order. a is not changed.
 func (a *Assignment) Balanced(hosts []string) []string {
+	if a.Placed != "" && slices.Contains(hosts, a.Placed) {
+		return Spread(len(a.Owners), []string{a.Placed})
+	}
 	if !a.Whole {
 		return Rebalance(a.Owners, hosts)
 	}

@@ -20,6 +20,7 @@ var invalidTables = []struct {
 	{"group count", `{"key_groups":5,"owners":["a","a","b","b","a"]}`, "key_groups", "pipeline"},
 	{"owners length", `{"key_groups":4,"owners":["a","a","b"]}`, "owners", "3 entries for 4 key groups"},
 	{"unknown host", `{"key_groups":4,"owners":["a","a","zed","b"]}`, "owners[2]", `"zed" has never joined`},
+	{"placed on an unknown host", `{"key_groups":4,"owners":["a","a","a","a"],"placed":"zed"}`, "placed", `"zed" has never joined`},
 	{"unknown field", `{"key_groups":4,"owners":["a","a","b","b"],"owner":"a"}`, "", `unknown field "owner"`},
 	{"trailing data", `{"key_groups":4,"owners":["a","a","b","b"]} {}`, "", "data after the JSON value"},
 	{"not json", `key_groups: 4`, "", "not a table this build reads"},

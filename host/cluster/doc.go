@@ -174,6 +174,18 @@
 // live, else on one live host. The hosts set Whole as they join, from
 // the pipeline file they all run.
 //
+// # Placed tables
+//
+// A table whose groups were placed on one host (Placed, set by sluice
+// cluster place with the migration that moves them there) keeps them
+// there: Balanced gives every group to the placed host while it is among
+// the live hosts, so the coordinator's rebalances on a join or a leave
+// leave them in place; without it they are spread as usual, and they go
+// back when it returns. Validate refuses a placement on a host that never
+// joined. A move or rebalance a person asks for forgets the placement
+// (package migrate's StartPlacing with ""): Placed is a person's choice,
+// and the next person's choice replaces it.
+//
 // # The planner
 //
 // Plan turns an old and a new table into steps with Spacker's knobs:

@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/host/api"
 	"github.com/sluicehq/sluice/host/api/schema"
 	"github.com/sluicehq/sluice/host/cluster"
+	"github.com/sluicehq/sluice/host/pipeline"
 )
 
 // API serves the cluster routes of a host's HTTP API (it is an
 // api.Cluster): the status of Admin's cluster with the id of the host that
-// answers, the migrations Move and Rebalance start and the worker counts
+// answers, the migrations Move, Place and Rebalance start and the worker counts
 // Scale records, their refusals marked for the API's statuses.
 type API struct {
 	// Host is the id of the host that serves the API.
@@ -40,6 +42,23 @@ func (p API) Move(ctx context.Context, req schema.ClusterMoveRequest) (schema.Cl
 	}
 	a, err := p.Admin.Move(ctx, MigrationID("move", time.Now()), req.Groups, req.To, kn)
 	return started(ctx, p.Admin, a, apiError("cluster move", err))
+}
+
+// Place starts a migration that gives every key group to req.To and
+// keeps them there: the host's pipeline (a stage's, for a pipeline cut
+// into stages) must run req.Operator; an operator of another stage is
+// placed through a host of that stage.
+func (p API) Place(ctx context.Context, req schema.ClusterPlaceRequest) (schema.ClusterStart, error) {
+	if !slices.ContainsFunc(p.Admin.Operators, func(o pipeline.Operator) bool { return o.Name == req.Operator }) {
+		return schema.ClusterStart{}, apiError("cluster place", &RefusedError{Field: "operator",
+			Msg: fmt.Sprintf("pipeline %q does not run operator %q here (a stage's operator is placed through that stage's hosts)", p.Admin.Pipeline, req.Operator)})
+	}
+	kn, err := Knobs(req.Knobs)
+	if err != nil {
+		return schema.ClusterStart{}, apiError("cluster place", err)
+	}
+	a, err := p.Admin.Place(ctx, MigrationID("place", time.Now()), req.To, kn)
+	return started(ctx, p.Admin, a, apiError("cluster place", err))
 }
 
 // Rebalance starts a migration that spreads the key groups evenly over

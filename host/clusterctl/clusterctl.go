@@ -86,7 +86,7 @@ func (ad *Admin) Status(ctx context.Context, now time.Time) (*schema.ClusterStat
 		return nil, fmt.Errorf("bucket %s: %w", cluster.LeaseBucketName(ad.Pipeline), err)
 	}
 	st := &schema.ClusterStatus{Pipeline: ad.Pipeline, KeyGroups: a.KeyGroups, Revision: a.Revision,
-		LeaseSeconds: c.Lease().Seconds(), Unassigned: []int{}, Whole: a.Whole, Checkpoints: []schema.ClusterCheckpoints{}}
+		LeaseSeconds: c.Lease().Seconds(), Unassigned: []int{}, Whole: a.Whole, Placed: a.Placed, Checkpoints: []schema.ClusterCheckpoints{}}
 	live := map[string]cluster.HostInfo{}
 	for _, m := range members {
 		live[m.ID] = m
@@ -314,17 +314,14 @@ func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, k
 	if len(groups) == 0 {
 		return nil, &RefusedError{Field: "groups", Msg: "no key groups to move"}
 	}
-	return ad.start(ctx, id, kn, func(a *cluster.Assignment, live []string) ([]string, error) {
+	return ad.start(ctx, id, kn, "", func(a *cluster.Assignment, live []string) ([]string, error) {
 		for _, g := range groups {
 			if g < 0 || g >= a.KeyGroups {
 				return nil, &RefusedError{Field: "groups", Msg: fmt.Sprintf("key group %d is out of range: the pipeline has key groups 0 to %d", g, a.KeyGroups-1)}
 			}
 		}
-		if !slices.Contains(live, to) {
-			return nil, &RefusedError{Field: "to", Msg: fmt.Sprintf("host %s is not live (live hosts: %s)", to, orNone(strings.Join(live, ", ")))}
-		}
-		if a.Pooled(to) {
-			return nil, &RefusedError{Field: "to", Msg: fmt.Sprintf("host %s is a pool host, given no key groups: take it into service first (sluice cluster host activate)", to)}
+		if err := canTake(a, live, to); err != nil {
+			return nil, err
 		}
 		if a.Whole && len(slices.Compact(slices.Sorted(slices.Values(groups)))) != a.KeyGroups {
 			return nil, &RefusedError{Field: "groups", Msg: fmt.Sprintf("pipeline %q keeps its key groups on one host together (its transactional operator's scheduler is one host's): move all %d of them (0-%d)",
@@ -338,24 +335,74 @@ func (ad *Admin) Move(ctx context.Context, id string, groups []int, to string, k
 	})
 }
 
+// canTake refuses, with a *RefusedError, a host to that may not be given
+// key groups: one that is not live, or a pool host.
+func canTake(a *cluster.Assignment, live []string, to string) error {
+	if !slices.Contains(live, to) {
+		return &RefusedError{Field: "to", Msg: fmt.Sprintf("host %s is not live (live hosts: %s)", to, orNone(strings.Join(live, ", ")))}
+	}
+	if a.Pooled(to) {
+		return &RefusedError{Field: "to", Msg: fmt.Sprintf("host %s is a pool host, given no key groups: take it into service first (sluice cluster host activate)", to)}
+	}
+	return nil
+}
+
 // Rebalance starts migration id that leaves every live active host (not
 // in the pool) within one key group of the others, moving the fewest
 // groups (cluster.Assignment.Balanced), planned by kn; it returns the assignment
 // that holds it, or nil, and no error, when the groups are balanced
-// already. It is refused as Move is.
+// already. It forgets a placement (cluster.Assignment.Placed), as Move
+// does, and is refused as Move is.
 func (ad *Admin) Rebalance(ctx context.Context, id string, kn cluster.Knobs) (*cluster.Assignment, error) {
-	return ad.start(ctx, id, kn, func(a *cluster.Assignment, live []string) ([]string, error) {
+	return ad.start(ctx, id, kn, "", func(a *cluster.Assignment, live []string) ([]string, error) {
 		active := a.Active(live)
 		if len(active) == 0 {
 			return nil, &RefusedError{Msg: fmt.Sprintf("no active host of pipeline %q is live", ad.Pipeline)}
 		}
-		return a.Balanced(active), nil
+		spread := *a
+		spread.Placed = ""
+		return spread.Balanced(active), nil
 	})
 }
 
+// Place starts migration id that gives every key group to the live host
+// to, planned by kn, and records to as the table's placement
+// (cluster.Assignment.Placed), so that the rebalances the coordinator
+// makes when hosts join or leave keep the groups there while to is live:
+// the pipeline's operators (a stage's, for a pipeline cut into stages)
+// run on to. It returns the assignment that holds the migration; when to
+// owns every group already it records the placement alone and returns
+// nil. It is refused as Move is.
+func (ad *Admin) Place(ctx context.Context, id string, to string, kn cluster.Knobs) (*cluster.Assignment, error) {
+	if to == "" {
+		return nil, &RefusedError{Field: "to", Msg: "no host to place the operators on"}
+	}
+	a, err := ad.start(ctx, id, kn, to, func(a *cluster.Assignment, live []string) ([]string, error) {
+		if err := canTake(a, live, to); err != nil {
+			return nil, err
+		}
+		return cluster.Spread(a.KeyGroups, []string{to}), nil
+	})
+	if err != nil || a != nil {
+		return a, err
+	}
+	// Every group is on to already: record the placement alone.
+	_, err = ad.Cluster.Update(ctx, func(a *cluster.Assignment) error {
+		if err := idle(a); err != nil {
+			return err
+		}
+		if slices.ContainsFunc(a.Owners, func(o string) bool { return o != to }) {
+			return fmt.Errorf("%w: the key groups changed owner meanwhile; place them again", cluster.ErrMigration)
+		}
+		a.Placed = to
+		return nil
+	})
+	return nil, err
+}
+
 // start begins migration id to the table plan computes from the current
-// one and the live hosts.
-func (ad *Admin) start(ctx context.Context, id string, kn cluster.Knobs, plan func(a *cluster.Assignment, live []string) ([]string, error)) (*cluster.Assignment, error) {
+// one and the live hosts, setting the table's placement to placed.
+func (ad *Admin) start(ctx context.Context, id string, kn cluster.Knobs, placed string, plan func(a *cluster.Assignment, live []string) ([]string, error)) (*cluster.Assignment, error) {
 	members, err := ad.Cluster.Members(ctx)
 	if err != nil {
 		return nil, err
@@ -385,7 +432,7 @@ func (ad *Admin) start(ctx context.Context, id string, kn cluster.Knobs, plan fu
 	if a.Whole {
 		kn = cluster.AllAtOnce() // the groups move together
 	}
-	got, err := migrate.Start(ctx, ad.Cluster, id, next, kn, nil)
+	got, err := migrate.StartPlacing(ctx, ad.Cluster, id, next, kn, nil, placed)
 	if err != nil {
 		if a2, rerr := ad.Cluster.Assignment(ctx); rerr == nil && a2.Migration != nil && a2.Migration.ID != id {
 			return nil, idle(a2) // another migration began meanwhile

@@ -257,3 +257,75 @@ func TestScaleOverTheAPI(t *testing.T) {
 		t.Errorf("h2 %+v", st.Hosts[1])
 	}
 }
+
+// TestPlaceOverTheAPI: a placement moves every key group to its host and
+// records it in the table, so that a rebalance the coordinator computes
+// (Balanced) keeps them there; a placement on the host that owns every
+// group already records it alone; a rebalance asked for forgets it; and
+// an operator the host does not run, a host that is not live and none
+// are refused, nothing recorded.
+func TestPlaceOverTheAPI(t *testing.T) {
+	admin, c := start(t)
+	ctx := context.Background()
+	set(t, admin, cluster.Spread(groups, []string{"h1", "h2"}))
+
+	for _, r := range []struct {
+		req  schema.ClusterPlaceRequest
+		want string
+	}{
+		{schema.ClusterPlaceRequest{Operator: "nope", To: "h2"}, `pipeline "p" does not run operator "nope" here`},
+		{schema.ClusterPlaceRequest{Operator: "count", To: "h3"}, "to: host h3 is not live (live hosts: h1, h2)"},
+		{schema.ClusterPlaceRequest{Operator: "count"}, "no host to place the operators on"},
+	} {
+		if _, err := c.ClusterPlace(ctx, r.req); !errors.Is(err, api.ErrRefused) || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("place %+v: %v, want a refusal saying %q", r.req, err, r.want)
+		}
+	}
+	if a, err := admin.Assignment(ctx); err != nil || a.Placed != "" || a.Migration != nil {
+		t.Fatalf("after the refusals: %+v, %v", a, err)
+	}
+
+	got, err := c.ClusterPlace(ctx, schema.ClusterPlaceRequest{Operator: "count", To: "h2", Knobs: schema.ClusterKnobs{Batch: 4}})
+	if err != nil || got.Migration == nil || len(got.Migration.Steps) != 2 {
+		t.Fatalf("place on h2: %+v, %v, want a migration of h1's 8 groups in 2 steps", got, err)
+	}
+	a, err := admin.Assignment(ctx)
+	if err != nil || a.Placed != "h2" || a.Migration == nil {
+		t.Fatalf("the table after the placement: %+v, %v", a, err)
+	}
+	for _, mv := range slices.Concat(a.Migration.Steps[0].Moves, a.Migration.Steps[1].Moves) {
+		if mv.From != "h1" || mv.To != "h2" {
+			t.Errorf("move %+v, want h1 -> h2", mv)
+		}
+	}
+	// Every group on h2: the coordinator's rebalance over any live hosts
+	// that include h2 leaves them there; without h2 it spreads them.
+	set(t, admin, cluster.Spread(groups, []string{"h2"}))
+	a, _ = admin.Assignment(ctx)
+	if got := a.Balanced([]string{"h1", "h2", "h3"}); !slices.Equal(got, a.Owners) {
+		t.Errorf("Balanced of a table placed on h2: %v, want every group left on h2", got)
+	}
+	if got := a.Balanced([]string{"h1", "h3"}); slices.Contains(got, "h2") || !slices.Contains(got, "h1") || !slices.Contains(got, "h3") {
+		t.Errorf("Balanced without h2: %v, want the groups spread over h1 and h3", got)
+	}
+
+	// Placed again on h2, where every group is: recorded alone.
+	if _, err := admin.Update(ctx, func(a *cluster.Assignment) error { a.Placed = ""; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.ClusterPlace(ctx, schema.ClusterPlaceRequest{Operator: "up", To: "h2"}); err != nil || got.Migration != nil {
+		t.Errorf("place where every group is: %+v, %v, want no migration", got, err)
+	}
+	if a, err := admin.Assignment(ctx); err != nil || a.Placed != "h2" || a.Migration != nil {
+		t.Errorf("after placing where every group is: %+v, %v", a, err)
+	}
+
+	// A rebalance forgets the placement and spreads the groups.
+	got, err = c.ClusterRebalance(ctx, schema.ClusterRebalanceRequest{})
+	if err != nil || got.Migration == nil {
+		t.Fatalf("rebalance: %+v, %v", got, err)
+	}
+	if a, err := admin.Assignment(ctx); err != nil || a.Placed != "" || a.Migration == nil {
+		t.Errorf("after the rebalance: %+v, %v, want the placement forgotten", a, err)
+	}
+}

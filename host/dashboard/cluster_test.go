@@ -60,6 +60,10 @@ func (f *fakeCluster) Move(context.Context, schema.ClusterMoveRequest) (schema.C
 	return schema.ClusterStart{}, errors.New("not in this test")
 }
 
+func (f *fakeCluster) Place(context.Context, schema.ClusterPlaceRequest) (schema.ClusterStart, error) {
+	return schema.ClusterStart{}, errors.New("the dashboard does not place operators")
+}
+
 func (f *fakeCluster) Rebalance(_ context.Context, req schema.ClusterRebalanceRequest) (schema.ClusterStart, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -47,6 +47,18 @@ func Owned(a *cluster.Assignment, host string) []int {
 // the table's versions record names (a swap in progress: see
 // notSwapping).
 func Start(ctx context.Context, c *cluster.Cluster, id string, owners []string, knobs cluster.Knobs, load map[int]float64) (*cluster.Assignment, error) {
+	return start(ctx, c, id, owners, knobs, load, func(*cluster.Assignment) {})
+}
+
+// StartPlacing is Start that also sets the table's Placed to placed in
+// the same update: a host records a placement (owners then give that
+// host every group), "" forgets one (a move or a rebalance a person asked
+// for, which the next rebalance must not undo).
+func StartPlacing(ctx context.Context, c *cluster.Cluster, id string, owners []string, knobs cluster.Knobs, load map[int]float64, placed string) (*cluster.Assignment, error) {
+	return start(ctx, c, id, owners, knobs, load, func(a *cluster.Assignment) { a.Placed = placed })
+}
+
+func start(ctx context.Context, c *cluster.Cluster, id string, owners []string, knobs cluster.Knobs, load map[int]float64, edit func(*cluster.Assignment)) (*cluster.Assignment, error) {
 	swapped, err := notSwapping(ctx, c)
 	if err != nil {
 		return nil, err
@@ -59,6 +71,7 @@ func Start(ctx context.Context, c *cluster.Cluster, id string, owners []string, 
 		if err != nil {
 			return err
 		}
+		edit(a)
 		return a.Begin(id, steps)
 	})
 }

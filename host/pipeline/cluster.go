@@ -38,6 +38,15 @@ type Cluster struct {
 	// host's last checkpoint) are dropped by id within it. Default 10m; at
 	// least checkpoint_every plus lease.
 	Duplicates Duration `yaml:"duplicates"`
+	// Stages name operators that each start a stage of their own: the
+	// hosts run each stage as a pipeline of its own, with its own key
+	// groups, and records go from one stage to the next through a
+	// partition stream, so that a stage's operators can be placed on a
+	// host apart from the others' (sluice cluster place). Default: none,
+	// the whole chain is one stage. Only a chain (no operator names
+	// inputs) without a transactional operator can be cut; windowed
+	// operators must be in the first stage.
+	Stages []string `yaml:"stages"`
 }
 
 // Defaults of the cluster section.
@@ -102,7 +111,7 @@ func (p *Pipeline) validateCluster() []error {
 			errs = append(errs, p.errAt("a window join keeps its open windows in memory and cannot be spread over hosts yet; run this pipeline without cluster", "operators", i, "kind"))
 		}
 	}
-	return errs
+	return append(errs, p.validateStages()...)
 }
 
 // Whole reports whether the pipeline's key groups live on one host

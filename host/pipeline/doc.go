@@ -57,4 +57,25 @@
 //     init) are kept as written, with their lines: the workload package
 //     checks them when the runner builds the workload, and the runner
 //     reports a bad one as a pipeline *Error at that line.
+//
+// # Stages
+//
+// A pipeline spread over hosts may be cut into stages (cluster.stages):
+// Stages returns one Pipeline per stage, each run by the runner as a
+// pipeline of its own, so that a stage's key groups, and with them its
+// operators, can be placed on a host apart from the others'. Decisions,
+// and why:
+//
+//   - A stage is a copy of the file's pipeline with the stage's operators
+//     and sinks, and links (a sink and a source of type "stage", which a
+//     file cannot name) to the next and previous stages' partition
+//     streams: everything the runner does for a pipeline spread over
+//     hosts (leases, checkpoints, migrations, swaps) works per stage
+//     unchanged. The first stage keeps the pipeline's name, so a file
+//     that gains stages keeps its first stage's cluster and stream.
+//   - Only a chain is cut, windowed operators stay in the first stage and
+//     a transactional pipeline is not cut: a later stage reads records
+//     published by the stage before it, which carry their key and time
+//     but not the source's watermarks, and a transactional operator's
+//     groups live on one host together anyway.
 package pipeline

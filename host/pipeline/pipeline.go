@@ -42,9 +42,12 @@ type Pipeline struct {
 	// Control runs the control plane (docs/control.md) when the file has
 	// a control: section; its defaults are filled in either way.
 	Control Control `yaml:"control"`
-	File    string  `yaml:"-"` // the file it was read from, for messages
-	Dir     string  `yaml:"-"` // the directory relative paths are resolved against
-	root    *yaml.Node
+	// Stage is set on the stages of a pipeline cut into stages (see
+	// Stages); nil otherwise.
+	Stage *Stage `yaml:"-"`
+	File  string `yaml:"-"` // the file it was read from, for messages
+	Dir   string `yaml:"-"` // the directory relative paths are resolved against
+	root  *yaml.Node
 
 	// CompileCache is the directory of the plugins' compiled code; empty:
 	// the user's cache directory, which every pipeline shares (see

@@ -30,7 +30,9 @@ import (
 )
 
 // A pipeline with a cluster section runs on several hosts (docs/cluster.md).
-// Each host runs two jobs:
+// Each host runs two jobs (a stage after the first of a pipeline cut into
+// stages, only the second: the stage before it feeds its partition
+// stream):
 //
 //   - the ingest, on the host that owns key group 0 (so exactly one host
 //     runs it once the assignment settles, and it moves with that group):
@@ -79,10 +81,6 @@ type clusterHost struct {
 	mu     sync.Mutex // guards ingest
 }
 
-// partitionPrefix is the subject prefix of the partition stream of
-// pipeline name: the records of key group kg are on "<prefix>.<kg>".
-func partitionPrefix(name string) string { return "sluice.in." + name }
-
 // openCluster opens the pipeline's cluster buckets and its module store
 // for host hostID (cluster.host when ""), without joining, and returns the
 // assignment, whose versions and workers records say the modules the
@@ -103,7 +101,7 @@ func (h *Host) openCluster(ctx context.Context, hostID string, pool bool) (*clus
 	if err != nil {
 		return nil, err
 	}
-	ch := &clusterHost{cfg: cfg, id: id, pool: pool, prefix: partitionPrefix(p.Name), groups: p.State.KeyGroups, src: &p.Sources[0], js: js}
+	ch := &clusterHost{cfg: cfg, id: id, pool: pool, prefix: pipeline.PartitionPrefix(p.Name), groups: p.State.KeyGroups, src: &p.Sources[0], js: js}
 	var a *cluster.Assignment
 	err = natsconn.UntilAnswered(ctx, h.log, unanswered, func() error {
 		var err error
@@ -224,7 +222,10 @@ func (h *Host) runCluster(ctx context.Context, dataDir string) error {
 	// tried again, and the job keeps its groups meanwhile.
 	loops.Go(func() { retry(loopCtx, h.log, "migration", func() error { return ch.mig.Run(loopCtx, clusterPeriod) }) })
 	loops.Go(func() { migrate.Coordinate(loopCtx, ch.c, ch.id, clusterPeriod, h.log) })
-	loops.Go(func() { retry(loopCtx, h.log, "ingest", func() error { return h.manageIngest(loopCtx, dataDir) }) })
+	if st := h.p.Stage; st == nil || st.Index == 0 {
+		// A later stage's partition stream is fed by the stage before it.
+		loops.Go(func() { retry(loopCtx, h.log, "ingest", func() error { return h.manageIngest(loopCtx, dataDir) }) })
+	}
 	loops.Go(func() { _ = h.followVersions(loopCtx) })
 	loops.Go(func() { h.runHosts(loopCtx) })
 	defer func() {

@@ -590,6 +590,14 @@ func (h *Host) sink(ctx context.Context, s *pipeline.Sink) (connectors.Sink, err
 			cfg.CreateStream = &natsconn.StreamSpec{Subjects: []string{s.Subject}}
 		}
 		return natsconn.NewJetStreamSink(ctx, h.nc, cfg)
+	case pipeline.StageSinkType:
+		// The next stage's partition stream, created here if that stage
+		// has not started yet, as its hosts create it. The records keep
+		// their event time there (Mapping.Time).
+		c := h.p.Cluster
+		return natsconn.NewJetStreamSink(ctx, h.nc, natsconn.JetStreamSinkConfig{Subject: s.Subject, Stream: s.Stream,
+			KeyGroups: h.p.State.KeyGroups, KeyGroup: state.KeyGroup, Name: s.Name, Logger: h.log, Mapping: natsconn.Mapping{Time: true},
+			CreateStream: &natsconn.StreamSpec{Subjects: []string{s.Subject + ".*"}, Replicas: c.Replicas, Duplicates: time.Duration(c.Duplicates)}})
 	}
 	return nil, fmt.Errorf("unknown sink type %q", s.Type)
 }

@@ -445,6 +445,10 @@ type ClusterStatus struct {
 	// Whole says the key groups live on one host together, the other
 	// hosts standing by: the pipeline has a transactional operator.
 	Whole bool `json:"whole"`
+	// Placed is the host every key group was placed on (sluice cluster
+	// place), where rebalances keep them while it is live; omitted when
+	// the groups are spread.
+	Placed string `json:"placed,omitempty"`
 	// Migration is the migration in progress; null when none is.
 	Migration *ClusterMigration `json:"migration"`
 	// Checkpoints are the checkpoints in the pipeline's object store, by
@@ -685,6 +689,16 @@ type ClusterMoveRequest struct {
 	Groups []int        `json:"groups"`
 	To     string       `json:"to"`
 	Knobs  ClusterKnobs `json:"knobs,omitzero"`
+}
+
+// ClusterPlaceRequest is the body of POST /api/v1/cluster/place: give
+// every key group of the stage that runs Operator (the whole chain, in a
+// pipeline not cut into stages) to the live host To, planned by Knobs,
+// and keep them there (sluice cluster place).
+type ClusterPlaceRequest struct {
+	Operator string       `json:"operator"`
+	To       string       `json:"to"`
+	Knobs    ClusterKnobs `json:"knobs,omitzero"`
 }
 
 // ClusterRebalanceRequest is the body of POST /api/v1/cluster/rebalance:
