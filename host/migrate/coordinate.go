@@ -50,7 +50,14 @@ func Coordinate(ctx context.Context, c *cluster.Cluster, self string, period tim
 		case <-t.C:
 		}
 		live, err := Live(ctx, c)
-		if err != nil || len(live) == 0 || live[0] != self {
+		if err != nil {
+			// NATS did not answer (a server lost, a leader being
+			// elected): the hosts have not changed for that, and
+			// forgetting what was balanced would undo, once NATS
+			// answers, a move a person made since.
+			continue
+		}
+		if len(live) == 0 || live[0] != self {
 			balanced = nil // another host coordinates
 			continue
 		}
