@@ -66,6 +66,10 @@ SIGTERM stops reading, finishes and commits what was read, and exits 0; a second
 signal exits at once, even with a sink that does not answer, with status 128 plus
 the signal's number (130 for SIGINT, 143 for SIGTERM).
 
+A pipeline cut into stages (cluster.stages, docs/cluster.md) runs every stage in
+this process, each a host of its own stage's cluster, its data under
+<data_dir>/stages/<operator> and its HTTP API on a free port.
+
 Dead letters (records an operator failed on, and input that could not be
 decoded) go to <data_dir>/dead-letters.jsonl unless dead_letter says otherwise;
 at exit the command says how many there were and where. With

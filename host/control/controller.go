@@ -489,6 +489,8 @@ func (c *Controller) checkPending(ctx context.Context, v *View, now time.Time) {
 	observed := []schema.Evidence{
 		{Name: "worst delay of " + p.inverse.Operator + " before", Value: p.before.Delay, Unit: "s"},
 		{Name: "worst delay of " + p.inverse.Operator + " after", Value: after.Delay, Unit: "s"},
+		{Name: "busiest worker's utilization before", Value: p.before.Busy, Unit: "ratio"},
+		{Name: "busiest worker's utilization after", Value: after.Busy, Unit: "ratio"},
 		{Name: "backlog growth before", Value: p.before.BacklogGrowth, Unit: "records/s"},
 		{Name: "backlog growth after", Value: after.BacklogGrowth, Unit: "records/s"},
 		{Name: "arrival rate at the sources before", Value: p.before.ReadRate + p.before.BacklogGrowth, Unit: "records/s"},
@@ -595,10 +597,12 @@ func (c *Controller) Status() schema.Control {
 }
 
 // Effect is what the controller compares before and after a decision:
-// the worst mean delay of the operator's workers and the growth of the
-// sources' backlogs over a window, with the rate read from the sources.
+// the worst mean delay of the operator's workers, the busiest worker's
+// utilization and the growth of the sources' backlogs over a window, with
+// the rate read from the sources.
 type Effect struct {
 	Delay         float64 // seconds
+	Busy          float64 // the busiest worker's useful share of wall time
 	BacklogGrowth float64 // records/s, summed over the sources
 	ReadRate      float64 // records/s, summed over the sources
 }
@@ -613,6 +617,7 @@ func Measure(v *View, operator string) Effect {
 	if r, ok := Rates(first, last, operator); ok {
 		for _, w := range r.Workers {
 			e.Delay = max(e.Delay, w.Delay)
+			e.Busy = max(e.Busy, w.Busy)
 		}
 	}
 	secs := last.At.Sub(first.At).Seconds()
@@ -632,10 +637,15 @@ func Measure(v *View, operator string) Effect {
 
 // worseRatio is how much worse than before a decision's effect must be
 // for it to be rolled back; loadRise how much the load may rise before
-// the comparison says nothing of the decision.
+// the comparison says nothing of the decision; saturatedBusy how busy the
+// busiest worker must be for the job to be at capacity (a batch runs at
+// its slowest worker's pace); readKept the share of the rate read before
+// a decision that the job must read after it to count as reading as much.
 const (
-	worseRatio = 1.5
-	loadRise   = 1.2
+	worseRatio    = 1.5
+	loadRise      = 1.2
+	saturatedBusy = 0.9
+	readKept      = 0.98
 )
 
 // Worse reports whether a decision made things clearly worse, and why:
@@ -651,7 +661,14 @@ const (
 // backlog rises whatever is done, until the growth stops, so a decision
 // taken then is judged by the growth alone; nor for a delay that rose
 // while the backlog shrinks after it (by over 5% of the read rate): the
-// job works off records that waited, whose delays rise as it catches up.
+// job works off records that waited, whose delays rise as it catches up;
+// nor for a delay that rose as a backlog began to grow while the job,
+// at capacity before the decision (its busiest worker over 90% busy),
+// reads as much after it (98% or more): records arrive faster than a job
+// that was full can take, which the decision did not cause (a job under
+// capacity before it that now reads no more than before while records
+// pile up is blamed: the decision may have taken the capacity that would
+// have taken them).
 // The growth it is judged by
 // is the part it answers for, at the load it was taken under: the growth
 // before plus the drop of the rate read, so a backlog that grows faster
@@ -663,14 +680,20 @@ func Worse(before, after Effect, low float64) (bool, string) {
 	}
 	growing := before.BacklogGrowth > 0.05*before.ReadRate
 	draining := after.BacklogGrowth < -0.05*after.ReadRate
-	if !growing && !draining && after.Delay > worseRatio*before.Delay && after.Delay > low {
+	full := before.Busy >= saturatedBusy && after.ReadRate >= readKept*before.ReadRate && after.BacklogGrowth > 0.05*after.ReadRate
+	if !growing && !draining && !full && after.Delay > worseRatio*before.Delay && after.Delay > low {
 		return true, fmt.Sprintf("the worst delay rose from %s to %s", seconds(before.Delay), seconds(after.Delay))
 	}
 	// The growth the decision is answerable for: the growth before plus
-	// what the job reads less than before. Records that arrive faster
-	// (by under loadRise) grow the backlog whatever was decided; a job
-	// that reads as much as before or more did not make it grow faster.
-	growth := before.BacklogGrowth + max(before.ReadRate-after.ReadRate, 0)
+	// what the job reads less than before (a drop under 2% is noise).
+	// Records that arrive faster (by under loadRise) grow the backlog
+	// whatever was decided; a job that reads as much as before or more
+	// did not make it grow faster.
+	drop := max(before.ReadRate-after.ReadRate, 0)
+	if after.ReadRate >= readKept*before.ReadRate {
+		drop = 0
+	}
+	growth := before.BacklogGrowth + drop
 	floor := 0.05 * after.ReadRate
 	if min(after.BacklogGrowth, growth) > worseRatio*max(before.BacklogGrowth, 0) && after.BacklogGrowth > floor {
 		return true, fmt.Sprintf("the backlog grows by %.0f records/s, %.0f before, and %.0f records/s are read, %.0f before",

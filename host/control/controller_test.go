@@ -487,6 +487,10 @@ func TestWorse(t *testing.T) {
 		{Effect{BacklogGrowth: 1871, ReadRate: 6129}, Effect{BacklogGrowth: 3883, ReadRate: 4117}, true},                           // a scale-out that slowed the job: it reads a third less
 		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 300}, false},                          // the load rose 30%
 		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 200}, true},                           // the load rose 20%
+		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.97}, Effect{Delay: 5, ReadRate: 990, BacklogGrowth: 110}, false},               // at capacity before, as fast after: the load rose 11%
+		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.97}, Effect{Delay: 5, ReadRate: 950, BacklogGrowth: 110}, true},                // at capacity before, and slower after
+		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.8}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 110}, true},                // under capacity before: the decision may have taken it
+		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.97}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 10}, true},                // at capacity, no backlog growing: the delay is the decision's
 		{Effect{Delay: 0.5, ReadRate: 1000, BacklogGrowth: 200}, Effect{Delay: 2, ReadRate: 1100, BacklogGrowth: 100}, false},      // a growing backlog's delay rose; the growth slowed
 		{Effect{Delay: 0.5, ReadRate: 1000, BacklogGrowth: 100}, Effect{Delay: 2, ReadRate: 900, BacklogGrowth: 200}, true},        // it grows faster, the job reading less
 		{Effect{Delay: 0.214, ReadRate: 7980, BacklogGrowth: 21}, Effect{Delay: 0.49, ReadRate: 8436, BacklogGrowth: -436}, false}, // the delay rose as the job works off its backlog

@@ -18,7 +18,11 @@ type DS2Config struct {
 	// mix the old and the new configuration.
 	WarmUp time.Duration
 	// Activation is how many consecutive rounds must compute the same
-	// worker count for an operator before DS2 proposes it.
+	// worker count for an operator before DS2 proposes it, counting
+	// only rounds whose windows do not overlap (a round a window after
+	// the last one counted): rounds a period apart share most of their
+	// window, and one short dip in a measured rate (a pause of the
+	// machine) would be seen by every one of them.
 	Activation int
 	// DeadBand: a computed count within DeadBand workers of the current
 	// one is ignored.
@@ -63,7 +67,8 @@ func DefaultDS2Config() DS2Config {
 // capacity would be rolled back for its delays. Transactional operators are never
 // resized. A count is proposed (one operator per round, the first in topological
 // order) when it differs from the current one by more than DeadBand, the
-// last Activation rounds computed it, no worker count changed in the
+// last Activation rounds over windows that do not overlap computed it
+// (and every round between them), no worker count changed in the
 // last WarmUp and DS2's last decision is at least Interval old.
 type DS2 struct {
 	cfg        DS2Config
@@ -81,8 +86,13 @@ type DS2 struct {
 	overMax  []string // operators at MaxWorkers whose computed count is over it (last Propose)
 }
 
-// streak is how many consecutive rounds computed the same count.
-type streak struct{ to, rounds int }
+// streak is how many consecutive rounds, over windows that do not
+// overlap, computed the same count; at is the sample time of the last
+// round counted.
+type streak struct {
+	to, rounds int
+	at         time.Time
+}
 
 // NewDS2 returns a DS2 auto-scaler; zero durations and a zero
 // activation take DefaultDS2Config's values.
@@ -161,7 +171,8 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		clear(d.streaks)
 		return nil, nil
 	}
-	secs := last.At.Sub(first.At).Seconds()
+	span := last.At.Sub(first.At)
+	secs := span.Seconds()
 	sources := map[string]float64{}
 	var evidence []schema.Evidence
 	prev, _, recent := v.Latest()
@@ -266,10 +277,12 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 			continue
 		}
 		s := d.streaks[op.Name]
-		if s.to == want {
+		switch {
+		case s.to != want:
+			s = streak{to: want, rounds: 1, at: last.At}
+		case last.At.Sub(s.at) >= span*9/10: // a window on (to within a tenth: rounds jitter)
 			s.rounds++
-		} else {
-			s = streak{to: want, rounds: 1}
+			s.at = last.At
 		}
 		d.streaks[op.Name] = s
 		if chosen != nil || s.rounds < d.cfg.Activation || (!d.decidedAt.IsZero() && last.At.Sub(d.decidedAt) < d.cfg.Interval) {

@@ -141,11 +141,46 @@ func TestDS2DeadBand(t *testing.T) {
 }
 
 func TestDS2Activation(t *testing.T) {
-	// Activation 3: the third round that computes parse 4 proposes it.
+	// Activation 3: the third round over windows that do not overlap
+	// that computes parse 4 proposes it. Rounds are a second apart and
+	// each sees two seconds: rounds 1, 3 and 5 count.
 	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 3})
-	ps := ds2Rounds(d, parseAndCount(10000, 1, 3), 3)
-	if ps[0] != nil || ps[1] != nil || ps[2] == nil || ps[2].Action.To != 4 {
-		t.Fatalf("proposals %v, want none, none, then parse -> 4", ps)
+	ps := ds2Rounds(d, parseAndCount(10000, 1, 3), 5)
+	for i, p := range ps[:4] {
+		if p != nil {
+			t.Fatalf("round %d proposed %+v, want nothing before round 5", i+1, p.Action)
+		}
+	}
+	if ps[4] == nil || ps[4].Action.To != 4 {
+		t.Fatalf("round 5 proposed %v, want parse -> 4", ps[4])
+	}
+}
+
+// TestDS2ActivationIgnoresADip: a true rate that dips for one second (a
+// pause of the machine) is seen by the two rounds whose windows hold
+// that second, which compute a larger count; with activation 2 over
+// windows that do not overlap, the next round counted sees the rate as
+// it was, and nothing is proposed.
+func TestDS2ActivationIgnoresADip(t *testing.T) {
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 2})
+	// Sized: parse's 4 workers at 3000/s take 10000/s, count's 3 at
+	// 2000/s its 5000/s.
+	sim := parseAndCount(10000, 4, 3)
+	samples := []Sample{sim.step(0)}
+	var got []*Proposal
+	for round := range 8 {
+		if round == 3 {
+			sim.ops[0].rate = 2000 // one slow second: parse would need 5
+		}
+		samples = append(samples, sim.step(time.Second))
+		sim.ops[0].rate = 3000
+		p, _ := d.Propose(viewOf(samples, 3))
+		got = append(got, p)
+	}
+	for i, p := range got {
+		if p != nil {
+			t.Errorf("round %d proposed %+v on one slow second", i+1, p.Action)
+		}
 	}
 }
 

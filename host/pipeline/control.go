@@ -126,8 +126,9 @@ type DS2Policy struct {
 	// WarmUp is how long after any change of worker count it decides
 	// nothing. Default 10s.
 	WarmUp time.Duration `yaml:"warm_up"`
-	// Activation is the number of consecutive rounds that must propose
-	// the same count before it acts. Default 2; at least 1.
+	// Activation is the number of consecutive rounds, a window apart,
+	// that must propose the same count before it acts. Default 2; at
+	// least 1.
 	Activation int `yaml:"activation"`
 	// DeadBand ignores changes of at most this many workers. Default 1;
 	// at least 0.
