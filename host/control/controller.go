@@ -605,6 +605,14 @@ type Effect struct {
 	Busy          float64 // the busiest worker's useful share of wall time
 	BacklogGrowth float64 // records/s, summed over the sources
 	ReadRate      float64 // records/s, summed over the sources
+	// Version is the operator's plugin version at the window's end;
+	// Swapped is set when it changed within the window.
+	Version string
+	Swapped bool
+	// Service is each worker's true processing rate over the window
+	// (records per second of useful time), by worker id, for the
+	// workers that ran records.
+	Service map[int]float64
 }
 
 // Measure returns the Effect over the view's samples for operator.
@@ -615,9 +623,24 @@ func Measure(v *View, operator string) Effect {
 		return e
 	}
 	if r, ok := Rates(first, last, operator); ok {
+		e.Service = map[int]float64{}
 		for _, w := range r.Workers {
 			e.Delay = max(e.Delay, w.Delay)
 			e.Busy = max(e.Busy, w.Busy)
+			if w.Records > 0 && w.Service > 0 {
+				e.Service[w.ID] = w.Service
+			}
+		}
+	}
+	for _, op := range last.Operators {
+		if op.Name != operator {
+			continue
+		}
+		e.Version = op.Version
+		for _, b := range first.Operators {
+			if b.Name == operator && b.Version != op.Version {
+				e.Swapped = true
+			}
 		}
 	}
 	secs := last.At.Sub(first.At).Seconds()
@@ -671,11 +694,21 @@ const (
 // have taken them).
 // The growth it is judged by
 // is the part it answers for, at the load it was taken under: the growth
-// before plus the drop of the rate read, so a backlog that grows faster
-// because records arrive faster, while the job reads as much as before
-// or more, is not the decision's doing.
+// before (none if it shrank) plus the drop of the rate read, counted from
+// the arrival rate when the job was draining a backlog, so a backlog that
+// grows faster because records arrive faster, while the job reads as
+// much as before or more, is not the decision's doing, nor is a job that
+// reads what arrives once its backlog is gone. A decision that cut the
+// worst delay by a third or more is not blamed for a backlog that grows
+// by under a tenth of the arrival rate. Nothing is blamed on a decision
+// across a change it did not make: the operator's plugin swapped within
+// or between the two windows, or one of its workers slowed alone (see
+// slowedAlone).
 func Worse(before, after Effect, low float64) (bool, string) {
 	if after.ReadRate+after.BacklogGrowth > loadRise*(before.ReadRate+before.BacklogGrowth) {
+		return false, ""
+	}
+	if before.Swapped || after.Swapped || before.Version != after.Version || slowedAlone(before.Service, after.Service) {
 		return false, ""
 	}
 	growing := before.BacklogGrowth > 0.05*before.ReadRate
@@ -688,18 +721,67 @@ func Worse(before, after Effect, low float64) (bool, string) {
 	// what the job reads less than before (a drop under 2% is noise).
 	// Records that arrive faster (by under loadRise) grow the backlog
 	// whatever was decided; a job that reads as much as before or more
-	// did not make it grow faster.
-	drop := max(before.ReadRate-after.ReadRate, 0)
-	if after.ReadRate >= readKept*before.ReadRate {
+	// did not make it grow faster. A job that was draining a backlog
+	// before read more than arrived, which it cannot go on doing once
+	// the backlog is gone: what it reads less is counted from the
+	// arrival rate then.
+	read := min(before.ReadRate, before.ReadRate+before.BacklogGrowth)
+	drop := max(read-after.ReadRate, 0)
+	if after.ReadRate >= readKept*read {
 		drop = 0
 	}
-	growth := before.BacklogGrowth + drop
+	growth := max(before.BacklogGrowth, 0) + drop
 	floor := 0.05 * after.ReadRate
+	if after.Delay*worseRatio < before.Delay {
+		// The decision cut the worst delay by a third or more: a
+		// backlog that grows by under a tenth of the arrival rate is
+		// the noise of batches and commits, not capacity it took.
+		floor = max(floor, 0.1*(after.ReadRate+after.BacklogGrowth))
+	}
 	if min(after.BacklogGrowth, growth) > worseRatio*max(before.BacklogGrowth, 0) && after.BacklogGrowth > floor {
 		return true, fmt.Sprintf("the backlog grows by %.0f records/s, %.0f before, and %.0f records/s are read, %.0f before",
 			after.BacklogGrowth, before.BacklogGrowth, after.ReadRate, before.ReadRate)
 	}
 	return false, ""
+}
+
+// peersKept is the share of their true rates the other workers must
+// keep for one worker's slowdown to be its own (see slowedAlone).
+const peersKept = 0.8
+
+// slowedAlone reports whether a worker measured before and after a
+// decision ran at under 1/unsteady of its true rate before, while the
+// other workers measured in both kept theirs (the median of their
+// ratios at least peersKept): a worker that became a straggler. A move
+// of key groups or a change of the worker count changes what a worker
+// runs, not how fast it runs a record, unless the workers contend for
+// the cores, which slows them all.
+func slowedAlone(before, after map[int]float64) bool {
+	ratios := map[int]float64{}
+	for id, b := range before {
+		if a, ok := after[id]; ok && b > 0 {
+			ratios[id] = a / b
+		}
+	}
+	for id, r := range ratios {
+		if r >= 1/unsteady {
+			continue
+		}
+		var peers []float64
+		for other, q := range ratios {
+			if other != id {
+				peers = append(peers, q)
+			}
+		}
+		if len(peers) == 0 {
+			continue
+		}
+		slices.Sort(peers)
+		if peers[len(peers)/2] >= peersKept {
+			return true
+		}
+	}
+	return false
 }
 
 // Inverse returns the action that undoes a: the groups moved back to

@@ -474,27 +474,33 @@ func TestWorse(t *testing.T) {
 		before, after Effect
 		want          bool
 	}{
-		{Effect{Delay: 0.1}, Effect{Delay: 0.15}, false},                                                                           // 1.5x is not over 1.5x
-		{Effect{Delay: 0.1}, Effect{Delay: 0.16}, true},                                                                            // over 1.5x and l_low
-		{Effect{Delay: 0.002}, Effect{Delay: 0.04}, false},                                                                         // 20x, but under l_low
-		{Effect{Delay: 0.2}, Effect{Delay: 0.1}, false},                                                                            // better
-		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 40, ReadRate: 1000}, false},                                                 // under 5% of the read rate
-		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 60, ReadRate: 940}, true},                                                   // a backlog now growing: the job reads less
-		{Effect{BacklogGrowth: 100}, Effect{BacklogGrowth: 140, ReadRate: 1000}, false},                                            // growing as before
-		{Effect{BacklogGrowth: 100, ReadRate: 1000}, Effect{BacklogGrowth: 160, ReadRate: 940}, true},                              // growing faster: the job reads less
-		{Effect{BacklogGrowth: 100, ReadRate: 1000}, Effect{BacklogGrowth: 160, ReadRate: 1000}, false},                            // growing faster as records arrive faster, read as before
-		{Effect{BacklogGrowth: 1965, ReadRate: 12080}, Effect{BacklogGrowth: 3787, ReadRate: 12213}, false},                        // a scale-out as a step up goes on (14% more): the job reads more
-		{Effect{BacklogGrowth: 1871, ReadRate: 6129}, Effect{BacklogGrowth: 3883, ReadRate: 4117}, true},                           // a scale-out that slowed the job: it reads a third less
-		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 300}, false},                          // the load rose 30%
-		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 200}, true},                           // the load rose 20%
-		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.97}, Effect{Delay: 5, ReadRate: 990, BacklogGrowth: 110}, false},               // at capacity before, as fast after: the load rose 11%
-		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.97}, Effect{Delay: 5, ReadRate: 950, BacklogGrowth: 110}, true},                // at capacity before, and slower after
-		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.8}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 110}, true},                // under capacity before: the decision may have taken it
-		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.97}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 10}, true},                // at capacity, no backlog growing: the delay is the decision's
-		{Effect{Delay: 0.5, ReadRate: 1000, BacklogGrowth: 200}, Effect{Delay: 2, ReadRate: 1100, BacklogGrowth: 100}, false},      // a growing backlog's delay rose; the growth slowed
-		{Effect{Delay: 0.5, ReadRate: 1000, BacklogGrowth: 100}, Effect{Delay: 2, ReadRate: 900, BacklogGrowth: 200}, true},        // it grows faster, the job reading less
-		{Effect{Delay: 0.214, ReadRate: 7980, BacklogGrowth: 21}, Effect{Delay: 0.49, ReadRate: 8436, BacklogGrowth: -436}, false}, // the delay rose as the job works off its backlog
-		{Effect{Delay: 0.214, ReadRate: 7980, BacklogGrowth: 21}, Effect{Delay: 0.49, ReadRate: 7990, BacklogGrowth: 10}, true},    // the delay rose, the backlog as before
+		{Effect{Delay: 0.1}, Effect{Delay: 0.15}, false},                                                                                                                              // 1.5x is not over 1.5x
+		{Effect{Delay: 0.1}, Effect{Delay: 0.16}, true},                                                                                                                               // over 1.5x and l_low
+		{Effect{Delay: 0.002}, Effect{Delay: 0.04}, false},                                                                                                                            // 20x, but under l_low
+		{Effect{Delay: 0.2}, Effect{Delay: 0.1}, false},                                                                                                                               // better
+		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 40, ReadRate: 1000}, false},                                                                                                    // under 5% of the read rate
+		{Effect{ReadRate: 1000}, Effect{BacklogGrowth: 60, ReadRate: 940}, true},                                                                                                      // a backlog now growing: the job reads less
+		{Effect{BacklogGrowth: 100}, Effect{BacklogGrowth: 140, ReadRate: 1000}, false},                                                                                               // growing as before
+		{Effect{BacklogGrowth: 100, ReadRate: 1000}, Effect{BacklogGrowth: 160, ReadRate: 940}, true},                                                                                 // growing faster: the job reads less
+		{Effect{BacklogGrowth: 100, ReadRate: 1000}, Effect{BacklogGrowth: 160, ReadRate: 1000}, false},                                                                               // growing faster as records arrive faster, read as before
+		{Effect{BacklogGrowth: 1965, ReadRate: 12080}, Effect{BacklogGrowth: 3787, ReadRate: 12213}, false},                                                                           // a scale-out as a step up goes on (14% more): the job reads more
+		{Effect{BacklogGrowth: 1871, ReadRate: 6129}, Effect{BacklogGrowth: 3883, ReadRate: 4117}, true},                                                                              // a scale-out that slowed the job: it reads a third less
+		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 300}, false},                                                                             // the load rose 30%
+		{Effect{Delay: 0.1, ReadRate: 1000}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 200}, true},                                                                              // the load rose 20%
+		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.97}, Effect{Delay: 5, ReadRate: 990, BacklogGrowth: 110}, false},                                                                  // at capacity before, as fast after: the load rose 11%
+		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.97}, Effect{Delay: 5, ReadRate: 950, BacklogGrowth: 110}, true},                                                                   // at capacity before, and slower after
+		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.8}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 110}, true},                                                                   // under capacity before: the decision may have taken it
+		{Effect{Delay: 0.1, ReadRate: 1000, Busy: 0.97}, Effect{Delay: 5, ReadRate: 1000, BacklogGrowth: 10}, true},                                                                   // at capacity, no backlog growing: the delay is the decision's
+		{Effect{Delay: 0.5, ReadRate: 1000, BacklogGrowth: 200}, Effect{Delay: 2, ReadRate: 1100, BacklogGrowth: 100}, false},                                                         // a growing backlog's delay rose; the growth slowed
+		{Effect{Delay: 0.5, ReadRate: 1000, BacklogGrowth: 100}, Effect{Delay: 2, ReadRate: 900, BacklogGrowth: 200}, true},                                                           // it grows faster, the job reading less
+		{Effect{Delay: 0.214, ReadRate: 7980, BacklogGrowth: 21}, Effect{Delay: 0.49, ReadRate: 8436, BacklogGrowth: -436}, false},                                                    // the delay rose as the job works off its backlog
+		{Effect{Delay: 1.33, ReadRate: 5117, BacklogGrowth: -3117}, Effect{Delay: 0.043, ReadRate: 1834, BacklogGrowth: 166}, false},                                                  // the backlog drained: it reads what arrives (a bench run's scale-out, rolled back before)
+		{Effect{Delay: 1.33, ReadRate: 5117, BacklogGrowth: -3117}, Effect{Delay: 0.043, ReadRate: 1000, BacklogGrowth: 1000}, true},                                                  // it reads half of what arrives
+		{Effect{Delay: 0.1, ReadRate: 1000, Version: "v1"}, Effect{Delay: 5, ReadRate: 1000, Version: "v2"}, false},                                                                   // the plugin was swapped between the windows
+		{Effect{Delay: 0.1, ReadRate: 1000, Version: "v2", Swapped: true}, Effect{Delay: 5, ReadRate: 1000, Version: "v2"}, false},                                                    // ... or within the window before
+		{Effect{Delay: 0.1, ReadRate: 1000, Service: map[int]float64{0: 3000, 1: 4960}}, Effect{Delay: 5, ReadRate: 1000, Service: map[int]float64{0: 1650, 1: 4950}}, false},         // worker 0 slowed alone: a straggler
+		{Effect{Delay: 0.1, ReadRate: 1000, Service: map[int]float64{0: 4960, 1: 4960}}, Effect{Delay: 5, ReadRate: 1000, Service: map[int]float64{0: 3000, 1: 3000, 2: 3000}}, true}, // every worker slowed: a scale-out past the cores
+		{Effect{Delay: 0.214, ReadRate: 7980, BacklogGrowth: 21}, Effect{Delay: 0.49, ReadRate: 7990, BacklogGrowth: 10}, true},                                                       // the delay rose, the backlog as before
 	} {
 		if got, why := Worse(c.before, c.after, low); got != c.want || (got && why == "") {
 			t.Errorf("Worse(%+v, %+v) = %v %q, want %v", c.before, c.after, got, why, c.want)

@@ -98,7 +98,11 @@ var ErrBadConfig = errors.New("control: bad configuration")
 // (its batches' collection and commit, see delayFloor) included. A
 // moderate operator is left alone. Moves and scale-ins wait for steady
 // evidence (see steady): a window that straddles a change holds the rates
-// from before it.
+// from before it. A severe operator whose groups' rates are not steady
+// while their sum holds and fits its workers spread (see spreadFits) had
+// its hot keys shift, which a move fixes: it waits for steady estimates
+// while its delay is under Lreq, and past Lreq moves on the latest
+// interval's rates when that fixes it, before any scale-out.
 //
 // When an operator cannot grow (its count is at the bound, or it is not
 // resizable), the best move is proposed if it lowers the worst predicted
@@ -526,12 +530,6 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 		// on the rates before. Wait until the estimates hold it.
 		return nil
 	}
-	if op.Movable && e.groups != nil && steadyArrivals {
-		// A move rests on each group's smoothed arrival rate: it waits
-		// while they are moving (a shift of the hot keys, a step), as a
-		// scale-out, sized on the latest interval, does not.
-		moves, after, movable = l.balance(loads, src, e.groups)
-	}
 	move := func(fixed bool, more string) *Proposal {
 		target := moves[0].ToWorker
 		var predicted []schema.Evidence
@@ -551,6 +549,34 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 			Evidence:  evidence,
 			Predicted: predicted,
 		}
+	}
+	switch {
+	case op.Movable && e.groups != nil && steadyArrivals:
+		// A move rests on each group's smoothed arrival rate: it waits
+		// while they are moving (a step), as a scale-out, sized on the
+		// latest interval, does not.
+		moves, after, movable = l.balance(loads, src, e.groups)
+	case op.Movable && e.groups != nil && !e.rising && spreadFits(e.latest, loads):
+		// The groups' rates are moving while their sum holds and the
+		// workers there are could serve it spread: the hot keys
+		// shifted, which a move fixes and more workers do not need.
+		// Under Lreq, wait for the estimates to hold the new spread
+		// (two or three rounds); past it, move on the latest interval's
+		// rates, which hold the new spread once the shift is a round
+		// old, and scale out only when that move does not fix it.
+		if src.delay < l.cfg.Lreq.Seconds() {
+			return nil
+		}
+		latest := withArrivals(loads, e.latest)
+		i := slices.IndexFunc(latest, func(w workerLoad) bool { return w.id == src.id })
+		moves, after, movable = l.balance(latest, latest[i], e.latest)
+		if movable && slices.Max(after) <= l.cfg.Lreq.Seconds() {
+			loads = latest
+			p := move(true, "")
+			p.Reason += " (at the latest interval's rates: the hot keys shifted)"
+			return p
+		}
+		moves, after, movable = nil, nil, false
 	}
 	fixed := movable && slices.Max(after) <= l.cfg.Lreq.Seconds()
 	if movable && (fixed || !canGrow) {
@@ -635,6 +661,39 @@ func arrivals(r OperatorRates) float64 {
 		sum += w.Arrival
 	}
 	return sum
+}
+
+// spreadFits reports whether the workers of loads could serve the sum
+// of the key groups' rates latest, spread in proportion to their service
+// rates, each under saturatedBusy of its capacity (a move cannot split
+// the load finer than a key group).
+func spreadFits(latest []float64, loads []workerLoad) bool {
+	if latest == nil {
+		return false
+	}
+	var total, service float64
+	for _, a := range latest {
+		total += a
+	}
+	for _, w := range loads {
+		service += w.service
+	}
+	return total > 0 && total <= saturatedBusy*service
+}
+
+// withArrivals returns a copy of loads whose arrival rates are the sums
+// of their key groups' rates in groups.
+func withArrivals(loads []workerLoad, groups []float64) []workerLoad {
+	out := slices.Clone(loads)
+	for i := range out {
+		out[i].arrival = 0
+		for _, kg := range out[i].groups {
+			if kg < len(groups) {
+				out[i].arrival += groups[kg]
+			}
+		}
+	}
+	return out
 }
 
 // risen returns each key group's arrival rate to size a scale-out for:

@@ -543,3 +543,73 @@ func TestLatencySteady(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyMovesAfterAHotKeyShift: two workers of 5,000 records/s run
+// eight key groups of 1,000/s each (80% busy). Then 80% of the records
+// go to worker 0's groups (1,600/s each, 400/s for worker 1's), 0.7 s
+// into a round's interval: worker 0 is saturated while the two together
+// could serve the 8,000/s. The bench's hot-shift phase: a move fixes it,
+// and no worker is added. (The round after the shift saw the groups'
+// estimates unsteady and scaled out, before the guarantor waited for
+// them.)
+func TestLatencyMovesAfterAHotKeyShift(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		delay float64 // worker 0's measured delay after the shift
+		// within is how many rounds after the shift the move must come.
+		within int
+	}{
+		// Under Lreq the guarantor waits for the estimates to hold the
+		// new spread, then moves on them.
+		{"under lreq", 0.3, 4},
+		// Past Lreq it moves on the latest interval's rates once that
+		// interval holds the shift alone (the round after the shift;
+		// the smoothed delay is then over 1 s).
+		{"past lreq", 3, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sim := newKeyedSim(slices.Repeat([]float64{1000}, 8), []float64{5000, 5000})
+			l, _ := NewLatency(LatencyConfig{})
+			samples := []Sample{sim.step(0)}
+			round := func() *Proposal {
+				samples = append(samples, sim.step(time.Second))
+				p, _ := l.Propose(viewOf(samples, 3))
+				return p
+			}
+			for range 5 {
+				if p := round(); p != nil {
+					t.Fatalf("proposal before the shift: %+v", p.Action)
+				}
+			}
+			sim.step(700 * time.Millisecond)
+			for kg := range sim.groups {
+				sim.groups[kg] = 400
+				if kg%2 == 0 {
+					sim.groups[kg] = 1600
+				}
+			}
+			sim.delay[0] = c.delay
+			samples = append(samples, sim.step(300*time.Millisecond))
+			p, _ := l.Propose(viewOf(samples, 3))
+			for i := 1; i < c.within && p == nil; i++ {
+				p = round()
+			}
+			if p == nil || p.Action.Kind != "move-groups" {
+				t.Fatalf("proposal within %d rounds of the shift = %+v, want a move of key groups", c.within, p)
+			}
+			if onLatest := strings.Contains(p.Reason, "latest interval"); onLatest != (c.delay > 1) {
+				t.Errorf("reason %q: on the latest interval's rates %v, want %v", p.Reason, onLatest, c.delay > 1)
+			}
+			moved := 0.0
+			for _, m := range p.Action.Moves {
+				if m.FromWorker != 0 || m.ToWorker != 1 {
+					t.Errorf("move %+v, want from worker 0 to 1", m)
+				}
+				moved += sim.groups[m.Group]
+			}
+			if after := 6400 - moved; after >= 5000 || 1600+moved >= 5000 {
+				t.Errorf("moves %+v leave worker 0 %.0f/s and worker 1 %.0f/s, want both under 5,000", p.Action.Moves, after, 1600+moved)
+			}
+		})
+	}
+}
