@@ -685,10 +685,12 @@ const (
 // taken then is judged by the growth alone; nor for a delay that rose
 // while the backlog shrinks after it (by over 5% of the read rate): the
 // job works off records that waited, whose delays rise as it catches up;
-// nor for a delay that rose as a backlog began to grow while the job,
-// at capacity before the decision (its busiest worker over 90% busy),
-// reads as much after it (98% or more): records arrive faster than a job
-// that was full can take, which the decision did not cause (a job under
+// nor for a delay that rose as a backlog began to grow, or as records
+// arrived faster (by over 2%), while the job, at capacity before the
+// decision (its busiest worker over 90% busy), reads as much after it
+// (98% or more): records arrive faster than a job that was full can
+// take, or near it, where a delay rises steeply with the load, which the
+// decision did not cause (a job under
 // capacity before it that now reads no more than before while records
 // pile up is blamed: the decision may have taken the capacity that would
 // have taken them).
@@ -713,7 +715,8 @@ func Worse(before, after Effect, low float64) (bool, string) {
 	}
 	growing := before.BacklogGrowth > 0.05*before.ReadRate
 	draining := after.BacklogGrowth < -0.05*after.ReadRate
-	full := before.Busy >= saturatedBusy && after.ReadRate >= readKept*before.ReadRate && after.BacklogGrowth > 0.05*after.ReadRate
+	rose := after.ReadRate+after.BacklogGrowth > (before.ReadRate+before.BacklogGrowth)/readKept
+	full := before.Busy >= saturatedBusy && after.ReadRate >= readKept*before.ReadRate && (after.BacklogGrowth > 0.05*after.ReadRate || rose)
 	if !growing && !draining && !full && after.Delay > worseRatio*before.Delay && after.Delay > low {
 		return true, fmt.Sprintf("the worst delay rose from %s to %s", seconds(before.Delay), seconds(after.Delay))
 	}
