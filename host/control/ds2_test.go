@@ -509,3 +509,48 @@ func TestDS2TakesNoScaleInOnASpanStraddlingAFall(t *testing.T) {
 		t.Fatalf("once the span holds 4000/s: %+v, want count 4 -> 1", p)
 	}
 }
+
+// TestDS2TakesNoScaleInWhileABacklogDrains: four workers of 5,000/s
+// read 6,000 records/s from a source whose backlog shrinks by 4,000/s:
+// records arrive at 2,000/s, for which one worker suffices, but the
+// records that waited need the capacity. DS2 waits until the backlog is
+// worked off, then scales in.
+func TestDS2TakesNoScaleInWhileABacklogDrains(t *testing.T) {
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1, DeadBand: 0})
+	var (
+		samples       []Sample
+		read, backlog float64 = 0, 30000
+		recs          [4]float64
+	)
+	step := func(readRate float64) *Proposal {
+		read += readRate
+		backlog = max(backlog-(readRate-2000), 0)
+		op := OperatorSample{Name: "count", Kind: "map", Inputs: []string{"in"}, Resizable: true, In: uint64(read), Out: uint64(read)}
+		for w := range recs {
+			recs[w] += readRate / 4
+			op.Workers = append(op.Workers, WorkerSample{ID: w, Records: uint64(recs[w]), Out: uint64(recs[w]), BusySeconds: recs[w] / 5000})
+		}
+		samples = append(samples, Sample{
+			At:        epoch.Add(time.Duration(len(samples)) * time.Second),
+			Sources:   []SourceSample{{Name: "in", Read: uint64(read), Backlog: int64(backlog)}},
+			Operators: []OperatorSample{op},
+		})
+		if len(samples) < 2 {
+			return nil
+		}
+		p, _ := d.Propose(viewOf(samples, 3))
+		return p
+	}
+	for i := range 6 { // 30,000 records drained at 4,000/s: 7.5 s
+		if p := step(6000); p != nil {
+			t.Fatalf("round %d, the backlog draining, proposed %+v; want none", i, p.Action)
+		}
+	}
+	var p *Proposal
+	for i := 0; i < 5 && p == nil; i++ {
+		p = step(min(6000, backlog+2000))
+	}
+	if p == nil || p.Action.From != 4 || p.Action.To != 1 {
+		t.Fatalf("once the backlog is worked off: %+v, want count 4 -> 1", p)
+	}
+}
