@@ -272,7 +272,7 @@ func (c *Controller) run(ctx context.Context, trigger string) (*schema.Decision,
 	c.lastRound = now
 	c.workers = health
 	c.findings = findings
-	c.load = HostLoad{Utilisation: meanUtilisation(health), Saturated: wantsMore, InputRate: max(in.ReadRate+in.BacklogGrowth, 0)}
+	c.load = HostLoad{Utilisation: meanUtilisation(health), Saturated: wantsMore, InputRate: max(in.Arrival(), 0)}
 	c.mu.Unlock()
 	return applied, ctx.Err()
 }
@@ -493,8 +493,8 @@ func (c *Controller) checkPending(ctx context.Context, v *View, now time.Time) {
 		{Name: "busiest worker's utilization after", Value: after.Busy, Unit: "ratio"},
 		{Name: "backlog growth before", Value: p.before.BacklogGrowth, Unit: "records/s"},
 		{Name: "backlog growth after", Value: after.BacklogGrowth, Unit: "records/s"},
-		{Name: "arrival rate at the sources before", Value: p.before.ReadRate + p.before.BacklogGrowth, Unit: "records/s"},
-		{Name: "arrival rate at the sources after", Value: after.ReadRate + after.BacklogGrowth, Unit: "records/s"},
+		{Name: "arrival rate at the sources before", Value: p.before.Arrival(), Unit: "records/s"},
+		{Name: "arrival rate at the sources after", Value: after.Arrival(), Unit: "records/s"},
 	}
 	outcome, errText := OutcomeKept, ""
 	if worse {
@@ -615,6 +615,10 @@ type Effect struct {
 	Service map[int]float64
 }
 
+// Arrival returns the rate records arrive at the sources: the rate read
+// plus the backlogs' growth.
+func (e Effect) Arrival() float64 { return e.ReadRate + e.BacklogGrowth }
+
 // Measure returns the Effect over the view's samples for operator.
 func Measure(v *View, operator string) Effect {
 	var e Effect
@@ -707,7 +711,7 @@ const (
 // or between the two windows, or one of its workers slowed alone (see
 // slowedAlone).
 func Worse(before, after Effect, low float64) (bool, string) {
-	if after.ReadRate+after.BacklogGrowth > loadRise*(before.ReadRate+before.BacklogGrowth) {
+	if after.Arrival() > loadRise*before.Arrival() {
 		return false, ""
 	}
 	if before.Swapped || after.Swapped || before.Version != after.Version || slowedAlone(before.Service, after.Service) {
@@ -715,7 +719,7 @@ func Worse(before, after Effect, low float64) (bool, string) {
 	}
 	growing := before.BacklogGrowth > 0.05*before.ReadRate
 	draining := after.BacklogGrowth < -0.05*after.ReadRate
-	rose := after.ReadRate+after.BacklogGrowth > (before.ReadRate+before.BacklogGrowth)/readKept
+	rose := after.Arrival() > before.Arrival()/readKept
 	full := before.Busy >= saturatedBusy && after.ReadRate >= readKept*before.ReadRate && (after.BacklogGrowth > 0.05*after.ReadRate || rose)
 	if !growing && !draining && !full && after.Delay > worseRatio*before.Delay && after.Delay > low {
 		return true, fmt.Sprintf("the worst delay rose from %s to %s", seconds(before.Delay), seconds(after.Delay))
@@ -728,7 +732,7 @@ func Worse(before, after Effect, low float64) (bool, string) {
 	// before read more than arrived, which it cannot go on doing once
 	// the backlog is gone: what it reads less is counted from the
 	// arrival rate then.
-	read := min(before.ReadRate, before.ReadRate+before.BacklogGrowth)
+	read := min(before.ReadRate, before.Arrival())
 	drop := max(read-after.ReadRate, 0)
 	if after.ReadRate >= readKept*read {
 		drop = 0
@@ -739,7 +743,7 @@ func Worse(before, after Effect, low float64) (bool, string) {
 		// The decision cut the worst delay by a third or more: a
 		// backlog that grows by under a tenth of the arrival rate is
 		// the noise of batches and commits, not capacity it took.
-		floor = max(floor, 0.1*(after.ReadRate+after.BacklogGrowth))
+		floor = max(floor, 0.1*after.Arrival())
 	}
 	if min(after.BacklogGrowth, growth) > worseRatio*max(before.BacklogGrowth, 0) && after.BacklogGrowth > floor {
 		return true, fmt.Sprintf("the backlog grows by %.0f records/s, %.0f before, and %.0f records/s are read, %.0f before",
