@@ -89,11 +89,12 @@ type GroupSample struct {
 // SourceSample is one source's measurements.
 type SourceSample struct {
 	Name string
-	// Read counts the records read from the source.
+	// Read counts the records of the source the job took into batches.
 	Read uint64
-	// Backlog is how many records wait in the source, not read yet (the
-	// JetStream consumer's pending count; the generator's records due and
-	// not yet made); -1 when the source cannot tell.
+	// Backlog is how many records wait, not taken into a batch yet: in
+	// the source (the JetStream consumer's pending count; the
+	// generator's records due and not yet made) and read from it into
+	// the job's queue; -1 when the source cannot tell its own.
 	Backlog int64
 }
 

@@ -169,12 +169,15 @@ type Job struct {
 	// Measurements (measure.go), under mu: each operator's, in Config
 	// order, and the batches committed with the time their commits took.
 	// epoch is what the delays' times count from; reads counts each
-	// source's records read (its reader adds to it).
+	// source's records read (its reader adds to it), taken those of them
+	// taken into a batch (the executor adds to it): the difference waits
+	// in the queue between them.
 	meters     []*meter
 	commits    uint64
 	commitTime time.Duration
 	epoch      time.Time
 	reads      []atomic.Uint64
+	taken      []atomic.Uint64
 	// updated is the channel Updated handed out, closed (and cleared)
 	// once the status changes; nil while nobody waits, so that a batch
 	// pays one atomic load for it.
@@ -268,7 +271,8 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 		cfg.Metrics = NewMetrics()
 	}
 	j := &Job{cfg: cfg, log: cfg.Logger, m: cfg.Metrics, batchSize: cfg.BatchSize, linger: cfg.Linger,
-		wake: make(chan struct{}, 1), runCtx: context.Background(), epoch: time.Now(), reads: make([]atomic.Uint64, len(cfg.Sources))}
+		wake: make(chan struct{}, 1), runCtx: context.Background(), epoch: time.Now(), reads: make([]atomic.Uint64, len(cfg.Sources)),
+		taken: make([]atomic.Uint64, len(cfg.Sources))}
 	if transactional {
 		j.batchSize, j.linger = events, interval
 	}
@@ -830,6 +834,7 @@ func (j *Job) recycle(buf []connectors.Message) {
 // add appends a chunk's messages to the batch. Messages the source could not
 // decode go straight to the dead letters.
 func (j *Job) add(b *batch, c chunk) {
+	j.taken[c.src].Add(uint64(len(c.msgs)))
 	part := j.parts[c.src]
 	current := part != nil && c.epoch == part.epoch.Load()
 	// Without partitions the source's position advances once per chunk,

@@ -196,8 +196,12 @@ func (n *node) publish() {
 // useful (busy) time and the delays of the records they ran, a keyed
 // operator's key groups (the records that arrived for each and that its
 // worker ran, and which worker owns it) and a sample of its hottest
-// keys; per source the records read and the backlog it reports
-// (connectors.Backlogged; -1 for a source that cannot tell); the batches
+// keys; per source the records taken into batches and its backlog: what
+// it reports (connectors.Backlogged; -1 for a source that cannot tell)
+// plus the records read from it that wait in the job's queue, which the
+// readers fill ahead of the batches (a job that falls behind fills it
+// before the source's own backlog grows, so a backlog that left them out
+// would hide the first seconds' growth, up to a few chunks); the batches
 // committed and the time their commits took. Counters are cumulative
 // since the job was made, as of the end of the last batch; At is now.
 //
@@ -215,9 +219,12 @@ func (n *node) publish() {
 func (j *Job) Measure() control.Sample {
 	s := control.Sample{At: time.Now()}
 	for i, in := range j.cfg.Sources {
-		ss := control.SourceSample{Name: in.Name, Read: j.reads[i].Load(), Backlog: -1}
+		// taken before reads: a record is read before it is taken, so
+		// the queue's count is never negative.
+		taken := j.taken[i].Load()
+		ss := control.SourceSample{Name: in.Name, Read: taken, Backlog: -1}
 		if bl, ok := in.Source.(connectors.Backlogged); ok {
-			ss.Backlog = bl.Backlog()
+			ss.Backlog = bl.Backlog() + int64(j.reads[i].Load()-taken)
 		}
 		s.Sources = append(s.Sources, ss)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -534,4 +535,72 @@ func BenchmarkMapPipeline(b *testing.B) {
 	})
 	b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*len(recs)), "cpu-ns/record")
+}
+
+// backlogSource is a chanSource that tells its backlog: the records sent
+// to it and not read yet.
+type backlogSource struct {
+	*chanSource
+	waiting atomic.Int64
+}
+
+func (s *backlogSource) send(recs []abi.Record) {
+	s.waiting.Add(int64(len(recs)))
+	s.ch <- recs
+}
+
+func (s *backlogSource) Read(ctx context.Context, buf []connectors.Message) (int, error) {
+	n, err := s.chanSource.Read(ctx, buf)
+	s.waiting.Add(-int64(n))
+	return n, err
+}
+
+func (s *backlogSource) Backlog() int64 { return s.waiting.Load() }
+
+// TestMeasureCountsTheQueueAsBacklog holds the first batch's sink write,
+// so the job stops taking records (the second batch waits for the first
+// to commit) while its reader goes on reading into the queue: the
+// records in the queue count as backlog, not as read, and what is read
+// plus the backlog is what the source was sent. Counted as read, they
+// would hide the first seconds of a job falling behind from the control
+// plane: it would take the records that arrive for a worker for fewer
+// than they are.
+func TestMeasureCountsTheQueueAsBacklog(t *testing.T) {
+	const chunks = 12
+	src := &backlogSource{chanSource: newChanSource()}
+	sink := &gatedWriteSink{writing: make(chan struct{}), gate: make(chan struct{})}
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: src}},
+		Operators: []Operator{{Name: "up", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0)}},
+		Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: &memSink{}, Store: store, BatchSize: minChunk,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- job.Run(ctx) }()
+	for c := range chunks {
+		vals := make([]string, minChunk)
+		for i := range vals {
+			vals[i] = fmt.Sprintf("c%02d-%03d", c, i)
+		}
+		src.send(records(vals...))
+	}
+	<-sink.writing
+	// The first batch is written, the second processed and waiting for
+	// it; the reader fills the queue and then waits too.
+	in := func() control.SourceSample { return job.Measure().Sources[0] }
+	waitFor(t, func() bool { s := in(); return s.Read == 2*minChunk && s.Read+uint64(s.Backlog) == chunks*minChunk })
+	if q := uint64(in().Backlog) - uint64(src.Backlog()); q == 0 {
+		t.Errorf("no record waits in the queue (backlog %d, the source's %d): the test holds nothing", in().Backlog, src.Backlog())
+	}
+	close(sink.gate)
+	waitFor(t, func() bool { s := in(); return s.Read == chunks*minChunk && s.Backlog == 0 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
