@@ -83,7 +83,10 @@ var ErrBadConfig = errors.New("control: bad configuration")
 // delay would exceed the source's or the target would saturate; the move
 // whose predicted delays, sorted from the highest, are the lowest is
 // proposed when it brings every worker's predicted delay to at most
-// Lreq. Otherwise workers are added (the operator's groups spread again
+// Lreq and the operator's arrivals are at most saturatedBusy of its
+// workers' summed service rates (past that, a move leaves every worker
+// at the edge of saturation, and the operator grows when it can).
+// Otherwise workers are added (the operator's groups spread again
 // as the executor spreads them, or placed off the busiest workers when
 // that spread would overload a slower one): as many as bring every
 // predicted delay under Lreq, in one decision, or one when no count does
@@ -579,6 +582,14 @@ func (l *Latency) treatSevere(v *View, name string) *Proposal {
 		moves, after, movable = nil, nil, false
 	}
 	fixed := movable && slices.Max(after) <= l.cfg.Lreq.Seconds()
+	if movable && canGrow && !spreadFits(risen(e.groups, e.latest), loads) {
+		// The workers there are could not serve the load even spread
+		// as evenly as their service rates allow (over saturatedBusy of
+		// their summed capacity): a move that brings each predicted
+		// delay under Lreq leaves every worker a few records a second
+		// from saturation, and the next rise of the rate undoes it.
+		fixed = false
+	}
 	if movable && (fixed || !canGrow) {
 		return move(fixed, "the operator cannot have more workers")
 	}

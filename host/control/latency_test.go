@@ -50,12 +50,19 @@ func TestNewLatencyRefusesLowOverHigh(t *testing.T) {
 // each round shown the last two seconds, and returns the last proposal.
 func proposeOn(t *testing.T, l *Latency, sim *keyedSim, rounds int) *Proposal {
 	t.Helper()
-	var samples []Sample
+	return proposeBounded(l, sim, rounds, viewOf(nil, 0).MaxWorkers)
+}
+
+// proposeBounded is proposeOn with the operator's workers bounded by
+// bound.
+func proposeBounded(l *Latency, sim *keyedSim, rounds, bound int) *Proposal {
 	var p *Proposal
-	samples = append(samples, sim.step(0))
+	samples := []Sample{sim.step(0)}
 	for range rounds {
 		samples = append(samples, sim.step(time.Second))
-		p, _ = l.Propose(viewOf(samples, 3))
+		v := viewOf(samples, 3)
+		v.MaxWorkers = bound
+		p, _ = l.Propose(v)
 	}
 	return p
 }
@@ -136,18 +143,8 @@ func TestLatencyScalesOutWhenNoMoveFixes(t *testing.T) {
 
 	// propose runs the rounds with the worker count bounded by bound.
 	propose := func(bound int) *Proposal {
-		sim := newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
 		l, _ := NewLatency(LatencyConfig{})
-		var samples []Sample
-		var p *Proposal
-		samples = append(samples, sim.step(0))
-		for range 3 {
-			samples = append(samples, sim.step(time.Second))
-			v := viewOf(samples, 3)
-			v.MaxWorkers = bound
-			p, _ = l.Propose(v)
-		}
-		return p
+		return proposeBounded(l, newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000}), 3, bound)
 	}
 	// Bounded at three: one worker more is all there is; the executor
 	// spreads the groups 2, 1, 1 (group 2 goes to the new worker).
@@ -170,17 +167,35 @@ func TestLatencyScalesOutWhenNoMoveFixes(t *testing.T) {
 		t.Errorf("OverMax with room to grow: %v", got)
 	}
 	// propose keeps its policy to itself: run one at the bound here.
-	sim = newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000})
 	l, _ = NewLatency(LatencyConfig{})
-	samples := []Sample{sim.step(0)}
-	for range 3 {
-		samples = append(samples, sim.step(time.Second))
-		v := viewOf(samples, 3)
-		v.MaxWorkers = 2
-		l.Propose(v)
-	}
+	proposeBounded(l, newKeyedSim([]float64{600, 600, 600, 600}, []float64{1000, 1000}), 3, 2)
 	if got := l.OverMax(); len(got) != 1 || got[0] != "count" {
 		t.Errorf("OverMax at the worker bound = %v, want [count]", got)
+	}
+}
+
+// TestLatencyGrowsWhenAMoveLeavesNoHeadroom: two workers of 1000
+// records/s carry 1880 (94% of their capacity). Worker 0's groups (0, 2,
+// 4, 6 at 400, 300, 250 and 50/s) saturate it; worker 1's (1, 3, 5, 7 at
+// 300, 280, 200 and 100/s) leave it 120/s. Moving group 6 predicts 20 ms
+// and 14 ms: under lreq, but both workers within 70/s of saturation, so
+// a rate a few percent higher undoes it. With room to grow the
+// guarantor adds a worker; at the bound it makes the move.
+func TestLatencyGrowsWhenAMoveLeavesNoHeadroom(t *testing.T) {
+	groups := []float64{400, 300, 300, 280, 250, 200, 50, 100}
+	propose := func(bound int) *Proposal {
+		l, _ := NewLatency(LatencyConfig{})
+		return proposeBounded(l, newKeyedSim(groups, []float64{1000, 1000}), 3, bound)
+	}
+	if p := propose(8); p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 3 {
+		t.Fatalf("proposal with room to grow = %+v, want set-workers 2 -> 3", p)
+	}
+	p := propose(2)
+	if p == nil || p.Action.Kind != "move-groups" || len(p.Action.Moves) != 1 || p.Action.Moves[0].Group != 6 {
+		t.Fatalf("proposal at the worker bound = %+v, want group 6 moved", p)
+	}
+	if !strings.Contains(p.Reason, "brings every worker's predicted delay under lreq") {
+		t.Errorf("reason %q: the move fixes the prediction", p.Reason)
 	}
 }
 

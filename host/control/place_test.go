@@ -31,14 +31,7 @@ func stragglerSim() *keyedSim {
 func TestLatencyPlacesGroupsWhenScalingOutPastAStraggler(t *testing.T) {
 	sim := stragglerSim()
 	l, _ := NewLatency(LatencyConfig{})
-	samples := []Sample{sim.step(0)}
-	var p *Proposal
-	for range 3 {
-		samples = append(samples, sim.step(time.Second))
-		v := viewOf(samples, 3)
-		v.MaxWorkers = 4
-		p, _ = l.Propose(v)
-	}
+	p := proposeBounded(l, sim, 3, 4)
 	if p == nil || p.Action.Kind != "set-workers" || p.Action.From != 2 || p.Action.To != 3 || len(p.Action.Moves) == 0 {
 		t.Fatalf("proposal %+v, want set-workers 2 -> 3 with key groups placed", p)
 	}
@@ -96,14 +89,7 @@ func TestLatencyTakesNoScaleOutThatOverloadsASlowerWorker(t *testing.T) {
 	}
 	sim.owners[0], sim.owners[1] = 0, 0
 	l, _ = NewLatency(LatencyConfig{})
-	var p *Proposal
-	samples = []Sample{sim.step(0)}
-	for range 4 {
-		samples = append(samples, sim.step(time.Second))
-		v := viewOf(samples, 3)
-		v.MaxWorkers = 3
-		p, _ = l.Propose(v)
-	}
+	p := proposeBounded(l, sim, 4, 3)
 	if p == nil || p.Action.Kind != "set-workers" || p.Action.To != 3 {
 		t.Fatalf("proposal %+v, want set-workers 2 -> 3", p)
 	}
