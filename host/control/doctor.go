@@ -37,6 +37,11 @@ const (
 	// doctorRising is how many steps in a row a source's backlog must
 	// rise to be growing.
 	doctorRising = 3
+	// doctorBacklogNoise: a backlog that grows by less than this
+	// fraction of its source's read rate is not growing: records wait
+	// for the next batch, more of them as the rate rises, and a backlog
+	// that counts them rises by that much over a few samples.
+	doctorBacklogNoise = 0.05
 	// doctorIdle: operators whose slowest workers are busy less than
 	// this fraction of the time, summed over the operators, are idle.
 	doctorIdle = 0.5
@@ -62,8 +67,9 @@ const (
 // lasts. Rates are taken over the window. The causes:
 //
 //   - "backlog" (subject: the source): the source's backlog rose at each
-//     of the last 3 samples and over the window, so records arrive faster
-//     than the pipeline reads them, and the operators are busy (else
+//     of the last 3 samples and over the window by more than 5% of the
+//     rate the source is read at, so records arrive faster than the
+//     pipeline reads them, and the operators are busy (else
 //     idle-with-lag). The summary names the busiest operator.
 //   - "idle-with-lag" (subject: the source): the backlog grows as for
 //     "backlog", but the operators are mostly idle: the busy fractions
@@ -318,6 +324,9 @@ func (d *Doctor) backlogs(v *View, first, last *Sample, secs float64) []schema.F
 		}
 		growth := float64(src.Backlog-b0) / secs
 		readRate := float64(read) / secs
+		if growth <= doctorBacklogNoise*readRate {
+			continue
+		}
 		ev := []schema.Evidence{
 			{Name: "backlog of source " + src.Name, Value: float64(src.Backlog), Unit: "count"},
 			{Name: "backlog growth of source " + src.Name, Value: growth, Unit: "records/s"},
