@@ -407,7 +407,11 @@ func keyBytes(k int) []byte { return strconv.AppendInt(nil, int64(k), 10) }
 
 func runControlMode(ctx context.Context, e *env, mode string, opts ControlOptions) (run *ControlRun, err error) {
 	phases := controlPhases(mode, opts)
-	e.step("control %s: %d phases of %v, base rate %s records/s, each worker capped at %s records/s", mode, len(phases), opts.Phase, thousands(opts.Rate), thousands(opts.Cap))
+	capText := "workers uncapped"
+	if opts.Cap > 0 {
+		capText = "each worker capped at " + thousands(opts.Cap) + " records/s"
+	}
+	e.step("control %s: %d phases of %v, base rate %s records/s, %s", mode, len(phases), opts.Phase, thousands(opts.Rate), capText)
 	eng, err := e.engine(ctx, true)
 	if err != nil {
 		return nil, err
