@@ -619,6 +619,11 @@ type Effect struct {
 // plus the backlogs' growth.
 func (e Effect) Arrival() float64 { return e.ReadRate + e.BacklogGrowth }
 
+// backlog returns the sources' backlog trend over e's window.
+func (e Effect) backlog() backlogTrend {
+	return backlogTrend{change: e.BacklogGrowth, read: e.ReadRate}
+}
+
 // Measure returns the Effect over the view's samples for operator.
 func Measure(v *View, operator string) Effect {
 	var e Effect
@@ -717,10 +722,10 @@ func Worse(before, after Effect, low float64) (bool, string) {
 	if before.Swapped || after.Swapped || before.Version != after.Version || slowedAlone(before.Service, after.Service) {
 		return false, ""
 	}
-	growing := before.BacklogGrowth > 0.05*before.ReadRate
-	draining := after.BacklogGrowth < -0.05*after.ReadRate
+	growing := before.backlog().grows()
+	draining := after.backlog().drains()
 	rose := after.Arrival() > before.Arrival()/readKept
-	full := before.Busy >= saturatedBusy && after.ReadRate >= readKept*before.ReadRate && (after.BacklogGrowth > 0.05*after.ReadRate || rose)
+	full := before.Busy >= saturatedBusy && after.ReadRate >= readKept*before.ReadRate && (after.backlog().grows() || rose)
 	if !growing && !draining && !full && after.Delay > worseRatio*before.Delay && after.Delay > low {
 		return true, fmt.Sprintf("the worst delay rose from %s to %s", seconds(before.Delay), seconds(after.Delay))
 	}
@@ -738,7 +743,7 @@ func Worse(before, after Effect, low float64) (bool, string) {
 		drop = 0
 	}
 	growth := max(before.BacklogGrowth, 0) + drop
-	floor := 0.05 * after.ReadRate
+	floor := backlogNoise * after.ReadRate
 	if after.Delay*worseRatio < before.Delay {
 		// The decision cut the worst delay by a third or more: a
 		// backlog that grows by under a tenth of the arrival rate is

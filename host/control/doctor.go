@@ -37,17 +37,18 @@ const (
 	// doctorRising is how many steps in a row a source's backlog must
 	// rise to be growing.
 	doctorRising = 3
-	// doctorBacklogNoise: a backlog that grows by less than this
-	// fraction of its source's read rate is not growing: records wait
-	// for the next batch, more of them as the rate rises, and a backlog
-	// that counts them rises by that much over a few samples.
-	doctorBacklogNoise = 0.05
 	// doctorIdle: operators whose slowest workers are busy less than
 	// this fraction of the time, summed over the operators, are idle.
 	doctorIdle = 0.5
 	// doctorHotShare: a key group whose arrival rate reaches this
 	// fraction of the fastest worker's service rate is hot.
 	doctorHotShare = 0.9
+	// doctorHotStandout: a key group is hot only when its arrival rate
+	// is at least this many times the median of its operator's groups'
+	// rates. A job overloaded as a whole (a slow plugin, too few
+	// workers) brings every group near a worker's rate, and no key of
+	// any group is to blame.
+	doctorHotStandout = 4.0
 	// doctorHotRecords is how many records a worker must have run in
 	// the window for its service rate to count as a worker's.
 	doctorHotRecords = 100
@@ -83,7 +84,10 @@ const (
 //     100 records in the window), so no placement of the groups serves
 //     it (the executor holds back the input a worker cannot take, so an
 //     overloaded group's arrival rate settles just under its worker's
-//     μ). It names the most frequent sampled key of the group.
+//     μ), and at least 4 times the median of the operator's groups'
+//     rates: the group stands out from the others (a job overloaded as a
+//     whole brings every group near μ, and has no hot key). It names the
+//     most frequent sampled key of the group.
 //   - "slow-version" (subject: the operator): the operator's plugin
 //     version changed, and its cost per record (busy seconds per
 //     record, over all its workers) since the change is more than
@@ -312,21 +316,11 @@ func (d *Doctor) backlogs(v *View, first, last *Sample, secs float64) []schema.F
 	var fs []schema.Finding
 	busy, busiest, busiestOp := doctorBusy(first, last)
 	for _, src := range last.Sources {
-		b0, ok0 := doctorBacklog(first, src.Name)
-		if !ok0 || src.Backlog <= b0 || !d.rising(v, src.Name) {
-			continue
+		t, ok := sourceTrend(first, src, secs)
+		if !ok || !t.grows() || !d.rising(v, src.Name) {
+			continue // under backlogNoise: records waiting for the next batch
 		}
-		var read uint64
-		for _, s := range first.Sources {
-			if s.Name == src.Name {
-				read = src.Read - min(s.Read, src.Read)
-			}
-		}
-		growth := float64(src.Backlog-b0) / secs
-		readRate := float64(read) / secs
-		if growth <= doctorBacklogNoise*readRate {
-			continue
-		}
+		growth, readRate := t.change, t.read
 		ev := []schema.Evidence{
 			{Name: "backlog of source " + src.Name, Value: float64(src.Backlog), Unit: "count"},
 			{Name: "backlog growth of source " + src.Name, Value: growth, Unit: "records/s"},
@@ -433,14 +427,16 @@ func (d *Doctor) hotKeys(first, last *Sample) []schema.Finding {
 		if mu <= 0 {
 			continue
 		}
+		median := median(r.GroupArrival)
 		for kg, a := range r.GroupArrival {
-			if a < doctorHotShare*mu {
+			if a < doctorHotShare*mu || a < doctorHotStandout*median {
 				continue
 			}
 			subject := fmt.Sprintf("%s key group %d", op.Name, kg)
 			ev := []schema.Evidence{
 				{Name: fmt.Sprintf("arrival rate of %s", subject), Value: a, Unit: "records/s"},
 				{Name: "fastest service rate of a worker of " + op.Name, Value: mu, Unit: "records/s"},
+				{Name: "median arrival rate of a key group of " + op.Name, Value: median, Unit: "records/s"},
 			}
 			key := "no key of it was sampled"
 			for _, k := range op.HotKeys {

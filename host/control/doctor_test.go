@@ -149,6 +149,28 @@ func TestDoctorHotKey(t *testing.T) {
 	}); len(fs) != 0 {
 		t.Errorf("findings %+v for a group at 85%% of a worker", fs)
 	}
+	// Every group at 95% of a worker: the job is overloaded as a whole
+	// (a slow plugin, too few workers), and no group stands out from the
+	// others, so no key is to blame.
+	if fs := diagnose(t, func(secs float64) Sample {
+		s := sdHealthy(secs)
+		k := sdKeyed{name: "count", rates: []float64{950, 950, 950, 950}, owner: []int{0, 0, 1, 1}, service: []float64{1000, 1000}, movable: true}
+		s.Operators[0] = k.at(secs)
+		s.Operators[0].HotKeys = []KeyCount{{Key: "user-42", Group: 0, Count: 900}}
+		return s
+	}); len(fs) != 0 {
+		t.Errorf("findings %+v for every group at 95%% of a worker", fs)
+	}
+	// Two hot groups of eight, the others at 100/s: each stands out.
+	fs := diagnose(t, func(secs float64) Sample {
+		s := sdHealthy(secs)
+		k := sdKeyed{name: "count", rates: []float64{950, 100, 100, 100, 100, 920, 100, 100}, owner: []int{0, 0, 0, 0, 1, 1, 1, 1}, service: []float64{1000, 1000}, movable: true}
+		s.Operators[0] = k.at(secs)
+		return s
+	})
+	if len(fs) != 2 || fs[0].Subject != "count key group 0" || fs[1].Subject != "count key group 5" {
+		t.Errorf("findings %+v, want hot-key for key groups 0 and 5", fs)
+	}
 }
 
 // sdVersions returns samples of an operator of one worker that runs

@@ -59,9 +59,13 @@ func DefaultDS2Config() DS2Config {
 // until the computed count changes. No scale-in is proposed while a
 // source's latest interval is more than fallBand under its span's rate
 // (the span straddles a fall, and its mean is neither rate), nor while a
-// source's backlog shrinks by more than drainBand of its read rate: the
-// formula sizes for the arrival rate, and the records that waited need
-// the capacity until they are worked off. A scale-in goes no further than the
+// source's backlog shrinks by more than backlogNoise of its read rate
+// (the formula sizes for the arrival rate, and the records that waited
+// need the capacity until they are worked off), nor while one grows by
+// more than that: the job does not keep up, whatever the formula makes
+// of the workers' true rates (a job whose workers are idle while records
+// pile up is held back by something else, which fewer workers do not
+// cure and may make worse). A scale-in goes no further than the
 // fewest workers that leave the busiest at most maxScaleInUtilization
 // busy at the target rate (a keyed operator's key groups spread over them
 // as the executor spreads them, each worker at its own true rate: a
@@ -182,9 +186,13 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 	recent = recent && prev.At.After(first.At)
 	falling := false  // a source's latest interval is well under its span's rate
 	draining := false // a source's backlog shrinks: the job works off records that waited
+	growing := false  // a source's backlog grows: the job does not keep up
 	for _, s := range last.Sources {
 		rate := sourceRate(first, s, secs)
-		draining = draining || drains(first, s, secs)
+		if t, ok := sourceTrend(first, s, secs); ok {
+			draining = draining || t.drains()
+			growing = growing || t.grows()
+		}
 		evidence = append(evidence, schema.Evidence{Name: "arrival rate of source " + s.Name + " (read and backlog growth)", Value: rate, Unit: "records/s"})
 		if recent {
 			// A span that straddles a rise in the rate under-sizes: the
@@ -266,7 +274,7 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 		if p >= v.MaxWorkers && DS2Workers(o.target, o.rate, d.cfg.ScalingFactor, v.MinWorkers, 0) > v.MaxWorkers {
 			d.overMax = append(d.overMax, op.Name)
 		}
-		if want < p && (falling || draining) {
+		if want < p && (falling || draining || growing) {
 			delete(d.streaks, op.Name)
 			continue
 		}
@@ -327,23 +335,6 @@ func (d *DS2) Propose(v *View) (*Proposal, []schema.Finding) {
 // may be for the span to be taken as holding one rate: more, and the span
 // straddles a fall (a step down), and DS2 takes no scale-in on it.
 const fallBand = 0.1
-
-// drainBand is how fast, as a share of its read rate, a source's backlog
-// must shrink for DS2 to take it as draining (see drains).
-const drainBand = 0.05
-
-// drains reports whether source s's backlog shrank over the secs seconds
-// since first by more than drainBand of the rate read from it.
-func drains(first *Sample, s SourceSample, secs float64) bool {
-	for _, b := range first.Sources {
-		if b.Name != s.Name || secs <= 0 || s.Backlog < 0 || b.Backlog < 0 {
-			continue
-		}
-		read := float64(s.Read-min(b.Read, s.Read)) / secs
-		return float64(b.Backlog-s.Backlog)/secs > drainBand*read
-	}
-	return false
-}
 
 // maxScaleInUtilization is the busiest a worker may be left by one of
 // DS2's scale-ins, at the target rate: a count sized to run its workers

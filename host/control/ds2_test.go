@@ -355,7 +355,7 @@ func TestDS2ConvergesUnderTheController(t *testing.T) {
 
 // TestDS2SizesForWorkersAlike: one slow worker of three does not make DS2
 // count every worker as slow. Two run 5,000 records per busy second and
-// one 1,667 (a straggler); 8,000 records/s arrive: at the upper median,
+// one 1,667 (a straggler); 7,000 records/s arrive: at the upper median,
 // 5,000 per worker, two workers suffice (the pooled rate, 3,387, would
 // ask for three).
 func TestDS2SizesForWorkersAlike(t *testing.T) {
@@ -367,7 +367,7 @@ func TestDS2SizesForWorkersAlike(t *testing.T) {
 			op.Workers = append(op.Workers, WorkerSample{ID: id, Groups: []int{id}, Records: uint64(w.recs * secs), Out: uint64(w.recs * secs), BusySeconds: w.busy * secs})
 		}
 		return Sample{At: t0.Add(time.Duration(secs * float64(time.Second))), Operators: []OperatorSample{op},
-			Sources: []SourceSample{{Name: "in", Read: uint64(7000 * secs), Backlog: int64(1000 * secs)}}}
+			Sources: []SourceSample{{Name: "in", Read: uint64(7000 * secs), Backlog: 0}}}
 	}
 	d, err := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1, DeadBand: 0})
 	if err != nil {
@@ -552,5 +552,33 @@ func TestDS2TakesNoScaleInWhileABacklogDrains(t *testing.T) {
 	}
 	if p == nil || p.Action.From != 4 || p.Action.To != 1 {
 		t.Fatalf("once the backlog is worked off: %+v, want count 4 -> 1", p)
+	}
+}
+
+// TestDS2TakesNoScaleInWhileABacklogGrows: four workers of 5,000/s, a
+// quarter busy, while records arrive at 6,000/s and the source is read
+// at 5,000/s (the reader, not the workers, falls behind: the backlog
+// grows by 1,000/s). The formula asks for two workers, which the
+// workers' true rates allow, but a job that does not keep up loses no
+// workers. Once the source is read as fast as records arrive, DS2
+// scales in.
+func TestDS2TakesNoScaleInWhileABacklogGrows(t *testing.T) {
+	d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1, DeadBand: 0})
+	sim := newChainSim(6000, &chainOp{name: "count", workers: 4, rate: 5000, selectivity: 1})
+	sim.readMax = 5000
+	for i, p := range ds2Rounds(d, sim, 6) {
+		if p != nil {
+			t.Fatalf("round %d, the backlog growing by 1000/s, proposed %+v; want none", i, p.Action)
+		}
+	}
+	sim.readMax = 0
+	var p *Proposal
+	for _, q := range ds2Rounds(d, sim, 6) {
+		if p == nil {
+			p = q
+		}
+	}
+	if p == nil || p.Action.From != 4 || p.Action.To != 2 {
+		t.Fatalf("once the source is read as fast as records arrive: %+v, want count 4 -> 2", p)
 	}
 }

@@ -864,12 +864,23 @@ func place(loads []workerLoad, groups []float64, k int) ([]workerLoad, []schema.
 }
 
 // scaleIn proposes one worker fewer for operator name when every worker
-// would stay good (predicted delay at most Low and at most Lreq).
+// would stay good (predicted delay at most Low and at most Lreq). None is
+// proposed while a source's backlog grows: the workers' delays and
+// arrival rates count from the read, and records that wait unread at
+// the source are in neither, so every worker can look good while the
+// job falls behind.
 func (l *Latency) scaleIn(v *View, name string) *Proposal {
 	e := l.ops[name]
 	op := &e.sample
 	n := len(op.Workers)
 	if !op.Resizable || n <= max(v.MinWorkers, 1) {
+		return nil
+	}
+	first, last, ok := v.Span(viewSpan(v))
+	if !ok {
+		return nil
+	}
+	if _, _, grows := growingBacklog(first, last); grows {
 		return nil
 	}
 	loads := l.loads(name)

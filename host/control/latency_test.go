@@ -240,6 +240,18 @@ func TestLatencyScalesInOnlyWhenPredictionStaysGood(t *testing.T) {
 		}
 	}
 
+	// As in the first case, but records arrive at the source 20/s faster
+	// than the job reads them: its backlog grows, and a job that does
+	// not keep up loses no worker, however good its workers look (their
+	// delays count from the read).
+	sim = newKeyedSim(slices.Repeat([]float64{10}, 8), []float64{100, 100, 100, 100})
+	sim.delay = map[int]float64{0: 0.005, 1: 0.005, 2: 0.005, 3: 0.005}
+	sim.unread = 20
+	l, _ = NewLatency(LatencyConfig{})
+	if p := proposeOn(t, l, sim, 3); p != nil {
+		t.Fatalf("proposal = %+v, want none (the source's backlog grows)", p)
+	}
+
 	// At the lower bound, nothing.
 	sim = newKeyedSim(slices.Repeat([]float64{10}, 8), []float64{100, 100})
 	sim.delay = map[int]float64{0: 0.005, 1: 0.005}

@@ -40,6 +40,10 @@ type keyedSim struct {
 	recs, busy, delaySum map[int]float64
 	in                   float64
 	backlog              float64
+	// unread is a rate of records that arrive at the source and are not
+	// read (the reader falls behind, not the workers): the backlog grows
+	// by it whatever the workers do.
+	unread float64
 }
 
 // newKeyedSim returns a keyed operator "count" with len(groups) key
@@ -124,6 +128,7 @@ func (k *keyedSim) step(d time.Duration) Sample {
 		}
 		k.in += ran
 	}
+	k.backlog += k.unread * secs
 	op := OperatorSample{Name: k.name, Kind: k.kind, Inputs: []string{"in"}, Movable: k.movable, Resizable: k.resizable, In: uint64(k.in), Out: uint64(k.in)}
 	for w := range k.service {
 		ws := WorkerSample{ID: w, Records: uint64(k.recs[w]), Out: uint64(k.recs[w]), BusySeconds: k.busy[w], DelaySeconds: k.delaySum[w], Delayed: uint64(k.recs[w])}
@@ -189,7 +194,8 @@ type chainSim struct {
 	ops         []*chainOp
 	read        float64
 	backlog     float64
-	noBacklog   bool // the source cannot tell its backlog
+	noBacklog   bool    // the source cannot tell its backlog
+	readMax     float64 // the most the source is read per second, whatever the operators take (0: no bound)
 	transaction string
 }
 
@@ -207,6 +213,9 @@ func (c *chainSim) throughput() float64 {
 	for _, o := range c.ops {
 		t = min(t, float64(o.workers)*o.rate/sel)
 		sel *= o.selectivity
+	}
+	if c.readMax > 0 {
+		t = min(t, c.readMax)
 	}
 	return t
 }

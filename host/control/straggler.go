@@ -222,7 +222,7 @@ func (s *Straggler) stragglers(op *OperatorSample, r *OperatorRates) (slow []str
 				peers = append(peers, p.Service)
 			}
 		}
-		med := stragglerMedian(peers)
+		med := median(peers)
 		if w.Service < med/s.cfg.Ratio {
 			slow = append(slow, straggler{op: op, rates: r, w: w, median: med})
 		}
@@ -372,15 +372,3 @@ func stragglerMoves(g straggler, slow []straggler, judged []WorkerRates) *Propos
 
 // workerName names worker id of operator op as "op/id".
 func subjectOfWorker(op string, id int) string { return fmt.Sprintf("%s/%d", op, id) }
-
-// stragglerMedian returns the median of xs (not empty), leaving xs as
-// it was.
-func stragglerMedian(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}

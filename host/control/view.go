@@ -1,6 +1,9 @@
 package control
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // View is what a policy is shown in a round: the recent samples, oldest
 // first (the last is the round's), and why the round runs.
@@ -193,6 +196,58 @@ func Demand(a, b *Sample) float64 {
 	return max(read+growth, 0) / read
 }
 
+// backlogNoise is the share of a source's read rate by which its backlog
+// must change per second to be growing or draining: records read ahead
+// wait in the job's queue for the next batch and count in the backlog,
+// more of them as the rate rises, and their number moves by about that
+// much from one sample to the next.
+const backlogNoise = 0.05
+
+// backlogTrend is how a source's backlog changed over a span: the change
+// per second (negative when it shrank) and the rate read from the source.
+type backlogTrend struct {
+	change, read float64 // records/s
+}
+
+// grows reports whether the backlog grew by more than backlogNoise of
+// the read rate: records arrive faster than the job reads them.
+func (t backlogTrend) grows() bool { return t.change > backlogNoise*t.read }
+
+// drains reports whether the backlog shrank by more than backlogNoise of
+// the read rate: the job works off records that waited.
+func (t backlogTrend) drains() bool { return t.change < -backlogNoise*t.read }
+
+// sourceTrend returns source s's backlog trend over the secs seconds
+// since first; ok is false when first lacks the source, secs is not
+// positive, or either sample cannot tell the backlog.
+func sourceTrend(first *Sample, s SourceSample, secs float64) (backlogTrend, bool) {
+	if secs <= 0 || s.Backlog < 0 {
+		return backlogTrend{}, false
+	}
+	for _, b := range first.Sources {
+		if b.Name != s.Name || b.Backlog < 0 {
+			continue
+		}
+		return backlogTrend{
+			change: float64(s.Backlog-b.Backlog) / secs,
+			read:   float64(s.Read-min(b.Read, s.Read)) / secs,
+		}, true
+	}
+	return backlogTrend{}, false
+}
+
+// growingBacklog returns the first of last's sources whose backlog grows
+// between first and last, with its trend; ok is false when none does.
+func growingBacklog(first, last *Sample) (source string, t backlogTrend, ok bool) {
+	secs := last.At.Sub(first.At).Seconds()
+	for _, s := range last.Sources {
+		if t, ok := sourceTrend(first, s, secs); ok && t.grows() {
+			return s.Name, t, true
+		}
+	}
+	return "", backlogTrend{}, false
+}
+
 // findOperator returns s's operator named name, or nil.
 func findOperator(s *Sample, name string) *OperatorSample {
 	for i := range s.Operators {
@@ -201,4 +256,18 @@ func findOperator(s *Sample, name string) *OperatorSample {
 		}
 	}
 	return nil
+}
+
+// median returns the median of xs (the mean of the middle two when their
+// number is even), 0 when there are none, leaving xs as it was.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
