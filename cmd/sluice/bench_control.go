@@ -60,7 +60,9 @@ between them; the count whatever the rate is given too.
 
 --cap caps each worker at that many records/s, a bench-only setting that
 makes a worker's capacity small and known on a machine with few cores, so
-that the decisions show (0 runs uncapped). Every record is due at a fixed
+that the decisions show (0 runs uncapped; the hot-key shift, the straggler
+and the hot key are made through the cap, so their targets are then listed
+as not checked). Every record is due at a fixed
 time; its latency runs from then to its count at the sink, which checks that
 every record was counted exactly once. The report gives, per phase, the
 workers at its end, the p99 latency, how long after the phase began every

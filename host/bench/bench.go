@@ -196,6 +196,9 @@ type Target struct {
 	Want string `json:"want"`
 	Got  string `json:"got"`
 	Met  bool   `json:"met"`
+	// Void, when set, says why the run could not check the target (the
+	// condition it is about was not made); Met means nothing then.
+	Void string `json:"void,omitempty"`
 }
 
 // CurrentMachine describes the machine this process runs on.

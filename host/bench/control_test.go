@@ -192,3 +192,44 @@ func TestUndoneCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestControlTargetsUncapped: without a cap, the phases whose fault the
+// cap makes (hot-shift, straggler, hot-key) cannot check their targets:
+// the report says so rather than NOT MET; capped, they are checked.
+func TestControlTargetsUncapped(t *testing.T) {
+	run := ControlRun{Mode: ControlAll, Phases: []ControlPhase{
+		{Name: "hot-shift"},
+		{Name: "straggler", Expect: "straggler", DetectedSeconds: -1},
+		{Name: "hot-key", Expect: "hot-key", DetectedSeconds: -1},
+		{Name: "backlog", Expect: "backlog", DetectedSeconds: -1},
+	}}
+	for _, c := range []struct {
+		cap  float64
+		void int
+	}{{0, 3}, {5000, 0}} {
+		rep := &ControlReport{Runs: []ControlRun{run}, Cap: c.cap}
+		rep.Targets = controlTargets(rep, ControlOptions{Cap: c.cap, MaxWorkers: 4})
+		void := 0
+		for _, tg := range rep.Targets {
+			if tg.Void != "" {
+				void++
+				if strings.Contains(tg.Name, "backlog") {
+					t.Errorf("cap %v: the backlog's target is void: %+v", c.cap, tg)
+				}
+			}
+		}
+		if void != c.void {
+			t.Errorf("cap %v: %d void targets, want %d: %+v", c.cap, void, c.void, rep.Targets)
+		}
+		var b strings.Builder
+		if err := rep.WriteTable(&b); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(b.String(), "not checked: uncapped"); got != c.void {
+			t.Errorf("cap %v: the table says \"not checked\" %d times, want %d:\n%s", c.cap, got, c.void, b.String())
+		}
+		if got := strings.Count(b.String(), "NOT MET"); got != 4-c.void {
+			t.Errorf("cap %v: the table says NOT MET %d times, want %d:\n%s", c.cap, got, 4-c.void, b.String())
+		}
+	}
+}

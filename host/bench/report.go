@@ -168,7 +168,10 @@ func writeTargets(b *strings.Builder, targets []Target) {
 	fmt.Fprintln(tw, "target\twant\tmeasured\tresult")
 	for _, t := range targets {
 		res := "met"
-		if !t.Met {
+		switch {
+		case t.Void != "":
+			res = "not checked: " + t.Void
+		case !t.Met:
 			res = "NOT MET"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Want, t.Got, res)
