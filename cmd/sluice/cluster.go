@@ -197,7 +197,7 @@ group checkpoints, their bytes and the newest one's time.
 With --json it prints one JSON object: pipeline, key_groups, revision (of the
 assignment), lease_seconds, hosts (id, live, addr, started,
 lease_age_seconds, groups, key_groups, ranges, operators, epoch, workers,
-pool, load with utilisation, saturated, input_rate and at),
+pool, load with utilisation, saturated, input_rate, behind and at),
 unassigned, unassigned_ranges, migration (null, or id, step, steps, state,
 moves with group, from, to, replicated, state, then groups_done and
 groups_total), checkpoints (host, count, bytes, newest), versions (null, or

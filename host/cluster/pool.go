@@ -227,6 +227,9 @@ type Load struct {
 	InputRate float64 `json:"input_rate"`
 	// Groups is the number of key groups the host owns.
 	Groups int `json:"groups"`
+	// Behind is set when one of the host's sources has a backlog that
+	// grows over the last window: the host does not keep up.
+	Behind bool `json:"behind,omitempty"`
 	// At is when the host wrote the report.
 	At time.Time `json:"at"`
 }

@@ -73,7 +73,7 @@ func (ad *Admin) pool(ctx context.Context, st *schema.ClusterStatus, a *cluster.
 	}
 	for i := range st.Hosts {
 		if l, ok := loads[st.Hosts[i].ID]; ok {
-			st.Hosts[i].Load = &schema.ClusterHostLoad{Utilisation: l.Utilisation, Saturated: l.Saturated, InputRate: l.InputRate, At: l.At}
+			st.Hosts[i].Load = &schema.ClusterHostLoad{Utilisation: l.Utilisation, Saturated: l.Saturated, InputRate: l.InputRate, Behind: l.Behind, At: l.At}
 		}
 	}
 	return nil

@@ -113,6 +113,10 @@ type HostLoad struct {
 	// InputRate is the records per second arriving at the sources (read
 	// plus the backlogs' growth) over the window.
 	InputRate float64
+	// Behind is set when a source's backlog grows over the window by
+	// more than backlogNoise of its read rate: the host does not keep up,
+	// whatever its workers' utilisation says.
+	Behind bool
 }
 
 // check is an applied decision that awaits its check.
@@ -267,12 +271,14 @@ func (c *Controller) run(ctx context.Context, trigger string) (*schema.Decision,
 
 	health := c.health(v)
 	in := Measure(v, "")
+	first, last, ok := v.Span(viewSpan(v))
+	behind := ok && backlogGrows(first, last)
 	c.mu.Lock()
 	c.rounds++
 	c.lastRound = now
 	c.workers = health
 	c.findings = findings
-	c.load = HostLoad{Utilisation: meanUtilisation(health), Saturated: wantsMore, InputRate: max(in.Arrival(), 0)}
+	c.load = HostLoad{Utilisation: meanUtilisation(health), Saturated: wantsMore, InputRate: max(in.Arrival(), 0), Behind: behind}
 	c.mu.Unlock()
 	return applied, ctx.Err()
 }

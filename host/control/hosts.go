@@ -60,6 +60,9 @@ type HostFigures struct {
 	Groups int
 	// InputRate is the records per second its sources delivered.
 	InputRate float64
+	// Behind is set when a source of the host's has a backlog that grows
+	// (HostLoad.Behind).
+	Behind bool
 }
 
 // ClusterFigures is what the coordinator reads for one round of the
@@ -92,8 +95,10 @@ type ClusterFigures struct {
 //     host with the lowest id into service, or, when the pool is empty,
 //     run the request command (at most once per Lock);
 //   - scale in when the load fits on one host fewer with headroom (the
-//     mean utilisation times n/(n-1) under ScaleInBelow, and no host's
-//     controller wanting more workers) for Span, and more than Min hosts
+//     mean utilisation times n/(n-1) under ScaleInBelow, no host's
+//     controller wanting more workers, and no host behind: a source's
+//     backlog growing, which idle workers can hide when the source's
+//     reading is what falls behind) for Span, and more than Min hosts
 //     are active: give the host with the fewest key groups back to the
 //     pool (its groups move off, then the release command runs);
 //   - keep the bounds: fewer than Min active hosts scale out, more than
@@ -177,15 +182,16 @@ func (h *Hosts) Decide(f ClusterFigures) *Proposal {
 		return nil
 	}
 	var sum float64
-	allSaturated, anyWants := true, false
+	allSaturated, anyWants, anyBehind := true, false, false
 	for _, a := range f.Active {
 		sum += a.Utilisation
 		sat := a.Saturated || a.Utilisation >= h.cfg.ScaleOutAbove
 		allSaturated = allSaturated && sat
 		anyWants = anyWants || a.Saturated
+		anyBehind = anyBehind || a.Behind
 	}
 	mean := sum / float64(n)
-	fits := n > 1 && !anyWants && mean*float64(n)/float64(n-1) < h.cfg.ScaleInBelow
+	fits := n > 1 && !anyWants && !anyBehind && mean*float64(n)/float64(n-1) < h.cfg.ScaleInBelow
 	h.outSince = since(h.outSince, allSaturated, now)
 	h.inSince = since(h.inSince, fits, now)
 	if now.Before(h.lockedUntil) {
@@ -200,6 +206,9 @@ func (h *Hosts) Decide(f ClusterFigures) *Proposal {
 		evidence = append(evidence, schema.Evidence{Name: "utilisation of host " + a.Host, Value: a.Utilisation})
 		if a.Saturated {
 			evidence = append(evidence, schema.Evidence{Name: "workers wanted over workers.max on host " + a.Host, Value: 1})
+		}
+		if a.Behind {
+			evidence = append(evidence, schema.Evidence{Name: "a source's backlog growing on host " + a.Host, Value: 1})
 		}
 	}
 	held := func(t time.Time) bool { return !t.IsZero() && now.Sub(t) >= h.cfg.Span }

@@ -98,6 +98,17 @@ func TestHostsScaleIn(t *testing.T) {
 	if p == nil || p.Action.Kind != ActionReleaseHost || p.Action.Host != "h2" {
 		t.Fatalf("%+v, want release-host h2 (fewest groups)", p)
 	}
+	// The same load with one host behind (a source's backlog growing,
+	// its reader slower than the arrivals while its workers are idle):
+	// no host is given back.
+	h = newHosts(t, HostsConfig{Span: time.Second})
+	for s := range 10 {
+		f := figures(time.Duration(s)*time.Second, nil, 0.3, 0.35, 0.3)
+		f.Active[2].Behind = true
+		if p := h.Decide(f); p != nil {
+			t.Fatalf("a host behind: %+v", p.Action)
+		}
+	}
 	// 0.5 on 2 hosts would be 1.0 on one: it does not fit.
 	h = newHosts(t, HostsConfig{Span: time.Second})
 	for s := range 10 {
@@ -274,6 +285,32 @@ func TestNewHostsRefusals(t *testing.T) {
 // workers.max for an operator that runs that many reports itself
 // saturated, through the controller's Load, for the cluster-level
 // decision; below the bound it does not.
+// TestControllerLoadBehind: a host whose source's backlog grows reports
+// itself behind, whatever its workers' utilisation (here a quarter: the
+// source's reader, not the workers, falls behind).
+func TestControllerLoadBehind(t *testing.T) {
+	for _, readMax := range []float64{5000, 0} {
+		sim := newChainSim(6000, &chainOp{name: "count", workers: 4, rate: 5000, selectivity: 1})
+		sim.readMax = readMax
+		clock := &fakeClock{t: epoch}
+		c, err := New(Config{
+			Actuator: sim, Now: clock.Now, MaxWorkers: 4,
+			Logger: slog.New(slog.DiscardHandler), Sample: sampler(clock, sim.step),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			if _, err := c.Round(context.Background(), ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := c.Load().Behind, readMax > 0; got != want {
+			t.Errorf("source read at most %g records/s of 6000: load %+v, want behind %v", readMax, c.Load(), want)
+		}
+	}
+}
+
 func TestControllerLoadSaturated(t *testing.T) {
 	for _, tc := range []struct {
 		rate      float64

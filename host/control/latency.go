@@ -880,7 +880,7 @@ func (l *Latency) scaleIn(v *View, name string) *Proposal {
 	if !ok {
 		return nil
 	}
-	if _, _, grows := growingBacklog(first, last); grows {
+	if backlogGrows(first, last) {
 		return nil
 	}
 	loads := l.loads(name)

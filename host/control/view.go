@@ -236,16 +236,16 @@ func sourceTrend(first *Sample, s SourceSample, secs float64) (backlogTrend, boo
 	return backlogTrend{}, false
 }
 
-// growingBacklog returns the first of last's sources whose backlog grows
-// between first and last, with its trend; ok is false when none does.
-func growingBacklog(first, last *Sample) (source string, t backlogTrend, ok bool) {
+// backlogGrows reports whether a source's backlog grows between first
+// and last (see backlogTrend.grows).
+func backlogGrows(first, last *Sample) bool {
 	secs := last.At.Sub(first.At).Seconds()
 	for _, s := range last.Sources {
 		if t, ok := sourceTrend(first, s, secs); ok && t.grows() {
-			return s.Name, t, true
+			return true
 		}
 	}
-	return "", backlogTrend{}, false
+	return false
 }
 
 // findOperator returns s's operator named name, or nil.

@@ -86,7 +86,7 @@ func (d *hostsDecider) round(ctx context.Context, now time.Time) error {
 	h, ch := d.h, d.h.cluster
 	load := h.ctrl.Load()
 	if err := ch.c.ReportLoad(ctx, cluster.Load{Host: ch.id, Utilisation: load.Utilisation, Saturated: load.Saturated,
-		InputRate: load.InputRate, Groups: len(h.job.Groups()), At: now.UTC()}); err != nil {
+		InputRate: load.InputRate, Behind: load.Behind, Groups: len(h.job.Groups()), At: now.UTC()}); err != nil {
 		return err
 	}
 	live, err := migrate.Live(ctx, ch.c)
@@ -253,7 +253,7 @@ func hostsFigures(a *cluster.Assignment, live []string, loads map[string]cluster
 			continue
 		}
 		f.Active = append(f.Active, control.HostFigures{Host: id, Utilisation: l.Utilisation, Saturated: l.Saturated,
-			Groups: groups[id], InputRate: l.InputRate})
+			Groups: groups[id], InputRate: l.InputRate, Behind: l.Behind})
 	}
 	for _, id := range a.PoolHosts() {
 		for _, l := range live {

@@ -612,6 +612,9 @@ type ClusterHostLoad struct {
 	Saturated bool `json:"saturated"`
 	// InputRate is the records per second its sources delivered.
 	InputRate float64 `json:"input_rate"`
+	// Behind is set when one of its sources has a backlog that grows:
+	// no host is given back meanwhile.
+	Behind bool `json:"behind,omitempty"`
 	// At is when the host wrote it.
 	At time.Time `json:"at"`
 }
