@@ -14,6 +14,15 @@
 // own memory of earlier rounds), so they are tested on synthetic and
 // recorded traces without a running pipeline.
 //
+// No policy removes workers while a source's backlog grows by more than
+// backlogNoise of its read rate (and no host is given back while a host
+// is behind so): a job whose reader falls behind can show idle, healthy
+// workers, whose delays and arrivals count from the read, and the
+// records waiting unread at the source are in none of the figures a
+// scale-in is sized on. One band serves every reading of a backlog (DS2,
+// the guarantor, the doctor, the effect check): the read-ahead queue,
+// counted in the backlog, moves by about that much as the rate moves.
+//
 // # Scaling across hosts
 //
 // Hosts is the cluster-level decision of a pipeline spread over hosts
@@ -39,7 +48,8 @@
 //     found and could not make.
 //   - Scale-in asks that the load fit on n-1 hosts under ScaleInBelow,
 //     which is under ScaleOutAbove, and every decision starts the spans
-//     afresh: a flat load does not flap.
+//     afresh: a flat load does not flap. No host may be behind (its
+//     Load.Behind: a source's backlog growing).
 //   - No decision while a migration runs or a released host drains: the
 //     figures then measure the move, not the load.
 //   - Hosts decisions are not checked and rolled back: undoing a host
