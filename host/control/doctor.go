@@ -316,9 +316,11 @@ func (d *Doctor) backlogs(v *View, first, last *Sample, secs float64) []schema.F
 	var fs []schema.Finding
 	busy, busiest, busiestOp := doctorBusy(first, last)
 	for _, src := range last.Sources {
+		// A growth under backlogNoise is records waiting for the next
+		// batch, not a backlog.
 		t, ok := sourceTrend(first, src, secs)
 		if !ok || !t.grows() || !d.rising(v, src.Name) {
-			continue // under backlogNoise: records waiting for the next batch
+			continue
 		}
 		growth, readRate := t.change, t.read
 		ev := []schema.Evidence{
@@ -427,16 +429,16 @@ func (d *Doctor) hotKeys(first, last *Sample) []schema.Finding {
 		if mu <= 0 {
 			continue
 		}
-		median := median(r.GroupArrival)
+		typical := median(r.GroupArrival)
 		for kg, a := range r.GroupArrival {
-			if a < doctorHotShare*mu || a < doctorHotStandout*median {
+			if a < doctorHotShare*mu || a < doctorHotStandout*typical {
 				continue
 			}
 			subject := fmt.Sprintf("%s key group %d", op.Name, kg)
 			ev := []schema.Evidence{
 				{Name: fmt.Sprintf("arrival rate of %s", subject), Value: a, Unit: "records/s"},
 				{Name: "fastest service rate of a worker of " + op.Name, Value: mu, Unit: "records/s"},
-				{Name: "median arrival rate of a key group of " + op.Name, Value: median, Unit: "records/s"},
+				{Name: "median arrival rate of a key group of " + op.Name, Value: typical, Unit: "records/s"},
 			}
 			key := "no key of it was sampled"
 			for _, k := range op.HotKeys {
