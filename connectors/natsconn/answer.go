@@ -34,9 +34,14 @@ func noJetStream(err error) bool {
 
 // AnswerPatience bounds how long UntilAnswered asks again a JetStream
 // that does not answer, and answerPause is the pause between two tries.
+// answerTimeout bounds one request of a try given its own deadline: a
+// stream or consumer that has no leader yet (just created, or electing
+// one) leaves requests unanswered rather than refusing them, so a request
+// bounded only by its caller's context could wait all of it.
 const (
 	AnswerPatience = 30 * time.Second
 	answerPause    = 250 * time.Millisecond
+	answerTimeout  = 5 * time.Second
 )
 
 // UntilAnswered calls try until it succeeds, fails with an error that

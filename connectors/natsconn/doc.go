@@ -74,7 +74,10 @@
 // answering yet, an acknowledgement that does not come) is published again
 // with the same id until it is acknowledged, so a server restart loses
 // nothing, and the stream's duplicate window makes a message stored twice
-// appear once.
+// appear once. At such a failure the sink stops publishing until every
+// message in flight is answered, then publishes again from the first one
+// not acknowledged, so that the stream keeps the order written; a lost
+// connection is the exception (JetStreamSink says why).
 //
 // A crash is not left to the window: the sink is a connectors.Rewindable.
 // The host commits, with each batch, the stream sequence of the sink's last

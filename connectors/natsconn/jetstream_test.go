@@ -174,6 +174,44 @@ func TestJetStreamSinkDeduplicatesByID(t *testing.T) {
 	}
 }
 
+// Messages published while no stream captures their subject fail with "no
+// responders"; once the stream exists the sink publishes them again, and
+// the stream holds each once, in the order they were written (the NATS
+// client's own retries, from timers, stored them in any order).
+func TestJetStreamSinkKeepsOrderAcrossFailures(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	sink := newJSSink(t, nc, JetStreamSinkConfig{Subject: "late", AckTimeout: 2 * time.Second})
+	const n = 500
+	recs := testRecords(n)
+	if err := sink.Write(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	// Created on the same connection, after the messages: the server has
+	// answered each with "no responders" before the stream exists.
+	js := newStream(t, nc, "LATE", "late")
+	if err := sink.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "LATE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs := st.CachedInfo().State.Msgs; msgs != n {
+		t.Fatalf("stream holds %d messages, want %d", msgs, n)
+	}
+	for seq := uint64(1); seq <= n; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, want := m.Header.Get(jetstream.MsgIDHeader), recs[seq-1].ID; id != want {
+			t.Fatalf("sequence %d holds %s, want %s: the stream's order is not the order written", seq, id, want)
+		}
+	}
+}
+
 func TestJetStreamSinkReportsLastingFailure(t *testing.T) {
 	e := startServer(t)
 	nc := connect(t, e.ClientURL())

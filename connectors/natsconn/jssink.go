@@ -73,6 +73,20 @@ type JetStreamSinkConfig struct {
 // failures (the stream rejects the message) are reported by the next
 // Flush.
 //
+// The messages keep the order they were written in across such failures.
+// At the first passing failure the sink stops publishing, waits until
+// every message in flight is acknowledged or failed, then publishes again
+// from the first message not acknowledged, in order: the first alone,
+// then, once it is acknowledged, the rest pipelined. (The NATS client's
+// own retry on "no responders", which republishes from timers in no
+// particular order, is turned off.) What this cannot order are failures
+// the sink learns of too late: when the connection to the server is lost,
+// the client sends what it had buffered and not yet written once it has
+// reconnected, before the sink can publish again the messages lost with
+// the connection; and a stream leader that becomes able to store in the
+// middle of a burst stores the burst's end while its start fails. Those
+// messages are stored once each, out of order.
+//
 // The sink is a connectors.Rewindable, which makes a replay after a crash
 // exactly once whatever the time since the crash, without the duplicate
 // window: Offset is the stream sequence of the sink's last acknowledged
@@ -82,22 +96,30 @@ type JetStreamSinkConfig struct {
 // commit) and Write then drops the outputs that carry them. The check
 // costs nothing once they are replayed.
 type JetStreamSink struct {
-	nc     *nats.Conn
-	js     jetstream.JetStream
-	cfg    JetStreamSinkConfig
-	name   string
-	log    *slog.Logger
-	stream jetstream.Stream // the stream capturing Subject; nil if none was found
-	groups []string         // with KeyGroups: the subject of each key group
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	cfg     JetStreamSinkConfig
+	name    string
+	log     *slog.Logger
+	stream  jetstream.Stream // the stream capturing Subject; nil if none was found
+	groups  []string         // with KeyGroups: the subject of each key group
+	pubOpts []jetstream.PublishOpt
 
-	mu       sync.Mutex
-	inflight int         // published, not yet acknowledged or failed
-	retry    []*nats.Msg // failed for a passing reason, to publish again
-	failure  error       // first lasting failure since the last Flush
-	passing  error       // last passing failure, to explain a Flush that times out
-	closed   bool
-	acked    uint64        // highest stream sequence acknowledged to this sink
-	changed  chan struct{} // capacity 1: inflight, retry or failure changed
+	mu sync.Mutex
+	// The window: what was written and is not yet acknowledged, in write
+	// order, is win[head:]; settled messages are trimmed from its front.
+	win       []flight
+	head      int
+	next      int       // no message of win[head:next] waits to be published
+	unsettled int       // messages of the window not settled
+	sent      int       // in flight: published, neither acknowledged nor failed
+	halted    time.Time // when a passing failure stopped the publishing; zero: publishing
+	probe     bool      // publish one message alone and wait for its acknowledgement
+	failure   error     // first lasting failure since the last Flush
+	passing   error     // last passing failure, to explain a Flush that times out
+	closed    bool
+	acked     uint64        // highest stream sequence acknowledged to this sink
+	changed   chan struct{} // capacity 1: the window changed
 
 	// Recovery, used by the writing goroutine only (jsrecover.go).
 	wrote   bool              // Write was called
@@ -106,6 +128,20 @@ type JetStreamSink struct {
 	matched uint64            // highest sequence of a skipped id
 	written map[string]uint64 // while skipping: id prefix -> highest position written
 }
+
+// flight is a message of the sink's window.
+type flight struct {
+	m     *nats.Msg
+	state flightState
+}
+
+type flightState uint8
+
+const (
+	waiting  flightState = iota // to publish, or failed and to publish again
+	inFlight                    // published, no answer yet
+	settled                     // acknowledged, or failed for good (the failure is kept)
+)
 
 var (
 	_ connectors.IDUser     = (*JetStreamSink)(nil)
@@ -162,6 +198,9 @@ func NewJetStreamSink(ctx context.Context, nc *nats.Conn, cfg JetStreamSinkConfi
 		log:     log.With("sink", name),
 		changed: make(chan struct{}, 1),
 		groups:  groups,
+		// The client's retry on "no responders" republishes from
+		// timers, out of order; the sink retries itself, in order.
+		pubOpts: []jetstream.PublishOpt{jetstream.WithRetryAttempts(0)},
 	}
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncMaxPending(cfg.MaxInFlight),
@@ -184,9 +223,13 @@ func (s *JetStreamSink) Name() string { return s.name }
 // UsesIDs returns true: every message carries its Out.ID as Nats-Msg-Id.
 func (s *JetStreamSink) UsesIDs() bool { return true }
 
-func (s *JetStreamSink) onAck(_ jetstream.JetStream, _ *nats.Msg, ack *jetstream.PubAck) {
+func (s *JetStreamSink) onAck(_ jetstream.JetStream, m *nats.Msg, ack *jetstream.PubAck) {
 	s.mu.Lock()
-	s.inflight--
+	if i := s.find(m); i >= 0 {
+		s.sent--
+		s.probe = false
+		s.settle(i)
+	}
 	if ack != nil && ack.Sequence > s.acked {
 		s.acked = ack.Sequence
 	}
@@ -196,18 +239,71 @@ func (s *JetStreamSink) onAck(_ jetstream.JetStream, _ *nats.Msg, ack *jetstream
 
 func (s *JetStreamSink) onErr(_ jetstream.JetStream, m *nats.Msg, err error) {
 	s.mu.Lock()
-	s.inflight--
-	switch {
-	case retriable(err):
-		s.retry = append(s.retry, m)
-		s.passing = err
-	case errors.Is(err, jetstream.ErrJetStreamPublisherClosed):
-		// The sink is closing.
-	case s.failure == nil:
-		s.failure = fmt.Errorf("%s: publish (Nats-Msg-Id %q): %w", s.name, m.Header.Get(jetstream.MsgIDHeader), err)
+	if i := s.find(m); i >= 0 {
+		s.sent--
+		s.failed(i, err)
 	}
 	s.mu.Unlock()
 	s.signal()
+}
+
+// find returns the index in win of m, in flight, or -1. The answers come
+// mostly in order, so m is mostly the first in flight.
+func (s *JetStreamSink) find(m *nats.Msg) int {
+	for i := s.head; i < len(s.win); i++ {
+		if s.win[i].m == m && s.win[i].state == inFlight {
+			return i
+		}
+	}
+	return -1
+}
+
+// add appends m to the window, waiting to be published.
+func (s *JetStreamSink) add(m *nats.Msg) {
+	if len(s.win) == cap(s.win) && s.head > 0 {
+		// Move the window to the front of the array rather than grow it.
+		n := copy(s.win, s.win[s.head:])
+		clear(s.win[n:])
+		s.win = s.win[:n]
+		s.next -= s.head
+		s.head = 0
+	}
+	s.win = append(s.win, flight{m: m})
+	s.unsettled++
+}
+
+// failed records the failure of win[i], which is no longer in
+// flight: a passing one halts the publishing and makes it wait to be
+// published again; another settles it and is kept for Flush.
+func (s *JetStreamSink) failed(i int, err error) {
+	switch {
+	case retriable(err):
+		s.win[i].state = waiting
+		s.next = min(s.next, i)
+		s.passing = err
+		s.halted = time.Now()
+		return
+	case errors.Is(err, jetstream.ErrJetStreamPublisherClosed):
+		// The sink is closing.
+	case s.failure == nil:
+		m := s.win[i].m
+		s.failure = fmt.Errorf("%s: publish (Nats-Msg-Id %q): %w", s.name, m.Header.Get(jetstream.MsgIDHeader), err)
+	}
+	s.settle(i)
+}
+
+// settle marks win[i] settled and trims the settled messages from the
+// front of the window.
+func (s *JetStreamSink) settle(i int) {
+	s.win[i] = flight{state: settled}
+	s.unsettled--
+	for s.head < len(s.win) && s.win[s.head].state == settled {
+		s.head++
+	}
+	s.next = max(s.next, s.head)
+	if s.head == len(s.win) {
+		s.win, s.head, s.next = s.win[:0], 0, 0
+	}
 }
 
 func (s *JetStreamSink) signal() {
@@ -272,37 +368,29 @@ func (s *JetStreamSink) Write(ctx context.Context, out []connectors.Out) error {
 			}
 			m.Header[jetstream.MsgIDHeader] = []string{id}
 		}
-		if err := s.publish(ctx, m); err != nil {
+		if err := s.enqueue(ctx, m); err != nil {
 			return err
 		}
 	}
-	return nil
+	return s.pump()
 }
 
-// publish sends m once there is room in flight and no earlier message
-// waits for a retry.
-func (s *JetStreamSink) publish(ctx context.Context, m *nats.Msg) error {
+// enqueue adds m to the window once it has room, publishing meanwhile.
+func (s *JetStreamSink) enqueue(ctx context.Context, m *nats.Msg) error {
 	for {
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			return fmt.Errorf("%s: write: %w", s.name, connectors.ErrClosed)
 		}
-		if s.inflight < s.cfg.MaxInFlight && len(s.retry) == 0 {
-			s.inflight++
+		if s.unsettled < s.cfg.MaxInFlight {
+			s.add(m)
 			s.mu.Unlock()
-			return s.send(m)
+			return nil
 		}
-		retrying := len(s.retry) > 0
 		s.mu.Unlock()
-		if retrying {
-			sent, err := s.resend(ctx)
-			if err != nil {
-				return err
-			}
-			if sent > 0 {
-				continue
-			}
+		if err := s.pump(); err != nil {
+			return err
 		}
 		if err := s.wait(ctx); err != nil {
 			return err
@@ -310,72 +398,78 @@ func (s *JetStreamSink) publish(ctx context.Context, m *nats.Msg) error {
 	}
 }
 
-// send publishes m, counted in flight by the caller.
-func (s *JetStreamSink) send(m *nats.Msg) error {
-	_, err := s.js.PublishMsgAsync(m)
-	if err == nil {
-		return nil
-	}
-	s.mu.Lock()
-	s.inflight--
-	if retriable(err) {
-		s.retry = append(s.retry, m)
-		s.passing = err
-		s.mu.Unlock()
-		return nil
-	}
-	s.mu.Unlock()
-	return fmt.Errorf("%s: publish (Nats-Msg-Id %q): %w", s.name, m.Header.Get(jetstream.MsgIDHeader), err)
-}
-
-// resend republishes the messages waiting for a retry, while the
-// connection is up and there is room in flight, and returns how many it
-// republished.
-func (s *JetStreamSink) resend(ctx context.Context) (int, error) {
-	sent := 0
+// pump publishes, in write order, the messages of the window that wait
+// and may go now: none while a passing failure holds the publishing (until
+// every message in flight is answered and retryWait has passed), one alone
+// after it, all of them (up to MaxInFlight in flight) otherwise; and none
+// while the connection is not up.
+func (s *JetStreamSink) pump() error {
 	for {
 		switch s.nc.Status() {
 		case nats.CONNECTED:
 		case nats.CLOSED:
-			return sent, fmt.Errorf("%s: %w", s.name, nats.ErrConnectionClosed)
+			return fmt.Errorf("%s: %w", s.name, nats.ErrConnectionClosed)
 		default:
-			return sent, nil
+			return nil // publishing now would fill the reconnect buffer, sent before what is lost
 		}
 		s.mu.Lock()
-		if len(s.retry) == 0 || s.inflight >= s.cfg.MaxInFlight {
+		if s.closed {
 			s.mu.Unlock()
-			return sent, nil
+			return fmt.Errorf("%s: write: %w", s.name, connectors.ErrClosed)
 		}
-		if sent == 0 {
-			s.log.Info("publishing again after a passing failure", "messages", len(s.retry), "err", s.passing)
+		if !s.halted.IsZero() {
+			if s.sent > 0 || time.Since(s.halted) < retryWait {
+				s.mu.Unlock()
+				return nil
+			}
+			s.halted, s.probe = time.Time{}, true
+			s.log.Info("publishing again after a passing failure", "messages", s.unsettled, "err", s.passing)
 		}
-		m := s.retry[0]
-		s.retry[0] = nil
-		s.retry = s.retry[1:]
-		s.inflight++
+		if s.sent >= s.cfg.MaxInFlight || s.probe && s.sent > 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		for s.next < len(s.win) && s.win[s.next].state != waiting {
+			s.next++
+		}
+		if s.next == len(s.win) {
+			s.mu.Unlock()
+			return nil
+		}
+		i := s.next
+		m := s.win[i].m
+		s.win[i].state = inFlight
+		s.next++
+		s.sent++
 		s.mu.Unlock()
-		if err := s.send(m); err != nil {
-			return sent, err
-		}
-		sent++
-		if err := ctx.Err(); err != nil {
-			return sent, err
+		if _, err := s.js.PublishMsgAsync(m, s.pubOpts...); err != nil {
+			s.mu.Lock()
+			if i := s.find(m); i >= 0 {
+				s.sent--
+				if !retriable(err) {
+					s.settle(i)
+					s.mu.Unlock()
+					return fmt.Errorf("%s: publish (Nats-Msg-Id %q): %w", s.name, m.Header.Get(jetstream.MsgIDHeader), err)
+				}
+				s.failed(i, err)
+			}
+			s.mu.Unlock()
 		}
 	}
 }
 
 // retryWait is how long the sink waits before it looks again at a
-// connection that is down, or republishes after a passing failure.
+// connection that is down, or publishes again after a passing failure.
 const retryWait = 250 * time.Millisecond
 
 // wait blocks until an acknowledgement or failure arrives, or, when
-// messages wait for a retry, for retryWait.
+// messages wait to be published, for retryWait at most.
 func (s *JetStreamSink) wait(ctx context.Context) error {
 	s.mu.Lock()
-	retrying := len(s.retry) > 0
+	waiting := s.unsettled > s.sent
 	s.mu.Unlock()
 	var timeout <-chan time.Time
-	if retrying {
+	if waiting {
 		t := time.NewTimer(retryWait)
 		defer t.Stop()
 		timeout = t.C
@@ -395,7 +489,7 @@ func (s *JetStreamSink) wait(ctx context.Context) error {
 // lasting failure since the previous Flush.
 func (s *JetStreamSink) Flush(ctx context.Context) error {
 	for {
-		if _, err := s.resend(ctx); err != nil {
+		if err := s.pump(); err != nil {
 			return err
 		}
 		s.mu.Lock()
@@ -403,7 +497,7 @@ func (s *JetStreamSink) Flush(ctx context.Context) error {
 			s.mu.Unlock()
 			return fmt.Errorf("%s: flush: %w", s.name, connectors.ErrClosed)
 		}
-		if s.inflight == 0 && len(s.retry) == 0 {
+		if s.unsettled == 0 {
 			err := s.failure
 			s.failure, s.passing = nil, nil
 			s.mu.Unlock()
@@ -412,7 +506,7 @@ func (s *JetStreamSink) Flush(ctx context.Context) error {
 		s.mu.Unlock()
 		if err := s.wait(ctx); err != nil {
 			s.mu.Lock()
-			passing, pending := s.passing, s.inflight+len(s.retry)
+			passing, pending := s.passing, s.unsettled
 			s.mu.Unlock()
 			if passing != nil {
 				return fmt.Errorf("%s: flush: %d messages unacknowledged: %w (last failure, retried: %v)", s.name, pending, err, passing)
@@ -436,7 +530,8 @@ func (s *JetStreamSink) Close() error {
 	err := s.Flush(ctx)
 	s.mu.Lock()
 	s.closed = true
-	s.retry = nil
+	clear(s.win)
+	s.win, s.head, s.next = nil, 0, 0
 	s.mu.Unlock()
 	s.js.CleanupPublisher()
 	if err != nil {

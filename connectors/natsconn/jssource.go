@@ -207,7 +207,14 @@ func (s *JetStreamSource) open(ctx context.Context, after uint64) error {
 		return err
 	}
 	s.js = js
-	cons, err := s.consumer(ctx, js, after)
+	var cons jetstream.Consumer
+	err = UntilAnswered(ctx, s.log, Unanswered, func() error {
+		tctx, cancel := context.WithTimeout(ctx, answerTimeout)
+		defer cancel()
+		var err error
+		cons, err = s.consumer(tctx, js, after)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -288,7 +295,7 @@ func (s *JetStreamSource) consumer(ctx context.Context, js jetstream.JetStream, 
 	s.canReset = true
 	if err := s.reset(ctx, after); err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("reset consumer %q on stream %q: %w", durable, stream, ctx.Err())
 		}
 		s.canReset = false
 		s.log.Warn("cannot reset the jetstream consumer; messages read but not acknowledged before will be redelivered after AckWait",

@@ -64,8 +64,10 @@ func (s *StreamSpec) config(name string) jetstream.StreamConfig {
 func ensureStream(ctx context.Context, log *slog.Logger, js jetstream.JetStream, name string, spec *StreamSpec) (jetstream.Stream, error) {
 	var st jetstream.Stream
 	err := UntilAnswered(ctx, log, Unanswered, func() error {
+		tctx, cancel := context.WithTimeout(ctx, answerTimeout)
+		defer cancel()
 		var err error
-		st, err = ensureStreamOnce(ctx, js, name, spec)
+		st, err = ensureStreamOnce(tctx, js, name, spec)
 		return err
 	})
 	return st, err
