@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -208,6 +210,65 @@ func TestJetStreamSinkKeepsOrderAcrossFailures(t *testing.T) {
 		}
 		if id, want := m.Header.Get(jetstream.MsgIDHeader), recs[seq-1].ID; id != want {
 			t.Fatalf("sequence %d holds %s, want %s: the stream's order is not the order written", seq, id, want)
+		}
+	}
+}
+
+// The sink checks, as it trims its window, that the stream stored its
+// messages in the order written, and warns when it did not (what a
+// connection lost while publishing can make). The acknowledgements are
+// handed to the sink's handler directly, in the order under test.
+func TestJetStreamSinkWarnsOfOrderBroken(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	var logs syncBuffer
+	sink := newJSSink(t, nc, JetStreamSinkConfig{Subject: "o", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	type ack struct {
+		id       string
+		seq      uint64
+		dup      bool
+		failedAt bool // failed for a passing reason before
+	}
+	// run puts a window of messages a, b, c in flight and acknowledges
+	// them as acks says.
+	run := func(acks ...ack) {
+		t.Helper()
+		msgs := map[string]*nats.Msg{}
+		sink.mu.Lock()
+		for _, id := range []string{"a", "b", "c"} {
+			msgs[id] = &nats.Msg{Subject: "o", Header: nats.Header{jetstream.MsgIDHeader: {id}}}
+			sink.add(msgs[id])
+			f := &sink.win[len(sink.win)-1]
+			f.state = inFlight
+			f.again = slices.ContainsFunc(acks, func(a ack) bool { return a.id == id && a.failedAt })
+			sink.sent++
+		}
+		sink.next = len(sink.win)
+		sink.mu.Unlock()
+		for _, a := range acks {
+			sink.onAck(nil, msgs[a.id], &jetstream.PubAck{Sequence: a.seq, Duplicate: a.dup})
+		}
+		if err := sink.Flush(testCtx(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// In order, answered out of order; then c written again, stored by
+	// the first write: no warning.
+	run(ack{id: "b", seq: 2}, ack{id: "a", seq: 1}, ack{id: "c", seq: 3})
+	run(ack{id: "a", seq: 4}, ack{id: "b", seq: 5}, ack{id: "c", seq: 3, dup: true})
+	if strings.Contains(logs.String(), "level=WARN") {
+		t.Fatalf("warned of messages stored in order:\n%s", logs.String())
+	}
+	// b stored before a; and c, failed once, was stored after all at 8,
+	// before a was published again: both reported.
+	run(ack{id: "b", seq: 9}, ack{id: "a", seq: 10}, ack{id: "c", seq: 8, dup: true, failedAt: true})
+	for _, want := range []string{
+		`id=b sequence=9 "written after id"=a "at sequence"=10`,
+		`msg="messages stored out of the order written since the last flush" sink=jetstream:o messages=2`,
+	} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %s:\n%s", want, logs.String())
 		}
 	}
 }

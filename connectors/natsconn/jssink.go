@@ -85,7 +85,10 @@ type JetStreamSinkConfig struct {
 // reconnected, before the sink can publish again the messages lost with
 // the connection; and a stream leader that becomes able to store in the
 // middle of a burst stores the burst's end while its start fails. Those
-// messages are stored once each, out of order.
+// messages are stored once each, out of order, and the sink, which checks
+// the sequences of the acknowledgements against the order written, logs a
+// warning naming the first of them (and counts the others at the next
+// Flush).
 //
 // The sink is a connectors.Rewindable, which makes a replay after a crash
 // exactly once whatever the time since the crash, without the duplicate
@@ -115,11 +118,16 @@ type JetStreamSink struct {
 	sent      int       // in flight: published, neither acknowledged nor failed
 	halted    time.Time // when a passing failure stopped the publishing; zero: publishing
 	probe     bool      // publish one message alone and wait for its acknowledgement
-	failure   error     // first lasting failure since the last Flush
-	passing   error     // last passing failure, to explain a Flush that times out
-	closed    bool
-	acked     uint64        // highest stream sequence acknowledged to this sink
-	changed   chan struct{} // capacity 1: the window changed
+	order     struct {  // the last message trimmed from the window in the order written
+		seq uint64
+		id  string
+	}
+	outOfOrder int   // messages found stored out of order since the last Flush
+	failure    error // first lasting failure since the last Flush
+	passing    error // last passing failure, to explain a Flush that times out
+	closed     bool
+	acked      uint64        // highest stream sequence acknowledged to this sink
+	changed    chan struct{} // capacity 1: the window changed
 
 	// Recovery, used by the writing goroutine only (jsrecover.go).
 	wrote   bool              // Write was called
@@ -132,7 +140,11 @@ type JetStreamSink struct {
 // flight is a message of the sink's window.
 type flight struct {
 	m     *nats.Msg
+	seq   uint64 // the stream sequence acknowledged, for the order's check; 0: none (yet)
 	state flightState
+	// failed once for a passing reason: a duplicate acknowledgement means
+	// that the failed publication was stored after all
+	again bool
 }
 
 type flightState uint8
@@ -228,6 +240,11 @@ func (s *JetStreamSink) onAck(_ jetstream.JetStream, m *nats.Msg, ack *jetstream
 	if i := s.find(m); i >= 0 {
 		s.sent--
 		s.probe = false
+		if ack != nil && (!ack.Duplicate || s.win[i].again) {
+			// A duplicate of a message written again (not published
+			// again) was stored by an earlier write: not in this order.
+			s.win[i].seq = ack.Sequence
+		}
 		s.settle(i)
 	}
 	if ack != nil && ack.Sequence > s.acked {
@@ -278,7 +295,7 @@ func (s *JetStreamSink) add(m *nats.Msg) {
 func (s *JetStreamSink) failed(i int, err error) {
 	switch {
 	case retriable(err):
-		s.win[i].state = waiting
+		s.win[i].state, s.win[i].again = waiting, true
 		s.next = min(s.next, i)
 		s.passing = err
 		s.halted = time.Now()
@@ -293,17 +310,39 @@ func (s *JetStreamSink) failed(i int, err error) {
 }
 
 // settle marks win[i] settled and trims the settled messages from the
-// front of the window.
+// front of the window, checking that the stream stored them in the order
+// written.
 func (s *JetStreamSink) settle(i int) {
-	s.win[i] = flight{state: settled}
+	s.win[i].state = settled
 	s.unsettled--
 	for s.head < len(s.win) && s.win[s.head].state == settled {
+		f := &s.win[s.head]
+		if f.seq != 0 {
+			if f.seq < s.order.seq {
+				s.reordered(f)
+			} else {
+				s.order.seq, s.order.id = f.seq, f.m.Header.Get(jetstream.MsgIDHeader)
+			}
+		}
+		*f = flight{}
 		s.head++
 	}
 	s.next = max(s.next, s.head)
 	if s.head == len(s.win) {
 		s.win, s.head, s.next = s.win[:0], 0, 0
 	}
+}
+
+// reordered reports f, acknowledged at a sequence below that of a
+// message written before it: the stream stored it first. The first such
+// message since the last Flush is logged with both ids, the others
+// counted and logged by Flush.
+func (s *JetStreamSink) reordered(f *flight) {
+	if s.outOfOrder == 0 {
+		s.log.Warn("the stream stored a message before one written before it (a connection lost while publishing)",
+			"id", f.m.Header.Get(jetstream.MsgIDHeader), "sequence", f.seq, "written after id", s.order.id, "at sequence", s.order.seq)
+	}
+	s.outOfOrder++
 }
 
 func (s *JetStreamSink) signal() {
@@ -499,7 +538,10 @@ func (s *JetStreamSink) Flush(ctx context.Context) error {
 		}
 		if s.unsettled == 0 {
 			err := s.failure
-			s.failure, s.passing = nil, nil
+			if s.outOfOrder > 1 {
+				s.log.Warn("messages stored out of the order written since the last flush", "messages", s.outOfOrder)
+			}
+			s.failure, s.passing, s.outOfOrder = nil, nil, 0
 			s.mu.Unlock()
 			return err
 		}

@@ -3,11 +3,13 @@ package natsconn
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,17 +119,22 @@ func TestProcessServerRestart(t *testing.T) {
 	p.start()
 	ctx := testCtx(t)
 	nc := connect(t, p.url())
+	var logs syncBuffer
 	sink := newJSSink(t, nc, JetStreamSinkConfig{
 		Subject: "in", Stream: "IN", CreateStream: &StreamSpec{Subjects: []string{"in"}},
-		AckTimeout: 2 * time.Second,
+		AckTimeout: 2 * time.Second, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	src := newJSSource(t, nc, JetStreamSourceConfig{Stream: "IN", Durable: "d"})
 	if err := src.Open(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 
-	// The reader counts each value and checks that positions increase.
+	// The reader counts each value, checks that positions increase, and
+	// notes the first value read out of the order written (the messages
+	// the client had buffered when the connection broke can be stored
+	// before those lost with it, and the sink must then say so).
 	seen := make(map[string]int, total)
+	var outOfOrder string
 	var mu sync.Mutex
 	readErr := make(chan error, 1)
 	readCtx, stopReading := context.WithCancel(ctx)
@@ -149,6 +156,9 @@ func TestProcessServerRestart(t *testing.T) {
 					return
 				}
 				last = m.Position
+				if want := fmt.Sprint("v-", len(seen)); string(m.Record.Value) != want && outOfOrder == "" {
+					outOfOrder = fmt.Sprintf("read %s at position %d, want %s", m.Record.Value, m.Position, want)
+				}
 				seen[string(m.Record.Value)]++
 			}
 			done := len(seen) == total
@@ -192,6 +202,11 @@ func TestProcessServerRestart(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if outOfOrder != "" && !strings.Contains(logs.String(), "the stream stored a message before one written before it") {
+		t.Fatalf("%s, and the sink did not warn of it; its log:\n%s", outOfOrder, logs.String())
+	} else if outOfOrder != "" {
+		t.Logf("%s; the sink warned of it", outOfOrder)
+	}
 	for i := range total {
 		if c := seen[fmt.Sprint("v-", i)]; c != 1 {
 			t.Fatalf("value v-%d read %d times, want once", i, c)
