@@ -3,8 +3,6 @@ package control
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -324,21 +322,7 @@ func TestDS2ConvergesUnderTheController(t *testing.T) {
 	sim := parseAndCount(10000, 1, 1)
 	clock := &fakeClock{t: epoch}
 	d, _ := NewDS2(DS2Config{})
-	c, err := New(Config{
-		Policies: []Policy{d},
-		Actuator: sim,
-		Now:      clock.Now,
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Sample:   sampler(clock, sim.step),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 180 {
-		if _, err := c.Round(context.Background(), ""); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := runRounds(t, Config{Policies: []Policy{d}, Actuator: sim, Now: clock.Now, Sample: sampler(clock, sim.step)}, 180)
 	if got := sim.workers(); got[0] != 4 || got[1] != 3 {
 		t.Fatalf("workers = %v, want [4 3]", got)
 	}

@@ -281,10 +281,22 @@ func TestNewHostsRefusals(t *testing.T) {
 	}
 }
 
-// TestControllerLoadSaturated: a host whose DS2 needs more workers than
-// workers.max for an operator that runs that many reports itself
-// saturated, through the controller's Load, for the cluster-level
-// decision; below the bound it does not.
+// runRounds makes a controller of cfg, quiet, and runs n rounds.
+func runRounds(t *testing.T, cfg Config, n int) *Controller {
+	t.Helper()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if _, err := c.Round(context.Background(), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
 // TestControllerLoadBehind: a host whose source's backlog grows reports
 // itself behind, whatever its workers' utilisation (here a quarter: the
 // source's reader, not the workers, falls behind).
@@ -293,24 +305,17 @@ func TestControllerLoadBehind(t *testing.T) {
 		sim := newChainSim(6000, &chainOp{name: "count", workers: 4, rate: 5000, selectivity: 1})
 		sim.readMax = readMax
 		clock := &fakeClock{t: epoch}
-		c, err := New(Config{
-			Actuator: sim, Now: clock.Now, MaxWorkers: 4,
-			Logger: slog.New(slog.DiscardHandler), Sample: sampler(clock, sim.step),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 4 {
-			if _, err := c.Round(context.Background(), ""); err != nil {
-				t.Fatal(err)
-			}
-		}
+		c := runRounds(t, Config{Actuator: sim, Now: clock.Now, MaxWorkers: 4, Sample: sampler(clock, sim.step)}, 4)
 		if got, want := c.Load().Behind, readMax > 0; got != want {
 			t.Errorf("source read at most %g records/s of 6000: load %+v, want behind %v", readMax, c.Load(), want)
 		}
 	}
 }
 
+// TestControllerLoadSaturated: a host whose DS2 needs more workers than
+// workers.max for an operator that runs that many reports itself
+// saturated, through the controller's Load, for the cluster-level
+// decision; below the bound it does not.
 func TestControllerLoadSaturated(t *testing.T) {
 	for _, tc := range []struct {
 		rate      float64
@@ -322,18 +327,7 @@ func TestControllerLoadSaturated(t *testing.T) {
 		sim := parseAndCount(tc.rate, 2, 2)
 		clock := &fakeClock{t: epoch}
 		d, _ := NewDS2(DS2Config{Interval: time.Millisecond, WarmUp: time.Millisecond, Activation: 1})
-		c, err := New(Config{
-			Policies: []Policy{d}, Actuator: sim, Now: clock.Now, MaxWorkers: 2,
-			Logger: slog.New(slog.DiscardHandler), Sample: sampler(clock, sim.step),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 5 {
-			if _, err := c.Round(context.Background(), ""); err != nil {
-				t.Fatal(err)
-			}
-		}
+		c := runRounds(t, Config{Policies: []Policy{d}, Actuator: sim, Now: clock.Now, MaxWorkers: 2, Sample: sampler(clock, sim.step)}, 5)
 		if got := c.Load(); got.Saturated != tc.saturated || got.InputRate <= 0 {
 			t.Errorf("rate %g on 2 workers each, max 2: load %+v, want saturated %v and an input rate", tc.rate, got, tc.saturated)
 		}
