@@ -231,21 +231,26 @@ func (c *Cluster) where() string {
 // invariants (edited by hand) gives an *InvalidError matching
 // ErrInvalidAssignment, naming the key and the field at fault.
 func (c *Cluster) Assignment(ctx context.Context) (*Assignment, error) {
-	hosts, err := c.Known(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.read(ctx, hosts)
+	a, _, err := c.read(ctx)
+	return a, err
 }
 
-// read reads and validates the assignment against hosts.
-func (c *Cluster) read(ctx context.Context, hosts []string) (*Assignment, error) {
+// read reads the assignment, then the hosts that have joined, and
+// validates the one against the other; it returns both. In that order: a
+// host joins before any table names it and its entry stays, so the hosts
+// listed after the table hold every host it names, where a list taken
+// before could miss one that joined, and was given groups, in between.
+func (c *Cluster) read(ctx context.Context) (*Assignment, []string, error) {
 	e, err := c.kv.Get(ctx, keyAssignment)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return NewAssignment(c.cfg.KeyGroups), nil
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil, fmt.Errorf("cluster: reading %s: %w", c.where(), err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("cluster: reading %s: %w", c.where(), err)
+	hosts, herr := c.Known(ctx)
+	if herr != nil {
+		return nil, nil, herr
+	}
+	if err != nil { // not found
+		return NewAssignment(c.cfg.KeyGroups), hosts, nil
 	}
 	a, err := decodeAssignment(e.Value())
 	if err == nil {
@@ -256,10 +261,10 @@ func (c *Cluster) read(ctx context.Context, hosts []string) (*Assignment, error)
 		if errors.As(err, &ie) {
 			ie.Key = fmt.Sprintf("%s (revision %d)", c.where(), e.Revision())
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	a.Revision = e.Revision()
-	return a, nil
+	return a, hosts, nil
 }
 
 // validate checks a against the pipeline's group count and hosts.
@@ -281,11 +286,7 @@ func (c *Cluster) validate(a *Assignment, hosts []string) error {
 // conflicting writes it gives up with an error matching ErrConflict.
 func (c *Cluster) Update(ctx context.Context, fn func(*Assignment) error) (*Assignment, error) {
 	for attempt := range updateAttempts {
-		hosts, err := c.Known(ctx)
-		if err != nil {
-			return nil, err
-		}
-		cur, err := c.read(ctx, hosts)
+		cur, hosts, err := c.read(ctx)
 		if err != nil {
 			return nil, err
 		}

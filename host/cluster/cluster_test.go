@@ -140,6 +140,51 @@ func watch(t testing.TB, c *Cluster) <-chan Event {
 	return events
 }
 
+// getHook is a bucket whose Get runs before (once) first.
+type getHook struct {
+	jetstream.KeyValue
+	once   sync.Once
+	before func()
+}
+
+func (h *getHook) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	h.once.Do(h.before)
+	return h.KeyValue.Get(ctx, key)
+}
+
+// A host that joins, and is given groups, while another host reads the
+// table is among the hosts that read validates the table against: the
+// hosts are listed after the table is read. (Listed before, the table
+// named a host "that has never joined the cluster", and a host starting
+// beside two others failed to start.)
+func TestAssignmentNamesAHostThatJoinedMeanwhile(t *testing.T) {
+	url := startServer(t)
+	ca := open(t, url, Config{KeyGroups: 4})
+	cb := open(t, url, Config{KeyGroups: 4})
+	join(t, ca, "a")
+	ctx := testCtx(t)
+	ca.kv = &getHook{KeyValue: ca.kv, before: func() {
+		join(t, cb, "b")
+		if _, err := cb.Update(ctx, func(x *Assignment) error { x.Owners[0] = "b"; return nil }); err != nil {
+			t.Error(err)
+		}
+	}}
+	for _, read := range []func() (*Assignment, error){
+		func() (*Assignment, error) { return ca.Assignment(ctx) },
+		func() (*Assignment, error) {
+			return ca.Update(ctx, func(x *Assignment) error { x.Owners[1] = "a"; return nil })
+		},
+	} {
+		a, err := read()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Owners[0] != "b" {
+			t.Fatalf("owners %v, want group 0 on b", a.Owners)
+		}
+	}
+}
+
 func TestUpdateRacingWritersBothLand(t *testing.T) {
 	url := startServer(t)
 	ca := open(t, url, Config{KeyGroups: 16})
