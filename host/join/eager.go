@@ -386,7 +386,7 @@ func (j *pmj) add(side Side, t *Tuple, o *out) {
 func (j *pmj) formRun(o *out) {
 	for side := range 2 {
 		p := j.pend[side]
-		j.tmp = resize(j.tmp, len(p))
+		j.tmp = resizeTuples(j.tmp, len(p))
 		sortTuples(p, j.tmp)
 	}
 	mergeJoin(context.Background(), j.pend[0], j.pend[1], o)
@@ -414,7 +414,7 @@ func (j *pmj) finish(ctx context.Context, o *out) {
 				j.segs = append(j.segs, j.kept[side][start:end])
 				start = end
 			}
-			j.merged[side] = resize(j.merged[side], len(j.kept[side]))
+			j.merged[side] = resizeTuples(j.merged[side], len(j.kept[side]))
 			mergeMulti(j.merged[side], j.segs)
 		}
 		j.joinAcross(ctx, o)

@@ -2,7 +2,6 @@ package join
 
 import (
 	"context"
-	"math"
 	"sync/atomic"
 )
 
@@ -20,57 +19,25 @@ import (
 // reads a partition once, to scatter it. Workers take
 // partitions from a shared counter, so a partition grown large by skewed
 // keys does not hold the others back.
-//
-// The first pass writes the whole window to memory no cache holds, and its
-// cost is that traffic (about 60% of the kernel's CPU at the Micro
-// defaults), so it writes 16-byte packed tuples, not 24-byte Tuples: the
-// key, the Ref and the time as an offset from the window's earliest. When
-// the window's times span more than 2^32 units, the offset gives way to
-// the tuple's index in its input, and a match reads the two times there.
 type prj struct {
 	workers int
 	bits    int // 0: chosen from |R|
-	rOut    []packed
-	sOut    []packed
+	rOut    []Tuple
+	sOut    []Tuple
 	ws      []prjWorker
 	buf     lazyBuf
-}
-
-// packed is a Tuple as PRJ partitions it. aux is TS minus the window's
-// earliest time, or, in a window whose times span more than 32 bits, the
-// tuple's index in its side's input.
-type packed struct {
-	Key uint64
-	Ref uint32
-	aux uint32
-}
-
-// times says how a packed tuple's aux gives its time.
-type times struct {
-	base int64   // the earliest time of the window, when aux is an offset from it
-	r, s []Tuple // the inputs, when aux is an index in them (nil otherwise)
-}
-
-// of returns the time of a match of r and s: the later of theirs.
-func (tm *times) of(r, s *packed) int64 {
-	if tm.r == nil {
-		return tm.base + int64(max(r.aux, s.aux))
-	}
-	return max(tm.r[r.aux].TS, tm.s[s.aux].TS)
 }
 
 // prjWorker is one worker's reused memory.
 type prjWorker struct {
 	out
-	histR, histS []int    // counts on all the radix bits
-	curR, curS   []int    // first-pass write cursors
-	r2, s2       []packed // second-pass buffers
-	cr, cs       []int    // second-pass partition bounds
-	posR, posS   []int    // second-pass write cursors
+	histR, histS []int   // counts on all the radix bits
+	curR, curS   []int   // first-pass write cursors
+	r2, s2       []Tuple // second-pass buffers
+	cr, cs       []int   // second-pass partition bounds
+	posR, posS   []int   // second-pass write cursors
 	head         []uint32
 	next         []uint32
-	minTS, maxTS int64 // of the tuples the worker's histograms read
-	times        times
 }
 
 // prjPartTuples is the R partition size PRJ aims at when it chooses the
@@ -110,10 +77,10 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 	shift1 := uint(64 - b1)
 	w := j.workers
 	if cap(j.rOut) < len(r) {
-		j.rOut = make([]packed, len(r))
+		j.rOut = make([]Tuple, len(r))
 	}
 	if cap(j.sOut) < len(s) {
-		j.sOut = make([]packed, len(s))
+		j.sOut = make([]Tuple, len(s))
 	}
 	rOut, sOut := j.rOut[:len(r)], j.sOut[:len(s)]
 	for i := range j.ws {
@@ -129,18 +96,9 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 	// reading the partition once more.
 	parallel(w, func(id int) {
 		ws := &j.ws[id]
-		ws.minTS, ws.maxTS = math.MaxInt64, math.MinInt64
-		ws.histogram(ws.histR, runOf(r, len(r), w, id), uint(64-bits))
-		ws.histogram(ws.histS, runOf(s, len(s), w, id), uint(64-bits))
+		histogram(ws.histR, runOf(r, len(r), w, id), uint(64-bits))
+		histogram(ws.histS, runOf(s, len(s), w, id), uint(64-bits))
 	})
-	tm := times{base: math.MaxInt64}
-	latest := int64(math.MinInt64)
-	for i := range j.ws {
-		tm.base, latest = min(tm.base, j.ws[i].minTS), max(latest, j.ws[i].maxTS)
-	}
-	if uint64(latest-tm.base) > math.MaxUint32 || uint64(len(r)) > math.MaxUint32 || uint64(len(s)) > math.MaxUint32 {
-		tm = times{r: r, s: s}
-	}
 	// Prefix sums: worker id's range of partition p starts after every
 	// worker's part of the partitions before p and the lower workers' part
 	// of p: its write cursor. startR/startS keep each partition's bounds.
@@ -164,10 +122,8 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 	// Scatter.
 	parallel(w, func(id int) {
 		ws := &j.ws[id]
-		lo, hi := chunk(len(r), w, id)
-		if pack(ctx, rOut, r[lo:hi], lo, ws.curR, shift1, &tm) {
-			lo, hi = chunk(len(s), w, id)
-			pack(ctx, sOut, s[lo:hi], lo, ws.curS, shift1, &tm)
+		if scatter(ctx, rOut, runOf(r, len(r), w, id), ws.curR, shift1) {
+			scatter(ctx, sOut, runOf(s, len(s), w, id), ws.curS, shift1)
 		}
 	})
 	if err := ctx.Err(); err != nil {
@@ -178,7 +134,6 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 	parallel(w, func(id int) {
 		ws := &j.ws[id]
 		ws.reset(id, emit)
-		ws.times = tm
 		for {
 			p := int(nextPart.Add(1) - 1)
 			if p >= parts || ctx.Err() != nil {
@@ -196,7 +151,6 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 			ws.subPartition(ctx, pr, ps, j.ws, p, uint(b1), b2)
 		}
 		ws.flush()
-		ws.times = times{} // let the inputs go
 	})
 	return ctx.Err()
 }
@@ -204,11 +158,11 @@ func (j *prj) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 // subPartition partitions first-pass partition p (pr and ps) again on the
 // next b2 bits of the hash (below the b1 already used), its counts the sum
 // of its bins in all workers' histograms, and joins each piece.
-func (ws *prjWorker) subPartition(ctx context.Context, pr, ps []packed, all []prjWorker, p int, b1 uint, b2 int) {
+func (ws *prjWorker) subPartition(ctx context.Context, pr, ps []Tuple, all []prjWorker, p int, b1 uint, b2 int) {
 	parts := 1 << b2
 	shift := 64 - b1 - uint(b2)
-	ws.r2 = resize(ws.r2, len(pr))
-	ws.s2 = resize(ws.s2, len(ps))
+	ws.r2 = resizeTuples(ws.r2, len(pr))
+	ws.s2 = resizeTuples(ws.s2, len(ps))
 	ws.cr = resize(ws.cr, parts+1)
 	ws.cs = resize(ws.cs, parts+1)
 	cr, cs := ws.cr, ws.cs
@@ -241,15 +195,15 @@ func (ws *prjWorker) subPartition(ctx context.Context, pr, ps []packed, all []pr
 
 // joinPart joins one partition with a bucket-chain table of its R tuples,
 // bucketed on the hash bits below the used ones.
-func (ws *prjWorker) joinPart(pr, ps []packed, used uint) {
+func (ws *prjWorker) joinPart(pr, ps []Tuple, used uint) {
 	n := ceilPow2(len(pr))
 	mask := uint64(n - 1)
 	shift := 64 - used - log2(n)
 	if used+log2(n) > 64 {
 		shift = 0
 	}
-	ws.head = resize(ws.head, n)
-	ws.next = resize(ws.next, len(pr))
+	ws.head = resizeU32(ws.head, n)
+	ws.next = resizeU32(ws.next, len(pr))
 	head, next := ws.head, ws.next[:len(pr)]
 	clear(head)
 	for i := range pr {
@@ -260,55 +214,27 @@ func (ws *prjWorker) joinPart(pr, ps []packed, used uint) {
 	for i := range ps {
 		t := &ps[i]
 		for e := head[hash(t.Key)>>shift&mask]; e != 0; e = next[e-1] {
-			if rt := &pr[e-1]; rt.Key == t.Key {
-				ws.addMatch(Match{R: rt.Ref, S: t.Ref, TS: ws.times.of(rt, t)})
+			if pr[e-1].Key == t.Key {
+				ws.add(&pr[e-1], t)
 			}
 		}
 	}
 }
 
 // histogram sets h[p] to the number of tuples of a in partition p: the
-// bits of their keys' hashes from shift up, below len(h) (a power of two);
-// and widens the worker's range of times to a's.
-func (ws *prjWorker) histogram(h []int, a []Tuple, shift uint) {
+// bits of their keys' hashes from shift up, below len(h) (a power of two).
+func histogram(h []int, a []Tuple, shift uint) {
 	clear(h)
 	mask := uint64(len(h) - 1)
-	lo, hi := ws.minTS, ws.maxTS
 	for i := range a {
 		h[hash(a[i].Key)>>shift&mask]++
-		lo, hi = min(lo, a[i].TS), max(hi, a[i].TS)
 	}
-	ws.minTS, ws.maxTS = lo, hi
-}
-
-// pack writes each tuple of a, packed, to dst at its partition's cursor in
-// pos (as histogram partitions it, len(pos) partitions) and advances the
-// cursor; a starts at index from of its side's input. It returns false,
-// having stopped, when ctx is cancelled.
-func pack(ctx context.Context, dst []packed, a []Tuple, from int, pos []int, shift uint, tm *times) bool {
-	mask := uint64(len(pos) - 1)
-	for lo := 0; lo < len(a); lo += 1 << 16 {
-		if ctx.Err() != nil {
-			return false
-		}
-		for i, t := range a[lo:min(lo+1<<16, len(a))] {
-			aux := uint32(t.TS - tm.base)
-			if tm.r != nil {
-				aux = uint32(from + lo + i)
-			}
-			p := hash(t.Key) >> shift & mask
-			dst[pos[p]] = packed{Key: t.Key, Ref: t.Ref, aux: aux}
-			pos[p]++
-		}
-	}
-	return true
 }
 
 // scatter writes each tuple of a to dst at its partition's cursor in pos
-// (len(pos) partitions of the bits of the keys' hashes from shift up) and
-// advances the cursor. It returns false, having stopped, when ctx is
-// cancelled.
-func scatter(ctx context.Context, dst, a []packed, pos []int, shift uint) bool {
+// (as histogram partitions it, len(pos) partitions) and advances the
+// cursor. It returns false, having stopped, when ctx is cancelled.
+func scatter(ctx context.Context, dst, a []Tuple, pos []int, shift uint) bool {
 	mask := uint64(len(pos) - 1)
 	for lo := 0; lo < len(a); lo += 1 << 16 {
 		if ctx.Err() != nil {
@@ -323,11 +249,23 @@ func scatter(ctx context.Context, dst, a []packed, pos []int, shift uint) bool {
 	return true
 }
 
-// resize returns b with length n, reallocated only when too small; what
-// it holds is not kept.
-func resize[E any](b []E, n int) []E {
+func resize(b []int, n int) []int {
 	if cap(b) < n {
-		return make([]E, n)
+		return make([]int, n)
+	}
+	return b[:n]
+}
+
+func resizeU32(b []uint32, n int) []uint32 {
+	if cap(b) < n {
+		return make([]uint32, n)
+	}
+	return b[:n]
+}
+
+func resizeTuples(b []Tuple, n int) []Tuple {
+	if cap(b) < n {
+		return make([]Tuple, n)
 	}
 	return b[:n]
 }

@@ -135,9 +135,9 @@ func (j *sortMerge) Join(ctx context.Context, r, s []Tuple, emit Emit) error {
 		return ctx.Err()
 	}
 	w := j.workers
-	j.rs = resize(j.rs, len(r))
-	j.ss = resize(j.ss, len(s))
-	j.tmp = resize(j.tmp, len(r)+len(s))
+	j.rs = resizeTuples(j.rs, len(r))
+	j.ss = resizeTuples(j.ss, len(s))
+	j.tmp = resizeTuples(j.tmp, len(r)+len(s))
 	copy(j.rs, r)
 	copy(j.ss, s)
 	// Sort the runs: worker id's slice of R and of S.
@@ -226,12 +226,12 @@ func (j *sortMerge) mergeRange(ws *smWorker, dst, scratch *[]Tuple, a []Tuple, w
 			total += e - b
 		}
 	}
-	*dst = resize(*dst, total)
+	*dst = resizeTuples(*dst, total)
 	if j.multi {
 		mergeMulti(*dst, ws.segs)
 		return *dst
 	}
-	*scratch = resize(*scratch, total)
+	*scratch = resizeTuples(*scratch, total)
 	res := mergePasses(*dst, *scratch, ws)
 	if total > 0 && &res[0] == &(*scratch)[0] {
 		*dst, *scratch = *scratch, *dst

@@ -99,10 +99,12 @@ func (o *out) reset(worker int, emit Emit) {
 	o.worker, o.emit = worker, emit
 }
 
-func (o *out) add(r, s *Tuple) { o.addMatch(Match{R: r.Ref, S: s.Ref, TS: max(r.TS, s.TS)}) }
-
-func (o *out) addMatch(m Match) {
-	o.buf = append(o.buf, m)
+func (o *out) add(r, s *Tuple) {
+	ts := r.TS
+	if s.TS > ts {
+		ts = s.TS
+	}
+	o.buf = append(o.buf, Match{R: r.Ref, S: s.Ref, TS: ts})
 	if len(o.buf) == cap(o.buf) {
 		o.flush()
 	}
