@@ -31,11 +31,17 @@ func (c *collector) emit(_ int, ms []Match) {
 // genTuples draws n tuples of one side: keys from an alphabet from 1 key
 // (every tuple equal) to twice n (mostly unique), uniform or Zipf-skewed
 // (exponent 0.5 to 2), small or spread over 64 bits, with increasing
-// times.
+// times, a few units apart or billions (a window whose times span more
+// than 32 bits, as nanoseconds do in a window over 4.3 s: a kernel that
+// narrowed them would be caught).
 func genTuples(t *rapid.T, label string, n int) []Tuple {
 	alphabet := rapid.IntRange(1, 2*n+1).Draw(t, label+"-alphabet")
 	skew := rapid.SampledFrom([]float64{0, 0.5, 1, 2}).Draw(t, label+"-zipf")
 	big := rapid.Bool().Draw(t, label+"-bigkeys")
+	step := int64(1)
+	if rapid.Bool().Draw(t, label+"-widetimes") {
+		step = 1 << 31
+	}
 	var z *zipf
 	if skew > 0 {
 		z = newZipf(skew, alphabet)
@@ -53,7 +59,7 @@ func genTuples(t *rapid.T, label string, n int) []Tuple {
 		if big {
 			k = k*0x9E3779B97F4A7C15 | 1<<63
 		}
-		now += int64(rapid.IntRange(0, 3).Draw(t, "dt"))
+		now += step * int64(rapid.IntRange(0, 3).Draw(t, "dt"))
 		ts[i] = Tuple{Key: k, TS: now, Ref: uint32(i)}
 	}
 	return ts
