@@ -120,7 +120,7 @@ type JetStreamSink struct {
 	probe     bool      // publish one message alone and wait for its acknowledgement
 	order     struct {  // the last message trimmed from the window in the order written
 		seq uint64
-		id  string
+		m   *nats.Msg
 	}
 	outOfOrder int   // messages found stored out of order since the last Flush
 	failure    error // first lasting failure since the last Flush
@@ -321,7 +321,7 @@ func (s *JetStreamSink) settle(i int) {
 			if f.seq < s.order.seq {
 				s.reordered(f)
 			} else {
-				s.order.seq, s.order.id = f.seq, f.m.Header.Get(jetstream.MsgIDHeader)
+				s.order.seq, s.order.m = f.seq, f.m
 			}
 		}
 		*f = flight{}
@@ -340,7 +340,7 @@ func (s *JetStreamSink) settle(i int) {
 func (s *JetStreamSink) reordered(f *flight) {
 	if s.outOfOrder == 0 {
 		s.log.Warn("the stream stored a message before one written before it (a connection lost while publishing)",
-			"id", f.m.Header.Get(jetstream.MsgIDHeader), "sequence", f.seq, "written after id", s.order.id, "at sequence", s.order.seq)
+			"id", f.m.Header.Get(jetstream.MsgIDHeader), "sequence", f.seq, "written after id", s.order.m.Header.Get(jetstream.MsgIDHeader), "at sequence", s.order.seq)
 	}
 	s.outOfOrder++
 }
