@@ -178,7 +178,9 @@ func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.Je
 		cancel()
 	}
 	go func() { h.done <- job.Run(runCtx) }()
+	migDone := make(chan struct{})
 	go func() {
+		defer close(migDone)
 		// As the runner does: a failed round is logged and tried again
 		// after a pause. (The runner pauses a second; a pause much shorter
 		// than it takes a loaded machine to reopen a group's input after
@@ -196,6 +198,10 @@ func startHost(t *testing.T, ctx context.Context, nc *nats.Conn, js jetstream.Je
 	t.Cleanup(func() {
 		cancel()
 		<-h.done
+		// The host's Run stops its replica's watch, which can be in a
+		// checkpoint's download: nats.go's object reader does not see a
+		// cancelled context until its deadline (checkpoint's fetchStall).
+		<-migDone
 		_ = job.Close(context.Background())
 		_ = src.Close()
 		_ = store.Close()
