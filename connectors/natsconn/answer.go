@@ -34,10 +34,7 @@ func noJetStream(err error) bool {
 
 // AnswerPatience bounds how long UntilAnswered asks again a JetStream
 // that does not answer, and answerPause is the pause between two tries.
-// answerTimeout bounds one request of a try given its own deadline: a
-// stream or consumer that has no leader yet (just created, or electing
-// one) leaves requests unanswered rather than refusing them, so a request
-// bounded only by its caller's context could wait all of it.
+// answerTimeout bounds each try of untilAnsweredEach.
 const (
 	AnswerPatience = 30 * time.Second
 	answerPause    = 250 * time.Millisecond
@@ -72,6 +69,19 @@ func UntilAnswered(ctx context.Context, log *slog.Logger, again func(context.Con
 		case <-time.After(answerPause):
 		}
 	}
+}
+
+// untilAnsweredEach is UntilAnswered with Unanswered, each try given a
+// context of its own bounded by answerTimeout: a stream or consumer that
+// has no leader yet (just created, or electing one) leaves requests
+// unanswered rather than refusing them, so a try bounded only by the
+// caller's context could wait all of it.
+func untilAnsweredEach(ctx context.Context, log *slog.Logger, try func(context.Context) error) error {
+	return UntilAnswered(ctx, log, Unanswered, func() error {
+		tctx, cancel := context.WithTimeout(ctx, answerTimeout)
+		defer cancel()
+		return try(tctx)
+	})
 }
 
 // stoppedWaiting is UntilAnswered's error when ctx ends while JetStream

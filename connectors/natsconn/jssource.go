@@ -208,11 +208,9 @@ func (s *JetStreamSource) open(ctx context.Context, after uint64) error {
 	}
 	s.js = js
 	var cons jetstream.Consumer
-	err = UntilAnswered(ctx, s.log, Unanswered, func() error {
-		tctx, cancel := context.WithTimeout(ctx, answerTimeout)
-		defer cancel()
+	err = untilAnsweredEach(ctx, s.log, func(ctx context.Context) error {
 		var err error
-		cons, err = s.consumer(tctx, js, after)
+		cons, err = s.consumer(ctx, js, after)
 		return err
 	})
 	if err != nil {

@@ -63,11 +63,9 @@ func (s *StreamSpec) config(name string) jetstream.StreamConfig {
 // yet (a cluster electing leaders) is asked again (UntilAnswered).
 func ensureStream(ctx context.Context, log *slog.Logger, js jetstream.JetStream, name string, spec *StreamSpec) (jetstream.Stream, error) {
 	var st jetstream.Stream
-	err := UntilAnswered(ctx, log, Unanswered, func() error {
-		tctx, cancel := context.WithTimeout(ctx, answerTimeout)
-		defer cancel()
+	err := untilAnsweredEach(ctx, log, func(ctx context.Context) error {
 		var err error
-		st, err = ensureStreamOnce(tctx, js, name, spec)
+		st, err = ensureStreamOnce(ctx, js, name, spec)
 		return err
 	})
 	return st, err
