@@ -421,11 +421,13 @@ func (st *windowStage) report(os *OperatorStatus) {
 type pluginAggregate struct {
 	st     *windowStage
 	worker int
-	out    plugin.Output
+	out    plugin.Output // Fire's
 	groups []plugin.AddGroup
 	pairs  []plugin.MergePair
 	fires  []plugin.Fire
-	outs   []*plugin.Output // Merge's, one per chunk
+	// Add's and Merge's outputs, one per chunk of a call: the
+	// accumulators of every chunk stay valid until the next call.
+	addOuts, mergeOuts []*plugin.Output
 }
 
 func (f *pluginAggregate) inst() *plugin.Instance { return f.st.workers[f.worker].inst }
@@ -435,39 +437,50 @@ func (f *pluginAggregate) inst() *plugin.Instance { return f.st.workers[f.worker
 // cut into calls whose input and output fit the guest's memory.
 const guestChunk = 1024
 
-// chunked calls fn on successive pieces of n items of at most guestChunk.
-func chunked(n int, fn func(lo, hi int) error) error {
+// chunked calls fn on successive pieces of n items of at most guestChunk,
+// with the number of the piece.
+func chunked(n int, fn func(lo, hi, chunk int) error) error {
 	for lo := 0; lo < n; lo += guestChunk {
-		if err := fn(lo, min(lo+guestChunk, n)); err != nil {
+		if err := fn(lo, min(lo+guestChunk, n), lo/guestChunk); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (f *pluginAggregate) Add(ctx context.Context, groups []window.Group) error {
-	return chunked(len(groups), func(lo, hi int) error { return f.add(ctx, groups[lo:hi]) })
+// chunkOutput returns outs[chunk], reset, adding outputs as needed.
+func chunkOutput(outs *[]*plugin.Output, chunk int) *plugin.Output {
+	for len(*outs) <= chunk {
+		*outs = append(*outs, &plugin.Output{})
+	}
+	out := (*outs)[chunk]
+	out.Reset()
+	return out
 }
 
-func (f *pluginAggregate) add(ctx context.Context, groups []window.Group) error {
+func (f *pluginAggregate) Add(ctx context.Context, groups []window.Group) error {
+	return chunked(len(groups), func(lo, hi, chunk int) error { return f.add(ctx, groups[lo:hi], chunk) })
+}
+
+func (f *pluginAggregate) add(ctx context.Context, groups []window.Group, chunk int) error {
 	f.groups = f.groups[:0]
 	for _, g := range groups {
 		f.groups = append(f.groups, plugin.AddGroup{Key: g.Key, Time: g.Slice.MaxTime(), Acc: g.Acc, Recs: g.Recs})
 	}
-	f.out.Reset()
-	if err := f.inst().AggAdd(ctx, f.groups, &f.out); err != nil {
+	out := chunkOutput(&f.addOuts, chunk)
+	if err := f.inst().AggAdd(ctx, f.groups, out); err != nil {
 		return err
 	}
-	if len(f.out.Records) != len(groups) {
-		return fmt.Errorf("exec: operator %q: %d accumulators for %d groups", f.st.op.Name, len(f.out.Records), len(groups))
+	if len(out.Records) != len(groups) {
+		return fmt.Errorf("exec: operator %q: %d accumulators for %d groups", f.st.op.Name, len(out.Records), len(groups))
 	}
 	for g := range groups {
-		groups[g].Out = f.out.Records[g].Value
+		groups[g].Out = out.Records[g].Value
 		groups[g].Rejected = groups[g].Rejected[:0]
 	}
 	// A reject's Index numbers the members across the call.
 	g, first := 0, 0
-	for _, r := range f.out.Rejects {
+	for _, r := range out.Rejects {
 		for g < len(groups) && r.Index >= first+len(groups[g].Recs) {
 			first += len(groups[g].Recs)
 			g++
@@ -483,7 +496,7 @@ func (f *pluginAggregate) add(ctx context.Context, groups []window.Group) error 
 func (f *pluginAggregate) Merge(ctx context.Context, pairs []window.Pair) error {
 	// The merged accumulators of a call stay valid until the next call of
 	// the function: one output buffer per chunk.
-	return chunked(len(pairs), func(lo, hi int) error { return f.merge(ctx, pairs[lo:hi], lo/guestChunk) })
+	return chunked(len(pairs), func(lo, hi, chunk int) error { return f.merge(ctx, pairs[lo:hi], chunk) })
 }
 
 func (f *pluginAggregate) merge(ctx context.Context, pairs []window.Pair, chunk int) error {
@@ -491,11 +504,7 @@ func (f *pluginAggregate) merge(ctx context.Context, pairs []window.Pair, chunk 
 	for _, p := range pairs {
 		f.pairs = append(f.pairs, plugin.MergePair{Key: p.Key, A: p.A, B: p.B})
 	}
-	for len(f.outs) <= chunk {
-		f.outs = append(f.outs, &plugin.Output{})
-	}
-	out := f.outs[chunk]
-	out.Reset()
+	out := chunkOutput(&f.mergeOuts, chunk)
 	if err := f.inst().AggMerge(ctx, f.pairs, out); err != nil {
 		return err
 	}
@@ -509,7 +518,7 @@ func (f *pluginAggregate) merge(ctx context.Context, pairs []window.Pair, chunk 
 }
 
 func (f *pluginAggregate) Fire(ctx context.Context, fires []window.Fire, emit func(i int, r abi.Record)) error {
-	return chunked(len(fires), func(lo, hi int) error {
+	return chunked(len(fires), func(lo, hi, _ int) error {
 		f.fires = f.fires[:0]
 		for _, fi := range fires[lo:hi] {
 			f.fires = append(f.fires, plugin.Fire{Key: fi.Key, Window: guestWindow(fi), Acc: fi.Acc})

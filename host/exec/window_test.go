@@ -358,6 +358,57 @@ func TestWasmAggregateMatchesOracle(t *testing.T) {
 	})
 }
 
+// TestWasmAggregateOverManyGroups gives a Wasm aggregate batches whose
+// (key, slice) groups outnumber what one guest call takes, so that Add
+// is cut into several calls: every call's accumulators must still be the
+// ones written to state.
+func TestWasmAggregateOverManyGroups(t *testing.T) {
+	p := load(t, "wincount", plugin.KindAggregate, 0)
+	const keys, perKey = 3*guestChunk + 17, 3
+	base := int64(1_700_000_000) * int64(time.Second)
+	var recs []abi.Record
+	for r := range perKey {
+		for k := range keys {
+			recs = append(recs, abi.Record{Key: fmt.Appendf(nil, "k%d", k), Value: fmt.Append(nil, r*keys+k),
+				Time: base + int64(r*keys+k)*int64(time.Microsecond)})
+		}
+	}
+	w := windowed{recs: recs, size: time.Minute}
+	want, _ := w.slidingOracle(w.size)
+	for _, workers := range []int{1, 2} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			store := openStore(t, t.TempDir())
+			defer store.Close()
+			sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+			job, err := New(context.Background(), Config{
+				Name:      "p",
+				Sources:   []Input{{Name: "in", Source: &sliceSource{recs: recs, chunk: len(recs)}}},
+				Operators: []Operator{{Name: "agg", Kind: plugin.KindAggregate, Plugin: p, Parallelism: workers, Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: w.size}}}},
+				Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: len(recs),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := job.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, o := range sink.records() {
+				got = append(got, fmt.Sprintf("%s %d %s", o.Record.Key, o.Record.Time+1, o.Record.Value))
+			}
+			slices.Sort(got)
+			if len(got) != len(want) {
+				t.Fatalf("%d results, want %d", len(got), len(want))
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("result %d: got %q, want %q", i, got[i], want[i])
+				}
+			}
+		})
+	}
+}
+
 // TestTwoWindowedOperators runs two windowed counts of different sizes
 // and an interval join in one job: each keeps its own windows and timers,
 // and each count matches its oracle.
