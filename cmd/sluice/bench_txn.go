@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -38,6 +39,7 @@ type benchTxnFlags struct {
 	keySweep    bool
 	pipeline    bool
 	memTable    int
+	commitEvery time.Duration
 	logs        logFlags
 }
 
@@ -109,7 +111,9 @@ to the last commit) beside the in-memory rate and their ratio, the commits'
 time and size; the tables read back from Pebble, the committed and aborted
 transactions must equal the oracle's, or the command fails. Not with
 --dynamic or a key-space sweep. --memtable-size sets the stores' Pebble
-memtable (the pipeline file's state.memtable_size).`,
+memtable (the pipeline file's state.memtable_size); --commit-interval D lets
+full batches leave their state uncommitted for up to D (the pipeline file's
+state.commit_interval), and the report gives the commits beside the batches.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkEngineFlag(f.engine); err != nil {
@@ -182,6 +186,7 @@ memtable (the pipeline file's state.memtable_size).`,
 	fl.IntVar(&f.phaseEvents, "phase-events", 0, fmt.Sprintf("events of a --dynamic phase that gives no events= (default %d batches; 2 with --quick)", bench.DefaultTxnPhaseBatches))
 	fl.BoolVar(&f.keySweep, "key-sweep", false, "run every strategy with the key count (the application's or --keys) times 1, 10 and 100, interleaved, and print each size's rate over the first's")
 	fl.BoolVar(&f.pipeline, "pipeline", false, "also run each strategy through a real pipeline (generator -> operator -> discarding sink, Pebble commits) and print its rate over the in-memory one (see above)")
+	fl.DurationVar(&f.commitEvery, "commit-interval", 0, "with --pipeline: commit at most this often while batches come full, as the pipeline file's state.commit_interval (default 0: every batch)")
 	fl.IntVar(&f.memTable, "memtable-size", 0, fmt.Sprintf("with --pipeline: the Pebble memtable size in bytes, as the pipeline file's state.memtable_size (default %d)", state.DefaultMemTableSize))
 	fl.StringVar(&f.plugin, "plugin", "", "run this WebAssembly module as the application's operator instead of building plugins/<app> (any language; it must behave as the Go plugin does)")
 	for _, name := range workload.KnobNames() {
@@ -307,6 +312,15 @@ func (f *benchTxnFlags) options(cmd *cobra.Command, knobs map[string]*string) (b
 			return opts, &usageError{fmt.Sprintf("--memtable-size %d: want %d to %d bytes", f.memTable, state.MinMemTableSize, state.MaxMemTableSize)}
 		}
 		opts.MemTableSize = f.memTable
+	}
+	if cmd.Flags().Changed("commit-interval") {
+		if !f.pipeline {
+			return opts, &usageError{"--commit-interval: only with --pipeline"}
+		}
+		if f.commitEvery < 0 {
+			return opts, &usageError{fmt.Sprintf("--commit-interval %v: want 0 (every batch) or more", f.commitEvery)}
+		}
+		opts.CommitInterval = f.commitEvery
 	}
 	if f.dynamic != "" {
 		if cmd.Flags().Changed("events") {

@@ -101,8 +101,31 @@ func TestBenchTxnPipelineQuick(t *testing.T) {
 		t.Fatalf("%d pipeline runs, want 2 (1 and 2 workers)", len(rep.Pipeline))
 	}
 	for _, p := range rep.Pipeline {
-		if p.Rate <= 0 || p.Ratio <= 0 || p.StateHash != rep.StateHash || p.Committed+p.Aborted != uint64(rep.Events) || p.MemTableSize != 1<<20 {
+		if p.Rate <= 0 || p.Ratio <= 0 || p.StateHash != rep.StateHash || p.Committed+p.Aborted != uint64(rep.Events) || p.MemTableSize != 1<<20 || p.Commits != p.Batches {
 			t.Errorf("pipeline run %+v (oracle state %s, %d events)", p, rep.StateHash, rep.Events)
+		}
+	}
+
+	// With an hour's commit interval the full batches are committed
+	// together, at the end, and the state read back is still the oracle's.
+	code, out, errOut = sluice(t, ".", "bench", "txn", "--quick", "--pipeline", "--native", "--app", "gs", "--strategy", "tstream",
+		"--commit-interval", "1h", "--json", jsonFile)
+	if code != 0 {
+		t.Fatalf("sluice bench txn --commit-interval 1h exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if want := "committed at most every 1h0m0s while batches come full"; !strings.Contains(out, want) {
+		t.Errorf("the output lacks %q:\n%s", want, out)
+	}
+	if b, err = os.ReadFile(jsonFile); err != nil {
+		t.Fatal(err)
+	}
+	rep = bench.TxnReport{}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("the JSON report does not parse: %v\n%s", err, b)
+	}
+	for _, p := range rep.Pipeline {
+		if p.StateHash != rep.StateHash || p.CommitInterval != "1h0m0s" || p.Batches < 2 || p.Commits >= p.Batches {
+			t.Errorf("pipeline run %+v: want the oracle's state (%s), commits fewer than batches", p, rep.StateHash)
 		}
 	}
 }
@@ -131,6 +154,8 @@ func TestBenchTxnBadFlags(t *testing.T) {
 		{[]string{"--pipeline", "--key-sweep"}, "--pipeline runs a static workload"},
 		{[]string{"--memtable-size", "67108864"}, "--memtable-size: only with --pipeline"},
 		{[]string{"--pipeline", "--memtable-size", "10"}, "--memtable-size 10"},
+		{[]string{"--commit-interval", "1s"}, "--commit-interval: only with --pipeline"},
+		{[]string{"--pipeline", "--commit-interval", "-1s"}, "--commit-interval -1s"},
 	} {
 		code, _, errOut := sluice(t, ".", append([]string{"bench", "txn", "--quick"}, c.args...)...)
 		if code != 2 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "building") {

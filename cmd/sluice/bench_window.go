@@ -18,10 +18,11 @@ func newBenchWindowCmd() *cobra.Command {
 		workers, rounds      int
 		size, slide          time.Duration
 		noWasm               bool
+		commitEvery          time.Duration
 		jsonFile, cpuProfile string
 	)
 	cmd := &cobra.Command{
-		Use:   "window [--quick] [--records N] [--keys N] [--size D] [--slide D] [--workers N] [--no-wasm]",
+		Use:   "window [--quick] [--records N] [--keys N] [--size D] [--slide D] [--workers N] [--commit-interval D] [--no-wasm]",
 		Short: "Measure windowed counts per key: built-in and Wasm aggregates, tumbling and sliding windows",
 		Long: `Run a count per key and window through the executor, with Pebble commits,
 over tumbling windows and over sliding windows of the same size (60 slices a
@@ -37,6 +38,10 @@ sliding window emits a result every slide while it holds records of the key:
 when a key has few records a window (--quick's 10 records per key over 60
 slides), each record is in 60 results, and the outputs, not the records, set
 the cost.
+
+By default every batch is committed; --commit-interval D lets full batches
+leave their state uncommitted for up to D (the pipeline file's
+state.commit_interval), so a slice changed by many batches is written once.
 
 Each round checks that the windows' counts add up to what the input holds
 (each record counted once in each of its windows) and the command fails rather
@@ -58,6 +63,10 @@ stdout, the figures as JSON to --json.`,
 				}
 			}
 			opts.Workers = workers
+			if commitEvery < 0 {
+				return &usageError{fmt.Sprintf("--commit-interval %v: want 0 (every batch) or more", commitEvery)}
+			}
+			opts.CommitInterval = commitEvery
 			if opts.Records < 1 || opts.Keys < 1 || opts.Rate < 1 || opts.Rounds < 1 {
 				return &usageError{"--records, --keys, --rate and --rounds want 1 or more"}
 			}
@@ -104,6 +113,7 @@ stdout, the figures as JSON to --json.`,
 	fl.DurationVar(&size, "size", 0, "the windows' size (default 1m)")
 	fl.DurationVar(&slide, "slide", 0, "the sliding windows' slide (default 1s)")
 	fl.IntVar(&workers, "workers", 0, "the windowed operator's workers (default GOMAXPROCS)")
+	fl.DurationVar(&commitEvery, "commit-interval", 0, "commit at most this often while batches come full, as the pipeline file's state.commit_interval (default 0: every batch)")
 	fl.IntVar(&rounds, "rounds", 0, "rounds per case; the median is reported (default 3)")
 	fl.BoolVar(&noWasm, "no-wasm", false, "skip the Wasm aggregate (no Go toolchain needed)")
 	fl.StringVar(&jsonFile, "json", "bench-window.json", "where to write the results as JSON; - prints JSON instead of the table")

@@ -47,4 +47,16 @@ func TestBenchWindow(t *testing.T) {
 	if code, _, errOut := sluice(t, ".", "bench", "window", "--size", "10s", "--slide", "3s"); code != 2 || !strings.Contains(errOut, "a multiple of the slide") {
 		t.Errorf("--size 10s --slide 3s: exit %d, %s", code, errOut)
 	}
+	if code, _, errOut := sluice(t, ".", "bench", "window", "--commit-interval", "-1s"); code != 2 || !strings.Contains(errOut, "--commit-interval -1s") {
+		t.Errorf("--commit-interval -1s: exit %d, %s", code, errOut)
+	}
+	// Commits deferred: the counts still add up (the command checks them).
+	code, out, errOut = sluice(t, ".", "bench", "window", "--no-wasm", "--records", "20000", "--keys", "500", "--size", "10s",
+		"--slide", "2s", "--rounds", "1", "--workers", "2", "--commit-interval", "1h", "--json", jsonFile)
+	if code != 0 {
+		t.Fatalf("sluice bench window --commit-interval 1h exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if want := "committed at most every 1h0m0s while batches come full"; !strings.Contains(out, want) {
+		t.Errorf("the output lacks %q:\n%s", want, out)
+	}
 }

@@ -139,10 +139,20 @@ func (h *host) waitFor(t *testing.T, source string, pos uint64) {
 // everything, and checks that the committed state and the output stream
 // equal those of an uninterrupted run: exactly the serial word count, each
 // output exactly once.
+//
+// With a commit interval the first host dies with batches processed and
+// their outputs stored but their state and positions not committed: the
+// second replays them, and the sink skips what its stream holds.
 func TestKillAndResumeFromJetStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts NATS and two sluice processes")
 	}
+	for _, interval := range []string{"0s", "200ms"} {
+		t.Run("commit_interval="+interval, func(t *testing.T) { killAndResume(t, interval) })
+	}
+}
+
+func killAndResume(t *testing.T, interval string) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	url, js := startJetStream(t, dir, "in.lines")
@@ -160,7 +170,7 @@ func TestKillAndResumeFromJetStream(t *testing.T) {
 		t.Fatal("publishing the input did not complete")
 	}
 
-	p := writePipeline(t, dir, strings.Replace(jetStreamWordCount, "NATSURL", url, 1))
+	p := writePipeline(t, dir, strings.Replace(jetStreamWordCount, "NATSURL", url, 1)+"state:\n  commit_interval: "+interval+"\n")
 	first := startHost(t, dir, p)
 	first.waitFor(t, "lines", 2000)
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {

@@ -173,6 +173,9 @@ type TxnOptions struct {
 	// stores (the pipeline file's state.memtable_size); 0:
 	// state.DefaultMemTableSize.
 	MemTableSize int
+	// CommitInterval is the pipeline runs' commit interval (the pipeline
+	// file's state.commit_interval); 0: every batch is committed.
+	CommitInterval time.Duration
 }
 
 // DefaultTxnOptions returns the full configuration of application app:
@@ -621,6 +624,9 @@ func newTxnEnv(opts TxnOptions) (*txnEnv, error) {
 	e := &txnEnv{opts: opts, app: app, log: log}
 	if opts.Pipeline && (len(opts.Phases) > 0 || len(opts.KeySpaces) > 1) {
 		return nil, fmt.Errorf("bench: txn: the pipeline mode runs a static workload with one key space (got %d phases, keys %v)", len(opts.Phases), opts.KeySpaces)
+	}
+	if opts.CommitInterval < 0 {
+		return nil, fmt.Errorf("bench: txn: commit interval %v is negative", opts.CommitInterval)
 	}
 	if opts.MemTableSize != 0 && (opts.MemTableSize < state.MinMemTableSize || opts.MemTableSize > state.MaxMemTableSize) {
 		return nil, fmt.Errorf("bench: txn: memtable size %d: want %d to %d bytes", opts.MemTableSize, state.MinMemTableSize, state.MaxMemTableSize)

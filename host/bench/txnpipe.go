@@ -76,17 +76,20 @@ type TxnPipelineRun struct {
 	// strategy, workers and logic; Ratio is Rate over it.
 	InMemoryRate float64 `json:"in_memory_events_per_second"`
 	Ratio        float64 `json:"ratio"`
-	// Batches and Commits are the batches processed and committed;
-	// CommitSeconds the time spent in Pebble commits (state's Commit,
-	// which overlaps the next batch's processing), CommitEntries the
-	// entries they wrote.
+	// Batches and Commits are the batches processed and committed (fewer
+	// commits than batches with a commit interval); CommitSeconds the
+	// time spent in Pebble commits (state's Commit, which overlaps the
+	// next batch's processing), CommitEntries the entries they wrote.
 	Batches       uint64  `json:"batches"`
+	Commits       uint64  `json:"commits"`
 	CommitSeconds float64 `json:"commit_seconds"`
 	CommitEntries uint64  `json:"commit_entries"`
 	// Outputs counts the records the sink received.
 	Outputs uint64 `json:"outputs"`
 	// MemTableSize is the stores' Pebble memtable size in bytes.
 	MemTableSize int `json:"memtable_bytes"`
+	// CommitInterval is the job's commit interval (0: every batch).
+	CommitInterval string `json:"commit_interval"`
 	// Committed and Aborted are the job's transactions; StateHash the
 	// hash of the tables read back from Pebble, all equal to the oracle's.
 	Committed uint64 `json:"committed"`
@@ -129,7 +132,7 @@ func (s *pipelineSink) Close() error { return nil }
 // against ref and returns its figures.
 func (e *txnEnv) runPipeline(ctx context.Context, name string, st txn.Strategy, l *lane, ref *txnDigest) (run TxnPipelineRun, err error) {
 	run = TxnPipelineRun{Strategy: name, Workers: l.workers, Logic: l.logic, InMemoryRate: l.run.Rate,
-		MemTableSize: cmp.Or(e.opts.MemTableSize, state.DefaultMemTableSize)}
+		MemTableSize: cmp.Or(e.opts.MemTableSize, state.DefaultMemTableSize), CommitInterval: e.opts.CommitInterval.String()}
 	e.step("txn %s: strategy %s, %s, %s: through a pipeline (generator -> operator -> discard, Pebble commits)",
 		e.opts.App, name, workersText(l.workers), l.logic)
 	dir, err := os.MkdirTemp(e.opts.Dir, "pipeline-")
@@ -174,13 +177,14 @@ func (e *txnEnv) runPipeline(ctx context.Context, name string, st txn.Strategy, 
 	}
 	sink := &pipelineSink{}
 	job, err := exec.New(ctx, exec.Config{
-		Name:       "bench-txn-" + e.opts.App,
-		Sources:    []exec.Input{{Name: "events", Source: gen}},
-		Operators:  []exec.Operator{xop},
-		Sinks:      []exec.Output{{Name: "discard", Sink: sink}},
-		DeadLetter: &discardSink{name: "dead-letters"},
-		Store:      store,
-		Logger:     e.log,
+		Name:           "bench-txn-" + e.opts.App,
+		Sources:        []exec.Input{{Name: "events", Source: gen}},
+		Operators:      []exec.Operator{xop},
+		Sinks:          []exec.Output{{Name: "discard", Sink: sink}},
+		DeadLetter:     &discardSink{name: "dead-letters"},
+		Store:          store,
+		CommitInterval: e.opts.CommitInterval,
+		Logger:         e.log,
 	})
 	if err != nil {
 		return run, fmt.Errorf("bench: txn: %w", err)
@@ -219,7 +223,7 @@ func (e *txnEnv) runPipeline(ctx context.Context, name string, st txn.Strategy, 
 	sink.mu.Lock()
 	first, outputs := sink.first, sink.records
 	sink.mu.Unlock()
-	run.Outputs, run.Batches = outputs, status.Batches
+	run.Outputs, run.Batches, run.Commits = outputs, status.Batches, job.Measure().Commits
 	run.CommitSeconds = (stats.Total.Duration - loaded.Duration).Seconds()
 	run.CommitEntries = stats.Total.Entries - loaded.Entries
 	run.WallSeconds = end.Sub(start).Seconds()

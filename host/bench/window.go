@@ -36,6 +36,9 @@ type WindowOptions struct {
 	Size, Slide time.Duration
 	// Workers of the windowed operator; 0: GOMAXPROCS.
 	Workers int
+	// CommitInterval is the job's (exec.Config.CommitInterval); 0: every
+	// batch is committed.
+	CommitInterval time.Duration
 	// Rounds per case (the median is reported).
 	Rounds int
 	// WinCount is the wincount plugin's module; nil skips the Wasm cases.
@@ -75,6 +78,8 @@ type WindowParams struct {
 	Slide   string `json:"slide"`
 	Workers int    `json:"workers"`
 	Rounds  int    `json:"rounds"`
+	// CommitInterval is the job's commit interval ("0s": every batch).
+	CommitInterval string `json:"commit_interval"`
 }
 
 // WindowCase is one function over one kind of window.
@@ -102,6 +107,9 @@ func RunWindow(ctx context.Context, opts WindowOptions) (*WindowReport, error) {
 	if opts.Records <= 0 || opts.Keys <= 0 || opts.Rate <= 0 || opts.Size <= 0 || opts.Slide <= 0 || opts.Rounds <= 0 {
 		return nil, fmt.Errorf("bench: window: records, keys, rate, size, slide and rounds must be positive (got %+v)", opts)
 	}
+	if opts.CommitInterval < 0 {
+		return nil, fmt.Errorf("bench: window: the commit interval %v is negative", opts.CommitInterval)
+	}
 	if opts.Size%opts.Slide != 0 {
 		return nil, fmt.Errorf("bench: window: the size %v is not a multiple of the slide %v", opts.Size, opts.Slide)
 	}
@@ -123,7 +131,7 @@ func RunWindow(ctx context.Context, opts WindowOptions) (*WindowReport, error) {
 	workers := parallelism(opts.Workers)
 	rep := &WindowReport{Machine: CurrentMachine(), Date: time.Now().UTC().Truncate(time.Second),
 		Options: WindowParams{Records: opts.Records, Keys: opts.Keys, Rate: opts.Rate, Size: opts.Size.String(),
-			Slide: opts.Slide.String(), Workers: workers, Rounds: opts.Rounds}}
+			Slide: opts.Slide.String(), Workers: workers, Rounds: opts.Rounds, CommitInterval: opts.CommitInterval.String()}}
 	e.step("machine: %d cores (GOMAXPROCS %d), load %s", rep.Machine.NumCPU, rep.Machine.GOMAXPROCS, orUnknown(rep.Machine.Load, "unknown"))
 	var wasmPlugin *plugin.Plugin
 	functions := []string{"built-in"}
@@ -199,16 +207,17 @@ func windowRound(ctx context.Context, e *env, p *plugin.Plugin, fn, win string, 
 	src := &timedSource{n: opts.Records, keys: opts.Keys, step: int64(time.Second) / int64(opts.Rate)}
 	sink := &countSink{wasm: fn == "wasm"}
 	job, err := exec.New(ctx, exec.Config{
-		Name:       "bench-window",
-		Sources:    []exec.Input{{Name: "events", Source: src}},
-		Operators:  []exec.Operator{op},
-		Sinks:      []exec.Output{{Name: "counts", Sink: sink}},
-		DeadLetter: &discardSink{name: "dead-letters"},
-		Late:       &discardSink{name: "late"},
-		Store:      store,
-		BatchSize:  pipeline.DefaultBatchSize,
-		Linger:     pipeline.DefaultLinger,
-		Logger:     e.log,
+		Name:           "bench-window",
+		Sources:        []exec.Input{{Name: "events", Source: src}},
+		Operators:      []exec.Operator{op},
+		Sinks:          []exec.Output{{Name: "counts", Sink: sink}},
+		DeadLetter:     &discardSink{name: "dead-letters"},
+		Late:           &discardSink{name: "late"},
+		Store:          store,
+		BatchSize:      pipeline.DefaultBatchSize,
+		Linger:         pipeline.DefaultLinger,
+		CommitInterval: opts.CommitInterval,
+		Logger:         e.log,
 	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("bench: %w", err)
@@ -314,8 +323,12 @@ func (r *WindowReport) WriteJSON(w io.Writer) error {
 
 // WriteTable writes the report as a table.
 func (r *WindowReport) WriteTable(w io.Writer) error {
-	fmt.Fprintf(w, "windowed count per key: %d records over %d keys, windows of %s (sliding by %s), %d workers, %s, load %s\n\n",
-		r.Options.Records, r.Options.Keys, r.Options.Size, r.Options.Slide, r.Options.Workers, r.Date.Format(time.RFC3339), orUnknown(r.Machine.Load, "unknown"))
+	commits := "every batch committed"
+	if ci := r.Options.CommitInterval; ci != "" && ci != "0s" {
+		commits = "committed at most every " + ci + " while batches come full"
+	}
+	fmt.Fprintf(w, "windowed count per key: %d records over %d keys, windows of %s (sliding by %s), %d workers, %s, %s, load %s\n\n",
+		r.Options.Records, r.Options.Keys, r.Options.Size, r.Options.Slide, r.Options.Workers, commits, r.Date.Format(time.RFC3339), orUnknown(r.Machine.Load, "unknown"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "function\twindow\trecords/s\toutputs\tsliding / tumbling time\tper output\t")
 	for _, c := range r.Cases {

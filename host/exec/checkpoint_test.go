@@ -21,6 +21,14 @@ import (
 // counts it.
 func TestCheckpointResumesWithNothingLostOrRepeated(t *testing.T) {
 	wc := load(t, "wordcount", plugin.KindKeyed, 0)
+	// With an hour's commit interval the checkpoint comes while state
+	// waits uncommitted: the job commits it first.
+	for _, interval := range []time.Duration{0, time.Hour} {
+		t.Run(fmt.Sprintf("commit interval %v", interval), func(t *testing.T) { checkpointResumes(t, wc, interval) })
+	}
+}
+
+func checkpointResumes(t *testing.T, wc *plugin.Plugin, interval time.Duration) {
 	const groups = 16
 	keys := []string{"a", "b", "c", "dd", "eee", "f", "g", "h", "i", "j", "k", "l"}
 	var values []string
@@ -37,7 +45,7 @@ func TestCheckpointResumesWithNothingLostOrRepeated(t *testing.T) {
 			others = append(others, kg)
 		}
 	}
-	a := startGroupHost(t, t.TempDir(), log, first, wc, mine)
+	a := startGroupHost(t, t.TempDir(), log, first, wc, mine, interval)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -88,7 +96,7 @@ func TestCheckpointResumesWithNothingLostOrRepeated(t *testing.T) {
 	a.stop(t)
 	stopped = true
 
-	b := startGroupHost(t, t.TempDir(), log, second, wc, []int{})
+	b := startGroupHost(t, t.TempDir(), log, second, wc, []int{}, interval)
 	defer b.stop(t)
 	for _, kg := range others {
 		states = append(states, b.job.EmptyGroup(kg))

@@ -58,6 +58,16 @@
 // none of this: a batch's state reaches Pebble only after its outputs are
 // flushed, and the next batch's state only with the next commit.
 //
+// Config.CommitInterval defers steps 2 and 3 (commit.go): a full batch
+// whose interval has not run out leaves its state marked dirty in the
+// store, and the next commit writes the changes of every batch since the
+// last with the highest positions they reached, then acknowledges them.
+// A batch that is not full, input that pauses for the rest of the
+// interval, the end of Run and a change that works on committed state
+// (key groups, checkpoints) commit at once. Outputs are flushed with each
+// batch as before, so a crash replays the uncommitted batches and the
+// sinks treat them as a crashed batch's.
+//
 // # Workers and key groups
 //
 // Stateless operators (map, filter, flatmap) split a batch into contiguous

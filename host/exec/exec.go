@@ -125,8 +125,15 @@ type Config struct {
 	// operator's punctuation (Txn.Events and Txn.Interval).
 	BatchSize int
 	Linger    time.Duration
-	Logger    *slog.Logger
-	Metrics   *Metrics
+	// CommitInterval, when positive, lets a batch leave its state
+	// uncommitted while the sources keep batches full: state, source
+	// positions and sinks' offsets are then committed at most this long
+	// apart, and at every batch that is not full, at the end of input, at
+	// a stop and before a change of key groups or a checkpoint (commit.go).
+	// Zero commits every batch.
+	CommitInterval time.Duration
+	Logger         *slog.Logger
+	Metrics        *Metrics
 	// Groups, when not nil, are the key groups the job owns, for a
 	// pipeline that runs on several hosts: every source must then be a
 	// connectors.Partitioned, read for those groups only, and groups move
@@ -163,6 +170,14 @@ type Job struct {
 	// batchSize and linger cut batches (linger 0: no time bound).
 	batchSize int
 	linger    time.Duration
+	// Commits deferred by Config.CommitInterval (commit.go): tail is
+	// whether batches processed since the last Prepare left their state
+	// uncommitted, lastCommit when that Prepare was (executor goroutine);
+	// carry is the source positions and touched sources of the batches
+	// finished since the last commit (committer goroutine).
+	tail       bool
+	lastCommit time.Time
+	carry      uncommitted
 
 	mu     sync.Mutex
 	status Status
@@ -257,6 +272,9 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 	if cfg.Linger <= 0 {
 		cfg.Linger = 5 * time.Millisecond
 	}
+	if cfg.CommitInterval < 0 {
+		return nil, fmt.Errorf("exec: commit interval %v is negative", cfg.CommitInterval)
+	}
 	events, interval, transactional, err := punctuation(cfg.Operators)
 	if err != nil {
 		return nil, err
@@ -272,7 +290,7 @@ func New(ctx context.Context, cfg Config) (_ *Job, err error) {
 	}
 	j := &Job{cfg: cfg, log: cfg.Logger, m: cfg.Metrics, batchSize: cfg.BatchSize, linger: cfg.Linger,
 		wake: make(chan struct{}, 1), runCtx: context.Background(), epoch: time.Now(), reads: make([]atomic.Uint64, len(cfg.Sources)),
-		taken: make([]atomic.Uint64, len(cfg.Sources))}
+		taken: make([]atomic.Uint64, len(cfg.Sources)), carry: newUncommitted(len(cfg.Sources))}
 	if transactional {
 		j.batchSize, j.linger = events, interval
 	}
@@ -645,13 +663,18 @@ func (j *Job) Run(ctx context.Context) (err error) {
 	// filled again.
 	batches := [2]*batch{newBatch(j.cfg.Sources), newBatch(j.cfg.Sources)}
 	k := 0
+	j.lastCommit = time.Now()
 	for {
 		b := batches[k%2]
 		more, err := j.collect(procCtx, queue, b)
 		if err != nil {
 			return c.first(err)
 		}
-		if len(b.in) > 0 || len(b.dead) > 0 || b.tick {
+		if b.commitOnly {
+			if err := j.commitTail(procCtx); err != nil {
+				return c.first(err)
+			}
+		} else if len(b.in) > 0 || len(b.dead) > 0 || b.tick {
 			h, err := j.process(procCtx, b)
 			if err != nil {
 				return c.first(err)
@@ -683,6 +706,11 @@ func (j *Job) Run(ctx context.Context) (err error) {
 		if err := c.submit(h); err != nil {
 			return err
 		}
+	}
+	// Every batch read was processed: what a commit interval left
+	// uncommitted is committed now.
+	if err := j.commitTail(procCtx); err != nil {
+		return c.first(err)
 	}
 	if err := c.wait(); err != nil {
 		return err
@@ -754,12 +782,18 @@ func (j *Job) read(ctx context.Context, i int, in Input, queue chan<- chunk) err
 // between batches is a batch boundary.
 func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, error) {
 	b.reset()
-	j.applyChanges(ctx, false)
+	if err := j.applyChanges(ctx, false); err != nil {
+		return false, err
+	}
 	var tick <-chan time.Time
 	if j.tick > 0 {
 		t := time.NewTimer(j.tick)
 		defer t.Stop()
 		tick = t.C
+	}
+	due := j.commitTimer()
+	if due != nil {
+		defer due.Stop()
 	}
 	if j.clock != nil {
 		j.clock.begin(b, time.Now().UnixNano())
@@ -772,7 +806,13 @@ func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, 
 			}
 			j.spill = c
 		case <-j.wake:
-			j.applyChanges(ctx, false)
+			if err := j.applyChanges(ctx, false); err != nil {
+				return false, err
+			}
+		case <-timerC(due):
+			// Nothing came while state waited uncommitted: commit it.
+			b.commitOnly = true
+			return true, nil
 		case <-tick:
 			// Nothing came for a while: a batch without input, so that
 			// windows of processing time fire and idle sources let event
@@ -884,7 +924,7 @@ func (j *Job) add(b *batch, c chunk) {
 // its outputs copied, its state captured for the commit.
 func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 	start := time.Now()
-	j.applyChanges(ctx, true)
+	_ = j.applyChanges(ctx, true) // with a batch in hand it commits nothing: no error
 	for _, n := range j.nodes {
 		if l, ok := n.code.(lasting); ok {
 			l.nextBatch()
@@ -996,11 +1036,15 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 			return nil, err
 		}
 	}
-	pending, err := j.cfg.Store.Prepare()
-	if err != nil {
-		return nil, fmt.Errorf("exec: commit: %w", err)
+	if j.commitDue(b) {
+		pending, err := j.prepare()
+		if err != nil {
+			return nil, err
+		}
+		h.pending = pending
+	} else {
+		j.tail = true
 	}
-	h.pending = pending
 	for _, n := range j.nodes {
 		n.code.committed()
 	}
@@ -1025,13 +1069,17 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 
 // handoff is a processed batch on its way to the sinks and the commit.
 type handoff struct {
-	b       *batch
-	start   time.Time
-	sets    []setOuts // b.outs in runs, one per sink set
-	total   int
-	dead    []connectors.Out
-	late    []connectors.Out
+	b     *batch
+	start time.Time
+	sets  []setOuts // b.outs in runs, one per sink set
+	total int
+	dead  []connectors.Out
+	late  []connectors.Out
+	// pending is the batch's commit: nil when a commit interval defers
+	// it, in which case the next commit carries the batch's positions.
 	pending *state.PendingCommit
+	// commitOnly: no batch, only the commit of deferred ones (commitTail).
+	commitOnly bool
 	// ops is the operators' status after the batch, sources the
 	// sources' event time; synced is each node's synced count when ops
 	// was taken.
@@ -1073,44 +1121,55 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 			return fmt.Errorf("exec: sink %q: flush: %w", s.Name, err)
 		}
 	}
-	for _, out := range j.rewindable() {
-		b.positions[sinkKey(out.Name)] = out.Sink.(connectors.Rewindable).Offset()
-	}
-	commitStart := time.Now()
-	if d := j.commitDelay.Load(); d > 0 {
-		time.Sleep(time.Duration(d)) // SetCommitDelay: a benchmark's slow disk
-	}
-	if err := h.pending.Commit(ctx, b.positions); err != nil {
-		return fmt.Errorf("exec: commit: %w", err)
-	}
-	commitTook := time.Since(commitStart)
-	for si, in := range j.cfg.Sources {
-		if !b.touched[si] {
-			continue
+	positions := j.carry.add(b)
+	var commitTook time.Duration
+	if h.pending != nil {
+		for _, out := range j.rewindable() {
+			positions[sinkKey(out.Name)] = out.Sink.(connectors.Rewindable).Offset()
 		}
-		if err := in.Source.Ack(ctx, b.positions[in.Name]); err != nil {
-			// The commit holds; the source will redeliver and skip.
-			j.log.Warn("acknowledging the source failed; it will redeliver committed records, which are skipped",
-				"source", in.Name, "position", b.positions[in.Name], "err", err)
+		commitStart := time.Now()
+		if d := j.commitDelay.Load(); d > 0 {
+			time.Sleep(time.Duration(d)) // SetCommitDelay: a benchmark's slow disk
+		}
+		if err := h.pending.Commit(ctx, positions); err != nil {
+			return fmt.Errorf("exec: commit: %w", err)
+		}
+		commitTook = time.Since(commitStart)
+		for si, in := range j.cfg.Sources {
+			if !j.carry.touched[si] {
+				continue
+			}
+			if err := in.Source.Ack(ctx, positions[in.Name]); err != nil {
+				// The commit holds; the source will redeliver and skip.
+				j.log.Warn("acknowledging the source failed; it will redeliver committed records, which are skipped",
+					"source", in.Name, "position", positions[in.Name], "err", err)
+			}
 		}
 	}
 
 	took := time.Since(h.start).Seconds()
-	j.m.batches.Inc()
-	j.m.batchSeconds.Observe(took)
+	if !h.commitOnly {
+		j.m.batches.Inc()
+		j.m.batchSeconds.Observe(took)
+	}
 	j.m.outputs.Add(float64(h.total))
 	j.m.dead.Add(float64(len(h.dead)))
 	j.mu.Lock()
-	j.commits++
-	j.commitTime += commitTook
-	j.status.Batches++
+	if h.pending != nil {
+		j.commits++
+		j.commitTime += commitTook
+		for k, v := range positions {
+			j.status.Positions[k] = v
+		}
+		j.carry.reset()
+	}
+	if !h.commitOnly {
+		j.status.Batches++
+		j.status.BatchSeconds.Counts[bucket(j.status.BatchSeconds.Bounds, took)]++
+	}
 	j.status.RecordsIn += uint64(len(b.in))
 	j.status.Outputs += uint64(h.total)
 	j.status.Dead += uint64(len(h.dead))
-	j.status.BatchSeconds.Counts[bucket(j.status.BatchSeconds.Bounds, took)]++
-	for k, v := range b.positions {
-		j.status.Positions[k] = v
-	}
 	// The counters of the batch; the code's lifecycle (version, trial,
 	// quarantine) is the executor's, kept current by syncStatus.
 	for i := range h.ops {
@@ -1486,6 +1545,9 @@ type batch struct {
 	now         int64
 	after       []int64
 	tick, flush bool
+	// commitOnly: collect found nothing to read while state waited
+	// uncommitted (commit.go); the batch is empty.
+	commitOnly bool
 }
 
 func newBatch(sources []Input) *batch {
@@ -1501,7 +1563,7 @@ func (b *batch) reset() {
 	b.in, b.prov, b.dead, b.outs = b.in[:0], b.prov[:0], b.dead[:0], b.outs[:0]
 	b.readAt = b.readAt[:0]
 	b.made, b.late = b.made[:0], b.late[:0]
-	b.tick, b.flush = false, false
+	b.tick, b.flush, b.commitOnly = false, false, false
 	clear(b.positions)
 	clear(b.touched)
 	clear(b.srcMade)

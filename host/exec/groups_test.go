@@ -148,14 +148,16 @@ type groupHost struct {
 	done   chan error
 }
 
-func startGroupHost(t tb, dir string, log *partLog, sink *memSink, wc *plugin.Plugin, groups []int) *groupHost {
+// A positive commit interval lets batches leave their state uncommitted
+// (Config.CommitInterval).
+func startGroupHost(t tb, dir string, log *partLog, sink *memSink, wc *plugin.Plugin, groups []int, interval time.Duration) *groupHost {
 	t.Helper()
 	h := &groupHost{dir: dir, store: openStore(t, dir), sink: sink, done: make(chan error, 1)}
 	job, err := New(context.Background(), Config{
 		Name: "p", Sources: []Input{{Name: "in", Source: &partSource{log: log}}},
 		Operators: []Operator{{Name: "count", Kind: plugin.KindKeyed, Plugin: wc, Parallelism: 2, Tables: []string{"counts"}}},
 		Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: &memSink{}, Store: h.store,
-		BatchSize: 5, Linger: time.Millisecond, Groups: groups,
+		BatchSize: 5, Linger: time.Millisecond, Groups: groups, CommitInterval: interval,
 	})
 	if err != nil {
 		h.store.Close()
@@ -210,6 +212,9 @@ func TestKeyGroupsMoveWithoutLossOrRepeat(t *testing.T) {
 	keys := []string{"a", "b", "c", "dd", "eee", "f", "g", "h", "i", "j", "k", "l"}
 	rapid.Check(t, func(rt *rapid.T) {
 		log := newPartLog(groups)
+		// An hour's commit interval: state waits uncommitted until a
+		// batch is not full, a move or the end of the job.
+		interval := rapid.SampledFrom([]time.Duration{0, time.Hour}).Draw(rt, "commit interval")
 		sinks := [2]*memSink{{}, {}}
 		var hosts [2]*groupHost
 		var owned [2][]int
@@ -223,7 +228,7 @@ func TestKeyGroupsMoveWithoutLossOrRepeat(t *testing.T) {
 				rt.Fatal(err)
 			}
 			defer os.RemoveAll(dir)
-			hosts[i] = startGroupHost(rt, dir, log, sinks[i], wc, owned[i])
+			hosts[i] = startGroupHost(rt, dir, log, sinks[i], wc, owned[i], interval)
 		}
 		defer func() {
 			for _, h := range hosts {
@@ -267,7 +272,7 @@ func TestKeyGroupsMoveWithoutLossOrRepeat(t *testing.T) {
 				gs := hosts[i].job.Groups()
 				hosts[i].stop(rt)
 				hosts[i].cancel = nil
-				hosts[i] = startGroupHost(rt, hosts[i].dir, log, sinks[i], wc, gs)
+				hosts[i] = startGroupHost(rt, hosts[i].dir, log, sinks[i], wc, gs, interval)
 			}
 		}
 		deadline := time.Now().Add(30 * time.Second)
@@ -362,7 +367,7 @@ func TestRecordsOfAnEarlierOwnershipDropped(t *testing.T) {
 func TestGroupChangesRefused(t *testing.T) {
 	wc := load(t, "wordcount", plugin.KindKeyed, 0)
 	log := newPartLog(16)
-	h := startGroupHost(t, t.TempDir(), log, &memSink{}, wc, []int{1, 2})
+	h := startGroupHost(t, t.TempDir(), log, &memSink{}, wc, []int{1, 2}, 0)
 	defer h.stop(t)
 	ctx := context.Background()
 	for name, err := range map[string]error{

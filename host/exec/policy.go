@@ -174,7 +174,7 @@ func (j *Job) quarantine(n *node, reason error) {
 func (j *Job) awaitSwap(n *node) error {
 	ctx := j.runCtx
 	for n.quarantined {
-		j.applyChanges(context.WithoutCancel(ctx), true)
+		_ = j.applyChanges(context.WithoutCancel(ctx), true) // in hand: no error
 		if !n.quarantined {
 			break
 		}

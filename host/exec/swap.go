@@ -120,25 +120,40 @@ type boundaryChange interface {
 
 // applyChanges makes the queued changes. It runs on the executor's
 // goroutine, between batches, so no worker is running; inHand says a
-// batch has been read, which leaves boundary changes queued.
-func (j *Job) applyChanges(ctx context.Context, inHand bool) {
+// batch has been read, which leaves boundary changes queued. A boundary
+// change works on committed state: state that a commit interval left
+// uncommitted is committed first, and if that fails, so does the job
+// (the error is returned, and the changes are answered with it).
+func (j *Job) applyChanges(ctx context.Context, inHand bool) error {
 	j.changeMu.Lock()
 	qs := j.changes
 	j.changes = nil
-	if inHand {
-		for _, q := range qs {
-			if _, ok := q.c.(boundaryChange); ok {
+	boundary := false
+	for _, q := range qs {
+		if _, ok := q.c.(boundaryChange); ok {
+			boundary = true
+			if inHand {
 				j.changes = append(j.changes, q)
 			}
 		}
 	}
 	j.changeMu.Unlock()
+	if boundary && !inHand {
+		if err := j.commitTail(ctx); err != nil {
+			for _, q := range qs {
+				q.c.abandon(ctx)
+				q.done <- fmt.Errorf("exec: %s: committing the batches before it: %w", q.c.describe(), err)
+			}
+			return err
+		}
+	}
 	for _, q := range qs {
 		if _, ok := q.c.(boundaryChange); ok && inHand {
 			continue
 		}
 		q.done <- q.c.apply(ctx, j)
 	}
+	return nil
 }
 
 // failChanges answers the queued changes when the job ends.

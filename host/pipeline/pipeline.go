@@ -78,6 +78,14 @@ type State struct {
 	// four times this on disk, six at worst; a larger buffer absorbs more
 	// updates of the same keys before they reach disk.
 	MemTableSize Size `yaml:"memtable_size"`
+	// CommitInterval lets batches leave their state uncommitted while the
+	// sources keep batches full: state, source positions and sink offsets
+	// are then committed at most this long apart (and at every batch that
+	// is not full, when input pauses, at a stop and before a change of key
+	// groups), so a key updated by many batches is written once. Outputs
+	// are still written with every batch; a crash replays up to this much
+	// input. Default 0: every batch is committed.
+	CommitInterval Duration `yaml:"commit_interval"`
 }
 
 // Batch sets how input is cut into batches: a batch is processed by every

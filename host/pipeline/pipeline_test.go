@@ -84,8 +84,18 @@ func TestParseGood(t *testing.T) {
 	if p.State.KeyGroups != DefaultKeyGroups || p.State.MemTableSize != DefaultMemTableSize || p.DataDir != "/pipes/.sluice/wc" || p.CompileCache != "" {
 		t.Errorf("defaults: key groups %d, memtable size %d, data dir %q, compile cache %q (want empty: the runner picks it)", p.State.KeyGroups, p.State.MemTableSize, p.DataDir, p.CompileCache)
 	}
+	if p.State.CommitInterval != 0 {
+		t.Errorf("default commit interval %v, want 0 (every batch)", time.Duration(p.State.CommitInterval))
+	}
 	if p.NeedsNATS() {
 		t.Errorf("a file-only pipeline with a file dead-letter needs no NATS")
+	}
+	q, err := Parse("wc.yaml", "/pipes", []byte(good+"state:\n  commit_interval: 250ms\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Duration(q.State.CommitInterval); got != 250*time.Millisecond {
+		t.Errorf("state.commit_interval parsed as %v, want 250ms", got)
 	}
 }
 
@@ -111,6 +121,7 @@ func TestParseErrors(t *testing.T) {
 		{"state on map", strings.Replace(good, "kind: flatmap", "kind: flatmap\n    state: [t]", 1), []string{"p.yaml:12:", "operators[0].state", "has no state"}},
 		{"policy", good + "on_error: explode\n", []string{"p.yaml:31:", "on_error", `unknown error policy "explode"`}},
 		{"memtable size", good + "state:\n  memtable_size: 64KiB\n", []string{"p.yaml:32:", "state.memtable_size", "memtable size 65536: want 256KiB to 1GiB"}},
+		{"commit interval", good + "state:\n  commit_interval: -1s\n", []string{"p.yaml:32:", "state.commit_interval", `"-1s" is not a duration`}},
 		{"deadline off", strings.Replace(good, "250ms", "0s", 1), []string{"p.yaml:20:", "operators[1].limits.call_timeout", "0s turns the call deadline off", "deadline_off_may_hang_host: true"}},
 		{"hang without the deadline off", strings.Replace(good, "call_timeout: 250ms", "call_timeout: 250ms\n      deadline_off_may_hang_host: true", 1),
 			[]string{"p.yaml:21:", "operators[1].limits.deadline_off_may_hang_host", "only with call_timeout: 0s"}},

@@ -263,7 +263,7 @@ func Start(ctx context.Context, p *pipeline.Pipeline, opts Options) (_ *Host, er
 
 	h.job, err = exec.New(ctx, exec.Config{
 		Name: p.Name, Sources: inputs, Operators: ops, Sinks: outputs, DeadLetter: dead, Late: late,
-		Store: h.store, BatchSize: p.Batch.Size, Linger: time.Duration(p.Batch.Linger),
+		Store: h.store, BatchSize: p.Batch.Size, Linger: time.Duration(p.Batch.Linger), CommitInterval: time.Duration(p.State.CommitInterval),
 		Logger: h.log, Metrics: h.metrics, OnRollback: h.autoRollback, Groups: groups,
 	})
 	h.txnOps = nil // the job owns them now, or closed them when it failed
