@@ -112,19 +112,21 @@ func TestGetAllAsGet(t *testing.T) {
 	})
 }
 
-// TestWriteAllAsUpdate checks Table.WriteAll against Group.Update and
-// Group.Delete one after the other on a twin table: the same values and
-// the same dirty entries, with keys written twice in a run, deleted and
-// written again (empty values too), and deleted while absent, with
-// commits between batches.
+// TestWriteAllAsUpdate checks Table.WriteAll and WriteAllParallel
+// against Group.Update and Group.Delete one after the other on a twin
+// table: the same values and the same dirty entries, with keys written
+// twice in a run, deleted and written again (empty values too), and
+// deleted while absent, with commits between batches.
 func TestWriteAllAsUpdate(t *testing.T) {
 	s := openTest(t, t.TempDir(), 4)
 	n := 0
 	rapid.Check(t, func(t *rapid.T) {
 		n++
-		all, one := s.Table(fmt.Sprint("all", n)), s.Table(fmt.Sprint("one", n))
+		all, one, par := s.Table(fmt.Sprint("all", n)), s.Table(fmt.Sprint("one", n)), s.Table(fmt.Sprint("par", n))
+		parts := rapid.IntRange(1, 3).Draw(t, "parts")
 		for range rapid.IntRange(1, 4).Draw(t, "batches") {
-			ws := make([]Write, rapid.IntRange(0, 3*lookupRun).Draw(t, "writes"))
+			size := rapid.OneOf(rapid.IntRange(0, 3*lookupRun), rapid.IntRange(parallelWrites, parallelWrites+3*lookupRun)).Draw(t, "writes")
+			ws := make([]Write, size)
 			for i := range ws {
 				ws[i] = Write{Key: []byte(fmt.Sprint("k", rapid.IntRange(0, 40).Draw(t, "key")))}
 				if rapid.IntRange(0, 3).Draw(t, "op") == 0 {
@@ -134,6 +136,7 @@ func TestWriteAllAsUpdate(t *testing.T) {
 				}
 			}
 			all.WriteAll(ws)
+			par.WriteAllParallel(ws, parts)
 			for _, w := range ws {
 				g := one.Group(KeyGroup(w.Key, one.KeyGroups()))
 				if w.Delete {
@@ -142,15 +145,17 @@ func TestWriteAllAsUpdate(t *testing.T) {
 					g.Update(w.Key, w.Value)
 				}
 			}
-			if all.Len() != one.Len() || all.Dirty() != one.Dirty() {
-				t.Fatalf("WriteAll: %d keys, %d dirty; one by one: %d, %d", all.Len(), all.Dirty(), one.Len(), one.Dirty())
+			if all.Len() != one.Len() || all.Dirty() != one.Dirty() || par.Len() != one.Len() || par.Dirty() != one.Dirty() {
+				t.Fatalf("WriteAll: %d keys, %d dirty; in %d parts: %d, %d; one by one: %d, %d",
+					all.Len(), all.Dirty(), parts, par.Len(), par.Dirty(), one.Len(), one.Dirty())
 			}
 			for k := range 41 {
 				key := []byte(fmt.Sprint("k", k))
 				va, oka := all.Group(KeyGroup(key, 4)).Get(key)
+				vp, okp := par.Group(KeyGroup(key, 4)).Get(key)
 				vo, oko := one.Group(KeyGroup(key, 4)).Get(key)
-				if oka != oko || string(va) != string(vo) {
-					t.Fatalf("%s: WriteAll %q, %v; one by one %q, %v", key, va, oka, vo, oko)
+				if oka != oko || string(va) != string(vo) || okp != oko || string(vp) != string(vo) {
+					t.Fatalf("%s: WriteAll %q, %v; in %d parts %q, %v; one by one %q, %v", key, va, oka, parts, vp, okp, vo, oko)
 				}
 			}
 			if rapid.Bool().Draw(t, "commit") {

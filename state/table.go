@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"strings"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -218,37 +219,84 @@ type Write struct {
 // a run before it writes any, so that their cache misses are waited for
 // together (see Session.GetAll). It is not undoable, and is for a writer
 // that owns every group it writes (a transactional operator's commit).
-func (t *Table) WriteAll(ws []Write) {
-	var (
-		groups [lookupRun]*Group
-		hashes [lookupRun]uint32
-		slots  [lookupRun]int32
-		keys   [lookupRun]string
-	)
-	for lo := 0; lo < len(ws); lo += lookupRun {
-		run := ws[lo:min(lo+lookupRun, len(ws))]
-		for i := range run {
-			h := xxhash.Sum64(run[i].Key)
-			g := &t.groups[keyGroupOf(h, len(t.groups))]
-			groups[i], hashes[i] = g, indexBits(h)
-			slot, ok := g.index.home(hashes[i])
-			slots[i], keys[i] = -1, ""
-			if ok {
-				slots[i], keys[i] = slot, g.entries[slot].key
-			}
+func (t *Table) WriteAll(ws []Write) { t.writePart(ws, 0, 1) }
+
+// parallelWrites is the fewest writes WriteAllParallel spreads over
+// goroutines: below it, starting them costs more than it saves.
+const parallelWrites = 1024
+
+// WriteAllParallel is WriteAll on up to parts goroutines, each applying
+// the writes of the key groups kg with kg % parts equal to its number, in
+// their order: a key is in one group, so its writes keep their order, and
+// groups share nothing, so the goroutines need no lock. Each reads all of
+// ws and hashes every key; the cache misses of the groups, the larger
+// cost, are split between them.
+func (t *Table) WriteAllParallel(ws []Write, parts int) {
+	if parts <= 1 || len(ws) < parallelWrites {
+		t.WriteAll(ws)
+		return
+	}
+	var wg sync.WaitGroup
+	for part := 1; part < parts; part++ {
+		wg.Go(func() { t.writePart(ws, part, parts) })
+	}
+	t.writePart(ws, 0, parts)
+	wg.Wait()
+}
+
+// writeRun is up to lookupRun writes of WriteAll whose entries are being
+// looked up together.
+type writeRun struct {
+	n      int
+	ws     [lookupRun]*Write
+	groups [lookupRun]*Group
+	hashes [lookupRun]uint32
+	slots  [lookupRun]int32
+	keys   [lookupRun]string
+}
+
+// writePart applies the writes of ws to the groups kg with kg % parts ==
+// part, in order, a run at a time.
+func (t *Table) writePart(ws []Write, part, parts int) {
+	var r writeRun
+	for i := range ws {
+		w := &ws[i]
+		h := xxhash.Sum64(w.Key)
+		kg := keyGroupOf(h, len(t.groups))
+		if kg%parts != part {
+			continue
 		}
-		for i := range run {
-			w, g, h := &run[i], groups[i], hashes[i]
-			// A key at its home word keeps its slot through the writes
-			// of the run before it (a deletion keeps the entry until
-			// the commit); any other is found again.
-			slot, ok := slots[i], slots[i] >= 0 && keys[i] == string(w.Key)
-			if !ok {
-				slot, ok = g.index.find(g.entries, w.Key, h)
-			}
-			g.update(w.Key, h, slot, ok, w.Value, w.Delete)
+		g := &t.groups[kg]
+		n := r.n
+		r.ws[n], r.groups[n], r.hashes[n] = w, g, indexBits(h)
+		slot, ok := g.index.home(r.hashes[n])
+		r.slots[n], r.keys[n] = -1, ""
+		if ok {
+			r.slots[n], r.keys[n] = slot, g.entries[slot].key
+		}
+		if r.n++; r.n == lookupRun {
+			r.apply()
 		}
 	}
+	r.apply()
+}
+
+// apply writes the run, whose index words and entries were loaded, and
+// empties it.
+func (r *writeRun) apply() {
+	for i := range r.n {
+		w, g, h := r.ws[i], r.groups[i], r.hashes[i]
+		// A key at its home word keeps its slot through the writes of
+		// the run before it (a deletion keeps the entry until the
+		// commit); any other is found again.
+		slot, ok := r.slots[i], r.slots[i] >= 0 && r.keys[i] == string(w.Key)
+		if !ok {
+			slot, ok = g.index.find(g.entries, w.Key, h)
+		}
+		g.update(w.Key, h, slot, ok, w.Value, w.Delete)
+		r.ws[i], r.keys[i] = nil, ""
+	}
+	r.n = 0
 }
 
 // Delete removes key and marks the deletion dirty; deleting an absent key

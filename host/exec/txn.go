@@ -475,8 +475,9 @@ func (ts *txnStage) apply() error {
 		}
 	}
 	// Table by table (state.Table.WriteAll waits for a run's cache misses
-	// together), each table's changes in their order; tables are apart,
-	// so the order between them does not matter.
+	// together), each table's changes in their order, split by key group
+	// over the operator's workers, idle meanwhile; tables are apart, so
+	// the order between them does not matter.
 	for ti, t := range ts.tables {
 		ws := ts.writes[:0]
 		for k, c := range ts.carried {
@@ -492,7 +493,7 @@ func (ts *txnStage) apply() error {
 			}
 			off += n
 		}
-		t.WriteAll(ws)
+		t.WriteAllParallel(ws, ts.parallelism())
 		clear(ws) // keep none of the batch's keys alive
 		ts.writes = ws[:0]
 	}
