@@ -224,3 +224,13 @@ func byteSize(n int) string {
 	}
 	return strconv.Itoa(n) + " B"
 }
+
+// commitCadence says how a run's job committed, given its commit interval
+// as a duration's text: every batch ("" or "0s"), or at most every
+// interval.
+func commitCadence(interval string) string {
+	if interval == "" || interval == "0s" {
+		return "every batch committed"
+	}
+	return "committed at most every " + interval + " while batches come full"
+}

@@ -301,10 +301,7 @@ func (r *TxnReport) WriteTable(w io.Writer) error {
 // writePipeline prints the runs through a real job beside the in-memory
 // runs of the same strategy, workers and logic.
 func (r *TxnReport) writePipeline(b *strings.Builder) {
-	commits := "every batch committed"
-	if ci := r.Pipeline[0].CommitInterval; ci != "" && ci != "0s" {
-		commits = "committed at most every " + ci + " while batches come full"
-	}
+	commits := commitCadence(r.Pipeline[0].CommitInterval)
 	fmt.Fprintf(b, "\nThrough a pipeline: generator -> operator -> discarding sink, %s to Pebble (no fsync, memtable %s MiB);\n",
 		commits, thousands(float64(r.Pipeline[0].MemTableSize)/(1<<20)))
 	fmt.Fprintln(b, "run after the strategy's in-memory runs; tables read back from Pebble equal the oracle's")

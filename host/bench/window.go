@@ -323,10 +323,7 @@ func (r *WindowReport) WriteJSON(w io.Writer) error {
 
 // WriteTable writes the report as a table.
 func (r *WindowReport) WriteTable(w io.Writer) error {
-	commits := "every batch committed"
-	if ci := r.Options.CommitInterval; ci != "" && ci != "0s" {
-		commits = "committed at most every " + ci + " while batches come full"
-	}
+	commits := commitCadence(r.Options.CommitInterval)
 	fmt.Fprintf(w, "windowed count per key: %d records over %d keys, windows of %s (sliding by %s), %d workers, %s, %s, load %s\n\n",
 		r.Options.Records, r.Options.Keys, r.Options.Size, r.Options.Slide, r.Options.Workers, commits, r.Date.Format(time.RFC3339), orUnknown(r.Machine.Load, "unknown"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
