@@ -84,7 +84,8 @@ type State struct {
 	// is not full, when input pauses, at a stop and before a change of key
 	// groups), so a key updated by many batches is written once. Outputs
 	// are still written with every batch; a crash replays up to this much
-	// input. Default 0: every batch is committed.
+	// input, and what it changes stays in memory until its commit.
+	// Default 0: every batch is committed.
 	CommitInterval Duration `yaml:"commit_interval"`
 }
 
