@@ -184,6 +184,10 @@ func TestCommitIntervalDefersCommits(t *testing.T) {
 			if got, want := committedCounts(t, store, "counts"), countOracle(values); !maps.Equal(got, want) {
 				t.Errorf("committed counts %v, want %v", got, want)
 			}
+			batches, commits := counterValue(t, job.m, "sluice_batches_total"), counterValue(t, job.m, "sluice_commits_total")
+			if batches != float64(len(values)/10) || commits < 1 || commits >= batches {
+				t.Errorf("metrics: %v batches, %v commits; want %d batches, fewer commits but at least one", batches, commits, len(values)/10)
+			}
 		})
 	}
 }

@@ -1156,6 +1156,7 @@ func (j *Job) finish(ctx context.Context, h *handoff) error {
 	j.m.dead.Add(float64(len(h.dead)))
 	j.mu.Lock()
 	if h.pending != nil {
+		j.m.commits.Inc()
 		j.commits++
 		j.commitTime += commitTook
 		for k, v := range positions {

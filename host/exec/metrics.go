@@ -25,6 +25,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	batches       prometheus.Counter
+	commits       prometheus.Counter
 	batchSeconds  prometheus.Histogram
 	outputs       prometheus.Counter
 	dead          prometheus.Counter
@@ -132,10 +133,12 @@ func NewMetrics() *Metrics {
 	m := &Metrics{
 		Registry: r,
 		batches: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "sluice_batches_total", Help: "Batches processed and committed."}),
+			Name: "sluice_batches_total", Help: "Batches processed, written to the sinks and committed (with a later batch under state.commit_interval)."}),
+		commits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_commits_total", Help: "Commits of state with the source positions and sink offsets: one a batch, or fewer under state.commit_interval."}),
 		batchSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sluice_batch_duration_seconds",
-			Help:    "Time to process, write, commit and acknowledge one batch.",
+			Help:    "Time to process, write, commit (if due) and acknowledge one batch.",
 			Buckets: batchBounds()}),
 		outputs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sluice_sink_records_total", Help: "Records written to the sinks (each sink receives every one)."}),
@@ -205,7 +208,7 @@ func NewMetrics() *Metrics {
 		Name: "sluice_window_open_slices", Help: "Slices (panes) of open windows a windowed operator keeps in its state, after the last batch."}, []string{"operator"})
 	r.MustRegister(m.opLate, m.windowsFired, m.watermarkLag, m.windowsOpen)
 	r.MustRegister(m.swaps, m.rollbacks, m.retries, m.quarantines, m.quarantined, m.workerRecords, m.workerBusy)
-	r.MustRegister(m.batches, m.batchSeconds, m.outputs, m.dead, m.sourceRecords, m.opIn, m.opOut,
+	r.MustRegister(m.batches, m.commits, m.batchSeconds, m.outputs, m.dead, m.sourceRecords, m.opIn, m.opOut,
 		m.opDead, m.txnOutcomes, m.txnReExec, m.txnFailed, m.txnSeconds, m.txnBatch,
 		m.txnStrategy, m.txnSwitches, m.txnMispredict, m.txnDecide, m.txnDeps, m.txnShape,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
