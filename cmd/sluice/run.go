@@ -102,7 +102,11 @@ dead-lettered records still processes and commits everything, then exits 3.`,
 			if u := h.DashboardURL(); u != "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "sluice: dashboard at", u)
 			}
-			log.Info("pipeline running", "pipeline", p.Name, "operators", len(p.Operators))
+			running := []any{"pipeline", p.Name, "operators", len(p.Operators)}
+			if ci := time.Duration(p.State.CommitInterval); ci > 0 {
+				running = append(running, "commit_interval", ci.String())
+			}
+			log.Info("pipeline running", running...)
 			stopProgress := reportProgress(log, h, progress)
 			err = h.Run(ctx)
 			stopProgress()
@@ -113,7 +117,7 @@ dead-lettered records still processes and commits everything, then exits 3.`,
 				}
 				return err
 			}
-			log.Info("pipeline stopped", "batches", st.Batches, "records_in", st.RecordsIn,
+			log.Info("pipeline stopped", "batches", st.Batches, "commits", h.Commits(), "records_in", st.RecordsIn,
 				"records_out", st.Outputs, "dead_letters", st.Dead)
 			if st.Dead == 0 {
 				return nil

@@ -672,6 +672,10 @@ func (h *Host) DashboardURL() string {
 // Status reports the job's progress.
 func (h *Host) Status() exec.Status { return h.job.Status() }
 
+// Commits returns the number of commits the job has made: one a batch,
+// or fewer under state.commit_interval.
+func (h *Host) Commits() uint64 { return h.job.Measure().Commits }
+
 // Metrics returns the job's metrics.
 func (h *Host) Metrics() *exec.Metrics { return h.metrics }
 
