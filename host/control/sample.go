@@ -13,8 +13,9 @@ type Sample struct {
 	At        time.Time
 	Operators []OperatorSample
 	Sources   []SourceSample
-	// Commits counts the batches committed; CommitSeconds sums the time
-	// their commits took (the store's write and sync).
+	// Commits counts the commits (one a batch, or fewer under a commit
+	// interval); CommitSeconds sums the time they took (the store's write
+	// and sync).
 	Commits       uint64
 	CommitSeconds float64
 	// GCPauseSeconds sums the garbage collector's stop-the-world pauses;
