@@ -44,8 +44,10 @@ type stage interface {
 	// apply writes into the tables what the stage holds until the batch
 	// commits (a transactional operator's change sets).
 	apply() error
-	// committed tells the stage that the state of its batches so far is
-	// committed: undo logs can be forgotten.
+	// committed tells the stage that its batch is done and its state
+	// captured for a commit, or left to a later one (a commit interval):
+	// either way no rollback reaches back past it, and undo logs can be
+	// forgotten.
 	committed()
 	// parallelism is the number of workers the stage runs a batch on.
 	parallelism() int
