@@ -328,34 +328,42 @@ func TestWasmAggregateMatchesOracle(t *testing.T) {
 		}
 		want, wantLate := w.slidingOracle(slide)
 		batch := rapid.SampledFrom([]int{1, 7, 1000}).Draw(rt, "batch")
-		store := openStore(rt, t.TempDir())
-		defer store.Close()
-		sink, dead, late := &memSink{}, &memSink{}, &memSink{}
-		job, err := New(context.Background(), Config{
-			Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: w.recs, chunk: batch},
-				Watermark: &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: w.bound}}},
-			Operators: []Operator{{Name: "agg", Kind: plugin.KindAggregate, Plugin: p, Parallelism: rapid.IntRange(1, 3).Draw(rt, "workers"),
-				Window: &Window{Spec: spec}}},
-			Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
-		})
-		if err != nil {
-			rt.Fatal(err)
-		}
-		if err := job.Run(context.Background()); err != nil {
-			rt.Fatal(err)
-		}
-		var got []string
-		for _, o := range sink.records() {
-			got = append(got, fmt.Sprintf("%s %d %s", o.Record.Key, o.Record.Time+1, o.Record.Value))
-		}
-		slices.Sort(got)
+		got, late := runAggregate(rt, t.TempDir(), p, w, spec, batch, rapid.IntRange(1, 3).Draw(rt, "workers"))
 		if !slices.Equal(got, want) {
 			rt.Fatalf("slide %v:\n got %q\nwant %q", slide, got, want)
 		}
-		if n := len(late.records()); n != wantLate {
-			rt.Fatalf("%d late records, want %d", n, wantLate)
+		if late != wantLate {
+			rt.Fatalf("%d late records, want %d", late, wantLate)
 		}
 	})
+}
+
+// runAggregate runs Wasm aggregate p over w's records with windows of
+// spec, in batches of batch records, on workers workers, and returns its
+// results as "key end value" lines in order and the number of late records.
+func runAggregate(t tb, dir string, p *plugin.Plugin, w windowed, spec window.Spec, batch, workers int) ([]string, int) {
+	t.Helper()
+	store := openStore(t, dir)
+	defer store.Close()
+	sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: w.recs, chunk: batch},
+			Watermark: &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: w.bound}}},
+		Operators: []Operator{{Name: "agg", Kind: plugin.KindAggregate, Plugin: p, Parallelism: workers, Window: &Window{Spec: spec}}},
+		Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range sink.records() {
+		got = append(got, fmt.Sprintf("%s %d %s", o.Record.Key, o.Record.Time+1, o.Record.Value))
+	}
+	slices.Sort(got)
+	return got, len(late.records())
 }
 
 // TestWasmAggregateOverManyGroups gives a Wasm aggregate batches whose
@@ -377,26 +385,7 @@ func TestWasmAggregateOverManyGroups(t *testing.T) {
 	want, _ := w.slidingOracle(w.size)
 	for _, workers := range []int{1, 2} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
-			store := openStore(t, t.TempDir())
-			defer store.Close()
-			sink, dead, late := &memSink{}, &memSink{}, &memSink{}
-			job, err := New(context.Background(), Config{
-				Name:      "p",
-				Sources:   []Input{{Name: "in", Source: &sliceSource{recs: recs, chunk: len(recs)}}},
-				Operators: []Operator{{Name: "agg", Kind: plugin.KindAggregate, Plugin: p, Parallelism: workers, Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: w.size}}}},
-				Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: len(recs),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := job.Run(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, o := range sink.records() {
-				got = append(got, fmt.Sprintf("%s %d %s", o.Record.Key, o.Record.Time+1, o.Record.Value))
-			}
-			slices.Sort(got)
+			got, _ := runAggregate(t, t.TempDir(), p, w, window.Spec{Assigner: window.Tumbling, Size: w.size}, len(recs), workers)
 			if len(got) != len(want) {
 				t.Fatalf("%d results, want %d", len(got), len(want))
 			}
