@@ -137,6 +137,21 @@ type Sink interface {
 	Close() error
 }
 
+// FlushStarter is a sink whose flush can be started and waited for apart,
+// while the sink is written to: the host starts a batch's flush after its
+// writes and waits for it only before the batch's commit, writing the next
+// batches meanwhile. A sink whose flush is a round trip (core NATS) then
+// does not stall the pipeline for it.
+type FlushStarter interface {
+	Sink
+	// StartFlush starts a flush of everything written so far and returns
+	// a function that waits for it and returns what Flush would have. The
+	// function may be called on another goroutine, while Write is called
+	// again; a flush started by a later call covers at least what this one
+	// does. A started flush ends by itself, waited for or not.
+	StartFlush(ctx context.Context) (wait func() error)
+}
+
 // IDUser is a sink that uses Out.ID (to de-duplicate, or to write it out).
 // The host derives ids only when some sink uses them: building one is an
 // allocation per output record, wasted on sinks that ignore it.

@@ -344,7 +344,7 @@ type CoreSink struct {
 	closed bool
 }
 
-var _ connectors.Sink = (*CoreSink)(nil)
+var _ connectors.FlushStarter = (*CoreSink)(nil)
 
 // NewCoreSink returns a sink publishing to cfg.Subject on nc, which stays
 // the caller's.
@@ -399,6 +399,27 @@ func (s *CoreSink) Flush(ctx context.Context) error {
 		return fmt.Errorf("%s: flush: %w", s.name, err)
 	}
 	return nil
+}
+
+// StartFlush starts a flush, a ping round trip to the server, that covers
+// everything written so far, and returns a function that waits for it:
+// the host writes the next batches while the round trip is under way
+// (connectors.FlushStarter).
+func (s *CoreSink) StartFlush(ctx context.Context) func() error {
+	if s.closed {
+		return func() error { return fmt.Errorf("%s: flush: %w", s.name, connectors.ErrClosed) }
+	}
+	done := make(chan error, 1)
+	go func() {
+		// The ping is queued behind what was written: it is answered
+		// once the server has read all of it.
+		err := flush(ctx, s.nc)
+		if err != nil {
+			err = fmt.Errorf("%s: flush: %w", s.name, err)
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
 }
 
 // Close flushes, waiting up to 10 seconds, and makes further use fail.

@@ -136,6 +136,63 @@ func TestCoreSinkPublishesPlainMessagesWhenItCan(t *testing.T) {
 	}
 }
 
+// TestCoreSinkStartedFlush writes while a started flush is under way and
+// waits for it; a flush started on a closed connection, or by a closed
+// sink, fails when waited for.
+func TestCoreSinkStartedFlush(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	sub, err := nc.SubscribeSync("out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := NewCoreSink(nc, CoreSinkConfig{Subject: "out"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := func(v string) []connectors.Out { return []connectors.Out{{Record: abi.Record{Value: []byte(v)}}} }
+	if err := sink.Write(ctx, out("first")); err != nil {
+		t.Fatal(err)
+	}
+	wait := sink.StartFlush(ctx)
+	if err := sink.Write(ctx, out("second")); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("started flush: %v", err)
+	}
+	for _, want := range []string{"first", "second"} {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.Data) != want {
+			t.Fatalf("got %q, want %q", m.Data, want)
+		}
+	}
+
+	gone := connect(t, e.ClientURL())
+	lost, err := NewCoreSink(gone, CoreSinkConfig{Subject: "out"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lost.Write(ctx, out("lost")); err != nil {
+		t.Fatal(err)
+	}
+	gone.Close()
+	if err := lost.StartFlush(ctx)(); !errors.Is(err, nats.ErrConnectionClosed) {
+		t.Errorf("flush started on a closed connection: %v, want %v", err, nats.ErrConnectionClosed)
+	}
+
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.StartFlush(ctx)(); !errors.Is(err, connectors.ErrClosed) {
+		t.Errorf("flush started by a closed sink: %v, want %v", err, connectors.ErrClosed)
+	}
+}
+
 func TestCoreSourceBufferFullLosesNothing(t *testing.T) {
 	e := startServer(t)
 	nc := connect(t, e.ClientURL())

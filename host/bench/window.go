@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -152,7 +153,17 @@ func RunWindow(ctx context.Context, opts WindowOptions) (*WindowReport, error) {
 			for _, win := range []string{"tumbling", "sliding"} {
 				e.step("window: round %d/%d: %s count per key, %s windows of %v, %d records over %d keys, %d workers",
 					r+1, opts.Rounds, fn, win, opts.Size, opts.Records, opts.Keys, workers)
-				rate, n, err := windowRound(ctx, e, wasmPlugin, fn, win, r, workers, opts)
+				var (
+					rate float64
+					n    uint64
+					err  error
+				)
+				// The label splits a --cpuprofile by case (go tool pprof
+				// -tagfocus case=built-in/sliding); the job's goroutines
+				// inherit it.
+				pprof.Do(ctx, pprof.Labels("case", fn+"/"+win), func(ctx context.Context) {
+					rate, n, err = windowRound(ctx, e, wasmPlugin, fn, win, r, workers, opts)
+				})
 				if err != nil {
 					return nil, err
 				}

@@ -33,16 +33,25 @@
 // within Batch.Linger of the first). The executor runs a batch through the
 // graph, copies its outputs out of the operators' buffers, applies held
 // changes, and captures its state for the commit (state.Store.Prepare);
-// then a committer goroutine finishes it while the executor runs the next
-// batch (two batches in flight at most, commits in batch order):
+// then a committer finishes it while the executor runs the next batches,
+// in batch order, in two stages on goroutines of their own (committer.go):
 //
-//  1. every output is written to the sinks that read it, with a
+//  1. the writer writes every output to the sinks that read it, with a
 //     de-duplication id derived from the source position of the input it
 //     came from ("<pipeline>/<source>/<position>/<n>", n counting per sink
-//     the outputs of that input), and the sinks are flushed;
-//  2. the captured state changes and the last source position of each
-//     source are committed in one atomic write (package state);
-//  3. the sources are acknowledged up to those positions.
+//     the outputs of that input), and flushes the sinks, or starts their
+//     flushes where a sink can run one while it is written to
+//     (connectors.FlushStarter: core NATS, whose flush is a round trip);
+//  2. the durable stage waits for the started flushes, then commits the
+//     captured state changes and the last source position of each source
+//     in one atomic write (package state);
+//  3. and acknowledges the sources up to those positions.
+//
+// The executor waits only for the writer before it reuses a batch and its
+// output buffers: up to commitDepth (4) written batches wait for their
+// flushes and commits while it runs the next, so a round trip to the
+// server per batch does not stall the pipeline. A failure in either
+// stage fails the job, and no batch after it is committed.
 //
 // A crash before step 2 replays the batch on restart: state is as it was
 // before the batch, and rewindable sinks (connectors.Rewindable) take
@@ -56,7 +65,8 @@
 // exactly once; a core NATS source is at most once, and a core NATS sink
 // repeats a crashed batch's outputs (at least once). Pipelining changes
 // none of this: a batch's state reaches Pebble only after its outputs are
-// flushed, and the next batch's state only with the next commit.
+// flushed, and a later batch's state only with its own commit; a crash
+// replays the batches written and not committed as it replays one.
 //
 // Config.CommitInterval defers steps 2 and 3 (commit.go): a full batch
 // whose interval has not run out leaves its state marked dirty in the

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -144,4 +145,92 @@ func TestOutputsOutliveNextBatch(t *testing.T) {
 		}
 		store.Close()
 	}
+}
+
+// startedSink is a memSink whose flushes are started (a
+// connectors.FlushStarter) and end when the test says: each flush's
+// outcome is sent on results, in order. Its plain Flush waits the same
+// way, so that an executor that flushed in place would stall.
+type startedSink struct {
+	memSink
+	results chan error
+	started chan int // the outputs written when each flush started
+}
+
+func newStartedSink() *startedSink {
+	return &startedSink{results: make(chan error, 16), started: make(chan int, 16)}
+}
+
+func (s *startedSink) StartFlush(context.Context) func() error {
+	s.mu.Lock()
+	s.started <- len(s.out)
+	s.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- <-s.results }()
+	return func() error { return <-done }
+}
+
+func (s *startedSink) Flush(ctx context.Context) error {
+	return s.StartFlush(ctx)()
+}
+
+func (s *startedSink) written() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.out)
+}
+
+// TestStartedFlushesOverlapLaterBatches holds the first batch's started
+// flush and sees the next batches written meanwhile, nothing committed
+// until it ends; then a flush that fails fails the job, and no batch
+// after it is committed.
+func TestStartedFlushesOverlapLaterBatches(t *testing.T) {
+	r := &liveRun{src: newChanSource(), dead: &memSink{}, done: make(chan error, 1)}
+	sink := newStartedSink()
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	job, err := New(context.Background(), Config{
+		Name: "p", Sources: []Input{{Name: "in", Source: r.src}},
+		Operators: []Operator{{Name: "up", Kind: plugin.KindMap, Plugin: load(t, "upper", plugin.KindMap, 0)}},
+		Sinks:     []Output{{Name: "out", Sink: sink}}, DeadLetter: r.dead, Store: store, BatchSize: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- job.Run(ctx) }()
+
+	r.src.ch <- records("a", "b")
+	if n := <-sink.started; n != 2 {
+		t.Errorf("the first flush started after %d outputs, want 2", n)
+	}
+	r.src.ch <- records("c", "d")
+	r.src.ch <- records("e", "f")
+	waitFor(t, func() bool { return sink.written() == 6 })
+	if got := store.Positions()["in"]; got != 0 {
+		t.Errorf("position %d committed while the first batch's flush is under way", got)
+	}
+	sink.results <- nil // the first flush
+	sink.results <- nil // the second
+	waitFor(t, func() bool { return store.Positions()["in"] == 4 && r.src.ackedPos() == 4 })
+
+	failed := errors.New("server gone")
+	sink.results <- failed // the third batch's
+	r.src.ch <- records("g", "h")
+	err = <-r.done
+	if !errors.Is(err, failed) {
+		t.Fatalf("Run returned %v, want the failed flush", err)
+	}
+	if got := store.Positions()["in"]; got != 4 {
+		t.Errorf("position %d committed, want 4: nothing after the failed flush", got)
+	}
+	var got []string
+	for _, o := range sink.records() {
+		got = append(got, string(o.Record.Value))
+	}
+	if want := []string{"A", "B", "C", "D", "E", "F"}; !slices.Equal(got[:min(len(got), 6)], want) {
+		t.Errorf("sink got %v, want %v first", got, want)
+	}
+	var _ connectors.FlushStarter = sink
 }
