@@ -44,6 +44,11 @@ type committer struct {
 
 	mu     sync.Mutex
 	failed error // the durable stage's first failure
+
+	// alarm is closed when either stage fails, so that an executor
+	// waiting for input learns of it without waiting for a next batch.
+	alarm     chan struct{}
+	alarmOnce sync.Once
 }
 
 // durableWork is a written batch on its way to its commit: what the durable
@@ -73,6 +78,7 @@ func (j *Job) startCommitter(ctx context.Context) *committer {
 		// the channel takes it: commitDepth in all.
 		durable: make(chan *durableWork, commitDepth-2),
 		exit:    make(chan struct{}),
+		alarm:   make(chan struct{}),
 	}
 	stages := make(chan struct{})
 	go func() {
@@ -84,6 +90,7 @@ func (j *Job) startCommitter(ctx context.Context) *committer {
 				w, err = j.write(ctx, h)
 			}
 			if err != nil {
+				c.raise()
 				c.written <- err
 				continue
 			}
@@ -100,6 +107,7 @@ func (j *Job) startCommitter(ctx context.Context) *committer {
 					c.mu.Lock()
 					c.failed = err
 					c.mu.Unlock()
+					c.raise()
 				}
 			}
 			c.queued.Done()
@@ -118,6 +126,9 @@ func (c *committer) err() error {
 	defer c.mu.Unlock()
 	return c.failed
 }
+
+// raise closes the alarm.
+func (c *committer) raise() { c.alarmOnce.Do(func() { close(c.alarm) }) }
 
 // submit waits until the batch handed over before is written, and returns
 // its error or a failed commit's, or hands h over.

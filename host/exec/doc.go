@@ -51,7 +51,8 @@
 // output buffers: up to commitDepth (4) written batches wait for their
 // flushes and commits while it runs the next, so a round trip to the
 // server per batch does not stall the pipeline. A failure in either
-// stage fails the job, and no batch after it is committed.
+// stage fails the job, at once even when the executor waits for input,
+// and no batch after it is committed.
 //
 // A crash before step 2 replays the batch on restart: state is as it was
 // before the batch, and rewindable sinks (connectors.Rewindable) take

@@ -809,6 +809,9 @@ func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, 
 			if err := j.applyChanges(ctx, false); err != nil {
 				return false, err
 			}
+		case <-j.commitAlarm():
+			// A batch handed over failed; Run returns its error.
+			return false, errFinishFailed
 		case <-timerC(due):
 			// Nothing came while state waited uncommitted: commit it.
 			b.commitOnly = true
@@ -844,6 +847,19 @@ func (j *Job) collect(ctx context.Context, queue <-chan chunk, b *batch) (bool, 
 		}
 	}
 	return true, nil
+}
+
+// errFinishFailed stops the executor when the committer fails; the
+// committer's own error is the one Run returns.
+var errFinishFailed = errors.New("exec: a batch handed to the committer failed")
+
+// commitAlarm returns the committer's alarm, closed when a batch handed
+// over fails, or nil outside Run.
+func (j *Job) commitAlarm() <-chan struct{} {
+	if j.commit == nil {
+		return nil
+	}
+	return j.commit.alarm
 }
 
 // take returns as much of j.spill as fits in the batch and keeps the rest.

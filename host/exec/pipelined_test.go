@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -148,25 +149,32 @@ func TestOutputsOutliveNextBatch(t *testing.T) {
 }
 
 // startedSink is a memSink whose flushes are started (a
-// connectors.FlushStarter) and end when the test says: each flush's
-// outcome is sent on results, in order. Its plain Flush waits the same
+// connectors.FlushStarter) and end when the test says: flush i (from 0)
+// ends with what is sent on results[i]. Its plain Flush waits the same
 // way, so that an executor that flushed in place would stall.
 type startedSink struct {
 	memSink
-	results chan error
+	results []chan error
 	started chan int // the outputs written when each flush started
+	flushes int
 }
 
 func newStartedSink() *startedSink {
-	return &startedSink{results: make(chan error, 16), started: make(chan int, 16)}
+	s := &startedSink{started: make(chan int, 16)}
+	for range 16 {
+		s.results = append(s.results, make(chan error, 1))
+	}
+	return s
 }
 
 func (s *startedSink) StartFlush(context.Context) func() error {
 	s.mu.Lock()
 	s.started <- len(s.out)
+	result := s.results[s.flushes]
+	s.flushes++
 	s.mu.Unlock()
 	done := make(chan error, 1)
-	go func() { done <- <-s.results }()
+	go func() { done <- <-result }()
 	return func() error { return <-done }
 }
 
@@ -182,8 +190,8 @@ func (s *startedSink) written() int {
 
 // TestStartedFlushesOverlapLaterBatches holds the first batch's started
 // flush and sees the next batches written meanwhile, nothing committed
-// until it ends; then a flush that fails fails the job, and no batch
-// after it is committed.
+// until it ends; then a flush that fails fails the job at once, with no
+// further input, and no batch after it is committed.
 func TestStartedFlushesOverlapLaterBatches(t *testing.T) {
 	r := &liveRun{src: newChanSource(), dead: &memSink{}, done: make(chan error, 1)}
 	sink := newStartedSink()
@@ -211,14 +219,19 @@ func TestStartedFlushesOverlapLaterBatches(t *testing.T) {
 	if got := store.Positions()["in"]; got != 0 {
 		t.Errorf("position %d committed while the first batch's flush is under way", got)
 	}
-	sink.results <- nil // the first flush
-	sink.results <- nil // the second
+	sink.results[0] <- nil
+	sink.results[1] <- nil
 	waitFor(t, func() bool { return store.Positions()["in"] == 4 && r.src.ackedPos() == 4 })
 
 	failed := errors.New("server gone")
-	sink.results <- failed // the third batch's
-	r.src.ch <- records("g", "h")
-	err = <-r.done
+	sink.results[2] <- failed // the third batch's
+	// No more input: the executor, waiting for some, learns of the
+	// failure all the same.
+	select {
+	case err = <-r.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run still running 30s after a flush failed")
+	}
 	if !errors.Is(err, failed) {
 		t.Fatalf("Run returned %v, want the failed flush", err)
 	}
