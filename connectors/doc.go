@@ -28,6 +28,15 @@
 // it, a JetStream sink skips the outputs whose ids its stream holds after it.
 // A core NATS sink publishes a crashed batch's outputs again (at least once).
 //
+// # Flushes
+//
+// The host flushes every sink after writing a batch and before committing
+// it. A sink whose flush can run while it is written to implements
+// FlushStarter: the host starts the flush and waits for it only before the
+// commit, writing the next batches meanwhile. The core NATS sink does (its
+// flush is a ping round trip to the server); a file or JetStream sink
+// flushes in place.
+//
 // # Backlog
 //
 // A source that can tell how many records wait in it, not read yet,
