@@ -80,7 +80,6 @@ func (j *Job) startCommitter(ctx context.Context) *committer {
 		exit:    make(chan struct{}),
 		alarm:   make(chan struct{}),
 	}
-	stages := make(chan struct{})
 	go func() {
 		defer close(c.durable)
 		for h := range c.todo {
@@ -100,7 +99,8 @@ func (j *Job) startCommitter(ctx context.Context) *committer {
 		}
 	}()
 	go func() {
-		defer close(stages)
+		// The durable stage ends last: the writer closes its channel.
+		defer close(c.exit)
 		for w := range c.durable {
 			if c.err() == nil {
 				if err := j.makeDurable(ctx, w); err != nil {
@@ -112,10 +112,6 @@ func (j *Job) startCommitter(ctx context.Context) *committer {
 			}
 			c.queued.Done()
 		}
-	}()
-	go func() {
-		<-stages
-		close(c.exit)
 	}()
 	return c
 }
