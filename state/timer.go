@@ -148,7 +148,7 @@ func (se *Session) Timers(kg int, domain TimeDomain, upTo int64, fn func(Timer) 
 		return nil
 	}
 	lo, hi := timerRange(domain, upTo)
-	for enc := range g.ord.tree.Ascend(btreemap.GE(lo), hi) {
+	for enc := range g.ord.tree.Ascend(lo, hi) {
 		if !fn(mustDecodeTimer(enc)) {
 			break
 		}
@@ -170,7 +170,7 @@ func (se *Session) PopTimers(kg int, domain TimeDomain, upTo int64, fn func(Time
 	var key []byte
 	for g.ord != nil {
 		found := false
-		for enc := range g.ord.tree.Ascend(btreemap.GE(lo), hi) {
+		for enc := range g.ord.tree.Ascend(lo, hi) {
 			key = append(key[:0], enc...)
 			found = true
 			break
@@ -192,8 +192,13 @@ func (se *Session) PopTimers(kg int, domain TimeDomain, upTo int64, fn func(Time
 }
 
 // timerRange returns the bounds of the timer keys of domain up to upTo.
-func timerRange(domain TimeDomain, upTo int64) (string, btreemap.UpperBound[string]) {
-	lo := string(appendTimerBound(nil, domain, -1<<63))
+// Event-time timers sort first, so their lower bound is the tree's first
+// key: the search for it descends the tree without comparing keys.
+func timerRange(domain TimeDomain, upTo int64) (btreemap.LowerBound[string], btreemap.UpperBound[string]) {
+	lo := btreemap.Min[string]()
+	if domain != EventTime {
+		lo = btreemap.GE(string(appendTimerBound(nil, domain, -1<<63)))
+	}
 	if upTo == 1<<63-1 {
 		return lo, btreemap.LT(string([]byte{byte(domain) + 1}))
 	}

@@ -1,6 +1,8 @@
 package window
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -41,7 +43,7 @@ func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups [
 	}
 	clear(o.plist)
 	o.plist, o.pstart = o.plist[:0], 0
-	o.fires = o.fires[:0]
+	o.fires, o.sortFires = o.fires[:0], false
 	o.advancing = true
 	defer func() { o.advancing = false }()
 	for _, kg := range keyGroups {
@@ -94,6 +96,15 @@ func (o *Operator) Advance(ctx context.Context, sess *state.Session, keyGroups [
 			return err
 		}
 	}
+	if o.sortFires {
+		// fireSlidingRun fired a key's later windows with its first:
+		// back in the order of their timers (every firing is then an
+		// on-time one of a fire timer, whose time is the window's end
+		// less one).
+		slices.SortStableFunc(o.fires, func(a, b pendingFire) int {
+			return cmp.Or(cmp.Compare(a.window.End, b.window.End), bytes.Compare(a.key, b.key))
+		})
+	}
 	return o.fire(ctx, emit)
 }
 
@@ -145,14 +156,18 @@ func (o *Operator) keep(p []byte) []byte {
 // when a chunk is full, only the list being built moves to a new one.
 func (o *Operator) beginParts() { o.pstart = len(o.plist) }
 
-func (o *Operator) addPart(p []byte) {
+func (o *Operator) addPart(p []byte) { o.addKept(o.keep(p)) }
+
+// addKept adds p, a copy that keep returned, to the list without copying
+// it again.
+func (o *Operator) addKept(p []byte) {
 	if len(o.plist) == cap(o.plist) {
 		run := o.plist[o.pstart:]
 		n := make([][]byte, len(run), max(2*len(run), partsChunk))
 		copy(n, run)
 		o.plist, o.pstart = n, 0
 	}
-	o.plist = append(o.plist, o.keep(p))
+	o.plist = append(o.plist, p)
 }
 
 func (o *Operator) parts() [][]byte {
@@ -195,6 +210,9 @@ func (o *Operator) onTimer(sess *state.Session, t *dueTimer) error {
 // purges what no later window needs (or sets the purge timer). A sliding
 // window reads the key's slices in one scan for all three.
 func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
+	if o.spec.Assigner == Sliding && o.purgeAtFire && !o.keepMeta {
+		return o.fireSlidingRun(sess, key, w)
+	}
 	m, err := o.meta(sess, key, w)
 	if err != nil {
 		return err
@@ -277,6 +295,103 @@ func (o *Operator) onFire(sess *state.Session, key []byte, w Window) error {
 		if err := sess.DeleteKey(o.table, o.metaKey(key, w)); err != nil {
 			return fmt.Errorf("window: purge firings of %v of key %q: %w", w, key, err)
 		}
+	}
+	return nil
+}
+
+// keptSlice is a slice of a key read by fireSlidingRun: its window and a
+// copy of its payload in the operator's arena.
+type keptSlice struct {
+	window  Window
+	payload []byte
+}
+
+// fireSlidingRun is onFire for a sliding window that fires once, on time,
+// and is then purged (no lateness, no early or count trigger): it fires w
+// and then each later window of key that is due too, from one scan of the
+// key's slices, where a timer each would chain them (set, listed, removed,
+// and the slices read again per window). It sets the timer of the first
+// window that holds records and is not due, and deletes the slices that
+// no later window holds. A later window's timer set before (a slice after
+// a gap sets one) is removed as its window fires here, so that Advance
+// skips it when it comes to it.
+func (o *Operator) fireSlidingRun(sess *state.Session, key []byte, w Window) error {
+	due := o.wm
+	if o.fireDomain == state.ProcessingTime {
+		due = o.now
+	}
+	// Every slice that a due window may hold starts at or before due; the
+	// first one after is kept too, for the next window's timer.
+	run := o.kept[:0]
+	err := o.slicesOf(sess, key, math.MinInt64, math.MaxInt64, func(s Window, _ uint64, p []byte) bool {
+		run = append(run, keptSlice{window: s, payload: o.keep(p)})
+		return s.Start <= due
+	})
+	o.kept = run
+	if err != nil {
+		return fmt.Errorf("window: fire %v of key %q: %w", w, key, err)
+	}
+	kc := slices.Clone(key) // shared by the firings
+	first := 0              // the first slice that the window may hold
+	last := w               // the last window fired
+	for fired := 0; ; fired++ {
+		for first < len(run) && run[first].window.Start < w.Start {
+			first++
+		}
+		o.beginParts()
+		i := first
+		for ; i < len(run) && run[i].window.Start < w.End; i++ {
+			if run[i].window.End <= w.End {
+				o.addKept(run[i].payload)
+			}
+		}
+		parts := o.parts()
+		if len(parts) == 0 {
+			if fired == 0 {
+				return nil // nothing to fire, as onFire
+			}
+			break
+		}
+		o.fires = append(o.fires, pendingFire{key: kc, window: w, firing: OnTimeFiring, parts: parts})
+		o.sortFires = o.sortFires || fired > 0
+		last = w
+		// The next window that holds a slice: the first after w, or the
+		// first window of the first slice that starts in it or later.
+		nw := o.sl.next(w)
+		j := first
+		for j < len(run) && run[j].window.Start < nw.Start {
+			j++
+		}
+		if j == len(run) {
+			break // no later slice
+		}
+		if fw := o.sl.firstWindow(run[j].window); fw.End > nw.End {
+			nw = fw
+		}
+		if nw.MaxTime() > due {
+			if err := o.setWindowTimer(sess, o.fireDomain, nw.MaxTime(), key, timerFire, nw); err != nil {
+				return err
+			}
+			break
+		}
+		o.kbuf = appendWindow(append(o.kbuf[:0], timerFire), nw)
+		tm := state.Timer{Domain: o.fireDomain, Time: nw.MaxTime(), Route: key, Namespace: o.ns, Name: o.kbuf}
+		if _, err := sess.RemoveTimer(tm); err != nil {
+			return fmt.Errorf("window: delete timer of key %q: %w", key, err)
+		}
+		w = nw
+	}
+	for _, s := range run {
+		if s.window.Start >= last.End {
+			break
+		}
+		if o.sl.lastWindow(s.window).End > last.End {
+			continue
+		}
+		if err := sess.DeleteKey(o.table, o.sliceKey(key, s.window)); err != nil {
+			return fmt.Errorf("window: purge slice %v of key %q: %w", s.window, key, err)
+		}
+		o.stats.purged.Add(1)
 	}
 	return nil
 }
@@ -581,8 +696,8 @@ func cmpInt(a, b int64) int {
 // mergeParts sets each fire's Acc to the merge of its parts, in rounds
 // of one Merge call each.
 func (o *Operator) mergeParts(ctx context.Context, fires []Fire) error {
-	var pairs []Pair
-	var who []int
+	pairs := make([]Pair, 0, len(fires))
+	who := make([]int, 0, len(fires))
 	for i := range fires {
 		fires[i].Acc = o.fires[i].parts[0]
 	}

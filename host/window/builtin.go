@@ -175,10 +175,9 @@ func (f *BuiltinFunc) Fire(_ context.Context, fires []Fire, emit func(int, abi.R
 		if err != nil {
 			return err
 		}
-		key, _ := json.Marshal(string(fr.Key))
 		b := make([]byte, 0, 96)
 		b = append(b, `{"key":`...)
-		b = append(b, key...)
+		b = appendJSONString(b, fr.Key)
 		b = append(b, `,"start":`...)
 		b = strconv.AppendInt(b, fr.Window.Start, 10)
 		b = append(b, `,"end":`...)
@@ -263,4 +262,19 @@ func truncate(b []byte) []byte {
 		return b[:64]
 	}
 	return b
+}
+
+// appendJSONString appends s as a JSON string, as encoding/json writes it.
+// A key of printable ASCII that needs no escape, the usual kind, is
+// appended as it is; any other goes through encoding/json.
+func appendJSONString(dst, s []byte) []byte {
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(string(s))
+			return append(dst, q...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }

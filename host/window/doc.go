@@ -64,7 +64,11 @@
 //   - Sliding windows set one firing timer per new slice (its first
 //     window); each on-time firing sets the timer of the next window of
 //     the key that holds a slice (a chain), so that a record does not set
-//     a timer per overlapping window.
+//     a timer per overlapping window. When a window fires once and is
+//     then purged (no lateness, no early or count trigger), the windows
+//     of the chain that are due as well fire with it from one scan of
+//     the key's slices, without a timer each; Advance then sorts the
+//     firings back into the order of their timers.
 //   - Add does not emit: a count firing is stored with its accumulator
 //     and a timer that is due at once, and emitted by the next Advance,
 //     so that results leave in one place, in a deterministic order.

@@ -88,6 +88,8 @@ type Operator struct {
 	pstart    int        // where the run being built starts in plist
 	wm, now   int64
 	fires     []pendingFire
+	sortFires bool        // fires are not in the order of their timers
+	kept      []keptSlice // fireSlidingRun's slices of a key
 }
 
 type counters struct {

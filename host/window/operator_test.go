@@ -2,6 +2,7 @@ package window
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/state"
+	"pgregory.net/rapid"
 )
 
 func newTestOperator(t *testing.T, spec Spec, fn Function) (*state.Store, *state.Session, *Operator) {
@@ -218,34 +220,46 @@ func TestDescribe(t *testing.T) {
 }
 
 // TestAdvanceOrder checks that one Advance fires windows in order of
-// time, then key, whatever the order of the records and key groups.
+// time, then key, whatever the order of the records and key groups: for
+// sliding windows too, whose later windows of a key fire with its first.
 func TestAdvanceOrder(t *testing.T) {
-	fn, _ := Builtin("count", "")
-	_, sess, op := newTestOperator(t, Spec{Assigner: Tumbling, Size: 10}, fn)
-	var recs []abi.Record
-	for _, k := range []string{"d", "b", "a", "c", "e"} {
-		for _, at := range []int64{25, 5, 15} {
-			recs = append(recs, rec(k, at, ""))
-		}
-	}
-	if _, err := op.Add(context.Background(), sess, recs, MinWatermark, 0); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	err := op.Advance(context.Background(), sess, []int{3, 1, 0, 2}, 100, 0, func(r Result) {
-		got = append(got, fmt.Sprintf("%d/%s", r.Record.Time, r.Key))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []string
-	for _, at := range []int64{9, 19, 29} {
-		for _, k := range []string{"a", "b", "c", "d", "e"} {
-			want = append(want, fmt.Sprintf("%d/%s", at, k))
-		}
-	}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("order\n%v\nwant\n%v", got, want)
+	for _, c := range []struct {
+		name string
+		spec Spec
+		ends []int64 // the times of the results
+	}{
+		{"tumbling", Spec{Assigner: Tumbling, Size: 10}, []int64{9, 19, 29}},
+		{"sliding", Spec{Assigner: Sliding, Size: 10, Slide: 5}, []int64{9, 14, 19, 24, 29, 34}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fn, _ := Builtin("count", "")
+			_, sess, op := newTestOperator(t, c.spec, fn)
+			var recs []abi.Record
+			for _, k := range []string{"d", "b", "a", "c", "e"} {
+				for _, at := range []int64{25, 5, 15} {
+					recs = append(recs, rec(k, at, ""))
+				}
+			}
+			if _, err := op.Add(context.Background(), sess, recs, MinWatermark, 0); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			err := op.Advance(context.Background(), sess, []int{3, 1, 0, 2}, 100, 0, func(r Result) {
+				got = append(got, fmt.Sprintf("%d/%s", r.Record.Time, r.Key))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, at := range c.ends {
+				for _, k := range []string{"a", "b", "c", "d", "e"} {
+					want = append(want, fmt.Sprintf("%d/%s", at, k))
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("order\n%v\nwant\n%v", got, want)
+			}
+		})
 	}
 }
 
@@ -299,4 +313,20 @@ func TestStrayProcessingTimers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestAppendJSONString checks appendJSONString against encoding/json on
+// random keys: printable ASCII, the characters JSON or HTML escapes,
+// control bytes, UTF-8 and invalid UTF-8.
+func TestAppendJSONString(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.SliceOf(rapid.SampledFrom([]byte("aZ09 ~-_\"\\<>&\x00\x1f\x7f\xc3\xa9\xff"))).Draw(t, "key")
+		want, err := json.Marshal(string(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Fatalf("%q: %s, encoding/json %s", s, got[1:], want)
+		}
+	})
 }
