@@ -181,7 +181,7 @@ state.commit_interval), and the report gives the commits beside the batches.`,
 	fl.IntVar(&f.punctuation, "punctuation", 0, fmt.Sprintf("events per batch (default %d; 1,024 with --quick)", bench.DefaultTxnPunctuation))
 	fl.BoolVar(&f.quick, "quick", false, "a few small batches, for a first look and for tests")
 	fl.StringVar(&f.jsonFile, "json", "bench-txn.json", "where to write the results as JSON; - prints JSON instead of the tables")
-	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (not the plugin build) to this file")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the measurements (not the plugin build) to this file; its samples are labelled by phase (oracle, memory, pipeline), strategy and lane (go tool pprof -tagfocus phase=pipeline)")
 	fl.StringVar(&f.dynamic, "dynamic", "", "a dynamic workload: a preset (morphstream) or phases such as 'skew=0.25;skew=0.9;abort-ratio=0.2' (see above)")
 	fl.IntVar(&f.phaseEvents, "phase-events", 0, fmt.Sprintf("events of a --dynamic phase that gives no events= (default %d batches; 2 with --quick)", bench.DefaultTxnPhaseBatches))
 	fl.BoolVar(&f.keySweep, "key-sweep", false, "run every strategy with the key count (the application's or --keys) times 1, 10 and 100, interleaved, and print each size's rate over the first's")

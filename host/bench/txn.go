@@ -51,6 +51,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -383,6 +384,12 @@ type lane struct {
 	lat    []batchTime
 }
 
+// label names the lane in a CPU profile's samples: its logic, workers and
+// key count, as "native/2w/115200".
+func (l *lane) label() string {
+	return fmt.Sprintf("%s/%dw/%d", l.logic, l.workers, l.space.keys)
+}
+
 // batchTime is one timed batch's processing time and size.
 type batchTime struct {
 	d time.Duration
@@ -526,7 +533,13 @@ func (e *txnEnv) run(ctx context.Context) (rep *TxnReport, err error) {
 		st, _ := txn.ParseStrategy(name) // checked by newTxnEnv
 		e.step("txn %s: strategy %s (%d/%d): %s events in batches of %s, %s interleaved",
 			opts.App, name, i+1, len(strategies), thousands(float64(opts.Events)), thousands(float64(opts.Punctuation)), laneNames(lanes))
-		if err := e.runStrategy(ctx, name, st, lanes); err != nil {
+		// The labels split a --cpuprofile by phase, strategy and lane
+		// (go tool pprof -tagfocus phase=pipeline); the pipeline's
+		// goroutines inherit them.
+		pprof.Do(ctx, pprof.Labels("phase", "memory", "strategy", name), func(ctx context.Context) {
+			err = e.runStrategy(ctx, name, st, lanes)
+		})
+		if err != nil {
 			return nil, err
 		}
 		if len(refs) == 0 {
@@ -549,7 +562,10 @@ func (e *txnEnv) run(ctx context.Context) (rep *TxnReport, err error) {
 		}
 		if opts.Pipeline {
 			for _, l := range lanes {
-				pr, err := e.runPipeline(ctx, name, st, l, refs[l.space])
+				var pr TxnPipelineRun
+				pprof.Do(ctx, pprof.Labels("phase", "pipeline", "strategy", name, "lane", l.label()), func(ctx context.Context) {
+					pr, err = e.runPipeline(ctx, name, st, l, refs[l.space])
+				})
 				if err != nil {
 					return nil, err
 				}
@@ -783,7 +799,9 @@ func (e *txnEnv) oracle(ctx context.Context, s *txnSpace) (txnDigest, error) {
 		return txnDigest{}, err
 	}
 	l := &lane{space: s, workers: 1, logic: TxnNative, op: op}
-	err = e.runStrategy(ctx, "serial", txn.Strategy{Kind: txn.Serial}, []*lane{l})
+	pprof.Do(ctx, pprof.Labels("phase", "oracle"), func(ctx context.Context) {
+		err = e.runStrategy(ctx, "serial", txn.Strategy{Kind: txn.Serial}, []*lane{l})
+	})
 	if cerr := op.Close(context.WithoutCancel(ctx)); err == nil && cerr != nil {
 		err = fmt.Errorf("bench: txn: closing the oracle: %w", cerr)
 	}
@@ -864,9 +882,15 @@ func (s *txnSpace) events(first, n int) {
 // timed, its figures into the lane's run.
 func (e *txnEnv) runBatch(ctx context.Context, l *lane, timed bool) error {
 	l.out.Reset()
+	var (
+		res *txn.Result
+		err error
+	)
 	start := time.Now()
 	recs := l.space.recs
-	res, err := l.op.Process(ctx, recs, l.store, &l.out)
+	pprof.Do(ctx, pprof.Labels("lane", l.label()), func(ctx context.Context) {
+		res, err = l.op.Process(ctx, recs, l.store, &l.out)
+	})
 	elapsed := time.Since(start)
 	if err != nil {
 		return err
