@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/pprof"
 	"sync"
 )
 
@@ -39,12 +40,16 @@ type Scheduler struct {
 	closed     bool
 	work       []chan task
 	exited     sync.WaitGroup
-	sample     sampler // a request for a sample and the last one (sample.go)
+	sample     sampler         // a request for a sample and the last one (sample.go)
+	runCtx     context.Context // the context of the Run in progress
 }
 
+// task is a function a worker runs for the Run in progress; ctx is that
+// Run's context, whose profiler labels the worker takes while it runs f.
 type task struct {
 	f    func(w int)
 	done *sync.WaitGroup
+	ctx  context.Context
 }
 
 // New starts a Scheduler's workers.
@@ -55,7 +60,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Partitions < 0 {
 		return nil, fmt.Errorf("txn: config: Partitions is %d, want at least 0", cfg.Partitions)
 	}
-	s := &Scheduler{n: cfg.Workers, parts: cfg.Partitions, log: cfg.Logger, analyze: cfg.Analyze}
+	s := &Scheduler{n: cfg.Workers, parts: cfg.Partitions, log: cfg.Logger, analyze: cfg.Analyze, runCtx: context.Background()}
 	if s.parts == 0 {
 		s.parts = 8 * s.n
 	}
@@ -74,6 +79,9 @@ func New(cfg Config) (*Scheduler, error) {
 func (s *Scheduler) worker(id int, ch chan task) {
 	defer s.exited.Done()
 	for t := range ch {
+		// A CPU profile then counts the worker's time under the labels
+		// of the caller of Run (pprof.Do), as if Run's goroutine ran it.
+		pprof.SetGoroutineLabels(t.ctx)
 		t.f(id)
 		t.done.Done()
 	}
@@ -94,7 +102,7 @@ func (s *Scheduler) dispatch(f func(w int)) {
 	var wg sync.WaitGroup
 	wg.Add(s.n)
 	for _, ch := range s.work {
-		ch <- task{f: f, done: &wg}
+		ch <- task{f: f, done: &wg, ctx: s.runCtx}
 	}
 	wg.Wait()
 }
@@ -139,6 +147,8 @@ func (s *Scheduler) Run(ctx context.Context, st Strategy, batch []Txn, store Sto
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("txn: run cancelled: %w", err)
 	}
+	s.runCtx = ctx
+	defer func() { s.runCtx = context.Background() }()
 	var res *Result
 	var err error
 	switch st.Kind {
