@@ -103,6 +103,12 @@ func lintPlugins(ctx context.Context, w io.Writer, p *pipeline.Pipeline) (errs, 
 		at := func(msg string, key ...any) *pipeline.Error {
 			return p.ErrorAt(msg, append([]any{"operators", i}, key...)...)
 		}
+		if o.Plugin == "" {
+			// A native operator (a built-in aggregate, a join), which
+			// the pipeline's validation let through without a plugin.
+			fmt.Fprintf(w, "operators[%d] %s: %s, native (no plugin)\n", i, o.Name, nativeOperator(o))
+			continue
+		}
 		name := o.Plugin
 		if rel, err := filepath.Rel(p.Dir, o.Plugin); err == nil && filepath.IsLocal(rel) {
 			name = rel
@@ -141,6 +147,15 @@ func lintPlugins(ctx context.Context, w io.Writer, p *pipeline.Pipeline) (errs, 
 		fmt.Fprintf(w, "operators[%d] %s: %s (ABI version %d) serves %s\n", i, o.Name, name, r.ABIVersion, o.Kind)
 	}
 	return errs, warnings
+}
+
+// nativeOperator names what an operator without a plugin runs: the
+// built-in aggregate of an aggregate operator, or a join.
+func nativeOperator(o *pipeline.Operator) string {
+	if o.Kind == pipeline.KindAggregate && o.Function != "" {
+		return "aggregate " + o.Function
+	}
+	return o.Kind
 }
 
 // lintLimits warns of limits that hold records back.
