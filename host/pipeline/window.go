@@ -47,6 +47,11 @@ type Window struct {
 	// Time is event (the default: records' event times and the sources'
 	// watermarks) or processing (the host's clock when a record arrives).
 	Time string `yaml:"time"`
+	// Trigger says what fires an event-time window at its end: time (the
+	// default: the watermark passing its end - 1) or processing (the
+	// host's clock passing its end - 1, whatever the watermark; tumbling
+	// and session windows). A count trigger is set with Count.
+	Trigger string `yaml:"trigger"`
 	// Count fires a window every Count records instead of at its end; a
 	// global window needs it, and is emptied at each firing.
 	Count int `yaml:"count"`
@@ -230,7 +235,7 @@ func (p *Pipeline) validateWindowed(i int, o *Operator) []error {
 		if w.Time == "processing" {
 			at("a join's windows are of event time", "window", "time")
 		}
-		for _, k := range []string{"count", "early_every", "early_interval", "allowed_lateness"} {
+		for _, k := range []string{"trigger", "count", "early_every", "early_interval", "allowed_lateness"} {
 			if p.has("operators", i, "window", k) {
 				at(fmt.Sprintf("%s is not a key of a join's window: a join fires each window once, at its end", k), "window", k)
 			}
@@ -271,6 +276,17 @@ func (p *Pipeline) validateWindow(i int, w *Window) []error {
 	case "event", "processing":
 	default:
 		at(fmt.Sprintf("unknown time %q (want event: the records' times and the sources' watermarks; or processing: the host's clock)", w.Time), "time")
+	}
+	switch w.Trigger {
+	case "", "time":
+	case "processing":
+		if w.Count != 0 {
+			at("count and trigger: processing are two main triggers: set one", "trigger")
+		}
+	case "count":
+		at("a count trigger is set with count: N (the records between firings)", "trigger")
+	default:
+		at(fmt.Sprintf("unknown trigger %q (want time: the watermark fires a window at its end; or processing: the host's clock does; a count trigger is set with count)", w.Trigger), "trigger")
 	}
 	if w.Count < 0 {
 		at(fmt.Sprintf("count %d: want 1 or more", w.Count), "count")
@@ -351,13 +367,20 @@ func (w *Window) Spec() (window.Spec, error) {
 	if w.Time == "processing" {
 		s.Domain = window.ProcessingTime
 	}
+	if w.Trigger == "processing" {
+		s.Trigger = window.ProcessingTimeTrigger
+	}
 	if w.Count > 0 {
 		s.Trigger = window.Count
 	}
 	if err := s.Validate(); err != nil {
 		var se *window.SpecError
 		if errors.As(err, &se) {
-			return s, &window.SpecError{Key: specKey(se.Key), Reason: se.Reason}
+			key := specKey(se.Key)
+			if se.Key == "window.trigger" && s.Trigger == window.ProcessingTimeTrigger {
+				key = "trigger" // the trigger key set it, not count
+			}
+			return s, &window.SpecError{Key: key, Reason: se.Reason}
 		}
 		return s, err
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/host/window"
 )
 
 const windowFile = `name: w
@@ -75,6 +77,31 @@ func TestParseJoin(t *testing.T) {
 	}
 }
 
+// TestParseProcessingTrigger reads trigger: processing into the window's
+// spec: an event-time window fired by the host's clock.
+func TestParseProcessingTrigger(t *testing.T) {
+	yaml := strings.Replace(strings.Replace(strings.Replace(windowFile, "allowed_lateness: 5s", "trigger: processing", 1),
+		"type: sliding", "type: tumbling", 1), "      slide: 10s\n", "", 1)
+	p, err := Parse("p.yaml", "/pipes", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := p.Operators[0].Window.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Trigger != window.ProcessingTimeTrigger || s.Domain != window.EventTime || s.Assigner != window.Tumbling {
+		t.Errorf("spec %+v: want an event-time tumbling window with the processing-time trigger", s)
+	}
+	p, err = Parse("p.yaml", "/pipes", []byte(windowFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := p.Operators[0].Window.Spec(); s.Trigger != window.OnTime {
+		t.Errorf("no trigger key: trigger %v, want on time", s.Trigger)
+	}
+}
+
 func TestParseWindowErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml string
@@ -116,6 +143,18 @@ func TestParseWindowErrors(t *testing.T) {
 			[]string{"operators[0].window", "a join operator needs a window"}},
 		{"unknown algorithm", strings.Replace(joinFile, "join:\n", "join:\n      algorithm: hash\n", 1),
 			[]string{"operators[0].join.algorithm", `unknown join algorithm "hash"`}},
+		{"processing trigger on sliding windows", strings.Replace(windowFile, "allowed_lateness: 5s", "trigger: processing", 1),
+			[]string{"p.yaml:17:", "operators[0].window.trigger", "a processing-time trigger needs tumbling or session windows"}},
+		{"processing trigger on processing time", strings.Replace(strings.Replace(strings.Replace(windowFile, "allowed_lateness: 5s", "trigger: processing\n      time: processing", 1), "type: sliding", "type: tumbling", 1), "      slide: 10s\n", "", 1),
+			[]string{"operators[0].window.trigger", "processing-time windows already fire on processing time"}},
+		{"processing trigger and count", strings.Replace(strings.Replace(strings.Replace(windowFile, "allowed_lateness: 5s", "trigger: processing\n      count: 3", 1), "type: sliding", "type: tumbling", 1), "      slide: 10s\n", "", 1),
+			[]string{"p.yaml:16:", "operators[0].window.trigger", "count and trigger: processing are two main triggers"}},
+		{"count as a trigger", strings.Replace(windowFile, "allowed_lateness: 5s", "trigger: count", 1),
+			[]string{"operators[0].window.trigger", "a count trigger is set with count: N"}},
+		{"unknown trigger", strings.Replace(windowFile, "allowed_lateness: 5s", "trigger: watermark", 1),
+			[]string{"p.yaml:17:", "operators[0].window.trigger", `unknown trigger "watermark"`}},
+		{"trigger on a join's window", strings.Replace(joinFile, "      interval: {lower: -5s, upper: 10s}\n", "      type: inner\n    window: {type: tumbling, size: 1m, trigger: processing}\n", 1),
+			[]string{"operators[0].window.trigger", "trigger is not a key of a join's window"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("p.yaml", "/pipes", []byte(tc.yaml))
