@@ -160,8 +160,7 @@ operators:
     kind: join
     inputs: [orders, payments]
     parallelism: 2
-    join: {type: full, algorithm: ALGO}
-    window: {type: sliding, size: 4s, slide: 2s}
+    JOIN
 sinks:
   - {name: out, type: file, path: out.jsonl, format: json}
 batch:
@@ -171,11 +170,12 @@ http:
 `
 
 // TestKillWindowJoinFromFiles kills a host with SIGKILL in the middle of a
-// window join of two files and runs it again: the output file holds the
-// results of an uninterrupted run, each once.
+// join of two files and runs it again: the output file holds the results
+// of an uninterrupted run, each once. Sliding windows with a lazy and an
+// eager algorithm, session windows, and an interval join.
 func TestKillWindowJoinFromFiles(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts three sluice processes")
+		t.Skip("starts twelve sluice processes")
 	}
 	var orders, payments bytes.Buffer
 	base := int64(1_700_000_000_000) // ms
@@ -185,14 +185,14 @@ func TestKillWindowJoinFromFiles(t *testing.T) {
 			fmt.Fprintf(&payments, `{"id":"o%d","ts":%d}`+"\n", i%500, base+int64(i)*5+int64(i%7)*100)
 		}
 	}
-	run := func(algo string, kill bool) []string {
+	run := func(join string, kill bool) []string {
 		dir := t.TempDir()
 		for name, b := range map[string][]byte{"orders.json": orders.Bytes(), "payments.json": payments.Bytes()} {
 			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
-		p := writePipeline(t, dir, strings.Replace(fileWindowJoin, "ALGO", algo, 1))
+		p := writePipeline(t, dir, strings.Replace(fileWindowJoin, "JOIN", join, 1))
 		if kill {
 			h := startHost(t, dir, p)
 			h.waitFor(t, "orders", 1000)
@@ -213,13 +213,18 @@ func TestKillWindowJoinFromFiles(t *testing.T) {
 		slices.Sort(lines)
 		return lines
 	}
-	for _, algo := range []string{"npj", "shj-jm"} {
-		clean, killed := run(algo, false), run(algo, true)
+	for _, join := range []string{
+		"join: {type: full, algorithm: npj}\n    window: {type: sliding, size: 4s, slide: 2s}",
+		"join: {type: full, algorithm: shj-jm}\n    window: {type: sliding, size: 4s, slide: 2s}",
+		"join: {type: left}\n    window: {type: session, gap: 1s}",
+		"join: {interval: {lower: -1s, upper: 1s}}",
+	} {
+		clean, killed := run(join, false), run(join, true)
 		if len(clean) < 1000 {
-			t.Fatalf("%s: the clean run joined only %d results", algo, len(clean))
+			t.Fatalf("%s: the clean run joined only %d results", join, len(clean))
 		}
 		if !slices.Equal(clean, killed) {
-			t.Errorf("%s: after kill -9 and a restart, %d results; an uninterrupted run gives %d (or different ones)", algo, len(killed), len(clean))
+			t.Errorf("%s: after kill -9 and a restart, %d results; an uninterrupted run gives %d (or different ones)", join, len(killed), len(clean))
 		}
 	}
 }
