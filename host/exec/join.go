@@ -49,6 +49,8 @@ type Join struct {
 	Window window.Spec
 	// Algorithm is join.Auto or one of join.Names().
 	Algorithm string
+	// Objective is what join.Auto optimises (default join.Throughput).
+	Objective join.Objective
 }
 
 // joinStage runs a window join. Its state is the windows' records, kept
@@ -61,15 +63,17 @@ type Join struct {
 // after a restart or a rollback, with the matches emitted before not
 // emitted again.
 type joinStage struct {
-	op    *Operator
-	spec  window.Spec
-	typ   JoinType
-	algo  string
-	store *state.Store
-	table *state.Table
-	sess  *state.Session
-	seed  maphash.Seed
-	pane  int64
+	op   *Operator
+	spec window.Spec
+	typ  JoinType
+	algo string
+	// objective is what an auto kernel optimises.
+	objective join.Objective
+	store     *state.Store
+	table     *state.Table
+	sess      *state.Session
+	seed      maphash.Seed
+	pane      int64
 	// timerGroup is the key group of the windows' timers, timerNS their
 	// namespace (the operator's own: timers are the store's, shared by
 	// every operator).
@@ -130,7 +134,7 @@ func newJoinStage(op *Operator, store *state.Store) (*joinStage, error) {
 	if j.Window.Assigner == window.Tumbling {
 		slide = size
 	}
-	st := &joinStage{op: op, spec: j.Window, typ: j.Type, algo: j.Algorithm, store: store, table: store.Table(op.Tables[0]),
+	st := &joinStage{op: op, spec: j.Window, typ: j.Type, algo: j.Algorithm, objective: j.Objective, store: store, table: store.Table(op.Tables[0]),
 		sess: store.NewSession(), seed: maphash.MakeSeed(), pane: gcd(size, slide), open: map[int64]*joinWindow{},
 		timerGroup: state.KeyGroup(joinTimerID, store.KeyGroups()), timerNS: []byte("join:" + op.Name)}
 	st.spec.Slide = time.Duration(slide)
@@ -557,7 +561,11 @@ func (st *joinStage) kernel() (join.Kernel, error) {
 		st.free = st.free[:n-1]
 		return k, nil
 	}
-	return join.New(st.algo, join.Options{Workers: st.op.Parallelism})
+	o := join.Options{Workers: st.op.Parallelism}
+	if st.algo == join.Auto {
+		return join.NewAuto(o, join.Config{Objective: st.objective})
+	}
+	return join.New(st.algo, o)
 }
 
 // paneKey is where a record of side, number n, of the pane holding t is

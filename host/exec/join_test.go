@@ -264,3 +264,35 @@ func runJoin(rt *rapid.T, dir string, l, r []abi.Record, bound time.Duration, ba
 	}
 	return sink.records()
 }
+
+// TestJoinKernelObjective checks that a join's auto kernels optimise the
+// operator's objective: at a medium rate with unique keys the study's tree
+// picks a lazy kernel for throughput and an eager one otherwise.
+func TestJoinKernelObjective(t *testing.T) {
+	for _, c := range []struct {
+		obj  join.Objective
+		want string
+	}{{join.Throughput, "npj"}, {join.Latency, "shj-jm"}, {join.Progressiveness, "shj-jm"}} {
+		st := &joinStage{op: &Operator{Parallelism: 2}, algo: join.Auto, objective: c.obj}
+		k, err := st.kernel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ak, ok := k.(join.AutoKernel)
+		if !ok {
+			t.Fatalf("%v: kernel %T is not auto", c.obj, k)
+		}
+		ak.Hint(join.Features{R: 100, S: 100, RateR: 3000, RateS: 3000, Dupe: 1, Workers: 2})
+		var r, s []join.Tuple
+		for i := range 100 {
+			r = append(r, join.Tuple{Key: uint64(i), TS: int64(i)})
+			s = append(s, join.Tuple{Key: uint64(i), TS: int64(i)})
+		}
+		if err := ak.Join(context.Background(), r, s, func(int, []join.Match) {}); err != nil {
+			t.Fatal(err)
+		}
+		if d := ak.Decisions(1); len(d) != 1 || d[0].Algorithm != c.want {
+			t.Errorf("objective %v: decisions %+v, want %s", c.obj, d, c.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sluicehq/sluice/host/join"
 	"github.com/sluicehq/sluice/host/window"
 )
 
@@ -100,6 +101,9 @@ type Join struct {
 	// Algorithm is the join kernel: auto (the default) or one of npj,
 	// prj, mway, mpass, shj-jm, shj-jb, pmj-jm, pmj-jb.
 	Algorithm string `yaml:"algorithm"`
+	// Objective is what algorithm auto optimises: throughput (the
+	// default), latency or progressiveness (docs/joins.md).
+	Objective string `yaml:"objective"`
 }
 
 // Interval bounds an interval join: a right record b joins a left record a
@@ -333,6 +337,16 @@ func (p *Pipeline) validateJoin(i int, o *Operator) []error {
 		j.Algorithm = "auto"
 	case !slices.Contains(joinAlgorithms, j.Algorithm):
 		at(fmt.Sprintf("unknown join algorithm %q (want %s)", j.Algorithm, strings.Join(joinAlgorithms, ", ")), "join", "algorithm")
+	}
+	switch {
+	case j.Objective == "":
+		j.Objective = join.Throughput.String()
+	case j.Algorithm != "auto":
+		at(fmt.Sprintf("objective is what algorithm auto optimises; algorithm %s is forced", j.Algorithm), "join", "objective")
+	default:
+		if _, err := join.ParseObjective(j.Objective); err != nil {
+			at(fmt.Sprintf("unknown objective %q (want throughput, latency or progressiveness)", j.Objective), "join", "objective")
+		}
 	}
 	if iv := j.Interval; iv != nil {
 		if iv.Lower > iv.Upper {

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/file"
 	"github.com/sluicehq/sluice/connectors/natsconn"
 	"github.com/sluicehq/sluice/host/exec"
+	"github.com/sluicehq/sluice/host/join"
 	"github.com/sluicehq/sluice/host/pipeline"
 	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/window"
@@ -104,7 +105,11 @@ func (h *Host) joinOperator(i int, o *pipeline.Operator) (exec.Operator, error) 
 	}
 	typ := map[string]exec.JoinType{pipeline.JoinInner: exec.InnerJoin, pipeline.JoinLeft: exec.LeftJoin,
 		pipeline.JoinRight: exec.RightJoin, pipeline.JoinFull: exec.FullJoin}[j.Type]
-	op.Join = &exec.Join{Type: typ, Window: s, Algorithm: j.Algorithm}
+	obj, err := join.ParseObjective(j.Objective) // validated by the pipeline's parse
+	if err != nil {
+		return op, fmt.Errorf("operator %q: join.objective: %w", o.Name, err)
+	}
+	op.Join = &exec.Join{Type: typ, Window: s, Algorithm: j.Algorithm, Objective: obj}
 	return op, nil
 }
 
