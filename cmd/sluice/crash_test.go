@@ -63,8 +63,16 @@ type host struct {
 
 func startHost(t *testing.T, dir, pipelineFile string) *host {
 	t.Helper()
+	return startHostWith(t, dir, pipelineFile, nil)
+}
+
+// startHostWith is startHost with the process's standard input read from
+// stdin (none when nil).
+func startHostWith(t *testing.T, dir, pipelineFile string, stdin io.Reader) *host {
+	t.Helper()
 	cmd := exec.Command(sluiceBin, "run", "-c", pipelineFile, "--log-format", "json")
 	cmd.Dir = dir
+	cmd.Stdin = stdin
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

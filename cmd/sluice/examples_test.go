@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -82,4 +87,85 @@ func lines(t *testing.T, path string) []string {
 		}
 	}
 	return ls
+}
+
+// stdinWindowedCount counts clicks per user and minute from standard
+// input.
+const stdinWindowedCount = `
+name: open
+sources:
+  - {name: clicks, type: stdin, format: json, key_field: user, time_field: ts}
+operators:
+  - name: per-minute
+    kind: aggregate
+    function: count
+    window: {type: tumbling, size: 1m}
+sinks:
+  - {name: out, type: file, path: out.jsonl, format: json}
+http:
+  addr: 127.0.0.1:0
+`
+
+// TestStateDumpShowsOpenWindows runs a windowed count whose windows stay
+// open (its input, standard input, has not ended and the watermark has
+// not passed them): sluice state dump, against the running host, shows
+// each open window with its key, bounds and count, and the host's metrics
+// include the windows' series. At the end of the input the windows fire.
+func TestStateDumpShowsOpenWindows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a sluice process")
+	}
+	dir := t.TempDir()
+	p := writePipeline(t, dir, stdinWindowedCount)
+	in, feed := io.Pipe()
+	h := startHostWith(t, dir, p, in)
+	base := int64(1_700_000_040_000) // ms: 40 s into a minute
+	for i := range 30 {
+		fmt.Fprintf(feed, `{"user":"u%d","ts":%d}`+"\n", i%3, base+int64(i)*100)
+	}
+	h.waitFor(t, "clicks", 30)
+
+	code, out, errOut := sluice(t, dir, "state", "dump", "--addr", h.addr)
+	if code != 0 {
+		t.Fatalf("sluice state dump exited %d: %s", code, errOut)
+	}
+	// A slice reads: window key "u0" slice [start,end): 10 records, ...
+	slice := regexp.MustCompile(`^window key "(u\d)" slice \[\d+, ?\d+\): (\d+) records`)
+	counts := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e struct{ Window string }
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		if m := slice.FindStringSubmatch(e.Window); m != nil {
+			n, _ := strconv.Atoi(m[2])
+			counts[m[1]] += n
+		}
+	}
+	if len(counts) != 3 || counts["u0"] != 10 || counts["u1"] != 10 || counts["u2"] != 10 {
+		t.Errorf("open windows in the dump: %v, want 10 records for each of u0, u1, u2:\n%s", counts, out)
+	}
+
+	resp, err := http.Get("http://" + h.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"sluice_window_open_slices", "sluice_window_firings_total", "sluice_operator_late_records_total", "sluice_source_watermark_lag_seconds"} {
+		if !strings.Contains(string(metrics), m) {
+			t.Errorf("metrics lack %s", m)
+		}
+	}
+
+	feed.Close() // end of input: every window fires
+	if err := h.cmd.Wait(); err != nil {
+		t.Fatalf("sluice run: %v: %s", err, drain(h.logs))
+	}
+	if got := lines(t, filepath.Join(dir, "out.jsonl")); len(got) != 3 {
+		t.Errorf("%d results at the end of the input, want 3: %v", len(got), got)
+	}
 }
