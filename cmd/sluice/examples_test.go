@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestWindowExamples lints and runs the examples of windows and joins as
@@ -167,5 +170,71 @@ func TestStateDumpShowsOpenWindows(t *testing.T) {
 	}
 	if got := lines(t, filepath.Join(dir, "out.jsonl")); len(got) != 3 {
 		t.Errorf("%d results at the end of the input, want 3: %v", len(got), got)
+	}
+}
+
+const fileWindowMedian = `
+name: median
+sources:
+  - {name: readings, type: file, path: in.jsonl}
+operators:
+  - name: medians
+    kind: window
+    plugin: PLUGINS/winmedian.wasm
+    parallelism: 2
+    window: {type: tumbling, size: 1m}
+sinks:
+  - {name: out, type: file, path: out.jsonl}
+http:
+  addr: "off"
+`
+
+// TestWasmWindowFunction runs a window function in Wasm (plugins/winmedian:
+// the median of each key's values in a window) through a pipeline and
+// checks every result against the median computed here, per key and
+// minute, and that every window with records gave one.
+func TestWasmWindowFunction(t *testing.T) {
+	dir := t.TempDir()
+	var in bytes.Buffer
+	base := int64(1_700_000_040) * int64(time.Second) // ns, on a minute
+	want := map[string][]int{}                        // key and window end-1 -> values
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := range 3000 {
+		key, ts, v := fmt.Sprintf("k%d", i%7), base+int64(i)*int64(150*time.Millisecond), rng.IntN(1000)-500
+		fmt.Fprintf(&in, `{"key":%q,"value":"%d","time":%d}`+"\n", key, v, ts)
+		end := ts - ts%int64(time.Minute) + int64(time.Minute)
+		id := fmt.Sprintf("%s@%d", key, end-1)
+		want[id] = append(want[id], v)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), in.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := writePipeline(t, dir, fileWindowMedian)
+	if code, _, errOut := sluice(t, dir, "run", "-c", p); code != 0 {
+		t.Fatalf("sluice run exited %d: %s", code, errOut)
+	}
+	got := map[string]string{}
+	for _, l := range lines(t, filepath.Join(dir, "out.jsonl")) {
+		var r struct {
+			Key, Value string
+			Time       int64
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		id := fmt.Sprintf("%s@%d", r.Key, r.Time)
+		if _, dup := got[id]; dup {
+			t.Fatalf("window %s gave two results", id)
+		}
+		got[id] = r.Value
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d results, want one for each of the %d windows with records", len(got), len(want))
+	}
+	for id, vs := range want {
+		slices.Sort(vs)
+		if m := strconv.Itoa(vs[len(vs)/2]); got[id] != m {
+			t.Errorf("window %s: median %q, want %s", id, got[id], m)
+		}
 	}
 }
