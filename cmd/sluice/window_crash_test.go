@@ -185,33 +185,9 @@ func TestKillWindowJoinFromFiles(t *testing.T) {
 			fmt.Fprintf(&payments, `{"id":"o%d","ts":%d}`+"\n", i%500, base+int64(i)*5+int64(i%7)*100)
 		}
 	}
+	files := map[string][]byte{"orders.json": orders.Bytes(), "payments.json": payments.Bytes()}
 	run := func(join string, kill bool) []string {
-		dir := t.TempDir()
-		for name, b := range map[string][]byte{"orders.json": orders.Bytes(), "payments.json": payments.Bytes()} {
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p := writePipeline(t, dir, strings.Replace(fileWindowJoin, "JOIN", join, 1))
-		if kill {
-			h := startHost(t, dir, p)
-			h.waitFor(t, "orders", 1000)
-			if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			h.cmd.Wait()
-		}
-		h := startHost(t, dir, p)
-		if err := h.cmd.Wait(); err != nil {
-			t.Fatalf("sluice run: %v: %s", err, drain(h.logs))
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		slices.Sort(lines)
-		return lines
+		return runFilePipeline(t, files, strings.Replace(fileWindowJoin, "JOIN", join, 1), "orders", 1000, kill)
 	}
 	for _, join := range []string{
 		"join: {type: full, algorithm: npj}\n    window: {type: sliding, size: 4s, slide: 2s}",
@@ -261,31 +237,9 @@ func TestKillWindowedCountFromFile(t *testing.T) {
 	for i := range n {
 		fmt.Fprintf(&clicks, `{"user":"u%d","ts":%d}`+"\n", i%50, base+int64(i)*10)
 	}
+	files := map[string][]byte{"clicks.json": clicks.Bytes()}
 	run := func(window string, kill bool) []string {
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "clicks.json"), clicks.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p := writePipeline(t, dir, strings.Replace(fileWindowedCount, "WINDOW", window, 1))
-		if kill {
-			h := startHost(t, dir, p)
-			h.waitFor(t, "clicks", n/5)
-			if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			h.cmd.Wait()
-		}
-		h := startHost(t, dir, p)
-		if err := h.cmd.Wait(); err != nil {
-			t.Fatalf("sluice run: %v: %s", err, drain(h.logs))
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		slices.Sort(lines)
-		return lines
+		return runFilePipeline(t, files, strings.Replace(fileWindowedCount, "WINDOW", window, 1), "clicks", n/5, kill)
 	}
 	for _, c := range []struct {
 		window string
@@ -431,4 +385,38 @@ func TestKillWindowJoinFromJetStream(t *testing.T) {
 			t.Errorf("%s: after kill -9 and a restart, %d results; an uninterrupted run gives %d (or different ones)", algo, len(killed), len(clean))
 		}
 	}
+}
+
+// runFilePipeline writes files and the pipeline yaml to a new directory
+// and runs it to the end of its files, and returns the lines of its output
+// file out.jsonl, sorted. With kill, a first host is killed with SIGKILL
+// once source's committed position reaches at, before the run to the end.
+func runFilePipeline(t *testing.T, files map[string][]byte, yaml, source string, at uint64, kill bool) []string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := writePipeline(t, dir, yaml)
+	if kill {
+		h := startHost(t, dir, p)
+		h.waitFor(t, source, at)
+		if err := h.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		h.cmd.Wait()
+	}
+	h := startHost(t, dir, p)
+	if err := h.cmd.Wait(); err != nil {
+		t.Fatalf("sluice run: %v: %s", err, drain(h.logs))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	slices.Sort(lines)
+	return lines
 }
