@@ -161,7 +161,6 @@ func TestKillAndResumeFromJetStream(t *testing.T) {
 }
 
 func killAndResume(t *testing.T, interval string) {
-	ctx := context.Background()
 	dir := t.TempDir()
 	url, js := startJetStream(t, dir, "in.lines")
 	lines := testLines(20000)
@@ -211,29 +210,13 @@ func killAndResume(t *testing.T, interval string) {
 			expected[fmt.Sprintf("kill/lines/%d/%d", i+1, n)] = w + "=" + strconv.Itoa(running[w])
 		}
 	}
-	out, err := js.Stream(ctx, "OUT")
-	if err != nil {
-		t.Fatal(err)
+	msgs := outputMessages(t, js, "OUT")
+	if len(msgs) != len(expected) {
+		t.Errorf("output stream holds %d messages, want %d (one per word, each once)", len(msgs), len(expected))
 	}
-	info, err := out.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.Msgs != uint64(len(expected)) {
-		t.Errorf("output stream holds %d messages, want %d (one per word, each once)", info.State.Msgs, len(expected))
-	}
-	seen := map[string]bool{}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
-		m, err := out.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("output %d: %v", seq, err)
-		}
+	for _, m := range msgs {
 		id := m.Header.Get("Nats-Msg-Id")
 		got := m.Header.Get("Sluice-Key") + "=" + string(m.Data)
-		if seen[id] {
-			t.Fatalf("output id %s appears twice", id)
-		}
-		seen[id] = true
 		if expected[id] != got {
 			t.Fatalf("output %s = %q, want %q", id, got, expected[id])
 		}
@@ -242,6 +225,36 @@ func killAndResume(t *testing.T, interval string) {
 		return
 	}
 	_ = os.Remove(p)
+}
+
+// outputMessages returns every message of stream, in order, and fails the
+// test when two carry the same Nats-Msg-Id (an output written twice).
+func outputMessages(t *testing.T, js jetstream.JetStream, stream string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := context.Background()
+	out, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := out.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*jetstream.RawStreamMsg
+	seen := map[string]bool{}
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+		m, err := out.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("%s: output %d: %v", stream, seq, err)
+		}
+		id := m.Header.Get("Nats-Msg-Id")
+		if seen[id] {
+			t.Fatalf("%s: output id %s appears twice", stream, id)
+		}
+		seen[id] = true
+		msgs = append(msgs, m)
+	}
+	return msgs
 }
 
 // startJetStream starts an embedded NATS server with JetStream under dir,

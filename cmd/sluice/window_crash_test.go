@@ -54,7 +54,6 @@ func TestKillWindowedCountFromJetStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts NATS and two sluice processes")
 	}
-	ctx := context.Background()
 	dir := t.TempDir()
 	url, js := startJetStream(t, dir, "in.clicks")
 	// 20,000 clicks of 50 keys, 10 ms apart in event time: 100 a window.
@@ -106,26 +105,9 @@ func TestKillWindowedCountFromJetStream(t *testing.T) {
 		t.Fatalf("second host after SIGTERM: %v: %s", err, drain(second.logs))
 	}
 
-	out, err := js.Stream(ctx, "OUT")
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := out.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]int{}
-	ids := map[string]bool{}
-	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-		m, err := out.GetMsg(ctx, seq)
-		if err != nil {
-			t.Fatalf("output %d: %v", seq, err)
-		}
+	for _, m := range outputMessages(t, js, "OUT") {
 		id := m.Header.Get("Nats-Msg-Id")
-		if ids[id] {
-			t.Fatalf("output id %s appears twice", id)
-		}
-		ids[id] = true
 		var v struct {
 			Key        string
 			Start, End int64
@@ -348,26 +330,8 @@ func TestKillWindowJoinFromJetStream(t *testing.T) {
 		if err := h.cmd.Wait(); err != nil {
 			t.Fatalf("%s after SIGTERM: %v: %s", name, err, drain(h.logs))
 		}
-		out, err := js.Stream(ctx, "OUT"+name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := out.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var results []string
-		ids := map[string]bool{}
-		for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
-			m, err := out.GetMsg(ctx, seq)
-			if err != nil {
-				t.Fatalf("%s: output %d: %v", name, seq, err)
-			}
-			id := m.Header.Get("Nats-Msg-Id")
-			if ids[id] {
-				t.Fatalf("%s: output id %s appears twice", name, id)
-			}
-			ids[id] = true
+		for _, m := range outputMessages(t, js, "OUT"+name) {
 			results = append(results, string(m.Data))
 		}
 		slices.Sort(results)
