@@ -114,6 +114,7 @@ const (
 	KindBitTransactional int32 = 1 << 4
 	KindBitAggregate     int32 = 1 << 5
 	KindBitWindow        int32 = 1 << 6
+	KindBitJoin          int32 = 1 << 7
 )
 
 // Status codes returned by host functions and guest exports, as i32.

@@ -238,3 +238,150 @@ func TestWasmWindowFunction(t *testing.T) {
 		}
 	}
 }
+
+const fileJoinFunction = `
+name: joined
+sources:
+  - {name: orders, type: file, path: orders.jsonl, watermark: {out_of_orderness: 1s}}
+  - {name: payments, type: file, path: payments.jsonl, watermark: {out_of_orderness: 1s}}
+operators:
+  - name: paid
+    kind: join
+    inputs: [orders, payments]
+    plugin: PLUGINS/joiner.wasm
+    parallelism: 2
+    join: {type: full}
+    window: {type: tumbling, size: 1m}
+sinks:
+  - {name: out, type: file, path: out.jsonl}
+dead_letter: {path: dead.jsonl}
+http:
+  addr: "off"
+`
+
+// TestWasmJoinFunction runs a full window join whose results a Wasm plugin
+// builds (plugins/joiner: "L|R", "-" for a side that matched nothing, a
+// left value "twice" twice, a value "bad" dead-letters the pair) through a
+// pipeline, and checks its results and dead letters against a nested-loop
+// join of each minute computed here.
+func TestWasmJoinFunction(t *testing.T) {
+	dir := t.TempDir()
+	base := int64(1_700_000_040) * int64(time.Second) // ns, on a minute
+	rng := rand.New(rand.NewPCG(3, 5))
+	type rec struct {
+		key, value string
+		ts         int64
+	}
+	var sides [2][]rec
+	for s, name := range []string{"orders.jsonl", "payments.jsonl"} {
+		var b bytes.Buffer
+		for i := range 400 {
+			r := rec{key: fmt.Sprintf("o%d", rng.IntN(60)), value: fmt.Sprintf("%c%d", "lr"[s], i), ts: base + int64(i)*int64(400*time.Millisecond)}
+			switch rng.IntN(40) {
+			case 0:
+				r.value = "bad"
+			case 1:
+				r.value = "twice"
+			}
+			sides[s] = append(sides[s], r)
+			fmt.Fprintf(&b, `{"key":%q,"value":%q,"time":%d}`+"\n", r.key, r.value, r.ts)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	window := func(ts int64) int64 { return ts - ts%int64(time.Minute) }
+	var want []string
+	bad := 0
+	result := func(key, l, r string, start int64) {
+		if l == "bad" || r == "bad" {
+			bad++
+			return
+		}
+		line := fmt.Sprintf("%s %s|%s %d", key, l, r, start+int64(time.Minute)-1)
+		want = append(want, line)
+		if l == "twice" {
+			want = append(want, line)
+		}
+	}
+	hit := map[int]bool{}
+	for _, a := range sides[0] {
+		matched := false
+		for j, b := range sides[1] {
+			if a.key == b.key && window(a.ts) == window(b.ts) {
+				result(a.key, a.value, b.value, window(a.ts))
+				matched, hit[j] = true, true
+			}
+		}
+		if !matched {
+			result(a.key, a.value, "-", window(a.ts))
+		}
+	}
+	for j, b := range sides[1] {
+		if !hit[j] {
+			result(b.key, "-", b.value, window(b.ts))
+		}
+	}
+	p := writePipeline(t, dir, fileJoinFunction)
+	if code, _, errOut := sluice(t, dir, "run", "-c", p); code != 0 {
+		t.Fatalf("sluice run exited %d: %s", code, errOut)
+	}
+	var got []string
+	for _, l := range lines(t, filepath.Join(dir, "out.jsonl")) {
+		var r struct {
+			Key, Value string
+			Time       int64
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		got = append(got, fmt.Sprintf("%s %s %d", r.Key, r.Value, r.Time))
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("%d results, want %d; first difference in:\n got %.400q\nwant %.400q", len(got), len(want), got, want)
+	}
+	dead := lines(t, filepath.Join(dir, "dead.jsonl"))
+	if bad == 0 || len(dead) != bad {
+		t.Fatalf("%d dead letters, want one for each of the %d pairs with a bad value", len(dead), bad)
+	}
+	for _, l := range dead {
+		if !strings.Contains(l, `\"bad\"`) || !strings.Contains(l, "bad value in pair") || !strings.Contains(l, `\"window_start\"`) {
+			t.Errorf("dead letter %s: want the pair's default result and the plugin's reason", l)
+		}
+	}
+}
+
+// TestWasmWindowFunctionRejects runs a window function that rejects a
+// window (plugins/winmedian, given a value that is not an integer): the
+// window's records are dead-lettered and the other windows' results come
+// as before.
+func TestWasmWindowFunctionRejects(t *testing.T) {
+	dir := t.TempDir()
+	base := int64(1_700_000_040) * int64(time.Second) // ns, on a minute
+	var in bytes.Buffer
+	for i, v := range []string{"1", "x", "3", "5", "7", "9"} {
+		// Keys a (a bad value among three) and b, one minute.
+		fmt.Fprintf(&in, `{"key":%q,"value":%q,"time":%d}`+"\n", []string{"a", "b"}[i/3], v, base+int64(i)*int64(time.Second))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "in.jsonl"), in.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := writePipeline(t, dir, fileWindowMedian+"dead_letter: {path: dead.jsonl}\n")
+	if code, _, errOut := sluice(t, dir, "run", "-c", p); code != 0 {
+		t.Fatalf("sluice run exited %d: %s", code, errOut)
+	}
+	if got := lines(t, filepath.Join(dir, "out.jsonl")); len(got) != 1 || !strings.Contains(got[0], `"key":"b","value":"7"`) {
+		t.Errorf("results %q, want b's median 7 alone", got)
+	}
+	dead := lines(t, filepath.Join(dir, "dead.jsonl"))
+	if len(dead) != 3 {
+		t.Fatalf("dead letters %q, want a's three records", dead)
+	}
+	for _, l := range dead {
+		if !strings.Contains(l, `"key":"a"`) || !strings.Contains(l, "value is not a decimal integer") {
+			t.Errorf("dead letter %s: want one of a's records, with the function's reason", l)
+		}
+	}
+}

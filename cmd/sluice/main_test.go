@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		os.Exit(serveCompileChild())
 	}
 	plugins := map[string]string{}
-	for _, p := range []string{"wordsplit", "wordcount", "upper", "winmedian"} {
+	for _, p := range []string{"wordsplit", "wordcount", "upper", "winmedian", "joiner"} {
 		plugins[p] = filepath.Join("plugins", p)
 	}
 	// The crash tests publish their input asynchronously: nats.go's

@@ -186,7 +186,7 @@ func (f *caseFile) kind(declared []plugin.Kind) (plugin.Kind, error) {
 // errWindowCases says how to test a window function, which case files,
 // records in and records out, cannot describe.
 func errWindowCases(k plugin.Kind) error {
-	return fmt.Errorf("kind %s: window functions are tested with the Go SDK's sluicetest (Add, Merge, Fire, FireWindow) "+
+	return fmt.Errorf("kind %s: window and join functions are tested with the Go SDK's sluicetest (Add, Merge, Fire, FireWindow, Join) "+
 		"or host/plugin/hosttest, not with case files; run them in a pipeline with a window (docs/windows.md)", k)
 }
 

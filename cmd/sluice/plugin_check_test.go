@@ -54,7 +54,7 @@ func TestPluginCheckKindsAndVersion(t *testing.T) {
 	}
 	code, out, errOut = sluice(t, dir, "plugin", "check", filepath.Join(pluginsDir, "upper.wasm"))
 	if code != 0 || strings.Contains(out, "\nversion  ") ||
-		!strings.Contains(out, "\nkinds    map, filter, flatmap, keyed, transactional, aggregate, window (inferred from its exports: the module has no sluice.kinds custom section)\n") ||
+		!strings.Contains(out, "\nkinds    map, filter, flatmap, keyed, transactional, aggregate, window, join (inferred from its exports: the module has no sluice.kinds custom section)\n") ||
 		!strings.Contains(out, "\nnote: the module exports sluice_kinds but has no sluice.kinds custom section") {
 		t.Errorf("plugin check of a module without the section exited %d:\n%s%s", code, out, errOut)
 	}
@@ -100,7 +100,7 @@ func TestPluginCheckJSON(t *testing.T) {
 	}
 	code, out, _ = sluice(t, dir, "plugin", "check", "--json", filepath.Join(pluginsDir, "upper.wasm"))
 	r.Version = ""
-	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.Version != "" || r.KindsDeclared || len(r.Kinds) != 7 ||
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.Version != "" || r.KindsDeclared || len(r.Kinds) != 8 ||
 		!slices.Contains(r.Imports, fn{Module: "sluice", Name: "emit", Signature: "(i32, i32)"}) {
 		t.Errorf("plugin check --json of a module without the sections exited %d, %v: %+v", code, err, r)
 	}

@@ -278,8 +278,8 @@ func TestPluginCheckAdvice(t *testing.T) {
 }
 
 // TestCaseFileRefusesWindowFunctions: case files describe records in and
-// out, which says nothing of windows; a window function's kind, named or
-// declared by the module, is refused with how to test it.
+// out, which says nothing of windows or pairs; a window or join function's
+// kind, named or declared by the module, is refused with how to test it.
 func TestCaseFileRefusesWindowFunctions(t *testing.T) {
 	for _, c := range []struct {
 		file     caseFile
@@ -287,10 +287,12 @@ func TestCaseFileRefusesWindowFunctions(t *testing.T) {
 	}{
 		{caseFile{Kind: "aggregate"}, nil},
 		{caseFile{Kind: "window"}, nil},
+		{caseFile{Kind: "join"}, nil},
 		{caseFile{}, []plugin.Kind{plugin.KindAggregate}},
+		{caseFile{}, []plugin.Kind{plugin.KindJoin}},
 	} {
 		_, err := c.file.kind(c.declared)
-		if err == nil || !strings.Contains(err.Error(), "window functions are tested with the Go SDK's sluicetest") {
+		if err == nil || !strings.Contains(err.Error(), "window and join functions are tested with the Go SDK's sluicetest") {
 			t.Errorf("kind %q, declared %v: %v", c.file.Kind, c.declared, err)
 		}
 	}

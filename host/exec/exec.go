@@ -978,31 +978,53 @@ func (j *Job) process(ctx context.Context, b *batch) (*handoff, error) {
 		if !j.cfg.noMeasure {
 			j.measureRun(n, b, idx, runStart, runEnd)
 		}
+		var made []madeRecord
+		if isClocked {
+			made = ck.made()
+		}
 		for _, r := range rejects {
-			o := b.prov[idx[r.Index]]
+			var o origin
+			var rec abi.Record
+			if r.Index < len(recs) {
+				o, rec = b.prov[idx[r.Index]], recs[r.Index]
+			} else {
+				// A record the stage made and could not finish (a join's
+				// pair its plugin rejected): an input of its own, as
+				// its outputs would have been.
+				m := made[r.Index-len(recs)]
+				o, rec = origin{src: -1, pos: uint64(len(b.made))}, m.rec
+				b.made = append(b.made, m)
+			}
 			if n.op.StopOnError {
 				return nil, fmt.Errorf("exec: operator %q failed on %s and its error policy is stop: %w",
 					n.op.Name, j.describe(b, o), r.Err)
 			}
-			b.dead = append(b.dead, deadLetter{rec: recs[r.Index], src: int(o.src), pos: o.pos, stage: slices.Index(j.nodes, n), err: r.Err,
+			b.dead = append(b.dead, deadLetter{rec: rec, src: int(o.src), pos: o.pos, stage: slices.Index(j.nodes, n), err: r.Err,
 				plugin: n.op.pluginName(), version: n.version})
 		}
 		n.outIdx = n.outIdx[:0]
-		var made []madeRecord
 		if isClocked {
-			made = ck.made()
 			for _, l := range ck.late() {
 				o := b.prov[idx[l.index]]
 				b.late = append(b.late, lateLetter{rec: recs[l.index], o: o, stage: slices.Index(j.nodes, n), reason: l.reason})
 			}
 		}
+		n.madeProv = slices.Grow(n.madeProv[:0], len(made))[:len(made)]
+		for k := range n.madeProv {
+			n.madeProv[k] = -1
+		}
 		for i := range out {
 			if o := int(out[i].Origin); o >= len(recs) {
-				// Made at a batch boundary (a fired window): an input of
-				// its own, named by the id the stage gave it.
-				b.prov = append(b.prov, origin{src: -1, pos: uint64(len(b.made))})
-				b.made = append(b.made, made[o-len(recs)])
-				n.outIdx = append(n.outIdx, int32(len(b.prov)-1))
+				// Made at a batch boundary (a fired window, a join's
+				// pair): an input of its own, named by the id the stage
+				// gave it, whatever number of outputs it has.
+				k := o - len(recs)
+				if n.madeProv[k] < 0 {
+					b.prov = append(b.prov, origin{src: -1, pos: uint64(len(b.made))})
+					b.made = append(b.made, made[k])
+					n.madeProv[k] = int32(len(b.prov) - 1)
+				}
+				n.outIdx = append(n.outIdx, n.madeProv[k])
 				continue
 			}
 			n.outIdx = append(n.outIdx, idx[out[i].Origin])

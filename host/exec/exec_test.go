@@ -47,6 +47,7 @@ func TestMain(m *testing.M) {
 		"upper":     "../../plugins/upper",
 		"wordcount": "../../plugins/wordcount",
 		"wincount":  "../../plugins/wincount",
+		"joiner":    "../../plugins/joiner",
 		"faulty":    "testdata/faulty",
 		"lower":     "testdata/lower",
 		"inputs":    "../plugin/testdata/inputs/goinputs",

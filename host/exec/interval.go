@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,7 +41,20 @@ type intervalStage struct {
 	wms      []int64
 	end, now int64
 	lateRecs []lateRecord
+	// pending are each worker's pairs waiting for the plugin; madeRecs
+	// and deadErrs the pairs the plugin refused, dead-lettered.
+	pending  []intervalPairs
+	madeRecs []madeRecord
+	deadErrs []error
 	mu       sync.Mutex
+}
+
+// intervalPairs are a worker's pairs for the plugin: pairs[k] was made as
+// input input[k] arrived, and ids[k] names it.
+type intervalPairs struct {
+	pairs []plugin.JoinPair
+	input []int
+	ids   []string
 }
 
 func newIntervalStage(ctx context.Context, op *Operator, store *state.Store, m *workerMetrics) (*intervalStage, error) {
@@ -63,7 +79,7 @@ func newIntervalStage(ctx context.Context, op *Operator, store *state.Store, m *
 func (st *intervalStage) setClock(wms []int64, end, now int64) {
 	st.wms, st.end, st.now = wms, end, now
 }
-func (st *intervalStage) made() []madeRecord  { return nil }
+func (st *intervalStage) made() []madeRecord  { return st.madeRecs }
 func (st *intervalStage) late() []lateRecord  { return st.lateRecs }
 func (st *intervalStage) tick() time.Duration { return 0 }
 
@@ -77,11 +93,15 @@ func (st *intervalStage) run(ctx context.Context, recs []abi.Record) ([]abi.Reco
 		w.global = append(w.global, int32(i))
 	}
 	st.lateRecs = st.lateRecs[:0]
+	st.madeRecs, st.deadErrs = st.madeRecs[:0], st.deadErrs[:0]
 	st.active = st.active[:0]
+	for len(st.pending) < len(st.workers) {
+		st.pending = append(st.pending, intervalPairs{})
+	}
 	var wg sync.WaitGroup
 	for k, w := range st.workers {
 		st.active = append(st.active, w)
-		wg.Go(func() { w.err = st.runWorker(k, w) })
+		wg.Go(func() { w.err = st.runWorker(ctx, k, w) })
 	}
 	wg.Wait()
 	for _, w := range st.workers {
@@ -90,6 +110,19 @@ func (st *intervalStage) run(ctx context.Context, recs []abi.Record) ([]abi.Reco
 		}
 	}
 	out, rejects := st.gather()
+	if len(st.madeRecs) > 0 {
+		// The refused pairs, in an order the workers do not decide.
+		order := make([]int, len(st.madeRecs))
+		for k := range order {
+			order[k] = k
+		}
+		slices.SortFunc(order, func(a, b int) int { return strings.Compare(st.madeRecs[a].id, st.madeRecs[b].id) })
+		made, errs := slices.Clone(st.madeRecs), slices.Clone(st.deadErrs)
+		for k, o := range order {
+			st.madeRecs[k], st.deadErrs[k] = made[o], errs[o]
+			rejects = append(rejects, plugin.Reject{Index: len(recs) + k, Err: errs[o]})
+		}
+	}
 	return out, rejects, nil
 }
 
@@ -98,7 +131,7 @@ var intervalCount = []byte("join/count")
 
 // runWorker joins the worker's records in order, then drops the waiting
 // records the watermark at the batch's end leaves no partner for.
-func (st *intervalStage) runWorker(k int, w *worker) error {
+func (st *intervalStage) runWorker(ctx context.Context, k int, w *worker) error {
 	start := time.Now()
 	defer func() { w.busy += time.Since(start); w.records += uint64(len(w.in)) }()
 	w.out.Reset()
@@ -125,8 +158,19 @@ func (st *intervalStage) runWorker(k int, w *worker) error {
 		if side == 1 {
 			lo, hi = r.Time-st.upper, r.Time-st.lower
 		}
+		// Waiting records are ordered by time, then by arrival: a count
+		// per key, which numbers them.
+		nk := state.Key{Route: r.Key, Namespace: intervalCount}
+		v, _, err := w.sess.GetKey(t, nk)
+		if err != nil {
+			return err
+		}
+		var n uint64
+		if len(v) == 8 {
+			n = binary.BigEndian.Uint64(v)
+		}
 		var scanErr error
-		err := w.sess.Scan(t, r.Key, st.ns[1-side], func(key state.Key, v []byte) bool {
+		err = w.sess.Scan(t, r.Key, st.ns[1-side], func(key state.Key, v []byte) bool {
 			ts := int64(binary.BigEndian.Uint64(key.User) ^ 1<<63)
 			if ts < lo {
 				return true
@@ -143,7 +187,7 @@ func (st *intervalStage) runWorker(k int, w *worker) error {
 			if side == 1 {
 				l, rr = &other, r
 			}
-			st.pair(w, i, l, rr)
+			st.pair(k, w, i, l, rr, binary.BigEndian.Uint64(key.User[8:]), n)
 			return true
 		})
 		if err = cmpErr(err, scanErr); err != nil {
@@ -155,17 +199,6 @@ func (st *intervalStage) runWorker(k int, w *worker) error {
 		until := hi
 		if side == 1 {
 			until = r.Time - st.lower
-		}
-		// Waiting records are ordered by time, then by arrival: a count
-		// per key.
-		nk := state.Key{Route: r.Key, Namespace: intervalCount}
-		v, _, err := w.sess.GetKey(t, nk)
-		if err != nil {
-			return err
-		}
-		var n uint64
-		if len(v) == 8 {
-			n = binary.BigEndian.Uint64(v)
 		}
 		if err := w.sess.PutKey(t, nk, binary.BigEndian.AppendUint64(nil, n+1)); err != nil {
 			return err
@@ -181,6 +214,9 @@ func (st *intervalStage) runWorker(k int, w *worker) error {
 		if err := w.sess.SetTimer(tm); err != nil {
 			return err
 		}
+	}
+	if err := st.joinPairs(ctx, k, w); err != nil {
+		return err
 	}
 	if st.end == math.MinInt64 {
 		return nil // no watermark yet: nothing expires
@@ -216,24 +252,72 @@ func cmpErr(a, b error) error {
 	return b
 }
 
-// pair appends the result of left l and right r, made as input i of the
-// worker arrived.
-func (st *intervalStage) pair(w *worker, i int, l, r *abi.Record) {
-	v := make([]byte, 0, len(l.Value)+len(r.Value)+64)
-	v = append(v, `{"key":`...)
-	v = appendJSON(v, l.Key)
-	v = append(v, `,"left":`...)
-	v = appendJSON(v, l.Value)
-	v = append(v, `,"right":`...)
-	v = appendJSON(v, r.Value)
-	v = append(v, '}')
-	w.out.Records = append(w.out.Records, abi.Record{Origin: uint32(i), Key: l.Key, Value: v, Time: max(l.Time, r.Time)})
+// pair appends the result of left l and right r, made as input i of
+// worker k arrived: the default's JSON object, or a pair for the plugin,
+// named by the numbers of the waiting record (waiting) and of the one
+// that arrived (arrived) among their key's.
+func (st *intervalStage) pair(k int, w *worker, i int, l, r *abi.Record, waiting, arrived uint64) {
+	t := max(l.Time, r.Time)
+	if w.inst == nil {
+		v := appendJoined(make([]byte, 0, len(l.Value)+len(r.Value)+64), l.Key, l, r, nil)
+		w.out.Records = append(w.out.Records, abi.Record{Origin: uint32(i), Key: l.Key, Value: v, Time: t})
+		return
+	}
+	p := &st.pending[k]
+	// The waiting record was decoded for this pair: it is its own.
+	p.pairs = append(p.pairs, plugin.JoinPair{Key: l.Key, Time: t, Left: l, Right: r})
+	p.input = append(p.input, i)
+	id := appendKeyID([]byte(st.op.Name+"/"), l.Key)
+	id = append(id, '/')
+	id = strconv.AppendUint(id, waiting, 10)
+	id = append(id, '.')
+	id = strconv.AppendUint(id, arrived, 10)
+	p.ids = append(p.ids, string(id))
+}
+
+// joinPairs runs worker k's pairs through its plugin instance, in calls of
+// at most guestChunk pairs: their results become outputs of the inputs
+// that made them, and a pair the plugin rejects (or fails on) is
+// dead-lettered as its default result.
+func (st *intervalStage) joinPairs(ctx context.Context, k int, w *worker) error {
+	p := &st.pending[k]
+	if len(p.pairs) == 0 {
+		return nil
+	}
+	err := chunked(len(p.pairs), func(lo, hi, _ int) error {
+		m, rm := len(w.out.Records), len(w.out.Rejects)
+		if err := w.inst.Join(ctx, p.pairs[lo:hi], &w.out); err != nil {
+			return err
+		}
+		for j := m; j < len(w.out.Records); j++ {
+			w.out.Records[j].Origin = uint32(p.input[lo+int(w.out.Records[j].Origin)])
+		}
+		st.mu.Lock()
+		for _, rj := range w.out.Rejects[rm:] {
+			pr := &p.pairs[lo+rj.Index]
+			rec := abi.Record{Key: pr.Key, Value: appendJoined(nil, pr.Key, pr.Left, pr.Right, nil), Time: pr.Time}
+			st.madeRecs = append(st.madeRecs, madeRecord{id: p.ids[lo+rj.Index], wm: pr.Time - 1, rec: rec})
+			st.deadErrs = append(st.deadErrs, rj.Err)
+		}
+		st.mu.Unlock()
+		clear(w.out.Rejects[rm:])
+		w.out.Rejects = w.out.Rejects[:rm]
+		return nil
+	})
+	clear(p.pairs)
+	p.pairs, p.input, p.ids = p.pairs[:0], p.input[:0], p.ids[:0]
+	return err
 }
 
 func (st *intervalStage) retry(context.Context, *abi.Record) ([]abi.Record, error) {
 	return nil, errNoRetry
 }
 
-func (st *intervalStage) prepare(_ context.Context, op *Operator, _ *Replacement, _ int) (*generation, error) {
-	return nil, fmt.Errorf("%w: join %q runs no plugin", ErrSwapRefused, op.Name)
+// prepare makes the instances of a join's new plugin; a join without a
+// plugin keeps building its default results.
+func (st *intervalStage) prepare(ctx context.Context, op *Operator, r *Replacement, workers int) (*generation, error) {
+	if op.Plugin == nil {
+		return nil, fmt.Errorf("%w: join %q runs no plugin", ErrSwapRefused, op.Name)
+	}
+	return st.keyedStage.prepare(ctx, op, r, workers)
 }

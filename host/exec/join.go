@@ -21,8 +21,10 @@ import (
 	"github.com/sluicehq/sluice/state"
 )
 
-// KindJoin is the kind of a join operator, which runs no plugin.
-const KindJoin plugin.Kind = "join"
+// KindJoin is the kind of a join operator: with no plugin, each pair's
+// result is a JSON object of the key and both values; with one, the
+// plugin's sluice_join builds the results.
+const KindJoin = plugin.KindJoin
 
 // JoinType says which records of a join's two sides make results.
 type JoinType uint8
@@ -82,6 +84,9 @@ type joinStage struct {
 
 	open map[int64]*joinWindow // by window start
 	free []join.Kernel
+	// inst builds the results from the pairs (sluice_join); nil: the
+	// default, a JSON object of the key and both values.
+	inst *plugin.Instance
 
 	// This run's times and results.
 	wms      []int64
@@ -89,7 +94,14 @@ type joinStage struct {
 	outs     []abi.Record
 	madeRecs []madeRecord
 	lateRecs []lateRecord
+	rejects  []plugin.Reject // of made records, Index that in madeRecs
 	arena    []byte
+	// pairs wait for the plugin, pairMade[k] the index in madeRecs of
+	// pairs[k]; pout holds the plugin's results of the run.
+	pairs    []plugin.JoinPair
+	pairWins []plugin.Window
+	pairMade []int
+	pout     plugin.Output
 	matches  [][]join.Match // per kernel worker
 	mu       sync.Mutex
 
@@ -116,7 +128,7 @@ var (
 	joinTimerID = []byte("join/windows")
 )
 
-func newJoinStage(op *Operator, store *state.Store) (*joinStage, error) {
+func newJoinStage(ctx context.Context, op *Operator, store *state.Store) (*joinStage, error) {
 	if len(op.Tables) == 0 {
 		op.Tables = []string{op.Name}
 	}
@@ -138,6 +150,13 @@ func newJoinStage(op *Operator, store *state.Store) (*joinStage, error) {
 		sess: store.NewSession(), seed: maphash.MakeSeed(), pane: gcd(size, slide), open: map[int64]*joinWindow{},
 		timerGroup: state.KeyGroup(joinTimerID, store.KeyGroups()), timerNS: []byte("join:" + op.Name)}
 	st.spec.Slide = time.Duration(slide)
+	if op.Plugin != nil {
+		insts, err := newInstances(ctx, op, op.Plugin, 0, 1)
+		if err != nil {
+			return nil, fmt.Errorf("exec: join %q: %w", op.Name, err)
+		}
+		st.inst = insts[0]
+	}
 	return st, nil
 }
 
@@ -157,6 +176,8 @@ func (st *joinStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, 
 	start := time.Now()
 	defer func() { st.busy += time.Since(start); st.records += uint64(len(recs)) }()
 	st.outs, st.madeRecs, st.lateRecs, st.arena = st.outs[:0], st.madeRecs[:0], st.lateRecs[:0], st.arena[:0]
+	st.rejects = st.rejects[:0]
+	st.pout.Reset()
 	var rejects []plugin.Reject
 	for i := range recs {
 		if recs[i].Time == 0 {
@@ -172,24 +193,22 @@ func (st *joinStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record, 
 				kept, wms, idx = append(kept, recs[i]), append(wms, st.wms[i]), append(idx, i)
 			}
 		}
-		out, _, err := st.runKept(ctx, kept, wms)
+		out, made, err := st.runKept(ctx, kept, wms, len(recs))
 		if err != nil {
 			return nil, nil, err
 		}
 		for k := range st.lateRecs {
 			st.lateRecs[k].index = idx[st.lateRecs[k].index]
 		}
-		for k := range out {
-			out[k].Origin = uint32(len(recs) + k)
-		}
-		return out, rejects, nil
+		return out, append(rejects, made...), nil
 	}
-	return st.runKept(ctx, recs, st.wms)
+	return st.runKept(ctx, recs, st.wms, len(recs))
 }
 
 // runKept runs records that all have an event time, wms[i] the watermark
-// at record i; made outputs' Origins count from len(recs).
-func (st *joinStage) runKept(ctx context.Context, recs []abi.Record, wms []int64) ([]abi.Record, []plugin.Reject, error) {
+// at record i. The Origins of the outputs, and the Indexes of the
+// rejections of records it made, count its made records from base.
+func (st *joinStage) runKept(ctx context.Context, recs []abi.Record, wms []int64, base int) ([]abi.Record, []plugin.Reject, error) {
 	st.wms = wms
 	for i := 0; i < len(recs); {
 		due, err := st.due()
@@ -216,9 +235,12 @@ func (st *joinStage) runKept(ctx context.Context, recs []abi.Record, wms []int64
 		return nil, nil, err
 	}
 	for k := range st.outs {
-		st.outs[k].Origin = uint32(len(recs) + k)
+		st.outs[k].Origin += uint32(base)
 	}
-	return st.outs, nil, nil
+	for k := range st.rejects {
+		st.rejects[k].Index += base
+	}
+	return st.outs, st.rejects, nil
 }
 
 // due returns the end time, less one, of the earliest window not fired.
@@ -327,7 +349,9 @@ func (st *joinStage) feed(ctx context.Context, w *joinWindow, emit bool) error {
 		if err := w.kernel.Add(ctx, join.Side(side), tuples, st.collect); err != nil {
 			return fmt.Errorf("exec: join %q: %s: %w", st.op.Name, w.kernel.Name(), err)
 		}
-		st.take(w, emit, false)
+		if err := st.take(ctx, w, emit, false); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -354,7 +378,7 @@ func (st *joinStage) collect(worker int, ms []join.Match) {
 // take marks the matches collected, and makes them into outputs when emit
 // is true (with the unmatched records of an outer join when final), in an
 // order that depends on neither the workers nor the kernel.
-func (st *joinStage) take(w *joinWindow, emit, final bool) {
+func (st *joinStage) take(ctx context.Context, w *joinWindow, emit, final bool) error {
 	var all []join.Match
 	for _, ms := range st.matches {
 		all = append(all, ms...)
@@ -373,9 +397,15 @@ func (st *joinStage) take(w *joinWindow, emit, final bool) {
 		}
 		st.result(w, l, r, end, "/"+strconv.FormatUint(w.seqs[0][m.R], 10)+"."+strconv.FormatUint(w.seqs[1][m.S], 10))
 	}
-	if !final || !emit {
-		return
+	if final && emit {
+		st.unmatched(w, end)
 	}
+	return st.joinPairs(ctx)
+}
+
+// unmatched makes the results of window w's records that matched nothing,
+// as its outer join type wants them.
+func (st *joinStage) unmatched(w *joinWindow, end int64) {
 	if st.typ == LeftJoin || st.typ == FullJoin {
 		for k := range w.recs[0] {
 			if !st.matched(w, 0, k) {
@@ -407,36 +437,91 @@ func (st *joinStage) matched(w *joinWindow, side, k int) bool {
 	return k < len(w.hit[side]) && w.hit[side][k]
 }
 
-// result appends a result of window w: the left and right records (one of
-// them nil for an outer join's unmatched record) as a JSON object.
+// result makes the result of window w's pair of left and right records
+// (one of them nil for an outer join's unmatched record), id naming the
+// pair among the window's: one made record, whose outputs are the
+// default's JSON object or what the plugin makes of the pair.
 func (st *joinStage) result(w *joinWindow, l, r *abi.Record, end int64, id string) {
 	key := l
 	if key == nil {
 		key = r
 	}
-	at := len(st.arena)
-	st.arena = append(st.arena, `{"key":`...)
-	st.arena = appendJSON(st.arena, key.Key)
-	st.arena = append(st.arena, `,"left":`...)
-	if l != nil {
-		st.arena = appendJSON(st.arena, l.Value)
-	} else {
-		st.arena = append(st.arena, "null"...)
-	}
-	st.arena = append(st.arena, `,"right":`...)
-	if r != nil {
-		st.arena = appendJSON(st.arena, r.Value)
-	} else {
-		st.arena = append(st.arena, "null"...)
-	}
-	st.arena = append(st.arena, `,"window_start":`...)
-	st.arena = strconv.AppendInt(st.arena, w.start, 10)
-	st.arena = append(st.arena, `,"window_end":`...)
-	st.arena = strconv.AppendInt(st.arena, end, 10)
-	st.arena = append(st.arena, '}')
-	st.outs = append(st.outs, abi.Record{Key: key.Key, Value: st.arena[at:len(st.arena):len(st.arena)], Time: end - 1})
+	made := len(st.madeRecs)
 	st.madeRecs = append(st.madeRecs, madeRecord{
 		id: st.op.Name + "/" + strconv.FormatInt(w.start, 10) + id, wm: end - 2})
+	if st.inst != nil {
+		st.pairs = append(st.pairs, plugin.JoinPair{Key: key.Key, Time: end - 1, Left: l, Right: r})
+		st.pairWins = append(st.pairWins, plugin.Window{Start: w.start, End: end, Firing: plugin.FiringOnTime})
+		st.pairMade = append(st.pairMade, made)
+		return
+	}
+	st.outs = append(st.outs, st.joined(made, key.Key, l, r, &window.Window{Start: w.start, End: end}, end-1))
+}
+
+// joined returns the default result of a pair, made record made, in the
+// stage's arena.
+func (st *joinStage) joined(made int, key []byte, l, r *abi.Record, w *window.Window, t int64) abi.Record {
+	at := len(st.arena)
+	st.arena = appendJoined(st.arena, key, l, r, w)
+	return abi.Record{Origin: uint32(made), Key: key, Value: st.arena[at:len(st.arena):len(st.arena)], Time: t}
+}
+
+// joinPairs runs the pairs waiting for the plugin through it, in calls of
+// at most guestChunk pairs: their results become outputs of the pairs'
+// made records, and a pair the plugin rejects (or fails on) is
+// dead-lettered as its default result.
+func (st *joinStage) joinPairs(ctx context.Context) error {
+	if len(st.pairs) == 0 {
+		return nil
+	}
+	for k := range st.pairs {
+		st.pairs[k].Window = &st.pairWins[k]
+	}
+	err := chunked(len(st.pairs), func(lo, hi, _ int) error {
+		m := len(st.pout.Records)
+		rm := len(st.pout.Rejects)
+		if err := st.inst.Join(ctx, st.pairs[lo:hi], &st.pout); err != nil {
+			return fmt.Errorf("exec: join %q: %w", st.op.Name, err)
+		}
+		for _, r := range st.pout.Records[m:] {
+			r.Origin = uint32(st.pairMade[lo+int(r.Origin)])
+			st.outs = append(st.outs, r)
+		}
+		for _, rj := range st.pout.Rejects[rm:] {
+			p := &st.pairs[lo+rj.Index]
+			made := st.pairMade[lo+rj.Index]
+			st.madeRecs[made].rec = st.joined(made, p.Key, p.Left, p.Right, &window.Window{Start: p.Window.Start, End: p.Window.End}, p.Time)
+			st.rejects = append(st.rejects, plugin.Reject{Index: made, Err: rj.Err})
+		}
+		return nil
+	})
+	clear(st.pairs)
+	st.pairs, st.pairWins, st.pairMade = st.pairs[:0], st.pairWins[:0], st.pairMade[:0]
+	return err
+}
+
+// appendJoined appends the default result of a join's pair: a JSON object
+// of the key, the left and right values (null for an outer join's side
+// that matched nothing) and, for a pair of window w (nil for an interval
+// join), the window's bounds.
+func appendJoined(dst, key []byte, l, r *abi.Record, w *window.Window) []byte {
+	dst = append(dst, `{"key":`...)
+	dst = appendJSON(dst, key)
+	for s, x := range [2]*abi.Record{l, r} {
+		dst = append(dst, [2]string{`,"left":`, `,"right":`}[s]...)
+		if x == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = appendJSON(dst, x.Value)
+		}
+	}
+	if w != nil {
+		dst = append(dst, `,"window_start":`...)
+		dst = strconv.AppendInt(dst, w.Start, 10)
+		dst = append(dst, `,"window_end":`...)
+		dst = strconv.AppendInt(dst, w.End, 10)
+	}
+	return append(dst, '}')
 }
 
 // appendJSON appends v as JSON: as it is when it is a JSON value, else as
@@ -475,7 +560,9 @@ func (st *joinStage) fire(ctx context.Context, wm int64) error {
 		if err := w.kernel.Close(ctx, st.collect); err != nil {
 			return fmt.Errorf("exec: join %q: %s: %w", st.op.Name, w.kernel.Name(), err)
 		}
-		st.take(w, true, true)
+		if err := st.take(ctx, w, true, true); err != nil {
+			return err
+		}
 		st.fired++
 		st.free = append(st.free, w.kernel)
 		delete(st.open, start)
@@ -634,17 +721,32 @@ func (st *joinStage) rollback(sp savepoint) {
 	clear(st.open)
 }
 
-func (st *joinStage) prepare(_ context.Context, op *Operator, _ *Replacement, _ int) (*generation, error) {
-	return nil, fmt.Errorf("%w: join %q runs no plugin", ErrSwapRefused, op.Name)
+// prepare makes the instance of a join's new plugin; a join without a
+// plugin keeps building its default results.
+func (st *joinStage) prepare(ctx context.Context, op *Operator, r *Replacement, _ int) (*generation, error) {
+	if st.inst == nil {
+		return nil, fmt.Errorf("%w: join %q runs no plugin", ErrSwapRefused, op.Name)
+	}
+	return prepareInstances(ctx, op, r, 1)
 }
 
-func (st *joinStage) install(gen *generation) *generation { return &generation{} }
-func (st *joinStage) apply() error                        { return nil }
-func (st *joinStage) committed()                          { st.sess.Reset() }
-func (st *joinStage) parallelism() int                    { return st.op.Parallelism }
+func (st *joinStage) install(gen *generation) *generation {
+	old := &generation{insts: []*plugin.Instance{st.inst}}
+	st.inst = gen.insts[0]
+	gen.insts = nil
+	return old
+}
+func (st *joinStage) apply() error     { return nil }
+func (st *joinStage) committed()       { st.sess.Reset() }
+func (st *joinStage) parallelism() int { return st.op.Parallelism }
 
 func (st *joinStage) report(os *OperatorStatus) {
 	os.Workers = []WorkerStatus{{ID: 0, Records: st.records, BusySeconds: st.busy.Seconds()}}
 }
 
-func (st *joinStage) close(context.Context) error { return nil }
+func (st *joinStage) close(ctx context.Context) error {
+	if st.inst == nil {
+		return nil
+	}
+	return st.inst.Close(ctx)
+}

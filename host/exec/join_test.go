@@ -2,9 +2,12 @@ package exec
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/abi"
 	"github.com/sluicehq/sluice/connectors"
 	"github.com/sluicehq/sluice/host/join"
+	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/host/window"
 )
 
@@ -239,6 +243,15 @@ func TestSessionJoinMatchesOracle(t *testing.T) {
 // bound), in batches of batch records, and returns its results; no record
 // may come late or be dead-lettered.
 func runJoin(rt *rapid.T, dir string, l, r []abi.Record, bound time.Duration, batch int, op Operator) []connectors.Out {
+	outs, dead := runJoinDead(rt, dir, l, r, bound, batch, op)
+	if len(dead) > 0 {
+		rt.Fatalf("%d records dead", len(dead))
+	}
+	return outs
+}
+
+// runJoinDead is runJoin that returns the dead letters too.
+func runJoinDead(rt *rapid.T, dir string, l, r []abi.Record, bound time.Duration, batch int, op Operator) (outs, deads []connectors.Out) {
 	store := openStore(rt, dir)
 	defer store.Close()
 	sink, dead, late := &memSink{}, &memSink{}, &memSink{}
@@ -259,10 +272,10 @@ func runJoin(rt *rapid.T, dir string, l, r []abi.Record, bound time.Duration, ba
 	if err := job.Run(context.Background()); err != nil {
 		rt.Fatal(err)
 	}
-	if n := len(late.records()) + len(dead.records()); n > 0 {
-		rt.Fatalf("%d records late or dead", n)
+	if n := len(late.records()); n > 0 {
+		rt.Fatalf("%d records late", n)
 	}
-	return sink.records()
+	return sink.records(), dead.records()
 }
 
 // TestJoinKernelObjective checks that a join's auto kernels optimise the
@@ -294,5 +307,156 @@ func TestJoinKernelObjective(t *testing.T) {
 		if d := ak.Decisions(1); len(d) != 1 || d[0].Algorithm != c.want {
 			t.Errorf("objective %v: decisions %+v, want %s", c.obj, d, c.want)
 		}
+	}
+}
+
+// TestJoinPluginMatchesDefault runs joins of random streams, of every
+// shape (tumbling, sliding and session windows, intervals), type and
+// kernel, once with their default results and once with a plugin that
+// builds them (plugins/joiner: "L|R" and the window in a header): each
+// default result is the plugin's, or two of them for a left value
+// "twice"; a pair with a value "bad" is dead-lettered instead, as its
+// default result, with the plugin's reason.
+func TestJoinPluginMatchesDefault(t *testing.T) {
+	joiner := load(t, "joiner", plugin.KindJoin, 0)
+	rapid.Check(t, func(rt *rapid.T) {
+		bound := time.Duration(rapid.IntRange(0, 3).Draw(rt, "bound")) * time.Second
+		l, r := genSide(rt, "l", bound), genSide(rt, "r", bound)
+		for _, recs := range [][]abi.Record{l, r} {
+			for i := range recs {
+				switch rapid.IntRange(0, 9).Draw(rt, "value") {
+				case 0:
+					recs[i].Value = []byte("bad")
+				case 1:
+					recs[i].Value = []byte("twice")
+				}
+			}
+		}
+		typ := JoinType(rapid.IntRange(0, 3).Draw(rt, "type"))
+		op := Operator{Name: "j", Parallelism: rapid.IntRange(1, 2).Draw(rt, "workers")}
+		size := time.Duration(rapid.IntRange(2, 8).Draw(rt, "size")) * time.Second
+		switch shape := rapid.SampledFrom([]string{"tumbling", "sliding", "session", "interval"}).Draw(rt, "shape"); shape {
+		case "tumbling":
+			op.Join = &Join{Type: typ, Window: window.Spec{Assigner: window.Tumbling, Size: size}, Algorithm: rapid.SampledFrom(join.Names()).Draw(rt, "algorithm")}
+		case "sliding":
+			op.Join = &Join{Type: typ, Window: window.Spec{Assigner: window.Sliding, Size: size, Slide: time.Second}, Algorithm: rapid.SampledFrom(join.Names()).Draw(rt, "algorithm")}
+		case "session":
+			op.Join = &Join{Type: typ, Window: window.Spec{Assigner: window.Session, Gap: size}}
+		default:
+			op.Interval = &Interval{Lower: -size / 2, Upper: size}
+		}
+		batch := rapid.SampledFrom([]int{1, 50}).Draw(rt, "batch")
+
+		defaults := runJoin(rt, t.TempDir(), l, r, bound, batch, op)
+		op.Plugin = joiner
+		outs, dead := runJoinDead(rt, t.TempDir(), l, r, bound, batch, op)
+
+		var want, wantDead []string
+		for _, o := range defaults {
+			var v struct {
+				Left, Right json.RawMessage
+				Start       *int64 `json:"window_start"`
+				End         *int64 `json:"window_end"`
+			}
+			if err := json.Unmarshal(o.Record.Value, &v); err != nil {
+				rt.Fatalf("result %q: %v", o.Record.Value, err)
+			}
+			side := func(m json.RawMessage) string {
+				switch s := string(m); s {
+				case "null":
+					return "-"
+				case `"bad"`, `"twice"`:
+					return s[1 : len(s)-1]
+				default:
+					return s
+				}
+			}
+			lv, rv := side(v.Left), side(v.Right)
+			if lv == "bad" || rv == "bad" {
+				wantDead = append(wantDead, fmt.Sprintf("%s %d %s", o.Record.Value, o.Record.Time, "bad value in pair"))
+				continue
+			}
+			line := fmt.Sprintf("%s %s|%s %d", o.Record.Key, lv, rv, o.Record.Time)
+			if v.Start != nil {
+				line += fmt.Sprintf(" [%d, %d)", *v.Start, *v.End)
+			}
+			want = append(want, line)
+			if lv == "twice" {
+				want = append(want, line)
+			}
+		}
+		var got, gotDead []string
+		ids := map[string]bool{}
+		for _, o := range outs {
+			line := fmt.Sprintf("%s %s %d", o.Record.Key, o.Record.Value, o.Record.Time)
+			for _, h := range o.Record.Headers {
+				if string(h.Name) == "window" && len(h.Value) == 16 {
+					line += fmt.Sprintf(" [%d, %d)", int64(binary.LittleEndian.Uint64(h.Value)), int64(binary.LittleEndian.Uint64(h.Value[8:])))
+				}
+			}
+			got = append(got, line)
+			if ids[o.ID] {
+				rt.Fatalf("id %q twice", o.ID)
+			}
+			ids[o.ID] = true
+		}
+		for _, o := range dead {
+			var reason string
+			for _, h := range o.Record.Headers {
+				if string(h.Name) == HeaderError {
+					reason = string(h.Value)
+				}
+			}
+			if !strings.HasSuffix(reason, "bad value in pair") {
+				rt.Fatalf("dead letter %q: reason %q", o.Record.Value, reason)
+			}
+			gotDead = append(gotDead, fmt.Sprintf("%s %d %s", o.Record.Value, o.Record.Time, "bad value in pair"))
+		}
+		for _, s := range [][]string{want, got, wantDead, gotDead} {
+			slices.Sort(s)
+		}
+		if !slices.Equal(got, want) || !slices.Equal(gotDead, wantDead) {
+			rt.Fatalf("results:\n got %q\nwant %q\ndead letters:\n got %q\nwant %q", got, want, gotDead, wantDead)
+		}
+	})
+}
+
+// A window join's plugin is swapped like any other: the new module's
+// instance takes the old one's place; a join without a plugin, or a module
+// of another kind, is refused.
+func TestJoinSwapPlugin(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	joiner := load(t, "joiner", plugin.KindJoin, 0)
+	spec := window.Spec{Assigner: window.Tumbling, Size: time.Second}
+	op := &Operator{Name: "j", Kind: KindJoin, Inputs: []string{"l", "r"}, Parallelism: 1, Plugin: joiner, Join: &Join{Window: spec, Algorithm: "npj"}}
+	st, err := newJoinStage(ctx, op, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.close(ctx)
+	first := st.inst
+	gen, err := st.prepare(ctx, op, &Replacement{Plugin: load(t, "joiner", plugin.KindJoin, 0)}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := st.install(gen)
+	if st.inst == first || st.inst == nil || len(old.insts) != 1 || old.insts[0] != first {
+		t.Errorf("after install: instance %p (was %p), old generation %v", st.inst, first, old.insts)
+	}
+	if err := old.close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.prepare(ctx, op, &Replacement{Plugin: load(t, "upper", plugin.KindMap, 0)}, 1); !errors.Is(err, ErrSwapRefused) {
+		t.Errorf("a map module: %v, want ErrSwapRefused", err)
+	}
+	bare := &Operator{Name: "k", Kind: KindJoin, Inputs: []string{"l", "r"}, Parallelism: 1, Join: &Join{Window: spec, Algorithm: "npj"}}
+	nst, err := newJoinStage(ctx, bare, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nst.prepare(ctx, bare, &Replacement{Plugin: joiner}, 1); !errors.Is(err, ErrSwapRefused) {
+		t.Errorf("a join without a plugin: %v, want ErrSwapRefused", err)
 	}
 }

@@ -65,6 +65,9 @@ type node struct {
 	fit       []abi.Record
 	fitIdx    []int32
 	outIdx    []int32
+	// madeProv maps the stage's made records to their inputs in the batch
+	// (-1: none yet).
+	madeProv []int32
 	// A windowed node's watermark at each batch input, and at each of its
 	// input records.
 	batchWMs []int64
@@ -79,7 +82,7 @@ func newStage(ctx context.Context, op *Operator, store *state.Store, m *Metrics,
 	case op.Join != nil && op.Join.Window.Assigner == window.Session:
 		return newSessionJoinStage(ctx, op, store, om, log)
 	case op.Join != nil:
-		return newJoinStage(op, store)
+		return newJoinStage(ctx, op, store)
 	case op.Interval != nil:
 		return newIntervalStage(ctx, op, store, om.workers)
 	case op.Window != nil:

@@ -227,6 +227,12 @@ func (p *pool) retryOn(ctx context.Context, w *worker, rec *abi.Record) ([]abi.R
 
 // prepare makes one instance per worker of r's plugin.
 func (p *pool) prepare(ctx context.Context, op *Operator, r *Replacement, workers int) (*generation, error) {
+	return prepareInstances(ctx, op, r, workers)
+}
+
+// prepareInstances makes the generation of n instances of r's plugin that
+// replaces op's.
+func prepareInstances(ctx context.Context, op *Operator, r *Replacement, workers int) (*generation, error) {
 	switch {
 	case r.Plugin == nil:
 		return nil, fmt.Errorf("%w: operator %q: no plugin", ErrSwapRefused, op.Name)

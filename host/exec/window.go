@@ -42,7 +42,8 @@ type clocked interface {
 	// (math.MaxInt64 when the input has ended); now is the processing time.
 	setClock(wms []int64, end, now int64)
 	// made returns the outputs of the last run that no input record made
-	// (Origin len(recs)+k is made[k]).
+	// (Origin len(recs)+k is made[k]), and the records it made and
+	// rejected (a plugin.Reject of Index len(recs)+k is made[k]).
 	made() []madeRecord
 	// late returns the input records of the last run that came after
 	// their windows had closed.
@@ -59,6 +60,9 @@ type clocked interface {
 type madeRecord struct {
 	id string
 	wm int64
+	// rec is the record to dead-letter when the stage rejects what it
+	// made (a rejection whose Index is that of the made record).
+	rec abi.Record
 }
 
 // lateRecord is an input record (by index in the run's input) that came
@@ -98,7 +102,23 @@ type windowStage struct {
 	madeRecs  []madeRecord
 	lateRecs  []lateRecord
 	results   []window.Result
+	failed    []failedFire
 	resultsMu sync.Mutex
+}
+
+// failedFire is a record a window's firing made that its plugin refused
+// (a join's pair): Record is what is dead-lettered, with err.
+type failedFire struct {
+	window.Result
+	err error
+}
+
+// fail records that the firing fi made rec and its plugin refused it
+// with err: the batch dead-letters rec. Workers call it concurrently.
+func (st *windowStage) fail(fi *window.Fire, rec abi.Record, err error) {
+	st.resultsMu.Lock()
+	st.failed = append(st.failed, failedFire{Result: window.Result{Record: rec, Key: rec.Key, Window: fi.Window, Firing: fi.Firing, Seq: fi.Seq}, err: err})
+	st.resultsMu.Unlock()
 }
 
 func newWindowStage(ctx context.Context, op *Operator, store *state.Store, om *opMetrics, log *slog.Logger) (*windowStage, error) {
@@ -131,6 +151,8 @@ func (st *windowStage) addOperator() error {
 	w := len(st.ops)
 	var fn window.Function
 	switch {
+	case st.op.Kind == KindJoin:
+		fn = &sessionJoin{st: st, worker: w}
 	case st.native != nil:
 		fn = st.native()
 	case st.op.Kind == plugin.KindWindow:
@@ -165,6 +187,8 @@ func (st *windowStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record
 		w.in, w.global = w.in[:0], w.global[:0]
 	}
 	st.results, st.lateRecs, st.madeRecs = st.results[:0], st.lateRecs[:0], st.madeRecs[:0]
+	clear(st.failed)
+	st.failed = st.failed[:0]
 	st.rejects = st.rejects[:0]
 	for i := range recs {
 		if st.spec.Domain == window.EventTime && recs[i].Time == 0 {
@@ -188,10 +212,7 @@ func (st *windowStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record
 	}
 	// Fired windows in an order that depends on neither the workers nor
 	// the batches: by time, key, window and firing.
-	slices.SortStableFunc(st.results, func(a, b window.Result) int {
-		return cmp.Or(cmp.Compare(a.Record.Time, b.Record.Time), bytes.Compare(a.Key, b.Key),
-			cmp.Compare(a.Window.Start, b.Window.Start), cmp.Compare(a.Seq, b.Seq))
-	})
+	slices.SortStableFunc(st.results, func(a, b window.Result) int { return compareResults(&a, &b) })
 	st.outRecs = st.outRecs[:0]
 	ids := map[string]int{}
 	for _, r := range st.results {
@@ -210,10 +231,27 @@ func (st *windowStage) run(ctx context.Context, recs []abi.Record) ([]abi.Record
 		// below its time: it is never late there.
 		st.madeRecs = append(st.madeRecs, madeRecord{id: id + "/" + strconv.Itoa(n), wm: max(r.Record.Time, math.MinInt64+1) - 1})
 	}
+	// What the plugin refused of the firings: made records of their own,
+	// dead-lettered.
+	slices.SortStableFunc(st.failed, func(a, b failedFire) int { return compareResults(&a.Result, &b.Result) })
+	for _, f := range st.failed {
+		id := st.resultID(&f.Result)
+		n := ids[id+"/dead"]
+		ids[id+"/dead"]++
+		st.rejects = append(st.rejects, plugin.Reject{Index: len(recs) + len(st.madeRecs), Err: f.err})
+		st.madeRecs = append(st.madeRecs, madeRecord{id: id + "/dead/" + strconv.Itoa(n), wm: max(f.Record.Time, math.MinInt64+1) - 1, rec: f.Record})
+	}
 	st.count()
 	slices.SortFunc(st.lateRecs, func(a, b lateRecord) int { return a.index - b.index })
 	slices.SortFunc(st.rejects, func(a, b plugin.Reject) int { return a.Index - b.Index })
 	return st.outRecs, st.rejects, nil
+}
+
+// compareResults orders fired windows' results by time, key, window and
+// firing.
+func compareResults(a, b *window.Result) int {
+	return cmp.Or(cmp.Compare(a.Record.Time, b.Record.Time), bytes.Compare(a.Key, b.Key),
+		cmp.Compare(a.Window.Start, b.Window.Start), cmp.Compare(a.Seq, b.Seq))
 }
 
 // count updates the metrics of open windows and firings.
@@ -243,17 +281,7 @@ func (st *windowStage) resultID(r *window.Result) string {
 	var b []byte
 	b = append(b, st.op.Name...)
 	b = append(b, '/')
-	if len(r.Key) <= 32 && printableKey(r.Key) {
-		b = append(b, r.Key...)
-	} else {
-		b = hex.AppendEncode(b, r.Key[:min(len(r.Key), 16)])
-		b = append(b, '~')
-		// A hash that is the same in every process: the id must be
-		// reproduced by a replay after a restart.
-		h := fnv.New64a()
-		h.Write(r.Key)
-		b = strconv.AppendUint(b, h.Sum64(), 36)
-	}
+	b = appendKeyID(b, r.Key)
 	b = append(b, '/')
 	b = strconv.AppendInt(b, r.Window.Start, 10)
 	b = append(b, '/')
@@ -261,6 +289,21 @@ func (st *windowStage) resultID(r *window.Result) string {
 	b = append(b, '/')
 	b = strconv.AppendUint(b, uint64(r.Seq), 10)
 	return string(b)
+}
+
+// appendKeyID appends key as it stands in an id: as it is when it is short
+// and printable, else as a hex prefix and a hash.
+func appendKeyID(b, key []byte) []byte {
+	if len(key) <= 32 && printableKey(key) {
+		return append(b, key...)
+	}
+	b = hex.AppendEncode(b, key[:min(len(key), 16)])
+	b = append(b, '~')
+	// A hash that is the same in every process: the id must be reproduced
+	// by a replay after a restart.
+	h := fnv.New64a()
+	h.Write(key)
+	return strconv.AppendUint(b, h.Sum64(), 36)
 }
 
 // printableKey reports whether k can stand in an id as it is.
@@ -527,7 +570,7 @@ func (f *pluginAggregate) Fire(ctx context.Context, fires []window.Fire, emit fu
 		if err := f.inst().AggFire(ctx, f.fires, &f.out); err != nil {
 			return err
 		}
-		return f.st.fired(&f.out, fires[lo:hi], func(i int, r abi.Record) { emit(lo+i, r) })
+		return f.st.fired(&f.out, fires[lo:hi], false, func(i int, r abi.Record) { emit(lo+i, r) })
 	})
 }
 
@@ -558,7 +601,7 @@ func (f *pluginCollector) Fire(ctx context.Context, fires []window.Fire, emit fu
 			return err
 		}
 		base := lo
-		if err := f.st.fired(&f.out, fires[lo:hi], func(i int, r abi.Record) { emit(base+i, r) }); err != nil {
+		if err := f.st.fired(&f.out, fires[lo:hi], true, func(i int, r abi.Record) { emit(base+i, r) }); err != nil {
 			return err
 		}
 		lo = hi
@@ -578,16 +621,39 @@ func guestWindow(f window.Fire) plugin.Window {
 	return w
 }
 
-// fired hands a fire call's results to emit. A window whose firing the
-// guest rejected emits nothing; the rejection is logged with the window.
-func (st *windowStage) fired(out *plugin.Output, fires []window.Fire, emit func(i int, r abi.Record)) error {
+// fired hands a fire call's results to emit, and dead-letters what the
+// plugin rejected: a firing of an aggregate (a record of its key, its
+// accumulator and the window's headers), or records of a window
+// function's windows (members: a reject's Index numbers the records of
+// fires across the call).
+func (st *windowStage) fired(out *plugin.Output, fires []window.Fire, members bool, emit func(i int, r abi.Record)) error {
 	for _, r := range out.Records {
 		emit(int(r.Origin), r)
 	}
 	for _, r := range out.Rejects {
-		f := fires[r.Index]
-		st.log.Warn("the plugin rejected a window's firing: it emits nothing for that window",
-			"operator", st.op.Name, "key", string(f.Key), "window", f.Window.String(), "err", r.Err)
+		if !members {
+			f := &fires[r.Index]
+			st.fail(f, abi.Record{Key: f.Key, Value: bytes.Clone(f.Acc), Time: f.Window.MaxTime(), Headers: firingHeaders(f)}, r.Err)
+			continue
+		}
+		k := r.Index
+		for i := range fires {
+			if k < len(fires[i].Recs) {
+				st.fail(&fires[i], copyRecord(fires[i].Recs[k]), r.Err)
+				break
+			}
+			k -= len(fires[i].Recs)
+		}
 	}
 	return nil
+}
+
+// firingHeaders returns the headers a guest sees on a firing window
+// (abi.HeaderWindowStart, HeaderWindowEnd and HeaderFiring).
+func firingHeaders(f *window.Fire) []abi.Header {
+	return []abi.Header{
+		{Name: []byte(abi.HeaderWindowStart), Value: abi.AppendWindowTime(nil, f.Window.Start)},
+		{Name: []byte(abi.HeaderWindowEnd), Value: abi.AppendWindowTime(nil, f.Window.End)},
+		{Name: []byte(abi.HeaderFiring), Value: []byte(guestWindow(*f).Firing.String())},
+	}
 }

@@ -208,9 +208,6 @@ func (p *Pipeline) validateWindowed(i int, o *Operator) []error {
 			}
 		}
 	case KindJoin:
-		if o.Plugin != "" {
-			at("a join runs no plugin: its results hold both records (docs/joins.md); put a map operator after it to reshape them", "plugin")
-		}
 		for _, k := range []string{"function", "field"} {
 			if p.has("operators", i, k) {
 				at(fmt.Sprintf("%s is a key of aggregate operators (built-in functions)", k), k)

@@ -82,7 +82,8 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 	st := inspectKind(mod, KindTransactional, "transactional operators")
 	sa := inspectKind(mod, KindAggregate, "aggregate operators")
 	sw := inspectKind(mod, KindWindow, "window operators")
-	fam := families{s, st, sa, sw}
+	sj := inspectKind(mod, KindJoin, "join operators")
+	fam := families{s, st, sa, sw, sj}
 	if s.instantiable {
 		c := &call{plugin: name, limits: DefaultLimits(), logger: slog.New(slog.DiscardHandler)}
 		v, _, err := loadABI(ctx, mod, c, s.exportsFeatures())
@@ -106,6 +107,9 @@ func Check(ctx context.Context, eng runtime.Engine, name string, wasm []byte) (R
 	}
 	if len(sw.problems) == 0 {
 		served = append(served, KindWindow)
+	}
+	if len(sj.problems) == 0 {
+		served = append(served, KindJoin)
 	}
 	if !d.declared() {
 		r.Kinds = served
@@ -171,13 +175,14 @@ func declaredProblems(d *declaration, fam families) []string {
 }
 
 // The families of operator kinds that share their exports: the batch
-// kinds (map, filter, flatmap, keyed), transactional, aggregate and
-// window.
+// kinds (map, filter, flatmap, keyed), transactional, aggregate, window
+// and join.
 const (
 	famBatch = iota
 	famTxn
 	famAggregate
 	famWindow
+	famJoin
 	nFamilies
 )
 
@@ -193,6 +198,8 @@ func familyOf(k Kind) int {
 		return famAggregate
 	case KindWindow:
 		return famWindow
+	case KindJoin:
+		return famJoin
 	}
 	return famBatch
 }
@@ -224,7 +231,7 @@ func declarationNotes(d *declaration, served []Kind) []string {
 // kindProblems returns the problems of a module that serves no operator
 // kind, given its shapes as each family. A module that exports an export
 // of a family's own (sluice_process; a transactional export; a
-// sluice_agg_ export; sluice_window_fire) was meant for that family: only
+// sluice_agg_ export; sluice_window_fire; sluice_join) was meant for that family: only
 // the problems of the families it was meant for are worth reading, each
 // problem once. A module meant for none gets those of the batch and
 // transactional families.
@@ -235,6 +242,7 @@ func kindProblems(fam families) []string {
 	meant[famTxn] = exports(s, abi.ExportPlan) || exports(s, abi.ExportApply) || exports(s, abi.ExportPost)
 	meant[famAggregate] = exports(s, abi.ExportAggAdd) || exports(s, abi.ExportAggMerge) || exports(s, abi.ExportAggFire)
 	meant[famWindow] = exports(s, abi.ExportWindowFire)
+	meant[famJoin] = exports(s, abi.ExportJoin)
 	return problemsOf(meant, fam)
 }
 

@@ -42,6 +42,7 @@ const (
 	domainAggMerge
 	domainAggFire
 	domainWindowFire
+	domainJoin
 )
 
 // callEnvs makes the CallEnvs of one Instance's calls. It hashes in a

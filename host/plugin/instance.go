@@ -206,7 +206,7 @@ func (i *Instance) Process(ctx context.Context, in []abi.Record, st State, out *
 		return fmt.Errorf("plugin %q: a transactional operator has no %s: use Plan, ApplyOp and Post", i.p.name, abi.ExportProcess)
 	}
 	if i.p.kind.Windowed() {
-		return fmt.Errorf("plugin %q: %s operators have no %s: use AggAdd, AggMerge, AggFire or WindowFire", i.p.name, i.p.kind, abi.ExportProcess)
+		return fmt.Errorf("plugin %q: %s operators have no %s: use AggAdd, AggMerge, AggFire, WindowFire or Join", i.p.name, i.p.kind, abi.ExportProcess)
 	}
 	if !i.p.kind.Stateful() {
 		st = nil

@@ -36,6 +36,10 @@ const (
 	// KindWindow receives all of a key's records of a window when it
 	// fires (sluice_window_fire). See Instance.WindowFire.
 	KindWindow Kind = "window"
+	// KindJoin builds the results of a join of two inputs from each pair
+	// of records the host's join matched (sluice_join). See
+	// Instance.Join.
+	KindJoin Kind = "join"
 )
 
 // ErrUnknownKind is wrapped by the error ParseKind returns for a name that is
@@ -43,13 +47,13 @@ const (
 var ErrUnknownKind = errors.New("unknown operator kind")
 
 // ParseKind returns the Kind named s ("map", "filter", "flatmap", "keyed",
-// "transactional", "aggregate", "window").
+// "transactional", "aggregate", "window", "join").
 func ParseKind(s string) (Kind, error) {
 	switch k := Kind(s); k {
-	case KindMap, KindFilter, KindFlatMap, KindKeyed, KindTransactional, KindAggregate, KindWindow:
+	case KindMap, KindFilter, KindFlatMap, KindKeyed, KindTransactional, KindAggregate, KindWindow, KindJoin:
 		return k, nil
 	}
-	return "", fmt.Errorf("%w %q: want map, filter, flatmap, keyed, transactional, aggregate or window", ErrUnknownKind, s)
+	return "", fmt.Errorf("%w %q: want map, filter, flatmap, keyed, transactional, aggregate, window or join", ErrUnknownKind, s)
 }
 
 // Stateful reports whether operators of kind k have keyed state, and so may
@@ -61,10 +65,10 @@ func (k Kind) Stateful() bool { return k == KindKeyed }
 // sluice_plan, sluice_apply and sluice_post instead of sluice_process.
 func (k Kind) Transactional() bool { return k == KindTransactional }
 
-// Windowed reports whether k is KindAggregate or KindWindow: its guest
-// exports the window functions of ABI.md section 13 instead of
-// sluice_process, and the host keeps its windows.
-func (k Kind) Windowed() bool { return k == KindAggregate || k == KindWindow }
+// Windowed reports whether k is KindAggregate, KindWindow or KindJoin: its
+// guest exports the window or join functions of ABI.md sections 13 and 14
+// instead of sluice_process, and the host keeps its windows.
+func (k Kind) Windowed() bool { return k == KindAggregate || k == KindWindow || k == KindJoin }
 
 // batch reports whether operators of kind k process batches through
 // sluice_process.
@@ -78,7 +82,7 @@ func (k Kind) valid() bool {
 
 // kinds returns every operator kind, in the order reports list them.
 func kinds() []Kind {
-	return []Kind{KindMap, KindFilter, KindFlatMap, KindKeyed, KindTransactional, KindAggregate, KindWindow}
+	return []Kind{KindMap, KindFilter, KindFlatMap, KindKeyed, KindTransactional, KindAggregate, KindWindow, KindJoin}
 }
 
 // bit returns k's bit in the result of the sluice_kinds export.
@@ -98,6 +102,8 @@ func (k Kind) bit() int32 {
 		return abi.KindBitAggregate
 	case KindWindow:
 		return abi.KindBitWindow
+	case KindJoin:
+		return abi.KindBitJoin
 	}
 	return 0
 }

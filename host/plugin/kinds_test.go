@@ -60,7 +60,7 @@ func withKinds(wasm []byte, text string) []byte {
 // operator kind needs, as a Go plugin does.
 func batchAndTxn() []wasmFunc {
 	fs := append(reactor(abi.Version), txnReactor(abi.ApplyKeep, "")[2:]...)
-	for _, e := range []string{abi.ExportAggAdd, abi.ExportAggMerge, abi.ExportAggFire, abi.ExportWindowFire} {
+	for _, e := range []string{abi.ExportAggAdd, abi.ExportAggMerge, abi.ExportAggFire, abi.ExportWindowFire, abi.ExportJoin} {
 		fs = append(fs, wasmFunc{export: e, sig: sig(2, 1), ret: 0})
 	}
 	return fs
@@ -146,7 +146,7 @@ func TestCheckKinds(t *testing.T) {
 		{"only kinds without exports", withKinds(batch, "transactional"), nil,
 			[]string{"missing export sluice_plan", "missing export sluice_apply", "missing export sluice_post"}, nil},
 		{"no known kind", withKinds(both, "mpa"), nil,
-			[]string{`custom section sluice.kinds names no operator kind this host knows ("mpa"): want map, filter, flatmap, keyed, transactional, aggregate or window`}, nil},
+			[]string{`custom section sluice.kinds names no operator kind this host knows ("mpa"): want map, filter, flatmap, keyed, transactional, aggregate, window or join`}, nil},
 		{"empty", withKinds(both, " , "), nil, []string{"custom section sluice.kinds is empty"}, nil},
 		{"twice", withKinds(withKinds(both, "map"), "map"), nil, []string{"the module has 2 sluice.kinds custom sections"}, nil},
 	} {

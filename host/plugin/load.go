@@ -158,7 +158,7 @@ type exportSpec struct {
 // operators of kind require: sluice_process for the batch kinds;
 // sluice_plan, sluice_apply and sluice_post for transactional operators;
 // the sluice_agg_ exports for aggregates; sluice_window_fire for window
-// functions. An export that is not required is still checked when present.
+// functions; sluice_join for joins. An export that is not required is still checked when present.
 func abiExports(kind Kind) []exportSpec {
 	txn, agg := kind.Transactional(), kind == KindAggregate
 	return []exportSpec{
@@ -172,6 +172,7 @@ func abiExports(kind Kind) []exportSpec {
 		{abi.ExportAggMerge, sig(2, 1), agg},
 		{abi.ExportAggFire, sig(2, 1), agg},
 		{abi.ExportWindowFire, sig(2, 1), kind == KindWindow},
+		{abi.ExportJoin, sig(2, 1), kind == KindJoin},
 		{abi.ExportConfigure, sig(2, 1), false},
 		{abi.ExportKinds, sig(0, 1), false},
 		{abi.ExportFeatures, sig(0, 1), false},

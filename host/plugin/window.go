@@ -116,15 +116,20 @@ func (e *WindowError) Unwrap() error { return e.Err }
 
 // windowFuncs are the window exports of a guest instance.
 type windowFuncs struct {
-	add, merge, fire, windowFire runtime.Func
+	add, merge, fire, windowFire, join runtime.Func
 }
 
 // bind resolves the exports kind requires and reports whether inst has
 // them.
 func (w *windowFuncs) bind(inst runtime.Instance, kind Kind) bool {
-	if kind == KindWindow {
+	switch kind {
+	case KindWindow:
 		var ok bool
 		w.windowFire, ok = inst.Func(abi.ExportWindowFire)
+		return ok
+	case KindJoin:
+		var ok bool
+		w.join, ok = inst.Func(abi.ExportJoin)
 		return ok
 	}
 	var ok1, ok2, ok3 bool

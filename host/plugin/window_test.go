@@ -41,7 +41,7 @@ func TestWindowModulesUpToDate(t *testing.T) {
 	if b, err := exec.Command("sh", filepath.Join(dir, "build.sh")).CombinedOutput(); err != nil {
 		t.Fatalf("build.sh: %v\n%s", err, b)
 	}
-	for _, name := range []string{"agg", "window"} {
+	for _, name := range []string{"agg", "window", "join"} {
 		got, _ := os.ReadFile(filepath.Join(dir, name+".wasm"))
 		if !bytes.Equal(got, testdataModule(t, windowDir, name)) {
 			t.Errorf("%s.wasm is stale: run go generate ./host/plugin/", name)
@@ -364,20 +364,28 @@ func TestWindowCallsHaveNoState(t *testing.T) {
 	c.state(abi.FuncStateGet)
 }
 
-// sdk/wat/reference/aggregate.wat, the reference aggregate of ABI.md
-// section 13, does what its comments say.
-func TestReferenceAggregate(t *testing.T) {
+// referenceModule builds sdk/wat/reference/NAME.wat with wat2wasm, or
+// skips the test when wabt is not installed.
+func referenceModule(t *testing.T, name string) []byte {
+	t.Helper()
 	if _, err := exec.LookPath("wat2wasm"); err != nil {
 		t.Skip("wat2wasm (wabt) is not installed")
 	}
-	out := filepath.Join(t.TempDir(), "aggregate.wasm")
-	if b, err := exec.Command("wat2wasm", "../../sdk/wat/reference/aggregate.wat", "-o", out).CombinedOutput(); err != nil {
+	out := filepath.Join(t.TempDir(), name+".wasm")
+	if b, err := exec.Command("wat2wasm", "../../sdk/wat/reference/"+name+".wat", "-o", out).CombinedOutput(); err != nil {
 		t.Fatalf("wat2wasm: %v\n%s", err, b)
 	}
 	wasm, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return wasm
+}
+
+// sdk/wat/reference/aggregate.wat, the reference aggregate of ABI.md
+// section 13, does what its comments say.
+func TestReferenceAggregate(t *testing.T) {
+	wasm := referenceModule(t, "aggregate")
 	ctx := context.Background()
 	p, err := Load(ctx, newEngine(t, engineConfig()), "aggregate.wasm", wasm, KindAggregate)
 	if err != nil {

@@ -478,6 +478,16 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string, compiler wasm.
 		if n, ok := h.recordedWorkers(workers, o); ok {
 			par = n
 		}
+		if kind == plugin.KindJoin {
+			// A join whose plugin builds its results.
+			op, err := h.joinOperator(i, o)
+			if err != nil {
+				return nil, err
+			}
+			op.Plugin, op.Config, op.Parallelism, op.Version = pl, o.ConfigJSON, par, entry.Label()
+			ops = append(ops, op)
+			continue
+		}
 		win, err := h.window(i, o, nil)
 		if err != nil {
 			return nil, err

@@ -13,6 +13,7 @@
 //	ledger     the transactional Streaming Ledger, as plugins/ledger
 //	wincount   an aggregate: a count and a sum per key and window, as plugins/wincount
 //	winmedian  a window function: the median of a window, as plugins/winmedian
+//	joiner     a join function: each pair's values joined, as plugins/joiner
 //
 // The Go versions are the plugins of those names in plugins/: they are the
 // specification. The package has no code of its own, only tests:
@@ -24,10 +25,11 @@
 // build` does, runs each through the host (hosttest's harness over
 // host/plugin for the batch kinds, host/txnop with two strategies and two
 // workers for the ledger, host/plugin's AggAdd, AggMerge, AggFire and
-// WindowFire for the window functions), and compares every language's
-// results with the Go operator's (for the window functions, with the
-// expected results the Go operators give too). A language whose directory is absent is not tested, and
-// a language present must implement all six operators; a language whose
+// WindowFire for the window functions, Join for the join function), and
+// compares every language's results with the Go operator's (for the window
+// and join functions, with the expected results the Go operators give
+// too). A language whose directory is absent is not tested, and
+// a language present must implement all seven operators; a language whose
 // toolchain is not installed is skipped, unless SLUICE_REQUIRE_TOOLCHAINS=1
 // (CI sets it), when that fails the test.
 //

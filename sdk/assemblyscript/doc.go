@@ -32,16 +32,18 @@
 //
 // Exports. AssemblyScript exports from a module what its entry file
 // exports, nothing else: the operator's index.ts re-exports the ABI exports
-// of its kind with one line, exports/stream (map, filter, flatmap, keyed)
-// or exports/txn (transactional). A module then carries, and imports the
-// host functions of, its kind only: a stateless module imports emit,
-// reject and log.
+// of its kind with one line, exports/stream (map, filter, flatmap, keyed),
+// exports/txn (transactional), exports/window (aggregate, window) or
+// exports/join (join). A module then carries, and imports the host
+// functions of, its kind only: a stateless module imports emit, reject
+// and log.
 //
 // Errors. AssemblyScript has no exceptions worth the name (a throw is an
 // abort, which `--use abort=` turns into a trap), so errors are messages:
-// reject(msg) dead-letters the record or event being handled,
-// Planner.fail(msg) fails a batch's plan, Effect.fail(msg) an operation,
-// and a configure handler returns its error or null. Bugs trap.
+// reject(msg) dead-letters the record or event being handled (a window
+// function's window, a join's pair), Planner.fail(msg) fails a batch's
+// plan, Effect.fail(msg) an operation, and a configure handler returns its
+// error or null. Bugs trap.
 //
 // Messages. quote() reproduces Go's strconv.Quote (fmt's %q), with the
 // printable-rune table of the Go that generated it (tools/genprint.go), so

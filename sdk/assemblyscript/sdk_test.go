@@ -3,6 +3,7 @@ package assemblyscript_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/abi"
@@ -149,6 +152,7 @@ func TestModuleShape(t *testing.T) {
 		"map":     {plugin.KindMap, plugin.KindFilter, plugin.KindFlatMap, plugin.KindKeyed},
 		"keyed":   {plugin.KindMap, plugin.KindFilter, plugin.KindFlatMap, plugin.KindKeyed},
 		"txn":     {plugin.KindTransactional},
+		"join":    {plugin.KindJoin},
 		"example": {plugin.KindMap, plugin.KindFilter, plugin.KindFlatMap, plugin.KindKeyed},
 	} {
 		dir := filepath.Join("testdata", name)
@@ -428,6 +432,315 @@ func TestMemoryStaysFlat(t *testing.T) {
 				t.Errorf("heap top %d after 300 batches, %d after the first", last, first)
 			}
 		})
+	}
+}
+
+// joinInstance builds testdata/join and returns an instance of it loaded
+// as a join, on which the tests call (*plugin.Instance).Join as the host's
+// join operator does: several pairs per call.
+func joinInstance(t *testing.T) *plugin.Instance {
+	t.Helper()
+	ctx := context.Background()
+	wasm := build(t, filepath.Join("testdata", "join"))
+	eng, err := runtime.NewWazero(ctx, runtime.NewConfig().WithHostModules(plugin.HostModule()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close(ctx) })
+	p, err := plugin.Load(ctx, eng, "join.wasm", wasm, plugin.KindJoin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close(ctx) })
+	i, err := p.NewInstance(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = i.Close(ctx) })
+	return i
+}
+
+// joinRec is a join's input record of key k and value v, at time tm, from
+// input in, with headers (name, value, ...).
+func joinRec(k, v string, tm int64, in uint16, headers ...string) *abi.Record {
+	r := &abi.Record{Key: []byte(k), Value: []byte(v), Time: tm, Input: in}
+	for i := 0; i+1 < len(headers); i += 2 {
+		r.Headers = append(r.Headers, abi.Header{Name: []byte(headers[i]), Value: []byte(headers[i+1])})
+	}
+	return r
+}
+
+// joinResults renders a join call's outputs as "origin key=value@time
+// [name:value ...]", key and value quoted (a value over 64 bytes as its
+// length), and its rejects as "reject index reason", "(trapped)" for a
+// pair whose own call trapped.
+func joinResults(out *plugin.Output) []string {
+	var s []string
+	for _, r := range out.Records {
+		v := fmt.Sprintf("%q", r.Value)
+		if len(r.Value) > 64 {
+			v = fmt.Sprintf("<%d bytes>", len(r.Value))
+		}
+		line := fmt.Sprintf("%d %q=%s@%d", r.Origin, r.Key, v, r.Time)
+		for _, h := range r.Headers {
+			line += fmt.Sprintf(" %s:%s", h.Name, h.Value)
+		}
+		s = append(s, line)
+	}
+	for _, r := range out.Rejects {
+		var re *plugin.RecordError
+		var rte *runtime.Error
+		switch {
+		case errors.Is(r.Err, plugin.ErrRejected) && errors.As(r.Err, &re):
+			s = append(s, fmt.Sprintf("reject %d %s", r.Index, re.Reason))
+		case errors.As(r.Err, &rte):
+			s = append(s, fmt.Sprintf("reject %d (trapped)", r.Index))
+		default:
+			s = append(s, fmt.Sprintf("reject %d (failed) %v", r.Index, r.Err))
+		}
+	}
+	return s
+}
+
+// TestJoin runs the join function of testdata/join through the host's
+// Instance.Join: each pair's key, window (none for an interval join),
+// left and right records (none for a side an outer join left empty) with
+// their times, inputs and headers reach the handler; results take their
+// pair's index and time; a reject drops only its pair's results, also
+// after earlier pairs' outputs were flushed; the records handed to the
+// handler are fresh for each pair whatever it did to them; a trap
+// dead-letters only its pair.
+func TestJoin(t *testing.T) {
+	ctx := context.Background()
+	i := joinInstance(t)
+	w := &plugin.Window{Start: 0, End: 100}
+	early := &plugin.Window{Start: -100, End: 0, Firing: plugin.FiringEarly}
+	late := &plugin.Window{Start: 100, End: 200, Firing: plugin.FiringLate}
+	pairs := []plugin.JoinPair{
+		{Key: []byte("a"), Time: 99, Window: w, Left: joinRec("a", "x", 10, 0, "h", "1"), Right: joinRec("a", "y", 20, 1, "g", "2")},
+		{Key: []byte("b"), Time: -1, Window: early, Left: joinRec("b", "mutate", 30, 0, "m", "1")},
+		{Key: []byte("c"), Time: 70, Left: joinRec("c", "p", 50, 0), Right: joinRec("c", "q", 70, 1)},
+		{Key: []byte("d"), Time: 199, Window: late, Right: joinRec("d", "r", 150, 1)},
+		{Key: []byte("e"), Time: 5, Left: joinRec("e", "twice", 5, 0)},
+		{Key: []byte("f"), Time: 99, Window: w, Left: joinRec("f", "none", 1, 0), Right: joinRec("f", "z", 2, 1)},
+		{Key: []byte("g"), Time: 99, Window: w, Left: joinRec("g", "v", 1, 0), Right: joinRec("g", "reject", 2, 1)},
+		{Key: []byte("h"), Time: 7, Left: joinRec("h", "big", 7, 0)},
+		{Key: []byte("i"), Time: 8, Left: joinRec("i", "reject", 8, 0), Right: joinRec("i", "s", 8, 1)},
+		{Key: []byte("k\x00\xff"), Time: 99, Window: w, Right: joinRec("k\x00\xff", "", 9, 1)},
+	}
+	var out plugin.Output
+	if err := i.Join(ctx, pairs, &out); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "results", joinResults(&out), []string{
+		`0 "a"="0..100/on-time x@10#0|y@20#1"@99 h:1 g:2`,
+		`1 "b"="mutated"@-1 m:1`,
+		`2 "c"="interval p@50#0|q@70#1"@70`,
+		`3 "d"="100..200/late -|r@150#1"@199`,
+		`4 "e"="interval twice@5#0|-"@5`,
+		`4 "e"="interval twice@5#0|-"@5`,
+		`7 "h"=<3145728 bytes>@7`,
+		`9 "k\x00\xff"="0..100/on-time -|@9#1"@99`,
+		"reject 6 rejected pair g",
+		"reject 8 rejected pair i",
+	})
+
+	// A trap fails the call: the host runs its pairs again one per call,
+	// and only the pair that traps is dead-lettered.
+	out.Reset()
+	pairs = []plugin.JoinPair{
+		{Key: []byte("a"), Time: 1, Left: joinRec("a", "x", 1, 0), Right: joinRec("a", "y", 1, 1)},
+		{Key: []byte("b"), Time: 2, Left: joinRec("b", "trap", 2, 0)},
+		{Key: []byte("c"), Time: 99, Window: w, Right: joinRec("c", "z", 3, 1)},
+	}
+	if err := i.Join(ctx, pairs, &out); err != nil {
+		t.Fatal(err)
+	}
+	check(t, "results around a trap", joinResults(&out), []string{
+		`0 "a"="interval x@1#0|y@1#1"@1`,
+		`2 "c"="0..100/on-time -|z@3#1"@99`,
+		"reject 1 (trapped)",
+	})
+
+	// The SDK releases each call's allocations: the heap top after a call
+	// is the same after hundreds of calls as after the first.
+	pairs = pairs[:0]
+	for k := range 100 {
+		key := strconv.Itoa(k)
+		pairs = append(pairs, plugin.JoinPair{Key: []byte(key), Time: 99, Window: w,
+			Left: joinRec(key, strings.Repeat("v", k), 1, 0, "h", key), Right: joinRec(key, "w", 2, 1)})
+	}
+	pairs = append(pairs, plugin.JoinPair{Key: []byte("heap"), Time: 1, Left: joinRec("heap", "heap", 1, 0)})
+	heap := func() string {
+		out.Reset()
+		if err := i.Join(ctx, pairs, &out); err != nil || len(out.Rejects) > 0 || len(out.Records) != 101 {
+			t.Fatalf("%v, %d results, rejects %q", err, len(out.Records), joinResults(&out)[len(out.Records):])
+		}
+		return string(out.Records[100].Value)
+	}
+	first := heap()
+	for range 300 {
+		heap()
+	}
+	if last := heap(); last != first {
+		t.Errorf("heap top %s after 300 calls, %s after the first", last, first)
+	}
+}
+
+// TestJoinHarness runs testdata/join through hosttest's Harness.Join, as
+// the README shows for an operator's own tests.
+func TestJoinHarness(t *testing.T) {
+	h := load(t, "join", plugin.KindJoin).New()
+	defer h.Close()
+	left := rec("k", "l", 10)
+	outs, rejects, err := h.Join([]byte("k"), &sluice.Window{Start: 0, End: 60}, &left, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "outputs", show(outs), []string{"0 k=0..60/on-time l@10#0|-@59"})
+	check(t, "rejects", showRejects(rejects), nil)
+	right := rec("k", "reject", 20)
+	right.Input = 1
+	outs, rejects, err = h.Join([]byte("k"), nil, &left, &right)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, "outputs of a rejected pair", show(outs), nil)
+	check(t, "rejects", showRejects(rejects), []string{"0 rejected pair k"})
+}
+
+// rawGuest is a module under wazero with host functions that record what
+// it emits, rejects and logs, for calls with inputs the host never makes.
+type rawGuest struct {
+	mod     api.Module
+	emits   int
+	rejects []string
+	logs    []string
+}
+
+// newRawGuest instantiates the operator in testdata/name, which may import
+// emit, reject and log.
+func newRawGuest(ctx context.Context, t *testing.T, name string) *rawGuest {
+	t.Helper()
+	g := &rawGuest{}
+	rt := wazero.NewRuntime(ctx)
+	t.Cleanup(func() { _ = rt.Close(ctx) })
+	read := func(m api.Module, ptr, n uint64) string {
+		b, _ := m.Memory().Read(uint32(ptr), uint32(n))
+		return string(b)
+	}
+	i32 := api.ValueTypeI32
+	hb := rt.NewHostModuleBuilder(abi.HostModule)
+	hb.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, _ api.Module, s []uint64) {
+		g.emits++
+	}), []api.ValueType{i32, i32}, nil).Export(abi.FuncEmit)
+	hb.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
+		g.rejects = append(g.rejects, fmt.Sprintf("%d %s", uint32(s[0]), read(m, s[1], s[2])))
+	}), []api.ValueType{i32, i32, i32}, nil).Export(abi.FuncReject)
+	hb.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(_ context.Context, m api.Module, s []uint64) {
+		g.logs = append(g.logs, read(m, s[1], s[2]))
+	}), []api.ValueType{i32, i32, i32}, nil).Export(abi.FuncLog)
+	if _, err := hb.Instantiate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := rt.InstantiateModule(ctx, mustCompile(ctx, t, rt, build(t, filepath.Join("testdata", name))), wazero.NewModuleConfig().WithName(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.mod = mod
+	return g
+}
+
+// call writes input into a region from sluice_alloc and calls export with
+// it, after forgetting what earlier calls emitted, rejected and logged.
+func (g *rawGuest) call(ctx context.Context, t *testing.T, export string, input []byte) int32 {
+	t.Helper()
+	g.emits, g.rejects, g.logs = 0, nil, nil
+	res, err := g.mod.ExportedFunction(abi.ExportAlloc).Call(ctx, uint64(len(input)))
+	if err != nil || res[0] == 0 {
+		t.Fatalf("sluice_alloc(%d): %v, %v", len(input), res, err)
+	}
+	ptr := uint32(res[0])
+	if !g.mod.Memory().Write(ptr, input) {
+		t.Fatal("writing the input out of memory")
+	}
+	res, err = g.mod.ExportedFunction(export).Call(ctx, uint64(ptr), uint64(len(input)))
+	if err != nil {
+		t.Fatalf("%s: %v", export, err)
+	}
+	return int32(res[0])
+}
+
+// TestJoinRefuses: sluice_join refuses, with a message and StatusError, a
+// head whose value is not one byte of sides or whose headers are not a
+// window's, a member count other than the head's sides, and a malformed
+// group batch, without calling the handler; and sluice_kinds reports
+// the join kind.
+func TestJoinRefuses(t *testing.T) {
+	ctx := context.Background()
+	g := newRawGuest(ctx, t, "join")
+	res, err := g.mod.ExportedFunction(abi.ExportKinds).Call(ctx)
+	if err != nil || int32(res[0]) != abi.KindBitJoin {
+		t.Errorf("sluice_kinds = %v, %v; want %d", res, err, abi.KindBitJoin)
+	}
+	win := func(firing string) []abi.Header {
+		return []abi.Header{
+			{Name: []byte(abi.HeaderWindowStart), Value: abi.AppendWindowTime(nil, 0)},
+			{Name: []byte(abi.HeaderWindowEnd), Value: abi.AppendWindowTime(nil, 60)},
+			{Name: []byte(abi.HeaderFiring), Value: []byte(firing)},
+		}
+	}
+	member := func(v string) abi.Record { return abi.Record{Key: []byte("k"), Value: []byte(v)} }
+	type group struct {
+		head    abi.Record
+		members []abi.Record
+	}
+	pair := func(sides string, hs []abi.Header, members ...string) group {
+		gr := group{head: abi.Record{Key: []byte("k"), Time: 59, Value: []byte(sides), Headers: hs}}
+		for _, m := range members {
+			gr.members = append(gr.members, member(m))
+		}
+		return gr
+	}
+	groups := func(gs ...group) []byte {
+		b := abi.AppendBatchHeader(nil, uint32(len(gs)))
+		for k := range gs {
+			b = abi.AppendGroup(b, &gs[k].head, gs[k].members)
+		}
+		return b
+	}
+	good := pair("\x03", win("on-time"), "l", "r")
+	valid := groups(good, pair("\x01", nil, "l"), pair("\x02", win("late"), "r"))
+	for _, c := range []struct {
+		name  string
+		input []byte
+		log   string // "": accepted
+	}{
+		{"valid", valid, ""},
+		{"no sides", groups(good, pair("\x00", nil)), "sluice_join: pair 1: the head's value is not one byte of sides"},
+		{"unknown side", groups(pair("\x05", nil, "l", "r")), "sluice_join: pair 0: the head's value is not one byte of sides"},
+		{"empty value", groups(pair("", nil, "l")), "sluice_join: pair 0: the head's value is not one byte of sides"},
+		{"two bytes", groups(pair("\x01\x02", nil, "l", "r")), "sluice_join: pair 0: the head's value is not one byte of sides"},
+		{"a member missing", groups(pair("\x03", nil, "l")), "sluice_join: pair 0 has 1 records, and its head says 2"},
+		{"a member too many", groups(good, pair("\x02", win("early"), "l", "r")), "sluice_join: pair 1 has 2 records, and its head says 1"},
+		{"headers not a window's", groups(pair("\x03", []abi.Header{{Name: []byte("h"), Value: []byte("v")}}, "l", "r")),
+			"sluice_join: pair 0 has headers that are not a window's"},
+		{"unknown firing", groups(pair("\x03", win("soon"), "l", "r")), "sluice_join: pair 0 has headers that are not a window's"},
+		{"short", valid[:len(valid)-1], "sluice_join: malformed input"},
+		{"trailing bytes", append(slices.Clone(valid), 0), "sluice_join: malformed input"},
+		{"count too large", append(binary.LittleEndian.AppendUint32(nil, 4), valid[4:]...), "sluice_join: malformed input"},
+		{"no count", []byte{1, 0}, "sluice_join: malformed input"},
+	} {
+		status := g.call(ctx, t, abi.ExportJoin, c.input)
+		if c.log == "" {
+			if status != abi.StatusOK || g.emits != 1 || len(g.logs) > 0 || len(g.rejects) > 0 {
+				t.Errorf("%s: status %d, %d emits, logs %q, rejects %q; want 3 results in one emit", c.name, status, g.emits, g.logs, g.rejects)
+			}
+			continue
+		}
+		if status != abi.StatusError || g.emits != 0 || len(g.rejects) > 0 || !slices.Equal(g.logs, []string{c.log}) {
+			t.Errorf("%s: status %d, %d emits, rejects %q, logs %q; want StatusError and %q", c.name, status, g.emits, g.rejects, g.logs, c.log)
+		}
 	}
 }
 

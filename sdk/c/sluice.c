@@ -106,7 +106,18 @@ static inline void copy(uint8_t *dst, const uint8_t *src, size_t n) {
 /* ---------------------------------------------------------------------- */
 /* The guest state. */
 
-enum kind { KIND_UNCHECKED, KIND_INVALID, KIND_MAP, KIND_FILTER, KIND_FLATMAP, KIND_KEYED, KIND_TXN, KIND_AGG, KIND_WINDOW };
+enum kind {
+    KIND_UNCHECKED,
+    KIND_INVALID,
+    KIND_MAP,
+    KIND_FILTER,
+    KIND_FLATMAP,
+    KIND_KEYED,
+    KIND_TXN,
+    KIND_AGG,
+    KIND_WINDOW,
+    KIND_JOIN
+};
 
 /* What the guest is doing, for the functions valid only in some callbacks. */
 enum phase {
@@ -155,8 +166,8 @@ static struct guest {
     uint32_t run_first;
 
     sluice_record rec;
-    /* Window functions: the accumulator, and a window's records with
-     * their headers. */
+    /* Window and join functions: the accumulator, and a window's (or a
+     * join pair's) records with their headers. */
     sluice_buf acc;
     sluice_record *members;
     size_t members_cap;
@@ -638,29 +649,30 @@ static enum kind check_operator(void) {
     g.op = &sluice_operator_def;
 #endif
     const sluice_operator *op = g.op;
-    static const char *const names[] = {"map", "filter", "flatmap", "keyed", "plan", "agg_add", "window_fire"};
-    const bool set[] = {op->map != NULL,  op->filter != NULL,  op->flatmap != NULL,    op->keyed != NULL,
-                        op->plan != NULL, op->agg_add != NULL, op->window_fire != NULL};
+    static const char *const names[] = {"map", "filter", "flatmap", "keyed", "plan", "agg_add", "window_fire", "join"};
+    const bool set[] = {op->map != NULL,     op->filter != NULL,  op->flatmap != NULL,     op->keyed != NULL,
+                        op->plan != NULL,    op->agg_add != NULL, op->window_fire != NULL, op->join != NULL};
     static const enum kind kinds[] = {KIND_MAP, KIND_FILTER, KIND_FLATMAP, KIND_KEYED,
-                                      KIND_TXN, KIND_AGG,    KIND_WINDOW};
+                                      KIND_TXN, KIND_AGG,    KIND_WINDOW,  KIND_JOIN};
     sluice_buf *e = &g.kind_err;
     int first = -1;
     g.kind = KIND_INVALID;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++) {
         if (!set[i]) continue;
         if (first >= 0) {
             sluice_buf_append_str(e, "SLUICE_OPERATOR sets both ");
             sluice_buf_append_str(e, names[first]);
             sluice_buf_append_str(e, " and ");
             sluice_buf_append_str(e, names[i]);
-            sluice_buf_append_str(e, ": set exactly one of map, filter, flatmap, keyed, plan, agg_add or window_fire");
+            sluice_buf_append_str(e, ": set exactly one of map, filter, flatmap, keyed, plan, agg_add, window_fire "
+                                     "or join");
             return g.kind;
         }
         first = i;
     }
     if (first < 0) {
         sluice_buf_append_str(e, "SLUICE_OPERATOR sets no record callback: set exactly one of map, filter, flatmap, "
-                                 "keyed, plan, agg_add or window_fire");
+                                 "keyed, plan, agg_add, window_fire or join");
         return g.kind;
     }
     if ((kinds[first] == KIND_AGG) != (op->agg_merge != NULL && op->agg_fire != NULL) ||
@@ -705,6 +717,7 @@ static const char *kind_name(enum kind k) {
     case KIND_TXN: return "plan";
     case KIND_AGG: return "agg_add";
     case KIND_WINDOW: return "window_fire";
+    case KIND_JOIN: return "join";
     default: return "no";
     }
 }
@@ -719,11 +732,12 @@ static bool usable(const char *export, bool txn) {
         log_buf(SLUICE_LOG_ERROR, &g.kind_err);
         return false;
     }
-    if (k == KIND_AGG || k == KIND_WINDOW) {
+    if (k == KIND_AGG || k == KIND_WINDOW || k == KIND_JOIN) {
         sluice_buf *m = msg_start(export);
         sluice_buf_append_str(m, " called, but this operator's SLUICE_OPERATOR sets ");
         sluice_buf_append_str(m, kind_name(k));
-        sluice_buf_append_str(m, ": it serves aggregate or window operators (ABI.md section 13)");
+        sluice_buf_append_str(m, k == KIND_JOIN ? ": it serves join operators (ABI.md section 14)"
+                                                : ": it serves aggregate or window operators (ABI.md section 13)");
         log_error_msg();
         return false;
     }
@@ -760,6 +774,7 @@ SLUICE_EXPORT("sluice_kinds") int32_t sluice_kinds(void) {
     case KIND_TXN: return SLUICE_KIND_TRANSACTIONAL;
     case KIND_AGG: return SLUICE_KIND_AGGREGATE;
     case KIND_WINDOW: return SLUICE_KIND_WINDOW;
+    case KIND_JOIN: return SLUICE_KIND_JOIN;
     default: log_buf(SLUICE_LOG_ERROR, &g.kind_err); return 0;
     }
 }
@@ -913,8 +928,38 @@ static void out_end(void) {
     if (g.out.cap > MAX_KEPT_OUT) sluice_buf_free(&g.out);
 }
 
+/* An emitting callback's span of the output (the outputs before it and
+ * their count). */
+struct emitting {
+    size_t mark;
+    uint32_t count;
+};
+
+/* begin_emitting starts a callback that may emit for origin. */
+static struct emitting begin_emitting(uint32_t origin) {
+    g.origin = origin;
+    struct emitting e = {g.out.len, g.out_count};
+    clear_error();
+    g.phase = PHASE_EMITTING;
+    return e;
+}
+
+/* end_emitting ends the callback begun as e, which returned rc: it returns
+ * true when the callback succeeded; otherwise it drops what the callback
+ * emitted and returns false, for the caller to reject its input. */
+static bool end_emitting(struct emitting e, int rc) {
+    g.phase = PHASE_IDLE;
+    if (rc != SLUICE_OK) {
+        g.out.len = e.mark;
+        g.out_count = e.count;
+        return false;
+    }
+    if (g.out.len >= FLUSH_SIZE) flush();
+    return true;
+}
+
 void sluice_emit(const sluice_record *r) {
-    if (g.phase != PHASE_EMITTING) sluice_panic("sluice_emit called outside a flatmap, keyed, post, agg_fire or window_fire callback");
+    if (g.phase != PHASE_EMITTING) sluice_panic("sluice_emit called outside a flatmap, keyed, post, agg_fire, window_fire or join callback");
     append_record(&g.out, g.origin, r);
     g.out_count++;
 }
@@ -1109,20 +1154,9 @@ static size_t run_emitting(uint8_t *batch, size_t len, uint32_t count) {
         size_t next = decode_record(batch, len, off, r);
         if (next == 0) return 0;
         off = next;
-        g.origin = i;
-        size_t mark = g.out.len;
-        uint32_t mark_count = g.out_count;
-        clear_error();
-        g.phase = PHASE_EMITTING;
+        struct emitting e = begin_emitting(i);
         int rc = fn(r);
-        g.phase = PHASE_IDLE;
-        if (rc != SLUICE_OK) {
-            g.out.len = mark;
-            g.out_count = mark_count;
-            reject(i, rc);
-        } else if (g.out.len >= FLUSH_SIZE) {
-            flush();
-        }
+        if (!end_emitting(e, rc)) reject(i, rc);
     }
     return off;
 }
@@ -1728,20 +1762,9 @@ static int32_t post_batch(uint8_t *events, size_t len, uint8_t *outcomes, size_t
         off = next;
         sluice_outcome o;
         if (!decode_outcome(&r, &o)) break;
-        g.origin = i;
-        size_t mark = g.out.len;
-        uint32_t mark_count = g.out_count;
-        clear_error();
-        g.phase = PHASE_EMITTING;
+        struct emitting e = begin_emitting(i);
         int rc = g.op->post(&g.rec, &o);
-        g.phase = PHASE_IDLE;
-        if (rc != SLUICE_OK) {
-            g.out.len = mark;
-            g.out_count = mark_count;
-            reject(i, rc);
-        } else if (g.out.len >= FLUSH_SIZE) {
-            flush();
-        }
+        if (!end_emitting(e, rc)) reject(i, rc);
     }
     if (events_bad || (r.fail == FAIL_NONE && off != len)) {
         batch_error("input batch", events, len);
@@ -1768,7 +1791,7 @@ int32_t sluice_post(uint8_t *events, uint32_t events_len, uint8_t *outcomes, uin
 /* Window functions (ABI.md section 13). */
 
 /* window_usable returns true when the operator is of kind want; otherwise
- * it logs why and returns false. */
+ * it logs why and returns false. It serves the join export too. */
 static bool window_usable(const char *export, enum kind want) {
     enum kind k = check_operator();
     if (k == KIND_INVALID) {
@@ -1779,7 +1802,8 @@ static bool window_usable(const char *export, enum kind want) {
     sluice_buf *m = msg_start(export);
     sluice_buf_append_str(m, " called, but this operator's SLUICE_OPERATOR sets ");
     sluice_buf_append_str(m, kind_name(k));
-    sluice_buf_append_str(m, want == KIND_AGG ? ", not agg_add" : ", not window_fire");
+    sluice_buf_append_str(m, ", not ");
+    sluice_buf_append_str(m, kind_name(want));
     log_error_msg();
     return false;
 }
@@ -1928,20 +1952,9 @@ static int32_t agg_fire_batch(uint8_t *b, size_t len) {
         if ((off = decode_record(b, len, off, &g.rec)) == 0) return malformed(export);
         sluice_window w = {0};
         if (!window_of(&g.rec, &w)) return malformed(export);
-        g.origin = j;
-        size_t mark = g.out.len;
-        uint32_t mark_count = g.out_count;
-        clear_error();
-        g.phase = PHASE_EMITTING;
+        struct emitting e = begin_emitting(j);
         int rc = g.op->agg_fire(g.rec.key, &w, g.rec.value);
-        g.phase = PHASE_IDLE;
-        if (rc != SLUICE_OK) {
-            g.out.len = mark;
-            g.out_count = mark_count;
-            reject(j, rc);
-        } else if (g.out.len >= FLUSH_SIZE) {
-            flush();
-        }
+        if (!end_emitting(e, rc)) reject(j, rc);
     }
     if (off != len) return malformed(export);
     out_end();
@@ -1988,20 +2001,10 @@ static int32_t window_fire_batch(uint8_t *b, size_t len) {
                 nh += m->header_count;
             }
         }
-        g.origin = gi;
-        size_t mark = g.out.len;
-        uint32_t mark_count = g.out_count;
-        clear_error();
-        g.phase = PHASE_EMITTING;
+        struct emitting e = begin_emitting(gi);
         int rc = g.op->window_fire(head.key, &w, g.members, n);
-        g.phase = PHASE_IDLE;
-        if (rc != SLUICE_OK) {
-            g.out.len = mark;
-            g.out_count = mark_count;
+        if (!end_emitting(e, rc))
             for (uint32_t k = 0; k < n; k++) reject(member + k, rc);
-        } else if (g.out.len >= FLUSH_SIZE) {
-            flush();
-        }
         member += n;
     }
     if (off != len) return malformed(export);
@@ -2011,6 +2014,82 @@ static int32_t window_fire_batch(uint8_t *b, size_t len) {
 
 SLUICE_EXPORT("sluice_window_fire") int32_t sluice_window_fire(uint8_t *groups, uint32_t len) {
     int32_t status = window_fire_batch(groups, len);
+    consumed();
+    return status;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Join functions (ABI.md section 14). */
+
+/* The bits of a join pair's head value: which sides the pair has. */
+enum { JOIN_LEFT = 1, JOIN_RIGHT = 2 };
+
+/* pair_error logs what is wrong with pair j of sluice_join's input. */
+static int32_t pair_error(uint32_t j, const char *what) {
+    sluice_buf *m = msg_start("sluice_join: pair ");
+    sluice_buf_append_u64(m, j);
+    sluice_buf_append_str(m, what);
+    log_error_msg();
+    return SLUICE_STATUS_ERROR;
+}
+
+static int32_t join_batch(uint8_t *b, size_t len) {
+    static const char export[] = "sluice_join";
+    if (!window_usable(export, KIND_JOIN)) return SLUICE_STATUS_ERROR;
+    size_t off = 0;
+    uint32_t pairs;
+    if (!read_count(b, len, &off, &pairs)) return malformed(export);
+    out_start();
+    for (uint32_t j = 0; j < pairs; j++) {
+        sluice_record head;
+        if ((off = decode_record(b, len, off, &head)) == 0) return malformed(export);
+        /* A window join's heads carry the window; an interval join's
+         * carry no header. */
+        sluice_window win = {0};
+        const sluice_window *w = NULL;
+        if (head.header_count > 0) {
+            if (!window_of(&head, &win)) return pair_error(j, " has headers that are not a window's");
+            w = &win;
+        }
+        uint8_t sides = head.value.len == 1 ? head.value.ptr[0] : 0;
+        if (sides == 0 || (sides & ~(JOIN_LEFT | JOIN_RIGHT)) != 0)
+            return pair_error(j, ": the head's value is not one byte of sides");
+        uint32_t n, want = (sides & JOIN_LEFT ? 1 : 0) + (sides & JOIN_RIGHT ? 1 : 0);
+        if (!read_count(b, len, &off, &n)) return malformed(export);
+        if (n != want) {
+            sluice_buf *m = msg_start("sluice_join: pair ");
+            sluice_buf_append_u64(m, j);
+            sluice_buf_append_str(m, " has ");
+            sluice_buf_append_u64(m, n);
+            sluice_buf_append_str(m, " records, and its head says ");
+            sluice_buf_append_u64(m, want);
+            log_error_msg();
+            return SLUICE_STATUS_ERROR;
+        }
+        /* Decoding reuses g.hdrs: the first member's headers move to
+         * g.mhdrs before the second is decoded, which keeps its own. */
+        sluice_record recs[2];
+        for (uint32_t k = 0; k < n; k++) {
+            if ((off = decode_record(b, len, off, &recs[k])) == 0) return malformed(export);
+            if (k + 1 < n && recs[k].header_count > 0) {
+                g.mhdrs = grow(g.mhdrs, &g.mhdrs_cap, recs[k].header_count, sizeof *g.mhdrs);
+                memcpy(g.mhdrs, recs[k].headers, recs[k].header_count * sizeof *g.mhdrs);
+                recs[k].headers = g.mhdrs;
+            }
+        }
+        const sluice_record *left = sides & JOIN_LEFT ? &recs[0] : NULL;
+        const sluice_record *right = sides & JOIN_RIGHT ? &recs[n - 1] : NULL;
+        struct emitting e = begin_emitting(j);
+        int rc = g.op->join(head.key, w, left, right);
+        if (!end_emitting(e, rc)) reject(j, rc);
+    }
+    if (off != len) return malformed(export);
+    out_end();
+    return SLUICE_STATUS_OK;
+}
+
+SLUICE_EXPORT("sluice_join") int32_t sluice_join(uint8_t *groups, uint32_t len) {
+    int32_t status = join_batch(groups, len);
     consumed();
     return status;
 }

@@ -4,11 +4,12 @@
  * An operator is a C file that defines its callbacks and names them in one
  * SLUICE_OPERATOR definition; sluice.c, compiled with it, supplies every
  * export the host calls (sluice_abi_version, sluice_alloc,
- * sluice_configure, sluice_process, sluice_plan, sluice_apply, sluice_post)
- * and dispatches to the callbacks, and sluice_kinds, from which `sluice
- * plugin build` writes the module's sluice.kinds section (the operator
- * kind its SLUICE_OPERATOR gives). Build a module with clang and
- * wasi-libc, as a WASI reactor:
+ * sluice_configure, sluice_process, sluice_plan, sluice_apply, sluice_post,
+ * the window exports sluice_agg_add, sluice_agg_merge, sluice_agg_fire and
+ * sluice_window_fire, and sluice_join) and dispatches to the callbacks,
+ * and sluice_kinds, from which `sluice plugin build` writes the module's
+ * sluice.kinds section (the operator kind its SLUICE_OPERATOR gives).
+ * Build a module with clang and wasi-libc, as a WASI reactor:
  *
  *     clang --target=wasm32-wasi -O2 -mexec-model=reactor -s \
  *         -I sdk/c -o op.wasm op.c sdk/c/sluice.c
@@ -28,10 +29,10 @@
  *
  * The contract the SDK implements is abi/ABI.md; the Go SDK (sdk/go/sluice)
  * is its reference implementation, and this SDK mirrors its concepts:
- * one operator per module, of one of five kinds (map, filter, flatmap,
- * keyed, transactional), an optional configure callback, errors that
- * dead-letter one record, and the host's rules on lifetimes and
- * determinism. sdk/c/README.md is the guide.
+ * one operator per module, of one of eight kinds (map, filter, flatmap,
+ * keyed, transactional, aggregate, window, join), an optional configure
+ * callback, errors that dead-letter one record, and the host's rules on
+ * lifetimes and determinism. sdk/c/README.md is the guide.
  *
  * Lifetimes. Records handed to a callback alias the batch the host wrote
  * into guest memory: their bytes are valid until the callback returns (copy
@@ -91,6 +92,7 @@ extern "C" {
 #define SLUICE_KIND_TRANSACTIONAL 16
 #define SLUICE_KIND_AGGREGATE 32
 #define SLUICE_KIND_WINDOW 64
+#define SLUICE_KIND_JOIN 128
 
 /* The bits of sluice_features' result (ABI.md section 9). The SDK declares
  * SLUICE_FEATURE_INPUTS: every record it hands a callback has its input. */
@@ -254,11 +256,11 @@ __attribute__((noreturn)) void sluice_panic(const char *msg);
 
 /*
  * sluice_emit sends an output record whose origin is the input record (or
- * event) being handled. It is valid during flatmap, keyed and post
- * callbacks; anywhere else it panics. r is encoded at once. Outputs reach
- * the host at the end of the batch, or between two records once about
- * 1 MiB has gathered; those of a record whose callback fails are
- * discarded.
+ * event, firing or join pair) being handled. It is valid during flatmap,
+ * keyed, post, agg_fire, window_fire and join callbacks; anywhere else it
+ * panics. r is encoded at once. Outputs reach the host at the end of the
+ * batch, or between two records once about 1 MiB has gathered; those of a
+ * record whose callback fails are discarded.
  */
 void sluice_emit(const sluice_record *r);
 
@@ -448,7 +450,8 @@ typedef enum sluice_firing { SLUICE_ON_TIME, SLUICE_EARLY, SLUICE_LATE } sluice_
 
 /*
  * sluice_window is a firing window [start, end), in ns since the Unix
- * epoch. The host stamps a window's results with end - 1.
+ * epoch. The host stamps the results of a window, and those of a window
+ * join's pair, with end - 1.
  */
 typedef struct sluice_window {
     int64_t start, end;
@@ -480,6 +483,17 @@ typedef struct sluice_window {
  *   window_fire  a window function: all of key's records of window w, in
  *            arrival order, emitting its results through sluice_emit; an
  *            error dead-letters every record of the window.
+ *   join     a join function (ABI.md section 14): the host's join finds
+ *            the pairs of records of its two inputs with equal keys in a
+ *            window or an interval, and join builds each pair's results,
+ *            emitting any number through sluice_emit. left is the record
+ *            of the join's first input, right that of its second; one of
+ *            them is NULL for an outer join's record that matched
+ *            nothing. w is the pair's window, NULL for an interval join.
+ *            The host stamps each result with w->end - 1, or for an
+ *            interval join with the later of the two records' times. An
+ *            error dead-letters the pair (the result the join makes
+ *            without a plugin, a JSON object of the key and both values).
  *
  * A record callback that returns anything but SLUICE_OK dead-letters its
  * record (post: its event, whose state effects stay) with the message of
@@ -504,6 +518,7 @@ typedef struct sluice_operator {
     int (*agg_merge)(sluice_buf *a, sluice_bytes b);
     int (*agg_fire)(sluice_bytes key, const sluice_window *w, sluice_bytes acc);
     int (*window_fire)(sluice_bytes key, const sluice_window *w, const sluice_record *recs, size_t n);
+    int (*join)(sluice_bytes key, const sluice_window *w, const sluice_record *left, const sluice_record *right);
 } sluice_operator;
 
 /*
@@ -568,6 +583,7 @@ int32_t sluice_agg_add(uint8_t *groups, uint32_t len);
 int32_t sluice_agg_merge(uint8_t *pairs, uint32_t len);
 int32_t sluice_agg_fire(uint8_t *fires, uint32_t len);
 int32_t sluice_window_fire(uint8_t *groups, uint32_t len);
+int32_t sluice_join(uint8_t *groups, uint32_t len);
 
 #if defined(SLUICE_NATIVE_TEST)
 /*

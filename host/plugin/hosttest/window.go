@@ -160,3 +160,41 @@ func hostWindow(w sluice.Window) plugin.Window {
 	}
 	return plugin.Window{Start: w.Start, End: w.End, Firing: f}
 }
+
+// Join runs a join module's sluice_join for one pair of key's records with
+// (*plugin.Instance).Join, and returns its results and whether the pair
+// was rejected, as sluicetest.Harness.Join does. A call that fails is a
+// Reject whose Err wraps sluicetest.ErrTrap or sluicetest.ErrBatchFailed,
+// as the host turns it into one.
+func (h *Harness) Join(key []byte, win *sluice.Window, left, right *sluice.Record) ([]sluicetest.Output, []sluicetest.Reject, error) {
+	w := h.b
+	if err := w.ready(h.config); err != nil {
+		return nil, nil, err
+	}
+	p := plugin.JoinPair{Key: key, Time: sluicetest.JoinTime(win, left, right)}
+	if win != nil {
+		hw := hostWindow(*win)
+		p.Window = &hw
+	}
+	var recs []sluice.Record
+	for _, r := range []*sluice.Record{left, right} {
+		if r != nil {
+			recs = append(recs, *r)
+		}
+	}
+	in := w.records(recs)
+	if left != nil {
+		p.Left = &in[0]
+	}
+	if right != nil {
+		p.Right = &in[len(in)-1]
+	}
+	w.out.Reset()
+	err := w.inst.Join(w.ctx(), []plugin.JoinPair{p}, &w.out)
+	clear(w.in)
+	if err != nil {
+		w.close()
+		return nil, nil, startError(err)
+	}
+	return w.results()
+}

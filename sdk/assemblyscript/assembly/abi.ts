@@ -13,6 +13,17 @@ export const KIND_BIT_KEYED: i32 = 8;
 export const KIND_BIT_TRANSACTIONAL: i32 = 16;
 export const KIND_BIT_AGGREGATE: i32 = 32;
 export const KIND_BIT_WINDOW: i32 = 64;
+export const KIND_BIT_JOIN: i32 = 128;
+
+/**
+ * The bits of the one-byte value of a sluice_join group's head (ABI.md
+ * section 14): which sides of the pair are present, in this order among
+ * the group's members.
+ */
+/** JOIN_LEFT: the pair has a left record, the group's first member. */
+export const JOIN_LEFT: u8 = 1;
+/** JOIN_RIGHT: the pair has a right record, the group's last member. */
+export const JOIN_RIGHT: u8 = 2;
 
 /** The bits of sluice_features' result (ABI.md section 9). */
 /** FEATURE_INPUTS: the module reads the input each record arrived on. */

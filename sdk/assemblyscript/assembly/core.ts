@@ -5,7 +5,7 @@
 import * as host from "./host";
 import {
   BATCH_HEADER_SIZE, KIND_BIT_AGGREGATE, KIND_BIT_FILTER, KIND_BIT_FLATMAP, KIND_BIT_KEYED, KIND_BIT_MAP,
-  KIND_BIT_TRANSACTIONAL, KIND_BIT_WINDOW,
+  KIND_BIT_JOIN, KIND_BIT_TRANSACTIONAL, KIND_BIT_WINDOW,
   STATUS_BAD_CONFIG, STATUS_OK,
 } from "./abi";
 import { Bytes } from "./bytes";
@@ -23,6 +23,7 @@ export const KIND_KEYED: i32 = 4;
 export const KIND_TXN: i32 = 5;
 export const KIND_AGGREGATE: i32 = 6;
 export const KIND_WINDOW: i32 = 7;
+export const KIND_JOIN: i32 = 8;
 
 /** The kind of handler registered, one of KIND_*. */
 export let kind: i32 = KIND_NONE;
@@ -43,6 +44,7 @@ export function servesWhat(k: i32): string {
     case KIND_TXN: return "transactional operators";
     case KIND_AGGREGATE: return "aggregate operators";
     case KIND_WINDOW: return "window operators";
+    case KIND_JOIN: return "join operators";
   }
   return "no operator";
 }
@@ -90,8 +92,9 @@ export function kindBits(): i32 {
     case KIND_TXN: return KIND_BIT_TRANSACTIONAL;
     case KIND_AGGREGATE: return KIND_BIT_AGGREGATE;
     case KIND_WINDOW: return KIND_BIT_WINDOW;
+    case KIND_JOIN: return KIND_BIT_JOIN;
   }
-  log(Level.Error, "no handler registered: call map, filter, flatMap, keyed, transactional, aggregate or windowFunc from the module's top level");
+  log(Level.Error, "no handler registered: call map, filter, flatMap, keyed, transactional, aggregate, windowFunc or joinFunc from the module's top level");
   return 0;
 }
 
@@ -184,10 +187,11 @@ export function outFlush(): void {
 
 /**
  * Emitter sends a handler's output records to the host. The SDK passes one
- * to flatMap, keyed and post handlers; it is valid only during that call.
+ * to flatMap, keyed, post, fire, window and join handlers; it is valid only
+ * during that call.
  */
 export class Emitter {
-  /** The index of the input record (or event) being handled. */
+  /** The index of the input record (or event, firing or pair) being handled. */
   origin: u32 = 0;
 
   /**

@@ -18,6 +18,7 @@ export { map, filter, flatMap, keyed } from "./stream";
 export { State, tableId } from "./state";
 export { Call, Effect, Key, KeyValue, OpOutcome, Outcome, Planner, transactional } from "./txn";
 export { FIRING_EARLY, FIRING_LATE, FIRING_ON_TIME, Window, aggregate, windowFunc } from "./window";
+export { joinFunc } from "./join";
 export { Level, log, logDebug, logInfo, logWarn, logError, panic } from "./log";
 export { isPrint, quote, quoteString } from "./quote";
 export { decodeRune, encodeRune, RUNE_ERROR } from "./utf8";

@@ -5,7 +5,7 @@ import * as host from "./host";
 import { BATCH_HEADER_SIZE, DEFAULT_TABLE, FLAGS_INPUT, STATUS_ERROR, STATUS_OK } from "./abi";
 import { Bytes } from "./bytes";
 import {
-  Emitter, KIND_AGGREGATE, KIND_FILTER, KIND_FLATMAP, KIND_KEYED, KIND_MAP, KIND_NONE, KIND_TXN, KIND_WINDOW,
+  Emitter, KIND_AGGREGATE, KIND_FILTER, KIND_FLATMAP, KIND_JOIN, KIND_KEYED, KIND_MAP, KIND_NONE, KIND_TXN, KIND_WINDOW,
   handlerBegin, handlerEnd, kindName, servesWhat,
   hostReject, kind, misregistered, outFlush, outFull, outMark, outMarkCount, outRaw, outRecord, outReset, outRestore,
   register,
@@ -133,6 +133,15 @@ const inRecord = new Record(inKey, inValue);
  * the same object for every record of a call.
  */
 export function decodedRecord(): Record {
+  return decodedInto(inRecord, inKey, inValue);
+}
+
+/**
+ * Points r at the fields decodeAt read last, through key and value, which
+ * become its key and value, and returns it: for handlers given a few
+ * records at once, each reused from call to call as decodedRecord's is.
+ */
+export function decodedInto(r: Record, key: Bytes, value: Bytes): Record {
   let hs: Array<Header> | null = null;
   if (dNh != 0) {
     hs = new Array<Header>(<i32>dNh);
@@ -146,13 +155,13 @@ export function decodedRecord(): Record {
       p += 4 + <usize>vl;
     }
   }
-  inKey.ptr = dKey;
-  inKey.length = dKlen;
-  inValue.ptr = dVal;
-  inValue.length = dVlen;
-  inRecord.reset(inKey, inValue, dTime, hs);
-  inRecord.input = dInput;
-  return inRecord;
+  key.ptr = dKey;
+  key.length = dKlen;
+  value.ptr = dVal;
+  value.length = dVlen;
+  r.reset(key, value, dTime, hs);
+  r.input = dInput;
+  return r;
 }
 
 /**
@@ -227,6 +236,9 @@ export function doProcess(ptr: usize, len: usize): i32 {
     case KIND_AGGREGATE:
     case KIND_WINDOW:
       log(Level.Error, "this plugin registers a " + kindName + " handler: it serves " + servesWhat(kind) + " (abi/ABI.md section 13), not sluice_process");
+      return STATUS_ERROR;
+    case KIND_JOIN:
+      log(Level.Error, "this plugin registers a " + kindName + " handler: it serves " + servesWhat(kind) + " (abi/ABI.md section 14), not sluice_process");
       return STATUS_ERROR;
   }
   if (len < <usize>BATCH_HEADER_SIZE) {

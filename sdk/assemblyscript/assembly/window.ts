@@ -63,19 +63,23 @@ export function windowFunc(fn: (key: Bytes, w: Window, recs: Array<Record>, out:
   if (register(KIND_WINDOW, "windowFunc")) windowFn = fn;
 }
 
-/** Logs why export cannot run and returns STATUS_ERROR, unless the handler is of kind k. */
-function wrongKind(export_: string, k: i32): bool {
+/**
+ * Logs why export cannot run and returns true, unless the handler is of
+ * kind k, which the function registrar registers.
+ */
+export function wrongKind(export_: string, k: i32, registrar: string): bool {
   if (misregistered()) return true;
   if (kind == k) return false;
   if (kindName == "") {
-    log(Level.Error, "no handler registered: call " + (k == KIND_AGGREGATE ? "aggregate" : "windowFunc") + " from the module's top level");
+    log(Level.Error, "no handler registered: call " + registrar + " from the module's top level");
   } else {
     log(Level.Error, export_ + " called, but this plugin registers a " + kindName + " handler: it serves " + servesWhat(kind));
   }
   return true;
 }
 
-function malformed(export_: string): i32 {
+/** Logs that export's input is malformed and returns STATUS_ERROR. */
+export function malformed(export_: string): i32 {
   log(Level.Error, export_ + ": malformed input");
   return STATUS_ERROR;
 }
@@ -91,7 +95,7 @@ function emitAcc(origin: u32, acc: Bytes): void {
 }
 
 /** Reads a window from the headers of r, or returns null. */
-function windowOf(r: Record): Window | null {
+export function windowOf(r: Record): Window | null {
   const s = r.header("sluice-window-start");
   const e = r.header("sluice-window-end");
   const f = r.header("sluice-firing");
@@ -107,7 +111,7 @@ function windowOf(r: Record): Window | null {
 /** Implements sluice_agg_add over the group batch at [ptr, ptr+len). */
 export function doAggAdd(ptr: usize, len: usize): i32 {
   const ex = "sluice_agg_add";
-  if (wrongKind(ex, KIND_AGGREGATE)) return STATUS_ERROR;
+  if (wrongKind(ex, KIND_AGGREGATE, "aggregate")) return STATUS_ERROR;
   if (len < <usize>BATCH_HEADER_SIZE) return malformed(ex);
   const end = ptr + len;
   const groups = load<u32>(ptr);
@@ -148,7 +152,7 @@ export function doAggAdd(ptr: usize, len: usize): i32 {
 /** Implements sluice_agg_merge over the batch of pairs at [ptr, ptr+len). */
 export function doAggMerge(ptr: usize, len: usize): i32 {
   const ex = "sluice_agg_merge";
-  if (wrongKind(ex, KIND_AGGREGATE)) return STATUS_ERROR;
+  if (wrongKind(ex, KIND_AGGREGATE, "aggregate")) return STATUS_ERROR;
   if (len < <usize>BATCH_HEADER_SIZE) return malformed(ex);
   const end = ptr + len;
   const n = load<u32>(ptr);
@@ -178,7 +182,7 @@ export function doAggMerge(ptr: usize, len: usize): i32 {
 /** Implements sluice_agg_fire over the batch of firings at [ptr, ptr+len). */
 export function doAggFire(ptr: usize, len: usize): i32 {
   const ex = "sluice_agg_fire";
-  if (wrongKind(ex, KIND_AGGREGATE)) return STATUS_ERROR;
+  if (wrongKind(ex, KIND_AGGREGATE, "aggregate")) return STATUS_ERROR;
   if (len < <usize>BATCH_HEADER_SIZE) return malformed(ex);
   const end = ptr + len;
   const n = load<u32>(ptr);
@@ -212,7 +216,7 @@ export function doAggFire(ptr: usize, len: usize): i32 {
 /** Implements sluice_window_fire over the group batch at [ptr, ptr+len). */
 export function doWindowFire(ptr: usize, len: usize): i32 {
   const ex = "sluice_window_fire";
-  if (wrongKind(ex, KIND_WINDOW)) return STATUS_ERROR;
+  if (wrongKind(ex, KIND_WINDOW, "windowFunc")) return STATUS_ERROR;
   if (len < <usize>BATCH_HEADER_SIZE) return malformed(ex);
   const end = ptr + len;
   const groups = load<u32>(ptr);

@@ -657,7 +657,7 @@ static int count_fire(sluice_bytes key, const sluice_window *w, sluice_bytes acc
     return SLUICE_OK;
 }
 /* Emits each record's header value and value, joined. */
-static int join_fire(sluice_bytes key, const sluice_window *w, const sluice_record *recs, size_t n) {
+static int concat_fire(sluice_bytes key, const sluice_window *w, const sluice_record *recs, size_t n) {
     (void)w;
     sluice_buf v = SLUICE_BUF_INIT;
     for (size_t i = 0; i < n; i++) {
@@ -739,7 +739,7 @@ static void test_window(void) {
     CHECK(call_export(sluice_window_fire, &b) == SLUICE_STATUS_ERROR && strstr(host.last_log, "not window_fire") != NULL);
     free(b.p);
 
-    static const sluice_operator win = {.window_fire = join_fire};
+    static const sluice_operator win = {.window_fire = concat_fire};
     use(&win);
     CHECK(sluice_kinds() == SLUICE_KIND_WINDOW);
     b = (tbuf){0};
@@ -761,6 +761,217 @@ static void test_window(void) {
     static const sluice_operator half = {.agg_add = count_add, .agg_fire = count_fire};
     use(&half);
     CHECK(sluice_kinds() == 0 && strstr(host.last_log, "agg_add, agg_merge and agg_fire, all three") != NULL);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Join functions (ABI.md section 14). */
+
+/*
+ * Emits one result per pair: the value "L|R", each side its header's value
+ * (when it has one), its value and '@' and its input, "-" for a side the
+ * pair lacks; for a window join a header "w" holding "start,end,firing".
+ * A value "bad" on either side fails the pair after emitting, a right
+ * value "twice" emits the result twice.
+ */
+static int pair_join(sluice_bytes key, const sluice_window *w, const sluice_record *left,
+                     const sluice_record *right) {
+    sluice_buf v = SLUICE_BUF_INIT, wv = SLUICE_BUF_INIT;
+    const sluice_record *sides[2] = {left, right};
+    bool bad = false;
+    for (int i = 0; i < 2; i++) {
+        const sluice_record *r = sides[i];
+        if (i == 1) sluice_buf_append_byte(&v, '|');
+        if (r == NULL) {
+            sluice_buf_append_byte(&v, '-');
+            continue;
+        }
+        if (r->header_count == 1) sluice_buf_append(&v, r->headers[0].value.ptr, r->headers[0].value.len);
+        sluice_buf_append(&v, r->value.ptr, r->value.len);
+        sluice_buf_append_byte(&v, '@');
+        sluice_buf_append_u64(&v, r->input);
+        bad = bad || sluice_bytes_equal(r->value, SLUICE_LIT("bad"));
+    }
+    sluice_record o = {0};
+    o.key = key;
+    o.value = sluice_buf_bytes(&v);
+    sluice_header h = {SLUICE_LIT("w"), {NULL, 0}};
+    if (w != NULL) {
+        sluice_buf_append_i64(&wv, w->start);
+        sluice_buf_append_byte(&wv, ',');
+        sluice_buf_append_i64(&wv, w->end);
+        sluice_buf_append_str(&wv, w->firing == SLUICE_LATE ? ",late" : w->firing == SLUICE_EARLY ? ",early" : ",on-time");
+        h.value = sluice_buf_bytes(&wv);
+        o.headers = &h;
+        o.header_count = 1;
+    }
+    sluice_emit(&o);
+    if (right != NULL && sluice_bytes_equal(right->value, SLUICE_LIT("twice"))) sluice_emit(&o);
+    sluice_buf_free(&v);
+    sluice_buf_free(&wv);
+    return bad ? sluice_error("bad value in pair") : SLUICE_OK;
+}
+
+/* put_interval_head puts an interval join's head: key, time, the sides. */
+static void put_interval_head(tbuf *b, uint32_t origin, const char *key, int64_t time, const char *sides) {
+    put_record(b, origin, &(trec){key, sides, time, NULL, NULL});
+}
+
+/* set_input sets the input of the record that starts at offset at. */
+static void set_input(tbuf *b, size_t at, uint8_t input) { b->p[at + 8] = input; }
+
+/* join_fails calls sluice_join with b and checks that the call fails with a
+ * message that contains want. */
+static void join_fails(tbuf *b, const char *want) {
+    static const sluice_operator op = {.join = pair_join};
+    use(&op);
+    int32_t st = call_export(sluice_join, b);
+    if (st != SLUICE_STATUS_ERROR || strstr(host.last_log, want) == NULL)
+        fprintf(stderr, "sluice_join: status %d, log %s; want an error with %s\n", st, host.last_log, want);
+    CHECK(st == SLUICE_STATUS_ERROR && strstr(host.last_log, want) != NULL && host.nrejects == 0);
+    free(b->p);
+    *b = (tbuf){0};
+}
+
+static void test_join(void) {
+    static const sluice_operator op = {.join = pair_join};
+    use(&op);
+    CHECK(sluice_kinds() == SLUICE_KIND_JOIN && host.nlogs == 0);
+
+    tbuf b = {0};
+    put32(&b, 6);
+    /* 0: a window join's matched pair, each record with its own header, the
+     * right one from input 1. */
+    put_fire(&b, 0, "a", -10, 10, "on-time", "\x03");
+    put32(&b, 2);
+    put_record(&b, 0, &(trec){"a", "x", 1, "h", "p"});
+    size_t right = b.n;
+    put_record(&b, 1, &(trec){"a", "y", 2, "h", "q"});
+    set_input(&b, right, 1);
+    /* 1: an interval join's left record alone. */
+    put_interval_head(&b, 1, "b", 70, "\x01");
+    put32(&b, 1);
+    put_record(&b, 2, &(trec){"b", "l", 70, NULL, NULL});
+    /* 2: a late window's right record alone. */
+    put_fire(&b, 2, "c", 0, 60, "late", "\x02");
+    put32(&b, 1);
+    right = b.n;
+    put_record(&b, 3, &(trec){"c", "r", 5, NULL, NULL});
+    set_input(&b, right, 1);
+    /* 3: a pair that fails after emitting: rejected, its output dropped. */
+    put_interval_head(&b, 3, "d", 8, "\x03");
+    put32(&b, 2);
+    put_record(&b, 4, &(trec){"d", "v", 7, NULL, NULL});
+    put_record(&b, 5, &(trec){"d", "bad", 8, NULL, NULL});
+    /* 4: two results for one pair. */
+    put_fire(&b, 4, "e", 0, 60, "early", "\x03");
+    put32(&b, 2);
+    put_record(&b, 6, &(trec){"e", "1", 1, NULL, NULL});
+    put_record(&b, 7, &(trec){"e", "twice", 2, NULL, NULL});
+    /* 5: a lone left record that fails. */
+    put_interval_head(&b, 5, "f", 9, "\x01");
+    put32(&b, 1);
+    put_record(&b, 8, &(trec){"f", "bad", 9, NULL, NULL});
+    CHECK(call_export(sluice_join, &b) == SLUICE_STATUS_OK);
+    static const struct {
+        uint32_t origin;
+        const char *key, *value, *window;
+    } want[] = {
+        {0, "a", "px@0|qy@1", "-10,10,on-time"},
+        {1, "b", "l@0|-", NULL},
+        {2, "c", "-|r@1", "0,60,late"},
+        {4, "e", "1@0|twice@0", "0,60,early"},
+        {4, "e", "1@0|twice@0", "0,60,early"},
+    };
+    CHECK(host.nouts == sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < host.nouts && i < sizeof want / sizeof want[0]; i++) {
+        const out_rec *o = &host.outs[i];
+        CHECK(o->origin == want[i].origin && strcmp(o->key, want[i].key) == 0 && strcmp(o->value, want[i].value) == 0);
+        if (want[i].window == NULL) {
+            CHECK(o->headers == 0);
+        } else {
+            CHECK(o->headers == 1 && strcmp(o->hname, "w") == 0 && strcmp(o->hvalue, want[i].window) == 0);
+        }
+    }
+    CHECK(host.nrejects == 2 && host.rejects[0] == 3 && host.rejects[1] == 5);
+    CHECK(strcmp(host.reject_msg[0], "bad value in pair") == 0 && strcmp(host.reject_msg[1], "bad value in pair") == 0);
+    free(b.p);
+
+    /* No pairs: no output. */
+    use(&op);
+    b = (tbuf){0};
+    put32(&b, 0);
+    CHECK(call_export(sluice_join, &b) == SLUICE_STATUS_OK && host.emits == 0 && host.nlogs == 0);
+    free(b.p);
+    b = (tbuf){0};
+
+    /* Heads and member counts the ABI does not allow fail the call. */
+    static const struct {
+        const char *sides;
+        uint32_t members;
+        const char *want;
+    } bad[] = {
+        {"", 0, "sluice_join: pair 1: the head's value is not one byte of sides"},
+        {"\x04", 1, "sluice_join: pair 1: the head's value is not one byte of sides"},
+        {"\x07", 2, "sluice_join: pair 1: the head's value is not one byte of sides"},
+        {"\x01\x02", 2, "sluice_join: pair 1: the head's value is not one byte of sides"},
+        {"\x03", 1, "sluice_join: pair 1 has 1 records, and its head says 2"},
+        {"\x01", 2, "sluice_join: pair 1 has 2 records, and its head says 1"},
+        {"\x02", 0, "sluice_join: pair 1 has 0 records, and its head says 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        put32(&b, 2);
+        put_interval_head(&b, 0, "k", 1, "\x01");
+        put32(&b, 1);
+        put_record(&b, 0, &(trec){"k", "v", 1, NULL, NULL});
+        put_interval_head(&b, 1, "k", 1, bad[i].sides);
+        put32(&b, bad[i].members);
+        for (uint32_t k = 0; k < bad[i].members; k++) put_record(&b, 1 + k, &(trec){"k", "v", 1, NULL, NULL});
+        join_fails(&b, bad[i].want);
+    }
+    /* A zero byte of sides. */
+    put32(&b, 1);
+    put_interval_head(&b, 0, "k", 1, "\x01");
+    b.p[b.n - 4 - 1] = 0; /* the value's one byte, before the header count */
+    put32(&b, 0);
+    join_fails(&b, "pair 0: the head's value is not one byte of sides");
+    /* Headers that are not a window's. */
+    put32(&b, 1);
+    put_record(&b, 0, &(trec){"k", "\x01", 1, "sluice-window-start", "12345678"});
+    put32(&b, 1);
+    put_record(&b, 0, &(trec){"k", "v", 1, NULL, NULL});
+    join_fails(&b, "sluice_join: pair 0 has headers that are not a window's");
+    /* Malformed groups. */
+    put32(&b, 2);
+    put_interval_head(&b, 0, "k", 1, "\x01");
+    put32(&b, 1);
+    put_record(&b, 0, &(trec){"k", "v", 1, NULL, NULL});
+    join_fails(&b, "sluice_join: malformed input");
+    put32(&b, 1);
+    put_interval_head(&b, 0, "k", 1, "\x03");
+    put32(&b, 2);
+    put_record(&b, 0, &(trec){"k", "v", 1, NULL, NULL});
+    join_fails(&b, "sluice_join: malformed input");
+    put32(&b, 1);
+    put_interval_head(&b, 0, "k", 1, "\x01");
+    put32(&b, 1);
+    put_record(&b, 0, &(trec){"k", "v", 1, NULL, NULL});
+    put32(&b, 0);
+    join_fails(&b, "sluice_join: malformed input");
+
+    /* The wrong export for the kind, and the join export for another kind. */
+    use(&op);
+    b = batch_of(&(trec){"k", "v", 0, NULL, NULL}, 1);
+    CHECK(call_process(&b) == SLUICE_STATUS_ERROR && strstr(host.last_log, "sets join: it serves join operators") != NULL);
+    CHECK(call_export(sluice_window_fire, &b) == SLUICE_STATUS_ERROR && strstr(host.last_log, "sets join, not window_fire") != NULL);
+    static const sluice_operator win = {.window_fire = concat_fire};
+    use(&win);
+    CHECK(call_export(sluice_join, &b) == SLUICE_STATUS_ERROR && strstr(host.last_log, "sets window_fire, not join") != NULL);
+    free(b.p);
+
+    static const sluice_operator both = {.window_fire = concat_fire, .join = pair_join};
+    use(&both);
+    CHECK(sluice_kinds() == 0 && strstr(host.last_log, "sets both window_fire and join: set exactly one of map, filter, "
+                                                       "flatmap, keyed, plan, agg_add, window_fire or join") != NULL);
 }
 
 static void test_alloc(void) {
@@ -1118,6 +1329,7 @@ int main(void) {
     test_kinds();
     test_alloc();
     test_window();
+    test_join();
     test_txn();
     test_txn_access();
     test_quote();

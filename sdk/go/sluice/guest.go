@@ -154,6 +154,8 @@ func (g *guest) kinds() int32 {
 		return abi.KindBitAggregate
 	case kindWindow:
 		return abi.KindBitWindow
+	case kindJoin:
+		return abi.KindBitJoin
 	}
 	g.host.Log(abi.LogError, noHandler)
 	return 0
@@ -164,7 +166,7 @@ func (g *guest) kinds() int32 {
 func (g *guest) features() int32 { return abi.FeatureInputs }
 
 // noHandler is the error of a module whose plugin registers no handler.
-const noHandler = "no handler registered: call sluice.Map, MapInPlace, Filter, FlatMap, Keyed, Transactional, Aggregate or WindowFunc from an init function of package main (a plugin's main function never runs)"
+const noHandler = "no handler registered: call sluice.Map, MapInPlace, Filter, FlatMap, Keyed, Transactional, Aggregate, WindowFunc or JoinFunc from an init function of package main (a plugin's main function never runs)"
 
 // configure implements sluice_configure.
 func (g *guest) configure(config []byte) int32 {

@@ -42,6 +42,7 @@ func (n nativeGuest) AggAdd(b []byte) int32     { return n.run(b, n.g.aggAdd) }
 func (n nativeGuest) AggMerge(b []byte) int32   { return n.run(b, n.g.aggMerge) }
 func (n nativeGuest) AggFire(b []byte) int32    { return n.run(b, n.g.aggFire) }
 func (n nativeGuest) WindowFire(b []byte) int32 { return n.run(b, n.g.windowFire) }
+func (n nativeGuest) Join(b []byte) int32       { return n.run(b, n.g.join) }
 
 // run calls fn, an export of the guest core, with Log reaching its host.
 func (n nativeGuest) run(b []byte, fn func([]byte) int32) int32 {

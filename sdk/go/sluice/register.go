@@ -14,6 +14,7 @@ const (
 	kindTxn
 	kindAggregate
 	kindWindow
+	kindJoin
 )
 
 func (k kind) String() string {
@@ -32,6 +33,8 @@ func (k kind) String() string {
 		return "Aggregate"
 	case kindWindow:
 		return "WindowFunc"
+	case kindJoin:
+		return "JoinFunc"
 	}
 	return "none"
 }
@@ -51,6 +54,7 @@ type handlers struct {
 	txn          *Txn
 	aggregate    Aggregator
 	windowFn     func(key []byte, w Window, recs []Record, out *Emitter) error
+	joinFn       func(key []byte, w *Window, left, right *Record, out *Emitter) error
 	configure    func([]byte) error
 	// sealed is set when the first batch or configuration arrives; handlers
 	// registered later would be a bug in the plugin.

@@ -173,3 +173,7 @@ func exportAggFire(p unsafe.Pointer, n uint32) int32 { return theGuest.aggFire(r
 //go:wasmexport sluice_window_fire
 //lint:ignore U1000 called by the host through the //go:wasmexport above
 func exportWindowFire(p unsafe.Pointer, n uint32) int32 { return theGuest.windowFire(region(p, n)) }
+
+//go:wasmexport sluice_join
+//lint:ignore U1000 called by the host through the //go:wasmexport above
+func exportJoin(p unsafe.Pointer, n uint32) int32 { return theGuest.join(region(p, n)) }

@@ -118,6 +118,8 @@ func (k kind) operators() string {
 		return "aggregate"
 	case kindWindow:
 		return "window"
+	case kindJoin:
+		return "join"
 	case kindTxn:
 		return "transactional"
 	}

@@ -25,6 +25,14 @@ pub const FEATURE_INPUTS: i32 = 1;
 /// module that declares [`FEATURE_INPUTS`]. Other bits are reserved.
 pub const FLAGS_INPUT: u32 = 0xffff;
 
+/// The bits of the one-byte value of a `sluice_join` group's head (section
+/// 14), which say the sides its pair has: a left record, the group's first
+/// member.
+pub const JOIN_LEFT: u8 = 1;
+/// A right record, the group's last member. A matched pair has both sides;
+/// an outer join's record that matched nothing comes alone.
+pub const JOIN_RIGHT: u8 = 2;
+
 /// Status codes of host functions and guest exports (section 8).
 pub const STATUS_OK: i32 = 0;
 /// Returned by `table_id`, `state_get` and `txn_get` for what does not exist.

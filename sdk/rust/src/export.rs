@@ -1,9 +1,9 @@
 //! The export macros: one per operator kind, invoked once per operator
 //! crate with the operator's type. Each expands, in a WebAssembly build
-//! only, to the exports of ABI sections 2 and 10, to the `sluice.kinds`
-//! custom section that declares the operator kinds they serve (ABI section
-//! 12), and to the static that holds the instance's operator, made with
-//! `Default` at the first call.
+//! only, to the exports of ABI sections 2, 10, 13 and 14, to the
+//! `sluice.kinds` custom section that declares the operator kinds they
+//! serve (ABI section 12), and to the static that holds the instance's
+//! operator, made with `Default` at the first call.
 //! In a native build (`cargo test`) they expand to nothing.
 
 /// The exports every operator has: `_initialize`, `sluice_abi_version`,
@@ -316,6 +316,33 @@ macro_rules! export_window {
                 GUEST.with(new_guest, |g| {
                     g.with_region("sluice_window_fire", ptr as usize, len as usize, |g, b| {
                         g.run_window_fire(b, <$t as $crate::WindowFunction>::fire)
+                    })
+                })
+            }
+        };
+    };
+}
+
+/// Exports `$t`, a [`JoinFunction`](crate::JoinFunction) that implements
+/// `Default`, as the module's operator: `sluice_join` (ABI section 14).
+///
+/// ```ignore
+/// sluice::export_join!(Enrich);
+/// ```
+#[macro_export]
+macro_rules! export_join {
+    ($t:ty) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            $crate::__sluice_kinds!(b"join");
+            $crate::__sluice_slot!(GUEST, new_guest, $t);
+            $crate::__sluice_exports_common!(GUEST, new_guest, $t, $crate::JoinFunction);
+
+            #[no_mangle]
+            pub extern "C" fn sluice_join(ptr: u32, len: u32) -> i32 {
+                GUEST.with(new_guest, |g| {
+                    g.with_region("sluice_join", ptr as usize, len as usize, |g, b| {
+                        g.run_join(b, <$t as $crate::JoinFunction>::join)
                     })
                 })
             }

@@ -1088,3 +1088,118 @@ impl<T> Guest<T> {
         abi::STATUS_OK
     }
 }
+
+// -- Join functions (ABI section 14) ------------------------------------------
+
+impl<T> Guest<T> {
+    /// Implements `sluice_join` over a group batch, one group per pair, with
+    /// `join`. A pair's head says which sides it has: its value is one byte
+    /// of `JOIN_LEFT` and `JOIN_RIGHT`, and its members are those records,
+    /// left first. An error from `join` rejects the pair and drops what it
+    /// emitted.
+    pub fn run_join<F>(&mut self, batch: &[u8], mut join: F) -> i32
+    where
+        F: FnMut(
+            &mut T,
+            &[u8],
+            Option<&crate::Window>,
+            Option<&Record<'_>>,
+            Option<&Record<'_>>,
+            &mut Emitter<'_>,
+        ) -> Result<(), Error>,
+    {
+        const EXPORT: &str = "sluice_join";
+        const SIDES: u8 = abi::JOIN_LEFT | abi::JOIN_RIGHT;
+        let pairs = match abi::batch_count(batch) {
+            Ok(c) => c,
+            Err(e) => return self.bad_window_input(EXPORT, &e),
+        };
+        self.out.reset();
+        let mut off = abi::BATCH_HEADER_SIZE;
+        let mut member = 0u32;
+        for j in 0..pairs {
+            let head = match abi::parse_record(batch, off, j) {
+                Ok(s) => s,
+                Err(e) => return self.bad_window_input(EXPORT, &e),
+            };
+            off = head.end;
+            let h = head.record(batch);
+            // An interval join's heads have no headers.
+            let w = if h.headers.is_empty() {
+                None
+            } else {
+                match crate::Window::of(&h) {
+                    Some(w) => Some(w),
+                    None => {
+                        return self.bad_window_input(
+                            EXPORT,
+                            &format!("pair {} has headers that are not a window's", j),
+                        )
+                    }
+                }
+            };
+            let sides = match *h.value {
+                [s] if s != 0 && s & !SIDES == 0 => s,
+                _ => {
+                    return self.bad_window_input(
+                        EXPORT,
+                        &format!("pair {}: the head's value is not one byte of sides", j),
+                    )
+                }
+            };
+            if batch.len() - off < 4 {
+                return self.bad_window_input(EXPORT, &"truncated member count");
+            }
+            let n =
+                u32::from_le_bytes([batch[off], batch[off + 1], batch[off + 2], batch[off + 3]]);
+            off += 4;
+            let want =
+                u32::from(sides & abi::JOIN_LEFT != 0) + u32::from(sides & abi::JOIN_RIGHT != 0);
+            if n != want {
+                return self.bad_window_input(
+                    EXPORT,
+                    &format!("pair {} has {} records, and its head says {}", j, n, want),
+                );
+            }
+            let mut recs: [Option<Record<'_>>; 2] = [None, None];
+            for (k, slot) in recs.iter_mut().take(n as usize).enumerate() {
+                let s = match abi::parse_record(batch, off, member + k as u32) {
+                    Ok(s) => s,
+                    Err(e) => return self.bad_window_input(EXPORT, &e),
+                };
+                off = s.end;
+                *slot = Some(s.record(batch));
+            }
+            member += n;
+            let (left, right) = match sides {
+                abi::JOIN_LEFT => (recs[0], None),
+                abi::JOIN_RIGHT => (None, recs[0]),
+                _ => (recs[0], recs[1]),
+            };
+            let mark = self.out.mark();
+            let mut em = Emitter {
+                out: &mut self.out,
+                origin: j,
+            };
+            match join(
+                &mut self.op,
+                h.key,
+                w.as_ref(),
+                left.as_ref(),
+                right.as_ref(),
+                &mut em,
+            ) {
+                Ok(()) => self.out.maybe_flush(),
+                Err(e) => {
+                    self.out.truncate(mark);
+                    sys::reject(j, e.message());
+                }
+            }
+        }
+        if off != batch.len() {
+            return self.bad_window_input(EXPORT, &"bytes after the last pair");
+        }
+        self.out.finish();
+        abi::STATUS_OK
+    }
+}

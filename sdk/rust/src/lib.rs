@@ -13,6 +13,7 @@
 //! | [`Transactional`] | each record is a transaction over shared state tables | [`export_transactional!`] |
 //! | [`Aggregate`] | an accumulator per key and window, which the host keeps (ABI section 13) | [`export_aggregate!`] |
 //! | [`WindowFunction`] | all of a key's records of a window, when it fires | [`export_window!`] |
+//! | [`JoinFunction`] | the results of each pair of records a join matched (ABI section 14) | [`export_join!`] |
 //!
 //! ```
 //! use sluice::{Emitter, Error, Operator, Record};
@@ -82,6 +83,7 @@ mod config;
 mod error;
 mod export;
 mod guest;
+mod join;
 mod record;
 mod sys;
 pub mod testing;
@@ -94,6 +96,7 @@ mod tests;
 pub use config::Config;
 pub use error::Error;
 pub use guest::{Emitter, State};
+pub use join::JoinFunction;
 pub use record::{Header, HeaderIter, Headers, OwnedRecord, Record, RecordMut};
 pub use txn::{Call, Effect, Get, Key, OpOutcome, Outcome, Planner, Table};
 pub use window::{Aggregate, Firing, Window, WindowFunction};

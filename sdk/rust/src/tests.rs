@@ -627,9 +627,9 @@ fn aggregate_exports() {
 }
 
 #[derive(Default)]
-struct Join;
+struct Concat;
 
-impl crate::WindowFunction for Join {
+impl crate::WindowFunction for Concat {
     fn fire(
         &mut self,
         key: &[u8],
@@ -652,7 +652,7 @@ impl crate::WindowFunction for Join {
 
 #[test]
 fn window_export() {
-    let mut g = Guest::new(Join);
+    let mut g = Guest::new(Concat);
     let mut b = Vec::new();
     abi::append_batch_header(&mut b, 2);
     b.extend_from_slice(&firing_head(b"a", 0, 10, b"on-time", b""));
@@ -674,7 +674,7 @@ fn window_export() {
     let rec = WindowRecorder::default();
     let (emits, rejects) = (rec.emits.clone(), rec.rejects.clone());
     let status = with_host(Box::new(rec), || {
-        g.run_window_fire(&b, <Join as crate::WindowFunction>::fire)
+        g.run_window_fire(&b, <Concat as crate::WindowFunction>::fire)
     });
     assert_eq!(status, abi::STATUS_OK);
     assert_eq!(
@@ -683,4 +683,249 @@ fn window_export() {
     );
     let r: Vec<u32> = rejects.borrow().iter().map(|(o, _)| *o).collect();
     assert_eq!(r, vec![2, 3]);
+}
+
+/// Emits, per pair, "L|R" (L the left value, R the right one, "-" for a
+/// side the pair lacks), then "@start-end/firing" for a window join, then
+/// "#" and each record's input, then the left record's header h, if any.
+/// A left value "twice" emits the result twice; a value "bad" on either
+/// side rejects the pair after emitting it.
+#[derive(Default)]
+struct Pairs;
+
+impl crate::JoinFunction for Pairs {
+    fn join(
+        &mut self,
+        key: &[u8],
+        w: Option<&crate::Window>,
+        left: Option<&Record<'_>>,
+        right: Option<&Record<'_>>,
+        out: &mut Emitter<'_>,
+    ) -> Result<(), Error> {
+        let side = |r: Option<&Record<'_>>| match r {
+            Some(r) => (
+                String::from_utf8_lossy(r.value).into_owned(),
+                r.input.to_string(),
+            ),
+            None => ("-".to_string(), "-".to_string()),
+        };
+        let ((l, li), (r, ri)) = (side(left), side(right));
+        let mut v = format!("{}|{}", l, r);
+        if let Some(w) = w {
+            v += &format!("@{}-{}/{}", w.start, w.end, w.firing.as_str());
+        }
+        v += &format!("#{}{}", li, ri);
+        if let Some(h) = left.and_then(|r| r.header(b"h")) {
+            v += &format!(" h={}", String::from_utf8_lossy(h));
+        }
+        out.emit(&Record::new(key, v.as_bytes()));
+        if l == "twice" {
+            out.emit(&Record::new(key, v.as_bytes()));
+        }
+        if l == "bad" || r == "bad" {
+            return Err(Error::new("bad value in pair"));
+        }
+        Ok(())
+    }
+}
+
+/// Appends to `b` the head of an interval join's pair: the key, the time
+/// and the sides' byte, no headers.
+fn interval_head(b: &mut Vec<u8>, pair: u32, key: &[u8], time: i64, sides: &[u8]) {
+    abi::append_record(b, pair, &Record::new(key, sides).with_time(time));
+}
+
+/// What a call of `sluice_join` did.
+struct JoinCall {
+    status: i32,
+    outputs: Vec<(u32, Vec<u8>, Vec<u8>)>,
+    rejects: Vec<(u32, String)>,
+    logs: Vec<String>,
+}
+
+/// Runs `Pairs` over `batch`.
+fn run_pairs(batch: &[u8]) -> JoinCall {
+    struct Both(WindowRecorder, Rc<RefCell<Vec<String>>>);
+    impl Host for Both {
+        fn emit(&mut self, batch: &[u8]) {
+            self.0.emit(batch);
+        }
+        fn reject(&mut self, origin: u32, msg: &str) {
+            self.0.reject(origin, msg);
+        }
+        fn log(&mut self, _: i32, msg: &str) {
+            self.1.borrow_mut().push(msg.to_string());
+        }
+    }
+    let rec = WindowRecorder::default();
+    let (emits, rejects) = (rec.emits.clone(), rec.rejects.clone());
+    let logs = Rc::new(RefCell::new(Vec::new()));
+    let mut g = Guest::new(Pairs);
+    let status = with_host(Box::new(Both(rec, logs.clone())), || {
+        g.run_join(batch, <Pairs as crate::JoinFunction>::join)
+    });
+    let outputs = outputs(&emits.borrow());
+    let rejects = rejects.borrow().clone();
+    let logs = logs.borrow().clone();
+    JoinCall {
+        status,
+        outputs,
+        rejects,
+        logs,
+    }
+}
+
+#[test]
+fn join_export() {
+    let mut b = Vec::new();
+    abi::append_batch_header(&mut b, 6);
+    // 0: a window join's matched pair; the left record has a header and
+    // arrived on input 0, the right one on input 1.
+    b.extend_from_slice(&firing_head(b"a", 0, 100, b"on-time", &[3]));
+    abi::append_batch_header(&mut b, 2);
+    let hs = [crate::Header {
+        name: b"h",
+        value: b"1",
+    }];
+    abi::append_record(
+        &mut b,
+        0,
+        &Record::new(b"a", b"x").with_headers(crate::Headers::from_list(&hs)),
+    );
+    let mut right = Record::new(b"a", b"y");
+    right.input = 1;
+    abi::append_record(&mut b, 1, &right);
+    // 1: a late window's lone right record.
+    b.extend_from_slice(&firing_head(b"c", -100, 0, b"late", &[2]));
+    abi::append_batch_header(&mut b, 1);
+    abi::append_record(&mut b, 2, &right.with_value(b""));
+    // 2: an interval join's lone left record.
+    interval_head(&mut b, 2, b"d", 70, &[1]);
+    abi::append_batch_header(&mut b, 1);
+    abi::append_record(&mut b, 3, &Record::new(b"d", b"p"));
+    // 3: emits twice.
+    interval_head(&mut b, 3, b"e", 5, &[3]);
+    abi::append_batch_header(&mut b, 2);
+    abi::append_record(&mut b, 4, &Record::new(b"e", b"twice"));
+    abi::append_record(&mut b, 5, &right.with_value(b"z"));
+    // 4: rejected after emitting: its output is dropped.
+    interval_head(&mut b, 4, b"g", 5, &[3]);
+    abi::append_batch_header(&mut b, 2);
+    abi::append_record(&mut b, 6, &Record::new(b"g", b"twice"));
+    abi::append_record(&mut b, 7, &right.with_value(b"bad"));
+    // 5: a lone left record rejected.
+    interval_head(&mut b, 5, b"h", 5, &[1]);
+    abi::append_batch_header(&mut b, 1);
+    abi::append_record(&mut b, 8, &Record::new(b"h", b"bad"));
+
+    let c = run_pairs(&b);
+    assert_eq!(c.status, abi::STATUS_OK, "{:?}", c.logs);
+    let got: Vec<(u32, String, String)> = c
+        .outputs
+        .into_iter()
+        .map(|(o, k, v)| {
+            (
+                o,
+                String::from_utf8(k).unwrap(),
+                String::from_utf8(v).unwrap(),
+            )
+        })
+        .collect();
+    let want: Vec<(u32, String, String)> = [
+        (0, "a", "x|y@0-100/on-time#01 h=1"),
+        (1, "c", "-|@-100-0/late#-1"),
+        (2, "d", "p|-#0-"),
+        (3, "e", "twice|z#01"),
+        (3, "e", "twice|z#01"),
+    ]
+    .iter()
+    .map(|(o, k, v)| (*o, k.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        c.rejects,
+        vec![
+            (4, "bad value in pair".to_string()),
+            (5, "bad value in pair".to_string())
+        ]
+    );
+}
+
+#[test]
+fn join_refuses_malformed_pairs() {
+    /// A batch of one interval pair whose head's value is `sides` and
+    /// whose members are `members` records.
+    fn pair(sides: &[u8], members: u32) -> Vec<u8> {
+        let mut b = Vec::new();
+        abi::append_batch_header(&mut b, 1);
+        interval_head(&mut b, 0, b"k", 1, sides);
+        abi::append_batch_header(&mut b, members);
+        for m in 0..members {
+            abi::append_record(&mut b, m, &Record::new(b"k", b"v"));
+        }
+        b
+    }
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            pair(&[], 0),
+            "sluice_join: malformed input: pair 0: the head's value is not one byte of sides",
+        ),
+        (
+            pair(&[0], 0),
+            "sluice_join: malformed input: pair 0: the head's value is not one byte of sides",
+        ),
+        (
+            pair(&[4], 1),
+            "sluice_join: malformed input: pair 0: the head's value is not one byte of sides",
+        ),
+        (
+            pair(&[3, 0], 2),
+            "sluice_join: malformed input: pair 0: the head's value is not one byte of sides",
+        ),
+        (
+            pair(&[3], 1),
+            "sluice_join: malformed input: pair 0 has 1 records, and its head says 2",
+        ),
+        (
+            pair(&[1], 2),
+            "sluice_join: malformed input: pair 0 has 2 records, and its head says 1",
+        ),
+        (
+            pair(&[2], 0),
+            "sluice_join: malformed input: pair 0 has 0 records, and its head says 1",
+        ),
+        (
+            {
+                let mut b = pair(&[1], 1);
+                b.push(0);
+                b
+            },
+            "sluice_join: malformed input: bytes after the last pair",
+        ),
+        (
+            {
+                let mut b = Vec::new();
+                abi::append_batch_header(&mut b, 1);
+                let hs = [crate::Header {
+                    name: b"sluice-window-start",
+                    value: &[0; 8],
+                }];
+                abi::append_record(
+                    &mut b,
+                    0,
+                    &Record::new(b"k", &[1]).with_headers(crate::Headers::from_list(&hs)),
+                );
+                abi::append_batch_header(&mut b, 1);
+                abi::append_record(&mut b, 0, &Record::new(b"k", b"v"));
+                b
+            },
+            "sluice_join: malformed input: pair 0 has headers that are not a window's",
+        ),
+    ];
+    for (b, want) in cases {
+        let c = run_pairs(&b);
+        assert_eq!(c.status, abi::STATUS_ERROR, "{}", want);
+        assert!(c.outputs.is_empty() && c.rejects.is_empty(), "{}", want);
+        assert_eq!(c.logs.last().map(String::as_str), Some(want));
+    }
 }

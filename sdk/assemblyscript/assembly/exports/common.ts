@@ -1,6 +1,7 @@
 // The exports every Sluice module has: sluice_abi_version, sluice_kinds,
 // sluice_features, sluice_alloc and sluice_configure. An operator re-exports them through
-// exports/stream.ts or exports/txn.ts, never directly.
+// the exports of its kind (exports/stream.ts, exports/txn.ts,
+// exports/window.ts or exports/join.ts), never directly.
 
 import { ABI_VERSION, FEATURE_INPUTS } from "../abi";
 import { allocInput } from "../arena";

@@ -174,6 +174,8 @@ func (n *nativeBackend) window(config []byte, export string, input []byte, outpu
 		fn = n.g.AggMerge
 	case abi.ExportAggFire:
 		fn = n.g.AggFire
+	case abi.ExportJoin:
+		fn = n.g.Join
 	default:
 		fn = n.g.WindowFire
 	}
@@ -189,4 +191,72 @@ func (n *nativeBackend) window(config []byte, export string, input []byte, outpu
 		return nil, nil, fmt.Errorf("%w: %s returned status %d: %s", ErrBatchFailed, export, status, n.host.reason())
 	}
 	return outs, rej, nil
+}
+
+// Join runs a join function's sluice_join for one pair of key's records,
+// as the host's join does: left or right is nil for an outer join's record
+// that matched nothing, w nil for an interval join. It returns the pair's
+// results, each Time the pair's as the host sets it (w.End-1, or the later
+// of the two records' times without a window), and whether the function
+// rejected the pair (a Reject of Origin 0, its results then dropped). A
+// failed call returns an error wrapping ErrTrap or ErrBatchFailed.
+func (h *Harness) Join(key []byte, w *sluice.Window, left, right *sluice.Record) ([]Output, []Reject, error) {
+	var members []*sluice.Record
+	var sides byte
+	for k, r := range []*sluice.Record{left, right} {
+		if r != nil {
+			members = append(members, r)
+			sides |= []byte{abi.JoinLeft, abi.JoinRight}[k]
+		}
+	}
+	if len(members) == 0 {
+		return nil, nil, errors.New("sluicetest: Join needs a left or a right record")
+	}
+	if err := checkInputs(derefs(members)); err != nil {
+		return nil, nil, err
+	}
+	t := JoinTime(w, left, right)
+	head := &abi.Record{Key: key, Time: t, Value: []byte{sides}}
+	if w != nil {
+		head.Headers = windowHeaders(*w)
+	}
+	b := abi.AppendBatchHeader(nil, 1)
+	b = abi.AppendRecord(b, head)
+	b = abi.AppendBatchHeader(b, uint32(len(members)))
+	for i, r := range members {
+		b = abi.AppendRecord(b, &abi.Record{Origin: uint32(i), Input: uint16(r.Input), Time: r.Time, Key: r.Key, Value: r.Value, Headers: r.Headers})
+	}
+	outs, rejects, err := h.b.window(h.config, abi.ExportJoin, b, 1, 1)
+	if err != nil || len(rejects) > 0 {
+		return nil, rejects, unwrapStart(err)
+	}
+	for i := range outs {
+		outs[i].Time = t
+	}
+	return outs, nil, nil
+}
+
+// JoinTime returns the time the host gives a join pair's results: w.End-1
+// for a window join, the later of the records' times for an interval join
+// (w nil).
+func JoinTime(w *sluice.Window, left, right *sluice.Record) int64 {
+	if w != nil {
+		return w.End - 1
+	}
+	switch {
+	case left == nil:
+		return right.Time
+	case right == nil:
+		return left.Time
+	}
+	return max(left.Time, right.Time)
+}
+
+// derefs returns the records rs point to.
+func derefs(rs []*sluice.Record) []sluice.Record {
+	out := make([]sluice.Record, len(rs))
+	for i, r := range rs {
+		out[i] = *r
+	}
+	return out
 }

@@ -42,6 +42,9 @@ type Guest interface {
 	AggMerge(pairs []byte) int32
 	AggFire(fires []byte) int32
 	WindowFire(groups []byte) int32
+	// Join is sluice_join over its encoded input (ABI.md section 14);
+	// it returns an abi status.
+	Join(pairs []byte) int32
 }
 
 // NewGuest makes a guest core bound to h that runs the handler registered
