@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -18,8 +19,10 @@ import (
 // the length of the stream. Versions may be called concurrently (Run
 // does); Commit must not run at the same time as a Run.
 //
-// The versions are kept in memory: they are not committed with the state,
-// so after a restart the windows start empty.
+// The versions are kept in memory. A caller that commits them with its
+// state, so that windows reach back across a restart, calls Track and
+// then hands Changes' journal to its store at each commit, and Restore
+// fills a new History from what it stored.
 type History struct {
 	Store
 	window uint64
@@ -27,6 +30,30 @@ type History struct {
 	keys   map[Key][]historyVersion // per key, oldest first
 	fifo   []historyEntry           // every version held, oldest first, from head on
 	head   int
+
+	// The journal of Commit's changes since the last Changes (when
+	// tracked): versions recorded, then versions dropped.
+	tracked bool
+	put     []HistoryVersion
+	dropped []HistoryVersion
+}
+
+// HistoryVersion is one version a History holds: the value transaction
+// Seq wrote to Key (Seq counts every transaction committed to the
+// History, from 0). A dropped version's Value is unset.
+type HistoryVersion struct {
+	Seq   uint64
+	Key   Key
+	Value Value
+}
+
+// HistoryChanges are what Commit changed in a History since the last call
+// of Changes: the versions it recorded and those it dropped, in that
+// order (a version may be in both), and the sequence number of the next
+// transaction.
+type HistoryChanges struct {
+	Put, Dropped []HistoryVersion
+	Next         uint64
 }
 
 type historyVersion struct {
@@ -50,6 +77,67 @@ func NewHistory(store Store, window uint64) (*History, error) {
 	}
 	return &History{Store: store, window: window, keys: map[Key][]historyVersion{}}, nil
 }
+
+// Track makes h keep a journal of what Commit changes, for Changes.
+func (h *History) Track() { h.tracked = true }
+
+// Changes returns what Commit changed since the last call (Track must have
+// been called) and empties the journal. The slices are valid until the
+// next Commit.
+func (h *History) Changes() HistoryChanges {
+	c := HistoryChanges{Put: h.put, Dropped: h.dropped, Next: h.next}
+	h.put, h.dropped = h.put[:0], h.dropped[:0]
+	return c
+}
+
+// Restore fills h, which must be new, with versions (in any order) and
+// the sequence number of the next transaction, as a store kept them from
+// Changes, or as Held and Next give them: the History goes on as the one
+// that made them. Versions older than h's window are left out (the window
+// may be smaller than theirs), as dropped ones in the journal when h is
+// tracked.
+func (h *History) Restore(next uint64, versions []HistoryVersion) error {
+	if h.next != 0 || h.Len() != 0 {
+		return fmt.Errorf("txn: history: restore into a history in use")
+	}
+	lo := uint64(0)
+	if next > h.window {
+		lo = next - h.window
+	}
+	vs := slices.Clone(versions)
+	slices.SortStableFunc(vs, func(a, b HistoryVersion) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, v := range vs {
+		if v.Seq >= next {
+			return fmt.Errorf("txn: history: a version of transaction %d, at or after the next one (%d)", v.Seq, next)
+		}
+		if v.Seq < lo {
+			if h.tracked {
+				h.dropped = append(h.dropped, HistoryVersion{Seq: v.Seq, Key: v.Key})
+			}
+			continue
+		}
+		h.keys[v.Key] = append(h.keys[v.Key], historyVersion{seq: v.Seq, value: v.Value})
+		h.fifo = append(h.fifo, historyEntry{seq: v.Seq, key: v.Key})
+	}
+	h.next = next
+	return nil
+}
+
+// Held returns every version h holds, oldest first.
+func (h *History) Held() []HistoryVersion {
+	out := make([]HistoryVersion, 0, h.Len())
+	seen := map[Key]int{} // versions of each key listed so far
+	for _, e := range h.fifo[h.head:] {
+		v := h.keys[e.key][seen[e.key]]
+		seen[e.key]++
+		out = append(out, HistoryVersion{Seq: v.seq, Key: e.key, Value: v.value})
+	}
+	return out
+}
+
+// Next returns the sequence number of the next transaction: the number of
+// transactions committed to h.
+func (h *History) Next() uint64 { return h.next }
 
 // Window returns the number of transactions whose versions h keeps.
 func (h *History) Window() uint64 { return h.window }
@@ -86,6 +174,9 @@ func (h *History) Commit(res *Result) {
 	for _, w := range res.Versions {
 		seq := h.next + uint64(w.Txn)
 		vs := h.keys[w.Key]
+		if h.tracked {
+			h.put = append(h.put, HistoryVersion{Seq: seq, Key: w.Key, Value: w.Value})
+		}
 		if n := len(vs); n > 0 && vs[n-1].seq == seq {
 			vs[n-1].value = w.Value
 			continue
@@ -100,6 +191,9 @@ func (h *History) Commit(res *Result) {
 	lo := h.next - h.window
 	for h.head < len(h.fifo) && h.fifo[h.head].seq < lo {
 		k := h.fifo[h.head].key
+		if h.tracked {
+			h.dropped = append(h.dropped, HistoryVersion{Seq: h.fifo[h.head].seq, Key: k})
+		}
 		h.fifo[h.head] = historyEntry{}
 		h.head++
 		if vs := h.keys[k]; len(vs) <= 1 {

@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -69,6 +71,13 @@ type txnStage struct {
 	arena   []byte
 	// writes is apply's buffer of one table's changes.
 	writes []state.Write
+	// history keeps the versions of the operator's windowed reads
+	// (txn.History), committed with its tables; nil without windowed
+	// reads.
+	history *state.Table
+	store   *state.Store
+	// savedNext is the History's next transaction as its table has it.
+	savedNext uint64
 
 	outRecs []abi.Record
 	rejects []plugin.Reject
@@ -101,11 +110,20 @@ func newTxnStage(op *Operator, store *state.Store, m *Metrics) (*txnStage, error
 	if op.Retries > 0 {
 		return nil, fmt.Errorf("exec: operator %q: a transactional operator does not retry records (its events run again only by the scheduler)", op.Name)
 	}
-	ts := &txnStage{exop: op, op: t.Operator, m: m.txnOperator(op.Name), events: t.Events, sess: store.NewSession(), names: t.Operator.Tables()}
+	ts := &txnStage{exop: op, op: t.Operator, store: store, m: m.txnOperator(op.Name), events: t.Events, sess: store.NewSession(), names: t.Operator.Tables()}
 	for _, name := range t.Operator.Tables() {
 		ts.tables = append(ts.tables, store.Table(name))
 	}
 	ts.view = tableView{sess: ts.sess, tables: ts.tables, seed: maphash.MakeSeed()}
+	if h := t.Operator.History(); h != nil {
+		ts.history = store.Table(HistoryTable(op.Name))
+		if err := restoreHistory(store, ts.history.Name(), h); err != nil {
+			return nil, fmt.Errorf("exec: operator %q: %w", op.Name, err)
+		}
+		ts.savedNext = h.Next()
+	} else if err := dropHistory(store, HistoryTable(op.Name)); err != nil {
+		return nil, fmt.Errorf("exec: operator %q: %w", op.Name, err)
+	}
 	ts.status.Strategy = t.Operator.Strategy().String()
 	ts.model.Store(t.Operator.Model())
 	ts.status.Workers = t.Operator.Workers()
@@ -295,7 +313,17 @@ func (ts *txnStage) prepare(_ context.Context, op *Operator, r *Replacement, _ i
 func (ts *txnStage) install(gen *generation) *generation {
 	old := &generation{txn: ts.op}
 	gen.txn.TakeModel(old.txn)
-	gen.txn.TakeHistory(old.txn)
+	if h, from := gen.txn.History(), old.txn.History(); h != nil && !gen.txn.TakeHistory(old.txn) {
+		// Another read window: the new History starts from the old
+		// one's versions (those it keeps), and journals for the table.
+		h.Track()
+		if from != nil {
+			_ = h.Restore(from.Next(), from.Held()) // a new History, versions before Next
+		}
+	}
+	if gen.txn.History() != nil && ts.history == nil {
+		ts.history = ts.store.Table(HistoryTable(ts.exop.Name))
+	}
 	ts.op = gen.txn
 	ts.model.Store(gen.txn.Model())
 	ts.status.Strategy = gen.txn.Strategy().String()
@@ -499,6 +527,111 @@ func (ts *txnStage) apply() error {
 	}
 	clear(ts.carried)
 	ts.view.carried = nil
+	ts.saveHistory()
+	return nil
+}
+
+// HistoryTable names the table of the state that keeps the versions of a
+// transactional operator's windowed reads, so that its windows reach back
+// across a restart: no table of a pipeline file has a name with a slash.
+func HistoryTable(operator string) string { return "history/" + operator }
+
+// The history table's keys: a version is historyVersion, its transaction
+// (8 bytes, big-endian), its table (4) and its key; historyNext holds the
+// sequence number of the next transaction (8 bytes). A version's value is
+// 1 (found) or 0 (a deletion), then the bytes.
+const (
+	historyVersion = 'v'
+	historyNext    = "n"
+)
+
+// saveHistory writes what the batch changed in the operator's History to
+// its table: applied with the batch, it commits with the tables.
+func (ts *txnStage) saveHistory() {
+	h := ts.op.History()
+	if ts.history == nil || h == nil {
+		return
+	}
+	c := h.Changes()
+	if len(c.Put) == 0 && len(c.Dropped) == 0 && c.Next == ts.savedNext {
+		return
+	}
+	ts.savedNext = c.Next
+	ws := ts.writes[:0]
+	for _, v := range c.Put {
+		val := []byte{0}
+		if v.Value.Found {
+			val = append([]byte{1}, v.Value.Bytes...)
+		}
+		ws = append(ws, state.Write{Key: historyKey(v.Seq, v.Key), Value: val})
+	}
+	for _, v := range c.Dropped {
+		ws = append(ws, state.Write{Key: historyKey(v.Seq, v.Key), Delete: true})
+	}
+	ws = append(ws, state.Write{Key: []byte(historyNext), Value: binary.BigEndian.AppendUint64(nil, c.Next)})
+	ts.history.WriteAll(ws)
+	clear(ws)
+	ts.writes = ws[:0]
+}
+
+// historyKey is the key of transaction seq's version of k.
+func historyKey(seq uint64, k txn.Key) []byte {
+	b := make([]byte, 0, 13+len(k.Key))
+	b = append(b, historyVersion)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	b = binary.BigEndian.AppendUint32(b, k.Table)
+	return append(b, k.Key...)
+}
+
+// dropHistory empties the history table of an operator that reads no
+// windows (any more): were it to read them again after a later restart,
+// the versions of long ago would not be its last events'. The deletions
+// commit with the first batch.
+func dropHistory(store *state.Store, table string) error {
+	if !slices.Contains(store.Tables(), table) {
+		return nil
+	}
+	var ws []state.Write
+	err := store.Scan(table, func(k, _ []byte) error {
+		ws = append(ws, state.Write{Key: bytes.Clone(k), Delete: true})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	store.Table(table).WriteAll(ws)
+	return nil
+}
+
+// restoreHistory fills h from the history table of the store, which a
+// previous run of the operator wrote, and has h journal its changes from
+// then on.
+func restoreHistory(store *state.Store, table string, h *txn.History) error {
+	h.Track()
+	var next uint64
+	var vs []txn.HistoryVersion
+	err := store.Scan(table, func(k, v []byte) error {
+		switch {
+		case string(k) == historyNext && len(v) == 8:
+			next = binary.BigEndian.Uint64(v)
+		case len(k) >= 13 && k[0] == historyVersion && len(v) >= 1:
+			val := txn.Value{Found: v[0] == 1}
+			if val.Found {
+				val.Bytes = bytes.Clone(v[1:])
+			}
+			vs = append(vs, txn.HistoryVersion{Seq: binary.BigEndian.Uint64(k[1:]),
+				Key: txn.Key{Table: binary.BigEndian.Uint32(k[9:]), Key: string(k[13:])}, Value: val})
+		default:
+			return fmt.Errorf("history table %s: a key %q it does not know", table, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := h.Restore(next, vs); err != nil {
+		return fmt.Errorf("history table %s: %w", table, err)
+	}
 	return nil
 }
 

@@ -212,8 +212,9 @@ type Config struct {
 	// ReadWindow is the largest window, in events, that a windowed read
 	// (txn.Op.Window) of the logic may declare: the operator keeps the
 	// versions its batches wrote in the last ReadWindow events, in memory
-	// (a txn.History), for the windows of the next batches. 0: the logic
-	// declares no windowed read, and a batch that does fails.
+	// (a txn.History, which the caller may commit with its state), for the
+	// windows of the next batches. 0: the logic declares no windowed read,
+	// and a batch that does fails.
 	ReadWindow uint32
 }
 
