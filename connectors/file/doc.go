@@ -23,7 +23,9 @@
 //     the time of reading, so that a replay decodes the same records.
 //   - "headers" (object of strings): record headers. The source orders them
 //     by name; JSON objects cannot repeat a name, so a record with two
-//     headers of the same name keeps the last.
+//     headers of the same name keeps the last. "headers_base64" (object of
+//     base64 strings) gives headers with binary values; a name may not be
+//     in both.
 //   - "id" (string): ignored by the source; written by a sink configured
 //     with WriteIDs, so that a consumer of the file can drop replays.
 //
@@ -86,10 +88,11 @@
 // writes each value, which must be JSON, on one line (compacted if it
 // holds line breaks). In "jsonl" it
 // writes "value" when the value is valid UTF-8 and "value_base64"
-// otherwise (the same for the key), omits an empty key, time 0 and empty
-// headers, and writes header names and values as text (invalid UTF-8 in a
-// header is replaced by U+FFFD). What the sink writes, the source reads back
-// as the same records. In "lines" it writes the value alone, and refuses a
+// otherwise (the same for the key, and for each header's value, under
+// "headers" or "headers_base64"), omits an empty key, time 0 and empty
+// headers, and writes header names as text (invalid UTF-8 in a header's
+// name is replaced by U+FFFD). What the sink writes, the source reads back
+// as the same records (headers ordered by name, one of each name). In "lines" it writes the value alone, and refuses a
 // value that contains a line break. Write buffers; Flush writes the buffer
 // and fsyncs the file.
 //

@@ -100,7 +100,11 @@ func TestRoundTripProperty(t *testing.T) {
 			}
 			names := rapid.SliceOfNDistinct(rapid.StringN(1, 8, -1), 0, 4, rapid.ID[string]).Draw(t, "header names")
 			for _, name := range names {
-				r.Headers = append(r.Headers, abi.Header{Name: []byte(name), Value: []byte(rapid.String().Draw(t, "header value"))})
+				v := []byte(rapid.String().Draw(t, "header value"))
+				if rapid.Bool().Draw(t, "binary header") {
+					v = rapid.SliceOfN(rapid.Byte(), 0, 12).Draw(t, "header bytes")
+				}
+				r.Headers = append(r.Headers, abi.Header{Name: []byte(name), Value: v})
 			}
 			want[i] = connectors.Out{Record: r, ID: fmt.Sprint(i)}
 		}
@@ -417,5 +421,34 @@ func TestDecodeField(t *testing.T) {
 		if string(b) != c.want || ok != c.ok || (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%s: %q, %v, %v; want %q, %v, error %q", c.name, b, ok, err, c.want, c.ok, c.err)
 		}
+	}
+}
+
+// A header's binary value is written under "headers_base64" and read back
+// as it was; a name under both members is refused.
+func TestBinaryHeaderValues(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.jsonl")
+	sink, err := NewSink(SinkConfig{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := abi.Record{Value: []byte("v"), Headers: []abi.Header{{Name: []byte("bin"), Value: []byte{0, 0xff, 'a'}}, {Name: []byte("text"), Value: []byte("t")}}}
+	if err := sink.Write(context.Background(), []connectors.Out{{Record: rec}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := os.ReadFile(path)
+	if want := `{"value":"v","headers":{"text":"t"},"headers_base64":{"bin":"AP9h"}}` + "\n"; string(line) != want {
+		t.Errorf("line %q, want %q", line, want)
+	}
+	got := readAll(t, SourceConfig{Path: path}, 0)
+	if len(got) != 1 || got[0].Err != nil || !reflect.DeepEqual(got[0].Record.Headers, rec.Headers) {
+		t.Errorf("read back %+v, want the headers %+v", got, rec.Headers)
+	}
+	got = readAll(t, SourceConfig{Path: writeFile(t, `{"value":"v","headers":{"h":"t"},"headers_base64":{"h":"AP9h"}}`+"\n")}, 0)
+	if len(got) != 1 || got[0].Err == nil || !strings.Contains(got[0].Err.Error(), `header "h" both in "headers" and in "headers_base64"`) {
+		t.Errorf("a header under both members: %+v", got)
 	}
 }

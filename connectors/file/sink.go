@@ -320,24 +320,47 @@ func appendJSONRecord(dst []byte, rec *abi.Record, id string) []byte {
 		field("time")
 		dst = strconv.AppendInt(dst, rec.Time, 10)
 	}
-	if len(rec.Headers) > 0 {
-		field("headers")
-		dst = append(dst, '{')
+	// Headers whose values are text go under "headers", the others under
+	// "headers_base64", so that binary values come back as they were.
+	for _, b64 := range []bool{false, true} {
+		n := 0
 		for i := range rec.Headers {
-			if i > 0 {
+			h := &rec.Headers[i]
+			if utf8.Valid(h.Value) == b64 {
+				continue
+			}
+			if n == 0 {
+				field([]string{"headers", "headers_base64"}[btoi(b64)])
+				dst = append(dst, '{')
+			} else {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, bytes.ToValidUTF8(rec.Headers[i].Name, []byte("\uFFFD")))
+			n++
+			dst = appendJSONString(dst, bytes.ToValidUTF8(h.Name, []byte("\uFFFD")))
 			dst = append(dst, ':')
-			dst = appendJSONString(dst, bytes.ToValidUTF8(rec.Headers[i].Value, []byte("\uFFFD")))
+			if b64 {
+				dst = appendBase64(dst, h.Value)
+			} else {
+				dst = appendJSONString(dst, h.Value)
+			}
 		}
-		dst = append(dst, '}')
+		if n > 0 {
+			dst = append(dst, '}')
+		}
 	}
 	if id != "" {
 		field("id")
 		dst = appendJSONString(dst, []byte(id))
 	}
 	return append(dst, '}', '\n')
+}
+
+// btoi returns 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func appendBase64(dst, b []byte) []byte {

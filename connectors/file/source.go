@@ -481,7 +481,9 @@ type jsonRecord struct {
 	ValueBase64 []byte            `json:"value_base64"`
 	Time        json.RawMessage   `json:"time"`
 	Headers     map[string]string `json:"headers"`
-	ID          string            `json:"id"`
+	// HeadersBase64 holds the headers whose values are not UTF-8 text.
+	HeadersBase64 map[string][]byte `json:"headers_base64"`
+	ID            string            `json:"id"`
 }
 
 // decodeJSON decodes one jsonl line into rec. Errors wrap
@@ -526,15 +528,25 @@ func decodeJSON(line []byte, rec *abi.Record) error {
 		return err
 	}
 	rec.Time = t
-	if len(jr.Headers) > 0 {
-		names := make([]string, 0, len(jr.Headers))
+	if len(jr.Headers)+len(jr.HeadersBase64) > 0 {
+		names := make([]string, 0, len(jr.Headers)+len(jr.HeadersBase64))
 		for name := range jr.Headers {
+			names = append(names, name)
+		}
+		for name := range jr.HeadersBase64 {
+			if _, ok := jr.Headers[name]; ok {
+				return fmt.Errorf(`header %q both in "headers" and in "headers_base64": %w`, name, connectors.ErrMalformed)
+			}
 			names = append(names, name)
 		}
 		slices.Sort(names)
 		rec.Headers = make([]abi.Header, len(names))
 		for i, name := range names {
-			rec.Headers[i] = abi.Header{Name: []byte(name), Value: []byte(jr.Headers[name])}
+			v, ok := jr.HeadersBase64[name]
+			if !ok {
+				v = []byte(jr.Headers[name])
+			}
+			rec.Headers[i] = abi.Header{Name: []byte(name), Value: v}
 		}
 	}
 	return nil
