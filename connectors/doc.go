@@ -60,6 +60,14 @@
 //	                    control headers such as Nats-Msg-Id), which are
 //	                    neither read into records nor published from them
 //
+// A NATS header cannot carry every value as it is: the client turns line
+// breaks into spaces, and the server trims spaces and tabs around a value.
+// A key that holds a line break or begins or ends with a space or a tab
+// goes in standard base64 under "Sluice-Key-Base64" instead; such a header
+// value, in standard base64 under the header's name prefixed with
+// "Sluice-Base64-" (as does any header whose name begins with that
+// prefix). A source decodes both, so a record comes back as it was sent.
+//
 // The subject a sink publishes to is fixed per sink. A sink publishes
 // Sluice-Time only when configured to, and a record with no key and no
 // headers goes out as a plain message without a header block, the fastest

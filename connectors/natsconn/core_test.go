@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -369,5 +370,51 @@ func TestArrivalClock(t *testing.T) {
 	c.wall -= int64(time.Hour)
 	if got := c.now(); got > before {
 		t.Errorf("within %v: %d, want the base's wall clock (an hour behind) advanced, not read again", arrivalRebase, got)
+	}
+}
+
+// Keys and header values that a NATS header would change (line breaks,
+// spaces and tabs around them), and headers named with the base64 prefix,
+// come back as they were sent.
+func TestCoreRoundTripAwkwardHeaders(t *testing.T) {
+	e := startServer(t)
+	nc := connect(t, e.ClientURL())
+	ctx := testCtx(t)
+	src := newCoreSource(t, nc, CoreSourceConfig{Subject: "in"})
+	if err := src.Open(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := NewCoreSink(nc, CoreSinkConfig{Subject: "in"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	var want []connectors.Out
+	for _, v := range []string{" lead", "trail ", "\ttab", "line\nbreak", "x\ry", "plain", "é\x00\xff", "a: b"} {
+		want = append(want, connectors.Out{Record: abi.Record{Key: []byte(v), Value: []byte("v"), Headers: []abi.Header{
+			{Name: []byte("h"), Value: []byte("plain")},
+			{Name: []byte("h"), Value: []byte(v)},
+			{Name: []byte(HeaderBase64Prefix + "own"), Value: []byte(v)},
+		}}})
+	}
+	if err := sink.Write(ctx, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range readN(ctx, t, src, len(want)) {
+		w := want[i].Record
+		if m.Err != nil || string(m.Record.Key) != string(w.Key) || !slices.ContainsFunc(m.Record.Headers, func(h abi.Header) bool {
+			return string(h.Name) == "h" && string(h.Value) == string(w.Headers[1].Value)
+		}) || !slices.ContainsFunc(m.Record.Headers, func(h abi.Header) bool {
+			return string(h.Name) == HeaderBase64Prefix+"own" && string(h.Value) == string(w.Headers[2].Value)
+		}) || len(m.Record.Headers) != 3 {
+			t.Errorf("message %d: %v, key %q, headers %q; sent key %q, headers %q", i, m.Err, m.Record.Key, m.Record.Headers, w.Key, w.Headers)
+		}
+	}
+	var rec abi.Record
+	if err := decodeMsg(nil, nats.Header{HeaderKeyBase64: {"not base64!"}}, 0, &rec); !errors.Is(err, connectors.ErrMalformed) {
+		t.Errorf("a key not in base64: %v, want ErrMalformed", err)
 	}
 }

@@ -1,6 +1,9 @@
 package natsconn
 
 import (
+	"bytes"
+	"cmp"
+	"encoding/base64"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,6 +22,15 @@ const (
 	// HeaderTime carries the event time in decimal nanoseconds since the
 	// Unix epoch.
 	HeaderTime = "Sluice-Time"
+	// HeaderKeyBase64 carries, in standard base64, a record key that a NATS
+	// header cannot carry as it is (see headerSafe), in place of
+	// HeaderKey.
+	HeaderKeyBase64 = "Sluice-Key-Base64"
+	// HeaderBase64Prefix starts the name of a record header whose value a
+	// NATS header cannot carry as it is, or whose name starts with the
+	// prefix itself: the rest of the name is the header's, the value its
+	// value in standard base64.
+	HeaderBase64Prefix = "Sluice-Base64-"
 	// reservedPrefix starts the names of NATS control headers, which are
 	// never mapped to or from record headers.
 	reservedPrefix = "Nats-"
@@ -55,6 +67,15 @@ func decodeMsg(data []byte, hdr nats.Header, defaultTime int64, rec *abi.Record)
 			if len(vals) > 0 {
 				rec.Key = []byte(vals[0])
 			}
+		case name == HeaderKeyBase64:
+			if len(vals) > 0 {
+				k, derr := base64.StdEncoding.DecodeString(vals[0])
+				if derr != nil {
+					err = fmt.Errorf("header %s %q is not standard base64: %w", HeaderKeyBase64, vals[0], connectors.ErrMalformed)
+				} else {
+					rec.Key = k
+				}
+			}
 		case name == HeaderTime:
 			if len(vals) > 0 {
 				t, perr := strconv.ParseInt(vals[0], 10, 64)
@@ -73,23 +94,59 @@ func decodeMsg(data []byte, hdr nats.Header, defaultTime int64, rec *abi.Record)
 		return err
 	}
 	// Map order is random: sort by name so that a record decodes the same
-	// way every time (replays must be deterministic).
+	// way every time (replays must be deterministic); a header carried in
+	// base64 sorts by its own name, after those of that name carried as
+	// they are.
 	names := make([]string, 0, len(hdr))
 	for name := range hdr {
-		if name != HeaderKey && name != HeaderTime && !strings.HasPrefix(name, reservedPrefix) {
+		if name != HeaderKey && name != HeaderKeyBase64 && name != HeaderTime && !strings.HasPrefix(name, reservedPrefix) {
 			names = append(names, name)
 		}
 	}
-	slices.Sort(names)
+	own := func(name string) string { return strings.TrimPrefix(name, HeaderBase64Prefix) }
+	encoded := func(name string) bool { return strings.HasPrefix(name, HeaderBase64Prefix) }
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(strings.Compare(own(a), own(b)), cmp.Compare(btoi(encoded(a)), btoi(encoded(b))))
+	})
 	rec.Headers = make([]abi.Header, 0, n)
 	for _, name := range names {
-		bname := []byte(name)
+		bname := []byte(own(name))
 		for _, v := range hdr[name] {
-			rec.Headers = append(rec.Headers, abi.Header{Name: bname, Value: []byte(v)})
+			val := []byte(v)
+			if encoded(name) {
+				d, derr := base64.StdEncoding.DecodeString(v)
+				if derr != nil {
+					err = cmp.Or(err, fmt.Errorf("header %s %q is not standard base64: %w", name, v, connectors.ErrMalformed))
+					continue
+				}
+				val = d
+			}
+			rec.Headers = append(rec.Headers, abi.Header{Name: bname, Value: val})
 		}
 	}
 	return err
 }
+
+// headerSafe reports whether a NATS header carries v as it is: the
+// client replaces line breaks with spaces, and the parser trims the spaces
+// and tabs around a value.
+func headerSafe(v []byte) bool {
+	if len(v) > 0 && (isBlank(v[0]) || isBlank(v[len(v)-1])) {
+		return false
+	}
+	return bytes.IndexAny(v, "\r\n") < 0
+}
+
+// btoi returns 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// isBlank reports whether c is trimmed from around a header's value.
+func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // needsHeaders reports whether rec publishes with a header block under mp.
 func (mp Mapping) needsHeaders(rec *abi.Record) bool {
@@ -107,14 +164,23 @@ func (mp Mapping) header(rec *abi.Record) nats.Header {
 	}
 	h := make(nats.Header, len(rec.Headers)+2)
 	for i := range rec.Headers {
-		name := string(rec.Headers[i].Name)
-		if strings.HasPrefix(name, reservedPrefix) || name == HeaderKey || name == HeaderTime {
+		name, v := string(rec.Headers[i].Name), rec.Headers[i].Value
+		if strings.HasPrefix(name, reservedPrefix) || name == HeaderKey || name == HeaderKeyBase64 || name == HeaderTime {
 			continue
 		}
-		h[name] = append(h[name], string(rec.Headers[i].Value))
+		if !headerSafe(v) || strings.HasPrefix(name, HeaderBase64Prefix) {
+			name = HeaderBase64Prefix + name
+			h[name] = append(h[name], base64.StdEncoding.EncodeToString(v))
+			continue
+		}
+		h[name] = append(h[name], string(v))
 	}
-	if len(rec.Key) > 0 {
+	switch {
+	case len(rec.Key) == 0:
+	case headerSafe(rec.Key):
 		h[HeaderKey] = []string{string(rec.Key)}
+	default:
+		h[HeaderKeyBase64] = []string{base64.StdEncoding.EncodeToString(rec.Key)}
 	}
 	if mp.Time {
 		h[HeaderTime] = []string{strconv.FormatInt(rec.Time, 10)}
