@@ -2,7 +2,9 @@
 # install-toolchains.sh: installs the guest toolchains Sluice builds plugins
 # with, on Debian 12 (bookworm) or a derivative, as root or through sudo:
 #
-#   C               clang, lld (wasm-ld), wasi-libc, libclang-rt-14-dev-wasm32
+#   C               clang, lld (wasm-ld), wasi-libc, libclang-rt-14-dev-wasm32,
+#                   and libclang-rt-14-dev for the SDK's native tests (their
+#                   address and undefined-behaviour sanitizers)
 #   Rust            rustc, cargo, libstd-rust-dev-wasm32 (Debian's rustc 1.63,
 #                   target wasm32-unknown-unknown; crates.io is not needed)
 #   WAT             wabt (wat2wasm)
@@ -71,6 +73,7 @@ clang have_cmd clang
 lld have_cmd wasm-ld
 wasi-libc have_glob '/usr/include/wasm32-wasi/stdlib.h /usr/share/wasi-sysroot/include/stdlib.h /usr/share/wasi-sysroot/include/wasm32-wasi/stdlib.h'
 libclang-rt-14-dev-wasm32 have_glob '/usr/lib/llvm-*/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a'
+libclang-rt-14-dev have_glob '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-*.a'
 rustc test -x /usr/bin/rustc
 cargo test -x /usr/bin/cargo
 libstd-rust-dev-wasm32 test -d /usr/lib/rustlib/wasm32-unknown-unknown
