@@ -50,11 +50,12 @@ type intervalStage struct {
 }
 
 // intervalPairs are a worker's pairs for the plugin: pairs[k] was made as
-// input input[k] arrived, and ids[k] names it.
+// input input[k] arrived, and nums[k] holds the numbers of its waiting and
+// its arriving record among their key's (what names it).
 type intervalPairs struct {
 	pairs []plugin.JoinPair
 	input []int
-	ids   []string
+	nums  [][2]uint64
 }
 
 func newIntervalStage(ctx context.Context, op *Operator, store *state.Store, m *workerMetrics) (*intervalStage, error) {
@@ -267,12 +268,18 @@ func (st *intervalStage) pair(k int, w *worker, i int, l, r *abi.Record, waiting
 	// The waiting record was decoded for this pair: it is its own.
 	p.pairs = append(p.pairs, plugin.JoinPair{Key: l.Key, Time: t, Left: l, Right: r})
 	p.input = append(p.input, i)
-	id := appendKeyID([]byte(st.op.Name+"/"), l.Key)
+	p.nums = append(p.nums, [2]uint64{waiting, arrived})
+}
+
+// pairID names a pair of key made of the waiting and the arriving records
+// numbered nums among their key's, the same in every run.
+func (st *intervalStage) pairID(key []byte, nums [2]uint64) string {
+	id := appendKeyID([]byte(st.op.Name+"/"), key)
 	id = append(id, '/')
-	id = strconv.AppendUint(id, waiting, 10)
+	id = strconv.AppendUint(id, nums[0], 10)
 	id = append(id, '.')
-	id = strconv.AppendUint(id, arrived, 10)
-	p.ids = append(p.ids, string(id))
+	id = strconv.AppendUint(id, nums[1], 10)
+	return string(id)
 }
 
 // joinPairs runs worker k's pairs through its plugin instance, in calls of
@@ -296,7 +303,7 @@ func (st *intervalStage) joinPairs(ctx context.Context, k int, w *worker) error 
 		for _, rj := range w.out.Rejects[rm:] {
 			pr := &p.pairs[lo+rj.Index]
 			rec := abi.Record{Key: pr.Key, Value: appendJoined(nil, pr.Key, pr.Left, pr.Right, nil), Time: pr.Time}
-			st.madeRecs = append(st.madeRecs, madeRecord{id: p.ids[lo+rj.Index], wm: pr.Time - 1, rec: rec})
+			st.madeRecs = append(st.madeRecs, madeRecord{id: st.pairID(pr.Key, p.nums[lo+rj.Index]), wm: pr.Time - 1, rec: rec})
 			st.deadErrs = append(st.deadErrs, rj.Err)
 		}
 		st.mu.Unlock()
@@ -305,7 +312,7 @@ func (st *intervalStage) joinPairs(ctx context.Context, k int, w *worker) error 
 		return nil
 	})
 	clear(p.pairs)
-	p.pairs, p.input, p.ids = p.pairs[:0], p.input[:0], p.ids[:0]
+	p.pairs, p.input, p.nums = p.pairs[:0], p.input[:0], p.nums[:0]
 	return err
 }
 
