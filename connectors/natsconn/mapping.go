@@ -134,7 +134,7 @@ func headerSafe(v []byte) bool {
 	if len(v) > 0 && (isBlank(v[0]) || isBlank(v[len(v)-1])) {
 		return false
 	}
-	return bytes.IndexAny(v, "\r\n") < 0
+	return !bytes.ContainsAny(v, "\r\n")
 }
 
 // btoi returns 1 for true, 0 for false.
