@@ -152,6 +152,9 @@ type groupHost struct {
 // (Config.CommitInterval).
 func startGroupHost(t tb, dir string, log *partLog, sink *memSink, wc *plugin.Plugin, groups []int, interval time.Duration) *groupHost {
 	t.Helper()
+	if groups == nil {
+		groups = []int{} // a job that owns no group yet, not every group
+	}
 	h := &groupHost{dir: dir, store: openStore(t, dir), sink: sink, done: make(chan error, 1)}
 	job, err := New(context.Background(), Config{
 		Name: "p", Sources: []Input{{Name: "in", Source: &partSource{log: log}}},
