@@ -44,13 +44,14 @@ func TestMain(m *testing.M) {
 	}
 	var err error
 	modules, err = wasmbuild.GoModules(context.Background(), map[string]string{
-		"upper":     "../../plugins/upper",
-		"wordcount": "../../plugins/wordcount",
-		"wincount":  "../../plugins/wincount",
-		"joiner":    "../../plugins/joiner",
-		"faulty":    "testdata/faulty",
-		"lower":     "testdata/lower",
-		"inputs":    "../plugin/testdata/inputs/goinputs",
+		"upper":      "../../plugins/upper",
+		"wordcount":  "../../plugins/wordcount",
+		"wincount":   "../../plugins/wincount",
+		"joiner":     "../../plugins/joiner",
+		"faulty":     "testdata/faulty",
+		"firereject": "testdata/firereject",
+		"lower":      "testdata/lower",
+		"inputs":     "../plugin/testdata/inputs/goinputs",
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

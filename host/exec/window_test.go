@@ -3,6 +3,7 @@ package exec
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -364,6 +365,87 @@ func runAggregate(t tb, dir string, p *plugin.Plugin, w windowed, spec window.Sp
 	}
 	slices.Sort(got)
 	return got, len(late.records())
+}
+
+// TestWasmAggregateFiringRejected runs an aggregate whose firings of key
+// k1 emit a result and then fail (testdata/firereject) over random
+// out-of-order streams: every other key's windows give the oracle's
+// counts, and each of k1's windows is dead-lettered once, as a record of
+// its key, accumulator (the count) and window, with the guest's reason,
+// and none of what its firing emitted is sent.
+func TestWasmAggregateFiringRejected(t *testing.T) {
+	p := load(t, "firereject", plugin.KindAggregate, 0)
+	rapid.Check(t, func(rt *rapid.T) {
+		w := genWindowed(rt)
+		all, wantLate := w.oracle()
+		var want, wantDead []string
+		for _, l := range all {
+			if strings.HasPrefix(l, "k1 ") {
+				wantDead = append(wantDead, l)
+			} else {
+				want = append(want, l)
+			}
+		}
+		batch := rapid.SampledFrom([]int{1, 7, 1000}).Draw(rt, "batch")
+		workers := rapid.IntRange(1, 3).Draw(rt, "workers")
+		store := openStore(rt, t.TempDir())
+		defer store.Close()
+		sink, dead, late := &memSink{}, &memSink{}, &memSink{}
+		job, err := New(context.Background(), Config{
+			Name: "p", Sources: []Input{{Name: "in", Source: &sliceSource{recs: w.recs, chunk: batch},
+				Watermark: &window.WatermarkStrategy{Kind: window.BoundedOutOfOrder, Bound: w.bound}}},
+			Operators: []Operator{{Name: "agg", Kind: plugin.KindAggregate, Plugin: p, Parallelism: workers,
+				Window: &Window{Spec: window.Spec{Assigner: window.Tumbling, Size: w.size}}}},
+			Sinks: []Output{{Name: "out", Sink: sink}}, DeadLetter: dead, Late: late, Store: store, BatchSize: batch,
+		})
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if err := job.Run(context.Background()); err != nil {
+			rt.Fatal(err)
+		}
+		size := int64(w.size)
+		var got []string
+		for _, o := range sink.records() {
+			end := o.Record.Time + 1
+			got = append(got, fmt.Sprintf("%s %d %d %s", o.Record.Key, end-size, end, o.Record.Value))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			rt.Fatalf("results:\n got %q\nwant %q", got, want)
+		}
+		var gotDead []string
+		ids := map[string]bool{}
+		for _, d := range dead.records() {
+			r := d.Record
+			if ids[d.ID] {
+				rt.Fatalf("dead letter id %q twice", d.ID)
+			}
+			ids[d.ID] = true
+			if reason := header(r, HeaderError); !strings.Contains(reason, "k1's firings are refused") {
+				rt.Fatalf("dead letter %q: reason %q, want the guest's", r.Key, reason)
+			}
+			if len(r.Value) != 8 {
+				rt.Fatalf("dead letter value %x, want the 8-byte accumulator", r.Value)
+			}
+			start, end := header(r, abi.HeaderWindowStart), header(r, abi.HeaderWindowEnd)
+			if len(start) != 8 || len(end) != 8 {
+				rt.Fatalf("dead letter headers %v: want the window's start and end", r.Headers)
+			}
+			s, e := int64(binary.LittleEndian.Uint64([]byte(start))), int64(binary.LittleEndian.Uint64([]byte(end)))
+			if r.Time != e-1 {
+				rt.Fatalf("dead letter time %d, want its window's end - 1 (%d)", r.Time, e-1)
+			}
+			gotDead = append(gotDead, fmt.Sprintf("%s %d %d %d", r.Key, s, e, binary.LittleEndian.Uint64(r.Value)))
+		}
+		slices.Sort(gotDead)
+		if !slices.Equal(gotDead, wantDead) {
+			rt.Fatalf("dead letters:\n got %q\nwant %q", gotDead, wantDead)
+		}
+		if n := len(late.records()); n != len(wantLate) {
+			rt.Fatalf("%d late records, want %d", n, len(wantLate))
+		}
+	})
 }
 
 // TestWasmAggregateOverManyGroups gives a Wasm aggregate batches whose
