@@ -268,3 +268,34 @@ func TestCompileReport(t *testing.T) {
 		t.Errorf("a failed load logged:\n%s", s)
 	}
 }
+
+// TestGuestLogsGoToTheHostLog: what a plugin logs goes to the host's
+// logger (Options.Logger: the format and level `sluice run` was given),
+// with the operator's name, not to the process's default logger. upper
+// logs why it refuses a configuration.
+func TestGuestLogsGoToTheHostLog(t *testing.T) {
+	dir := t.TempDir()
+	module := upperModule(t, dir)
+	pdir := filepath.Join(dir, "p")
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(pdir, "in.jsonl"), "{\"value\": \"a\"}\n")
+	text := strings.Replace(fmt.Sprintf(filePipeline, "p", filepath.Join(dir, "cache"), module),
+		"    parallelism: 1\n", "    parallelism: 1\n    config: {shout: true}\n", 1)
+	writeFile(t, filepath.Join(pdir, "p.yaml"), text)
+	p, err := pipeline.Load(filepath.Join(pdir, "p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	h, err := Start(context.Background(), p, Options{Logger: logs.logger(), HTTPAddr: "off"})
+	if err == nil {
+		h.Close(context.Background())
+		t.Fatal("upper started with a configuration it takes none of")
+	}
+	got := logs.String()
+	if !strings.Contains(got, "level=ERROR") || !strings.Contains(got, "takes no configuration") || !strings.Contains(got, "operator=upper") {
+		t.Errorf("the host's log lacks the guest's error line, with the operator:\n%s", got)
+	}
+}

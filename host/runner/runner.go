@@ -421,7 +421,10 @@ func (h *Host) loadOperators(ctx context.Context, dataDir string, compiler wasm.
 		}
 		// Every record the plugin emits is checked against the operator's
 		// max_record_bytes, as its inputs are.
-		popts := []plugin.Option{plugin.WithLimits(plugin.Limits{MaxRecordBytes: int(o.Limits.MaxRecordBytes)})}
+		// The guest's log lines go to the host's log, in its format and
+		// at its level, with the operator's name.
+		popts := []plugin.Option{plugin.WithLimits(plugin.Limits{MaxRecordBytes: int(o.Limits.MaxRecordBytes)}),
+			plugin.WithLogger(h.log.With("operator", o.Name))}
 		if kind == plugin.KindTransactional {
 			popts = append(popts, plugin.WithTables(o.TableNames()))
 		}
