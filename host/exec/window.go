@@ -363,7 +363,7 @@ func (st *windowStage) runWorker(ctx context.Context, k int, w *worker) error {
 		for _, l := range late {
 			g := int(w.global[i+l.Index])
 			if l.Rejected {
-				st.rejects = append(st.rejects, plugin.Reject{Index: g, Err: fmt.Errorf("%w: %s", plugin.ErrRejected, l.Reason)})
+				st.rejects = append(st.rejects, plugin.Reject{Index: g, Err: refused(l.Reason)})
 			} else {
 				st.lateRecs = append(st.lateRecs, lateRecord{index: g, reason: l.Reason})
 			}
@@ -608,6 +608,16 @@ func (f *pluginCollector) Fire(ctx context.Context, fires []window.Fire, emit fu
 	}
 	return nil
 }
+
+// refused is the error of a record a window function refused: the
+// plugin's error as it said it (which names the plugin and says the
+// record was rejected), wrapping plugin.ErrRejected.
+type refused string
+
+func (r refused) Error() string { return string(r) }
+
+// Is makes errors.Is(r, plugin.ErrRejected) true.
+func (r refused) Is(target error) bool { return target == plugin.ErrRejected }
 
 // guestWindow is a firing window as the guest sees it.
 func guestWindow(f window.Fire) plugin.Window {
