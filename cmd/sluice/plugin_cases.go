@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -28,7 +29,8 @@ import (
 // casesHelp documents the test case files of `sluice plugin test`.
 const casesHelp = `Test cases are YAML files in DIR/testdata (*.yaml), run in name order:
 
-  kind: map                # map | filter | flatmap | keyed; default the kind
+  kind: map                # map | filter | flatmap | keyed (window and join
+                           # functions: below); default the kind
                            # the module declares (custom section sluice.kinds),
                            # else keyed when tables are declared, flatmap otherwise
   tables: [counts]         # keyed: state tables, the first the default
@@ -53,7 +55,8 @@ const casesHelp = `Test cases are YAML files in DIR/testdata (*.yaml), run in na
         counts: {the: "3", gone: null}        # keys; null means absent
 
 A record has key (or key_base64), value (or value_base64), time
-(nanoseconds since the Unix epoch) and headers (name: value, in order);
+(nanoseconds since the Unix epoch) and headers (name: value, in order;
+headers_base64 for values that are bytes, not text, after them);
 outputs also have origin, the index of the input record they came from.
 Every case runs the compiled module in the real host, with the host's
 rules: a rejected record leaves no output and no state, and a record whose
@@ -63,6 +66,9 @@ call traps or fails is dead-lettered with the host's error as its message
 // caseFile is one testdata/*.yaml file.
 type caseFile struct {
 	Kind       string     `yaml:"kind"`
+	Window     yaml.Node  `yaml:"window"`    // window functions: as in a pipeline
+	Join       yaml.Node  `yaml:"join"`      // join functions: as in a pipeline
+	Watermark  yaml.Node  `yaml:"watermark"` // each input's, as a source's
 	Tables     []string   `yaml:"tables"`
 	Config     yaml.Node  `yaml:"config"` // Kind 0 when absent
 	ConfigJSON *string    `yaml:"config_json"`
@@ -84,7 +90,15 @@ type testCase struct {
 	Rejects     []rejection `yaml:"rejects"`
 	Batches     []batch     `yaml:"batches"`
 	Final       stateSpec   `yaml:"final"`
-	line        int
+	// A window or join function's case (plugin_windowcases.go).
+	Window    yaml.Node    `yaml:"window"`
+	Join      yaml.Node    `yaml:"join"`
+	Watermark yaml.Node    `yaml:"watermark"`
+	Left      []record     `yaml:"left"`
+	Right     []record     `yaml:"right"`
+	Dead      []deadRecord `yaml:"dead"`
+	Late      []record     `yaml:"late"`
+	line      int
 }
 
 type batch struct {
@@ -102,6 +116,9 @@ type record struct {
 	ValueBase64 *string   `yaml:"value_base64"`
 	Time        int64     `yaml:"time"`
 	Headers     yaml.Node `yaml:"headers"`
+	// HeadersBase64 are headers whose values are bytes, not text, in
+	// base64; they come after Headers.
+	HeadersBase64 yaml.Node `yaml:"headers_base64"`
 }
 
 type rejection struct {
@@ -156,10 +173,9 @@ func loadCaseFile(path string) (*caseFile, error) {
 // declares the kinds declared (plugin.DeclaredKinds).
 func (f *caseFile) kind(declared []plugin.Kind) (plugin.Kind, error) {
 	if f.Kind == "" {
-		if len(declared) == 1 && declared[0].Windowed() {
-			return "", errWindowCases(declared[0])
-		}
 		switch {
+		case len(declared) == 1 && declared[0].Windowed():
+			return declared[0], nil
 		case len(declared) == 1 && !declared[0].Transactional() && declared[0].Stateful() == (len(f.Tables) > 0):
 			return declared[0], nil
 		case len(f.Tables) > 0:
@@ -175,19 +191,12 @@ func (f *caseFile) kind(declared []plugin.Kind) (plugin.Kind, error) {
 		return "", errors.New("kind: transactional operators are tested with hosttest.LoadTxnWasm and txnop, not with case files")
 	}
 	if k.Windowed() {
-		return "", errWindowCases(k)
+		return k, nil
 	}
 	if k.Stateful() != (len(f.Tables) > 0) {
 		return "", fmt.Errorf("kind %s: a keyed operator, and only a keyed operator, declares tables", k)
 	}
 	return k, nil
-}
-
-// errWindowCases says how to test a window function, which case files,
-// records in and records out, cannot describe.
-func errWindowCases(k plugin.Kind) error {
-	return fmt.Errorf("kind %s: window and join functions are tested with the Go SDK's sluicetest (Add, Merge, Fire, FireWindow, Join) "+
-		"or host/plugin/hosttest, not with case files; run them in a pipeline with a window (docs/windows.md)", k)
 }
 
 // configJSON returns the configuration bytes of node or raw (nil: none).
@@ -252,14 +261,24 @@ func (r *record) decode(output bool) (caseRecord, error) {
 	if c.Value, err = bytesOf("value", r.Value, r.ValueBase64); err != nil {
 		return c, err
 	}
-	switch r.Headers.Kind {
-	case 0:
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(r.Headers.Content); i += 2 {
-			c.Headers = append(c.Headers, gsdk.Header{Name: []byte(r.Headers.Content[i].Value), Value: []byte(r.Headers.Content[i+1].Value)})
+	for _, hs := range []*yaml.Node{&r.Headers, &r.HeadersBase64} {
+		switch hs.Kind {
+		case 0:
+			continue
+		case yaml.MappingNode:
+		default:
+			return c, fmt.Errorf("line %d: headers must be a mapping of names to values", hs.Line)
 		}
-	default:
-		return c, fmt.Errorf("line %d: headers must be a mapping of names to values", r.Headers.Line)
+		for i := 0; i+1 < len(hs.Content); i += 2 {
+			name, v := hs.Content[i].Value, []byte(hs.Content[i+1].Value)
+			if hs == &r.HeadersBase64 {
+				var err error
+				if v, err = base64.StdEncoding.DecodeString(string(v)); err != nil {
+					return c, fmt.Errorf("line %d: headers_base64 %s: %w", hs.Content[i+1].Line, name, err)
+				}
+			}
+			c.Headers = append(c.Headers, gsdk.Header{Name: []byte(name), Value: v})
+		}
 	}
 	return c, nil
 }
@@ -293,14 +312,21 @@ func (c caseRecord) String() string {
 	if c.Time != 0 {
 		parts = append(parts, "time: "+strconv.FormatInt(c.Time, 10))
 	}
-	if len(c.Headers) > 0 {
-		hs := make([]string, len(c.Headers))
-		for i, h := range c.Headers {
-			n, _ := json.Marshal(string(h.Name))
+	var text, binary []string
+	for _, h := range c.Headers {
+		n, _ := json.Marshal(string(h.Name))
+		if utf8.Valid(h.Value) {
 			v, _ := json.Marshal(string(h.Value))
-			hs[i] = string(n) + ": " + string(v)
+			text = append(text, string(n)+": "+string(v))
+		} else {
+			binary = append(binary, string(n)+": "+base64.StdEncoding.EncodeToString(h.Value))
 		}
-		parts = append(parts, "headers: {"+strings.Join(hs, ", ")+"}")
+	}
+	if len(text) > 0 {
+		parts = append(parts, "headers: {"+strings.Join(text, ", ")+"}")
+	}
+	if len(binary) > 0 {
+		parts = append(parts, "headers_base64: {"+strings.Join(binary, ", ")+"}")
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
@@ -310,6 +336,30 @@ func (c caseRecord) equal(o caseRecord) bool {
 		slices.EqualFunc(c.Headers, o.Headers, func(a, b gsdk.Header) bool {
 			return bytes.Equal(a.Name, b.Name) && bytes.Equal(a.Value, b.Value)
 		})
+}
+
+// label names case i of its file: its name, or "case N".
+func (c *testCase) label(i int) string {
+	if c.Name == "" {
+		return fmt.Sprintf("case %d", i+1)
+	}
+	return c.Name
+}
+
+// selected yields the cases of f, with their indexes, whose labels match
+// filter (every case when filter is nil).
+func (f *caseFile) selected(filter *regexp.Regexp) iter.Seq2[int, *testCase] {
+	return func(yield func(int, *testCase) bool) {
+		for i := range f.Cases {
+			c := &f.Cases[i]
+			if filter != nil && !filter.MatchString(c.label(i)) {
+				continue
+			}
+			if !yield(i, c) {
+				return
+			}
+		}
+	}
 }
 
 // caseRun is what running the cases of one file found.
@@ -323,37 +373,27 @@ type caseRun struct {
 func runCaseFile(ctx context.Context, w io.Writer, path string, f *caseFile, name string, wasm []byte, filter *regexp.Regexp) (caseRun, error) {
 	var run caseRun
 	kind, err := f.kind(plugin.DeclaredKinds(wasm))
+	if err == nil {
+		err = f.checkWindowed(kind)
+	}
 	if err != nil {
 		return run, fmt.Errorf("%s: %w", path, err)
+	}
+	if kind.Windowed() {
+		return runWindowCases(ctx, w, path, f, kind, name, wasm, filter)
 	}
 	mod, err := hosttest.LoadWasm(ctx, name, wasm, kind)
 	if err != nil {
 		return run, err
 	}
 	defer func() { _ = mod.Close(context.WithoutCancel(ctx)) }()
-	for i := range f.Cases {
-		c := &f.Cases[i]
-		label := c.Name
-		if label == "" {
-			label = fmt.Sprintf("case %d", i+1)
-		}
-		if filter != nil && !filter.MatchString(label) {
-			continue
-		}
+	for i, c := range f.selected(filter) {
+		label := c.label(i)
 		problems, err := runCase(mod, f, c)
 		if err != nil {
 			return run, fmt.Errorf("%s:%d: %s: %w", path, c.line, label, err)
 		}
-		if len(problems) == 0 {
-			run.passed++
-			fmt.Fprintf(w, "ok    %s\n", label)
-			continue
-		}
-		run.failed++
-		fmt.Fprintf(w, "FAIL  %s (%s:%d)\n", label, path, c.line)
-		for _, p := range problems {
-			fmt.Fprintf(w, "      %s\n", strings.ReplaceAll(p, "\n", "\n      "))
-		}
+		run.report(w, label, path, c.line, problems)
 	}
 	return run, nil
 }

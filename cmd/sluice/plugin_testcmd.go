@@ -20,7 +20,7 @@ cases of DIR/testdata/*.yaml through the compiled module in the real host, and
 report every case whose outputs, dead letters or final state differ from those
 the case expects. Exits 1 when a case fails.
 
-` + casesHelp,
+` + casesHelp + "\n\n" + windowCasesHelp,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/host/plugin"
 	"github.com/sluicehq/sluice/sdk/build"
 )
 
@@ -277,23 +276,122 @@ func TestPluginCheckAdvice(t *testing.T) {
 	}
 }
 
-// TestCaseFileRefusesWindowFunctions: case files describe records in and
-// out, which says nothing of windows or pairs; a window or join function's
-// kind, named or declared by the module, is refused with how to test it.
-func TestCaseFileRefusesWindowFunctions(t *testing.T) {
-	for _, c := range []struct {
-		file     caseFile
-		declared []plugin.Kind
-	}{
-		{caseFile{Kind: "aggregate"}, nil},
-		{caseFile{Kind: "window"}, nil},
-		{caseFile{Kind: "join"}, nil},
-		{caseFile{}, []plugin.Kind{plugin.KindAggregate}},
-		{caseFile{}, []plugin.Kind{plugin.KindJoin}},
+// TestWindowCasesOfThePlugins runs the case files of the Go window and
+// join functions (plugins/wincount, winmedian and joiner), each case a
+// pipeline in the host: they pass.
+func TestWindowCasesOfThePlugins(t *testing.T) {
+	for _, name := range []string{"wincount", "winmedian", "joiner"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("..", "..", "plugins", name, "testdata", "cases.yaml")
+			f, err := loadCaseFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			run, err := runCaseFile(context.Background(), &out, path, f, name+".wasm", exampleWasm(t, name), nil)
+			if err != nil || run.failed != 0 || run.passed != len(f.Cases) {
+				t.Errorf("run %+v, %v:\n%s", run, err, out.String())
+			}
+		})
+	}
+}
+
+// A window function's failed case says what differs, in results, dead
+// letters (reasons included) and late records, and lists what the
+// pipeline wrote.
+func TestWindowCasesFail(t *testing.T) {
+	out, run, err := runCases(t, "wincount", `
+kind: aggregate
+window: {type: tumbling, size: 1m}
+cases:
+  - name: right
+    in: [{key: a, value: "2", time: 1000000000}, {key: a, value: "x", time: 2000000000}]
+    out: [{key: a, value: "1,2", time: 59999999999}]
+    dead: [{key: a, value: x, time: 2000000000, message: "plugin \"wincount\": input record 1 rejected by the operator: value is not a decimal integer"}]
+  - name: wrong result
+    in: [{key: a, value: "2", time: 1000000000}]
+    out: [{key: a, value: "1,3", time: 59999999999}]
+  - name: wrong reason
+    in: [{key: a, value: "x", time: 2000000000}]
+    dead: [{key: a, value: x, time: 2000000000, contains: "too big"}]
+  - name: missed late record
+    in: [{key: a, value: "1", time: 61000000000}, {key: a, value: "2", time: 1000000000}]
+    out: [{key: a, value: "1,1", time: 119999999999}]
+`, nil)
+	if err != nil || run.passed != 1 || run.failed != 3 {
+		t.Fatalf("run %+v, %v:\n%s", run, err, out)
+	}
+	for _, want := range []string{
+		"ok    right",
+		"FAIL  wrong result (",
+		"out 0:\n        got  {key: \"a\", value: \"1,2\", time: 59999999999}\n        want {key: \"a\", value: \"1,3\", time: 59999999999}",
+		"the pipeline wrote 1 record(s) to out:\n      out:\n        - {key: \"a\", value: \"1,2\", time: 59999999999}",
+		"FAIL  wrong reason (",
+		`dead-lettered with "plugin \"wincount\": input record 0 rejected by the operator: value is not a decimal integer", want a reason containing "too big"`,
+		"FAIL  missed late record (",
+		"late 0:\n        got  {key: \"a\", value: \"2\", time: 1000000000}\n        want (none)",
 	} {
-		_, err := c.file.kind(c.declared)
-		if err == nil || !strings.Contains(err.Error(), "window and join functions are tested with the Go SDK's sluicetest") {
-			t.Errorf("kind %q, declared %v: %v", c.file.Kind, c.declared, err)
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Mistakes in a window function's case file, and keys of one kind in the
+// other's, are errors naming the file and the key.
+func TestWindowCasesMistakes(t *testing.T) {
+	for _, tc := range []struct{ plugin, name, text, want string }{
+		{"wincount", "tables", "window: {type: tumbling, size: 1m}\ntables: [t]\ncases: [{name: x}]\n", "the file: kind aggregate: tables apply to the other kinds"},
+		{"wincount", "rejects", "window: {type: tumbling, size: 1m}\ncases:\n  - name: x\n    rejects: [{origin: 0}]\n", "line 3: kind aggregate: rejects apply to the other kinds"},
+		{"wincount", "config_json", "window: {type: tumbling, size: 1m}\nconfig_json: '{}'\ncases: [{name: x}]\n", "config_json apply to the other kinds"},
+		{"wincount", "no window", "cases: [{name: x}]\n", "kind aggregate needs a window"},
+		{"wincount", "left", "window: {type: tumbling, size: 1m}\ncases:\n  - name: x\n    left: [{value: a}]\n", "left and right are a join's inputs"},
+		{"joiner", "in", "kind: join\nwindow: {type: tumbling, size: 1m}\ncases:\n  - name: x\n    in: [{value: a}]\n", "gives its inputs' records as left and right"},
+		{"joiner", "no window", "kind: join\ncases: [{name: x}]\n", "a join needs a window, or an interval"},
+		{"upper", "window on a map", "kind: map\nwindow: {type: tumbling, size: 1m}\ncases: [{name: x}]\n", "kind map: window apply to window and join functions only"},
+		{"upper", "dead on a map", "kind: map\ncases:\n  - name: x\n    dead: [{value: a}]\n", "kind map: dead apply to window and join functions only"},
+		{"wincount", "bad window", "window: {type: tumbling, size: 1m, slide: 2m}\ncases: [{name: x}]\n", "window.slide"},
+		{"wincount", "config error without config", "window: {type: tumbling, size: 1m}\ncases: [{name: x, config_error: y}]\n", "config_error without a config"},
+		{"wincount", "output with origin", "window: {type: tumbling, size: 1m}\ncases:\n  - name: x\n    out: [{origin: 0, value: a}]\n", "out 0: a window function's records have no origin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := runCases(t, tc.plugin, tc.text, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q\n%s", err, tc.want, out)
+			}
+		})
+	}
+}
+
+// TestWindowCasesOfAnotherLanguage: the case files of the Go window and
+// join functions pass, through the binary, on their WebAssembly text
+// versions (plugins/conformance/wat): a window function in any language
+// is tested by `sluice plugin test`.
+func TestWindowCasesOfAnotherLanguage(t *testing.T) {
+	needToolchain(t, "wat")
+	for _, name := range []string{"wincount", "joiner"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), name)
+			if err := os.MkdirAll(filepath.Join(dir, "testdata"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			root := repoRoot(t)
+			for from, to := range map[string]string{
+				filepath.Join(root, "plugins", "conformance", "wat", name, name+".wat"): filepath.Join(dir, name+".wat"),
+				filepath.Join(root, "plugins", name, "testdata", "cases.yaml"):          filepath.Join(dir, "testdata", "cases.yaml"),
+			} {
+				b, err := os.ReadFile(from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(to, b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, out, errOut := sluice(t, dir, "plugin", "test", ".")
+			if code != 0 || !strings.Contains(out, "built "+filepath.Join(dir, name+".wasm")+" (wat") || strings.Contains(out, "FAIL") {
+				t.Errorf("plugin test exited %d:\n%s%s", code, out, errOut)
+			}
+		})
 	}
 }
