@@ -188,6 +188,15 @@ func (h *groupHost) stop(t tb) {
 	}
 }
 
+// floorsOf returns the floors of handed-over groups, by group.
+func floorsOf(states []GroupState) map[int]map[string]uint64 {
+	m := map[int]map[string]uint64{}
+	for _, st := range states {
+		m[st.Group] = st.Floors
+	}
+	return m
+}
+
 // outputsByID returns the sinks' outputs by id (a JetStream sink stores
 // an id once), failing on an id written twice with different content.
 func outputsByID(t tb, sinks ...*memSink) map[string]connectors.Out {
@@ -232,6 +241,10 @@ func TestKeyGroupsMoveWithoutLossOrRepeat(t *testing.T) {
 			}
 			defer os.RemoveAll(dir)
 			hosts[i] = startGroupHost(rt, dir, log, sinks[i], wc, owned[i], interval)
+			rt.Logf("job %d started with groups %v", i, owned[i])
+		}
+		for _, k := range keys {
+			rt.Logf("key %s is in group %d", k, state.KeyGroup([]byte(k), groups))
 		}
 		defer func() {
 			for _, h := range hosts {
@@ -248,6 +261,7 @@ func TestKeyGroupsMoveWithoutLossOrRepeat(t *testing.T) {
 		for range steps {
 			vs := rapid.SliceOfN(rapid.SampledFrom(keys), 0, 40).Draw(rt, "values")
 			log.append(vs...)
+			rt.Logf("records %d..%d appended: %v", len(values)+1, len(values)+len(vs), vs)
 			values = append(values, vs...)
 			switch rapid.IntRange(0, 2).Draw(rt, "action") {
 			case 0: // move groups from one job to the other
@@ -265,6 +279,7 @@ func TestKeyGroupsMoveWithoutLossOrRepeat(t *testing.T) {
 				if err := hosts[1-from].job.AcquireGroups(ctx, states); err != nil {
 					rt.Fatal(err)
 				}
+				rt.Logf("groups %v moved from job %d to job %d, floors %v", move, from, 1-from, floorsOf(states))
 				if rapid.Bool().Draw(rt, "drop") {
 					if err := hosts[from].job.DropGroups(ctx, move); err != nil {
 						rt.Fatal(err)
@@ -276,6 +291,7 @@ func TestKeyGroupsMoveWithoutLossOrRepeat(t *testing.T) {
 				hosts[i].stop(rt)
 				hosts[i].cancel = nil
 				hosts[i] = startGroupHost(rt, hosts[i].dir, log, sinks[i], wc, gs, interval)
+				rt.Logf("job %d restarted with groups %v", i, gs)
 			}
 		}
 		deadline := time.Now().Add(30 * time.Second)
@@ -300,10 +316,18 @@ func TestKeyGroupsMoveWithoutLossOrRepeat(t *testing.T) {
 		if len(byID) != len(values) {
 			rt.Fatalf("%d outputs for %d records", len(byID), len(values))
 		}
-		// Every group's state is in the store of the job that owns it.
 		for i, h := range hosts {
 			h.stop(rt)
 			h.cancel = nil
+			rt.Logf("job %d stopped with groups %v", i, h.job.Groups())
+		}
+		// Nothing was written after the outputs were checked: no record
+		// was counted again by a job with a stale floor.
+		if after := outputsByID(rt, sinks[:]...); len(after) != len(byID) {
+			rt.Fatalf("%d outputs after the jobs stopped, %d before", len(after), len(byID))
+		}
+		// Every group's state is in the store of the job that owns it.
+		for i, h := range hosts {
 			store := openStore(rt, h.dir)
 			mine := map[int]bool{}
 			for _, kg := range h.job.Groups() {
