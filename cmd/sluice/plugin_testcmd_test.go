@@ -350,7 +350,11 @@ func TestWindowCasesMistakes(t *testing.T) {
 		{"joiner", "no window", "kind: join\ncases: [{name: x}]\n", "a join needs a window, or an interval"},
 		{"upper", "window on a map", "kind: map\nwindow: {type: tumbling, size: 1m}\ncases: [{name: x}]\n", "kind map: window apply to window and join functions only"},
 		{"upper", "dead on a map", "kind: map\ncases:\n  - name: x\n    dead: [{value: a}]\n", "kind map: dead apply to window and join functions only"},
-		{"wincount", "bad window", "window: {type: tumbling, size: 1m, slide: 2m}\ncases: [{name: x}]\n", "window.slide"},
+		{"wincount", "bad window", "window: {type: tumbling, size: 1m, slide: 2m}\ncases: [{name: x}]\n", "line 1: window.slide: "},
+		{"wincount", "bad window of a case", "window: {type: tumbling, size: 1m}\ncases:\n  - name: x\n    window:\n      type: tumbling\n      size: 0s\n", "line 5: window.size: "},
+		{"joiner", "bad join", "kind: join\njoin: {type: inner, interval: {upper: 1s}, kernel: npj}\ncases: [{name: x}]\n", "line 2: join.kernel: unknown key \"kernel\""},
+		{"wincount", "bad watermark", "window: {type: tumbling, size: 1m}\nwatermark: {out_of_order: 1s}\ncases: [{name: x}]\n", "line 2: watermark.out_of_order: unknown key \"out_of_order\""},
+		{"joiner", "bad watermark of a join", "kind: join\nwindow: {type: tumbling, size: 1m}\nwatermark: {out_of_order: 1s}\ncases: [{name: x}]\n", "x: line 3: watermark.out_of_order: unknown key \"out_of_order\" in watermark: did you mean \"out_of_orderness\"? (known: out_of_orderness, idle)"},
 		{"wincount", "config error without config", "window: {type: tumbling, size: 1m}\ncases: [{name: x, config_error: y}]\n", "config_error without a config"},
 		{"wincount", "output with origin", "window: {type: tumbling, size: 1m}\ncases:\n  - name: x\n    out: [{origin: 0, value: a}]\n", "out 0: a window function's records have no origin"},
 	} {
@@ -358,6 +362,11 @@ func TestWindowCasesMistakes(t *testing.T) {
 			out, _, err := runCases(t, tc.plugin, tc.text, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q\n%s", err, tc.want, out)
+			}
+			// Said once, though a join's two inputs both have it, and
+			// without the generated pipeline, since it names the key.
+			if err != nil && (strings.Count(err.Error(), tc.want) > 1 || strings.Contains(err.Error(), "the pipeline the case runs as")) {
+				t.Errorf("error %v: said twice, or with the pipeline", err)
 			}
 		})
 	}

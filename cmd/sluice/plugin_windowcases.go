@@ -246,7 +246,10 @@ func runWindowCase(ctx context.Context, dir, module string, kind plugin.Kind, f 
 	}
 	p, err := pipeline.Parse("the case's pipeline", dir, text)
 	if err != nil {
-		return nil, fmt.Errorf("%w\nthe pipeline the case runs as:\n%s", err, text)
+		return nil, caseKeysError(err, text, map[string]*yaml.Node{
+			"operators[0].window": node(&f.Window, &c.Window), "operators[0].join": node(&f.Join, &c.Join),
+			"operators[0].config": node(&f.Config, &c.Config), "watermark": node(&f.Watermark, &c.Watermark),
+		})
 	}
 	err = runPipeline(ctx, p, dir)
 	switch {
@@ -288,6 +291,53 @@ func runWindowCase(ctx context.Context, dir, module string, kind plugin.Kind, f 
 		problems = append(problems, p...)
 	}
 	return problems, nil
+}
+
+// caseKeysError rewrites the errors of the pipeline a case runs as, text,
+// so that each error of a key the case file gave (nodes: by key path in
+// the pipeline, a source's watermark by "watermark") names that key and
+// its line in the case file. An error it cannot place comes with the
+// pipeline's text.
+func caseKeysError(err error, text []byte, nodes map[string]*yaml.Node) error {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var (
+		out      []error
+		said     []string
+		unplaced bool
+	)
+	for _, e := range errs {
+		var pe *pipeline.Error
+		placed := false
+		if errors.As(e, &pe) {
+			path := pe.Path
+			if i := strings.Index(path, "].watermark"); strings.HasPrefix(path, "sources[") && i > 0 {
+				path = path[i+2:]
+			}
+			for prefix, n := range nodes {
+				if n == nil || (path != prefix && !strings.HasPrefix(path, prefix+".")) {
+					continue
+				}
+				msg := fmt.Sprintf("line %d: %s: %s", n.Line, strings.TrimPrefix(path, "operators[0]."), pe.Msg)
+				if !slices.Contains(said, msg) { // a join's two sources say it twice
+					said = append(said, msg)
+					out = append(out, errors.New(msg))
+				}
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			out = append(out, e)
+			unplaced = true
+		}
+	}
+	if unplaced {
+		out = append(out, fmt.Errorf("the pipeline the case runs as:\n%s", text))
+	}
+	return errors.Join(out...)
 }
 
 // runPipeline runs p, whose data directory is under dir, to its end.
