@@ -56,22 +56,26 @@ lists every result, dead letter and late record:
         - {key: a, value: "1", time: 1000000000}
       left: [...]          # join: the first input's records
       right: [...]         # join: the second input's
-      out:                 # every result, in order of time, key, value
+      out:                 # every result, in any order (compared sorted)
         - {key: a, value: "1,1", time: 59999999999}
       dead:                # every dead letter: its record and its reason,
                            # whole (message) or in part (contains)
         - {key: a, value: x, time: 5, contains: "not a decimal"}
       late:                # every record that came after its window closed
-        - {key: a, value: "2", time: 0}
+        - {key: a, value: "2", time: 1000000000}
 
-Results carry the window's end - 1 as their time, and an early or late
-firing's results the header Sluice-Firing (early or late); a rejected firing
-of an aggregate is dead-lettered as a record of its key and accumulator
-(value_base64) at the window's end - 1. A join reads its two inputs side by
-side, in an order the host does not fix: write each side in time order, so
-that its results do not depend on it. A case's window: null drops the file's
-window (for an interval join's case in a file of window joins); config_error
-works as for the other kinds.`
+A record's time is its event time: one without (time 0) is dead-lettered by
+an event-time window or a join. Results carry the window's end - 1 as their
+time (an interval join's, the later record's), and an early or late firing's
+results the header Sluice-Firing (early or late). A firing an aggregate
+rejects is dead-lettered as a record of its key and accumulator (value_base64)
+at the window's end - 1, and a pair a join function rejects as the join's
+default result (the JSON object of key, left, right and window).
+
+A join reads its two inputs side by side, in an order the host does not fix:
+write each side in time order, so that its results do not depend on it. A
+case's window: null drops the file's window (for an interval join's case in a
+file of window joins); config_error works as for the other kinds.`
 
 // deadRecord is an expected dead letter: a record and its reason, in
 // full (message) or in part (contains).
@@ -414,7 +418,7 @@ func readRecords(ctx context.Context, path string) ([]caseRecord, error) {
 
 // diffResults describes how the records a pipeline wrote to part (out,
 // dead or late) differ from those wanted, both compared in order of time,
-// key and value. Results are compared with their headers; dead letters
+// key, value and headers. Results are compared with their headers; dead letters
 // and late records by key, value and time, a dead letter's reason (the
 // Sluice-Error header) with dead's message or contains.
 func diffResults(part string, got []caseRecord, want []record, dead []deadRecord) ([]string, error) {
@@ -443,7 +447,10 @@ func diffResults(part string, got []caseRecord, want []record, dead []deadRecord
 		if c := bytes.Compare(a.Key, b.Key); c != 0 {
 			return c
 		}
-		return bytes.Compare(a.Value, b.Value)
+		if c := bytes.Compare(a.Value, b.Value); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.String(), b.String()) // headers
 	}
 	gotIdx := sortedOrder(got, byTime)
 	wantIdx := sortedOrder(wanted, byTime)
