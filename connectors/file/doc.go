@@ -86,13 +86,13 @@
 //
 // The sink appends one line per record in the chosen format. In "json" it
 // writes each value, which must be JSON, on one line (compacted if it
-// holds line breaks). In "jsonl" it
-// writes "value" when the value is valid UTF-8 and "value_base64"
-// otherwise (the same for the key, and for each header's value, under
-// "headers" or "headers_base64"), omits an empty key, time 0 and empty
-// headers, and writes header names as text (invalid UTF-8 in a header's
-// name is replaced by U+FFFD). What the sink writes, the source reads back
-// as the same records (headers ordered by name, one of each name). In "lines" it writes the value alone, and refuses a
+// holds line breaks). In "jsonl" it writes "value" when the value is valid
+// UTF-8 and "value_base64" otherwise (the same for the key, and for each
+// header's value, under "headers" or "headers_base64"), omits an empty
+// key, time 0 and empty headers, and writes header names as text (invalid
+// UTF-8 in a header's name is replaced by U+FFFD). What the sink writes,
+// the source reads back as the same records (headers ordered by name, one
+// of each name). In "lines" it writes the value alone, and refuses a
 // value that contains a line break. Write buffers; Flush writes the buffer
 // and fsyncs the file.
 //

@@ -330,7 +330,11 @@ func appendJSONRecord(dst []byte, rec *abi.Record, id string) []byte {
 				continue
 			}
 			if n == 0 {
-				field([]string{"headers", "headers_base64"}[btoi(b64)])
+				name := "headers"
+				if b64 {
+					name = "headers_base64"
+				}
+				field(name)
 				dst = append(dst, '{')
 			} else {
 				dst = append(dst, ',')
@@ -353,14 +357,6 @@ func appendJSONRecord(dst []byte, rec *abi.Record, id string) []byte {
 		dst = appendJSONString(dst, []byte(id))
 	}
 	return append(dst, '}', '\n')
-}
-
-// btoi returns 1 for true, 0 for false.
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func appendBase64(dst, b []byte) []byte {
